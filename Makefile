@@ -1,0 +1,39 @@
+# Thin entry points over CMake. `make demo` and `make test` work on a fresh Debian 12 machine:
+# both install the Debian packages we build with (if missing) before they build.
+BUILD_DIR ?= build/release
+PRESET    ?= release
+JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
+
+APT_PACKAGES := cmake ninja-build g++ make python3 python3-numpy python3-yaml \
+  libyaml-cpp-dev libcli11-dev libeigen3-dev libfmt-dev libspdlog-dev \
+  libgtest-dev libgmock-dev libbenchmark-dev
+
+.PHONY: all deps build demo test bench format clean
+
+all: build
+
+# Installs only what is missing, so a machine that has everything never calls apt-get.
+deps:
+	@./cmake/install-deps.sh $(APT_PACKAGES)
+
+$(BUILD_DIR)/build.ninja:
+	cmake --preset $(PRESET)
+
+build: deps $(BUILD_DIR)/build.ninja
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+demo: build
+	$(BUILD_DIR)/bin/render-bench --demo --name abtest-bench
+
+test: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+bench: build
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target perf_benchmarks
+	$(BUILD_DIR)/bin/perf_benchmarks
+
+format:
+	clang-format -i $$(git ls-files '*.cc' '*.h')
+
+clean:
+	rm -rf build

@@ -1,0 +1,88 @@
+#include "rtb/dryrun.h"
+
+#include <fmt/format.h>
+
+#include "rtb/error.h"
+#include "rtb/yaml.h"
+
+namespace rtb {
+namespace {
+
+bool is_separator(std::string_view line) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  return line == "---";
+}
+
+// A chunk that looks like a Kubernetes object: its YAML errors are real errors.
+bool looks_like_object(std::string_view chunk) {
+  std::size_t start = 0;
+  while (start < chunk.size()) {
+    std::size_t end = chunk.find('\n', start);
+    std::string_view line = chunk.substr(start, end == std::string_view::npos ? end : end - start);
+    if (line.rfind("kind:", 0) == 0 || line.rfind("apiVersion:", 0) == 0) return true;
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  return false;
+}
+
+void add_chunk(DryRun& out, std::string_view chunk, std::size_t first_line) {
+  if (chunk.find_first_not_of(" \t\r\n") == std::string_view::npos) return;
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(chunk));
+  } catch (const YAML::Exception& e) {
+    if (!looks_like_object(chunk)) {
+      ++out.skipped_chunks;
+      return;
+    }
+    throw Error(out.source, static_cast<std::int64_t>(first_line + e.mark.line),
+                fmt::format("invalid YAML: {}", e.msg));
+  }
+  if (!root.IsMap()) {
+    if (looks_like_object(chunk)) {
+      throw Error(out.source, static_cast<std::int64_t>(first_line),
+                  "document is not a YAML mapping");
+    }
+    ++out.skipped_chunks;
+    return;
+  }
+  Document doc{root, first_line};
+  for (const auto& [key, line] : yaml::duplicate_keys(root)) {
+    out.warnings.push_back(fmt::format("{}:{}: repeated key '{}' (the last one is used)", out.source,
+                                       first_line + static_cast<std::size_t>(line), key));
+  }
+  out.documents.push_back(std::move(doc));
+}
+
+}  // namespace
+
+std::size_t Document::line_of(const YAML::Node& node) const {
+  int line = node.Mark().line;
+  return line < 0 ? first_line : first_line + static_cast<std::size_t>(line);
+}
+
+DryRun parse_dryrun(std::string_view text, const std::string& source) {
+  DryRun out;
+  out.source = source;
+  std::size_t chunk_start = 0;  // byte offset of the current chunk
+  std::size_t chunk_line = 1;   // its first line
+  std::size_t line_number = 1;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find('\n', pos);
+    std::size_t next = end == std::string_view::npos ? text.size() : end + 1;
+    std::string_view line = text.substr(pos, (end == std::string_view::npos ? text.size() : end) - pos);
+    if (is_separator(line)) {
+      add_chunk(out, text.substr(chunk_start, pos - chunk_start), chunk_line);
+      chunk_start = next;
+      chunk_line = line_number + 1;
+    }
+    pos = next;
+    ++line_number;
+  }
+  add_chunk(out, text.substr(chunk_start), chunk_line);
+  return out;
+}
+
+}  // namespace rtb

@@ -1,0 +1,33 @@
+// A launcher's DRY_RUN output: YAML documents separated by lines that are exactly `---`,
+// interleaved with launcher echoes (`kubectl delete ...`) that are not YAML.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rtb {
+
+struct Document {
+  YAML::Node root;            // a mapping
+  std::size_t first_line{};   // 1-based line of the document's first line in the input
+  // 1-based input line of a node of this document (yaml-cpp marks are 0-based per document).
+  std::size_t line_of(const YAML::Node& node) const;
+};
+
+struct DryRun {
+  std::string source;               // the input's name for messages ("<stdin>", a path)
+  std::vector<Document> documents;  // the chunks that parse as YAML mappings, in input order
+  std::size_t skipped_chunks{};     // chunks that are not YAML mappings (launcher echoes)
+  std::vector<std::string> warnings;  // "file:line: ..." lines for the tool to log
+};
+
+// Splits and parses a DRY_RUN text. A chunk that does not parse as YAML, or parses as something
+// other than a mapping, is skipped as launcher output, unless it starts like a Kubernetes object
+// (a line `kind:` or `apiVersion:` at column 0): then the YAML error is reported (rtb::Error with
+// the file and line). Repeated mapping keys are accepted with a warning.
+DryRun parse_dryrun(std::string_view text, const std::string& source);
+
+}  // namespace rtb

@@ -1,0 +1,490 @@
+"""CLI tests of render-bench: runs the built tool on the fixtures in testdata/ and checks the bench
+JobSet it writes, its client script (parsed by bash and executed with a stub python3), its errors
+and its exit codes."""
+
+import json
+import os
+import re
+import shlex
+import stat
+import subprocess
+import tempfile
+import unittest
+
+import yaml
+
+BIN = os.environ.get("RTB_BIN_DIR", "")
+TESTDATA = os.environ.get("RTB_TESTDATA_DIR", "")
+TOOL = os.path.join(BIN, "render-bench")
+FIXTURE = os.path.join(TESTDATA, "launch_dryrun.txt")
+V5P = os.path.join(TESTDATA, "launch_dryrun_v5p.txt")
+NO_PROXY = os.path.join(TESTDATA, "trainer_no_proxy.txt")
+BAD = os.path.join(TESTDATA, "bad")
+DRIVER_PATH = "/tmp/bench_driver.py"
+
+HOSTILE = [
+    "$(touch {marker})",
+    "`touch {marker}`",
+    "a'b\"c",
+    "line1\nline2",
+    "back\\slash\\",
+    "d\u00e9j\u00e0 vu \u2713",
+    "; touch {marker} #",
+    "$HOME ${PATH} $((1+1))",
+    "-leading-dash",
+    "",
+]
+
+
+def driver_text():
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "render-bench",
+                          "driver", "bench_driver.py")
+    with open(source, encoding="utf-8") as f:
+        return "".join(" " * 22 + line if line.strip() else line for line in f)
+
+
+def run(args, stdin=None):
+    proc = subprocess.run([TOOL] + args, input=stdin, capture_output=True, text=True, timeout=60)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def load_documents(path):
+    """The YAML documents of a DRY_RUN file, as the launcher separates them."""
+    with open(path, encoding="utf-8") as f:
+        chunks = re.split(r"(?m)^---\n", f.read())
+    docs = []
+    for chunk in chunks:
+        try:
+            doc = yaml.safe_load(chunk)
+        except yaml.YAMLError:
+            continue
+        if isinstance(doc, dict) and doc.get("kind") == "JobSet":
+            docs.append(doc)
+    return docs
+
+
+def e2e_trainer(path=FIXTURE):
+    for doc in load_documents(path):
+        if "run_trainer_node.main" in json.dumps(doc):
+            return doc
+    raise AssertionError("fixture has no trainer")
+
+
+def containers(jobset):
+    """(job, container) for every container and initContainer."""
+    for job in jobset["spec"]["replicatedJobs"]:
+        spec = job["template"]["spec"]["template"]["spec"]
+        for key in ("initContainers", "containers"):
+            for c in spec.get(key) or []:
+                yield job["name"], c
+
+
+def container(jobset, name):
+    for _, c in containers(jobset):
+        if c["name"] == name:
+            return c
+    raise AssertionError(f"no container {name}")
+
+
+def script_of(jobset):
+    return container(jobset, "main")["command"][2]
+
+
+def startup_words(script):
+    lines = script.split("\n")
+    start = next(i for i, line in enumerate(lines) if line.strip() == "(")
+    end = next(i for i, line in enumerate(lines) if line.strip().startswith(") & PID=$!"))
+    # bash removes backslash-newline line continuations before it splits words.
+    return shlex.split("\n".join(lines[start + 1 : end]).replace("\\\n", ""))
+
+
+def startup_env(script):
+    env = {}
+    for word in startup_words(script):
+        m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", word, re.S)
+        if not m:
+            break
+        env[m.group(1)] = m.group(2)
+    return env
+
+
+class RenderBenchTest(unittest.TestCase):
+    def render(self, *extra, path=FIXTURE, name="abtest-bench"):
+        rc, out, err = run([path, "--name", name, *extra])
+        self.assertEqual(rc, 0, err)
+        return yaml.safe_load(out), out, err
+
+    # --- what changes and what stays -----------------------------------------------------------
+    def test_names_gang_id_and_max_restarts(self):
+        bench, text, err = self.render()
+        self.assertEqual(err, "", "without --explain the tool is quiet")
+        self.assertEqual(text.count("\n---"), 0, "exactly one document")
+        self.assertEqual(bench["metadata"]["name"], "abtest-bench")
+        self.assertEqual(bench["metadata"]["labels"]["scheduling.x-k8s.io/gang-id"], "abtest-bench")
+        self.assertEqual(bench["spec"]["failurePolicy"]["maxRestarts"], 0)
+        e2e = e2e_trainer()
+        self.assertEqual(bench["spec"]["failurePolicy"]["rules"], e2e["spec"]["failurePolicy"]["rules"])
+        self.assertNotIn("abtest-train", text.replace(driver_text(), ""))
+        argv = shlex.split(startup_env(script_of(bench))["TRAINER_ARGV"])
+        self.assertIn("--worker_id=abtest-bench", argv)
+
+    def test_everything_else_is_kept(self):
+        bench, _, _ = self.render()
+        e2e = e2e_trainer()
+        self.assertEqual(bench["metadata"]["namespace"], e2e["metadata"]["namespace"])
+        for key in ("coordinator", "network", "startupPolicy", "successPolicy"):
+            self.assertEqual(bench["spec"].get(key), e2e["spec"].get(key), key)
+        for bench_job, e2e_job in zip(bench["spec"]["replicatedJobs"], e2e["spec"]["replicatedJobs"]):
+            self.assertEqual(bench_job["name"], e2e_job["name"])
+            b = bench_job["template"]["spec"]["template"]
+            e = e2e_job["template"]["spec"]["template"]
+            self.assertEqual(b["metadata"], e["metadata"])
+            for key in ("nodeSelector", "tolerations", "affinity", "priorityClassName", "volumes",
+                        "serviceAccountName", "hostNetwork", "dnsPolicy", "terminationGracePeriodSeconds"):
+                self.assertEqual(b["spec"].get(key), e["spec"].get(key), key)
+        for (job, b), (_, e) in zip(containers(bench), containers(e2e_trainer())):
+            for key in set(b) | set(e):
+                if b["name"] == "main" and key == "command":
+                    continue
+                self.assertEqual(b.get(key), e.get(key), f"{job}/{b['name']}.{key}")
+
+    def test_quoted_strings_stay_strings(self):
+        _, text, _ = self.render()
+        node = yaml.compose(text)
+
+        def scalars(n, path=""):
+            if isinstance(n, yaml.MappingNode):
+                for k, v in n.value:
+                    yield from scalars(v, f"{path}.{k.value}")
+            elif isinstance(n, yaml.SequenceNode):
+                for i, v in enumerate(n.value):
+                    yield from scalars(v, f"{path}[{i}]")
+            else:
+                yield path, n
+
+        found = {p: n for p, n in scalars(node)}
+        quoted = [p for p, n in found.items() if n.style in ('"', "'", "|")]
+        for suffix in ("gke-tpu-slice-topology", "skip-tpu-webhook-check", "podset-slice-size", "google.com/tpu"):
+            hits = [p for p in found if p.endswith(suffix)]
+            self.assertTrue(hits, suffix)
+            for p in hits:
+                self.assertIn(p, quoted, f"{p} must stay a quoted string")
+        self.assertEqual(found[".spec.replicatedJobs[0].template.spec.template.spec.containers[0].command[2]"].style, "|")
+        bench = yaml.safe_load(text)
+        annotations = bench["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["metadata"]["annotations"]
+        for value in annotations.values():
+            self.assertIsInstance(value, str)
+
+    # --- the client script ---------------------------------------------------------------------
+    def test_client_script_passes_bash_n_and_carries_the_driver(self):
+        bench, _, _ = self.render()
+        script = script_of(bench)
+        subprocess.run(["bash", "-n"], input=script, text=True, check=True)
+        self.assertIn(f"cat > {DRIVER_PATH} <<'BENCH_DRIVER_EOF'", script)
+        env = startup_env(script)
+        e2e_env = startup_env(script_of(e2e_trainer()))
+        keys = list(env)
+        self.assertEqual(keys[: len(e2e_env)], list(e2e_env), "the trainer's own environment comes first")
+        for key, value in e2e_env.items():
+            self.assertEqual(env[key], value, key)
+        driver_keys = keys[len(e2e_env):]
+        self.assertEqual(driver_keys[0], "BENCH_NAME")
+        for key in ("STEPS", "MICRO_STEPS", "SEED", "ROUTING_TARGETS", "ROUTING_SCALE", "LOGP_GATES",
+                    "ADVANTAGES", "PAD_POSITION", "PAD_ALIGN", "TRAINER_ARGV", "ORCH_ARGV"):
+            self.assertIn(key, driver_keys)
+        self.assertEqual(startup_words(script)[-2:], ["python3", DRIVER_PATH])
+        e2e_words = startup_words(script_of(e2e_trainer()))
+        first_flag = next(i for i, w in enumerate(e2e_words) if w.startswith("--"))
+        e2e_argv = [w.replace("abtest-train", "abtest-bench") for w in e2e_words[first_flag:]]
+        self.assertEqual(shlex.split(env["TRAINER_ARGV"]), e2e_argv)
+
+    def execute_client(self, bench, tmp):
+        """Runs the client script with a stub python3 that records its environment; returns it."""
+        target = os.path.join(tmp, "bench_driver.py")
+        script = script_of(bench).replace(f"cat > {DRIVER_PATH} <<", f"cat > {target} <<")
+        script = script.replace(f"python3 {DRIVER_PATH}\n", f"python3 {target}\n")
+        bindir = os.path.join(tmp, "bin")
+        os.makedirs(bindir, exist_ok=True)
+        stub = os.path.join(bindir, "python3")
+        record = os.path.join(tmp, "record.json")
+        with open(stub, "w", encoding="utf-8") as f:
+            code = "import json,os,sys; json.dump({'argv': sys.argv[1:], 'env': dict(os.environ)}, open(%r, 'w'))" % record
+            f.write("#!/bin/sh\nexec %s -c %s \"$@\"\n"
+                    % (shlex.quote(os.environ.get("RTB_PYTHON", "/usr/bin/python3")), shlex.quote(code)))
+        os.chmod(stub, os.stat(stub).st_mode | stat.S_IEXEC)
+        env = {"PATH": bindir + ":/usr/bin:/bin", "HOME": tmp}
+        proc = subprocess.run(["bash", "-c", script], env=env, cwd=tmp, capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("EXIT_CODE=0", proc.stdout)
+        with open(record, encoding="utf-8") as f:
+            return json.load(f), script
+
+    def test_hostile_values_reach_the_driver_verbatim_and_nothing_else_runs(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            marker = os.path.join(tmp, "PWNED")
+            values = [v.replace("{marker}", marker) for v in HOSTILE]
+            args = []
+            for i, value in enumerate(values):
+                args += [f"--trainer-arg=--hostile_{i}={value}", f"--orch-arg=--hostile_{i}={value}",
+                         f"--driver-env=HOSTILE_{i}={value}"]
+                if not re.search(r"\s", value) and value:
+                    args += [f"--maxtext-flag=hostile_{i}={value}"]
+                    args += [f"--libtpu-flag=--xla_hostile_{i}={value}"]
+            args += ["--output-prefix", f"gs://b/{values[0]}"]
+            bench, _, _ = self.render(*args)
+            record, script = self.execute_client(bench, tmp)
+            self.assertFalse(os.path.exists(marker), "a value was executed")
+            env = record["env"]
+            self.assertEqual(record["argv"], [os.path.join(tmp, "bench_driver.py")])
+            trainer_argv = shlex.split(env["TRAINER_ARGV"])
+            orch_argv = shlex.split(env["ORCH_ARGV"])
+            maxtext = env["MAXTEXT_EXTRA_FLAGS"].split()
+            libtpu = env["LIBTPU_INIT_ARGS"].split()
+            for i, value in enumerate(values):
+                self.assertIn(f"--hostile_{i}={value}", trainer_argv)
+                self.assertIn(f"--hostile_{i}={value}", orch_argv)
+                self.assertEqual(env[f"HOSTILE_{i}"], value)
+                if not re.search(r"\s", value) and value:
+                    self.assertIn(f"hostile_{i}={value}", maxtext)
+                    self.assertIn(f"--xla_hostile_{i}={value}", libtpu)
+            self.assertIn(f"--maxtext_output_directory=gs://b/{values[0]}/abtest-bench", trainer_argv)
+
+    def test_driver_override_and_heredoc_terminator_that_occurs_in_it(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            driver = os.path.join(tmp, "driver.py")
+            body = "print('hi')\nBENCH_DRIVER_EOF\n'''$(touch %s)'''\n" % os.path.join(tmp, "PWNED")
+            with open(driver, "w", encoding="utf-8") as f:
+                f.write(body)
+            bench, _, _ = self.render("--driver", driver)
+            script = script_of(bench)
+            self.assertIn("<<'BENCH_DRIVER_EOF_1'", script)
+            self.execute_client(bench, tmp)
+            with open(os.path.join(tmp, "bench_driver.py"), encoding="utf-8") as f:
+                self.assertEqual(f.read(), body)
+            self.assertFalse(os.path.exists(os.path.join(tmp, "PWNED")))
+
+    def test_embedded_driver_is_written_verbatim(self):
+        source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "render-bench",
+                              "driver", "bench_driver.py")
+        with tempfile.TemporaryDirectory() as tmp:
+            bench, _, _ = self.render()
+            self.execute_client(bench, tmp)
+            with open(os.path.join(tmp, "bench_driver.py"), encoding="utf-8") as f, open(source, encoding="utf-8") as g:
+                self.assertEqual(f.read(), g.read())
+
+    # --- knobs ------------------------------------------------------------------------------------
+    def test_libtpu_flag_in_all_three_places(self):
+        bench, _, _ = self.render("--libtpu-flag=--xla_tpu_scoped_vmem_limit_kib=65536",
+                                  "--libtpu-flag", "--xla_brand_new=3")
+        client = startup_env(script_of(bench))["LIBTPU_INIT_ARGS"].split()
+        e2e_client = startup_env(script_of(e2e_trainer()))["LIBTPU_INIT_ARGS"].split()
+        at = e2e_client.index("--xla_tpu_scoped_vmem_limit_kib=65472")
+        self.assertEqual(client[at], "--xla_tpu_scoped_vmem_limit_kib=65536", "replaced where it stands")
+        self.assertEqual(client[-1], "--xla_brand_new=3", "appended")
+        self.assertEqual(len(client), len(e2e_client) + 1)
+        proxy = container(bench, "pathways-proxy")["args"]
+        e2e_proxy = container(e2e_trainer(), "pathways-proxy")["args"]
+        self.assertEqual(proxy[e2e_proxy.index("--xla_tpu_scoped_vmem_limit_kib=65472")],
+                         "--xla_tpu_scoped_vmem_limit_kib=65536")
+        last_xla = max(i for i, a in enumerate(e2e_proxy) if a.startswith("--xla"))
+        self.assertEqual(proxy[last_xla + 1], "--xla_brand_new=3", "new proxy flag after the last --xla")
+        self.assertEqual(proxy[-1], e2e_proxy[-1])
+        worker_env = {e["name"]: e.get("value") for e in container(bench, "pathways-worker")["env"]}
+        worker = worker_env["LIBTPU_INIT_ARGS"].split()
+        self.assertIn("--xla_tpu_scoped_vmem_limit_kib=65536", worker)
+        self.assertNotIn("--xla_tpu_scoped_vmem_limit_kib=65472", worker)
+        self.assertIn("--xla_brand_new=3", worker)
+
+    def test_libtpu_flag_created_where_absent(self):
+        rc, out, err = run([NO_PROXY, "--name", "abtest-bench", "--libtpu-flag=--xla_x=1"])
+        self.assertEqual(rc, 0, err)
+        self.assertIn("pathways-proxy", err, "the missing proxy is reported")
+        bench = yaml.safe_load(out)
+        self.assertEqual(startup_env(script_of(bench))["LIBTPU_INIT_ARGS"], "--xla_x=1")
+        worker_env = {e["name"]: e.get("value") for e in container(bench, "pathways-worker")["env"]}
+        self.assertEqual(worker_env["LIBTPU_INIT_ARGS"], "--xla_x=1")
+
+    def test_maxtext_flag_appends_or_replaces_in_place(self):
+        bench, _, _ = self.render("--maxtext-flag", "ragged_buffer_factor=2.75", "--maxtext-flag", "new_key=1",
+                                  "--maxtext-replace", "sa_block_q=2048")
+        items = startup_env(script_of(bench))["MAXTEXT_EXTRA_FLAGS"].split()
+        e2e_items = startup_env(script_of(e2e_trainer()))["MAXTEXT_EXTRA_FLAGS"].split()
+        self.assertEqual(items[e2e_items.index("ragged_buffer_factor=2.0")], "ragged_buffer_factor=2.75")
+        self.assertEqual(items[e2e_items.index("sa_block_q=1024")], "sa_block_q=2048")
+        self.assertEqual(items[-1], "new_key=1")
+        self.assertEqual(len(items), len(e2e_items) + 1)
+
+    def test_maxtext_replace_of_absent_key_fails(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "bench.yaml")
+            with open(out, "w", encoding="utf-8") as f:
+                f.write("old\n")
+            rc, stdout, err = run([FIXTURE, "--name", "abtest-bench", "--maxtext-replace", "no_such_key=1", "-o", out])
+            self.assertEqual(rc, 2)
+            self.assertEqual(stdout, "")
+            self.assertEqual(len(err.splitlines()), 1, err)
+            self.assertIn("no_such_key", err)
+            with open(out, encoding="utf-8") as f:
+                self.assertEqual(f.read(), "old\n")
+
+    def test_trainer_and_orchestrator_args(self):
+        bench, _, _ = self.render("--trainer-arg=--compute_logps_chunk_size=1024", "--trainer-arg=--new_flag",
+                                  "--trainer-arg-remove=--profiler_steps", "--orch-arg=--max_steps=3")
+        env = startup_env(script_of(bench))
+        argv = shlex.split(env["TRAINER_ARGV"])
+        self.assertIn("--compute_logps_chunk_size=1024", argv)
+        self.assertNotIn("--compute_logps_chunk_size=512", argv)
+        self.assertEqual(argv[-1], "--new_flag")
+        self.assertFalse(any(a.startswith("--profiler_steps") for a in argv))
+        self.assertIn("--max_steps=3", shlex.split(env["ORCH_ARGV"]))
+        rc, _, err = run([FIXTURE, "--name", "x", "--trainer-arg-remove=--no_such_flag"])
+        self.assertEqual(rc, 2)
+        self.assertIn("--no_such_flag", err)
+
+    def test_trainer_slice_changes_every_field(self):
+        bench, text, _ = self.render("--trainer-slice", "tpu7x:4x4x4")
+        driverless = re.sub(r"(?s)cat > /tmp/bench_driver.py <<'(\w+)'\n.*?\n\s*\1\n", "", text)
+        self.assertNotIn("4x4x8", driverless)
+        pw = bench["spec"]["replicatedJobs"][1]
+        self.assertEqual(pw["template"]["spec"]["completions"], 16)
+        self.assertEqual(pw["template"]["spec"]["parallelism"], 16)
+        annotations = pw["template"]["spec"]["template"]["metadata"]["annotations"]
+        self.assertEqual(annotations["cloud.google.com/gke-tpu-slice-topology"], "4x4x4")
+        self.assertEqual(annotations["kueue.x-k8s.io/podset-slice-size"], "16")
+        self.assertIn("--instance_type=tpu7x:4x4x4", container(bench, "pathways-rm")["args"])
+        env = startup_env(script_of(bench))
+        self.assertIn("--mesh_fsdp=16", shlex.split(env["TRAINER_ARGV"]))
+        orch = shlex.split(env["ORCH_ARGV"])
+        self.assertIn("--trainer_fsdp=16", orch)
+        self.assertIn("--tpu_topology=tpu7x:4x4x4+tpu7x:2x2x1", orch)
+
+    def test_trainer_slice_larger_and_v5p(self):
+        bench, text, _ = self.render("--trainer-slice", "tpu7x:8x8x8")
+        env = startup_env(script_of(bench))
+        self.assertIn("--mesh_fsdp=128", shlex.split(env["TRAINER_ARGV"]))
+        self.assertEqual(bench["spec"]["replicatedJobs"][1]["template"]["spec"]["completions"], 128)
+        bench, text, _ = self.render("--trainer-slice", "v5p:4x4x8", path=V5P)
+        for job in bench["spec"]["replicatedJobs"]:
+            selector = job["template"]["spec"]["template"]["spec"].get("nodeSelector", {})
+            if "cloud.google.com/gke-tpu-topology" in selector:
+                self.assertEqual(selector["cloud.google.com/gke-tpu-topology"], "4x4x8")
+        self.assertIn("--instance_type=tpuv5:4x4x8", container(bench, "pathways-rm")["args"])
+        self.assertIn("--mesh_fsdp=64", shlex.split(startup_env(script_of(bench))["TRAINER_ARGV"]))
+
+    def test_v5p_name_selectors_are_renamed(self):
+        _, text, _ = self.render(path=V5P)
+        self.assertNotIn("abtest-train", text.replace(driver_text(), ""))
+        self.assertGreaterEqual(text.count("abtest-bench"), 5)
+
+    def test_logps_chunk_and_profile_window_and_driver_knobs(self):
+        bench, _, _ = self.render("--logps-chunk", "4096", "--profile-window", "3:2", "--steps", "4",
+                                  "--micro-steps", "7", "--seed", "11", "--routing-scale", "0.5",
+                                  "--logp-gates", "off", "--advantages", "zero", "--pad-position", "start",
+                                  "--pad-align", "2048", "--driver-env", "REAL_LEN=1000")
+        env = startup_env(script_of(bench))
+        argv = shlex.split(env["TRAINER_ARGV"])
+        self.assertIn("--compute_logps_chunk_size=4096", argv)
+        self.assertIn("--profiler_steps=2", argv)
+        self.assertIn("--skip_first_n_profiler_steps=3", argv)
+        expected = {"STEPS": "4", "MICRO_STEPS": "7", "SEED": "11", "ROUTING_SCALE": "0.5", "LOGP_GATES": "off",
+                    "ADVANTAGES": "zero", "PAD_POSITION": "start", "PAD_ALIGN": "2048", "PROFILE_WINDOW": "3:2",
+                    "REAL_LEN": "1000", "BENCH_NAME": "abtest-bench"}
+        for key, value in expected.items():
+            self.assertEqual(env[key], value, key)
+        self.assertEqual(len(env["ROUTING_TARGETS"].split(",")), 60, "the default 397B table")
+
+    def test_routing_targets_file(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+            f.write("# two layers\n1.5\n2.25\n")
+        try:
+            bench, _, _ = self.render("--routing-targets", f.name)
+            self.assertEqual(startup_env(script_of(bench))["ROUTING_TARGETS"], "1.5,2.25")
+            with open(f.name, "w", encoding="utf-8") as g:
+                g.write("0.5\n")
+            rc, _, err = run([FIXTURE, "--name", "x", "--routing-targets", f.name])
+            self.assertEqual(rc, 2)
+            self.assertIn(f.name, err)
+        finally:
+            os.unlink(f.name)
+
+    def test_explain_lists_changed_paths(self):
+        rc, _, err = run([FIXTURE, "--name", "abtest-bench", "--libtpu-flag=--xla_new=1", "--explain", "-o", "/dev/null"])
+        self.assertEqual(rc, 0, err)
+        self.assertIn("--libtpu-flag: spec.replicatedJobs[proc].template.spec.template.spec.initContainers[pathways-proxy].args[--xla_new]", err)
+        self.assertIn("metadata.name: abtest-train -> abtest-bench", err)
+        self.assertIn("spec.failurePolicy.maxRestarts: 3 -> 0", err)
+
+    def test_stdin_output_file_and_demo(self):
+        with open(FIXTURE, encoding="utf-8") as f:
+            text = f.read()
+        rc, from_stdin, err = run(["-", "--name", "abtest-bench"], stdin=text)
+        self.assertEqual(rc, 0, err)
+        _, from_file, _ = run([FIXTURE, "--name", "abtest-bench"])
+        self.assertEqual(from_stdin, from_file)
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "bench.yaml")
+            rc, stdout, err = run([FIXTURE, "--name", "abtest-bench", "-o", out])
+            self.assertEqual((rc, stdout), (0, ""))
+            with open(out, encoding="utf-8") as f:
+                self.assertEqual(f.read(), from_file)
+            self.assertEqual(os.listdir(tmp), ["bench.yaml"])
+        rc, demo, err = run(["--demo", "--name", "abtest-bench"])
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(demo, from_file, "the demo renders the embedded copy of the fixture")
+        self.assertEqual(len(err.splitlines()), 1)
+        self.assertIn("abtest-train -> abtest-bench", err)
+
+    def test_help_and_version(self):
+        rc, out, _ = run(["--help"])
+        self.assertEqual(rc, 0)
+        self.assertIn("Examples:", out)
+        self.assertIn("render-bench dryrun.txt --name", out)
+        rc, out, _ = run(["--version"])
+        self.assertEqual(rc, 0)
+        self.assertRegex(out, r"^render-bench \(rl-trainer-bench\) \d+\.\d+\.\d+")
+
+    # --- bad input --------------------------------------------------------------------------------
+    def assert_fails(self, args, expected, stdin=None):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "bench.yaml")
+            with open(out, "w", encoding="utf-8") as f:
+                f.write("previous\n")
+            rc, stdout, err = run(args + ["-o", out], stdin=stdin)
+            self.assertEqual(rc, 2, err)
+            self.assertEqual(stdout, "")
+            lines = err.splitlines()
+            self.assertEqual(len(lines), 1, err)
+            self.assertTrue(lines[0].startswith("render-bench: "), err)
+            self.assertIn(expected, lines[0])
+            with open(out, encoding="utf-8") as f:
+                self.assertEqual(f.read(), "previous\n", "a failed render leaves FILE untouched")
+            self.assertEqual(os.listdir(tmp), ["bench.yaml"])
+            return lines[0]
+
+    def test_bad_inputs(self):
+        self.assert_fails([os.path.join(BAD, "missing.txt"), "--name", "x"], "missing.txt: cannot open")
+        self.assert_fails([os.path.join(BAD, "not_yaml.txt"), "--name", "x"], "no trainer JobSet")
+        self.assert_fails([os.path.join(BAD, "empty.txt"), "--name", "x"], "no trainer JobSet")
+        line = self.assert_fails([os.path.join(BAD, "no_trainer.txt"), "--name", "x"], "no trainer JobSet")
+        self.assertIn("abtest-orch", line)
+        line = self.assert_fails([os.path.join(BAD, "two_trainers.txt"), "--name", "x"], "more than one trainer")
+        self.assertIn("abtest-train2", line)
+        self.assert_fails([os.path.join(BAD, "no_startup_block.txt"), "--name", "x"], "no startup block")
+        line = self.assert_fails([os.path.join(BAD, "unbalanced_quote.txt"), "--name", "x"], "unbalanced_quote.txt:330:")
+        self.assertIn("quote", line)
+        self.assert_fails([FIXTURE, "--name", "x", "--trainer-slice", "tpu9:4x4x4"], "unknown TPU type")
+        self.assert_fails([FIXTURE, "--name", "x", "--trainer-slice", "tpu7x:4x4"], "topolog")
+        self.assert_fails([FIXTURE, "--name", "x", "--trainer-slice", "tpu7x:1x1x1"], "does not divide")
+        self.assert_fails([FIXTURE, "--name", "Bad_Name"], "DNS label")
+        self.assert_fails([FIXTURE, "--name", "a" * 60], "too long")
+        self.assert_fails([FIXTURE, "--name", "x", "--libtpu-flag=--xla_a=b c"], "blanks")
+        self.assert_fails([FIXTURE, "--name", "x", "--maxtext-flag", "novalue"], "novalue")
+        self.assert_fails([FIXTURE, "--name", "x", "--profile-window", "3"], "START:COUNT")
+        self.assert_fails([FIXTURE, "--name", "x", "--pad-align", "100"], "multiple")
+        self.assert_fails([FIXTURE, "--name", "x", "--driver-env", "STEPS=3"], "--driver-env")
+        self.assert_fails([FIXTURE], "--name")
+        self.assert_fails(["--demo", FIXTURE, "--name", "x"], "either")
+
+
+if __name__ == "__main__":
+    unittest.main()

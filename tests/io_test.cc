@@ -1,0 +1,112 @@
+#include "rtb/io.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "rtb/error.h"
+
+namespace rtb {
+namespace {
+
+namespace fs = std::filesystem;
+
+class IoTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("rtb_io_test_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(IoTest, WriteOutputReplacesAtomicallyAndLeavesNoTemporary) {
+  fs::path out = dir_ / "out.yaml";
+  write_output(out, "old\n");
+  write_output(out, "new\n");
+  EXPECT_EQ(read_file(out), "new\n");
+  int files = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir_)) ++files;
+  EXPECT_EQ(files, 1);
+}
+
+TEST_F(IoTest, WriteOutputGivesTheUsualMode) {
+  fs::path out = dir_ / "mode.yaml";
+  write_output(out, "x");
+  struct stat st {};
+  ASSERT_EQ(::stat(out.c_str(), &st), 0);
+  mode_t mask = ::umask(0);
+  ::umask(mask);
+  EXPECT_EQ(st.st_mode & 0777, 0666 & ~mask);
+}
+
+TEST_F(IoTest, WriteOutputIntoMissingDirectoryFailsWithPath) {
+  fs::path out = dir_ / "missing" / "out.yaml";
+  try {
+    write_output(out, "x");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.file(), out.string());
+  }
+}
+
+TEST_F(IoTest, WriteOutputToDeviceWritesDirectly) {
+  // /dev/null is not a regular file: it must be written, never renamed over.
+  write_output("/dev/null", "discarded");
+  struct stat st {};
+  ASSERT_EQ(::stat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+}
+
+TEST_F(IoTest, ReadMissingFileNamesIt) {
+  try {
+    read_file((dir_ / "nope").string());
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("nope: cannot open"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(IoTest, ForEachLineNumbersLinesAndKeepsTheLastUnterminatedOne) {
+  fs::path in = dir_ / "lines.txt";
+  std::ofstream(in) << "a\n\nc\r\nlast";
+  std::vector<std::pair<std::string, std::size_t>> seen;
+  for_each_line(in, [&](std::string_view line, std::size_t number) {
+    seen.emplace_back(std::string(line), number);
+    return true;
+  });
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen[0], std::make_pair(std::string("a"), std::size_t{1}));
+  EXPECT_EQ(seen[1].first, "");
+  EXPECT_EQ(seen[2].first, "c\r");
+  EXPECT_EQ(seen[3], std::make_pair(std::string("last"), std::size_t{4}));
+}
+
+TEST_F(IoTest, ForEachLineHandlesLinesLongerThanTheReadBuffer) {
+  fs::path in = dir_ / "long.txt";
+  std::string long_line(3 << 20, 'x');
+  std::ofstream(in) << "short\n" << long_line << "\nend\n";
+  std::vector<std::size_t> lengths;
+  for_each_line(in, [&](std::string_view line, std::size_t) {
+    lengths.push_back(line.size());
+    return true;
+  });
+  EXPECT_EQ(lengths, (std::vector<std::size_t>{5, long_line.size(), 3}));
+}
+
+TEST(ErrorTest, FormatsFileAndLine) {
+  EXPECT_STREQ(Error("a.yaml", 12, "bad").what(), "a.yaml:12: bad");
+  EXPECT_STREQ(Error("a.yaml", 0, "bad").what(), "a.yaml: bad");
+  EXPECT_STREQ(Error("bad").what(), "bad");
+  EXPECT_STREQ(Error("bad").in_file("b.txt", 3).what(), "b.txt:3: bad");
+  EXPECT_STREQ(Error("a", 1, "bad").in_file("b.txt", 3).what(), "a:1: bad");
+}
+
+}  // namespace
+}  // namespace rtb

@@ -1,0 +1,1832 @@
+"""rl-trainer-bench driver: times the RL trainer program of a Tunix GRPO run on one trainer slice.
+
+render-bench writes this file to /tmp/bench_driver.py in the bench JobSet's client container and
+runs `python3 /tmp/bench_driver.py` in the trainer image (Tunix + MaxText + JAX on Pathways). The
+driver builds the trainer worker, the GRPO algorithm and the batch configuration through Tunix's
+own parsers and factories from the e2e argv, compiles, then times STEPS optimizer steps of
+MICRO_STEPS fwd_bwd calls on a synthetic micro-batch whose MoE routing load is calibrated per layer.
+
+Environment contract (every value is validated; a bad one is a one-line error and exit code 2):
+
+  TRAINER_ARGV    required. The trainer's argv as one shell-quoted string (shlex.split gives the
+                  words): everything after `python -m tunix.experimental.distributed.runtime.main`,
+                  starting with `--process_main=...run_trainer_node.main`. The runtime's own flags
+                  (--process_main, --process_executor, --discovery_*) are dropped, the rest goes to
+                  the trainer module's argument parser.
+  ORCH_ARGV       required. The orchestrator's argv, likewise (run_deepswe_dist flags).
+  STEPS           optimizer steps to time, integer >= 1, default 5.
+  MICRO_STEPS     fwd_bwd calls per optimizer step, integer >= 1, default 9.
+  SEED            integer, default 0. Everything synthetic is derived from it.
+  ROUTING_TARGETS per-layer max/mean expert-load targets: comma-separated numbers (`1.8,2.1,...`),
+                  one per decoder layer, each >= 1, or `@FILE` (one number per line, or 0-based
+                  `layer,target` lines, `#` comments). Required when the trainer reports a routing
+                  shape; a count different from the model's layer count is an error.
+  ROUTING_SCALE   float >= 0, default 1: each target t becomes 1 + s * (t - 1).
+  LOGP_GATES      on|off, default on. off disables the GRPO config's log-prob based gates (sequence
+                  log-prob error threshold, truncated importance sampling, sampler IS weighting:
+                  whichever fields the parsed config has), so that on random weights no token is
+                  dropped because the policy disagrees with the payload's old log-probs.
+  ADVANTAGES      random|zero, default random (seeded normal, one value per segment).
+  PAD_POSITION    end|start, default end. start moves each real row right by its trailing padding
+                  rounded down to a multiple of PAD_ALIGN (rows with less padding do not move).
+  PAD_ALIGN       integer > 0, a multiple of the segment alignment 64, default 4096.
+  REAL_LEN        real tokens per regular row, 1..T, default T - round(T * 4588 / 65536)
+                  (60,948 of a 65,536-token budget).
+  SEGMENTS        segments per row, integer >= 1, at most the payload's num_segments - 1 and at
+                  most REAL_LEN. Default: num_segments - 1 of the warm-up payload, capped at
+                  --max_segments_per_packed_row (or, when that is unbounded, at REAL_LEN // 64).
+  FINAL_ROWS      real rows in the last micro-batch of a step, 1..R, default R (all rows).
+  PROFILE_WINDOW  optional `START:COUNT`: trace fwd_bwd calls START..START+COUNT-1 (0-based,
+                  counted over the whole run) with jax.profiler. When set, the trainer's own
+                  profiler (--profiler_steps) is turned off so that only one trace runs.
+  PROFILE_DIR     trace directory, default <--maxtext_output_directory>/bench_profile.
+  BENCH_NAME      the bench JobSet name, used in log lines (default: JOBSET_NAME, else "bench").
+Other variables are ignored (the trainer's own environment passes through to Tunix and MaxText).
+
+Log lines (stdout). Human lines start with `[TrainerBench] `. Machine lines start at column 0:
+  BENCH_STEP {"step":N,"seconds":S,"microbatch_s":[...],"tokens":T,"tokens_per_s_per_chip":X,
+              "fused_update":B, ...}                                 one per optimizer step
+  TRAINER_STEP_TIMING step=%d policy_version=%d rtt_s=%.3f timing=<compact json>
+  TRAINER_STEP_TIMING step=N unavailable: <error>      when get_step_timing raises or gives None
+  BENCH_SUMMARY {...}                                                 once, at the end
+Exit codes: 0 success, 2 bad settings, 1 a failure while running.
+
+Payload file mode (needs NumPy only, no Tunix or JAX):
+  python3 bench_driver.py --dump-payload OUT.npz --rows R --tokens T --layers L --topk K
+      --experts E [--vocab V] [--real-len N] [--segments n] [--final-rows F] [--final]
+      [--pad-position end|start] [--pad-align A] [--routing-targets 1.5,2,...|@FILE]
+      [--routing-scale S] [--advantages random|zero] [--seed N] [--no-old-logps] [--pad-id P]
+writes an uncompressed .npz with one array per payload field (payload-spec.md) and prints the
+per-layer routing summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import inspect
+import json
+import math
+import os
+import re
+import shlex
+import signal
+import statistics
+import sys
+import time
+import traceback
+import uuid
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+TAG = "[TrainerBench]"
+PROG = "bench_driver"
+
+# Segment starts sit on this grid (the GatedDeltaNet chunk, Tunix's segment_align_multiple).
+SEGMENT_ALIGN = 64
+# The bench's regular rows: 4,588 padding tokens in a 65,536-token budget (payload-spec.md).
+REGULAR_PADDING = 4588
+REGULAR_BUDGET = 65536
+# Qwen3.5-397B-A17B, the default vocabulary of the payload file mode.
+DEFAULT_VOCAB = 248320
+# A target is "hit" when the achieved max/mean is within this relative distance.
+TARGET_TOLERANCE = 0.01
+
+DEFAULT_TRAINER_MODULE = "tunix.experimental.examples.common.run_trainer_node"
+DEFAULT_ORCH_MODULE = "tunix.experimental.examples.deepswe_dist.run_deepswe_dist"
+RUNTIME_FLAGS = ("--process_main", "--process_executor", "--discovery_id", "--discovery_port",
+                 "--discovery_addrs")
+
+
+class SettingsError(Exception):
+  """A bad setting or an impossible combination: exit code 2."""
+
+
+class TunixMissing(RuntimeError):
+  """The image's Tunix lacks a module or function the driver needs: exit code 1."""
+
+
+def say(message: str) -> None:
+  print(f"{TAG} {message}", flush=True)
+
+
+def emit(line: str) -> None:
+  print(line, flush=True)
+
+
+def one_line(text: Any) -> str:
+  return " ".join(str(text).split())
+
+
+def describe_exception(exc: BaseException) -> str:
+  text = one_line(exc)
+  return text if text else type(exc).__name__
+
+
+# ------------------------------------------------------------------------------------------------
+# Settings: the environment contract.
+# ------------------------------------------------------------------------------------------------
+
+
+def parse_int(name: str, text: str, minimum: Optional[int] = None) -> int:
+  try:
+    value = int(text.strip(), 10)
+  except ValueError:
+    raise SettingsError(f"{name}={text!r}: not an integer") from None
+  if minimum is not None and value < minimum:
+    raise SettingsError(f"{name}={text!r}: must be >= {minimum}")
+  return value
+
+
+def parse_float(name: str, text: str, minimum: Optional[float] = None) -> float:
+  try:
+    value = float(text.strip())
+  except ValueError:
+    raise SettingsError(f"{name}={text!r}: not a number") from None
+  if not math.isfinite(value):
+    raise SettingsError(f"{name}={text!r}: must be finite")
+  if minimum is not None and value < minimum:
+    raise SettingsError(f"{name}={text!r}: must be >= {minimum:g}")
+  return value
+
+
+def parse_choice(name: str, text: str, choices: Sequence[str]) -> str:
+  value = text.strip().lower()
+  if value not in choices:
+    raise SettingsError(f"{name}={text!r}: must be one of {'|'.join(choices)}")
+  return value
+
+
+def parse_pad_align(name: str, text: str) -> int:
+  value = parse_int(name, text, 1)
+  if value % SEGMENT_ALIGN:
+    raise SettingsError(f"{name}={text!r}: must be a multiple of the segment alignment "
+                        f"{SEGMENT_ALIGN}")
+  return value
+
+
+def parse_window(name: str, text: str) -> Tuple[int, int]:
+  match = re.fullmatch(r"\s*(-?\d+)\s*:\s*(-?\d+)\s*", text)
+  if not match:
+    raise SettingsError(f"{name}={text!r}: expected START:COUNT (fwd_bwd calls, 0-based start)")
+  start, count = int(match.group(1)), int(match.group(2))
+  if start < 0:
+    raise SettingsError(f"{name}={text!r}: START must be >= 0")
+  if count < 1:
+    raise SettingsError(f"{name}={text!r}: COUNT must be >= 1")
+  return start, count
+
+
+def parse_argv_words(name: str, text: str) -> List[str]:
+  try:
+    words = shlex.split(text)
+  except ValueError as exc:
+    raise SettingsError(f"{name}: cannot split into shell words: {exc}") from None
+  if not words:
+    raise SettingsError(f"{name} is empty")
+  return words
+
+
+def _parse_target_value(source: str, line: int, text: str) -> float:
+  where = f"{source}:{line}" if line else source
+  try:
+    value = float(text)
+  except ValueError:
+    raise SettingsError(f"{where}: {text!r} is not a number") from None
+  if not math.isfinite(value):
+    raise SettingsError(f"{where}: routing target {text!r} is not finite")
+  if value < 1.0:
+    raise SettingsError(f"{where}: routing target {text!r} is below 1 "
+                        "(max/mean load is at least 1)")
+  return value
+
+
+def parse_routing_table(text: str, source: str) -> List[float]:
+  """Parses a routing target table in the forms that render-bench and check-payload accept.
+
+  One inline line of comma-separated numbers; or one number per line (line i is layer i); or
+  `layer,target` lines with 0-based layers, each exactly once (an optional `layer,...` header is
+  skipped). `#` starts a comment; blank lines are ignored.
+  """
+  lines = []
+  for number, raw in enumerate(text.splitlines(), 1):
+    content = raw.split("#", 1)[0].strip()
+    if content:
+      lines.append((number, [field.strip() for field in content.split(",")]))
+  if lines and len(lines[0][1]) == 2 and lines[0][1][0].lower() == "layer":
+    lines.pop(0)
+  if not lines:
+    raise SettingsError(f"{source}: empty routing target table (no values)")
+  if len(lines) == 1 and len(lines[0][1]) >= 2 and not (len(lines[0][1]) == 2 and
+                                                        lines[0][1][0] == "0"):
+    number, fields = lines[0]
+    return [_parse_target_value(source, number, field) for field in fields]
+  width = len(lines[0][1])
+  if width > 2:
+    raise SettingsError(f"{source}:{lines[0][0]}: {width} values on a line of a multi-line table "
+                        "(expected one target, or `layer,target`)")
+  for number, fields in lines:
+    if len(fields) != width:
+      raise SettingsError(f"{source}:{number}: {len(fields)} values on this line but {width} on "
+                          f"line {lines[0][0]} (the table mixes `target` and `layer,target`)")
+  if width == 1:
+    return [_parse_target_value(source, number, fields[0]) for number, fields in lines]
+  entries = {}
+  for number, (layer_text, target_text) in lines:
+    if not re.fullmatch(r"\d+", layer_text):
+      raise SettingsError(f"{source}:{number}: {layer_text!r} is not a layer index "
+                          "(a 0-based integer)")
+    layer = int(layer_text)
+    if layer in entries:
+      raise SettingsError(f"{source}:{number}: layer {layer} given twice "
+                          f"(first on line {entries[layer][0]})")
+    entries[layer] = (number, _parse_target_value(source, number, target_text))
+  for layer in range(len(entries)):
+    if layer not in entries:
+      raise SettingsError(f"{source}: layer {layer} is missing (layers 0..{max(entries)} must "
+                          "each appear once)")
+  return [entries[layer][1] for layer in range(len(entries))]
+
+
+def parse_routing_targets(name: str, text: str) -> List[float]:
+  """ROUTING_TARGETS: inline comma-separated numbers, or @FILE."""
+  text = text.strip()
+  if text.startswith("@"):
+    path = text[1:]
+    try:
+      with open(path, encoding="utf-8") as handle:
+        content = handle.read()
+    except OSError as exc:
+      raise SettingsError(f"{name}: cannot read {path}: {exc.strerror or exc}") from None
+    return parse_routing_table(content, path)
+  if "\n" in text:
+    return parse_routing_table(text, name)
+  fields = [field.strip() for field in text.split(",")]
+  return [_parse_target_value(f"{name} value {index}", 0, field)
+          for index, field in enumerate(fields)]
+
+
+def scale_targets(targets: Sequence[float], scale: float) -> List[float]:
+  return [1.0 + scale * (target - 1.0) for target in targets]
+
+
+@dataclasses.dataclass
+class Settings:
+  """The driver's settings, parsed from the environment (None means "use the default")."""
+  trainer_argv: List[str]
+  orch_argv: List[str]
+  steps: int = 5
+  micro_steps: int = 9
+  seed: int = 0
+  routing_targets: Optional[List[float]] = None
+  routing_scale: float = 1.0
+  logp_gates: bool = True
+  advantages: str = "random"
+  pad_position: str = "end"
+  pad_align: int = 4096
+  real_len: Optional[int] = None
+  segments: Optional[int] = None
+  final_rows: Optional[int] = None
+  profile_window: Optional[Tuple[int, int]] = None
+  profile_dir: Optional[str] = None
+  bench_name: str = "bench"
+
+  def knobs(self) -> Dict[str, Any]:
+    """The settings as parsed, for BENCH_SUMMARY."""
+    return {
+        "steps": self.steps,
+        "micro_steps": self.micro_steps,
+        "seed": self.seed,
+        "routing_targets": self.routing_targets,
+        "routing_scale": self.routing_scale,
+        "logp_gates": "on" if self.logp_gates else "off",
+        "advantages": self.advantages,
+        "pad_position": self.pad_position,
+        "pad_align": self.pad_align,
+        "real_len": self.real_len,
+        "segments": self.segments,
+        "final_rows": self.final_rows,
+        "profile_window": (None if self.profile_window is None else
+                           f"{self.profile_window[0]}:{self.profile_window[1]}"),
+        "profile_dir": self.profile_dir,
+    }
+
+
+def parse_settings(env: Mapping[str, str]) -> Settings:
+  """Reads and validates the environment contract; raises SettingsError on the first bad value."""
+
+  def get(name: str) -> Optional[str]:
+    value = env.get(name)
+    if value is None or value.strip() == "":
+      return None
+    return value
+
+  for name in ("TRAINER_ARGV", "ORCH_ARGV"):
+    if get(name) is None:
+      raise SettingsError(f"{name} is not set (the {'trainer' if name[0] == 'T' else 'orchestrator'}"
+                          " argv as a shell-quoted string)")
+  settings = Settings(trainer_argv=parse_argv_words("TRAINER_ARGV", env["TRAINER_ARGV"]),
+                      orch_argv=parse_argv_words("ORCH_ARGV", env["ORCH_ARGV"]))
+  if get("STEPS") is not None:
+    settings.steps = parse_int("STEPS", env["STEPS"], 1)
+  if get("MICRO_STEPS") is not None:
+    settings.micro_steps = parse_int("MICRO_STEPS", env["MICRO_STEPS"], 1)
+  if get("SEED") is not None:
+    settings.seed = parse_int("SEED", env["SEED"])
+  if get("ROUTING_TARGETS") is not None:
+    settings.routing_targets = parse_routing_targets("ROUTING_TARGETS", env["ROUTING_TARGETS"])
+  if get("ROUTING_SCALE") is not None:
+    settings.routing_scale = parse_float("ROUTING_SCALE", env["ROUTING_SCALE"], 0.0)
+  if get("LOGP_GATES") is not None:
+    settings.logp_gates = parse_choice("LOGP_GATES", env["LOGP_GATES"], ("on", "off")) == "on"
+  if get("ADVANTAGES") is not None:
+    settings.advantages = parse_choice("ADVANTAGES", env["ADVANTAGES"], ("random", "zero"))
+  if get("PAD_POSITION") is not None:
+    settings.pad_position = parse_choice("PAD_POSITION", env["PAD_POSITION"], ("end", "start"))
+  if get("PAD_ALIGN") is not None:
+    settings.pad_align = parse_pad_align("PAD_ALIGN", env["PAD_ALIGN"])
+  if get("REAL_LEN") is not None:
+    settings.real_len = parse_int("REAL_LEN", env["REAL_LEN"], 1)
+  if get("SEGMENTS") is not None:
+    settings.segments = parse_int("SEGMENTS", env["SEGMENTS"], 1)
+  if get("FINAL_ROWS") is not None:
+    settings.final_rows = parse_int("FINAL_ROWS", env["FINAL_ROWS"], 1)
+  if get("PROFILE_WINDOW") is not None:
+    settings.profile_window = parse_window("PROFILE_WINDOW", env["PROFILE_WINDOW"])
+  if get("PROFILE_DIR") is not None:
+    settings.profile_dir = env["PROFILE_DIR"].strip()
+  settings.bench_name = one_line(get("BENCH_NAME") or get("JOBSET_NAME") or "bench")
+  return settings
+
+
+# ------------------------------------------------------------------------------------------------
+# The payload builder (NumPy; payload-spec.md).
+# ------------------------------------------------------------------------------------------------
+
+
+def default_real_len(tokens: int) -> int:
+  """T minus the regular padding scaled to T: 65,536 gives 60,948 (rounding half up)."""
+  padding = int(math.floor(tokens * REGULAR_PADDING / REGULAR_BUDGET + 0.5))
+  return max(1, tokens - padding)
+
+
+def default_segments(num_segments: Optional[int], max_segments_per_row: Optional[int],
+                     real_len: int) -> int:
+  """Segments per row when SEGMENTS is not given.
+
+  What the warm-up payload allows (num_segments - 1), capped at max_segments_per_packed_row; with
+  an unbounded packer (num_segments - 1 is then the whole budget) capped so that every segment can
+  start on the 64-token grid.
+  """
+  segments = (num_segments - 1) if num_segments else 1
+  if max_segments_per_row:
+    segments = min(segments, max_segments_per_row)
+  else:
+    segments = min(segments, max(1, real_len // SEGMENT_ALIGN))
+  return max(1, min(segments, real_len))
+
+
+def start_shift(tokens: int, real_len: int, pad_position: str, pad_align: int) -> int:
+  """How far PAD_POSITION=start moves a row holding real_len tokens from position 0."""
+  if pad_position != "start":
+    return 0
+  trailing = tokens - real_len
+  return (trailing // pad_align) * pad_align
+
+
+def _rng(seed: int, *stream: int) -> np.random.Generator:
+  """An independent, reproducible stream per purpose, so one knob never reshuffles another."""
+  return np.random.default_rng(np.random.SeedSequence([abs(seed), 1 if seed < 0 else 0, *stream]))
+
+
+# Stream identifiers for _rng.
+_IDS, _SEGMENTS, _ADVANTAGES, _LOGPS, _ROUTING, _EXTRA = 1, 2, 3, 4, 5, 6
+
+
+def segment_cuts(rng: np.random.Generator, real_len: int, segments: int) -> np.ndarray:
+  """The starts of segments 2..n of one row (sorted), on the 64-token grid when it fits.
+
+  A row too short for n segments on the grid falls back to any distinct cut points; choice() is
+  only ever asked for at most as many values as its population holds.
+  """
+  if segments <= 1:
+    return np.empty(0, dtype=np.int64)
+  grid = np.arange(SEGMENT_ALIGN, real_len, SEGMENT_ALIGN, dtype=np.int64)
+  if grid.size >= segments - 1:
+    cuts = rng.choice(grid, size=segments - 1, replace=False)
+  else:
+    population = np.arange(1, real_len, dtype=np.int64)
+    if population.size < segments - 1:  # callers keep segments <= real_len; stay total anyway
+      segments = population.size + 1
+    cuts = rng.choice(population, size=segments - 1, replace=False)
+  return np.sort(cuts.astype(np.int64))
+
+
+def solve_expert_loads(total: int, experts: int, cap: int, target: float) -> np.ndarray:
+  """Integer loads (slots per expert, sorted from the busiest) with max/mean = target.
+
+  The busiest expert gets round(target * mean) slots (at least ceil(mean), at most `cap`, the
+  number of tokens). The other E-1 experts follow a power law pinned to it,
+  load(rank r) = top * (r + 1) ** -alpha for r = 1..E-1, whose exponent alpha >= 0 is solved by
+  bisection so that all loads sum to `total`; the loads are then rounded by largest remainder. So
+  1.0 gives a uniform load (within rounding) and a larger target a smoothly steeper profile.
+  """
+  counts = np.zeros(experts, dtype=np.int64)
+  if total <= 0:
+    return counts
+  mean = total / experts
+  top = int(math.floor(target * mean + 0.5))
+  top = min(max(top, int(math.ceil(mean - 1e-9))), cap)
+  counts[0] = top
+  rest = total - top
+  if experts == 1 or rest <= 0:
+    counts[0] = total if experts == 1 else top
+    return counts
+  ranks = np.arange(2, experts + 1, dtype=np.float64)
+
+  def spread(alpha: float) -> float:
+    return float(top * np.power(ranks, -alpha).sum())
+
+  lo, hi = 0.0, 1.0
+  if spread(lo) <= rest:
+    hi = 0.0
+  else:
+    while spread(hi) > rest and hi < 1e6:
+      lo, hi = hi, hi * 2.0
+    for _ in range(200):
+      mid = 0.5 * (lo + hi)
+      if spread(mid) > rest:
+        lo = mid
+      else:
+        hi = mid
+  ideal = np.minimum(top * np.power(ranks, -hi), top)
+  base = np.floor(ideal).astype(np.int64)
+  deficit = rest - int(base.sum())
+  order = np.argsort(-(ideal - base), kind="stable")
+  # The power law always has room: top * (E - 1) >= rest because top >= ceil(mean).
+  while deficit > 0:
+    room = order[base[order] < top]
+    take = room[:deficit]
+    base[take] += 1
+    deficit -= take.size
+  while deficit < 0:
+    spare = order[::-1][base[order[::-1]] > 0]
+    take = spare[:-deficit]
+    base[take] -= 1
+    deficit += take.size
+  counts[1:] = base
+  return counts
+
+
+@dataclasses.dataclass
+class LayerRouting:
+  layer: int
+  target: float
+  achieved: Optional[float]
+  max_load: int
+  mean_load: float
+
+  def as_json(self) -> Dict[str, Any]:
+    return {
+        "layer": self.layer,
+        "target": round(self.target, 6),
+        "achieved": None if self.achieved is None else round(self.achieved, 6),
+        "max_load": self.max_load,
+        "mean_load": round(self.mean_load, 3),
+    }
+
+
+def fill_routing(out: np.ndarray, *, real_rows: int, real_len: int, shift: int, experts: int,
+                 targets: Sequence[float], seed: int) -> List[LayerRouting]:
+  """Writes calibrated top-k routing for the real tokens into out[R, T, L, K] (already -1).
+
+  Per layer: the loads come from solve_expert_loads. The experts (in a per-layer random order)
+  are laid end to end, expert e taking load(e) consecutive slots of a sequence of M * K slots
+  (M real tokens), and slot p = k * M + j becomes choice k of column j. A column's K slots are M
+  apart and no expert holds more than M consecutive slots, so every column has K distinct
+  experts and every expert exactly its load. The M columns then go to the M real tokens in a
+  random order (one permutation per micro-batch, rotated by a random offset per layer), which
+  spreads each expert's tokens over all rows and sequence shards. Cost per layer: one pass that
+  fills the [M, K] columns, one row gather, one strided copy; no loop over tokens.
+  """
+  rows, tokens, layers, topk = out.shape
+  n_tokens = real_rows * real_len
+  report = []
+  if n_tokens == 0:
+    for layer in range(layers):
+      report.append(LayerRouting(layer, float(targets[layer]), None, 0, 0.0))
+    return report
+  total = n_tokens * topk
+  mean = total / experts
+  permutation = _rng(seed, _ROUTING, 0).permutation(n_tokens)
+  rotated = np.empty_like(permutation)
+  columns = np.empty((n_tokens, topk), dtype=np.int16)  # columns[j, k] = slot k * M + j
+  gathered = np.empty((n_tokens, topk), dtype=np.int16)
+  block = out[:real_rows, shift:shift + real_len]  # [rows, real_len, L, K] view
+  for layer in range(layers):
+    layer_rng = _rng(seed, _ROUTING, 1, layer)
+    counts = solve_expert_loads(total, experts, n_tokens, targets[layer])
+    expert_of_rank = layer_rng.permutation(experts).astype(np.int16)
+    position = 0
+    for rank in np.flatnonzero(counts):
+      remaining, expert = int(counts[rank]), expert_of_rank[rank]
+      while remaining > 0:  # at most two pieces: a load never exceeds M
+        choice, column = divmod(position, n_tokens)
+        piece = min(remaining, n_tokens - column)
+        columns[column:column + piece, choice] = expert
+        position += piece
+        remaining -= piece
+    offset = int(layer_rng.integers(n_tokens))
+    rotated[:offset] = permutation[n_tokens - offset:]
+    rotated[offset:] = permutation[:n_tokens - offset]
+    np.take(columns, rotated, axis=0, out=gathered)
+    block[:, :, layer, :] = gathered.reshape(real_rows, real_len, topk)
+    max_load = int(counts.max())
+    report.append(LayerRouting(layer, float(targets[layer]), max_load / mean, max_load, mean))
+  return report
+
+
+# Fields of the packed micro-batch (payload-spec.md): name -> (dtype, kind). kind "token" is
+# [R, T]; "routing" is [R, T, L, K]; "prompt" is [R, 0].
+SPEC_FIELDS = {
+    "completion_ids": (np.int32, "token"),
+    "completion_mask": (np.float32, "token"),
+    "segment_ids": (np.int32, "token"),
+    "segment_positions": (np.int32, "token"),
+    "advantages": (np.float32, "token"),
+    "old_per_token_logps": (np.float32, "token"),
+    "routed_experts": (np.int16, "routing"),
+    "prompt_ids": (np.int32, "prompt"),
+    "prompt_mask": (np.float32, "prompt"),
+}
+
+
+def spec_field_layout(rows: int, tokens: int, layers: int, topk: int, old_logps: bool = True,
+                      routing: bool = True) -> Dict[str, Tuple[Tuple[int, ...], np.dtype]]:
+  """The fields, shapes and dtypes of the spec (the --dump-payload layout)."""
+  layout = {}
+  for name, (dtype, kind) in SPEC_FIELDS.items():
+    if name == "old_per_token_logps" and not old_logps:
+      continue
+    if name == "routed_experts" and not routing:
+      continue
+    shape = {"token": (rows, tokens), "routing": (rows, tokens, layers, topk),
+             "prompt": (rows, 0)}[kind]
+    layout[name] = (shape, np.dtype(dtype))
+  return layout
+
+
+@dataclasses.dataclass
+class BuiltPayload:
+  arrays: Dict[str, np.ndarray]
+  routing: List[LayerRouting]
+  real_rows: int
+  real_len: int
+  segments: int
+  shift: int
+  real_tokens: int
+  notes: List[str]
+
+  def misses(self) -> List[LayerRouting]:
+    return [entry for entry in self.routing if entry.achieved is not None and
+            abs(entry.achieved - entry.target) > TARGET_TOLERANCE * entry.target]
+
+
+def build_payload(*, rows: int, tokens: int, layout: Mapping[str, Tuple[Tuple[int, ...], Any]],
+                  vocab: int, real_len: int, segments: int, real_rows: int, pad_position: str,
+                  pad_align: int, targets: Optional[Sequence[float]], experts: Optional[int],
+                  advantages: str, seed: int, pad_id: int = 0) -> BuiltPayload:
+  """Builds one micro-batch: every field of `layout` (name -> (shape, dtype)) as a NumPy array.
+
+  Rows 0..real_rows-1 hold real_len real tokens each, cut into `segments` segments; the other
+  rows are all padding. Padding is at the end of a row, or (pad_position "start") the real part is
+  written further right by the trailing padding rounded down to a multiple of pad_align, every
+  per-token array alike.
+  """
+  notes = []
+  if not 1 <= real_len <= tokens:
+    raise SettingsError(f"real length {real_len} must be between 1 and the token budget "
+                        f"T={tokens}")
+  if not 0 <= real_rows <= rows:
+    raise SettingsError(f"real rows {real_rows} must be between 0 and the rows R={rows}")
+  if not 1 <= segments <= real_len:
+    raise SettingsError(f"segments per row {segments} must be between 1 and the real length "
+                        f"{real_len}")
+  if vocab < 2:
+    raise SettingsError(f"vocabulary size {vocab}: needs at least 2 ids")
+  shift = start_shift(tokens, real_len, pad_position, pad_align)
+  span = slice(shift, shift + real_len)
+
+  # Token ids, segments and per-token values for the real rows, in row order.
+  ids = _rng(seed, _IDS).integers(1, vocab, size=(rows, real_len), dtype=np.int64)
+  if 1 <= pad_id < vocab and vocab > 2:
+    ids[ids == pad_id] = pad_id % (vocab - 1) + 1  # a real token never reads as padding
+  segment_rng = _rng(seed, _SEGMENTS)
+  segment_ids = np.zeros((rows, real_len), dtype=np.int32)
+  segment_positions = np.zeros((rows, real_len), dtype=np.int32)
+  positions = np.arange(real_len, dtype=np.int64)
+  for row in range(rows):
+    starts = np.concatenate([[0], segment_cuts(segment_rng, real_len, segments)])
+    lengths = np.diff(np.concatenate([starts, [real_len]]))
+    segment_ids[row] = np.repeat(np.arange(1, starts.size + 1, dtype=np.int32), lengths)
+    segment_positions[row] = positions - np.repeat(starts, lengths)
+  if advantages == "zero":
+    per_segment = np.zeros((rows, segments), dtype=np.float32)
+  else:
+    per_segment = _rng(seed, _ADVANTAGES).standard_normal((rows, segments)).astype(np.float32)
+  token_advantages = np.take_along_axis(per_segment, segment_ids.astype(np.int64) - 1, axis=1)
+
+  def logps(stream: int) -> np.ndarray:
+    # Close to a random-weight policy's log-prob (-ln vocab), so that on random weights the
+    # policy/old ratio stays near 1; always negative.
+    noise = _rng(seed, _LOGPS, stream).standard_normal((rows, real_len))
+    return np.minimum(-math.log(vocab) + 0.05 * noise, -1e-3).astype(np.float32)
+
+  per_token = {
+      "completion_ids": ids,
+      "completion_mask": np.ones((rows, real_len), dtype=np.float32),
+      "segment_ids": segment_ids,
+      "segment_positions": segment_positions,
+      "advantages": token_advantages,
+  }
+  arrays = {}
+  routing_report: List[LayerRouting] = []
+  for name, (shape, dtype) in layout.items():
+    shape = tuple(int(dim) for dim in shape)
+    dtype = np.dtype(dtype)
+    if name == "routed_experts":
+      if len(shape) != 4 or shape[:2] != (rows, tokens):
+        raise SettingsError(f"routed_experts has shape {shape}, expected [{rows}, {tokens}, L, K]")
+      layers, topk = shape[2], shape[3]
+      if experts is None or experts < topk:
+        raise SettingsError(f"routing needs at least top-k={topk} experts (got {experts})")
+      if targets is None:
+        raise SettingsError(f"ROUTING_TARGETS is required: the payload replays routing for "
+                            f"{layers} layers")
+      if len(targets) != layers:
+        raise SettingsError(f"ROUTING_TARGETS has {len(targets)} values but the model has "
+                            f"{layers} decoder layers")
+      for layer, target in enumerate(targets):
+        if target > experts / topk + 1e-9:
+          raise SettingsError(f"routing target {target:g} of layer {layer} cannot be reached with "
+                              f"{experts} experts and top-{topk} (max/mean <= {experts / topk:g})")
+      routed = np.full(shape, -1, dtype=np.int16)
+      routing_report = fill_routing(routed, real_rows=real_rows, real_len=real_len, shift=shift,
+                                    experts=experts, targets=targets, seed=seed)
+      arrays[name] = routed if dtype == np.int16 else routed.astype(dtype)
+      continue
+    array = np.zeros(shape, dtype=dtype)
+    if len(shape) == 2 and shape[1] == 0:
+      arrays[name] = array  # prompt_ids / prompt_mask: the packed row lives in completion_*
+      continue
+    if shape != (rows, tokens):
+      notes.append(f"{name}{list(shape)} {dtype.name}: not a per-token field, left at zero")
+      arrays[name] = array
+      continue
+    if name in per_token:
+      values = per_token[name]
+    elif name in ("old_per_token_logps", "ref_per_token_logps", "rollout_per_token_logps"):
+      values = logps({"old_per_token_logps": 0, "ref_per_token_logps": 1}.get(name, 2))
+    elif name == "sampler_is_weights":
+      values = np.ones((rows, real_len), dtype=np.float32)
+    else:
+      notes.append(f"{name}[{rows},{tokens}] {dtype.name}: unknown field, left at zero")
+      arrays[name] = array
+      continue
+    array[:real_rows, span] = values[:real_rows].astype(dtype)
+    arrays[name] = array
+  return BuiltPayload(arrays=arrays, routing=routing_report, real_rows=real_rows,
+                      real_len=real_len, segments=segments, shift=shift,
+                      real_tokens=real_rows * real_len, notes=notes)
+
+
+def format_routing_report(report: Sequence[LayerRouting]) -> List[str]:
+  lines = [f"{'layer':>5} {'target':>9} {'achieved':>9} {'max_load':>10} {'mean_load':>12}"]
+  for entry in report:
+    achieved = "-" if entry.achieved is None else f"{entry.achieved:.4f}"
+    lines.append(f"{entry.layer:>5} {entry.target:>9.4f} {achieved:>9} {entry.max_load:>10} "
+                 f"{entry.mean_load:>12.2f}")
+  return lines
+
+
+# ------------------------------------------------------------------------------------------------
+# Calling the worker, observing the device, profiling: the step loop and its helpers.
+# ------------------------------------------------------------------------------------------------
+
+
+def _find_in(response: Any, key: str) -> Any:
+  """response[key], response.key, or the same in its metadata; None when absent."""
+  if isinstance(response, Mapping):
+    if key in response:
+      return response[key]
+    metadata = response.get("metadata")
+  else:
+    if hasattr(response, key) and not callable(getattr(response, key)):
+      return getattr(response, key)
+    metadata = getattr(response, "metadata", None)
+  if isinstance(metadata, Mapping):
+    return metadata.get(key)
+  return None
+
+
+def response_updated(response: Any) -> bool:
+  """Whether a fwd_bwd response says the optimizer update was applied inside the call."""
+  return bool(_find_in(response, "updated"))
+
+
+class WorkerCalls:
+  """Calls a TrainerWorker's fwd_bwd the way its generation expects.
+
+  - A worker whose fwd_bwd takes `request` gets a TrainRequest (the engine's call). The
+    optimizer flags are passed only when its signature names them: they would otherwise travel
+    through **kwargs into the trainer.
+  - An older worker takes the payload itself and pops accumulate_gradients / apply_optimizer
+    from its keyword arguments (it then updates inside the call and reports `updated`).
+  """
+
+  def __init__(self, worker: Any, make_request: Optional[Callable[[Any], Any]] = None):
+    self.worker = worker
+    self.make_request = make_request
+    try:
+      params = inspect.signature(worker.fwd_bwd).parameters
+    except (TypeError, ValueError):
+      params = {}
+    kinds = [param.kind for param in params.values()]
+    var_kw = inspect.Parameter.VAR_KEYWORD in kinds
+    self.takes_request = "request" in params
+    self.payload_keyword = next((name for name in ("payload", "batch") if name in params), None)
+    legacy = not self.takes_request and var_kw
+    self.pass_apply = "apply_optimizer" in params or legacy
+    self.pass_accumulate = "accumulate_gradients" in params or legacy
+    self.pass_skip_jit = "skip_jit" in params or var_kw
+
+  @property
+  def can_fuse(self) -> bool:
+    return self.pass_apply
+
+  def fwd_bwd(self, payload: Any, apply_optimizer: bool) -> Any:
+    kwargs: Dict[str, Any] = {}
+    if self.pass_skip_jit:
+      kwargs["skip_jit"] = False
+    if self.pass_accumulate:
+      kwargs["accumulate_gradients"] = True
+    if self.pass_apply:
+      kwargs["apply_optimizer"] = apply_optimizer
+    if self.takes_request:
+      request = self.make_request(payload) if self.make_request else payload
+      return self.worker.fwd_bwd(request=request, **kwargs)
+    if self.payload_keyword:
+      kwargs[self.payload_keyword] = payload
+      return self.worker.fwd_bwd(**kwargs)
+    return self.worker.fwd_bwd(payload, **kwargs)
+
+  def update(self) -> Any:
+    return self.worker.update()
+
+
+def block_tree(tree: Any, depth: int = 0, budget: Optional[List[int]] = None) -> None:
+  """Blocks on every leaf of `tree` that has block_until_ready() (JAX arrays do)."""
+  budget = [20000] if budget is None else budget
+  budget[0] -= 1
+  if tree is None or depth > 6 or budget[0] < 0:
+    return
+  wait = getattr(tree, "block_until_ready", None)
+  if callable(wait) and not isinstance(tree, type):
+    wait()
+    return
+  if isinstance(tree, (str, bytes, int, float, bool, np.ndarray, np.generic)):
+    return
+  if isinstance(tree, Mapping):
+    for value in tree.values():
+      block_tree(value, depth + 1, budget)
+  elif isinstance(tree, (list, tuple, set)):
+    for value in tree:
+      block_tree(value, depth + 1, budget)
+  elif dataclasses.is_dataclass(tree):
+    for field in dataclasses.fields(tree):
+      block_tree(getattr(tree, field.name, None), depth + 1, budget)
+  elif hasattr(tree, "__dict__") and not callable(tree):
+    for value in vars(tree).values():
+      block_tree(value, depth + 1, budget)
+
+
+def _find_token(response: Any) -> Any:
+  """A blockable array carried by a response (directly, in a mapping, or in its metadata)."""
+  if response is None:
+    return None
+  if callable(getattr(response, "block_until_ready", None)):
+    return response
+  values: List[Any] = []
+  if isinstance(response, Mapping):
+    values = list(response.values())
+  else:
+    for name in ("token", "loss", "result", "metadata"):
+      value = getattr(response, name, None)
+      if value is not None:
+        values.append(value)
+  for value in values:
+    if isinstance(value, Mapping):
+      values.extend(value.values())
+      continue
+    if callable(getattr(value, "block_until_ready", None)):
+      return value
+  return None
+
+
+class DeviceWaiter:
+  """Knows when device work is done, by the best means the worker offers.
+
+  In order: a JAX array in the call's response; the trainer's fresh readiness token
+  (`last_fwd_bwd_token` / `last_update_token`, as Tunix's StepTimer reads them); otherwise
+  `fence` fetches the worker's metrics (device_get waits for the update that produced them) and,
+  with `block_all`, also blocks on every live device array.
+  """
+
+  def __init__(self, block_all: Optional[Callable[[], None]] = None):
+    self.block_all = block_all
+    self._seen: Dict[str, int] = {}
+
+  def token(self, worker: Any, response: Any, kind: str) -> Any:
+    token = _find_token(response)
+    if token is not None:
+      return token
+    trainer = getattr(worker, "_trainer", None)
+    name = "last_update_token" if kind == "update" else "last_fwd_bwd_token"
+    token = getattr(trainer, name, None) if trainer is not None else None
+    if token is None or not callable(getattr(token, "block_until_ready", None)):
+      return None
+    if self._seen.get(name) == id(token):
+      return None  # stale: the same array as after the previous call
+    self._seen[name] = id(token)
+    return token
+
+  def wait(self, token: Any) -> None:
+    block_tree(token)
+
+  def fence(self, worker: Any) -> Any:
+    metrics = None
+    get_metrics = getattr(worker, "get_metrics", None)
+    if callable(get_metrics):
+      metrics = get_metrics()
+      block_tree(metrics)
+    if self.block_all is not None:
+      self.block_all()
+    return metrics
+
+
+def scalar_metrics(tree: Any, prefix: str = "", depth: int = 0,
+                   out: Optional[Dict[str, float]] = None) -> Dict[str, float]:
+  """Best-effort flattening of a metrics record into name -> float (for BENCH_STEP)."""
+  out = {} if out is None else out
+  if tree is None or depth > 4 or len(out) >= 64:
+    return out
+  try:
+    if isinstance(tree, (bool, str, bytes)):
+      return out
+    if isinstance(tree, (int, float, np.generic)) or (hasattr(tree, "shape") and
+                                                      np.size(tree) == 1 and
+                                                      not isinstance(tree, Mapping)):
+      value = float(np.asarray(tree).reshape(()))
+      if math.isfinite(value) and prefix:
+        out[prefix] = value
+      return out
+    if isinstance(tree, Mapping):
+      for key, value in tree.items():
+        scalar_metrics(value, f"{prefix}/{key}" if prefix else str(key), depth + 1, out)
+      return out
+    if isinstance(tree, (list, tuple)) and tree:
+      numbers = [float(np.asarray(v).reshape(())) for v in tree
+                 if isinstance(v, (int, float, np.generic)) or
+                 (hasattr(v, "shape") and np.size(v) == 1)]
+      if numbers and len(numbers) == len(tree) and prefix:
+        out[prefix] = float(np.mean(numbers))
+      else:
+        scalar_metrics(tree[-1], prefix, depth + 1, out)
+      return out
+    for name in ("weighted_metrics", "scalar_metrics", "metrics", "value"):
+      if hasattr(tree, name):
+        sub = getattr(tree, name)
+        scalar_metrics(sub, prefix if name != "value" else prefix, depth + 1, out)
+  except (TypeError, ValueError):
+    pass
+  return out
+
+
+class JaxProfiler:
+  """jax.profiler traces (the default profiler of the step loop)."""
+
+  def start(self, log_dir: str) -> None:
+    import jax  # pylint: disable=import-outside-toplevel
+    jax.profiler.start_trace(log_dir)
+
+  def stop(self) -> None:
+    import jax  # pylint: disable=import-outside-toplevel
+    jax.profiler.stop_trace()
+
+
+def _json_scalar(value: Any) -> Any:
+  """json.dumps fallback for NumPy scalars and small arrays."""
+  if isinstance(value, (np.generic, np.ndarray)):
+    return value.tolist()
+  raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def log_step_timing(worker: Any, step: int, policy_version: int, clock: Callable[[], float],
+                    out: Callable[[str], None] = emit) -> Optional[str]:
+  """Logs one TRAINER_STEP_TIMING line when the worker has get_step_timing (else nothing)."""
+  get_timing = getattr(worker, "get_step_timing", None)
+  if not callable(get_timing):
+    return None
+  start = clock()
+  try:
+    timing = get_timing()
+    rtt = clock() - start
+    if timing is None:
+      raise ValueError("get_step_timing returned None")
+    text = json.dumps(timing, separators=(",", ":"), allow_nan=False, default=_json_scalar)
+  except Exception as exc:  # pylint: disable=broad-except
+    line = f"TRAINER_STEP_TIMING step={step} unavailable: {describe_exception(exc)}"
+  else:
+    line = "TRAINER_STEP_TIMING step=%d policy_version=%d rtt_s=%.3f timing=%s" % (
+        step, policy_version, rtt, text)
+  out(line)
+  return line
+
+
+@dataclasses.dataclass
+class BenchPlan:
+  """What the step loop runs: payloads, counts, and how to turn time into throughput."""
+  name: str
+  steps: int
+  micro_steps: int
+  regular: Any
+  final: Any
+  tokens_regular: int
+  tokens_final: int
+  chips: int
+  profile_window: Optional[Tuple[int, int]] = None
+  profile_dir: Optional[str] = None
+
+  @property
+  def tokens_per_step(self) -> int:
+    return self.tokens_regular * (self.micro_steps - 1) + self.tokens_final
+
+
+@dataclasses.dataclass
+class StepRecord:
+  step: int
+  seconds: float
+  microbatch_s: List[float]
+  tokens: int
+  tokens_per_s_per_chip: float
+  fused_update: bool
+  train_step: Optional[int] = None
+  metrics: Optional[Dict[str, float]] = None
+
+  def as_json(self) -> Dict[str, Any]:
+    record = {
+        "step": self.step,
+        "seconds": round(self.seconds, 6),
+        "microbatch_s": [round(value, 6) for value in self.microbatch_s],
+        "tokens": self.tokens,
+        "tokens_per_s_per_chip": round(self.tokens_per_s_per_chip, 3),
+        "fused_update": self.fused_update,
+    }
+    if self.train_step is not None:
+      record["train_step"] = self.train_step
+    if self.metrics:
+      record["metrics"] = self.metrics
+    return record
+
+
+class _Profile:
+  """The PROFILE_WINDOW state: starts before the window's first call, stops exactly once."""
+
+  def __init__(self, window: Optional[Tuple[int, int]], log_dir: Optional[str], profiler: Any,
+                 log: Callable[[str], None]):
+    self.window = window
+    self.log_dir = log_dir or "/tmp/bench_profile"
+    self.profiler = profiler
+    self.log = log
+    self.started = False
+    self.stopped = False
+
+  def is_first(self, call: int) -> bool:
+    return self.window is not None and call == self.window[0]
+
+  def is_last(self, call: int) -> bool:
+    return self.window is not None and call == self.window[0] + self.window[1] - 1
+
+  def start(self, call: int) -> None:
+    if self.started or not self.is_first(call):
+      return
+    self.log(f"profiler: tracing fwd_bwd calls {self.window[0]}..{sum(self.window) - 1} "
+             f"to {self.log_dir}")
+    try:
+      self.profiler.start(self.log_dir)
+    except Exception as exc:  # pylint: disable=broad-except
+      # The timings are still worth having; say loudly that there is no trace.
+      self.log(f"profiler: start failed, no trace: {describe_exception(exc)}")
+      self.window = None
+      return
+    self.started = True
+
+  def stop(self, reason: str = "") -> None:
+    if self.started and not self.stopped:
+      self.stopped = True
+      self.profiler.stop()
+      self.log(f"profiler: trace stopped{reason}")
+
+
+def _int_or_none(value: Any) -> Optional[int]:
+  try:
+    return None if value is None or isinstance(value, bool) else int(value)
+  except (TypeError, ValueError):
+    return None
+
+
+def run_steps(worker: Any, plan: BenchPlan, *, clock: Callable[[], float] = time.monotonic,
+              profiler: Any = None, waiter: Optional[DeviceWaiter] = None,
+              calls: Optional[WorkerCalls] = None, out: Callable[[str], None] = emit,
+              log: Callable[[str], None] = say) -> List[StepRecord]:
+  """Times plan.steps optimizer steps of plan.micro_steps fwd_bwd calls each.
+
+  Every call accumulates gradients; the last of a step asks for the optimizer update. A worker
+  that reports `updated` has applied it inside that call; otherwise update() follows. A step ends
+  when its device work is done (DeviceWaiter). microbatch_s[i] runs from the later of call i's
+  dispatch and the end of call i-1 to the end of call i, where a call ends when its readiness
+  token is ready, or, without tokens, when the next call is dispatched (the last call: at the
+  step's end, which includes an explicit update).
+  """
+  waiter = waiter or DeviceWaiter()
+  calls = calls or WorkerCalls(worker)
+  profile = _Profile(plan.profile_window, plan.profile_dir, profiler or JaxProfiler(), log)
+  total_calls = plan.steps * plan.micro_steps
+  if plan.profile_window is not None and plan.profile_window[0] >= total_calls:
+    log(f"profiler: PROFILE_WINDOW starts at call {plan.profile_window[0]} but the run makes "
+        f"only {total_calls} fwd_bwd calls: no trace")
+  records = []
+  call_index = 0
+  try:
+    for step in range(1, plan.steps + 1):
+      begins: List[float] = []
+      ends: List[Optional[float]] = []
+      tokens: List[Any] = []
+      fused = False
+      train_step = None
+      step_start = clock()
+      for index in range(plan.micro_steps):
+        last = index == plan.micro_steps - 1
+        profile.start(call_index)
+        begins.append(clock())
+        response = calls.fwd_bwd(plan.final if last else plan.regular, apply_optimizer=last)
+        tokens.append(waiter.token(worker, response, "fwd_bwd"))
+        ends.append(None)
+        if index > 0 and tokens[index - 1] is not None and ends[index - 1] is None:
+          waiter.wait(tokens[index - 1])
+          ends[index - 1] = clock()
+        if last:
+          fused = response_updated(response)
+          train_step = _int_or_none(_find_in(response, "train_step"))
+        if profile.is_last(call_index) and profile.started:
+          # The trace must hold this call's device work: block on it before stopping.
+          if tokens[index] is not None:
+            waiter.wait(tokens[index])
+            ends[index] = clock()
+          else:
+            waiter.fence(worker)
+          profile.stop()
+        call_index += 1
+      final_token = tokens[-1]
+      if not fused:
+        result = calls.update()
+        train_step = _int_or_none(_find_in(result, "train_step")) if not isinstance(
+            result, (int, np.integer)) else int(result)
+        if final_token is not None and ends[-1] is None:
+          waiter.wait(final_token)
+          ends[-1] = clock()
+        final_token = waiter.token(worker, result, "update")
+      metrics = None
+      if final_token is not None:
+        waiter.wait(final_token)
+      else:
+        metrics = waiter.fence(worker)
+      step_end = clock()
+      for index in range(plan.micro_steps):
+        if ends[index] is None:
+          ends[index] = begins[index + 1] if index + 1 < plan.micro_steps else step_end
+      microbatch_s = []
+      for index in range(plan.micro_steps):
+        start = begins[index] if index == 0 else max(begins[index], ends[index - 1])
+        microbatch_s.append(max(0.0, ends[index] - start))
+      seconds = step_end - step_start
+      if metrics is None and callable(getattr(worker, "get_metrics", None)):
+        try:
+          metrics = worker.get_metrics()
+        except Exception as exc:  # pylint: disable=broad-except
+          log(f"get_metrics failed after step {step}: {describe_exception(exc)}")
+      log_step_timing(worker, step, step, clock, out)
+      per_chip = plan.tokens_per_step / seconds / plan.chips if seconds > 0 else 0.0
+      record = StepRecord(step=step, seconds=seconds, microbatch_s=microbatch_s,
+                          tokens=plan.tokens_per_step, tokens_per_s_per_chip=per_chip,
+                          fused_update=fused, train_step=train_step,
+                          metrics=scalar_metrics(metrics) or None)
+      records.append(record)
+      out("BENCH_STEP " + json.dumps(record.as_json(), separators=(",", ":")))
+      log(f"{plan.name} step {step}/{plan.steps}: {seconds:.3f} s, {per_chip:.1f} tok/s/chip, "
+          f"{'fused' if fused else 'explicit'} update")
+    if profile.started and not profile.stopped:
+      profile.stop(f" at the end of the run (the window asked for calls up to "
+                   f"{sum(plan.profile_window) - 1}, the run made {total_calls})")
+  finally:
+    if profile.started and not profile.stopped:
+      try:
+        profile.stop(" after a failure")
+      except Exception as exc:  # pylint: disable=broad-except
+        log(f"profiler: stop failed: {describe_exception(exc)}")
+  return records
+
+
+def summarize(plan: BenchPlan, records: Sequence[StepRecord], *, rows: int, tokens_per_row: int,
+              real_len: int, segments: int, final_rows: int, layers: Optional[int],
+              topk: Optional[int], experts: Optional[int], routing: Sequence[LayerRouting],
+              routing_final: Optional[Sequence[LayerRouting]], knobs: Mapping[str, Any],
+              extra: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+  """BENCH_SUMMARY. Steady state = every step but the first (which may compile), or the only one.
+
+  median_microbatch_s is the median over the steady-state steps of micro-batches 3..MICRO_STEPS
+  (1-based; the first two of a step follow the step boundary), or of all micro-batches when a step
+  has fewer than 3.
+  """
+  step_s = [record.seconds for record in records]
+  steady = list(records[1:]) if len(records) > 1 else list(records)
+  mean_step = statistics.fmean(r.seconds for r in steady) if steady else None
+  pool = []
+  for record in steady:
+    values = record.microbatch_s
+    pool.extend(values[2:] if len(values) >= 3 else values)
+  median_mb = statistics.median(pool) if pool else None
+  per_chip = (plan.tokens_per_step / mean_step / plan.chips if mean_step else None)
+  summary = {
+      "name": plan.name,
+      "steps": plan.steps,
+      "micro_steps": plan.micro_steps,
+      "rows": rows,
+      "tokens_per_row": tokens_per_row,
+      "real_len": real_len,
+      "segments": segments,
+      "final_rows": final_rows,
+      "layers": layers,
+      "topk": topk,
+      "experts": experts,
+      "chips": plan.chips,
+      "tokens_per_step": plan.tokens_per_step,
+      "step_s": [round(value, 6) for value in step_s],
+      "mean_step_s": None if mean_step is None else round(mean_step, 6),
+      "median_microbatch_s": None if median_mb is None else round(median_mb, 6),
+      "tokens_per_s_per_chip": None if per_chip is None else round(per_chip, 3),
+      "fused_update": bool(records and records[-1].fused_update),
+      "routing": [entry.as_json() for entry in routing],
+      "knobs": dict(knobs),
+  }
+  if routing_final is not None:
+    summary["routing_final"] = [entry.as_json() for entry in routing_final]
+  if extra:
+    summary.update(extra)
+  return summary
+
+
+def count_chips(devices: Sequence[Any]) -> Tuple[int, int]:
+  """(chips, devices per chip) of a device list.
+
+  TPU devices carry chip coordinates: devices that share (slice, coords) are cores of one chip
+  (TPU v7x has two). Without coordinates the device kind decides (v2, v3 and 7x: 2 per chip).
+  """
+  if not devices:
+    return 0, 1
+  keys = set()
+  for device in devices:
+    coords = getattr(device, "coords", None)
+    if coords is None:
+      keys = None
+      break
+    keys.add((getattr(device, "slice_index", 0), tuple(coords)))
+  if keys:
+    chips = len(keys)
+    return chips, max(1, len(devices) // chips)
+  kind = str(getattr(devices[0], "device_kind", "")).lower()
+  per_chip = 2 if re.search(r"7x|v7|\bv2\b|\bv3\b", kind) else 1
+  return max(1, len(devices) // per_chip), per_chip
+
+
+# ------------------------------------------------------------------------------------------------
+# The Tunix part: build the worker, algorithm, batch config and warm-up payload as the e2e does.
+# ------------------------------------------------------------------------------------------------
+
+
+def split_runtime_argv(name: str, words: Sequence[str]) -> Tuple[Optional[str], List[str]]:
+  """Separates tunix.experimental.distributed.runtime.main's flags from the process's argv."""
+  if "--process" in words:
+    raise SettingsError(f"{name} holds several processes (--process); give one process's argv")
+  parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+  for flag in RUNTIME_FLAGS:
+    parser.add_argument(flag, default=None)
+  known, rest = parser.parse_known_args(list(words))
+  return known.process_main, rest
+
+
+def process_module(process_main: Optional[str], default: str) -> str:
+  if not process_main:
+    return default
+  return process_main.rsplit(".", 1)[0] if "." in process_main else process_main
+
+
+def flag_value(words: Sequence[str], flag: str) -> Optional[str]:
+  """The value of --flag=V or --flag V in argv words (last one wins)."""
+  value = None
+  for index, word in enumerate(words):
+    if word.startswith(flag + "="):
+      value = word[len(flag) + 1:]
+    elif word == flag and index + 1 < len(words):
+      value = words[index + 1]
+  return value
+
+
+# GRPO config fields that gate or re-weight tokens by the policy's log-probs. Fields named here
+# or matching the pattern are reset (None, or False for a boolean switch) by LOGP_GATES=off.
+LOGP_GATE_FIELDS = ("seq_logprob_error_threshold", "truncated_importance_sampling_type",
+                    "truncated_importance_sampling_ratio_min",
+                    "truncated_importance_sampling_ratio", "sampler_is")
+LOGP_GATE_PATTERN = re.compile(r"logprob_error_threshold|^truncated_importance_sampling|^tis_"
+                               r"|^sampler_is$")
+LOGP_GATE_KEEP = ("sampler_is_threshold", "sampler_is_length_buckets")
+
+
+def disable_logp_gates(config: Any) -> List[str]:
+  """Turns off every log-prob gate that `config` (a Namespace or a dataclass) has set."""
+  if dataclasses.is_dataclass(config):
+    names = [field.name for field in dataclasses.fields(config)]
+  elif hasattr(config, "__dict__"):
+    names = list(vars(config))
+  else:
+    return []
+  changed = []
+  for name in names:
+    if name in LOGP_GATE_KEEP:
+      continue
+    if name not in LOGP_GATE_FIELDS and not LOGP_GATE_PATTERN.search(name):
+      continue
+    value = getattr(config, name, None)
+    if value is None or value is False:
+      continue
+    off = False if isinstance(value, bool) else None
+    object.__setattr__(config, name, off)
+    changed.append(f"{name}={value!r}")
+  return changed
+
+
+def import_tunix(module: str, purpose: str) -> Any:
+  try:
+    return importlib.import_module(module)
+  except ImportError as exc:
+    raise TunixMissing(f"cannot import {module} (needed to {purpose}): "
+                       f"{describe_exception(exc)}") from None
+
+
+def require(module: Any, name: str, purpose: str) -> Any:
+  value = getattr(module, name, None)
+  if value is None:
+    raise TunixMissing(f"{module.__name__}.{name} is missing in this image's Tunix "
+                       f"(needed to {purpose})")
+  return value
+
+
+def call_with_accepted(function: Callable[..., Any], **kwargs: Any) -> Any:
+  """Calls function with the keyword arguments its signature accepts."""
+  try:
+    params = inspect.signature(function).parameters
+  except (TypeError, ValueError):
+    return function(**kwargs)
+  if any(param.kind == inspect.Parameter.VAR_KEYWORD for param in params.values()):
+    return function(**kwargs)
+  return function(**{key: value for key, value in kwargs.items() if key in params})
+
+
+def initialize_jax() -> None:
+  """What the runtime's K8s context does: Pathways when JAX_PLATFORMS and JAX_BACKEND_TARGET are
+  set, else jax.distributed."""
+  try:
+    contexts = importlib.import_module(
+        "tunix.experimental.distributed.runtime.contexts.k8s_context")
+    contexts.K8sJaxContext().initialize()
+    return
+  except (ImportError, AttributeError):
+    pass
+  if os.environ.get("JAX_PLATFORMS") and os.environ.get("JAX_BACKEND_TARGET"):
+    importlib.import_module("pathwaysutils").initialize()
+  else:
+    importlib.import_module("jax").distributed.initialize()
+
+
+def _field_layout(payload: Any) -> Dict[str, Tuple[Tuple[int, ...], Any]]:
+  """name -> (shape, dtype) of the array fields of a (possibly abstract) payload."""
+  layout = {}
+  if dataclasses.is_dataclass(payload):
+    items = [(field.name, getattr(payload, field.name, None))
+             for field in dataclasses.fields(payload)]
+  else:
+    items = list(vars(payload).items())
+  for name, value in items:
+    if value is not None and hasattr(value, "shape") and hasattr(value, "dtype"):
+      layout[name] = (tuple(int(dim) for dim in value.shape), np.dtype(value.dtype))
+  return layout
+
+
+def _replace(payload: Any, **changes: Any) -> Any:
+  if hasattr(payload, "replace") and callable(payload.replace):
+    return payload.replace(**changes)
+  return dataclasses.replace(payload, **changes)
+
+
+@dataclasses.dataclass
+class TunixSetup:
+  worker: Any
+  make_request: Optional[Callable[[Any], Any]]
+  warmup: Any
+  warmup_is_abstract: bool
+  rows: int
+  tokens: int
+  num_segments: Optional[int]
+  max_segments_per_row: Optional[int]
+  routing_shape: Optional[Tuple[int, int]]
+  experts: Optional[int]
+  vocab: int
+  pad_id: int
+  maxtext_output_directory: Optional[str]
+  payload_signature: Optional[Callable[[Any], Any]]
+  signature_mismatch: Optional[Callable[[Any, Any], str]]
+
+
+def _token_ids(orch_args: Any, trainer_args: Any) -> Tuple[int, int, Optional[int]]:
+  """(pad_id, eos_id, tokenizer vocabulary size) the way the orchestrator gets them."""
+  path = (getattr(orch_args, "tokenizer_path", "") or os.environ.get("MODEL_DIR") or
+          getattr(orch_args, "model_id", None))
+  try:
+    transformers = importlib.import_module("transformers")
+    tokenizer = transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=True)
+    if tokenizer.pad_token_id is None and tokenizer.eos_token is not None:
+      tokenizer.pad_token = tokenizer.eos_token
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    eos_id = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else pad_id
+    return int(pad_id), int(eos_id), len(tokenizer)
+  except Exception as exc:  # pylint: disable=broad-except
+    say(f"tokenizer {path!r} unavailable ({describe_exception(exc)}); asking the trainer's "
+        "maxtext_utils for the pad id")
+  maxtext_utils = import_tunix("tunix.utils.maxtext_utils", "find the tokenizer's pad id")
+  get_pad = require(maxtext_utils, "get_tokenizer_pad_id", "find the tokenizer's pad id")
+  pad_id = int(get_pad(getattr(trainer_args, "model_id", None),
+                       getattr(trainer_args, "tokenizer_path", ""),
+                       getattr(trainer_args, "model_dir", None)))
+  return pad_id, pad_id, None
+
+
+def build_tunix(settings: Settings) -> TunixSetup:
+  """Builds the trainer worker, GRPO algorithm, assembler and warm-up payload through Tunix."""
+  trainer_main, trainer_words = split_runtime_argv("TRAINER_ARGV", settings.trainer_argv)
+  orch_main, orch_words = split_runtime_argv("ORCH_ARGV", settings.orch_argv)
+
+  # JAX first: importing the orchestrator module sets JAX_PLATFORMS=cpu when it is unset.
+  trainer_node = import_tunix(process_module(trainer_main, DEFAULT_TRAINER_MODULE),
+                              "parse the trainer argv")
+  trainer_args = require(trainer_node, "_parse_args", "parse the trainer argv")(trainer_words)
+  if settings.profile_window is not None and getattr(trainer_args, "profiler_steps", 0):
+    say(f"PROFILE_WINDOW is set: the trainer's own profiler (--profiler_steps="
+        f"{trainer_args.profiler_steps}) is turned off so that one trace runs")
+    trainer_args.profiler_steps = 0
+  initialize_jax()
+  made = require(trainer_node, "_create_trainer_factory", "build the trainer")(trainer_args)
+  factory, mesh = made if isinstance(made, tuple) and len(made) == 2 else (made, None)
+  worker_module = import_tunix("tunix.experimental.worker.trainer_worker", "build the worker")
+  worker_class = require(worker_module, "TrainerWorker", "build the worker")
+  worker_kwargs: Dict[str, Any] = {"trainer_factory": factory,
+                                   "worker_id": getattr(trainer_args, "worker_id", "trainer-0")}
+  params = inspect.signature(worker_class.__init__).parameters
+  if mesh is not None and "execution_context" in params:
+    worker_kwargs["execution_context"] = mesh
+  chunk = int(getattr(trainer_args, "compute_logps_chunk_size", 0) or 0)
+  if chunk > 0 and "logps_chunk_size" in params:
+    try:
+      passes_chunk = "logps_chunk_size" in inspect.getsource(trainer_node.main)
+    except (OSError, TypeError, AttributeError):
+      passes_chunk = True
+    if passes_chunk:
+      worker_kwargs["logps_chunk_size"] = chunk
+  worker = worker_class(**worker_kwargs)
+  if callable(getattr(worker, "initialize", None)):
+    worker.initialize()  # builds a lazily constructed trainer; idempotent
+
+  saved_platforms = os.environ.get("JAX_PLATFORMS")
+  try:
+    orch_node = import_tunix(process_module(orch_main, DEFAULT_ORCH_MODULE),
+                             "parse the orchestrator argv")
+  finally:
+    if saved_platforms is None:
+      os.environ.pop("JAX_PLATFORMS", None)
+    else:
+      os.environ["JAX_PLATFORMS"] = saved_platforms
+  orch_args = require(orch_node, "_parse_args", "parse the orchestrator argv")(orch_words)
+  if getattr(orch_args, "mini_batch_size", 0) is None:
+    orch_args.mini_batch_size = orch_args.batch_size
+  if not settings.logp_gates:
+    changed = disable_logp_gates(orch_args)
+  algo = require(orch_node, "_build_algo", "build the GRPO algorithm")(orch_args)
+  algo_config = getattr(algo, "algo_config", None)
+  if not settings.logp_gates:
+    changed += disable_logp_gates(algo_config) if algo_config is not None else []
+    say("LOGP_GATES=off: " + (", ".join(sorted(set(changed))) + " turned off" if changed else
+                              "the GRPO config has no log-prob gate set"))
+
+  pad_id, eos_id, tokenizer_vocab = _token_ids(orch_args, trainer_args)
+  worker.with_loss_fn(algo.loss_fn(), has_aux=True)
+  worker.with_gen_model_input_fn(algo.build_gen_model_input_fn(pad_id=pad_id, eos_id=eos_id))
+
+  batch_assembly = import_tunix("tunix.experimental.orchestrator.batch_assembly",
+                                "build the batch configuration")
+  if callable(getattr(orch_node, "_batch_config", None)):
+    batch_config = call_with_accepted(orch_node._batch_config, args=orch_args, pad_id=pad_id)
+  else:
+    config_class = require(batch_assembly, "BatchConfig", "build the batch configuration")
+    batch_config = call_with_accepted(config_class, pad_id=pad_id, **{
+        name: getattr(orch_args, name) for name in (
+            "max_prompt_length", "max_response_length", "max_seq_token_per_tpu",
+            "max_segments_per_packed_row", "trainer_fsdp", "trainer_dp", "trainer_expert",
+            "pack_pad_position", "pack_pad_align") if hasattr(orch_args, name)})
+  create = require(batch_assembly, "create_batch_assembler", "build the batch assembler")
+  generations = getattr(algo, "num_generations", orch_args.num_generations)
+  assembler = call_with_accepted(
+      create, num_generations=generations, group_size=generations,
+      mini_batch_size=getattr(algo, "mini_batch_size", orch_args.mini_batch_size),
+      train_micro_batch_size=getattr(algo, "train_micro_batch_size",
+                                     orch_args.train_micro_batch_size),
+      batch_config=batch_config)
+  packed_class = getattr(batch_assembly, "SequencePackedBatchAssembler", None)
+  if packed_class is not None and not isinstance(assembler, packed_class):
+    raise SettingsError("ORCH_ARGV does not select sequence packing (--max_seq_token_per_tpu): "
+                        f"the assembler is {type(assembler).__name__}, whose shapes depend on "
+                        "the data")
+
+  # The routing shape the trainer reports, and the model sizes the payload needs.
+  routing_shape = None
+  if callable(getattr(worker, "routed_experts_shape", None)):
+    routing_shape = worker.routed_experts_shape()
+  config = getattr(getattr(worker, "_trainer", None), "_config", None)
+  if routing_shape is None and config is not None:
+    layers = getattr(config, "num_decoder_layers", None)
+    topk = getattr(config, "num_experts_per_tok", None)
+    routing_shape = (int(layers), int(topk)) if layers and topk else None
+  experts = getattr(config, "num_experts", None)
+  vocab = getattr(config, "vocab_size", None) or tokenizer_vocab
+  if not vocab:
+    raise TunixMissing("cannot tell the vocabulary size: the trainer has no config.vocab_size "
+                       "and the tokenizer did not load")
+  if routing_shape is not None and not experts:
+    raise TunixMissing("the trainer reports a routing shape but its config has no num_experts")
+
+  warmup, abstract = None, False
+  compile_warmup = None
+  try:
+    compile_warmup = importlib.import_module("tunix.experimental.orchestrator.compile_warmup")
+  except ImportError:
+    pass
+  build_warmup = getattr(compile_warmup, "build_trainer_warmup_payload", None)
+  if build_warmup is not None:
+    warmup = call_with_accepted(
+        build_warmup, algo=algo, assembler=assembler,
+        rollout_logprobs=bool(getattr(orch_args, "return_logprobs", True)),
+        routed_experts_shape=routing_shape,
+        sampler_is=getattr(algo_config, "sampler_is", None),
+        sampler_is_threshold=getattr(algo_config, "sampler_is_threshold", 2.0),
+        seq_logprob_error_threshold=getattr(algo_config, "seq_logprob_error_threshold", None))
+    abstract = True
+  else:
+    say("compile_warmup.build_trainer_warmup_payload is missing in this image's Tunix: building "
+        "the equivalent payload layout from the assembler")
+    warmup = _equivalent_warmup(assembler, routing_shape, algo_config)
+  if warmup is None:
+    raise SettingsError("Tunix built no warm-up payload for this assembler (sequence packing "
+                        "is required)")
+  completion = getattr(warmup, "completion_ids")
+  rows, tokens = int(completion.shape[0]), int(completion.shape[1])
+  num_segments = getattr(warmup, "num_segments", None)
+  max_segments = getattr(assembler, "max_segments_per_packed_row",
+                         getattr(orch_args, "max_segments_per_packed_row", None))
+
+  datatypes = import_tunix("tunix.experimental.common.datatypes", "build train requests")
+  request_class = getattr(datatypes, "TrainRequest", None)
+
+  def make_request(payload: Any) -> Any:
+    if request_class is None:
+      raise TunixMissing("datatypes.TrainRequest is missing in this image's Tunix (needed to "
+                         "call fwd_bwd(request=...))")
+    metadata = dict(getattr(payload, "metadata", None) or {})
+    return request_class(request_id=f"train_req_{uuid.uuid4().hex[:8]}", payload=payload,
+                         metadata=metadata)
+
+  output_dir = getattr(trainer_args, "maxtext_output_directory", None) or flag_value(
+      trainer_words, "--maxtext_output_directory")
+  return TunixSetup(
+      worker=worker, make_request=make_request, warmup=warmup, warmup_is_abstract=abstract,
+      rows=rows, tokens=tokens, num_segments=_int_or_none(num_segments),
+      max_segments_per_row=_int_or_none(max_segments), routing_shape=routing_shape,
+      experts=_int_or_none(experts), vocab=int(vocab), pad_id=int(pad_id),
+      maxtext_output_directory=output_dir,
+      payload_signature=getattr(worker_module, "payload_signature", None),
+      signature_mismatch=getattr(worker_module, "signature_mismatch", None))
+
+
+def _equivalent_warmup(assembler: Any, routing_shape: Optional[Tuple[int, int]],
+                       algo_config: Any) -> Any:
+  """The warm-up payload's layout for a Tunix without compile_warmup: the packed row fields at
+  the assembler's [batch_size, max_packed_len], as concrete zero arrays."""
+  datatypes = import_tunix("tunix.experimental.common.datatypes", "build the payload")
+  payload_class = require(datatypes, "RLTrainerPayload", "build the payload")
+  rows, tokens = int(assembler.batch_size), int(assembler.max_packed_len)
+  max_segments = getattr(assembler, "max_segments_per_packed_row", None)
+  del algo_config  # the run_deepswe_dist rollouts always return log-probs
+  layout = spec_field_layout(rows, tokens, *(routing_shape or (0, 0)), old_logps=True,
+                             routing=routing_shape is not None)
+  fields = {name: np.zeros(shape, dtype) for name, (shape, dtype) in layout.items()}
+  fields["num_segments"] = (max_segments if max_segments else tokens) + 1
+  fields["metadata"] = {}
+  return call_with_accepted(payload_class, **fields)
+
+
+def resolve_plan_inputs(settings: Settings, setup: TunixSetup) -> Dict[str, Any]:
+  """Checks the settings against the shapes Tunix gave; resolves the defaults."""
+  rows, tokens = setup.rows, setup.tokens
+  real_len = settings.real_len if settings.real_len is not None else default_real_len(tokens)
+  if real_len > tokens:
+    raise SettingsError(f"REAL_LEN={real_len} exceeds the token budget T={tokens} "
+                        "(--max_seq_token_per_tpu)")
+  if settings.segments is None:
+    segments = default_segments(setup.num_segments, setup.max_segments_per_row, real_len)
+  else:
+    segments = settings.segments
+    if setup.num_segments and segments > setup.num_segments - 1:
+      raise SettingsError(f"SEGMENTS={segments} exceeds the payload's num_segments-1="
+                          f"{setup.num_segments - 1} (--max_segments_per_packed_row)")
+    if segments > real_len:
+      raise SettingsError(f"SEGMENTS={segments} exceeds REAL_LEN={real_len}")
+  final_rows = settings.final_rows if settings.final_rows is not None else rows
+  if final_rows > rows:
+    raise SettingsError(f"FINAL_ROWS={final_rows} exceeds the rows per micro-batch R={rows}")
+  targets = None
+  if setup.routing_shape is not None:
+    layers, topk = setup.routing_shape
+    if settings.routing_targets is None:
+      raise SettingsError(f"ROUTING_TARGETS is required: the trainer reports a routing shape "
+                          f"({layers} layers, top-{topk})")
+    if len(settings.routing_targets) != layers:
+      raise SettingsError(f"ROUTING_TARGETS has {len(settings.routing_targets)} values but the "
+                          f"model has {layers} decoder layers")
+    targets = scale_targets(settings.routing_targets, settings.routing_scale)
+  elif settings.routing_targets is not None:
+    say("the trainer reports no routing shape: ROUTING_TARGETS is ignored")
+  return {"real_len": real_len, "segments": segments, "final_rows": final_rows,
+          "targets": targets}
+
+
+def run_pod(settings: Settings) -> int:
+  """The bench in the pod: Tunix setup, payloads, compile, timed steps, summary."""
+  name = settings.bench_name
+  say(f"{name}: bench driver starting: {settings.steps} steps x {settings.micro_steps} fwd_bwd "
+      "calls")
+  setup = build_tunix(settings)
+  resolved = resolve_plan_inputs(settings, setup)
+  layout = _field_layout(setup.warmup)
+  describe = ", ".join(f"{key}[{','.join(map(str, shape))}] {np.dtype(dtype).name}"
+                       for key, (shape, dtype) in layout.items())
+  say(f"warm-up payload: {describe}, num_segments={setup.num_segments}")
+
+  def build(real_rows: int) -> Tuple[Any, BuiltPayload]:
+    start = time.monotonic()
+    built = build_payload(rows=setup.rows, tokens=setup.tokens, layout=layout, vocab=setup.vocab,
+                          real_len=resolved["real_len"], segments=resolved["segments"],
+                          real_rows=real_rows, pad_position=settings.pad_position,
+                          pad_align=settings.pad_align, targets=resolved["targets"],
+                          experts=setup.experts, advantages=settings.advantages,
+                          seed=settings.seed, pad_id=setup.pad_id)
+    for note in built.notes:
+      say(f"payload: {note}")
+    for miss in built.misses():
+      say(f"payload: layer {miss.layer} routing max/mean {miss.achieved:.4f} misses its target "
+          f"{miss.target:.4f} by more than 1% (too few tokens per expert)")
+    payload = _replace(setup.warmup, metadata={}, **built.arrays)
+    say(f"payload with {real_rows} real rows of {built.real_len} tokens, {built.segments} "
+        f"segments per row, shift {built.shift}: built in {time.monotonic() - start:.1f} s")
+    return payload, built
+
+  regular, regular_built = build(setup.rows)
+  if resolved["final_rows"] == setup.rows:
+    final, final_built = regular, None
+  else:
+    final, final_built = build(resolved["final_rows"])
+
+  if setup.payload_signature is not None and setup.signature_mismatch is not None:
+    try:
+      mismatch = setup.signature_mismatch(setup.payload_signature(setup.warmup),
+                                          setup.payload_signature(regular))
+      say("payload matches the warm-up signature" if not mismatch else
+          f"payload differs from the warm-up signature (fwd_bwd will recompile): {mismatch}")
+    except Exception as exc:  # pylint: disable=broad-except
+      say(f"could not compare the payload with the warm-up signature: {describe_exception(exc)}")
+
+  worker = setup.worker
+  compile_start = time.monotonic()
+  if callable(getattr(worker, "compile", None)):
+    worker.compile(setup.warmup if setup.warmup_is_abstract else regular)
+    compile_method = "compile"
+  elif callable(getattr(worker, "warmup_compile", None)):
+    worker.warmup_compile(setup.warmup)
+    compile_method = "warmup_compile (background; the first fwd_bwd waits for it)"
+  else:
+    compile_method = "none (the first fwd_bwd compiles)"
+  compile_s = time.monotonic() - compile_start
+  say(f"compile: {compile_method} returned after {compile_s:.1f} s (a trainer that compiles "
+      "lazily compiles in step 1, which the means leave out)")
+
+  import jax  # pylint: disable=import-outside-toplevel
+  devices = jax.devices()
+  chips, per_chip = count_chips(devices)
+  say(f"{len(devices)} devices, {chips} chips ({per_chip} devices per chip)")
+
+  def block_all() -> None:
+    for array in jax.live_arrays():
+      array.block_until_ready()
+
+  profile_dir = settings.profile_dir or os.path.join(
+      setup.maxtext_output_directory or "/tmp", "bench_profile")
+  plan = BenchPlan(name=name, steps=settings.steps, micro_steps=settings.micro_steps,
+                   regular=regular, final=final, tokens_regular=regular_built.real_tokens,
+                   tokens_final=(final_built or regular_built).real_tokens, chips=chips,
+                   profile_window=settings.profile_window, profile_dir=profile_dir)
+  calls = WorkerCalls(worker, setup.make_request)
+  say(f"fwd_bwd call: {'TrainRequest' if calls.takes_request else 'payload'}, "
+      f"{'apply_optimizer on the last call' if calls.can_fuse else 'explicit update()'}")
+  records = run_steps(worker, plan, calls=calls, waiter=DeviceWaiter(block_all=block_all),
+                      profiler=JaxProfiler())
+  layers, topk = setup.routing_shape or (None, None)
+  summary = summarize(plan, records, rows=setup.rows, tokens_per_row=setup.tokens,
+                      real_len=resolved["real_len"], segments=resolved["segments"],
+                      final_rows=resolved["final_rows"], layers=layers, topk=topk,
+                      experts=setup.experts, routing=regular_built.routing,
+                      routing_final=final_built.routing if final_built else None,
+                      knobs=settings.knobs(),
+                      extra={"compile": {"method": compile_method, "seconds": round(compile_s, 3)},
+                             "devices": len(devices), "shift": regular_built.shift})
+  emit("BENCH_SUMMARY " + json.dumps(summary, separators=(",", ":")))
+  say(f"{name}: done: mean step {summary['mean_step_s']} s, "
+      f"{summary['tokens_per_s_per_chip']} tok/s/chip")
+  return 0
+
+
+# ------------------------------------------------------------------------------------------------
+# --dump-payload: the payload as a file, without Tunix or JAX.
+# ------------------------------------------------------------------------------------------------
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+
+  def error(self, message: str) -> None:  # one line, exit 2 (by the caller)
+    raise SettingsError(message)
+
+
+def dump_parser() -> argparse.ArgumentParser:
+  parser = _ArgumentParser(prog="bench_driver.py --dump-payload",
+                           description="Write a synthetic bench payload as an .npz file.")
+  parser.add_argument("--dump-payload", dest="out", required=True, metavar="OUT.npz")
+  parser.add_argument("--rows", type=int, required=True)
+  parser.add_argument("--tokens", type=int, required=True)
+  parser.add_argument("--layers", type=int, required=True)
+  parser.add_argument("--topk", type=int, required=True)
+  parser.add_argument("--experts", type=int, required=True)
+  parser.add_argument("--vocab", type=int, default=DEFAULT_VOCAB)
+  parser.add_argument("--real-len", type=int)
+  parser.add_argument("--segments", type=int, default=1)
+  parser.add_argument("--final-rows", type=int)
+  parser.add_argument("--final", action="store_true")
+  parser.add_argument("--pad-position", choices=("end", "start"), default="end")
+  parser.add_argument("--pad-align", default="4096")
+  parser.add_argument("--routing-targets")
+  parser.add_argument("--routing-scale", default="1")
+  parser.add_argument("--advantages", choices=("random", "zero"), default="random")
+  parser.add_argument("--seed", type=int, default=0)
+  parser.add_argument("--no-old-logps", action="store_true")
+  parser.add_argument("--pad-id", type=int, default=0)
+  return parser
+
+
+def dump_main(argv: Sequence[str]) -> int:
+  options = dump_parser().parse_args(list(argv))
+  for name in ("rows", "tokens", "layers", "topk", "experts"):
+    if getattr(options, name) < 1:
+      raise SettingsError(f"--{name}={getattr(options, name)}: must be >= 1")
+  if options.topk > options.experts:
+    raise SettingsError(f"--topk={options.topk} exceeds --experts={options.experts} (each token "
+                        "needs distinct experts)")
+  if options.pad_id < 0 or options.pad_id >= options.vocab:
+    raise SettingsError(f"--pad-id={options.pad_id}: must be in [0, vocab={options.vocab})")
+  pad_align = parse_pad_align("--pad-align", options.pad_align)
+  scale = parse_float("--routing-scale", options.routing_scale, 0.0)
+  real_len = options.real_len if options.real_len is not None else default_real_len(options.tokens)
+  if options.final_rows is not None and not 1 <= options.final_rows <= options.rows:
+    raise SettingsError(f"--final-rows={options.final_rows}: must be between 1 and --rows="
+                        f"{options.rows}")
+  if options.final_rows is not None and not options.final:
+    print(f"{PROG}: note: --final-rows takes effect with --final", file=sys.stderr)
+  real_rows = options.rows
+  if options.final and options.final_rows is not None:
+    real_rows = options.final_rows
+  targets = ([1.0] * options.layers if options.routing_targets is None else
+             parse_routing_targets("--routing-targets", options.routing_targets))
+  if len(targets) != options.layers:
+    raise SettingsError(f"--routing-targets has {len(targets)} values but --layers is "
+                        f"{options.layers}")
+  targets = scale_targets(targets, scale)
+  layout = spec_field_layout(options.rows, options.tokens, options.layers, options.topk,
+                             old_logps=not options.no_old_logps)
+  start = time.monotonic()
+  built = build_payload(rows=options.rows, tokens=options.tokens, layout=layout,
+                        vocab=options.vocab, real_len=real_len, segments=options.segments,
+                        real_rows=real_rows, pad_position=options.pad_position,
+                        pad_align=pad_align, targets=targets, experts=options.experts,
+                        advantages=options.advantages, seed=options.seed, pad_id=options.pad_id)
+  elapsed = time.monotonic() - start
+  directory = os.path.dirname(os.path.abspath(options.out))
+  temporary = os.path.join(directory, f".{os.path.basename(options.out)}.{os.getpid()}.tmp")
+  try:
+    with open(temporary, "wb") as handle:
+      np.savez(handle, **built.arrays)
+    os.replace(temporary, options.out)
+  except OSError as exc:
+    if os.path.exists(temporary):
+      os.unlink(temporary)
+    raise SettingsError(f"cannot write {options.out}: {exc.strerror or exc}") from None
+  print(f"wrote {options.out}: {options.rows} rows x {options.tokens} tokens, {real_rows} real "
+        f"rows of {built.real_len} tokens, {built.segments} segments per row, shift "
+        f"{built.shift}, {len(built.arrays)} fields ({elapsed:.2f} s)")
+  for line in format_routing_report(built.routing):
+    print(line)
+  misses = built.misses()
+  if misses:
+    print(f"warning: {len(misses)} layers miss their target by more than 1% (too few tokens per "
+          "expert for the precision)")
+  return 0
+
+
+# ------------------------------------------------------------------------------------------------
+# Entry point.
+# ------------------------------------------------------------------------------------------------
+
+
+def _terminate(signum: int, _frame: Any) -> None:
+  raise SystemExit(128 + signum)  # unwinds, so an open trace is stopped
+
+
+def main(argv: Optional[Sequence[str]] = None, env: Optional[Mapping[str, str]] = None) -> int:
+  argv = list(sys.argv[1:] if argv is None else argv)
+  try:
+    if any(word == "--dump-payload" or word.startswith("--dump-payload=") for word in argv):
+      return dump_main(argv)
+    if argv in (["-h"], ["--help"]):
+      print(__doc__)
+      return 0
+    if argv:
+      raise SettingsError(f"unexpected arguments {' '.join(argv)} (settings come from the "
+                          "environment; see --help)")
+    settings = parse_settings(os.environ if env is None else env)
+  except SettingsError as exc:
+    print(f"{PROG}: {one_line(exc)}", file=sys.stderr)
+    return 2
+  try:
+    signal.signal(signal.SIGTERM, _terminate)
+  except (ValueError, OSError):
+    pass
+  try:
+    return run_pod(settings)
+  except SettingsError as exc:
+    print(f"{PROG}: {one_line(exc)}", file=sys.stderr)
+    return 2
+  except TunixMissing as exc:
+    print(f"{PROG}: {one_line(exc)}", file=sys.stderr)
+    return 1
+  except Exception as exc:  # pylint: disable=broad-except
+    traceback.print_exc()
+    print(f"{PROG}: failed: {describe_exception(exc)}", file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+  sys.exit(main())
