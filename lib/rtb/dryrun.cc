@@ -26,8 +26,12 @@ bool looks_like_object(std::string_view chunk) {
   return false;
 }
 
-void add_chunk(DryRun& out, std::string_view chunk, std::size_t first_line) {
+void add_chunk(DryRun& out, std::string_view chunk, std::size_t first_line, const ChunkFilter& keep) {
   if (chunk.find_first_not_of(" \t\r\n") == std::string_view::npos) return;
+  if (keep && !keep(chunk)) {
+    ++out.filtered_chunks;
+    return;
+  }
   YAML::Node root;
   try {
     root = YAML::Load(std::string(chunk));
@@ -62,7 +66,7 @@ std::size_t Document::line_of(const YAML::Node& node) const {
   return line < 0 ? first_line : first_line + static_cast<std::size_t>(line);
 }
 
-DryRun parse_dryrun(std::string_view text, const std::string& source) {
+DryRun parse_dryrun(std::string_view text, const std::string& source, const ChunkFilter& keep) {
   DryRun out;
   out.source = source;
   std::size_t chunk_start = 0;  // byte offset of the current chunk
@@ -74,14 +78,14 @@ DryRun parse_dryrun(std::string_view text, const std::string& source) {
     std::size_t next = end == std::string_view::npos ? text.size() : end + 1;
     std::string_view line = text.substr(pos, (end == std::string_view::npos ? text.size() : end) - pos);
     if (is_separator(line)) {
-      add_chunk(out, text.substr(chunk_start, pos - chunk_start), chunk_line);
+      add_chunk(out, text.substr(chunk_start, pos - chunk_start), chunk_line, keep);
       chunk_start = next;
       chunk_line = line_number + 1;
     }
     pos = next;
     ++line_number;
   }
-  add_chunk(out, text.substr(chunk_start), chunk_line);
+  add_chunk(out, text.substr(chunk_start), chunk_line, keep);
   return out;
 }
 

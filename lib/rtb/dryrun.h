@@ -4,6 +4,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,7 @@ struct DryRun {
   std::string source;               // the input's name for messages ("<stdin>", a path)
   std::vector<Document> documents;  // the chunks that parse as YAML mappings, in input order
   std::size_t skipped_chunks{};     // chunks that are not YAML mappings (launcher echoes)
+  std::size_t filtered_chunks{};    // chunks the caller's filter did not want parsed
   std::vector<std::string> warnings;  // "file:line: ..." lines for the tool to log
 };
 
@@ -28,6 +30,10 @@ struct DryRun {
 // other than a mapping, is skipped as launcher output, unless it starts like a Kubernetes object
 // (a line `kind:` or `apiVersion:` at column 0): then the YAML error is reported (rtb::Error with
 // the file and line). Repeated mapping keys are accepted with a warning.
-DryRun parse_dryrun(std::string_view text, const std::string& source);
+// `keep`, when given, sees each chunk's text first and decides whether to parse it: a tool that
+// needs only some documents (render-bench: the trainer and the orchestrator) skips the YAML parse
+// of the rest, which dominates the cost on large DRY_RUN files.
+using ChunkFilter = std::function<bool(std::string_view chunk)>;
+DryRun parse_dryrun(std::string_view text, const std::string& source, const ChunkFilter& keep = nullptr);
 
 }  // namespace rtb

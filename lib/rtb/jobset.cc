@@ -193,6 +193,25 @@ Role role_of(const JobSetView& jobset, const RoleMains& mains) {
   return Role::kUnknown;
 }
 
+ChunkFilter trainer_and_orchestrator_chunks(const RoleMains& mains) {
+  return [mains](std::string_view chunk) {
+    std::optional<std::string> main = find_process_main(chunk);
+    if (!main) return true;
+    // A chunk could hold several documents' worth of text only if a separator were missing; look
+    // for each wanted role anywhere in it rather than trusting the first match.
+    for (const std::string* wanted : {&mains.trainer, &mains.orchestrator}) {
+      std::string needle = std::string(kProcessMain) + *wanted;
+      for (std::size_t at = chunk.find(needle); at != std::string_view::npos; at = chunk.find(needle, at + 1)) {
+        std::size_t end = at + needle.size();
+        if (end == chunk.size() || std::string_view(" \t\n\r\"'\\").find(chunk[end]) != std::string_view::npos) {
+          return true;
+        }
+      }
+    }
+    return false;
+  };
+}
+
 Roles select_roles(const DryRun& dryrun, const RoleMains& mains) {
   Roles roles;
   std::vector<std::string> trainers, orchestrators, seen;

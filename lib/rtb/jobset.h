@@ -87,6 +87,11 @@ struct Roles {
   std::vector<const Document*> rollouts;
 };
 
+// A DRY_RUN chunk filter (dryrun.h) that keeps the chunks naming the trainer's or the
+// orchestrator's --process_main, and chunks that name none (so that errors about them are still
+// reported). Rollout chunks are not parsed.
+ChunkFilter trainer_and_orchestrator_chunks(const RoleMains& mains);
+
 // Picks the JobSets of each role. Throws rtb::Error naming what was found when there is no trainer
 // or more than one (or more than one orchestrator).
 Roles select_roles(const DryRun& dryrun, const RoleMains& mains);

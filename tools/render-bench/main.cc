@@ -11,6 +11,7 @@
 #include "rtb/dryrun.h"
 #include "rtb/error.h"
 #include "rtb/io.h"
+#include "rtb/jobset.h"
 #include "rtb/render.h"
 #include "rtb/routing.h"
 
@@ -137,7 +138,8 @@ int main(int argc, char** argv) {
       options.driver.routing_targets_source = routing_file;
     }
 
-    rtb::DryRun dryrun = rtb::parse_dryrun(text, source);
+    rtb::DryRun dryrun =
+        rtb::parse_dryrun(text, source, rtb::trainer_and_orchestrator_chunks(options.mains));
     // Input quirks (a repeated key in some document) do not change the bench: -v shows them.
     for (const std::string& warning : dryrun.warnings) spdlog::info("{}", warning);
     rtb::RenderResult result = rtb::render_bench(dryrun, options);
