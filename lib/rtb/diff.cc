@@ -85,7 +85,8 @@ void expand_client(YAML::Node container, const YAML::Node& script_node) {
   shell::SimpleCommand startup;
   try {
     block = find_startup_block(script);
-    startup = shell::parse_command(std::string_view(script).substr(block.begin, block.end - block.begin));
+    startup =
+        shell::parse_command(std::string_view(script).substr(block.begin, block.end - block.begin));
   } catch (const Error&) {
     return;  // not a readable startup block: compared as text
   }
@@ -96,11 +97,14 @@ void expand_client(YAML::Node container, const YAML::Node& script_node) {
     if (assignment.name == kDriverSettingsStart) in_driver = true;
     if (in_driver) {
       std::optional<std::vector<std::string>> words;
-      if (assignment.name == "TRAINER_ARGV" || assignment.name == "ORCH_ARGV") words = words_of(assignment.value);
+      if (assignment.name == "TRAINER_ARGV" || assignment.name == "ORCH_ARGV")
+        words = words_of(assignment.value);
       add_unique(driver, driver_seen, assignment.name,
-                 words ? flags_as_map(*words, FlagStyle::kDashDash) : yaml::string_scalar(assignment.value));
+                 words ? flags_as_map(*words, FlagStyle::kDashDash)
+                       : yaml::string_scalar(assignment.value));
     } else {
-      add_unique(env, env_seen, assignment.name, expand_variable(assignment.name, assignment.value));
+      add_unique(env, env_seen, assignment.name,
+                 expand_variable(assignment.name, assignment.value));
     }
   }
   // The program is the words before the first flag; a bench passes the trainer's argv in
@@ -115,7 +119,8 @@ void expand_client(YAML::Node container, const YAML::Node& script_node) {
   }
   YAML::Node trainer_argv = yaml::lookup(driver, "TRAINER_ARGV");
   bool argv_from_driver = trainer_argv.IsDefined() && trainer_argv.IsMap() && argv.empty();
-  YAML::Node argv_node = argv_from_driver ? YAML::Clone(trainer_argv) : flags_as_map(argv, FlagStyle::kDashDash);
+  YAML::Node argv_node =
+      argv_from_driver ? YAML::Clone(trainer_argv) : flags_as_map(argv, FlagStyle::kDashDash);
   if (argv_from_driver) driver.remove("TRAINER_ARGV");
   std::string wrapper = script.substr(0, block.begin) + "<startup>" + script.substr(block.end);
   YAML::Node expanded(YAML::NodeType::Map);
@@ -148,8 +153,10 @@ void expand_container(YAML::Node& container) {
     std::vector<std::string> items;
     bool all_scalars = true;
     for (const auto& item : args) {
-      if (!item.IsScalar()) all_scalars = false;
-      else items.push_back(item.Scalar());
+      if (!item.IsScalar())
+        all_scalars = false;
+      else
+        items.push_back(item.Scalar());
     }
     if (all_scalars) container["args"] = flags_as_map(items, FlagStyle::kDashDash);
   }
@@ -183,7 +190,8 @@ struct Frame {
 }  // namespace
 
 std::string path_child(const std::string& parent, std::string_view key) {
-  if (is_simple_key(key)) return parent.empty() ? std::string(key) : parent + "." + std::string(key);
+  if (is_simple_key(key))
+    return parent.empty() ? std::string(key) : parent + "." + std::string(key);
   return parent + "[" + std::string(key) + "]";
 }
 
@@ -249,10 +257,14 @@ YAML::Node expand_for_diff(const YAML::Node& jobset) {
 
 std::string_view kind_name(Difference::Kind kind) {
   switch (kind) {
-    case Difference::Kind::kAdded: return "added";
-    case Difference::Kind::kRemoved: return "removed";
-    case Difference::Kind::kChanged: return "changed";
-    case Difference::Kind::kTypeChanged: return "type-changed";
+    case Difference::Kind::kAdded:
+      return "added";
+    case Difference::Kind::kRemoved:
+      return "removed";
+    case Difference::Kind::kChanged:
+      return "changed";
+    case Difference::Kind::kTypeChanged:
+      return "type-changed";
   }
   return "changed";
 }
@@ -313,16 +325,19 @@ std::vector<Difference> diff_trees(const YAML::Node& a, const YAML::Node& b,
       std::set<std::string> in_x(x_keys.begin(), x_keys.end());
       for (std::size_t i = 0; i < x_keys.size(); ++i) {
         auto it = y_index.find(x_keys[i]);
-        children.push_back({x[i], it == y_index.end() ? YAML::Node(YAML::NodeType::Undefined) : y[it->second],
-                            path_item(frame.path, x_keys[i])});
+        children.push_back(
+            {x[i], it == y_index.end() ? YAML::Node(YAML::NodeType::Undefined) : y[it->second],
+             path_item(frame.path, x_keys[i])});
       }
       for (std::size_t i = 0; i < y_keys.size(); ++i) {
         if (!in_x.count(y_keys[i])) {
-          children.push_back({YAML::Node(YAML::NodeType::Undefined), y[i], path_item(frame.path, y_keys[i])});
+          children.push_back(
+              {YAML::Node(YAML::NodeType::Undefined), y[i], path_item(frame.path, y_keys[i])});
         }
       }
     }
-    for (auto it = children.rbegin(); it != children.rend(); ++it) pending.push_back(std::move(*it));
+    for (auto it = children.rbegin(); it != children.rend(); ++it)
+      pending.push_back(std::move(*it));
   }
   return out;
 }

@@ -26,7 +26,8 @@ bool looks_like_object(std::string_view chunk) {
   return false;
 }
 
-void add_chunk(DryRun& out, std::string_view chunk, std::size_t first_line, const ChunkFilter& keep) {
+void add_chunk(DryRun& out, std::string_view chunk, std::size_t first_line,
+               const ChunkFilter& keep) {
   if (chunk.find_first_not_of(" \t\r\n") == std::string_view::npos) return;
   if (keep && !keep(chunk)) {
     ++out.filtered_chunks;
@@ -53,8 +54,9 @@ void add_chunk(DryRun& out, std::string_view chunk, std::size_t first_line, cons
   }
   Document doc{root, first_line};
   for (const auto& [key, line] : yaml::duplicate_keys(root)) {
-    out.warnings.push_back(fmt::format("{}:{}: repeated key '{}' (the last one is used)", out.source,
-                                       first_line + static_cast<std::size_t>(line), key));
+    out.warnings.push_back(fmt::format("{}:{}: repeated key '{}' (the last one is used)",
+                                       out.source, first_line + static_cast<std::size_t>(line),
+                                       key));
   }
   out.documents.push_back(std::move(doc));
 }
@@ -76,7 +78,8 @@ DryRun parse_dryrun(std::string_view text, const std::string& source, const Chun
   while (pos < text.size()) {
     std::size_t end = text.find('\n', pos);
     std::size_t next = end == std::string_view::npos ? text.size() : end + 1;
-    std::string_view line = text.substr(pos, (end == std::string_view::npos ? text.size() : end) - pos);
+    std::string_view line =
+        text.substr(pos, (end == std::string_view::npos ? text.size() : end) - pos);
     if (is_separator(line)) {
       add_chunk(out, text.substr(chunk_start, pos - chunk_start), chunk_line, keep);
       chunk_start = next;

@@ -12,17 +12,17 @@
 namespace rtb {
 
 struct Document {
-  YAML::Node root;            // a mapping
-  std::size_t first_line{};   // 1-based line of the document's first line in the input
+  YAML::Node root;           // a mapping
+  std::size_t first_line{};  // 1-based line of the document's first line in the input
   // 1-based input line of a node of this document (yaml-cpp marks are 0-based per document).
   std::size_t line_of(const YAML::Node& node) const;
 };
 
 struct DryRun {
-  std::string source;               // the input's name for messages ("<stdin>", a path)
-  std::vector<Document> documents;  // the chunks that parse as YAML mappings, in input order
-  std::size_t skipped_chunks{};     // chunks that are not YAML mappings (launcher echoes)
-  std::size_t filtered_chunks{};    // chunks the caller's filter did not want parsed
+  std::string source;                 // the input's name for messages ("<stdin>", a path)
+  std::vector<Document> documents;    // the chunks that parse as YAML mappings, in input order
+  std::size_t skipped_chunks{};       // chunks that are not YAML mappings (launcher echoes)
+  std::size_t filtered_chunks{};      // chunks the caller's filter did not want parsed
   std::vector<std::string> warnings;  // "file:line: ..." lines for the tool to log
 };
 
@@ -34,6 +34,7 @@ struct DryRun {
 // needs only some documents (render-bench: the trainer and the orchestrator) skips the YAML parse
 // of the rest, which dominates the cost on large DRY_RUN files.
 using ChunkFilter = std::function<bool(std::string_view chunk)>;
-DryRun parse_dryrun(std::string_view text, const std::string& source, const ChunkFilter& keep = nullptr);
+DryRun parse_dryrun(std::string_view text, const std::string& source,
+                    const ChunkFilter& keep = nullptr);
 
 }  // namespace rtb

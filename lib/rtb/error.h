@@ -2,12 +2,12 @@
 // tools catch it at their boundary (tools/common/tool.h) and print it in one shape.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <string_view>
-
-#include <fmt/format.h>
 
 namespace rtb {
 

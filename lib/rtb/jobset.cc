@@ -36,10 +36,14 @@ std::optional<std::string> find_process_main(std::string_view script) {
 
 std::string_view role_name(Role role) {
   switch (role) {
-    case Role::kTrainer: return "trainer";
-    case Role::kOrchestrator: return "orchestrator";
-    case Role::kRollout: return "rollout";
-    case Role::kUnknown: break;
+    case Role::kTrainer:
+      return "trainer";
+    case Role::kOrchestrator:
+      return "orchestrator";
+    case Role::kRollout:
+      return "rollout";
+    case Role::kUnknown:
+      break;
   }
   return "unknown";
 }
@@ -56,7 +60,8 @@ StartupBlock find_startup_block(std::string_view script) {
     if (!open_after && text == "(") {
       open_after = stop + 1;
       open_line = line + 1;
-    } else if (open_after && text.rfind(")", 0) == 0 && text.find("& PID=$!") != std::string_view::npos) {
+    } else if (open_after && text.rfind(")", 0) == 0 &&
+               text.find("& PID=$!") != std::string_view::npos) {
       StartupBlock block;
       block.begin = std::min(*open_after, script.size());
       block.end = pos == 0 ? 0 : pos - 1;
@@ -68,7 +73,8 @@ StartupBlock find_startup_block(std::string_view script) {
     pos = end + 1;
     ++line;
   }
-  if (open_after) throw Error("the startup block opened by a line `(` is never closed by `) & PID=$!`");
+  if (open_after)
+    throw Error("the startup block opened by a line `(` is never closed by `) & PID=$!`");
   throw Error("no startup block (a line `(` ... a line `) & PID=$!`) in the client command");
 }
 
@@ -82,7 +88,8 @@ std::string ContainerRef::path() const {
 std::optional<YAML::Node> bash_script_node(const YAML::Node& container) {
   YAML::Node command = yaml::lookup(container, "command");
   if (!command.IsDefined() || !command.IsSequence() || command.size() != 3) return std::nullopt;
-  if (!command[0].IsScalar() || !command[1].IsScalar() || !command[2].IsScalar()) return std::nullopt;
+  if (!command[0].IsScalar() || !command[1].IsScalar() || !command[2].IsScalar())
+    return std::nullopt;
   std::string shell_name = command[0].Scalar();
   if ((shell_name != "bash" && shell_name != "/bin/bash" && shell_name != "sh" &&
        shell_name != "/bin/sh") ||
@@ -154,7 +161,8 @@ ClientCommand JobSetView::client(const std::string& source) const {
   auto found = process_main();
   if (!found) {
     fail_at(source, static_cast<std::int64_t>(doc_->first_line),
-            "JobSet '{}' has no client container (a `bash -c` command naming --process_main=)", name());
+            "JobSet '{}' has no client container (a `bash -c` command naming --process_main=)",
+            name());
   }
   ClientCommand client;
   client.container = found->second;
@@ -165,13 +173,14 @@ ClientCommand JobSetView::client(const std::string& source) const {
   try {
     client.block = find_startup_block(client.script);
   } catch (const Error& e) {
-    fail_at(source, static_cast<std::int64_t>(script_line), "JobSet '{}', container '{}': {}", name(),
-            client.container.name(), e.message());
+    fail_at(source, static_cast<std::int64_t>(script_line), "JobSet '{}', container '{}': {}",
+            name(), client.container.name(), e.message());
   }
   client.startup_line = script_line + client.block.first_line;
   try {
     client.startup = shell::parse_command(
-        std::string_view(client.script).substr(client.block.begin, client.block.end - client.block.begin));
+        std::string_view(client.script)
+            .substr(client.block.begin, client.block.end - client.block.begin));
   } catch (const Error& e) {
     fail_at(source, static_cast<std::int64_t>(client.startup_line),
             "JobSet '{}', container '{}': startup command: {}", name(), client.container.name(),
@@ -201,9 +210,11 @@ ChunkFilter trainer_and_orchestrator_chunks(const RoleMains& mains) {
     // for each wanted role anywhere in it rather than trusting the first match.
     for (const std::string* wanted : {&mains.trainer, &mains.orchestrator}) {
       std::string needle = std::string(kProcessMain) + *wanted;
-      for (std::size_t at = chunk.find(needle); at != std::string_view::npos; at = chunk.find(needle, at + 1)) {
+      for (std::size_t at = chunk.find(needle); at != std::string_view::npos;
+           at = chunk.find(needle, at + 1)) {
         std::size_t end = at + needle.size();
-        if (end == chunk.size() || std::string_view(" \t\n\r\"'\\").find(chunk[end]) != std::string_view::npos) {
+        if (end == chunk.size() ||
+            std::string_view(" \t\n\r\"'\\").find(chunk[end]) != std::string_view::npos) {
           return true;
         }
       }
@@ -230,8 +241,11 @@ Roles select_roles(const DryRun& dryrun, const RoleMains& mains) {
         orchestrators.push_back(fmt::format("{} (line {})", view.name(), doc.first_line));
         if (!roles.orchestrator) roles.orchestrator = &doc;
         break;
-      case Role::kRollout: roles.rollouts.push_back(&doc); break;
-      case Role::kUnknown: break;
+      case Role::kRollout:
+        roles.rollouts.push_back(&doc);
+        break;
+      case Role::kUnknown:
+        break;
     }
   }
   auto join = [](const std::vector<std::string>& items) {

@@ -36,9 +36,9 @@ StartupBlock find_startup_block(std::string_view script);
 
 // A container of one of the JobSet's pod templates.
 struct ContainerRef {
-  std::string job;            // replicated job name
-  bool init = false;          // listed under initContainers
-  YAML::Node node;            // the container mapping (a reference into the document)
+  std::string job;    // replicated job name
+  bool init = false;  // listed under initContainers
+  YAML::Node node;    // the container mapping (a reference into the document)
 
   std::string name() const;
   // "spec.replicatedJobs[proc].template.spec.template.spec.containers[main]"
@@ -48,7 +48,7 @@ struct ContainerRef {
 // The client command `[bash, -c, SCRIPT]` of a container, with its parsed startup block.
 struct ClientCommand {
   ContainerRef container;
-  YAML::Node script_node;     // command[2]
+  YAML::Node script_node;  // command[2]
   std::string script;
   StartupBlock block;
   shell::SimpleCommand startup;

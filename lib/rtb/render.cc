@@ -26,8 +26,9 @@ constexpr std::size_t kMaxKubernetesName = 63;
 // A plain scalar with this text would not read back as a string (YAML 1.1/1.2 core schemas).
 bool resolves_to_non_string(std::string_view value) {
   static const std::set<std::string_view> kWords = {
-      "true", "false", "True", "False", "TRUE", "FALSE", "yes", "no", "Yes", "No", "YES", "NO",
-      "on", "off", "On", "Off", "ON", "OFF", "y", "n", "Y", "N", "null", "Null", "NULL", "~", ""};
+      "true", "false", "True", "False", "TRUE", "FALSE", "yes",  "no", "Yes",
+      "No",   "YES",   "NO",   "on",    "off",  "On",    "Off",  "ON", "OFF",
+      "y",    "n",     "Y",    "N",     "null", "Null",  "NULL", "~",  ""};
   if (kWords.count(value)) return true;
   double number;
   auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), number);
@@ -48,15 +49,17 @@ std::string int_text(long long value) { return std::to_string(value); }
 int parse_int(std::string_view text, std::string_view what) {
   int value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size()) fail("{} '{}' is not an integer", what, text);
+  if (ec != std::errc() || end != text.data() + text.size())
+    fail("{} '{}' is not an integer", what, text);
   return value;
 }
 
 // Visits every scalar (values, not keys) of a tree with its path, skipping subtrees for which
 // `skip` returns true. Iterative: input depth cannot overflow the stack.
-void visit_scalars(const YAML::Node& root, const std::string& base,
-                   const std::function<bool(const std::string&)>& skip,
-                   const std::function<void(YAML::Node, const std::string&, std::string_view key)>& visit) {
+void visit_scalars(
+    const YAML::Node& root, const std::string& base,
+    const std::function<bool(const std::string&)>& skip,
+    const std::function<void(YAML::Node, const std::string&, std::string_view key)>& visit) {
   struct Item {
     YAML::Node node;
     std::string path;
@@ -212,9 +215,10 @@ void Renderer::read_inputs() {
     } else {
       argv.push_back(word.value);
       if (word.expands) {
-        result_.warnings.push_back(fmt::format(
-            "{}:{}: trainer argument {} contains a shell expansion; the driver receives it literally",
-            dryrun_.source, client_.startup_line, word.source));
+        result_.warnings.push_back(
+            fmt::format("{}:{}: trainer argument {} contains a shell expansion; the driver "
+                        "receives it literally",
+                        dryrun_.source, client_.startup_line, word.source));
       }
     }
   }
@@ -283,7 +287,9 @@ void Renderer::set_scheduling_fields() {
       });
   // maxRestarts 0: a failed bench is read and fixed, never restarted.
   YAML::Node spec = yaml::lookup(bench_.root, "spec");
-  if (!spec.IsMap()) fail_at(dryrun_.source, static_cast<std::int64_t>(bench_.first_line), "the trainer JobSet has no spec");
+  if (!spec.IsMap())
+    fail_at(dryrun_.source, static_cast<std::int64_t>(bench_.first_line),
+            "the trainer JobSet has no spec");
   YAML::Node policy = yaml::lookup(spec, "failurePolicy");
   if (!policy.IsDefined() || policy.IsNull()) {
     record("render", "spec.failurePolicy", "", "maxRestarts: 0");
@@ -312,7 +318,8 @@ void Renderer::edit_maxtext_flags() {
   if (options_.maxtext_flags.empty() && options_.maxtext_replace.empty()) return;
   shell::Assignment* current = env_assignment("MAXTEXT_EXTRA_FLAGS");
   if (!current && !options_.maxtext_replace.empty()) {
-    fail("--maxtext-replace {}: the trainer has no MAXTEXT_EXTRA_FLAGS", options_.maxtext_replace.front());
+    fail("--maxtext-replace {}: the trainer has no MAXTEXT_EXTRA_FLAGS",
+         options_.maxtext_replace.front());
   }
   FlagList flags = FlagList::parse(current ? current->value : "", FlagStyle::kKeyValue);
   std::string path = client_path(".startup.env.MAXTEXT_EXTRA_FLAGS");
@@ -324,7 +331,8 @@ void Renderer::edit_maxtext_flags() {
       fail("--maxtext-replace {}: {} in the trainer's MAXTEXT_EXTRA_FLAGS", item, e.message());
     }
   }
-  for (const std::string& item : options_.maxtext_flags) edit_flag_list(flags, item, "--maxtext-flag", path, false);
+  for (const std::string& item : options_.maxtext_flags)
+    edit_flag_list(flags, item, "--maxtext-flag", path, false);
   if (result_.changes.size() == before) return;
   if (!current) {
     // A new variable: record it whole rather than item by item.
@@ -354,7 +362,8 @@ void Renderer::edit_libtpu_flags() {
     FlagList flags = FlagList::parse(current ? current->value : "", FlagStyle::kDashDash);
     std::string path = client_path(".startup.env.LIBTPU_INIT_ARGS");
     std::size_t before = result_.changes.size();
-    for (const std::string& item : options_.libtpu_flags) edit_flag_list(flags, item, "--libtpu-flag", path, false);
+    for (const std::string& item : options_.libtpu_flags)
+      edit_flag_list(flags, item, "--libtpu-flag", path, false);
     if (result_.changes.size() != before) {
       if (current) {
         current->value = flags.str();
@@ -395,18 +404,21 @@ void Renderer::edit_libtpu_flags() {
     }
     proxy->node["args"] = rebuilt;
   } else {
-    result_.warnings.push_back(fmt::format("{}: the trainer JobSet has no pathways-proxy container; "
-                                           "--libtpu-flag reaches the client and workers only",
-                                           dryrun_.source));
+    result_.warnings.push_back(
+        fmt::format("{}: the trainer JobSet has no pathways-proxy container; "
+                    "--libtpu-flag reaches the client and workers only",
+                    dryrun_.source));
   }
   // 3. The pathways workers: env LIBTPU_INIT_ARGS, created where absent.
   if (auto worker = view.container("pathways-worker")) {
     std::string env_path = worker->path() + ".env";
-    if (!yaml::lookup(worker->node, "env").IsSequence()) worker->node["env"] = YAML::Node(YAML::NodeType::Sequence);
+    if (!yaml::lookup(worker->node, "env").IsSequence())
+      worker->node["env"] = YAML::Node(YAML::NodeType::Sequence);
     YAML::Node env = yaml::lookup(worker->node, "env");
     std::optional<YAML::Node> entry;  // the last entry of that name, as Kubernetes uses
     for (const YAML::Node& candidate : env) {
-      if (yaml::scalar_at(candidate, "name") == std::string("LIBTPU_INIT_ARGS")) entry.emplace(candidate);
+      if (yaml::scalar_at(candidate, "name") == std::string("LIBTPU_INIT_ARGS"))
+        entry.emplace(candidate);
     }
     if (!entry || !entry->IsMap()) {
       FlagList flags(FlagStyle::kDashDash, {});
@@ -421,13 +433,15 @@ void Renderer::edit_libtpu_flags() {
       FlagList flags = FlagList::parse(value.IsDefined() && value.IsScalar() ? value.Scalar() : "",
                                        FlagStyle::kDashDash);
       std::string path = path_item(env_path, "LIBTPU_INIT_ARGS") + ".value";
-      for (const std::string& item : options_.libtpu_flags) edit_flag_list(flags, item, "--libtpu-flag", path, false);
+      for (const std::string& item : options_.libtpu_flags)
+        edit_flag_list(flags, item, "--libtpu-flag", path, false);
       (*entry)["value"] = yaml::string_scalar(flags.str());
     }
   } else {
-    result_.warnings.push_back(fmt::format("{}: the trainer JobSet has no pathways-worker container; "
-                                           "--libtpu-flag reaches the client and proxy only",
-                                           dryrun_.source));
+    result_.warnings.push_back(
+        fmt::format("{}: the trainer JobSet has no pathways-worker container; "
+                    "--libtpu-flag reaches the client and proxy only",
+                    dryrun_.source));
   }
 }
 
@@ -451,11 +465,13 @@ void Renderer::edit_argv() {
   if (options_.output_prefix) {
     std::string prefix = *options_.output_prefix;
     while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
-    edit_flag_list(trainer_argv_, fmt::format("--maxtext_output_directory={}/{}", prefix, options_.name),
+    edit_flag_list(trainer_argv_,
+                   fmt::format("--maxtext_output_directory={}/{}", prefix, options_.name),
                    "--output-prefix", argv_path, false);
   }
   if (options_.logps_chunk) {
-    if (*options_.logps_chunk <= 0) fail("--logps-chunk {}: must be a positive number of tokens", *options_.logps_chunk);
+    if (*options_.logps_chunk <= 0)
+      fail("--logps-chunk {}: must be a positive number of tokens", *options_.logps_chunk);
     std::string value = std::to_string(*options_.logps_chunk);
     // Wherever the e2e passes it; the trainer's argv when it passes it nowhere.
     bool anywhere = false;
@@ -474,7 +490,8 @@ void Renderer::edit_argv() {
       anywhere = true;
     }
     if (trainer_argv_.contains("compute_logps_chunk_size") || !anywhere) {
-      edit_flag_list(trainer_argv_, "--compute_logps_chunk_size=" + value, "--logps-chunk", argv_path, false);
+      edit_flag_list(trainer_argv_, "--compute_logps_chunk_size=" + value, "--logps-chunk",
+                     argv_path, false);
     }
   }
 }
@@ -503,13 +520,16 @@ void Renderer::edit_trainer_slice() {
         bench_.root, "", [](const std::string&) { return false; },
         [&](YAML::Node node, const std::string&, std::string_view key) {
           if (key == "cloud.google.com/gke-tpu-accelerator") accelerator = node.Scalar();
-          if (key == "cloud.google.com/gke-tpu-slice-topology" || key == "cloud.google.com/gke-tpu-topology") {
+          if (key == "cloud.google.com/gke-tpu-slice-topology" ||
+              key == "cloud.google.com/gke-tpu-topology") {
             topology = node.Scalar();
           }
         });
     if (!accelerator || !topology) {
-      fail("--trainer-slice: cannot tell the trainer's current slice (no pathways-rm --instance_type, "
-           "no gke-tpu-accelerator and topology labels)");
+      fail(
+          "--trainer-slice: cannot tell the trainer's current slice (no pathways-rm "
+          "--instance_type, "
+          "no gke-tpu-accelerator and topology labels)");
     }
     current = Slice(find_tpu_type(*accelerator), Topology::parse(*topology));
   }
@@ -520,7 +540,8 @@ void Renderer::edit_trainer_slice() {
   };
   int fsdp;
   try {
-    fsdp = fill_fsdp(target.devices(), mesh_axis("mesh_context"), mesh_axis("mesh_expert"), mesh_axis("mesh_tp"));
+    fsdp = fill_fsdp(target.devices(), mesh_axis("mesh_context"), mesh_axis("mesh_expert"),
+                     mesh_axis("mesh_tp"));
   } catch (const Error& e) {
     fail("--trainer-slice {}: {}", *options_.trainer_slice, e.message());
   }
@@ -532,7 +553,8 @@ void Renderer::edit_trainer_slice() {
   for (const ContainerRef& container : view.containers()) {
     YAML::Node resources = yaml::lookup(container.node, "resources");
     for (std::string_view kind : {"requests", "limits"}) {
-      if (yaml::lookup(yaml::lookup(resources, kind), "google.com/tpu").IsDefined()) tpu_jobs.insert(container.job);
+      if (yaml::lookup(yaml::lookup(resources, kind), "google.com/tpu").IsDefined())
+        tpu_jobs.insert(container.job);
     }
   }
   auto set_field = [&](YAML::Node node, const std::string& path, const std::string& value) {
@@ -545,7 +567,8 @@ void Renderer::edit_trainer_slice() {
       bench_.root, "", [&](const std::string& path) { return path == command_path; },
       [&](YAML::Node node, const std::string& path, std::string_view key) {
         const std::string& value = node.Scalar();
-        if (key == "cloud.google.com/gke-tpu-slice-topology" || key == "cloud.google.com/gke-tpu-topology") {
+        if (key == "cloud.google.com/gke-tpu-slice-topology" ||
+            key == "cloud.google.com/gke-tpu-topology") {
           set_field(node, path, target.topology().str());
         } else if (key == "kueue.x-k8s.io/podset-slice-size") {
           set_field(node, path, int_text(target.partition_hosts()));
@@ -579,7 +602,8 @@ void Renderer::edit_trainer_slice() {
       }
     }
   }
-  edit_flag_list(trainer_argv_, fmt::format("--mesh_fsdp={}", fsdp), knob, client_path(".startup.argv"), false);
+  edit_flag_list(trainer_argv_, fmt::format("--mesh_fsdp={}", fsdp), knob,
+                 client_path(".startup.argv"), false);
   // The orchestrator's description of the trainer, which the driver reads.
   if (orch_argv_.contains("trainer_fsdp")) {
     edit_flag_list(orch_argv_, fmt::format("--trainer_fsdp={}", fsdp), knob, orch_argv_path_, true);
@@ -597,12 +621,14 @@ void Renderer::edit_trainer_slice() {
     auto trainer_part = std::find(parts.begin(), parts.end(), current->instance_type());
     if (trainer_part == parts.end()) trainer_part = parts.begin();
     *trainer_part = target.instance_type();
-    edit_flag_list(orch_argv_, fmt::format("--tpu_topology={}", fmt::join(parts, "+")), knob, orch_argv_path_, true);
+    edit_flag_list(orch_argv_, fmt::format("--tpu_topology={}", fmt::join(parts, "+")), knob,
+                   orch_argv_path_, true);
   }
   // No field may keep the old topology (outside the partition names, which may legitimately stay).
   if (current->topology() == target.topology()) return;
   auto keeps_old = [&](std::string text) {
-    for (std::size_t at = text.find(new_partition); at != std::string::npos; at = text.find(new_partition)) {
+    for (std::size_t at = text.find(new_partition); at != std::string::npos;
+         at = text.find(new_partition)) {
       text.erase(at, new_partition.size());
     }
     return text.find(old_topology) != std::string::npos;
@@ -611,16 +637,22 @@ void Renderer::edit_trainer_slice() {
       bench_.root, "", [&](const std::string& path) { return path == command_path; },
       [&](YAML::Node node, const std::string& path, std::string_view) {
         if (keeps_old(node.Scalar())) {
-          fail("--trainer-slice: {} still names the old topology {} ('{}'), a field render-bench does not "
-               "know how to change", path, old_topology, node.Scalar());
+          fail(
+              "--trainer-slice: {} still names the old topology {} ('{}'), a field render-bench "
+              "does not "
+              "know how to change",
+              path, old_topology, node.Scalar());
         }
       });
   for (const std::string& item : trainer_argv_.items()) {
-    if (keeps_old(item)) fail("--trainer-slice: the trainer argument {} still names the old topology {}", item, old_topology);
+    if (keeps_old(item))
+      fail("--trainer-slice: the trainer argument {} still names the old topology {}", item,
+           old_topology);
   }
   for (const shell::Assignment& assignment : env_) {
     if (keeps_old(assignment.value)) {
-      fail("--trainer-slice: the trainer's environment {} still names the old topology {}", assignment.name, old_topology);
+      fail("--trainer-slice: the trainer's environment {} still names the old topology {}",
+           assignment.name, old_topology);
     }
   }
 }
@@ -628,10 +660,13 @@ void Renderer::edit_trainer_slice() {
 void Renderer::set_driver_and_profiler() {
   if (options_.profile_window) {
     auto [start, count] = *options_.profile_window;
-    if (start < 0 || count <= 0) fail("--profile-window {}:{}: START must be >= 0 and COUNT > 0", start, count);
+    if (start < 0 || count <= 0)
+      fail("--profile-window {}:{}: START must be >= 0 and COUNT > 0", start, count);
     std::string path = client_path(".startup.argv");
-    edit_flag_list(trainer_argv_, fmt::format("--profiler_steps={}", count), "--profile-window", path, false);
-    edit_flag_list(trainer_argv_, fmt::format("--skip_first_n_profiler_steps={}", start), "--profile-window", path, false);
+    edit_flag_list(trainer_argv_, fmt::format("--profiler_steps={}", count), "--profile-window",
+                   path, false);
+    edit_flag_list(trainer_argv_, fmt::format("--skip_first_n_profiler_steps={}", start),
+                   "--profile-window", path, false);
   }
 }
 
@@ -684,8 +719,10 @@ void Renderer::build_client_command() {
       "exit $EXIT_CODE\n";
   yaml::set_string(client_.script_node, script);
   std::string old_program = shell::join(program_);
-  record("render", client_path(".script"), "e2e wrapper", "bench wrapper writing " + std::string(kDriverPath));
-  record("render", client_path(".startup.program"), old_program, "python3 " + std::string(kDriverPath));
+  record("render", client_path(".script"), "e2e wrapper",
+         "bench wrapper writing " + std::string(kDriverPath));
+  record("render", client_path(".startup.program"), old_program,
+         "python3 " + std::string(kDriverPath));
   record("render", client_path(".startup.driver"), "", "driver settings, TRAINER_ARGV, ORCH_ARGV");
 }
 
@@ -732,7 +769,6 @@ bool covered(const std::string& path, const std::vector<Change>& changes) {
   return false;
 }
 
-
 RenderResult Renderer::run() {
   validate_jobset_name(options_.name);
   read_inputs();
@@ -756,12 +792,14 @@ RenderResult Renderer::run() {
 
 void check_bench_against_e2e(const YAML::Node& e2e_trainer, const YAML::Node& bench,
                              const std::vector<Change>& changes) {
-  for (const Difference& difference : diff_trees(expand_for_diff(e2e_trainer), expand_for_diff(bench))) {
+  for (const Difference& difference :
+       diff_trees(expand_for_diff(e2e_trainer), expand_for_diff(bench))) {
     if (!covered(difference.path, changes)) {
-      fail("internal error: self-check: the bench differs from the e2e trainer at {} ({} -> {}), "
-           "which no option asked for; nothing was written",
-           difference.path, difference.old_value.empty() ? "absent" : difference.old_value,
-           difference.new_value.empty() ? "absent" : difference.new_value);
+      fail(
+          "internal error: self-check: the bench differs from the e2e trainer at {} ({} -> {}), "
+          "which no option asked for; nothing was written",
+          difference.path, difference.old_value.empty() ? "absent" : difference.old_value,
+          difference.new_value.empty() ? "absent" : difference.new_value);
     }
   }
 }
@@ -769,13 +807,17 @@ void check_bench_against_e2e(const YAML::Node& e2e_trainer, const YAML::Node& be
 std::string summarize_changes(const RenderResult& result) {
   std::vector<std::pair<std::string, int>> counts;  // knobs in first-use order
   for (const Change& change : result.changes) {
-    auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == change.knob; });
-    if (it == counts.end()) counts.emplace_back(change.knob, 1);
-    else ++it->second;
+    auto it = std::find_if(counts.begin(), counts.end(),
+                           [&](const auto& c) { return c.first == change.knob; });
+    if (it == counts.end())
+      counts.emplace_back(change.knob, 1);
+    else
+      ++it->second;
   }
-  std::string out = fmt::format("{} -> {}: {} changes:", result.trainer_name,
-                                yaml::scalar_at(yaml::lookup(result.bench, "metadata"), "name").value_or(""),
-                                result.changes.size());
+  std::string out =
+      fmt::format("{} -> {}: {} changes:", result.trainer_name,
+                  yaml::scalar_at(yaml::lookup(result.bench, "metadata"), "name").value_or(""),
+                  result.changes.size());
   for (std::size_t i = 0; i < counts.size(); ++i) {
     out += fmt::format("{} {} {}", i == 0 ? "" : ",", counts[i].first, counts[i].second);
   }
@@ -786,7 +828,8 @@ void validate_jobset_name(const std::string& name) {
   auto bad = [&](std::string_view why) { fail("--name '{}': {}", name, why); };
   if (name.empty()) bad("empty");
   if (name.size() > kMaxKubernetesName) bad("longer than 63 characters");
-  if (!(name.front() >= 'a' && name.front() <= 'z')) bad("must start with a lowercase letter (a DNS label)");
+  if (!(name.front() >= 'a' && name.front() <= 'z'))
+    bad("must start with a lowercase letter (a DNS label)");
   if (name.back() == '-') bad("must end with a letter or digit (a DNS label)");
   for (char c : name) {
     if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) {
@@ -819,12 +862,15 @@ std::vector<std::pair<std::string, std::string>> driver_environment(const Render
   if (d.steps < 1) fail("--steps {}: must be at least 1", d.steps);
   if (d.micro_steps < 1) fail("--micro-steps {}: must be at least 1", d.micro_steps);
   if (d.routing_scale < 0) fail("--routing-scale {}: must be >= 0", d.routing_scale);
-  if (d.advantages != "random" && d.advantages != "zero") fail("--advantages {}: random or zero", d.advantages);
-  if (d.pad_position != "end" && d.pad_position != "start") fail("--pad-position {}: end or start", d.pad_position);
+  if (d.advantages != "random" && d.advantages != "zero")
+    fail("--advantages {}: random or zero", d.advantages);
+  if (d.pad_position != "end" && d.pad_position != "start")
+    fail("--pad-position {}: end or start", d.pad_position);
   if (d.pad_align <= 0 || d.pad_align % 64 != 0) {
     fail("--pad-align {}: must be a positive multiple of the segment alignment 64", d.pad_align);
   }
-  std::vector<double> targets = d.routing_targets.empty() ? default_routing_targets() : d.routing_targets;
+  std::vector<double> targets =
+      d.routing_targets.empty() ? default_routing_targets() : d.routing_targets;
   std::vector<std::pair<std::string, std::string>> env = {
       {std::string(kDriverSettingsStart), options.name},
       {"STEPS", std::to_string(d.steps)},
@@ -838,8 +884,8 @@ std::vector<std::pair<std::string, std::string>> driver_environment(const Render
       {"PAD_ALIGN", std::to_string(d.pad_align)},
   };
   if (options.profile_window) {
-    env.emplace_back("PROFILE_WINDOW",
-                     fmt::format("{}:{}", options.profile_window->first, options.profile_window->second));
+    env.emplace_back("PROFILE_WINDOW", fmt::format("{}:{}", options.profile_window->first,
+                                                   options.profile_window->second));
   }
   std::set<std::string> names;
   for (const auto& [name, value] : env) names.insert(name);
@@ -848,8 +894,10 @@ std::vector<std::pair<std::string, std::string>> driver_environment(const Render
   for (const auto& [name, value] : d.extra_env) {
     bool valid = !name.empty() && !(name[0] >= '0' && name[0] <= '9');
     for (char c : name) valid = valid && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
-    if (!valid) fail("--driver-env {}={}: '{}' is not an environment variable name", name, value, name);
-    if (names.count(name)) fail("--driver-env {}: set it with its own option, not --driver-env", name);
+    if (!valid)
+      fail("--driver-env {}={}: '{}' is not an environment variable name", name, value, name);
+    if (names.count(name))
+      fail("--driver-env {}: set it with its own option, not --driver-env", name);
     env.emplace_back(name, value);
   }
   env.emplace_back("TRAINER_ARGV", trainer_argv);

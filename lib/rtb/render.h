@@ -24,14 +24,14 @@ struct DriverSettings {
   std::string routing_targets_source;   // where they came from, for the summary
   double routing_scale = 1.0;
   bool logp_gates = true;
-  std::string advantages = "random";    // random | zero
-  std::string pad_position = "end";     // end | start
+  std::string advantages = "random";  // random | zero
+  std::string pad_position = "end";   // end | start
   int pad_align = 4096;
   std::vector<std::pair<std::string, std::string>> extra_env;  // --driver-env K=V, in order
 };
 
 struct RenderOptions {
-  std::string name;                          // the bench JobSet's name
+  std::string name;  // the bench JobSet's name
   std::optional<std::string> namespace_name;
   std::optional<std::string> image;          // the client container's image
   std::optional<std::string> output_prefix;  // --maxtext_output_directory=<prefix>/<name>
@@ -39,10 +39,10 @@ struct RenderOptions {
   std::vector<std::string> maxtext_replace;  // KEY=VALUE: replace in place, must exist
   std::vector<std::string> libtpu_flags;     // --xla_...=V: client, proxy and workers
   std::vector<std::string> trainer_args;     // --k=v / --k / --no-k: upsert into the trainer argv
-  std::vector<std::string> trainer_args_removed;  // --k: remove from the trainer argv
-  std::vector<std::string> orchestrator_args;     // upsert into the orchestrator argv
-  std::optional<std::string> trainer_slice;  // TYPE:TOPOLOGY
-  std::optional<int> logps_chunk;            // compute_logps_chunk_size
+  std::vector<std::string> trainer_args_removed;      // --k: remove from the trainer argv
+  std::vector<std::string> orchestrator_args;         // upsert into the orchestrator argv
+  std::optional<std::string> trainer_slice;           // TYPE:TOPOLOGY
+  std::optional<int> logps_chunk;                     // compute_logps_chunk_size
   std::optional<std::pair<int, int>> profile_window;  // START:COUNT in fwd_bwd calls
   DriverSettings driver;
   RoleMains mains;
@@ -60,8 +60,8 @@ struct Change {
 };
 
 struct RenderResult {
-  YAML::Node bench;                   // the bench JobSet
-  std::string yaml;                   // its text
+  YAML::Node bench;  // the bench JobSet
+  std::string yaml;  // its text
   std::string trainer_name;
   std::vector<Change> changes;
   std::vector<std::string> warnings;  // for the tool to log

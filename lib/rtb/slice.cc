@@ -89,7 +89,8 @@ std::string Topology::str() const {
   return out;
 }
 
-Slice::Slice(const TpuType& type, Topology topology) : type_(&type), topology_(std::move(topology)) {
+Slice::Slice(const TpuType& type, Topology topology)
+    : type_(&type), topology_(std::move(topology)) {
   if (static_cast<int>(topology_.dims().size()) != type_->dimensions) {
     fail("{} slices have {}-D topologies, not '{}'", type_->name, type_->dimensions,
          topology_.str());
@@ -110,9 +111,7 @@ Slice Slice::parse(std::string_view text) {
 
 int Slice::chips_per_host() const { return std::min(type_->chips_per_host, chips()); }
 
-std::string Slice::instance_type() const {
-  return type_->instance_prefix + ":" + topology_.str();
-}
+std::string Slice::instance_type() const { return type_->instance_prefix + ":" + topology_.str(); }
 
 Topology Slice::partition() const {
   const auto& dims = topology_.dims();
@@ -122,9 +121,7 @@ Topology Slice::partition() const {
   return topology_;
 }
 
-int Slice::partition_hosts() const {
-  return std::max(1, partition().chips() / chips_per_host());
-}
+int Slice::partition_hosts() const { return std::max(1, partition().chips() / chips_per_host()); }
 
 std::string Slice::compile_topology() const {
   return type_->compile_prefix + "-" + std::to_string(chips() * type_->cores_per_chip_in_name);

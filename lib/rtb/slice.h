@@ -1,5 +1,5 @@
-// TPU slice types and topologies: what a `TYPE:TOPOLOGY` slice holds (chips, JAX devices, hosts), the
-// strings each Kubernetes or MaxText field uses to name it, and filling a mesh with FSDP.
+// TPU slice types and topologies: what a `TYPE:TOPOLOGY` slice holds (chips, JAX devices, hosts),
+// the strings each Kubernetes or MaxText field uses to name it, and filling a mesh with FSDP.
 #pragma once
 
 #include <string>
@@ -9,15 +9,15 @@
 namespace rtb {
 
 struct TpuType {
-  std::string name;              // canonical name: "tpu7x", "v5p", "v6e", "v5e", "v4"
-  std::string instance_prefix;   // pathways-rm --instance_type prefix: "tpu7x", "tpuv5", ...
-  std::string gke_accelerator;   // cloud.google.com/gke-tpu-accelerator value
-  std::string compile_prefix;    // MaxText compile_topology prefix: "tpu7x", "v5p", ...
-  int devices_per_chip;          // JAX devices per chip (tpu7x: 2 TensorCores, each a device)
-  int cores_per_chip_in_name;    // what the number in a compile_topology name counts per chip
-  int chips_per_host;            // chips per VM / pod in a multi-host slice
-  int dimensions;                // 3 for 3-D torus generations, 2 for v5e / v6e
-  double hbm_gib_per_device;     // usable HBM per JAX device, for memory checks
+  std::string name;             // canonical name: "tpu7x", "v5p", "v6e", "v5e", "v4"
+  std::string instance_prefix;  // pathways-rm --instance_type prefix: "tpu7x", "tpuv5", ...
+  std::string gke_accelerator;  // cloud.google.com/gke-tpu-accelerator value
+  std::string compile_prefix;   // MaxText compile_topology prefix: "tpu7x", "v5p", ...
+  int devices_per_chip;         // JAX devices per chip (tpu7x: 2 TensorCores, each a device)
+  int cores_per_chip_in_name;   // what the number in a compile_topology name counts per chip
+  int chips_per_host;           // chips per VM / pod in a multi-host slice
+  int dimensions;               // 3 for 3-D torus generations, 2 for v5e / v6e
+  double hbm_gib_per_device;    // usable HBM per JAX device, for memory checks
 };
 
 // All known TPU types (a constant table).

@@ -16,11 +16,21 @@ std::string double_quoted(std::string_view value) {
   std::string out = "\"";
   for (unsigned char c : value) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
         if (c < 0x20 || c == 0x7f) {
           out += fmt::format("\\x{:02x}", c);
@@ -93,10 +103,13 @@ std::string flow(const YAML::Node& node);
 
 std::string flow_item(const YAML::Node& node) {
   switch (node.Type()) {
-    case YAML::NodeType::Scalar: return scalar_inline(node, true);
+    case YAML::NodeType::Scalar:
+      return scalar_inline(node, true);
     case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined: return "null";
-    default: return flow(node);
+    case YAML::NodeType::Undefined:
+      return "null";
+    default:
+      return flow(node);
   }
 }
 
@@ -123,7 +136,8 @@ std::string flow(const YAML::Node& node) {
 }
 
 bool emit_as_flow(const YAML::Node& node) {
-  return (node.IsSequence() || node.IsMap()) && (node.size() == 0 || node.Style() == YAML::EmitterStyle::Flow);
+  return (node.IsSequence() || node.IsMap()) &&
+         (node.size() == 0 || node.Style() == YAML::EmitterStyle::Flow);
 }
 
 // Emits a block collection (the caller wrote whatever precedes it). Explicit work stack, so deep
@@ -215,15 +229,16 @@ class BlockEmitter {
 
 bool plain_is_safe(std::string_view value, bool in_flow) {
   if (value.empty()) return false;
-  if (value.front() == ' ' || value.back() == ' ' || value.front() == '\t' || value.back() == '\t') {
+  if (value.front() == ' ' || value.back() == ' ' || value.front() == '\t' ||
+      value.back() == '\t') {
     return false;
   }
   char first = value.front();
   if (kIndicators.find(first) != std::string_view::npos) {
     // `-`, `?` and `:` may start a plain scalar when followed by a non-space character.
     bool allowed = (first == '-' || first == '?' || first == ':') && value.size() > 1 &&
-                   value[1] != ' ' && !(in_flow && std::string_view(",[]{}").find(value[1]) !=
-                                                       std::string_view::npos);
+                   value[1] != ' ' &&
+                   !(in_flow && std::string_view(",[]{}").find(value[1]) != std::string_view::npos);
     if (!allowed) return false;
   }
   if (value == "---" || value == "...") return false;

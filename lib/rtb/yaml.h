@@ -11,8 +11,8 @@
 
 namespace rtb::yaml {
 
-// Emits `root` as a block-style YAML document (no `---`, ends with a newline). Unlike yaml-cpp's own
-// emitter it keeps types and shapes across a load/emit round trip:
+// Emits `root` as a block-style YAML document (no `---`, ends with a newline). Unlike yaml-cpp's
+// own emitter it keeps types and shapes across a load/emit round trip:
 // - a scalar that was quoted (yaml-cpp tag "!") is emitted quoted, so "4" and "true" stay strings;
 //   a multi-line one is emitted as a literal block (`|`, with chomping and indentation indicators
 //   where the text needs them) so a long bash script stays readable;

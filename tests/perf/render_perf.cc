@@ -21,7 +21,8 @@ std::string one_megabyte_dryrun() {
   std::string rollout_doc = fixture.substr(rollout);
   std::string text = fixture;
   for (int i = 0; text.size() < (1u << 20); ++i) {
-    text += std::regex_replace(rollout_doc, std::regex("abtest-roll"), "abtest-roll-x" + std::to_string(i));
+    text += std::regex_replace(rollout_doc, std::regex("abtest-roll"),
+                               "abtest-roll-x" + std::to_string(i));
   }
   return text;
 }

@@ -2,10 +2,9 @@
 // to stderr, the error line `tool: file:line: message` and the exit codes of DEVELOPERS.md.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 namespace rtb::tool {
 

@@ -53,12 +53,13 @@ std::pair<std::string, std::string> parse_env(const std::string& text) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  rtb::tool::Tool tool({"render-bench",
-                        "Turns the trainer JobSet of a launcher's DRY_RUN output into a standalone "
-                        "bench JobSet: the same scheduling fields, Pathways containers, flags and mesh; "
-                        "only names, maxRestarts and the client command (which runs the bench driver) "
-                        "change, plus what the knobs below ask for.",
-                        kExamples});
+  rtb::tool::Tool tool(
+      {"render-bench",
+       "Turns the trainer JobSet of a launcher's DRY_RUN output into a standalone "
+       "bench JobSet: the same scheduling fields, Pathways containers, flags and mesh; "
+       "only names, maxRestarts and the client command (which runs the bench driver) "
+       "change, plus what the knobs below ask for.",
+       kExamples});
   CLI::App& app = tool.app();
   rtb::RenderOptions options;
   std::string input, output = "-", routing_file, profile_window, logp_gates = "on";
@@ -82,21 +83,26 @@ int main(int argc, char** argv) {
   app.add_option("--libtpu-flag", options.libtpu_flags,
                  "--xla_...=V: write to the client's LIBTPU_INIT_ARGS, the pathways-proxy args and "
                  "the pathways-worker env (use --libtpu-flag=--xla_...=V)");
-  app.add_option("--trainer-arg", options.trainer_args, "--k=v, --k or --no-k: set in the trainer argv");
-  app.add_option("--trainer-arg-remove", options.trainer_args_removed, "--k: remove from the trainer argv");
+  app.add_option("--trainer-arg", options.trainer_args,
+                 "--k=v, --k or --no-k: set in the trainer argv");
+  app.add_option("--trainer-arg-remove", options.trainer_args_removed,
+                 "--k: remove from the trainer argv");
   app.add_option("--orch-arg", options.orchestrator_args,
                  "--k=v: set in the orchestrator argv the driver reads (ORCH_ARGV)");
   app.add_option("--trainer-slice", options.trainer_slice,
                  "TYPE:TOPOLOGY, e.g. tpu7x:4x4x4: change every field that encodes the trainer "
                  "slice; FSDP fills the devices");
-  app.add_option("--logps-chunk", logps_chunk, "compute_logps_chunk_size, wherever the e2e passes it");
+  app.add_option("--logps-chunk", logps_chunk,
+                 "compute_logps_chunk_size, wherever the e2e passes it");
   app.add_option("--profile-window", profile_window, "START:COUNT: profile these fwd_bwd calls");
   app.add_option("--steps", options.driver.steps, "Optimizer steps to time")->capture_default_str();
   app.add_option("--micro-steps", options.driver.micro_steps, "fwd_bwd calls per optimizer step")
       ->capture_default_str();
-  app.add_option("--seed", options.driver.seed, "Seed of the synthetic payload")->capture_default_str();
-  app.add_option("--routing-targets", routing_file,
-                 "Per-layer max/mean routing targets (file; default: the built-in Qwen3.5-397B table)");
+  app.add_option("--seed", options.driver.seed, "Seed of the synthetic payload")
+      ->capture_default_str();
+  app.add_option(
+      "--routing-targets", routing_file,
+      "Per-layer max/mean routing targets (file; default: the built-in Qwen3.5-397B table)");
   app.add_option("--routing-scale", options.driver.routing_scale, "Stretch targets: 1 + S (t - 1)")
       ->capture_default_str();
   app.add_option("--logp-gates", logp_gates, "on|off: the GRPO log-prob gates")
@@ -105,10 +111,12 @@ int main(int argc, char** argv) {
   app.add_option("--advantages", options.driver.advantages, "random|zero")
       ->check(CLI::IsMember({"random", "zero"}))
       ->capture_default_str();
-  app.add_option("--pad-position", options.driver.pad_position, "end|start: where rows keep padding")
+  app.add_option("--pad-position", options.driver.pad_position,
+                 "end|start: where rows keep padding")
       ->check(CLI::IsMember({"end", "start"}))
       ->capture_default_str();
-  app.add_option("--pad-align", options.driver.pad_align, "Padding-first shift granularity (tokens)")
+  app.add_option("--pad-align", options.driver.pad_align,
+                 "Padding-first shift granularity (tokens)")
       ->capture_default_str();
   app.add_option("--driver-env", driver_env, "K=V: an extra environment variable for the driver");
   app.add_option("--driver", driver_file, "Use this bench_driver.py instead of the embedded one");

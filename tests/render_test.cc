@@ -1,0 +1,160 @@
+#include "rtb/render.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "rtb/diff.h"
+#include "rtb/error.h"
+#include "rtb/io.h"
+#include "rtb/yaml.h"
+
+namespace rtb {
+namespace {
+
+DryRun fixture() {
+  return parse_dryrun(read_file(RTB_TESTDATA_DIR "/launch_dryrun.txt"), "launch_dryrun.txt");
+}
+
+RenderOptions options() {
+  RenderOptions o;
+  o.name = "abtest-bench";
+  o.driver_source = "print('driver')\n";
+  o.tool_version = "test";
+  return o;
+}
+
+const Document& trainer_of(const DryRun& dryrun) {
+  return *select_roles(dryrun, RoleMains{}).trainer;
+}
+
+TEST(RenderTest, RecordsEveryChangeAndPassesItsOwnSelfCheck) {
+  DryRun dryrun = fixture();
+  RenderResult result = render_bench(dryrun, options());
+  EXPECT_EQ(result.trainer_name, "abtest-train");
+  bool has_name = false, has_restarts = false;
+  for (const Change& change : result.changes) {
+    has_name |= change.path == "metadata.name" && change.new_value == "abtest-bench";
+    has_restarts |= change.path == "spec.failurePolicy.maxRestarts" && change.new_value == "0";
+  }
+  EXPECT_TRUE(has_name);
+  EXPECT_TRUE(has_restarts);
+  EXPECT_NO_THROW(check_bench_against_e2e(trainer_of(dryrun).root, result.bench, result.changes));
+  // The emitted text reads back as the same tree.
+  EXPECT_TRUE(diff_trees(YAML::Load(result.yaml), result.bench).empty());
+}
+
+TEST(RenderTest, SelfCheckRefusesADifferenceNoOptionAskedFor) {
+  DryRun dryrun = fixture();
+  RenderResult result = render_bench(dryrun, options());
+  YAML::Node tampered = YAML::Clone(result.bench);
+  tampered["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]
+          ["priorityClassName"] = "high";
+  try {
+    check_bench_against_e2e(trainer_of(dryrun).root, tampered, result.changes);
+    FAIL() << "the self-check accepted an unrequested change";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("internal error: self-check"), std::string::npos) << e.what();
+    EXPECT_NE(e.message().find("priorityClassName"), std::string::npos) << e.what();
+  }
+  // A recorded change covers its path and what lies below it, nothing else.
+  std::vector<Change> changes = result.changes;
+  changes.push_back({"test",
+                     "spec.replicatedJobs[pw-node].template.spec.template.spec.priorityClassName",
+                     "", ""});
+  EXPECT_NO_THROW(check_bench_against_e2e(trainer_of(dryrun).root, tampered, changes));
+}
+
+TEST(RenderTest, SelfCheckSeesAFlagChangedInsideTheStartupLine) {
+  DryRun dryrun = fixture();
+  RenderOptions o = options();
+  o.libtpu_flags = {"--xla_tpu_scoped_vmem_limit_kib=1"};
+  RenderResult result = render_bench(dryrun, o);
+  std::vector<Change> without_libtpu;
+  for (const Change& change : result.changes) {
+    if (change.knob != "--libtpu-flag") without_libtpu.push_back(change);
+  }
+  EXPECT_THROW(check_bench_against_e2e(trainer_of(dryrun).root, result.bench, without_libtpu),
+               Error);
+}
+
+TEST(RenderTest, ValidatesJobSetNames) {
+  EXPECT_NO_THROW(validate_jobset_name("abtest-bench-2"));
+  for (const char* bad : {"", "Abc", "a_b", "a.b", "-ab", "ab-", "1ab", "a b"}) {
+    EXPECT_THROW(validate_jobset_name(bad), Error) << bad;
+  }
+  EXPECT_THROW(validate_jobset_name(std::string(64, 'a')), Error);
+  // A name that is a valid label but makes pod names longer than 63 characters.
+  RenderOptions o = options();
+  o.name = std::string(50, 'a');
+  DryRun dryrun = fixture();
+  EXPECT_THROW(render_bench(dryrun, o), Error);
+}
+
+TEST(RenderTest, HeredocTerminatorNeverOccursInTheText) {
+  EXPECT_EQ(heredoc_terminator("print(1)\n"), "BENCH_DRIVER_EOF");
+  EXPECT_EQ(heredoc_terminator("a\nBENCH_DRIVER_EOF\nb\n"), "BENCH_DRIVER_EOF_1");
+  EXPECT_EQ(heredoc_terminator("BENCH_DRIVER_EOF\nBENCH_DRIVER_EOF_1"), "BENCH_DRIVER_EOF_2");
+  EXPECT_EQ(heredoc_terminator("x BENCH_DRIVER_EOF\n"), "BENCH_DRIVER_EOF");
+}
+
+TEST(RenderTest, DriverEnvironmentStartsWithTheMarkerAndValidates) {
+  RenderOptions o = options();
+  o.driver.extra_env = {{"REAL_LEN", "1000"}};
+  auto env = driver_environment(o, "--a=1", "--b=2");
+  ASSERT_FALSE(env.empty());
+  EXPECT_EQ(env.front().first, kDriverSettingsStart);
+  EXPECT_EQ(env.front().second, "abtest-bench");
+  EXPECT_EQ(env[env.size() - 2], std::make_pair(std::string("TRAINER_ARGV"), std::string("--a=1")));
+  EXPECT_EQ(env.back(), std::make_pair(std::string("ORCH_ARGV"), std::string("--b=2")));
+  bool has_real_len = false;
+  for (const auto& [name, value] : env) has_real_len |= name == "REAL_LEN" && value == "1000";
+  EXPECT_TRUE(has_real_len);
+  for (auto tweak : std::vector<std::function<void(RenderOptions&)>>{
+           [](RenderOptions& x) { x.driver.steps = 0; },
+           [](RenderOptions& x) { x.driver.micro_steps = 0; },
+           [](RenderOptions& x) { x.driver.pad_align = 100; },
+           [](RenderOptions& x) { x.driver.routing_scale = -1; },
+           [](RenderOptions& x) {
+             x.driver.extra_env = {{"STEPS", "1"}};
+           },
+           [](RenderOptions& x) {
+             x.driver.extra_env = {{"1BAD", "1"}};
+           },
+       }) {
+    RenderOptions bad = options();
+    tweak(bad);
+    EXPECT_THROW(driver_environment(bad, "", ""), Error);
+  }
+}
+
+TEST(RenderTest, MaxtextReplaceOfAnAbsentKeyNamesIt) {
+  RenderOptions o = options();
+  o.maxtext_replace = {"no_such_key=1"};
+  DryRun dryrun = fixture();
+  try {
+    render_bench(dryrun, o);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("no_such_key"), std::string::npos) << e.what();
+  }
+}
+
+TEST(RenderTest, TrainerSliceThatDoesNotDivideTheMeshFails) {
+  RenderOptions o = options();
+  o.trainer_slice = "tpu7x:1x1x1";  // 2 devices; context 4 x expert 2 does not divide them
+  DryRun dryrun = fixture();
+  EXPECT_THROW(render_bench(dryrun, o), Error);
+}
+
+TEST(RenderTest, SummaryCountsChangesByKnob) {
+  DryRun dryrun = fixture();
+  RenderOptions o = options();
+  o.libtpu_flags = {"--xla_new=1"};
+  std::string summary = summarize_changes(render_bench(dryrun, o));
+  EXPECT_NE(summary.find("abtest-train -> abtest-bench"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("--libtpu-flag 3"), std::string::npos) << summary;
+}
+
+}  // namespace
+}  // namespace rtb
