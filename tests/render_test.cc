@@ -147,6 +147,20 @@ TEST(RenderTest, TrainerSliceThatDoesNotDivideTheMeshFails) {
   EXPECT_THROW(render_bench(dryrun, o), Error);
 }
 
+TEST(RenderTest, RefusesAClientScriptLinuxCannotPassAsOneArgument) {
+  RenderOptions o = options();
+  o.driver_source = std::string(140000, '#') + "\n";
+  DryRun dryrun = fixture();
+  try {
+    render_bench(dryrun, o);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("131071 bytes"), std::string::npos) << e.what();
+  }
+  o.driver_source = std::string(100000, '#') + "\n";
+  EXPECT_NO_THROW(render_bench(dryrun, o));
+}
+
 TEST(RenderTest, SummaryCountsChangesByKnob) {
   DryRun dryrun = fixture();
   RenderOptions o = options();

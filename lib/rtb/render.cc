@@ -22,6 +22,7 @@ namespace {
 
 constexpr std::string_view kDriverPath = "/tmp/bench_driver.py";
 constexpr std::size_t kMaxKubernetesName = 63;
+constexpr std::size_t kMaxArgumentBytes = 32 * 4096;  // MAX_ARG_STRLEN, including the NUL
 
 // A plain scalar with this text would not read back as a string (YAML 1.1/1.2 core schemas).
 bool resolves_to_non_string(std::string_view value) {
@@ -94,6 +95,27 @@ void visit_scalars(
     }
   }
 }
+
+// A DNS label, as Kubernetes requires of namespaces (RFC 1123) and JobSet names (RFC 1035: starts
+// with a letter).
+void validate_dns_label(std::string_view option, const std::string& name, bool letter_first) {
+  auto bad = [&](std::string_view why) { fail("{} '{}': {}", option, name, why); };
+  if (name.empty()) bad("empty");
+  if (name.size() > kMaxKubernetesName) bad("longer than 63 characters");
+  bool letter = name.front() >= 'a' && name.front() <= 'z';
+  bool digit = name.front() >= '0' && name.front() <= '9';
+  if (!letter && !(digit && !letter_first)) {
+    bad(letter_first ? "must start with a lowercase letter (a DNS label)"
+                     : "must start with a lowercase letter or digit (a DNS label)");
+  }
+  if (name.back() == '-') bad("must end with a letter or digit (a DNS label)");
+  for (char c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) {
+      bad("may hold only lowercase letters, digits and '-' (a DNS label)");
+    }
+  }
+}
+
 
 class Renderer {
  public:
@@ -717,6 +739,12 @@ void Renderer::build_client_command() {
       "echo \"Program End: $(date)\"\n"
       "echo \"EXIT_CODE=$EXIT_CODE\"\n"
       "exit $EXIT_CODE\n";
+  // The script reaches bash as one execve() argument, which Linux caps at MAX_ARG_STRLEN.
+  if (script.size() >= kMaxArgumentBytes) {
+    fail("the bench client script is {} bytes (driver {} bytes); Linux passes at most {} bytes in one "
+         "command argument: shorten the driver (--driver) or the trainer's environment",
+         script.size(), driver.size(), kMaxArgumentBytes - 1);
+  }
   yaml::set_string(client_.script_node, script);
   std::string old_program = shell::join(program_);
   record("render", client_path(".script"), "e2e wrapper",
@@ -771,6 +799,7 @@ bool covered(const std::string& path, const std::vector<Change>& changes) {
 
 RenderResult Renderer::run() {
   validate_jobset_name(options_.name);
+  if (options_.namespace_name) validate_dns_label("--namespace", *options_.namespace_name, false);
   read_inputs();
   const Document* trainer = select_roles(dryrun_, options_.mains).trainer;
   rename();
@@ -824,19 +853,7 @@ std::string summarize_changes(const RenderResult& result) {
   return out;
 }
 
-void validate_jobset_name(const std::string& name) {
-  auto bad = [&](std::string_view why) { fail("--name '{}': {}", name, why); };
-  if (name.empty()) bad("empty");
-  if (name.size() > kMaxKubernetesName) bad("longer than 63 characters");
-  if (!(name.front() >= 'a' && name.front() <= 'z'))
-    bad("must start with a lowercase letter (a DNS label)");
-  if (name.back() == '-') bad("must end with a letter or digit (a DNS label)");
-  for (char c : name) {
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) {
-      bad("may hold only lowercase letters, digits and '-' (a DNS label)");
-    }
-  }
-}
+void validate_jobset_name(const std::string& name) { validate_dns_label("--name", name, true); }
 
 std::string heredoc_terminator(std::string_view text) {
   auto occurs = [&](const std::string& word) {

@@ -249,6 +249,41 @@ class RenderBenchTest(unittest.TestCase):
                     self.assertIn(f"--xla_hostile_{i}={value}", libtpu)
             self.assertIn(f"--maxtext_output_directory=gs://b/{values[0]}/abtest-bench", trainer_argv)
 
+    def test_sigterm_reaches_the_driver_and_its_exit_code_is_kept(self):
+        bench, _, _ = self.render()
+        with tempfile.TemporaryDirectory() as tmp:
+            target = os.path.join(tmp, "bench_driver.py")
+            script = script_of(bench).replace(f"cat > {DRIVER_PATH} <<", f"cat > {target} <<")
+            script = script.replace(f"python3 {DRIVER_PATH}\n", f"python3 {target}\n")
+            bindir = os.path.join(tmp, "bin")
+            os.makedirs(bindir)
+            marker = os.path.join(tmp, "got-term")
+            stub = os.path.join(bindir, "python3")
+            with open(stub, "w", encoding="utf-8") as f:
+                f.write("#!/bin/bash\ntrap 'echo term > %s; exit 7' TERM\ntouch %s.started\n"
+                        "while true; do sleep 0.1; done\n" % (shlex.quote(marker), shlex.quote(marker)))
+            os.chmod(stub, 0o755)
+            env = {"PATH": bindir + ":/usr/bin:/bin", "HOME": tmp}
+            proc = subprocess.Popen(["bash", "-c", script], env=env, cwd=tmp, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+            for _ in range(200):
+                if os.path.exists(marker + ".started"):
+                    break
+                subprocess.run(["sleep", "0.05"])
+            proc.terminate()
+            out, err = proc.communicate(timeout=30)
+            self.assertTrue(os.path.exists(marker), "the driver got SIGTERM")
+            self.assertEqual(proc.returncode, 7, out + err)
+            self.assertIn("EXIT_CODE=7", out)
+
+    def test_namespace_and_image(self):
+        bench, _, _ = self.render("--namespace", "other-ns", "--image", "registry.example/img:tag@sha256:0")
+        self.assertEqual(bench["metadata"]["namespace"], "other-ns")
+        self.assertEqual(container(bench, "main")["image"], "registry.example/img:tag@sha256:0")
+        self.assertEqual(container(bench, "pathways-proxy")["image"],
+                         container(e2e_trainer(), "pathways-proxy")["image"])
+        self.assert_fails([FIXTURE, "--name", "x", "--namespace", "Bad Namespace"], "--namespace")
+
     def test_driver_override_and_heredoc_terminator_that_occurs_in_it(self):
         with tempfile.TemporaryDirectory() as tmp:
             driver = os.path.join(tmp, "driver.py")

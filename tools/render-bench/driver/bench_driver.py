@@ -63,9 +63,11 @@ per-layer routing summary.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import importlib
 import inspect
+import io
 import json
 import math
 import os
@@ -325,8 +327,8 @@ def parse_settings(env: Mapping[str, str]) -> Settings:
 
   for name in ("TRAINER_ARGV", "ORCH_ARGV"):
     if get(name) is None:
-      raise SettingsError(f"{name} is not set (the {'trainer' if name[0] == 'T' else 'orchestrator'}"
-                          " argv as a shell-quoted string)")
+      role = "trainer" if name == "TRAINER_ARGV" else "orchestrator"
+      raise SettingsError(f"{name} is not set (the {role} argv as a shell-quoted string)")
   settings = Settings(trainer_argv=parse_argv_words("TRAINER_ARGV", env["TRAINER_ARGV"]),
                       orch_argv=parse_argv_words("ORCH_ARGV", env["ORCH_ARGV"]))
   if get("STEPS") is not None:
@@ -678,6 +680,8 @@ def build_payload(*, rows: int, tokens: int, layout: Mapping[str, Tuple[Tuple[in
       arrays[name] = routed if dtype == np.int16 else routed.astype(dtype)
       continue
     array = np.zeros(shape, dtype=dtype)
+    if name == "completion_ids":
+      array[...] = pad_id  # padding reads as the pad id, as Tunix's packer writes it
     if len(shape) == 2 and shape[1] == 0:
       arrays[name] = array  # prompt_ids / prompt_mask: the packed row lives in completion_*
       continue
@@ -907,8 +911,7 @@ def scalar_metrics(tree: Any, prefix: str = "", depth: int = 0,
       return out
     for name in ("weighted_metrics", "scalar_metrics", "metrics", "value"):
       if hasattr(tree, name):
-        sub = getattr(tree, name)
-        scalar_metrics(sub, prefix if name != "value" else prefix, depth + 1, out)
+        scalar_metrics(getattr(tree, name), prefix, depth + 1, out)
   except (TypeError, ValueError):
     pass
   return out
@@ -1303,6 +1306,18 @@ def require(module: Any, name: str, purpose: str) -> Any:
   return value
 
 
+def parse_with(parse: Callable[[List[str]], Any], words: List[str], name: str) -> Any:
+  """Runs a Tunix argument parser; its rejection (argparse exits) becomes a one-line error."""
+  captured = io.StringIO()
+  try:
+    with contextlib.redirect_stderr(captured):
+      return parse(words)
+  except SystemExit as exc:
+    lines = [line for line in captured.getvalue().splitlines() if line.strip()]
+    reason = lines[-1] if lines else f"exit status {exc.code}"
+    raise SettingsError(f"{name} is rejected by Tunix's argument parser: {reason}") from None
+
+
 def call_with_accepted(function: Callable[..., Any], **kwargs: Any) -> Any:
   """Calls function with the keyword arguments its signature accepts."""
   try:
@@ -1367,6 +1382,7 @@ class TunixSetup:
   maxtext_output_directory: Optional[str]
   payload_signature: Optional[Callable[[Any], Any]]
   signature_mismatch: Optional[Callable[[Any, Any], str]]
+  outer_context: Any = None
 
 
 def _token_ids(orch_args: Any, trainer_args: Any) -> Tuple[int, int, Optional[int]]:
@@ -1400,7 +1416,8 @@ def build_tunix(settings: Settings) -> TunixSetup:
   # JAX first: importing the orchestrator module sets JAX_PLATFORMS=cpu when it is unset.
   trainer_node = import_tunix(process_module(trainer_main, DEFAULT_TRAINER_MODULE),
                               "parse the trainer argv")
-  trainer_args = require(trainer_node, "_parse_args", "parse the trainer argv")(trainer_words)
+  trainer_args = parse_with(require(trainer_node, "_parse_args", "parse the trainer argv"),
+                            trainer_words, "TRAINER_ARGV")
   if settings.profile_window is not None and getattr(trainer_args, "profiler_steps", 0):
     say(f"PROFILE_WINDOW is set: the trainer's own profiler (--profiler_steps="
         f"{trainer_args.profiler_steps}) is turned off so that one trace runs")
@@ -1413,8 +1430,11 @@ def build_tunix(settings: Settings) -> TunixSetup:
   worker_kwargs: Dict[str, Any] = {"trainer_factory": factory,
                                    "worker_id": getattr(trainer_args, "worker_id", "trainer-0")}
   params = inspect.signature(worker_class.__init__).parameters
+  outer_context = None
   if mesh is not None and "execution_context" in params:
-    worker_kwargs["execution_context"] = mesh
+    worker_kwargs["execution_context"] = mesh  # the worker enters it around every method
+  elif mesh is not None:
+    outer_context = mesh  # a worker that cannot take it: the driver enters it
   chunk = int(getattr(trainer_args, "compute_logps_chunk_size", 0) or 0)
   if chunk > 0 and "logps_chunk_size" in params:
     try:
@@ -1436,7 +1456,8 @@ def build_tunix(settings: Settings) -> TunixSetup:
       os.environ.pop("JAX_PLATFORMS", None)
     else:
       os.environ["JAX_PLATFORMS"] = saved_platforms
-  orch_args = require(orch_node, "_parse_args", "parse the orchestrator argv")(orch_words)
+  orch_args = parse_with(require(orch_node, "_parse_args", "parse the orchestrator argv"),
+                         orch_words, "ORCH_ARGV")
   if getattr(orch_args, "mini_batch_size", 0) is None:
     orch_args.mini_batch_size = orch_args.batch_size
   if not settings.logp_gates:
@@ -1454,8 +1475,11 @@ def build_tunix(settings: Settings) -> TunixSetup:
 
   batch_assembly = import_tunix("tunix.experimental.orchestrator.batch_assembly",
                                 "build the batch configuration")
-  if callable(getattr(orch_node, "_batch_config", None)):
-    batch_config = call_with_accepted(orch_node._batch_config, args=orch_args, pad_id=pad_id)
+  if callable(getattr(orch_node, "_batch_config", None)):  # newer run_deepswe_dist
+    make_config = orch_node._batch_config  # pylint: disable=protected-access
+    params = inspect.signature(make_config).parameters
+    batch_config = (make_config(orch_args, pad_id=pad_id) if "pad_id" in params else
+                    make_config(orch_args, pad_id) if len(params) >= 2 else make_config(orch_args))
   else:
     config_class = require(batch_assembly, "BatchConfig", "build the batch configuration")
     batch_config = call_with_accepted(config_class, pad_id=pad_id, **{
@@ -1543,7 +1567,8 @@ def build_tunix(settings: Settings) -> TunixSetup:
       experts=_int_or_none(experts), vocab=int(vocab), pad_id=int(pad_id),
       maxtext_output_directory=output_dir,
       payload_signature=getattr(worker_module, "payload_signature", None),
-      signature_mismatch=getattr(worker_module, "signature_mismatch", None))
+      signature_mismatch=getattr(worker_module, "signature_mismatch", None),
+      outer_context=outer_context)
 
 
 def _equivalent_warmup(assembler: Any, routing_shape: Optional[Tuple[int, int]],
@@ -1643,40 +1668,44 @@ def run_pod(settings: Settings) -> int:
     except Exception as exc:  # pylint: disable=broad-except
       say(f"could not compare the payload with the warm-up signature: {describe_exception(exc)}")
 
-  worker = setup.worker
-  compile_start = time.monotonic()
-  if callable(getattr(worker, "compile", None)):
-    worker.compile(setup.warmup if setup.warmup_is_abstract else regular)
-    compile_method = "compile"
-  elif callable(getattr(worker, "warmup_compile", None)):
-    worker.warmup_compile(setup.warmup)
-    compile_method = "warmup_compile (background; the first fwd_bwd waits for it)"
-  else:
-    compile_method = "none (the first fwd_bwd compiles)"
-  compile_s = time.monotonic() - compile_start
-  say(f"compile: {compile_method} returned after {compile_s:.1f} s (a trainer that compiles "
-      "lazily compiles in step 1, which the means leave out)")
+  # The mesh, for a worker that could not take it as its execution context.
+  with setup.outer_context or contextlib.nullcontext():
+    worker = setup.worker
+    compile_start = time.monotonic()
+    if callable(getattr(worker, "compile", None)):
+      worker.compile(setup.warmup if setup.warmup_is_abstract else regular)
+      compile_method = "worker.compile"
+    elif callable(getattr(worker, "warmup_compile", None)):
+      worker.warmup_compile(setup.warmup)
+      compile_method = "worker.warmup_compile (background; the first fwd_bwd waits for it)"
+    else:
+      compile_method = "none (the first fwd_bwd compiles)"
+    compile_s = time.monotonic() - compile_start
+    say(f"compile: {compile_method} took {compile_s:.1f} s (a trainer that compiles lazily "
+        "compiles in step 1, which the means leave out)")
 
-  import jax  # pylint: disable=import-outside-toplevel
-  devices = jax.devices()
-  chips, per_chip = count_chips(devices)
-  say(f"{len(devices)} devices, {chips} chips ({per_chip} devices per chip)")
+    import jax  # pylint: disable=import-outside-toplevel
+    devices = jax.devices()
+    chips, per_chip = count_chips(devices)
+    say(f"{len(devices)} devices, {chips} chips ({per_chip} devices per chip)")
 
-  def block_all() -> None:
-    for array in jax.live_arrays():
-      array.block_until_ready()
+    def block_all() -> None:
+      # One batched wait on every live device array (the updated weights are among them).
+      live_arrays = getattr(jax, "live_arrays", None)
+      if callable(live_arrays):
+        jax.block_until_ready(live_arrays())
 
-  profile_dir = settings.profile_dir or os.path.join(
-      setup.maxtext_output_directory or "/tmp", "bench_profile")
-  plan = BenchPlan(name=name, steps=settings.steps, micro_steps=settings.micro_steps,
-                   regular=regular, final=final, tokens_regular=regular_built.real_tokens,
-                   tokens_final=(final_built or regular_built).real_tokens, chips=chips,
-                   profile_window=settings.profile_window, profile_dir=profile_dir)
-  calls = WorkerCalls(worker, setup.make_request)
-  say(f"fwd_bwd call: {'TrainRequest' if calls.takes_request else 'payload'}, "
-      f"{'apply_optimizer on the last call' if calls.can_fuse else 'explicit update()'}")
-  records = run_steps(worker, plan, calls=calls, waiter=DeviceWaiter(block_all=block_all),
-                      profiler=JaxProfiler())
+    profile_dir = settings.profile_dir or os.path.join(
+        setup.maxtext_output_directory or "/tmp", "bench_profile")
+    plan = BenchPlan(name=name, steps=settings.steps, micro_steps=settings.micro_steps,
+                     regular=regular, final=final, tokens_regular=regular_built.real_tokens,
+                     tokens_final=(final_built or regular_built).real_tokens, chips=chips,
+                     profile_window=settings.profile_window, profile_dir=profile_dir)
+    calls = WorkerCalls(worker, setup.make_request)
+    say(f"fwd_bwd call: {'TrainRequest' if calls.takes_request else 'payload'}, "
+        f"{'apply_optimizer on the last call' if calls.can_fuse else 'explicit update()'}")
+    records = run_steps(worker, plan, calls=calls, waiter=DeviceWaiter(block_all=block_all),
+                        profiler=JaxProfiler())
   layers, topk = setup.routing_shape or (None, None)
   summary = summarize(plan, records, rows=setup.rows, tokens_per_row=setup.tokens,
                       real_len=resolved["real_len"], segments=resolved["segments"],
