@@ -154,6 +154,7 @@ class Renderer {
   const DryRun& dryrun_;
   const RenderOptions& options_;
   RenderResult result_;
+  const Document* e2e_trainer_ = nullptr;  // in the DRY_RUN, unchanged
   Document bench_;
   std::string old_name_;
   ClientCommand client_;  // of the bench document (a copy of the trainer's)
@@ -209,6 +210,7 @@ void Renderer::edit_flag_list(FlagList& list, const std::string& item, const std
 
 void Renderer::read_inputs() {
   Roles roles = select_roles(dryrun_, options_.mains);
+  e2e_trainer_ = roles.trainer;
   const Document& trainer = *roles.trainer;
   if (!roles.orchestrator) {
     fail_at(dryrun_.source, 0,
@@ -801,7 +803,6 @@ RenderResult Renderer::run() {
   validate_jobset_name(options_.name);
   if (options_.namespace_name) validate_dns_label("--namespace", *options_.namespace_name, false);
   read_inputs();
-  const Document* trainer = select_roles(dryrun_, options_.mains).trainer;
   rename();
   set_scheduling_fields();
   edit_maxtext_flags();
@@ -811,7 +812,7 @@ RenderResult Renderer::run() {
   set_driver_and_profiler();
   build_client_command();
   check_names_fit();
-  check_bench_against_e2e(trainer->root, bench_.root, result_.changes);
+  check_bench_against_e2e(e2e_trainer_->root, bench_.root, result_.changes);
   result_.bench = bench_.root;
   result_.yaml = yaml::emit(bench_.root);
   return std::move(result_);

@@ -232,6 +232,7 @@ class RenderBenchTest(unittest.TestCase):
                     args += [f"--libtpu-flag=--xla_hostile_{i}={value}"]
             args += ["--output-prefix", f"gs://b/{values[0]}"]
             bench, _, _ = self.render(*args)
+            subprocess.run(["bash", "-n"], input=script_of(bench), text=True, check=True)
             record, script = self.execute_client(bench, tmp)
             self.assertFalse(os.path.exists(marker), "a value was executed")
             env = record["env"]
