@@ -52,7 +52,7 @@ void add_chunk(DryRun& out, std::string_view chunk, std::size_t first_line,
     ++out.skipped_chunks;
     return;
   }
-  Document doc{root, first_line};
+  Document doc(root, first_line, std::string(chunk));
   for (const auto& [key, line] : yaml::duplicate_keys(root)) {
     out.warnings.push_back(fmt::format("{}:{}: repeated key '{}' (the last one is used)",
                                        out.source, first_line + static_cast<std::size_t>(line),
@@ -66,6 +66,17 @@ void add_chunk(DryRun& out, std::string_view chunk, std::size_t first_line,
 std::size_t Document::line_of(const YAML::Node& node) const {
   int line = node.Mark().line;
   return line < 0 ? first_line : first_line + static_cast<std::size_t>(line);
+}
+
+std::string_view Document::input_line(std::size_t line) const {
+  if (line < first_line) return {};
+  std::string_view rest = text;
+  for (std::size_t n = first_line; n < line; ++n) {
+    std::size_t newline = rest.find('\n');
+    if (newline == std::string_view::npos) return {};
+    rest.remove_prefix(newline + 1);
+  }
+  return rest.substr(0, rest.find('\n'));
 }
 
 DryRun parse_dryrun(std::string_view text, const std::string& source, const ChunkFilter& keep) {

@@ -14,8 +14,24 @@ namespace rtb {
 struct Document {
   YAML::Node root;           // a mapping
   std::size_t first_line{};  // 1-based line of the document's first line in the input
+  std::string text;          // the document's text, for positions yaml-cpp does not keep
+
+  Document() = default;
+  Document(YAML::Node root_node, std::size_t first, std::string source_text = {})
+      : root(std::move(root_node)), first_line(first), text(std::move(source_text)) {}
+  Document(const Document&) = default;
+  // yaml-cpp's Node::operator= writes through into the tree a node belongs to; rebind instead.
+  Document& operator=(const Document& other) {
+    root.reset(other.root);
+    first_line = other.first_line;
+    text = other.text;
+    return *this;
+  }
+
   // 1-based input line of a node of this document (yaml-cpp marks are 0-based per document).
   std::size_t line_of(const YAML::Node& node) const;
+  // The text of a 1-based input line of this document ("" outside it).
+  std::string_view input_line(std::size_t line) const;
 };
 
 struct DryRun {

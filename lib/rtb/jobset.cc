@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include "rtb/error.h"
 #include "rtb/yaml.h"
 
@@ -166,7 +168,7 @@ ClientCommand JobSetView::client(const std::string& source) const {
   }
   ClientCommand client;
   client.container = found->second;
-  client.script_node = *bash_script_node(client.container.node);
+  client.script_node.reset(*bash_script_node(client.container.node));
   client.script = client.script_node.Scalar();
   // The literal block's content starts on the line after its `|` indicator.
   std::size_t script_line = doc_->line_of(client.script_node) + 1;
@@ -177,10 +179,31 @@ ClientCommand JobSetView::client(const std::string& source) const {
             name(), client.container.name(), e.message());
   }
   client.startup_line = script_line + client.block.first_line;
+  std::string_view block_text =
+      std::string_view(client.script)
+          .substr(client.block.begin, client.block.end - client.block.begin);
   try {
-    client.startup = shell::parse_command(
-        std::string_view(client.script)
-            .substr(client.block.begin, client.block.end - client.block.begin));
+    client.startup = shell::parse_command(block_text);
+  } catch (const shell::SyntaxError& e) {
+    // Place the error in the input file: the block's line, and its column in the file, where the
+    // literal block's indentation precedes the script's own text.
+    std::string_view before = block_text.substr(0, e.offset());
+    auto line_in_block = static_cast<std::size_t>(std::count(before.begin(), before.end(), '\n'));
+    std::size_t line_start = before.rfind('\n');
+    std::size_t begin = line_start == std::string_view::npos ? 0 : line_start + 1;
+    std::size_t column = e.offset() - begin + 1;
+    std::size_t file_line = client.startup_line + line_in_block;
+    std::string_view script_line = block_text.substr(begin);
+    script_line = script_line.substr(0, script_line.find('\n'));
+    std::string_view input_line = doc_->input_line(file_line);
+    if (!input_line.empty() && input_line.back() == '\r') input_line.remove_suffix(1);
+    if (input_line.size() >= script_line.size() &&
+        input_line.substr(input_line.size() - script_line.size()) == script_line) {
+      column += input_line.size() - script_line.size();
+    }
+    fail_at(source, static_cast<std::int64_t>(file_line),
+            "JobSet '{}', container '{}': startup command: {} at column {}", name(),
+            client.container.name(), e.problem(), column);
   } catch (const Error& e) {
     fail_at(source, static_cast<std::int64_t>(client.startup_line),
             "JobSet '{}', container '{}': startup command: {}", name(), client.container.name(),

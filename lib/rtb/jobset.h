@@ -40,6 +40,18 @@ struct ContainerRef {
   bool init = false;  // listed under initContainers
   YAML::Node node;    // the container mapping (a reference into the document)
 
+  ContainerRef() = default;
+  ContainerRef(std::string job_name, bool in_init, YAML::Node container)
+      : job(std::move(job_name)), init(in_init), node(std::move(container)) {}
+  ContainerRef(const ContainerRef&) = default;
+  // Rebinds `node` (yaml-cpp's Node::operator= would overwrite the container it refers to).
+  ContainerRef& operator=(const ContainerRef& other) {
+    job = other.job;
+    init = other.init;
+    node.reset(other.node);
+    return *this;
+  }
+
   std::string name() const;
   // "spec.replicatedJobs[proc].template.spec.template.spec.containers[main]"
   std::string path() const;
@@ -53,6 +65,19 @@ struct ClientCommand {
   StartupBlock block;
   shell::SimpleCommand startup;
   std::size_t startup_line{};  // 1-based input line of the startup block's first line
+
+  ClientCommand() = default;
+  ClientCommand(const ClientCommand&) = default;
+  // Rebinds the nodes instead of overwriting what they refer to (see ContainerRef).
+  ClientCommand& operator=(const ClientCommand& other) {
+    container = other.container;
+    script_node.reset(other.script_node);
+    script = other.script;
+    block = other.block;
+    startup = other.startup;
+    startup_line = other.startup_line;
+    return *this;
+  }
 };
 
 class JobSetView {

@@ -116,7 +116,6 @@ void validate_dns_label(std::string_view option, const std::string& name, bool l
   }
 }
 
-
 class Renderer {
  public:
   Renderer(const DryRun& dryrun, const RenderOptions& options)
@@ -221,7 +220,7 @@ void Renderer::read_inputs() {
   JobSetView(trainer).client(dryrun_.source);
   ClientCommand orchestrator = JobSetView(*roles.orchestrator).client(dryrun_.source);
 
-  bench_ = Document{YAML::Clone(trainer.root), trainer.first_line};
+  bench_ = Document(YAML::Clone(trainer.root), trainer.first_line, trainer.text);
   JobSetView view(bench_);
   old_name_ = view.name();
   result_.trainer_name = old_name_;
@@ -743,9 +742,11 @@ void Renderer::build_client_command() {
       "exit $EXIT_CODE\n";
   // The script reaches bash as one execve() argument, which Linux caps at MAX_ARG_STRLEN.
   if (script.size() >= kMaxArgumentBytes) {
-    fail("the bench client script is {} bytes (driver {} bytes); Linux passes at most {} bytes in one "
-         "command argument: shorten the driver (--driver) or the trainer's environment",
-         script.size(), driver.size(), kMaxArgumentBytes - 1);
+    fail(
+        "the bench client script is {} bytes (driver {} bytes); Linux passes at most {} bytes in "
+        "one "
+        "command argument: shorten the driver (--driver) or the trainer's environment",
+        script.size(), driver.size(), kMaxArgumentBytes - 1);
   }
   yaml::set_string(client_.script_node, script);
   std::string old_program = shell::join(program_);

@@ -28,7 +28,7 @@ std::string position(std::string_view text, std::size_t offset) {
 }
 
 [[noreturn]] void unterminated(std::string_view text, std::size_t start, std::string_view what) {
-  fail("unterminated {} starting at {}", what, position(text, start));
+  throw SyntaxError(fmt::format("unterminated {} starting", what), text, start);
 }
 
 // The offset just past the single-quoted string whose opening quote is at `start`.
@@ -215,7 +215,7 @@ class Splitter {
         std::size_t newline = text_.find('\n', i_);
         i_ = newline == std::string_view::npos ? text_.size() : newline;
       } else if (is_operator(c)) {
-        fail("unexpected shell operator '{}' at {}", c, position(text_, i_));
+        throw SyntaxError(fmt::format("unexpected shell operator '{}'", c), text_, i_);
       } else {
         read_word_part(c);
       }
@@ -228,8 +228,8 @@ class Splitter {
   WordState& current() {
     if (!current_) {
       if (ended_) {
-        fail("unexpected text after the end of the command (a newline ends it) at {}",
-             position(text_, i_));
+        throw SyntaxError("unexpected text after the end of the command (a newline ends it)", text_,
+                          i_);
       }
       current_.emplace();
       current_->word.offset = i_;
@@ -351,6 +351,11 @@ class Splitter {
 
 }  // namespace
 
+SyntaxError::SyntaxError(std::string problem, std::string_view text, std::size_t offset)
+    : Error(fmt::format("{} at {}", problem, position(text, offset))),
+      problem_(std::move(problem)),
+      offset_(offset) {}
+
 std::vector<Word> split(std::string_view text) { return Splitter(text).run(); }
 
 std::string quote(std::string_view value) {
@@ -391,8 +396,9 @@ SimpleCommand parse_command(std::string_view text) {
       while (name_end < source.size() && is_name_char(source[name_end])) ++name_end;
     }
     if (name_end > 0 && source.compare(name_end, 2, "+=") == 0) {
-      fail("append assignment '{}+=' is not supported at {}", source.substr(0, name_end),
-           position(text, word.offset));
+      throw SyntaxError(
+          fmt::format("append assignment '{}+=' is not supported", source.substr(0, name_end)),
+          text, word.offset);
     }
     if (name_end == 0 || name_end >= source.size() || source[name_end] != '=') break;
     command.env.push_back(

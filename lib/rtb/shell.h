@@ -12,7 +12,22 @@
 #include <string_view>
 #include <vector>
 
+#include "rtb/error.h"
+
 namespace rtb::shell {
+
+// A syntax error in shell text: what() is "<problem> at column C" (or "line L, column C"),
+// counted in the text that was parsed; offset() lets a caller place it in a larger file.
+class SyntaxError : public Error {
+ public:
+  SyntaxError(std::string problem, std::string_view text, std::size_t offset);
+  const std::string& problem() const { return problem_; }
+  std::size_t offset() const { return offset_; }
+
+ private:
+  std::string problem_;
+  std::size_t offset_;
+};
 
 struct Word {
   // The word as bash passes it to the program: quotes removed and backslash escapes applied, but

@@ -109,7 +109,11 @@ Slice Slice::parse(std::string_view text) {
   return Slice(find_tpu_type(text.substr(0, colon)), Topology::parse(text.substr(colon + 1)));
 }
 
-int Slice::chips_per_host() const { return std::min(type_->chips_per_host, chips()); }
+int Slice::chips_per_host() const {
+  // v5e and v6e also come as one 8-chip host (2x4); larger slices use 4-chip hosts.
+  if (type_->dimensions == 2 && chips() == 8) return 8;
+  return std::min(type_->chips_per_host, chips());
+}
 
 std::string Slice::instance_type() const { return type_->instance_prefix + ":" + topology_.str(); }
 

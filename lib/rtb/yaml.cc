@@ -46,7 +46,11 @@ std::string double_quoted(std::string_view value) {
 // A literal block can hold any text of printable characters, tabs and newlines; carriage returns
 // and other control characters would not survive.
 bool literal_is_safe(std::string_view value) {
-  if (value.find('\n') == std::string_view::npos) return false;
+  // A block of nothing but newlines would read back as "" (clip chomping drops them).
+  if (value.find('\n') == std::string_view::npos ||
+      value.find_first_not_of('\n') == std::string_view::npos) {
+    return false;
+  }
   for (unsigned char c : value) {
     if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) return false;
   }
@@ -186,6 +190,10 @@ class BlockEmitter {
   }
 
   void emit_key(const YAML::Node& key) {
+    if (key.IsNull()) {
+      out_ += "null:";
+      return;
+    }
     if (!key.IsScalar()) throw Error("cannot emit a mapping key that is not a scalar");
     out_ += scalar_inline(key, false);
     out_ += ':';
@@ -236,12 +244,14 @@ bool plain_is_safe(std::string_view value, bool in_flow) {
   char first = value.front();
   if (kIndicators.find(first) != std::string_view::npos) {
     // `-`, `?` and `:` may start a plain scalar when followed by a non-space character.
-    bool allowed = (first == '-' || first == '?' || first == ':') && value.size() > 1 &&
-                   value[1] != ' ' &&
+    // (In flow collections a leading `?` or `:` is misread, so only `-` may start one there.)
+    bool allowed = (first == '-' || (!in_flow && (first == '?' || first == ':'))) &&
+                   value.size() > 1 && value[1] != ' ' &&
                    !(in_flow && std::string_view(",[]{}").find(value[1]) != std::string_view::npos);
     if (!allowed) return false;
   }
-  if (value == "---" || value == "...") return false;
+  // Document markers at the start of a line end the document, whatever follows them.
+  if (value.rfind("---", 0) == 0 || value.rfind("...", 0) == 0) return false;
   for (std::size_t i = 0; i < value.size(); ++i) {
     unsigned char c = static_cast<unsigned char>(value[i]);
     if (c < 0x20 || c == 0x7f) return false;
@@ -249,7 +259,9 @@ bool plain_is_safe(std::string_view value, bool in_flow) {
       return false;
     }
     if (c == '#' && i > 0 && (value[i - 1] == ' ' || value[i - 1] == '\t')) return false;
-    if (in_flow && std::string_view(",[]{}").find(static_cast<char>(c)) != std::string_view::npos) {
+    // In flow collections yaml-cpp 0.7 also misreads a `?` inside a plain scalar.
+    if (in_flow &&
+        std::string_view(",[]{}?").find(static_cast<char>(c)) != std::string_view::npos) {
       return false;
     }
   }
