@@ -1,0 +1,103 @@
+// The AOT memory check of a bench render: MaxText's trainer-engine compile
+// (`python -m maxtext.training_engine.maxtext_engine_compile <base.yml> key=value...`) run with
+// what the bench trainer would run: its MaxText keys (as Tunix's build_maxtext_config derives them
+// from the trainer argv and environment, then MAXTEXT_EXTRA_FLAGS, which Tunix appends last), its
+// mesh, micro-batch and log-prob chunk, the orchestrator's GRPO options (compile_engine_loss=grpo),
+// its libtpu flags, and the trainer slice as compile_topology with one slice.
+//
+// plan_aot() reads a rendered bench JobSet (render.h), so every render-bench knob applies to the
+// compile exactly as it applies to the bench. aot_script() writes the plan as a bash script in
+// which every value from the render is quoted with shell::quote.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace rtb {
+
+inline constexpr std::string_view kEngineCompileModule =
+    "maxtext.training_engine.maxtext_engine_compile";
+// The exit status of an AOT script whose Python has no MaxText engine compile.
+inline constexpr int kAotNoMaxText = 3;
+
+struct AotOptions {
+  std::string python = "python3";
+  // MaxText's base config; default: the base.yml of the MaxText the Python imports.
+  std::optional<std::string> base_config;
+  // The compile's log; default: logs/aot-bench-<UTC time>.log, named when the script runs.
+  std::optional<std::string> log;
+  std::vector<std::string> compile_keys;  // KEY=VALUE, passed last (they win)
+  std::string source;                     // the DRY_RUN's name, for the script's header
+  std::string tool_version;
+};
+
+struct AotKey {
+  std::string key;
+  std::string value;
+  std::string origin;  // what it comes from: "--mesh_fsdp", "MAXTEXT_EXTRA_FLAGS", "Tunix", ...
+};
+
+struct AotPlan {
+  std::string bench_name;
+  std::string slice;             // "tpu7x:4x4x8"
+  std::string chip;              // "tpu7x"
+  std::string compile_topology;  // "tpu7x-256"
+  int chips = 0;
+  int devices = 0;
+  double hbm_gib_per_device = 0;
+  // The effective ICI mesh axes (the last value of each ici_<axis>_parallelism key, -1 filled in).
+  std::vector<std::pair<std::string, long long>> mesh;
+  long long train_micro_batch_size = 0;
+  std::string per_device_batch_size;  // as Python prints micro / devices
+  long long max_prompt_length = 0;
+  long long max_response_length = 0;
+  long long max_seq_token_per_tpu = 0;  // 0: rows are not packed
+  long long max_segments_per_packed_row = 0;
+  long long packed_rows = 0;  // per micro-batch: data x fsdp x fsdp_transpose x expert
+  long long logps_chunk = 0;
+  std::string grpo_config;                               // a YAML flow mapping
+  std::vector<std::pair<std::string, std::string>> env;  // the compile's environment
+  std::vector<AotKey> keys;                              // in order; the last of a key wins
+  std::vector<std::string> notes;  // what the compile cannot reproduce, and what was left out
+};
+
+// Plans the compile from a bench JobSet that render_bench() wrote. Throws rtb::Error for a JobSet
+// without a bench trainer client, a trainer slice that names no known TPU topology, a mesh that
+// does not fill the slice's devices, a micro-batch that FSDP does not divide, and malformed flags.
+AotPlan plan_aot(const YAML::Node& bench, const AotOptions& options);
+
+// The bash script: checks for MaxText, runs the compile with its output on stderr and in the log,
+// and exits with the compile's status (kAotNoMaxText when the Python has no MaxText).
+std::string aot_script(const AotPlan& plan, const AotOptions& options);
+
+// The plan as JSON, schema "rtb.aot-check/1" (README).
+std::string aot_plan_json(const AotPlan& plan, const AotOptions& options);
+
+// The keys with where each comes from, one per line, for --explain.
+std::string explain_aot_keys(const AotPlan& plan);
+
+// logs/aot-bench-20261030T011938Z.log for that moment (UTC).
+std::string aot_log_path(std::chrono::system_clock::time_point now);
+
+// Python code that exits 0 and prints MaxText's base.yml when the interpreter has MaxText's engine
+// compile, and fails otherwise.
+std::string_view maxtext_probe_code();
+
+// Python's str() of a float (0.25, 1.0, 1e-05).
+std::string python_float(double value);
+
+// Runs `bash -c script` with the tool's stdin, stdout and stderr; returns its exit status
+// (128 + N when a signal N ended it). Throws rtb::Error when bash cannot be started.
+int run_bash(const std::string& script);
+
+// Runs a program found on PATH with stdout and stderr discarded; returns its exit status, 127
+// when it cannot be started.
+int run_quiet(const std::vector<std::string>& argv);
+
+}  // namespace rtb

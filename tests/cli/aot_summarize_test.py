@@ -1,0 +1,227 @@
+"""CLI tests of aot-summarize: the table and --json for engine-compile, train_compile and live-run
+logs (hand-written from MaxText's formats and real excerpts), out-of-memory logs, an A/B of two
+logs, and bad input, with their exit codes."""
+
+import json
+import os
+import re
+import subprocess
+import tempfile
+import unittest
+
+BIN = os.environ.get("RTB_BIN_DIR", "")
+TESTDATA = os.environ.get("RTB_TESTDATA_DIR", "")
+TOOL = os.path.join(BIN, "aot-summarize")
+
+
+def data(name):
+    return os.path.join(TESTDATA, name)
+
+
+def run(args, stdin=None):
+    proc = subprocess.run([TOOL] + args, input=stdin, capture_output=True, text=True, timeout=120)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def rows(table):
+    """label -> cells (split on two or more blanks), for the table's rows."""
+    out = {}
+    section = ""
+    for line in table.splitlines():
+        cells = re.split(r" {2,}", line.strip())
+        if not line.startswith(" ") and len(cells) == 1:
+            section = cells[0]
+            continue
+        label = (section + "/" + cells[0]) if line.startswith("  ") else cells[0]
+        out[label] = cells[1:]
+    return out
+
+
+class AotSummarizeTest(unittest.TestCase):
+    def test_engine_compile_log(self):
+        rc, out, err = run([data("memlog_engine_compile_a.log")])
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(err, "")
+        r = rows(out)
+        self.assertEqual(r["kind"], ["engine compile"])
+        self.assertEqual(r["HBM per device GiB"], ["94.74 (compile_topology tpu7x-256)"])
+        self.assertEqual(r["fwd_bwd/argument"], ["25.00"])
+        self.assertEqual(r["fwd_bwd/temp"], ["55.00"])
+        self.assertEqual(r["fwd_bwd/generated code"], ["0.05"])
+        self.assertEqual(r["fwd_bwd/host temp"], ["2.00"])
+        self.assertEqual(r["fwd_bwd/resident"], ["84.00"])
+        self.assertEqual(r["fwd_bwd/+state"], ["8.75"])
+        self.assertEqual(r["fwd_bwd/need"], ["92.75"])
+        self.assertEqual(r["fwd_bwd/headroom"], ["1.99"])
+        self.assertEqual(r["fwd_bwd/fits"], ["yes"])
+        self.assertEqual(r["fwd_bwd/flops"], ["2.125e+16"])
+        self.assertEqual(r["fwd_bwd/bytes accessed"], ["4.4e+12"])
+        self.assertEqual(r["fwd_bwd_accum/alias"], ["4.00"])
+        self.assertEqual(r["update/resident"], ["42.00"])
+        self.assertEqual(r["MaxText device peak GiB"], ["92.75"])
+        self.assertEqual(r["out of memory"], ["-"])
+        self.assertEqual(r["verdict"], ["fits"])
+
+    def test_json_schema(self):
+        rc, out, err = run([data("memlog_engine_compile_a.log"), "--json"])
+        self.assertEqual(rc, 0, err)
+        doc = json.loads(out)
+        self.assertEqual(doc["schema"], "rtb.aot-summarize/1")
+        self.assertEqual((doc["exit_code"], doc["error"], doc["fits"]), (0, None, True))
+        log = doc["logs"][0]
+        self.assertEqual(log["kind"], "engine_compile")
+        self.assertEqual(log["hbm_gib_per_device"], 94.74)
+        self.assertEqual(log["compile_topology"], "tpu7x-256")
+        self.assertEqual([p["name"] for p in log["programs"]], ["fwd_bwd", "fwd_bwd_accum", "update"])
+        fwd = log["programs"][0]
+        self.assertEqual(fwd["source"], "memory_analysis")
+        self.assertEqual(fwd["line"], 11)
+        self.assertEqual(fwd["bytes"]["temp"], 55 * 2**30)
+        self.assertEqual(fwd["bytes"]["host_temp"], 2 * 2**30)
+        self.assertEqual(fwd["bytes"]["resident"], 84 * 2**30)
+        self.assertEqual(fwd["bytes"]["need"], int(92.75 * 2**30))
+        self.assertAlmostEqual(fwd["headroom_gib"], 1.99, places=4)
+        self.assertTrue(fwd["fits"])
+        self.assertEqual(fwd["cost"]["flops"], 2.125e16)
+        self.assertEqual(fwd["cost"]["transcendentals"], 1.3e10)
+        self.assertEqual(log["oom"], [])
+        self.assertEqual(log["problems"], [])
+        self.assertEqual(doc["deltas"], [])
+
+    def test_ab_of_two_logs(self):
+        a, b = data("memlog_engine_compile_a.log"), data("memlog_engine_compile_b.log")
+        rc, out, err = run(["--chip", "tpu7x", a, b])
+        self.assertEqual(rc, 1, err)
+        header = re.split(r" {2,}", out.splitlines()[0])
+        self.assertEqual(header, ["log", a, b, "delta " + b])
+        r = rows(out)
+        self.assertEqual(r["fwd_bwd/temp"], ["55.00", "58.50", "+3.50"])
+        self.assertEqual(r["fwd_bwd/headroom"], ["1.99", "-1.51", "-3.50"])
+        self.assertEqual(r["fwd_bwd/fits"], ["yes", "NO"])
+        self.assertEqual(r["fwd_bwd_accum/temp"], ["56.00", "56.00", "+0.00"])
+        self.assertEqual(r["HBM per device GiB"], ["94.74 (chip tpu7x)", "94.74 (chip tpu7x)"])
+        self.assertEqual(r["verdict"], ["fits", "DOES NOT FIT (fwd_bwd)"])
+        rc, out, err = run(["--json", a, b])
+        self.assertEqual(rc, 1, err)
+        doc = json.loads(out)
+        self.assertFalse(doc["fits"])
+        self.assertEqual([l["fits"] for l in doc["logs"]], [True, False])
+        delta = doc["deltas"][0]
+        self.assertEqual((delta["log"], delta["against"]), (b, a))
+        fwd = delta["programs"][0]
+        self.assertEqual(fwd["name"], "fwd_bwd")
+        self.assertEqual(fwd["bytes"]["temp"], int(3.5 * 2**30))
+        self.assertAlmostEqual(fwd["headroom_gib"], -3.5, places=4)
+        self.assertEqual(fwd["flops"], 0)
+
+    def test_older_engine_compile_and_train_compile(self):
+        rc, out, err = run([data("memlog_engine_compile_5field.log")])
+        self.assertEqual(rc, 0, err)
+        r = rows(out)
+        self.assertEqual(r["HBM per device GiB"], ["95.00 (compile_topology v5p-64)"])
+        self.assertEqual(r["accumulate/resident"], ["2.00"])
+        self.assertNotIn("fwd_bwd/host temp", r, "the 5-field form has no host fields")
+        self.assertNotIn("fwd_bwd/+state", r)
+        rc, out, err = run([data("memlog_train_compile.log"), "--json"])
+        self.assertEqual(rc, 0, err)
+        log = json.loads(out)["logs"][0]
+        self.assertEqual(log["kind"], "train_compile")
+        self.assertEqual([p["name"] for p in log["programs"]], ["train_step"])
+        self.assertEqual(log["hbm_gib_per_device"], 32)
+        rc, out, err = run([data("memlog_train_compile.log"), "--hbm-gib", "15.5"])
+        self.assertEqual(rc, 1, err)
+        self.assertEqual(rows(out)["train_step/fits"], ["NO"])
+
+    def test_live_run_logs(self):
+        real = data("memlog_maxtext_docs_excerpts_5f0dabb4.log")
+        rc, out, err = run([real])
+        self.assertEqual(rc, 2)
+        self.assertIn("give --hbm-gib or --chip", err)
+        rc, out, err = run([real, "--chip", "v5p"])
+        self.assertEqual(rc, 1, err)
+        r = rows(out)
+        self.assertEqual(r["kind"], ["live run"])
+        self.assertEqual(r["train_step/resident"], ["100.40"])
+        self.assertEqual(r["train_step/headroom"], ["-5.40"])
+        rc, out, err = run([real, "--hbm-gib", "101", data("memlog_maxtext_docs_excerpts_5505348a.log")])
+        self.assertEqual(rc, 0, err)
+        rc, out, err = run([data("memlog_live_tpu_usage.log")])
+        self.assertEqual(rc, 0, err)
+        r = rows(out)
+        self.assertEqual(r["tpu_programs/resident"], ["71.94"])
+        self.assertEqual(r["tpu_programs/programs (largest shown)"], ["3"])
+        self.assertEqual(r["HBM per device GiB"], ["94.74 (log)"])
+
+    def test_out_of_memory_logs(self):
+        rc, out, err = run([data("memlog_oom_engine_hlo_temporaries.log")])
+        self.assertEqual(rc, 1, err)
+        r = rows(out)
+        self.assertEqual(r["out of memory"], ["line 6: hbm 100.13 GiB needed, 94.74 available"])
+        self.assertEqual(r["verdict"], ["DOES NOT FIT (out of memory reported)"])
+        rc, out, err = run([data("memlog_oom_train_compile_used_of.log"), "--json"])
+        self.assertEqual(rc, 1, err)
+        oom = json.loads(out)["logs"][0]["oom"][0]
+        self.assertEqual(oom["memory_space"], "hbm")
+        self.assertEqual(oom["required_bytes"], round(21.95 * 2**30))
+        self.assertEqual(oom["available_bytes"], round(15.48 * 2**30))
+        self.assertIn("Used 21.95G of 15.48G hbm", oom["text"])
+        rc, out, err = run([data("memlog_oom_runtime_allocate.log")])
+        self.assertEqual(rc, 1, err)
+        self.assertEqual(rows(out)["tpu_programs/fits"], ["yes"], "the program fit; the allocation did not")
+        # An OOM log with a malformed line is still reported as does-not-fit, with a warning.
+        rc, out, err = run([data("memlog_oom_with_truncated_dict.log")])
+        self.assertEqual(rc, 1)
+        self.assertIn("memlog_oom_with_truncated_dict.log:2: Cost analysis:", err)
+
+    def test_stdin_and_output_file(self):
+        with open(data("memlog_engine_compile_a.log"), encoding="utf-8") as f:
+            text = f.read()
+        rc, from_stdin, err = run(["-"], stdin=text)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("<stdin>", from_stdin.splitlines()[0])
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "summary.txt")
+            rc, stdout, err = run([data("memlog_engine_compile_a.log"), "-o", out])
+            self.assertEqual((rc, stdout), (0, ""), err)
+            with open(out, encoding="utf-8") as f:
+                self.assertRegex(f.read(), r"\nverdict +fits\n")
+
+    # --- bad input -------------------------------------------------------------------------------
+    def assert_fails(self, args, expected):
+        rc, out, err = run(args)
+        self.assertEqual(rc, 2, err)
+        self.assertEqual(out, "")
+        lines = err.splitlines()
+        self.assertEqual(len(lines), 1, err)
+        self.assertTrue(lines[0].startswith("aot-summarize: "), err)
+        self.assertIn(expected, lines[0])
+
+    def test_bad_inputs(self):
+        self.assert_fails([data("memlog_bad_empty.log")], "memlog_bad_empty.log: holds no memory analysis")
+        self.assert_fails([data("memlog_bad_truncated_dict.log")],
+                          "memlog_bad_truncated_dict.log:2: Cost analysis: column 49: unterminated string")
+        self.assert_fails([data("memlog_bad_malformed_stats.log")],
+                          "memlog_bad_malformed_stats.log:3: Memory analysis: argument_size_in_bytes='2GB'")
+        self.assert_fails([data("memlog_bad_header_without_stats.log")],
+                          "memlog_bad_header_without_stats.log:5: kernel 'fwd_bwd_accum' has no Memory analysis")
+        self.assert_fails([data("memlog_bad_no_analysis.log")], "holds no memory analysis")
+        self.assert_fails([data("memlog_engine_compile_a.log"), data("missing.log")], "missing.log: cannot open")
+        self.assert_fails([data("memlog_engine_compile_a.log"), "--chip", "tpu9"], "unknown TPU type 'tpu9'")
+        self.assert_fails([data("memlog_engine_compile_a.log"), "--chip", "v5p", "--hbm-gib", "95"], "excludes")
+        self.assert_fails([data("memlog_engine_compile_a.log"), "--hbm-gib", "-1"], "--hbm-gib")
+        self.assert_fails([], "LOG")
+        rc, out, err = run([data("memlog_bad_empty.log"), "--json"])
+        self.assertEqual(rc, 2)
+        self.assertIn("holds no memory analysis", json.loads(out)["error"])
+
+    def test_help_and_version(self):
+        rc, out, _ = run(["--help"])
+        self.assertEqual(rc, 0)
+        self.assertIn("Examples:", out)
+        rc, out, _ = run(["--version"])
+        self.assertEqual(rc, 0)
+        self.assertRegex(out, r"^aot-summarize \(rl-trainer-bench\) \d+\.\d+\.\d+")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,209 @@
+// bench-report: step times, micro-batch timelines, A/B verdicts with noise and numerics gates
+// from bench driver logs and e2e orchestrator logs (see README.md).
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/tool.h"
+#include "rtb/bench_stats.h"
+#include "rtb/error.h"
+#include "rtb/io.h"
+#include "rtb/report.h"
+#include "rtb/steplog.h"
+
+namespace {
+
+constexpr const char* kExamples = R"(  bench-report ctl.log variant.log
+  bench-report ctl.log variant.log --steps 1-4 --control-pair ctl.log ctl-again.log
+  kubectl logs job/ab-var-client --prefix | bench-report ctl.log - --fail-if-slower 0.5
+  bench-report ctl.log variant.log --svg timeline.svg --json -o report.json
+  bench-report --numerics ref1.log ref2.log variant.log --limit grad_norm=1e-3
+  bench-report e2e-orchestrator.log --microbatches 1-9
+  bench-report --list-gates
+)";
+
+// "NAME=VALUE" split at the first '='.
+std::pair<std::string, std::string> split_assignment(const std::string& text,
+                                                     const std::string& option) {
+  std::size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
+    rtb::fail("{} {}: expected GATE=VALUE", option, text);
+  }
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+rtb::bench::GateSpec& find_gate(std::vector<rtb::bench::GateSpec>& gates, const std::string& name,
+                                const std::string& option) {
+  std::string names;
+  for (rtb::bench::GateSpec& gate : gates) {
+    if (gate.name == name) return gate;
+    names += (names.empty() ? "" : ", ") + gate.name;
+  }
+  rtb::fail("{}: no gate named '{}' (gates: {})", option, name, names);
+}
+
+void apply_limit(std::vector<rtb::bench::GateSpec>& gates, const std::string& text) {
+  auto [name, value] = split_assignment(text, "--limit");
+  rtb::bench::GateSpec& gate = find_gate(gates, name, "--limit " + text);
+  if (value == "off") {
+    gate.enabled = false;
+    return;
+  }
+  double limit = -1;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), limit);
+  if (ec != std::errc() || end != value.data() + value.size() || !(limit >= 0)) {
+    rtb::fail("--limit {}: the limit must be a number >= 0 or 'off'", text);
+  }
+  gate.limit = limit;
+  gate.enabled = true;
+}
+
+void apply_metric(std::vector<rtb::bench::GateSpec>& gates, const std::string& text) {
+  auto [name, key] = split_assignment(text, "--metric");
+  rtb::bench::GateSpec& gate = find_gate(gates, name, "--metric " + text);
+  if (gate.kind == rtb::bench::GateKind::kFinite) {
+    gate.keys.push_back(key);  // one more metric that must stay finite
+  } else {
+    gate.keys = {key};
+  }
+}
+
+std::string list_gates(const std::vector<rtb::bench::GateSpec>& gates) {
+  std::string out;
+  for (const rtb::bench::GateSpec& gate : gates) {
+    std::string keys;
+    for (const std::string& key : gate.keys) keys += (keys.empty() ? "" : ", ") + key;
+    if (keys.empty()) keys = "every metric the other gates use";
+    std::string limit = gate.kind == rtb::bench::GateKind::kFinite
+                            ? fmt::format("{:g} steps", gate.limit)
+                            : fmt::format("{:g} {}", gate.limit, gate_kind_name(gate.kind));
+    out += fmt::format("{}: {} (metric: {}){}\n    {}\n", gate.name, limit, keys,
+                       gate.enabled ? "" : " [off]", gate.reason);
+  }
+  return out;
+}
+
+// Parses each distinct path once; "-" (stdin) may appear only once.
+class Logs {
+ public:
+  rtb::steplog::RunLog get(const std::string& path) {
+    if (path == "-") {
+      if (stdin_used_) rtb::fail("- (stdin) can be given only once");
+      stdin_used_ = true;
+      return rtb::steplog::parse_run_log(path);
+    }
+    auto found = cache_.find(path);
+    if (found != cache_.end()) return found->second;
+    rtb::steplog::RunLog log = rtb::steplog::parse_run_log(path);
+    cache_.emplace(path, log);
+    return log;
+  }
+
+ private:
+  std::map<std::string, rtb::steplog::RunLog> cache_;
+  bool stdin_used_ = false;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  rtb::tool::Tool tool(
+      {"bench-report",
+       "Reads bench driver logs (BENCH_STEP, BENCH_SUMMARY, TRAINER_STEP_TIMING) and e2e "
+       "orchestrator logs (TRAINER_STEP_TIMING, `Train step N - ...`, [StepMetrics step=N]), with "
+       "any line prefix, and reports seconds per optimizer step, the regular micro-batch time, "
+       "tokens/s/chip and the trainer's micro-batch timeline per run; each run against the first "
+       "(the control) with a seeded bootstrap interval and a verdict; and the numerics gates of a "
+       "variant against two references. Exit 1 when a gate fails or --fail-if-slower trips.",
+       kExamples});
+  CLI::App& app = tool.app();
+  std::vector<std::string> runs, control_pair, numerics, limits, metrics;
+  std::string steps, microbatches, output = "-", svg_file;
+  std::optional<std::int64_t> svg_step;
+  std::optional<double> fail_if_slower;
+  bool json = false, show_gates = false;
+  rtb::report::Options options;
+
+  app.add_option("RUN", runs, "Logs, or - for stdin; the first is the control");
+  app.add_option("--steps", steps,
+                 "A-B, A- or A: the optimizer steps to use (default: every logged step but the "
+                 "first, which compiles)");
+  app.add_option("--microbatches", microbatches,
+                 "A-B or A-: micro-batches of a step (1-based) for the regular micro-batch time "
+                 "(default 3-last)");
+  app.add_option("--control-pair", control_pair,
+                 "A1 A2: two control runs whose difference is the A/A noise floor")
+      ->expected(2);
+  app.add_option("--numerics", numerics,
+                 "REF1 REF2 VARIANT: gate the variant's per-step metrics against two references")
+      ->expected(3);
+  app.add_option("--limit", limits, "GATE=VALUE or GATE=off: a numerics gate's limit");
+  app.add_option("--metric", metrics, "GATE=KEY: the metric a numerics gate reads");
+  app.add_flag("--list-gates", show_gates, "Print the numerics gates and their defaults");
+  app.add_option("--fail-if-slower", fail_if_slower,
+                 "PCT: exit 1 when a run is significantly slower than the control by more than "
+                 "PCT percent (s/step or micro-batch)");
+  app.add_option("--svg", svg_file, "Write one step's micro-batch timeline per run to FILE");
+  app.add_option("--svg-step", svg_step,
+                 "N: the step to draw (default: each run's last selected step with timing)");
+  app.add_flag("--json", json, "Machine-readable output (schema rtb.bench-report/1)");
+  app.add_option("-o,--output", output, "Output file (default: - for stdout)");
+  app.add_option("--bootstrap", options.bootstrap.resamples, "Bootstrap resamples")
+      ->capture_default_str();
+  app.add_option("--seed", options.bootstrap.seed, "Bootstrap seed")->capture_default_str();
+  app.add_option("--confidence", options.bootstrap.confidence, "Confidence level of intervals")
+      ->capture_default_str();
+
+  return tool.run(argc, argv, [&]() -> int {
+    rtb::report::Inputs inputs;
+    for (const std::string& text : limits) apply_limit(inputs.gates, text);
+    for (const std::string& text : metrics) apply_metric(inputs.gates, text);
+    if (show_gates) {
+      rtb::write_output(output, list_gates(inputs.gates));
+      return rtb::tool::kExitOk;
+    }
+    if (runs.empty() && numerics.empty()) {
+      rtb::fail("give at least one RUN log, or --numerics REF1 REF2 VARIANT (see --help)");
+    }
+    if (!steps.empty()) options.steps = rtb::report::parse_range(steps, "--steps");
+    if (!microbatches.empty()) {
+      options.microbatches = rtb::report::parse_range(microbatches, "--microbatches");
+      options.microbatches_given = true;
+    }
+    if (fail_if_slower) {
+      if (!(*fail_if_slower >= 0)) rtb::fail("--fail-if-slower {}: must be >= 0", *fail_if_slower);
+      if (runs.size() < 2) rtb::fail("--fail-if-slower needs a control and at least one run");
+      options.fail_if_slower_pct = fail_if_slower;
+    }
+    if (!svg_file.empty() && runs.empty()) rtb::fail("--svg needs at least one RUN log");
+    if (svg_file == "-" && output == "-") {
+      rtb::fail("--svg - and the report would both go to stdout: give -o FILE for the report");
+    }
+    options.bootstrap.validate();
+
+    Logs logs;
+    for (const std::string& path : runs) inputs.runs.push_back(logs.get(path));
+    if (!control_pair.empty()) {
+      inputs.control_pair.emplace(logs.get(control_pair[0]), logs.get(control_pair[1]));
+    }
+    for (const std::string& path : numerics) inputs.numerics.push_back(logs.get(path));
+
+    rtb::report::Report report = rtb::report::build_report(inputs, options);
+    for (const std::string& warning : report.warnings) spdlog::warn("{}", warning);
+
+    if (!svg_file.empty()) {
+      rtb::write_output(svg_file, rtb::report::timeline_svg(inputs.runs, report, svg_step));
+    }
+    rtb::write_output(output,
+                      json ? rtb::report::format_json(report) : rtb::report::format_text(report));
+    for (const std::string& line : report.slower_than_allowed) spdlog::error("{}", line);
+    if (report.numerics && !report.numerics->result.pass) {
+      spdlog::error("numerics: a gate failed");
+    }
+    return report.exit_code();
+  });
+}

@@ -1,0 +1,131 @@
+#include "common/render_options.h"
+
+#include <charconv>
+#include <utility>
+
+#include "rtb/error.h"
+#include "rtb/io.h"
+#include "rtb/jobset.h"
+#include "rtb/routing.h"
+
+namespace rtb::tool {
+namespace {
+
+std::pair<int, int> parse_window(const std::string& text) {
+  std::size_t colon = text.find(':');
+  int start = -1, count = -1;
+  if (colon != std::string::npos) {
+    auto a = std::from_chars(text.data(), text.data() + colon, start);
+    auto b = std::from_chars(text.data() + colon + 1, text.data() + text.size(), count);
+    if (a.ec == std::errc() && a.ptr == text.data() + colon && b.ec == std::errc() &&
+        b.ptr == text.data() + text.size()) {
+      return {start, count};
+    }
+  }
+  fail("--profile-window {}: expected START:COUNT (fwd_bwd calls)", text);
+}
+
+std::pair<std::string, std::string> parse_env(const std::string& text) {
+  std::size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) fail("--driver-env {}: expected KEY=VALUE", text);
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+}  // namespace
+
+void add_render_options(CLI::App& app, RenderKnobs& knobs, NameOption name) {
+  RenderOptions& options = knobs.options;
+  app.add_option("DRYRUN", knobs.input, "DRY_RUN output of the launcher, or - for stdin");
+  app.add_flag("--demo", knobs.demo, "Use the embedded example DRY_RUN (no DRYRUN argument)");
+  CLI::Option* name_option =
+      app.add_option("--name", options.name, "Name of the bench JobSet (a DNS label)");
+  if (name == NameOption::kRequired) {
+    name_option->required();
+  } else {
+    name_option->capture_default_str();
+  }
+  app.add_option("--namespace", options.namespace_name, "Namespace of the bench JobSet");
+  app.add_option("--image", options.image, "Image of the client container");
+  app.add_option("--output-prefix", options.output_prefix,
+                 "Set --maxtext_output_directory to <PREFIX>/<NAME>");
+  app.add_option("--maxtext-flag", options.maxtext_flags,
+                 "KEY=VALUE: append to MAXTEXT_EXTRA_FLAGS (replace where the key stands)");
+  app.add_option("--maxtext-replace", options.maxtext_replace,
+                 "KEY=VALUE: replace a MAXTEXT_EXTRA_FLAGS item in place; error if absent");
+  app.add_option("--libtpu-flag", options.libtpu_flags,
+                 "--xla_...=V: write to the client's LIBTPU_INIT_ARGS, the pathways-proxy args and "
+                 "the pathways-worker env (use --libtpu-flag=--xla_...=V)");
+  app.add_option("--trainer-arg", options.trainer_args,
+                 "--k=v, --k or --no-k: set in the trainer argv");
+  app.add_option("--trainer-arg-remove", options.trainer_args_removed,
+                 "--k: remove from the trainer argv");
+  app.add_option("--orch-arg", options.orchestrator_args,
+                 "--k=v: set in the orchestrator argv the driver reads (ORCH_ARGV)");
+  app.add_option("--trainer-slice", options.trainer_slice,
+                 "TYPE:TOPOLOGY, e.g. tpu7x:4x4x4: change every field that encodes the trainer "
+                 "slice; FSDP fills the devices");
+  app.add_option("--logps-chunk", knobs.logps_chunk,
+                 "compute_logps_chunk_size, wherever the e2e passes it");
+  app.add_option("--profile-window", knobs.profile_window,
+                 "START:COUNT: profile these fwd_bwd calls");
+  app.add_option("--steps", options.driver.steps, "Optimizer steps to time")->capture_default_str();
+  app.add_option("--micro-steps", options.driver.micro_steps, "fwd_bwd calls per optimizer step")
+      ->capture_default_str();
+  app.add_option("--seed", options.driver.seed, "Seed of the synthetic payload")
+      ->capture_default_str();
+  app.add_option(
+      "--routing-targets", knobs.routing_file,
+      "Per-layer max/mean routing targets (file; default: the built-in Qwen3.5-397B table)");
+  app.add_option("--routing-scale", options.driver.routing_scale, "Stretch targets: 1 + S (t - 1)")
+      ->capture_default_str();
+  app.add_option("--logp-gates", knobs.logp_gates, "on|off: the GRPO log-prob gates")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
+  app.add_option("--advantages", options.driver.advantages, "random|zero")
+      ->check(CLI::IsMember({"random", "zero"}))
+      ->capture_default_str();
+  app.add_option("--pad-position", options.driver.pad_position,
+                 "end|start: where rows keep padding")
+      ->check(CLI::IsMember({"end", "start"}))
+      ->capture_default_str();
+  app.add_option("--pad-align", options.driver.pad_align,
+                 "Padding-first shift granularity (tokens)")
+      ->capture_default_str();
+  app.add_option("--driver-env", knobs.driver_env,
+                 "K=V: an extra environment variable for the driver");
+  app.add_option("--driver", knobs.driver_file,
+                 "Use this bench_driver.py instead of the embedded one");
+  app.add_option("--trainer-main", options.mains.trainer, "--process_main of the trainer")
+      ->capture_default_str();
+  app.add_option("--orch-main", options.mains.orchestrator, "--process_main of the orchestrator")
+      ->capture_default_str();
+  app.add_option("--rollout-main", options.mains.rollout, "--process_main of the rollouts")
+      ->capture_default_str();
+}
+
+void finish_render_options(RenderKnobs& knobs, std::string_view embedded_driver) {
+  RenderOptions& options = knobs.options;
+  options.driver_source =
+      knobs.driver_file ? read_file(*knobs.driver_file) : std::string(embedded_driver);
+  options.tool_version = RTB_VERSION;
+  options.logps_chunk = knobs.logps_chunk;
+  options.driver.logp_gates = knobs.logp_gates == "on";
+  if (!knobs.profile_window.empty()) options.profile_window = parse_window(knobs.profile_window);
+  for (const std::string& item : knobs.driver_env) {
+    options.driver.extra_env.push_back(parse_env(item));
+  }
+  if (!knobs.routing_file.empty()) {
+    options.driver.routing_targets =
+        parse_routing_targets(read_file(knobs.routing_file), display_name(knobs.routing_file));
+    options.driver.routing_targets_source = knobs.routing_file;
+  }
+}
+
+DryRun load_dryrun(const RenderKnobs& knobs, std::string_view demo_text) {
+  if (knobs.demo == !knobs.input.empty()) fail("give either a DRYRUN file (or -) or --demo");
+  std::string source = knobs.demo ? "<embedded demo DRY_RUN>" : display_name(knobs.input);
+  std::string text = knobs.demo ? std::string(demo_text) : read_file(knobs.input);
+  return parse_dryrun(text, source, trainer_and_orchestrator_chunks(knobs.options.mains));
+}
+
+}  // namespace rtb::tool

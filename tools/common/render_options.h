@@ -1,0 +1,43 @@
+// The render-bench knobs as CLI11 options, shared by every tool that renders the bench from a
+// DRY_RUN (render-bench, aot-check), so that the same flags mean the same render everywhere.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rtb/dryrun.h"
+#include "rtb/render.h"
+
+namespace rtb::tool {
+
+// What the options parse into; finish() turns it into RenderOptions.
+struct RenderKnobs {
+  RenderOptions options;
+  std::string input;  // DRYRUN positional ("-": stdin)
+  bool demo = false;  // --demo: the embedded example DRY_RUN
+  std::string routing_file;
+  std::string profile_window;
+  std::string logp_gates = "on";
+  std::vector<std::string> driver_env;
+  std::optional<std::string> driver_file;
+  std::optional<int> logps_chunk;
+};
+
+enum class NameOption { kRequired, kOptional };
+
+// Declares DRYRUN, --demo, --name and every knob of README's render-bench table on `app`.
+// With kOptional, --name defaults to `knobs.options.name` as set by the caller.
+void add_render_options(CLI::App& app, RenderKnobs& knobs, NameOption name);
+
+// Completes knobs.options after parsing: the driver source (`embedded_driver` unless --driver),
+// routing targets, profile window, driver environment, version. Throws rtb::Error.
+void finish_render_options(RenderKnobs& knobs, std::string_view embedded_driver);
+
+// Reads and parses the DRY_RUN (or the embedded demo, `demo_text`), keeping only the trainer and
+// orchestrator documents. Throws rtb::Error.
+DryRun load_dryrun(const RenderKnobs& knobs, std::string_view demo_text);
+
+}  // namespace rtb::tool
