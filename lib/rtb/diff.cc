@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -182,6 +183,28 @@ std::string describe(const YAML::Node& node) {
   return text;
 }
 
+// What a scalar reads as, the way Kubernetes reads YAML (YAML 1.1 words included): a quoted
+// scalar is a string whatever its text; `abc` and "abc" are the same string.
+enum class ScalarType { kString, kNumber, kBool, kNull };
+
+ScalarType scalar_type(const YAML::Node& node) {
+  if (node.Tag() == "!") return ScalarType::kString;
+  static const std::set<std::string_view> kNulls = {"", "~", "null", "Null", "NULL"};
+  static const std::set<std::string_view> kBools = {
+      "true", "false", "True", "False", "TRUE", "FALSE", "yes", "no", "Yes", "No", "YES",
+      "NO",   "on",    "off",  "On",    "Off",  "ON",    "OFF", "y",  "n",   "Y",  "N"};
+  const std::string& text = node.Scalar();
+  if (kNulls.count(text)) return ScalarType::kNull;
+  if (kBools.count(text)) return ScalarType::kBool;
+  std::string_view number = text;
+  if (!number.empty() && number.front() == '+') number.remove_prefix(1);
+  double value = 0;
+  auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+  if (!number.empty() && ec == std::errc() && end == number.data() + number.size())
+    return ScalarType::kNumber;
+  return ScalarType::kString;
+}
+
 struct Frame {
   YAML::Node a, b;
   std::string path;
@@ -291,27 +314,28 @@ std::vector<Difference> diff_trees(const YAML::Node& a, const YAML::Node& b,
     }
     std::vector<Frame> children;
     if (x.IsScalar()) {
-      bool x_quoted = x.Tag() == "!", y_quoted = y.Tag() == "!";
-      if (x.Scalar() != y.Scalar()) {
-        out.push_back({Difference::Kind::kChanged, frame.path, x.Scalar(), y.Scalar()});
-      } else if (x_quoted != y_quoted) {
-        // The same text, but one side is a string and the other a plain scalar: for a literal
-        // block (multi-line) plain-vs-quoted cannot differ, so this is a real type change.
+      ScalarType x_type = scalar_type(x), y_type = scalar_type(y);
+      if (x_type != y_type) {
+        // "4" against 4, 'true' against true: shown with the quotes that make the difference.
+        bool x_quoted = x.Tag() == "!", y_quoted = y.Tag() == "!";
         out.push_back({Difference::Kind::kTypeChanged, frame.path,
                        x_quoted ? "\"" + x.Scalar() + "\"" : x.Scalar(),
                        y_quoted ? "\"" + y.Scalar() + "\"" : y.Scalar()});
+      } else if (x.Scalar() != y.Scalar()) {
+        out.push_back({Difference::Kind::kChanged, frame.path, x.Scalar(), y.Scalar()});
       }
       continue;
     }
     if (x.IsMap()) {
       std::vector<std::string> keys;
       std::set<std::string> in_x;
+      // A key repeated within a mapping is compared once (lookup() gives its last value, the one
+      // Kubernetes uses).
       for (const auto& kv : x) {
-        keys.push_back(kv.first.Scalar());
-        in_x.insert(kv.first.Scalar());
+        if (in_x.insert(kv.first.Scalar()).second) keys.push_back(kv.first.Scalar());
       }
       for (const auto& kv : y) {
-        if (!in_x.count(kv.first.Scalar())) keys.push_back(kv.first.Scalar());
+        if (in_x.insert(kv.first.Scalar()).second) keys.push_back(kv.first.Scalar());
       }
       bool flag_map = x.Tag() == kFlagMapTag || y.Tag() == kFlagMapTag;
       for (const std::string& key : keys) {

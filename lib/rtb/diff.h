@@ -50,8 +50,10 @@ struct Difference {
 };
 std::string_view kind_name(Difference::Kind kind);
 
-// Differences between two trees, in the order of `a` (then what only `b` has). A quoted string
-// against a plain scalar of the same text ("4" against 4) is a type change.
+// Differences between two trees, in the order of `a` (then what only `b` has). Scalars are typed
+// as Kubernetes reads them: a quoted scalar is a string, a plain one a null, bool (YAML 1.1 words
+// too), number or string. Scalars of different types ("4" against 4, 'true' against true) are a
+// type change, whatever their text; a quoted and a plain string of the same text are equal.
 std::vector<Difference> diff_trees(const YAML::Node& a, const YAML::Node& b,
                                    const std::string& base_path = "");
 

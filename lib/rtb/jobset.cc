@@ -154,7 +154,18 @@ std::optional<std::pair<std::string, ContainerRef>> JobSetView::process_main() c
   for (ContainerRef& ref : containers()) {
     std::optional<YAML::Node> script = bash_script_node(ref.node);
     if (!script) continue;
-    if (auto main = find_process_main(script->Scalar())) return std::make_pair(*main, ref);
+    // Look in the startup block first: text before it (a bench's embedded driver, comments)
+    // may mention other --process_main values.
+    std::string_view text = script->Scalar();
+    try {
+      StartupBlock block = find_startup_block(text);
+      if (auto main = find_process_main(text.substr(block.begin, block.end - block.begin))) {
+        return std::make_pair(*main, ref);
+      }
+    } catch (const Error&) {
+      // No startup block: fall back to the whole script.
+    }
+    if (auto main = find_process_main(text)) return std::make_pair(*main, ref);
   }
   return std::nullopt;
 }

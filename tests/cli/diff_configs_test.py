@@ -1,0 +1,317 @@
+"""CLI tests of diff-configs: runs the built tool on real MaxText logs (testdata/configlog_*, see
+testdata/SOURCES.md), on rewritten copies of them, and on renders (the DRY_RUN fixture and bench
+renders of it made by the built render-bench), and checks stdout, stderr and exit codes."""
+
+import json
+import os
+import re
+import subprocess
+import tempfile
+import unittest
+
+BIN = os.environ.get("RTB_BIN_DIR", "")
+TESTDATA = os.environ.get("RTB_TESTDATA_DIR", "")
+TOOL = os.path.join(BIN, "diff-configs")
+RENDER = os.path.join(BIN, "render-bench")
+
+
+def data(name):
+    return os.path.join(TESTDATA, name)
+
+
+DPO = data("configlog_maxtext_dpo_qwen3-0.6b_tpu-v5p-8_train.log")
+GRPO = data("configlog_maxtext_grpo_llama3.1-8b_config_dump.log")
+GPT3 = data("configlog_maxtext_gpu_a3-h100x8_gpt3-22b_train.log")
+PREPGO = data("configlog_maxtext_gpu_a3-h100x8_llama2-7b_prepgo_train.log")
+PGO = data("configlog_maxtext_gpu_a3-h100x8_llama2-7b_pgo_train.log")
+RESTART = data("configlog_restart.log")
+TRUNCATED = data("configlog_truncated.log")
+NO_CONFIG = data("configlog_no_config_pr1904_e2e_train.log")
+TRAINER_NODE = data("configlog_trainer_node.log")
+FIXTURE = data("launch_dryrun.txt")
+
+# The --json documents (README: diff-configs, "JSON output"), in the JSON Schema subset that
+# validate() understands.
+SETTING = {"type": ["string", "null"]}
+CONFIG_SCHEMA = {
+    "type": "object",
+    "required": ["schema", "a", "b", "keys", "differences", "summary", "result"],
+    "additionalProperties": False,
+    "properties": {
+        "schema": {"enum": ["rtb.diff-configs/1"]},
+        "a": {"$ref": "side"},
+        "b": {"$ref": "side"},
+        "keys": {"type": ["string", "null"]},
+        "differences": {"type": "array", "items": {
+            "type": "object",
+            "required": ["key", "kind", "old", "old_line", "old_origin", "new", "new_line", "new_origin"],
+            "additionalProperties": False,
+            "properties": {
+                "key": {"type": "string"}, "kind": {"enum": ["added", "removed", "changed"]},
+                "old": SETTING, "new": SETTING, "old_origin": SETTING, "new_origin": SETTING,
+                "old_line": {"type": ["integer", "null"]}, "new_line": {"type": ["integer", "null"]},
+            }}},
+        "summary": {"type": "object", "required": ["added", "removed", "changed", "total"],
+                    "additionalProperties": False,
+                    "properties": {k: {"type": "integer"} for k in ["added", "removed", "changed", "total"]}},
+        "result": {"enum": ["same", "different"]},
+    },
+}
+SIDE = {"type": "object", "required": ["source", "kind", "dump", "keys"], "additionalProperties": False,
+        "properties": {"source": {"type": "string"}, "kind": {"enum": ["log", "render"]},
+                       "dump": {"type": ["integer", "null"]}, "keys": {"type": "integer"}}}
+DUMPS_SCHEMA = {
+    "type": "object", "required": ["schema", "inputs"], "additionalProperties": False,
+    "properties": {
+        "schema": {"enum": ["rtb.diff-configs.dumps/1"]},
+        "inputs": {"type": "array", "items": {
+            "type": "object", "required": ["source", "kind", "default", "dumps"], "additionalProperties": False,
+            "properties": {
+                "source": {"type": "string"}, "kind": {"enum": ["log", "render"]},
+                "default": {"type": ["integer", "null"]},
+                "dumps": {"type": "array", "items": {
+                    "type": "object", "additionalProperties": False,
+                    "required": ["number", "first_line", "last_line", "keys", "first_key", "last_key",
+                                 "complete", "reason"],
+                    "properties": {
+                        "number": {"type": "integer"}, "first_line": {"type": "integer"},
+                        "last_line": {"type": "integer"}, "keys": {"type": "integer"},
+                        "first_key": {"type": "string"}, "last_key": {"type": "string"},
+                        "complete": {"type": "boolean"}, "reason": {"type": ["string", "null"]}}}}}}},
+    },
+}
+TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
+
+
+def validate(schema, value, where="$"):
+    """A small JSON Schema validator: type, enum, required, properties, additionalProperties, items."""
+    if schema.get("$ref") == "side":
+        schema = SIDE
+    if "enum" in schema and value not in schema["enum"]:
+        raise AssertionError(f"{where}: {value!r} not in {schema['enum']}")
+    if "type" in schema:
+        types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+        ok = any((t == "integer" and isinstance(value, int) and not isinstance(value, bool))
+                 or (t != "integer" and isinstance(value, TYPES[t])) for t in types)
+        if not ok:
+            raise AssertionError(f"{where}: {value!r} is not {types}")
+    if isinstance(value, dict):
+        for key in schema.get("required", []):
+            if key not in value:
+                raise AssertionError(f"{where}: {key} missing")
+        props = schema.get("properties", {})
+        for key, item in value.items():
+            if key in props:
+                validate(props[key], item, f"{where}.{key}")
+            elif schema.get("additionalProperties") is False:
+                raise AssertionError(f"{where}: unexpected {key}")
+    if isinstance(value, list) and "items" in schema:
+        for i, item in enumerate(value):
+            validate(schema["items"], item, f"{where}[{i}]")
+
+
+def run(args, stdin=None, tool=TOOL, env=None):
+    full_env = dict(os.environ)
+    full_env.pop("NO_COLOR", None)
+    full_env.update(env or {})
+    proc = subprocess.run([tool] + args, input=stdin, capture_output=True, text=True, timeout=120,
+                          env=full_env)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+class DiffConfigsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def write(self, name, text):
+        path = os.path.join(self.tmp.name, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return path
+
+    def diff(self, *args, rc=None, stdin=None, env=None):
+        code, out, err = run(list(args), stdin=stdin, env=env)
+        if rc is not None:
+            self.assertEqual(code, rc, out + err)
+        return out, err
+
+    def reprinted(self, name, source=DPO, change=None):
+        """The log with the Python-logging prefix and every value printed another way MaxText or a
+        YAML reader might print it; `change` = (key, value) changes one value for real."""
+        out = []
+        with open(source, encoding="utf-8") as f:
+            for line in f:
+                m = re.match(r"^.*?Config param ([\w.]+): (.*)$", line.rstrip("\n"))
+                if not m:
+                    out.append(line.rstrip("\n"))
+                    continue
+                key, value = m.groups()
+                if change and key == change[0]:
+                    value = change[1]
+                elif value in ("True", "False"):
+                    value = value.lower()
+                elif re.fullmatch(r"-?\d+", value):
+                    value += ".0"
+                elif value.startswith("[") or value.startswith("("):
+                    value = value.replace(", ", ",")
+                out.append(f"INFO:maxtext.configs.pyconfig:Config param {key}: {value}")
+        return self.write(name, "\n".join(out) + "\n")
+
+    # --- logs ----------------------------------------------------------------------------------
+    def test_identical_logs_exit_0_and_print_nothing(self):
+        for path in (DPO, GRPO, GPT3, RESTART):
+            out, err = self.diff(path, path, rc=0)
+            self.assertEqual((out, err), ("", ""))
+        with open(GPT3, encoding="utf-8") as f:
+            out, _ = self.diff("-", GPT3, rc=0, stdin=f.read())
+        self.assertEqual(out, "")
+
+    def test_two_real_runs(self):
+        out, err = self.diff(GPT3, PREPGO, rc=1)
+        self.assertEqual(err, "")
+        lines = out.splitlines()
+        self.assertEqual(len(lines), 34, out)
+        for expected in ("~ decoder_block: gpt3 -> llama2",
+                         "~ mlp_activations: ['gelu'] -> ['silu', 'linear']",
+                         "~ per_device_batch_size: 1.0 -> 12.0",
+                         "~ load_parameters_path:  -> gs://maxtext-llama/test/yooh-2024-0123-1440/"
+                         "decode-ckpt-maxtext/0/default"):
+            self.assertIn(expected, lines)
+        self.assertEqual(lines, sorted(lines, key=lambda l: l[2:].split(":")[0]), "key order")
+        out, _ = self.diff(DPO, GRPO, rc=1)
+        self.assertTrue(any(l.startswith("+ ") for l in out.splitlines()))
+        self.assertTrue(any(l.startswith("- ") for l in out.splitlines()))
+        self.assertIn("~ adam_b2: 0.95 -> 0.99", out)
+
+    def test_values_compare_by_meaning_and_report_the_original_text(self):
+        same = self.reprinted("reprinted.log")
+        self.diff(DPO, same, rc=0)
+        changed = self.reprinted("changed.log", change=("dcn_parallelism", "[1,-1,1,1,1,1,1,1,1,1,1,2]"))
+        out, _ = self.diff(DPO, changed, rc=1)
+        self.assertEqual(out, "~ dcn_parallelism: [1, -1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1] -> "
+                              "[1,-1,1,1,1,1,1,1,1,1,1,2]\n")
+
+    def test_keys_filter(self):
+        out, _ = self.diff(GPT3, PREPGO, "--keys", "^(base_|num_)", rc=1)
+        self.assertEqual(len(out.splitlines()), 8, out)
+        self.assertTrue(all(re.match(r"^~ (base_|num_)", l) for l in out.splitlines()))
+        self.diff(GPT3, PREPGO, "--keys", "^adam_", rc=0)
+        _, err = self.diff(GPT3, PREPGO, "--keys", "(", rc=2)
+        self.assertIn("--keys (", err)
+
+    def test_several_dumps(self):
+        out, _ = self.diff("--list-dumps", RESTART, rc=0)
+        self.assertEqual(out.splitlines(), [
+            f"{RESTART}: dump 1: lines 36-156, 121 keys (adam_b1 .. weight_dtype), complete",
+            f"{RESTART}: dump 2: lines 277-336, 60 keys (adam_b1 .. ici_autoregressive_parallelism), "
+            "truncated: it stops at ici_autoregressive_parallelism while dump 1 goes on to weight_dtype",
+            f"{RESTART}: dump 3: lines 372-492, 121 keys (adam_b1 .. weight_dtype), complete [default]",
+        ])
+        # The default is the last complete dump: the PGO run, the same as its own log.
+        self.diff(RESTART, PGO, rc=0)
+        out, _ = self.diff(RESTART, RESTART, "--dump-a", "1", "--dump-b", "3", rc=1)
+        self.assertEqual([l.split(":")[0] for l in out.splitlines()],
+                         ["~ checkpoint_dir", "~ metrics_dir", "~ run_name", "~ tensorboard_dir"])
+        self.diff(RESTART, PREPGO, "--dump-a", "1", rc=0)
+        _, err = self.diff(RESTART, PGO, "--dump", "2", rc=2)
+        self.assertEqual(err, f"diff-configs: {RESTART}:277: config dump 2 (lines 277-336, 60 keys) is "
+                              "truncated: it stops at ici_autoregressive_parallelism while dump 1 goes on "
+                              "to weight_dtype\n")
+        _, err = self.diff(RESTART, PGO, "--dump", "9", rc=2)
+        self.assertIn("--dump 9: the log has 3 config dumps", err)
+        out, _ = self.diff("--list-dumps", "--json", RESTART, FIXTURE, rc=0)
+        doc = json.loads(out)
+        validate(DUMPS_SCHEMA, doc)
+        self.assertEqual(doc["inputs"][0]["default"], 3)
+        self.assertEqual([d["complete"] for d in doc["inputs"][0]["dumps"]], [True, False, True])
+        self.assertEqual(doc["inputs"][1]["kind"], "render")
+
+    # --- renders as a side --------------------------------------------------------------------
+    def test_did_my_flag_reach_the_resolved_config(self):
+        out, err = self.diff(FIXTURE, TRAINER_NODE, rc=1)
+        self.assertEqual(err, "")
+        self.assertEqual(out, "- fp8_moe_fake_quant: true\n~ sa_block_q: 1024 -> 512\n")
+        out, _ = self.diff(TRAINER_NODE, FIXTURE, rc=1)
+        self.assertEqual(out, "+ fp8_moe_fake_quant: true\n~ sa_block_q: 512 -> 1024\n")
+        bench = os.path.join(self.tmp.name, "bench.yaml")
+        rc, _, err = run([FIXTURE, "--name", "abtest-bench", "--maxtext-flag", "sa_block_q=512",
+                          "--maxtext-flag", "ragged_buffer_factor=2.75", "-o", bench], tool=RENDER)
+        self.assertEqual(rc, 0, err)
+        out, _ = self.diff(bench, TRAINER_NODE, rc=1)
+        self.assertEqual(out.splitlines(), ["- fp8_moe_fake_quant: true", "~ ragged_buffer_factor: 2.75 -> 2.0",
+                                            "~ run_name: abtest-bench -> abtest-train"])
+        self.diff(bench, TRAINER_NODE, "--keys", "^sa_block", rc=0)
+        # Two renders: every key either sets.
+        out, _ = self.diff(FIXTURE, bench, rc=1)
+        self.assertEqual(out.splitlines(), ["~ ragged_buffer_factor: 2.0 -> 2.75",
+                                            "~ run_name: abtest-train -> abtest-bench",
+                                            "~ sa_block_q: 1024 -> 512"])
+
+    def test_json_schema(self):
+        for args, rc in (([GPT3, PREPGO], 1), ([DPO, DPO], 0), ([FIXTURE, TRAINER_NODE], 1),
+                         ([RESTART, PGO, "--keys", "run_"], 0)):
+            out, _ = self.diff("--json", *args, rc=rc)
+            doc = json.loads(out)
+            validate(CONFIG_SCHEMA, doc)
+            self.assertEqual(doc["summary"]["total"], len(doc["differences"]))
+            self.assertEqual(doc["result"], "different" if rc else "same")
+        out, _ = self.diff("--json", FIXTURE, TRAINER_NODE, rc=1)
+        doc = json.loads(out)
+        self.assertEqual((doc["a"]["kind"], doc["b"]["kind"], doc["b"]["dump"]), ("render", "log", 1))
+        changed = [d for d in doc["differences"] if d["key"] == "sa_block_q"][0]
+        self.assertEqual((changed["old"], changed["new"]), ("1024", "512"))
+        self.assertEqual(changed["old_origin"], "MAXTEXT_EXTRA_FLAGS sa_block_q=1024")
+        self.assertEqual(changed["old_line"], 456)
+        with open(TRAINER_NODE, encoding="utf-8") as f:
+            self.assertIn("Config param sa_block_q: 512", f.read().splitlines()[changed["new_line"] - 1])
+        out, _ = self.diff("--json", "--keys", "^z", DPO, GRPO, rc=1)
+        self.assertEqual(json.loads(out)["differences"][0]["new"], None)
+
+    def test_colour(self):
+        out, _ = self.diff(GPT3, PREPGO, "--keys", "^decoder_block$", rc=1)
+        self.assertEqual(out, "~ decoder_block: gpt3 -> llama2\n")
+        out, _ = self.diff(GPT3, PREPGO, "--keys", "^decoder_block$", "--color", "always", rc=1)
+        self.assertEqual(out, "\033[33m~ decoder_block: gpt3 -> llama2\033[0m\n")
+
+    # --- errors --------------------------------------------------------------------------------
+    def assert_error(self, args, expected, stdin=None):
+        rc, out, err = run(args, stdin=stdin)
+        self.assertEqual(rc, 2, out + err)
+        self.assertEqual(out, "")
+        lines = err.splitlines()
+        self.assertEqual(len(lines), 1, err)
+        self.assertTrue(lines[0].startswith("diff-configs: "), err)
+        self.assertIn(expected, lines[0])
+
+    def test_bad_inputs(self):
+        missing = data("no_such.log")
+        self.assert_error([missing, GPT3], f"diff-configs: {missing}: cannot open")
+        self.assert_error([GPT3, NO_CONFIG], f"diff-configs: {NO_CONFIG}: no `Config param` line")
+        self.assert_error([TRUNCATED, GPT3], f"diff-configs: {TRUNCATED}:17: no complete config dump: "
+                                             "config dump 1 (lines 17-75, 59 keys) is truncated: the log's "
+                                             "last line is cut")
+        cut = self.write("cut.log", "boot\nConfig param a: 1\nConfig param b: 2\n")
+        self.assert_error([cut, GPT3], "ends right after its line 3")
+        self.assert_error([data("diff_not_jobset.yaml"), GPT3], "not a JobSet")
+        self.assert_error([data("bad/no_trainer.txt"), GPT3], "no trainer JobSet")
+        self.assert_error([data("bad/unbalanced_quote.txt"), GPT3], "unbalanced_quote.txt:330:")
+        self.assert_error(["-", GPT3], "<stdin>: no `Config param` line", stdin="")
+        self.assert_error(["-", "-"], "only one of A and B")
+        self.assert_error([GPT3], "two inputs")
+        self.assert_error(["--list-dumps", NO_CONFIG], "no `Config param` line")
+
+    def test_help_and_version(self):
+        out, _ = self.diff("--help", rc=0)
+        self.assertIn("--list-dumps", out)
+        self.assertIn("Examples:", out)
+        out, _ = self.diff("--version", rc=0)
+        self.assertRegex(out, r"^diff-configs \(rl-trainer-bench\) \d+\.\d+\.\d+")
+
+
+if __name__ == "__main__":
+    unittest.main()

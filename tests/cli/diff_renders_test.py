@@ -1,0 +1,415 @@
+"""CLI tests of diff-renders: runs the built tool on the DRY_RUN fixtures in testdata/, on edited
+copies of them and on bench renders that the built render-bench makes of them, and checks stdout,
+stderr and exit codes. --expect-bench is checked against a render with every render-bench knob
+(each must pass) and against hand-tampered benches (each must fail, naming what was tampered)."""
+
+import json
+import os
+import pty
+import re
+import subprocess
+import tempfile
+import unittest
+
+BIN = os.environ.get("RTB_BIN_DIR", "")
+TESTDATA = os.environ.get("RTB_TESTDATA_DIR", "")
+TOOL = os.path.join(BIN, "diff-renders")
+RENDER = os.path.join(BIN, "render-bench")
+FIXTURE = os.path.join(TESTDATA, "launch_dryrun.txt")
+V5P = os.path.join(TESTDATA, "launch_dryrun_v5p.txt")
+NOT_JOBSET = os.path.join(TESTDATA, "diff_not_jobset.yaml")
+CLIENT = "spec.replicatedJobs[proc].template.spec.template.spec.containers[main]"
+PROXY = "spec.replicatedJobs[proc].template.spec.template.spec.initContainers[pathways-proxy]"
+WORKER = "spec.replicatedJobs[pw-node].template.spec.template.spec.containers[pathways-worker]"
+
+# The --json document (README: diff-renders, "JSON output"), as a JSON Schema subset that
+# validate() below understands.
+DIFF_SCHEMA = {
+    "type": "object",
+    "required": ["schema", "mode", "a", "b", "documents", "differences", "summary", "result"],
+    "additionalProperties": False,
+    "properties": {
+        "schema": {"enum": ["rtb.diff-renders/1"]},
+        "mode": {"enum": ["diff", "expect-bench"]},
+        "a": {"type": "string"},
+        "b": {"type": "string"},
+        "documents": {"type": "array", "items": {
+            "type": "object",
+            "required": ["document", "kind", "a_name", "b_name", "a_line", "b_line", "differences"],
+            "additionalProperties": False,
+            "properties": {
+                "document": {"type": "string"}, "kind": {"type": "string"},
+                "a_name": {"type": ["string", "null"]}, "b_name": {"type": ["string", "null"]},
+                "a_line": {"type": ["integer", "null"]}, "b_line": {"type": ["integer", "null"]},
+                "differences": {"type": "integer"},
+            }}},
+        "differences": {"type": "array", "items": {
+            "type": "object",
+            "required": ["document", "path", "kind", "old", "new"],
+            "additionalProperties": False,
+            "properties": {
+                "document": {"type": "string"}, "path": {"type": "string"},
+                "kind": {"enum": ["added", "removed", "changed", "type-changed"]},
+                "old": {"type": ["string", "null"]}, "new": {"type": ["string", "null"]},
+                "allowed": {"type": "boolean"},
+                "change": {"enum": [None, "name", "gang-id", "max-restarts", "namespace", "image",
+                                    "client-script", "client-program", "driver-settings",
+                                    "maxtext-flag", "libtpu-flag", "argv-flag", "logps-chunk",
+                                    "trainer-slice"]},
+                "why": {"type": ["string", "null"]},
+            }}},
+        "summary": {
+            "type": "object",
+            "required": ["added", "removed", "changed", "type-changed", "total", "ignored"],
+            "additionalProperties": False,
+            "properties": {k: {"type": "integer"} for k in
+                           ["added", "removed", "changed", "type-changed", "total", "ignored",
+                            "allowed", "unexpected"]}},
+        "result": {"enum": ["same", "different", "pass", "fail"]},
+    },
+}
+
+TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
+
+
+def validate(schema, value, where="$"):
+    """A small JSON Schema validator: type, enum, required, properties, additionalProperties, items."""
+    if "enum" in schema and value not in schema["enum"]:
+        raise AssertionError(f"{where}: {value!r} not in {schema['enum']}")
+    if "type" in schema:
+        types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+        ok = any((t == "integer" and isinstance(value, int) and not isinstance(value, bool))
+                 or (t != "integer" and isinstance(value, TYPES[t])) for t in types)
+        if not ok:
+            raise AssertionError(f"{where}: {value!r} is not {types}")
+    if isinstance(value, dict):
+        for key in schema.get("required", []):
+            if key not in value:
+                raise AssertionError(f"{where}: {key} missing")
+        props = schema.get("properties", {})
+        for key, item in value.items():
+            if key in props:
+                validate(props[key], item, f"{where}.{key}")
+            elif schema.get("additionalProperties") is False:
+                raise AssertionError(f"{where}: unexpected {key}")
+    if isinstance(value, list) and "items" in schema:
+        for i, item in enumerate(value):
+            validate(schema["items"], item, f"{where}[{i}]")
+
+
+def run(args, stdin=None, env=None, tool=TOOL):
+    full_env = dict(os.environ)
+    full_env.pop("NO_COLOR", None)
+    full_env.update(env or {})
+    proc = subprocess.run([tool] + args, input=stdin, capture_output=True, text=True, timeout=120,
+                          env=full_env)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+class DiffRendersTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def write(self, name, text):
+        path = os.path.join(self.tmp.name, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return path
+
+    def edited(self, name, *replacements, source=FIXTURE):
+        text = read(source)
+        for old, new in replacements:
+            self.assertTrue(old in text, old)
+            text = text.replace(old, new, 1)
+        return self.write(name, text)
+
+    def bench(self, name, *knobs, source=FIXTURE, bench_name="abtest-bench"):
+        path = os.path.join(self.tmp.name, name)
+        rc, _, err = run([source, "--name", bench_name, "-o", path, *knobs], tool=RENDER)
+        self.assertEqual(rc, 0, err)
+        return path
+
+    def diff(self, *args, rc=None, stdin=None, env=None):
+        code, out, err = run(list(args), stdin=stdin, env=env)
+        if rc is not None:
+            self.assertEqual(code, rc, out + err)
+        return out, err
+
+    # --- plain diffs -----------------------------------------------------------------------
+    def test_identical_inputs_exit_0_and_print_nothing(self):
+        for args in ([FIXTURE, FIXTURE], [V5P, V5P], ["--json", FIXTURE, FIXTURE], ["--stat", V5P, V5P]):
+            out, err = self.diff(*args, rc=0)
+            self.assertEqual(err, "")
+            if "--json" in args:
+                self.assertEqual(json.loads(out)["result"], "same")
+            else:
+                self.assertEqual(out, "")
+        with open(FIXTURE, encoding="utf-8") as f:
+            out, _ = self.diff("-", FIXTURE, rc=0, stdin=f.read())
+        self.assertEqual(out, "")
+
+    def test_each_kind_of_change_is_found_once_with_its_path(self):
+        b = self.edited(
+            "kinds.txt",
+            ("ragged_buffer_factor=2.0", "ragged_buffer_factor=2.5"),          # changed flag
+            (" use_gdn_kernel=true", ""),                                       # removed flag
+            ("- --sidecar_name=external", "- --sidecar_name=external\n"
+             "              - \"--xla_brand_new=3\""),                        # added flag
+            ("        completions: 32", "        completions: \"32\""),          # type change
+            ("cloud.google.com/reservation-name: example-reservation",
+             "cloud.google.com/reservation-name: other-reservation"))          # changed field
+        out, err = self.diff(FIXTURE, b, rc=1)
+        self.assertEqual(err, "")
+        lines = out.splitlines()
+        expected = [
+            f"~ abtest-train:{CLIENT}.startup.env.MAXTEXT_EXTRA_FLAGS[ragged_buffer_factor]: 2.0 -> 2.5",
+            f"- abtest-train:{CLIENT}.startup.env.MAXTEXT_EXTRA_FLAGS[use_gdn_kernel]: use_gdn_kernel=true",
+            f"+ abtest-train:{PROXY}.args[--xla_brand_new]: --xla_brand_new=3",
+            "! abtest-train:spec.replicatedJobs[pw-node].template.spec.completions: 32 -> \"32\"",
+            "~ abtest-train:spec.replicatedJobs[pw-node].template.spec.template.spec.nodeSelector"
+            "[cloud.google.com/reservation-name]: example-reservation -> other-reservation",
+        ]
+        self.assertEqual(sorted(lines), sorted(expected), out)
+
+    def test_changed_flags_inside_long_startup_lines_are_reported_as_flags(self):
+        b = self.edited("flags.txt", ("--mesh_fsdp=32 ", "--mesh_fsdp=16 "),
+                        ("--xla_tpu_dvfs_p_state=7'", "--xla_tpu_dvfs_p_state=5'"),
+                        ('ORCHESTRATOR_ID="abtest-orch"', 'ORCHESTRATOR_ID="abtest-orch-2"'))
+        out, _ = self.diff(FIXTURE, b, rc=1)
+        self.assertEqual(out.splitlines(), [
+            f"~ abtest-orch:{CLIENT}.startup.env.ORCHESTRATOR_ID: abtest-orch -> abtest-orch-2",
+            f"~ abtest-train:{CLIENT}.startup.env.LIBTPU_INIT_ARGS[--xla_tpu_dvfs_p_state]: 7 -> 5",
+            f"~ abtest-train:{CLIENT}.startup.argv[--mesh_fsdp]: 32 -> 16",
+        ])
+        self.assertLess(max(len(line) for line in out.splitlines()), 200, "no 4,000-character lines")
+
+    def test_documents_by_name_by_role_and_renamed(self):
+        bench = self.bench("plain.yaml")
+        out, _ = self.diff(FIXTURE, bench, rc=1)
+        self.assertIn("- abtest-train: only in", out)
+        self.assertIn("+ abtest-bench: only in", out)
+        out, _ = self.diff("--by-role", FIXTURE, bench, rc=1)
+        self.assertIn("~ trainer:metadata.name: abtest-train -> abtest-bench", out)
+        self.assertIn("- orchestrator: only in", out)
+        self.assertIn("- rollout: only in", out)
+        self.assertIn(f"~ trainer:{CLIENT}.startup.argv[--worker_id]: abtest-train -> abtest-bench", out)
+        # Two bench variants of a sweep, named apart: --rename makes the names equal.
+        a = self.bench("sweep-a.yaml", "--maxtext-flag", "ragged_buffer_factor=2.5", bench_name="sweep-a")
+        b = self.bench("sweep-b.yaml", "--maxtext-flag", "ragged_buffer_factor=3.0", bench_name="sweep-b")
+        out, _ = self.diff(a, b, "--rename", "sweep-a=sweep-b", rc=1)
+        self.assertEqual(out, f"~ sweep-a:{CLIENT}.startup.env.MAXTEXT_EXTRA_FLAGS[ragged_buffer_factor]: "
+                              "2.5 -> 3.0\n")
+
+    def test_ignore_only_and_ignore_file(self):
+        b = self.edited("ign.txt", ("ragged_buffer_factor=2.0", "ragged_buffer_factor=2.5"),
+                        ("--mesh_fsdp=32 ", "--mesh_fsdp=16 "))
+        out, _ = self.diff(FIXTURE, b, "--ignore", "*MAXTEXT_EXTRA_FLAGS[ragged_buffer_factor]", rc=1)
+        self.assertEqual(out, f"~ abtest-train:{CLIENT}.startup.argv[--mesh_fsdp]: 32 -> 16\n")
+        out, _ = self.diff(FIXTURE, b, "--only", "abtest-train:*.startup.env.MAXTEXT_EXTRA_FLAGS", rc=1)
+        self.assertEqual(out.count("\n"), 1)
+        self.assertIn("ragged_buffer_factor", out)
+        ignore = self.write("accepted.txt", "# accepted\n*.startup.argv[--mesh_fsdp]\n\n"
+                                            "*.startup.env.MAXTEXT_EXTRA_FLAGS\n")
+        out, err = self.diff(FIXTURE, b, "--ignore-file", ignore, rc=0)
+        self.assertEqual(out, "")
+        out, _ = self.diff(FIXTURE, b, "--ignore-file", ignore, "--json", rc=0)
+        self.assertEqual(json.loads(out)["summary"]["ignored"], 2)
+        out, _ = self.diff(FIXTURE, b, "--ignore-file", ignore, "--stat", rc=0)
+        self.assertIn("2 ignored", out)
+        _, err = self.diff(FIXTURE, b, "--ignore-file", os.path.join(self.tmp.name, "none.txt"), rc=2)
+        self.assertIn("none.txt: cannot open", err)
+
+    def test_stat(self):
+        out, _ = self.diff(FIXTURE, V5P, "--stat", rc=1)
+        lines = out.splitlines()
+        self.assertRegex(lines[-1], r"^\d+ differences in 3 documents: \d+ added, \d+ removed, \d+ changed, "
+                                    r"0 type-changed$")
+        self.assertTrue(any(re.match(r"abtest-train +replicatedJobs\[proc\]\.containers\[main\]\.startup\.env\."
+                                     r"MAXTEXT_EXTRA_FLAGS +\d+ +\(\+\d+ -\d+ ~\d+ !0\)$", l) for l in lines), out)
+        total = int(lines[-1].split()[0])
+        self.assertEqual(total, sum(int(re.split(r" {2,}", l.strip())[2]) for l in lines[:-1]))
+        text, _ = self.diff(FIXTURE, V5P, rc=1)
+        self.assertEqual(total, len(text.splitlines()))
+
+    def test_json_schema(self):
+        bench = self.bench("json.yaml", "--trainer-slice", "tpu7x:4x4x4")
+        for args in ([FIXTURE, V5P], [FIXTURE, FIXTURE], ["--by-role", FIXTURE, bench],
+                     ["--expect-bench", FIXTURE, bench]):
+            out, _ = self.diff("--json", *args)
+            doc = json.loads(out)
+            validate(DIFF_SCHEMA, doc)
+            self.assertEqual(doc["summary"]["total"], len(doc["differences"]))
+        self.assertEqual(doc["mode"], "expect-bench")
+        self.assertEqual(doc["result"], "pass")
+        self.assertTrue(all(d["allowed"] for d in doc["differences"]))
+        slice_paths = [d["path"] for d in doc["differences"] if d["change"] == "trainer-slice"]
+        self.assertIn("spec.replicatedJobs[pw-node].template.spec.completions", slice_paths)
+        out, _ = self.diff("--json", FIXTURE, V5P, rc=1)
+        doc = json.loads(out)
+        added = [d for d in doc["differences"] if d["kind"] == "added"]
+        self.assertTrue(added and all(d["old"] is None for d in added))
+
+    def test_colour_only_on_a_terminal_and_not_with_no_color(self):
+        b = self.edited("colour.txt", ("ragged_buffer_factor=2.0", "ragged_buffer_factor=2.5"))
+        out, _ = self.diff(FIXTURE, b, rc=1)
+        self.assertNotIn("\033[", out, "a pipe gets no colour")
+        out, _ = self.diff(FIXTURE, b, "--color", "always", rc=1)
+        self.assertTrue(out.startswith("\033[33m~ ") and out.endswith("\033[0m\n"), repr(out))
+
+        def on_terminal(env):
+            master, slave = pty.openpty()
+            full_env = dict(os.environ)
+            full_env.pop("NO_COLOR", None)
+            full_env.update(env)
+            proc = subprocess.Popen([TOOL, FIXTURE, b], stdout=slave, stderr=subprocess.PIPE, env=full_env)
+            os.close(slave)
+            chunks = []
+            while True:
+                try:
+                    data = os.read(master, 65536)
+                except OSError:
+                    break
+                if not data:
+                    break
+                chunks.append(data)
+            proc.wait(timeout=60)
+            proc.stderr.close()
+            os.close(master)
+            return proc.returncode, b"".join(chunks).decode()
+
+        rc, out = on_terminal({})
+        self.assertEqual(rc, 1)
+        self.assertIn("\033[33m~ ", out)
+        rc, out = on_terminal({"NO_COLOR": "1"})
+        self.assertEqual(rc, 1)
+        self.assertNotIn("\033[", out)
+        self.assertIn("~ abtest-train:", out)
+
+    # --- --expect-bench ----------------------------------------------------------------------
+    KNOBS = {
+        "defaults": [],
+        "maxtext-flag": ["--maxtext-flag", "ragged_buffer_factor=2.75", "--maxtext-flag", "brand_new=1"],
+        "maxtext-replace": ["--maxtext-replace", "sa_block_q=2048"],
+        "libtpu-flag": ["--libtpu-flag=--xla_tpu_scoped_vmem_limit_kib=65536", "--libtpu-flag", "--xla_new=3"],
+        "trainer-arg": ["--trainer-arg=--compute_logps_chunk_size=1024", "--trainer-arg=--new_flag"],
+        "trainer-arg-remove": ["--trainer-arg-remove=--profiler_steps"],
+        "orch-arg": ["--orch-arg=--max_steps=3"],
+        "trainer-slice 4x4x4": ["--trainer-slice", "tpu7x:4x4x4"],
+        "trainer-slice 8x8x8": ["--trainer-slice", "tpu7x:8x8x8"],
+        "trainer-slice 2x2x2": ["--trainer-slice", "tpu7x:2x2x2"],
+        "logps-chunk": ["--logps-chunk", "4096"],
+        "profile-window": ["--profile-window", "3:2"],
+        "driver settings": ["--steps", "4", "--micro-steps", "7", "--seed", "11", "--routing-scale", "0.5",
+                            "--logp-gates", "off", "--advantages", "zero", "--pad-position", "start",
+                            "--pad-align", "2048", "--driver-env", "REAL_LEN=1000"],
+        "namespace image output-prefix": ["--namespace", "other-ns", "--image", "example/other:2",
+                                          "--output-prefix", "gs://b/bench"],
+        "everything": ["--maxtext-flag", "ragged_buffer_factor=2.75", "--libtpu-flag=--xla_x=1",
+                       "--trainer-arg=--k=v", "--orch-arg=--max_steps=3", "--trainer-slice", "tpu7x:4x4x4",
+                       "--logps-chunk", "1024", "--profile-window", "1:1", "--namespace", "n2"],
+    }
+
+    def test_expect_bench_passes_for_every_knob(self):
+        for knob, args in self.KNOBS.items():
+            with self.subTest(knob=knob):
+                bench = self.bench("knob-" + re.sub(r"\W+", "-", knob) + ".yaml", *args)
+                out, err = self.diff("--expect-bench", FIXTURE, bench, rc=0)
+                self.assertEqual(out, "")
+                out, _ = self.diff("--expect-bench", "--show-allowed", FIXTURE, bench, rc=0)
+                self.assertNotIn("[unexpected", out)
+                self.assertIn("[allowed: client-script]", out)
+                if knob.startswith("trainer-slice"):
+                    self.assertIn("[allowed: trainer-slice]", out)
+                if knob == "libtpu-flag":
+                    self.assertEqual(out.count("[--xla_new]: --xla_new=3  [allowed: libtpu-flag]"), 3, out)
+        for source, args in ((V5P, ["--trainer-slice", "v5p:4x4x8", "--libtpu-flag=--xla_y=2"]),
+                             (os.path.join(TESTDATA, "trainer_no_proxy.txt"), ["--libtpu-flag=--xla_y=2"])):
+            with self.subTest(source=source):
+                bench = self.bench(os.path.basename(source) + ".yaml", *args, source=source)
+                self.diff("--expect-bench", source, bench, rc=0)
+
+    def test_expect_bench_fails_for_a_hand_tampered_bench(self):
+        bench = read(self.bench("tamper-base.yaml", "--trainer-slice", "tpu7x:4x4x4",
+                                "--libtpu-flag=--xla_tpu_scoped_vmem_limit_kib=65536"))
+        cases = [
+            ("terminationGracePeriodSeconds: 360", "terminationGracePeriodSeconds: 30",
+             "spec.replicatedJobs[proc].template.spec.template.spec.terminationGracePeriodSeconds: 360 -> 30"
+             "  [unexpected: not something render-bench changes]"),
+            ("completions: 16", "completions: 8",
+             "spec.replicatedJobs[pw-node].template.spec.completions: 32 -> 8  [unexpected: the bench slice "
+             "tpu7x:4x4x4 (pathways-rm --instance_type) gives 16 here]"),
+            ('- "--xla_tpu_scoped_vmem_limit_kib=65536"', '- "--xla_tpu_scoped_vmem_limit_kib=65000"',
+             f"{PROXY}.args[--xla_tpu_scoped_vmem_limit_kib]: 65472 -> 65000  [unexpected: the client's "
+             "LIBTPU_INIT_ARGS has --xla_tpu_scoped_vmem_limit_kib=65536 where this has "
+             "--xla_tpu_scoped_vmem_limit_kib=65000]"),
+            ("effect: NoSchedule", "effect: NoExecute", "tolerations"),
+            ("maxRestarts: 0", "maxRestarts: 1", "spec.failurePolicy.maxRestarts: 3 -> 1"),
+        ]
+        for old, new, expected in cases:
+            with self.subTest(tamper=new):
+                self.assertTrue(old in bench, old)
+                path = self.write("tampered.yaml", bench.replace(old, new, 1))
+                out, err = self.diff("--expect-bench", FIXTURE, path, rc=1)
+                self.assertEqual(err, "")
+                lines = out.splitlines()
+                # A libtpu flag that differs between its places makes each place unexpected.
+                count = 3 if "LIBTPU" in expected else 1
+                self.assertEqual(len(lines), count, out)
+                self.assertTrue(any(expected in line for line in lines), out)
+                self.assertTrue(all("[unexpected: " in line for line in lines), out)
+                out, _ = self.diff("--expect-bench", "--json", FIXTURE, path, rc=1)
+                doc = json.loads(out)
+                self.assertEqual((doc["result"], doc["summary"]["unexpected"]), ("fail", count))
+        # The tampered difference, once accepted, passes.
+        path = self.write("tampered.yaml", bench.replace("terminationGracePeriodSeconds: 360",
+                                                         "terminationGracePeriodSeconds: 30", 1))
+        self.diff("--expect-bench", FIXTURE, path, "--ignore", "*terminationGracePeriodSeconds", rc=0)
+
+    # --- errors ------------------------------------------------------------------------------
+    def assert_error(self, args, expected, stdin=None):
+        rc, out, err = run(args, stdin=stdin)
+        self.assertEqual(rc, 2, out + err)
+        self.assertEqual(out, "")
+        lines = err.splitlines()
+        self.assertEqual(len(lines), 1, err)
+        self.assertTrue(lines[0].startswith("diff-renders: "), err)
+        self.assertIn(expected, lines[0])
+
+    def test_bad_inputs(self):
+        missing = os.path.join(TESTDATA, "bad", "missing.txt")
+        self.assert_error([missing, FIXTURE], f"diff-renders: {missing}: cannot open")
+        self.assert_error([FIXTURE, NOT_JOBSET], f"{NOT_JOBSET}:1: not a JobSet: the input holds Deployment 'web'")
+        self.assert_error([os.path.join(TESTDATA, "bad", "not_yaml.txt"), FIXTURE], "no JobSet in the input")
+        self.assert_error([os.path.join(TESTDATA, "bad", "empty.txt"), FIXTURE], "no JobSet in the input")
+        broken = self.write("broken.yaml", "apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\n"
+                                           "metadata:\n  name: [unclosed\n")
+        self.assert_error([FIXTURE, broken], f"{broken}:")
+        self.assert_error(["-", FIXTURE], "<stdin>", stdin="")
+        self.assert_error(["-", "-"], "only one of A and B")
+        self.assert_error([FIXTURE], "B")
+        self.assert_error([FIXTURE, FIXTURE, "--rename", "novalue"], "OLD=NEW")
+        self.assert_error([FIXTURE, FIXTURE, "--json", "--stat"], "--stat")
+        self.assert_error(["--expect-bench", "--by-role", FIXTURE, FIXTURE], "--expect-bench")
+        self.assert_error(["--expect-bench", os.path.join(TESTDATA, "bad", "no_trainer.txt"), FIXTURE],
+                          "no trainer JobSet")
+
+    def test_help_and_version(self):
+        out, _ = self.diff("--help", rc=0)
+        self.assertIn("--expect-bench", out)
+        self.assertIn("Examples:", out)
+        out, _ = self.diff("--version", rc=0)
+        self.assertRegex(out, r"^diff-renders \(rl-trainer-bench\) \d+\.\d+\.\d+")
+
+
+if __name__ == "__main__":
+    unittest.main()

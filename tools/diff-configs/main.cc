@@ -1,0 +1,122 @@
+// diff-configs: compares the resolved MaxText configs of two runs from their logs (`Config param
+// <key>: <value>` lines), or a log with a render's MaxText flags (see README.md).
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "common/tool.h"
+#include "rtb/configlog.h"
+#include "rtb/diff_report.h"
+#include "rtb/error.h"
+#include "rtb/io.h"
+
+namespace {
+
+constexpr const char* kExamples =
+    R"(  diff-configs run-a.log run-b.log                 # last complete dump of each
+  diff-configs run.log --list-dumps                 # the dumps of a log, with line numbers
+  diff-configs run.log restarted.log --dump 2 --keys '^(ici_|sa_block)'
+  diff-configs bench.yaml bench-pod.log             # did my flags reach the resolved config?
+  kubectl logs POD | diff-configs - baseline.log --json
+)";
+
+bool use_color(const std::string& when) {
+  if (when == "always") return true;
+  if (when == "never") return false;
+  const char* no_color = std::getenv("NO_COLOR");
+  if (no_color != nullptr && no_color[0] != '\0') return false;
+  return ::isatty(STDOUT_FILENO) == 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  rtb::tool::Tool tool(
+      {"diff-configs",
+       "Compares the resolved MaxText configs of two runs from their logs (the `Config param "
+       "<key>: <value>` dump MaxText logs; the last complete dump of a log by default), values "
+       "compared by meaning (True/true, 1.0/1, list spacing) but reported as printed. A side may "
+       "also be a render (e2e DRY_RUN or bench): the trainer's MaxText flags, from "
+       "MAXTEXT_EXTRA_FLAGS and the argv; against a log only those keys are compared.",
+       kExamples});
+  CLI::App& app = tool.app();
+  std::vector<std::string> inputs;
+  std::optional<std::size_t> dump, dump_a, dump_b;
+  std::optional<std::string> keys;
+  std::string color = "auto";
+  bool list_dumps = false, json = false;
+  rtb::RoleMains mains;
+
+  app.add_option("A B", inputs, "Two logs or renders (- for stdin); one with --list-dumps")
+      ->required()
+      ->expected(1, 2);
+  app.add_option("--dump", dump, "N: use dump N (1-based, see --list-dumps) of each log");
+  app.add_option("--dump-a", dump_a, "N: use dump N of A");
+  app.add_option("--dump-b", dump_b, "N: use dump N of B");
+  app.add_flag("--list-dumps", list_dumps, "List the config dumps of each log with their lines");
+  app.add_option("--keys", keys, "REGEX: compare only keys that match (ECMAScript, search)");
+  app.add_flag("--json", json, "Machine-readable output (rtb.diff-configs/1)");
+  app.add_option("--color", color, "auto|always|never (auto: on a terminal, unless NO_COLOR)")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+  app.add_option("--trainer-main", mains.trainer, "--process_main of the trainer (renders)")
+      ->capture_default_str();
+
+  return tool.run(argc, argv, [&]() -> int {
+    if (inputs.size() == 2 && inputs[0] == "-" && inputs[1] == "-")
+      rtb::fail("only one of A and B can be - (stdin)");
+    if (list_dumps) {
+      std::vector<rtb::ConfigSide> sides;
+      for (const std::string& input : inputs) {
+        rtb::ConfigLogOptions options;
+        options.list_only = true;
+        rtb::ConfigSide side = rtb::read_config_side(input, options, mains);
+        if (side.kind == rtb::ConfigSide::Kind::kLog && side.dumps.empty()) {
+          rtb::fail_at(side.source, 0,
+                       "no `Config param` line: not a MaxText log, or one whose "
+                       "config was not logged");
+        }
+        sides.push_back(std::move(side));
+      }
+      rtb::write_output("-",
+                        json ? rtb::format_dump_list_json(sides) : rtb::format_dump_list(sides));
+      return rtb::tool::kExitOk;
+    }
+    if (inputs.size() != 2) rtb::fail("give two inputs A and B (or --list-dumps)");
+    std::optional<std::regex> pattern;
+    if (keys) {
+      try {
+        pattern.emplace(*keys, std::regex::ECMAScript);
+      } catch (const std::regex_error& e) {
+        rtb::fail("--keys {}: not a regular expression: {}", *keys, e.what());
+      }
+    }
+    rtb::ConfigLogOptions a_options, b_options;
+    a_options.dump = dump_a ? dump_a : dump;
+    b_options.dump = dump_b ? dump_b : dump;
+    rtb::ConfigSide a = rtb::read_config_side(inputs[0], a_options, mains);
+    rtb::ConfigSide b = rtb::read_config_side(inputs[1], b_options, mains);
+    for (const rtb::ConfigSide* side : {&a, &b}) {
+      if (side->kind == rtb::ConfigSide::Kind::kLog) {
+        spdlog::info("{}: dump {} of {}, {} keys", side->source, side->dump, side->dumps.size(),
+                     side->settings.size());
+      } else {
+        spdlog::info("{}: a render, {} MaxText settings", side->source, side->settings.size());
+      }
+    }
+    std::vector<rtb::ConfigDifference> differences =
+        rtb::diff_configs(a, b, [&](std::string_view key) {
+          return !pattern || std::regex_search(key.begin(), key.end(), *pattern);
+        });
+    std::string out = json ? rtb::format_config_json(a, b, differences, keys)
+                           : rtb::format_config_text(differences, {use_color(color), false});
+    rtb::write_output("-", out);
+    return differences.empty() ? rtb::tool::kExitOk : rtb::tool::kExitDifferent;
+  });
+}

@@ -1,0 +1,126 @@
+// diff-renders: what really differs between two renders (e2e DRY_RUN outputs or rendered JobSet
+// files), flag by flag; with --expect-bench, whether a bench render changed only what render-bench
+// may change (see README.md).
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "common/tool.h"
+#include "rtb/diff_render.h"
+#include "rtb/diff_report.h"
+#include "rtb/dryrun.h"
+#include "rtb/error.h"
+#include "rtb/io.h"
+
+namespace {
+
+constexpr const char* kExamples =
+    R"(  diff-renders old_dryrun.txt new_dryrun.txt          # did a recipe change touch the trainer?
+  diff-renders --by-role run1.txt run2.txt             # JobSets named differently, matched by role
+  diff-renders --expect-bench dryrun.txt bench.yaml    # did the bench keep everything else?
+  diff-renders bench-a.yaml bench-b.yaml --rename ab-a=ab-b --ignore '*.startup.driver'
+  diff-renders a.txt b.txt --json | jq '.differences[].path'
+)";
+
+bool use_color(const std::string& when) {
+  if (when == "always") return true;
+  if (when == "never") return false;
+  const char* no_color = std::getenv("NO_COLOR");
+  if (no_color != nullptr && no_color[0] != '\0') return false;
+  return ::isatty(STDOUT_FILENO) == 1;
+}
+
+rtb::DryRun load(const std::string& path) {
+  std::string name = rtb::display_name(path);
+  rtb::DryRun dryrun = rtb::parse_dryrun(rtb::read_file(path), name);
+  for (const std::string& warning : dryrun.warnings) spdlog::info("{}", warning);
+  return dryrun;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  rtb::tool::Tool tool(
+      {"diff-renders",
+       "Compares two renders (DRY_RUN outputs or rendered JobSet files, - for stdin): documents "
+       "matched by kind and name (or role), lists by key, and strings that hold flags flag by "
+       "flag, each difference with a stable path. --expect-bench checks that B, a bench render "
+       "of the e2e DRY_RUN A, differs from A's trainer only where render-bench may change it.",
+       kExamples});
+  CLI::App& app = tool.app();
+  std::string a, b, color = "auto";
+  std::vector<std::string> renames, ignores, ignore_files, onlys;
+  bool by_role = false, json = false, stat = false, expect_bench = false, show_allowed = false;
+  rtb::RoleMains mains;
+
+  app.add_option("A", a, "First render (DRY_RUN output or JobSet YAML), or -")->required();
+  app.add_option("B", b, "Second render, or -")->required();
+  app.add_flag("--by-role", by_role,
+               "Match JobSets by role (trainer, orchestrator, rollout) rather than by name");
+  app.add_option("--rename", renames, "OLD=NEW: B's name NEW counts as A's OLD (repeatable)");
+  app.add_option("--ignore", ignores,
+                 "GLOB: leave out differences whose path (or doc:path) matches; * and ? are "
+                 "wildcards, [ ] are literal (repeatable)");
+  app.add_option("--ignore-file", ignore_files, "FILE: one --ignore GLOB per line (# comments)");
+  app.add_option("--only", onlys, "GLOB: report only differences that match (repeatable)");
+  auto* json_flag = app.add_flag("--json", json, "Machine-readable output (rtb.diff-renders/1)");
+  app.add_flag("--stat", stat, "Counts by document and area instead of the differences")
+      ->excludes(json_flag);
+  app.add_flag("--expect-bench", expect_bench,
+               "A is an e2e DRY_RUN, B a bench render of it: fail only on differences "
+               "render-bench does not make");
+  app.add_flag("--show-allowed", show_allowed,
+               "With --expect-bench, also list the differences render-bench is allowed to make");
+  app.add_option("--color", color, "auto|always|never (auto: on a terminal, unless NO_COLOR)")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+  app.add_option("--trainer-main", mains.trainer, "--process_main of the trainer")
+      ->capture_default_str();
+  app.add_option("--orch-main", mains.orchestrator, "--process_main of the orchestrator")
+      ->capture_default_str();
+  app.add_option("--rollout-main", mains.rollout, "--process_main of the rollouts")
+      ->capture_default_str();
+
+  return tool.run(argc, argv, [&]() -> int {
+    if (a == "-" && b == "-") rtb::fail("only one of A and B can be - (stdin)");
+    rtb::DiffFilter filter;
+    for (const std::string& glob : ignores) filter.ignore(glob);
+    for (const std::string& file : ignore_files) filter.ignore_file(file);
+    for (const std::string& glob : onlys) filter.only(glob);
+    rtb::RenderDiffOptions options;
+    options.by_role = by_role;
+    options.mains = mains;
+    for (const std::string& rename : renames) options.renames.push_back(rtb::parse_rename(rename));
+    if (expect_bench && (by_role || !renames.empty()))
+      rtb::fail("--expect-bench matches the trainer and the bench itself: drop --by-role/--rename");
+
+    rtb::DryRun left = load(a);
+    rtb::DryRun right = load(b);
+    rtb::RenderReport report;
+    if (expect_bench) {
+      rtb::ExpectBenchResult result = rtb::check_expect_bench(left, right, mains);
+      report = rtb::make_expect_bench_report(left.source, right.source, result, filter);
+      spdlog::info(
+          "--expect-bench: {} -> {}: {} differences, {} allowed, {} unexpected, {} ignored",
+          result.e2e_name, result.bench_name, report.differences.size() + report.ignored,
+          report.differences.size() - report.unexpected(), report.unexpected(), report.ignored);
+    } else {
+      rtb::RenderDiff diff = rtb::diff_renders(left, right, options);
+      report = rtb::make_render_report(left.source, right.source, diff, filter);
+    }
+    std::string out;
+    if (json) {
+      out = rtb::format_render_json(report);
+    } else if (stat) {
+      out = report.failed() || report.ignored ? rtb::format_render_stat(report) : "";
+    } else {
+      out = rtb::format_render_text(report, {use_color(color), show_allowed});
+    }
+    rtb::write_output("-", out);
+    return report.failed() ? rtb::tool::kExitDifferent : rtb::tool::kExitOk;
+  });
+}
