@@ -165,11 +165,11 @@ TEST(ValidateRoutingTargets, BelowOneNanAndBadModelAreRejected) {
   EXPECT_THROW(validate_routing_targets({}, 0, 8, 2), Error);
 }
 
-TEST(DefaultRoutingTable, BuiltInCopyEqualsTheDataFile) {
+TEST(DefaultRoutingTable, EmbeddedTextEqualsTheDataFile) {
   std::string file =
       read_file(std::string(RTB_TESTDATA_DIR) + "/../data/routing/qwen3.5-397b-a17b.txt");
   EXPECT_EQ(default_routing_table_text(), file)
-      << "lib/rtb/routing_default.cc must hold data/routing/qwen3.5-397b-a17b.txt verbatim";
+      << "the build must embed data/routing/qwen3.5-397b-a17b.txt verbatim";
 }
 
 TEST(DefaultRoutingTable, FitsQwen35AndSaysItIsAnExtrapolation) {

@@ -8,6 +8,11 @@
 
 #include "rtb/error.h"
 
+// Generated at build time from data/routing/qwen3.5-397b-a17b.txt (cmake/embed.cmake).
+namespace rtb::embedded {
+std::string_view default_routing_table();
+}  // namespace rtb::embedded
+
 namespace rtb {
 namespace {
 
@@ -231,6 +236,8 @@ void validate_routing_targets(const std::vector<double>& targets, int layers, in
     }
   }
 }
+
+std::string_view default_routing_table_text() { return embedded::default_routing_table(); }
 
 std::vector<double> default_routing_targets() {
   return parse_routing_targets(default_routing_table_text(), kDefaultRoutingTableName);

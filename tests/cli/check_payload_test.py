@@ -1,0 +1,391 @@
+"""CLI tests of check-payload: runs the built tool (build, verify, measure, tiles) and checks its
+stdout, stderr, exit codes and files, reading the payloads back with NumPy."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+import xml.etree.ElementTree as ElementTree
+import zipfile
+
+import numpy as np
+
+BIN = os.environ.get("RTB_BIN_DIR", "")
+TESTDATA = os.environ.get("RTB_TESTDATA_DIR", "")
+PYTHON = os.environ.get("RTB_PYTHON", sys.executable)
+TOOL = os.path.join(BIN, "check-payload")
+
+SMALL = ["--rows", "3", "--tokens", "1024", "--layers", "4", "--topk", "2", "--experts", "16",
+         "--vocab", "1000", "--real-len", "900", "--segments", "3", "--seed", "5",
+         "--routing-targets", "1,1.5,3,8"]
+SMALL_VERIFY = ["--experts", "16", "--vocab", "1000", "--routing-targets", "1,1.5,3,8"]
+
+SPEC = {
+    "completion_ids": ("int32", 2), "completion_mask": ("float32", 2),
+    "segment_ids": ("int32", 2), "segment_positions": ("int32", 2),
+    "advantages": ("float32", 2), "old_per_token_logps": ("float32", 2),
+    "routed_experts": ("int16", 4), "prompt_ids": ("int32", 2), "prompt_mask": ("float32", 2),
+}
+
+
+def run(args, timeout=120):
+    proc = subprocess.run([TOOL] + args, capture_output=True, timeout=timeout)
+    return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+
+
+def max_rss_kib(args):
+    """Peak RSS of the tool run with `args`, measured in a fresh wrapper process."""
+    code = ("import resource, subprocess, sys\n"
+            "r = subprocess.run(sys.argv[1:], capture_output=True)\n"
+            "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
+    out = subprocess.run([PYTHON, "-c", code, TOOL] + args, capture_output=True, text=True,
+                         timeout=300, check=True).stdout.split()
+    return int(out[0]), int(out[1])
+
+
+class CheckPayloadTest(unittest.TestCase):
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def build(self, name="p.npz", extra=()):
+        out = self.path(name)
+        code, stdout, stderr = run(["build"] + SMALL + list(extra) + ["-o", out])
+        self.assertEqual(code, 0, stdout + stderr)
+        return out
+
+    def rewrite(self, source, target, **changes):
+        """Copies an npz, replacing or dropping (value None) arrays, as numpy.savez writes it."""
+        with np.load(source) as data:
+            arrays = {name: data[name] for name in data.files}
+        for name, value in changes.items():
+            if value is None:
+                del arrays[name]
+            else:
+                arrays[name] = value
+        np.savez(target, **arrays)
+        return target
+
+    # --- build -------------------------------------------------------------------------------
+
+    def test_build_writes_every_field_numpy_reads(self):
+        out = self.build()
+        with np.load(out) as data:
+            self.assertEqual(sorted(data.files), sorted(SPEC))
+            for name, (dtype, ndim) in SPEC.items():
+                self.assertEqual(str(data[name].dtype), dtype, name)
+                self.assertEqual(data[name].ndim, ndim, name)
+            self.assertEqual(data["routed_experts"].shape, (3, 1024, 4, 2))
+            self.assertEqual(data["prompt_ids"].shape, (3, 0))
+            mask = data["completion_mask"]
+            self.assertEqual(int(mask.sum()), 3 * 900)
+            routed = data["routed_experts"]
+            real = routed[:, :900]
+            self.assertTrue((real[..., 0] != real[..., 1]).all())  # distinct experts
+            self.assertTrue(((real >= 0) & (real < 16)).all())
+            self.assertTrue((routed[:, 900:] == -1).all())
+            counts = np.bincount(real[:, :, 3, :].ravel(), minlength=16)
+            self.assertAlmostEqual(counts.max() / counts.mean(), 8.0, delta=0.08)
+            ids = data["completion_ids"][:, :900]
+            self.assertTrue(((ids >= 1) & (ids < 1000)).all())
+            self.assertTrue((data["old_per_token_logps"][:, :900] < 0).all())
+        with zipfile.ZipFile(out) as archive:
+            self.assertIsNone(archive.testzip())  # every CRC matches
+            self.assertTrue(all(i.compress_type == zipfile.ZIP_STORED for i in archive.infolist()))
+
+    def test_build_prints_target_vs_achieved_and_checks(self):
+        code, stdout, stderr = run(["build"] + SMALL)
+        self.assertEqual(code, 0, stderr)
+        self.assertIn("payload: 3 rows x 1024 tokens, 4 layers, top-2 of 16 experts", stdout)
+        self.assertIn("checks: 12 passed, 0 failed, 0 skipped", stdout)
+        self.assertRegex(stdout, r"\n\s+3\s+8\.0000\s+8\.0000\s+\+0\.00%")
+        self.assertIn("not written", stdout)
+
+    def test_build_is_deterministic_for_a_seed_and_thread_count(self):
+        one = self.build("one.npz", ["--threads", "1"])
+        three = self.build("three.npz", ["--threads", "3"])
+        with open(one, "rb") as a, open(three, "rb") as b:
+            self.assertEqual(a.read(), b.read())
+        other = self.path("other.npz")
+        code, _, _ = run(["build"] + SMALL + ["--seed", "6", "-o", other])
+        self.assertEqual(code, 0)
+        with np.load(one) as a, np.load(other) as b:
+            self.assertFalse((a["routed_experts"] == b["routed_experts"]).all())
+
+    def test_build_json_and_svg(self):
+        svg = self.path("loads.svg")
+        code, stdout, stderr = run(["build"] + SMALL + ["--json", "--ep", "2", "--svg", svg])
+        self.assertEqual(code, 0, stderr)
+        report = json.loads(stdout)
+        self.assertEqual(report["command"], "build")
+        self.assertTrue(report["passed"])
+        self.assertEqual(report["targets"], [1, 1.5, 3, 8])
+        self.assertEqual(len(report["layers"]), 4)
+        self.assertEqual(len(report["layers"][0]["rank_loads"]), 2)
+        self.assertEqual([c["name"] for c in report["checks"]][-1], "routing_targets")
+        root = ElementTree.parse(svg).getroot()
+        self.assertTrue(root.tag.endswith("svg"))
+        self.assertGreater(len(root.findall(".//{http://www.w3.org/2000/svg}circle")), 3)
+
+    def test_build_to_stdout_puts_the_report_on_stderr(self):
+        proc = subprocess.run([TOOL, "build"] + SMALL + ["-o", "-"], capture_output=True,
+                              timeout=60)
+        self.assertEqual(proc.returncode, 0)
+        self.assertTrue(proc.stdout.startswith(b"PK\x03\x04"))
+        self.assertIn(b"checks: 12 passed", proc.stderr)
+        target = self.path("stdout.npz")
+        with open(target, "wb") as f:
+            f.write(proc.stdout)
+        with np.load(target) as data:
+            self.assertEqual(data["routed_experts"].shape, (3, 1024, 4, 2))
+
+    def test_default_table_for_sixty_layers(self):
+        out = self.path("q.npz")
+        code, stdout, stderr = run(["build", "--rows", "1", "--tokens", "4096", "--layers", "60",
+                                    "--topk", "10", "--experts", "512", "-o", out])
+        self.assertEqual(code, 0, stdout + stderr)
+        row = re.search(r"\n\s+0\s+(\S+)\s+(\S+)\s+", stdout)
+        self.assertEqual(row.group(1), "3.9452")
+        self.assertAlmostEqual(float(row.group(2)), 3.9452, delta=0.0395)
+        code, stdout, _ = run(["verify", out])
+        self.assertEqual(code, 0, stdout)
+        self.assertIn("targets: qwen3.5-397b-a17b.txt (built in)", stdout)
+        code, _, stderr = run(["build", "--rows", "1", "--tokens", "64", "--layers", "4",
+                               "--topk", "2", "--experts", "8"])
+        self.assertEqual(code, 2)
+        self.assertIn("the built-in routing table is for 60 layers", stderr)
+
+    def test_pad_start_final_rows_and_zero_advantages(self):
+        out = self.build("s.npz", ["--pad-position", "start", "--pad-align", "64",
+                                   "--final-rows", "2", "--advantages", "zero", "--no-old-logps"])
+        with np.load(out) as data:
+            self.assertNotIn("old_per_token_logps", data.files)
+            segments = data["segment_ids"]
+            self.assertTrue((segments[0, :64] == 0).all())  # 124 padding tokens: moved by 64
+            self.assertEqual(segments[0, 64], 1)
+            self.assertTrue((segments[2] == 0).all())  # final micro-batch: row 2 is padding
+            self.assertTrue((data["advantages"] == 0).all())
+        code, stdout, _ = run(["verify", out, "--pad-align", "64", "--pad-position", "start",
+                               "--advantages", "zero"] + SMALL_VERIFY)
+        self.assertEqual(code, 0, stdout)
+        self.assertIn("padding rows: 1", stdout)
+        self.assertIn("pad position: start", stdout)
+        code, stdout, _ = run(["verify", out, "--pad-align", "64", "--pad-position", "end"] +
+                              SMALL_VERIFY)
+        self.assertEqual(code, 1)
+        self.assertIn("expected 0 (pad position end)", stdout)
+
+    def test_bad_build_options_exit_2_with_one_line(self):
+        for extra, message in [
+            (["--pad-align", "100"], "--pad-align must be a positive multiple of the segment"),
+            (["--real-len", "2000"], "--real-len must be in 1..1024"),
+            (["--routing-scale", "-1"], "routing scale -1 is invalid"),
+            (["--routing-targets", "1,2,3"], "3 targets but the model has 4 layers"),
+            (["--routing-targets", "1,2,3,9"], "layer 3: routing target 9 cannot be reached"),
+        ]:
+            code, stdout, stderr = run(["build"] + SMALL + extra)
+            self.assertEqual(code, 2, extra)
+            self.assertEqual(stdout, "")
+            self.assertEqual(len(stderr.strip().splitlines()), 1, stderr)
+            self.assertTrue(stderr.startswith("check-payload: "), stderr)
+            self.assertIn(message, stderr)
+        table = self.path("bad.txt")
+        with open(table, "w") as f:
+            f.write("# targets\n1.5\n2\nx\n1\n")
+        code, _, stderr = run(["build"] + SMALL + ["--routing-targets", table])
+        self.assertEqual(code, 2)
+        self.assertIn(f"{table}:4: 'x' is not a number", stderr)
+
+    # --- verify ------------------------------------------------------------------------------
+
+    def test_verify_json_of_a_good_payload(self):
+        out = self.build()
+        code, stdout, stderr = run(["verify", out, "--json", "--ep", "2"] + SMALL_VERIFY)
+        self.assertEqual(code, 0, stderr)
+        report = json.loads(stdout)
+        self.assertTrue(report["passed"])
+        self.assertEqual(report["real_tokens"], 2700)
+        self.assertEqual(report["layer_count"], 4)
+        self.assertEqual(report["targets_source"], "--routing-targets (inline)")
+        self.assertEqual(len(report["checks"]), 12)
+        self.assertAlmostEqual(report["layers"][2]["max_over_mean"], 3.0, delta=0.03)
+
+    def test_verify_names_each_failure(self):
+        out = self.build()
+        with np.load(out) as data:
+            routed = data["routed_experts"].copy()
+            advantages = data["advantages"].copy()
+            ids = data["completion_ids"].copy()
+        routed[1, 10, 2, 1] = routed[1, 10, 2, 0]
+        routed[2, 20, 0, 0] = 99
+        advantages[0, 5] = np.nan
+        ids[2, 950] = 7  # a token id on padding
+        bad = self.rewrite(out, self.path("bad.npz"), routed_experts=routed,
+                           advantages=advantages, completion_ids=ids)
+        code, stdout, stderr = run(["verify", bad] + SMALL_VERIFY)
+        self.assertEqual(code, 1, stderr)
+        self.assertIn("routing          FAILED (2 failures)", stdout)
+        self.assertIn("routed_experts[row 1, token 10, layer 2]", stdout)
+        self.assertIn("appears twice", stdout)
+        self.assertIn("routed_experts[row 2, token 20, layer 0] = [99, ", stdout)
+        self.assertIn("advantages[row 0, token 5] = nan", stdout)
+        self.assertIn("completion_ids[row 2, token 950] = 7 on padding", stdout)
+
+    def test_verify_missing_field_wrong_dtype_and_shape(self):
+        out = self.build()
+        with np.load(out) as data:
+            ids = data["completion_ids"].astype(np.int64)
+        cases = [
+            ({"prompt_mask": None}, "fields           FAILED", "prompt_mask: missing"),
+            ({"completion_ids": ids}, "dtypes           FAILED", "completion_ids: int64"),
+            ({"prompt_ids": np.zeros((3, 2), np.int32)}, "shapes           FAILED",
+             "prompt_ids: shape [3, 2], expected [3, 0]"),
+        ]
+        for changes, line, message in cases:
+            bad = self.rewrite(out, self.path("bad.npz"), **changes)
+            code, stdout, stderr = run(["verify", bad] + SMALL_VERIFY)
+            self.assertEqual(code, 1, stderr)
+            self.assertIn(line, stdout)
+            self.assertIn(message, stdout)
+
+    def test_unreadable_inputs_exit_2_with_one_line(self):
+        out = self.build()
+        with open(out, "rb") as f:
+            whole = f.read()
+        truncated = self.path("truncated.npz")
+        with open(truncated, "wb") as f:
+            f.write(whole[: len(whole) // 2])
+        text = os.path.join(TESTDATA, "routing_qwen3-30b-a3b-base_max_over_mean.csv")
+        compressed = os.path.join(TESTDATA, "payload_numpy_compressed.npz")
+        for path, message in [
+            (truncated, "not a complete zip archive"),
+            (text, "not a NumPy .npy or .npz file"),
+            (compressed, "member 'i32.npy' is compressed"),
+            (self.path("missing.npz"), "cannot open"),
+            (self.dir, "is a directory"),
+        ]:
+            for command in (["verify", path], ["measure", path, "--ep", "1"]):
+                code, stdout, stderr = run(command)
+                self.assertEqual(code, 2, (command, stdout, stderr))
+                self.assertEqual(len(stderr.strip().splitlines()), 1, stderr)
+                self.assertIn(message, stderr)
+
+    # --- measure -----------------------------------------------------------------------------
+
+    def test_measure_writes_a_table_build_reads_back(self):
+        out = self.build()
+        with np.load(out) as data:
+            routed = data["routed_experts"]
+        routed_file = self.path("routed.npy")
+        np.save(routed_file, routed.reshape(-1, 4, 2).astype(np.int32))  # [N, L, K] int32
+        table = self.path("table.txt")
+        code, stdout, stderr = run(["measure", routed_file, "--ep", "2", "--experts", "16",
+                                    "-o", table])
+        self.assertEqual(code, 0, stderr)
+        self.assertIn("int32 [3072, 4, 2]", stdout)
+        self.assertIn(f"target table written to {table}", stdout)
+        with open(table) as f:
+            lines = [line for line in f if not line.startswith("#")]
+        self.assertEqual(len(lines), 4)
+        self.assertTrue(lines[3].startswith("3,8"))
+        again = self.path("again.npz")
+        code, stdout, _ = run(["build"] + SMALL[:-2] + ["--routing-targets", table, "-o", again])
+        self.assertEqual(code, 0, stdout)
+        code, stdout, _ = run(["verify", again, "--experts", "16", "--vocab", "1000",
+                               "--routing-targets", "@" + table])
+        self.assertEqual(code, 0, stdout)
+
+    def test_measure_json_reports_ranks_and_overflow(self):
+        routed = np.array([[[0, 1]], [[0, 2]], [[0, 3]], [[-1, -1]]], dtype=np.int16)
+        path = self.path("r.npy")
+        np.save(path, routed)
+        code, stdout, stderr = run(["measure", path, "--ep", "2", "--experts", "4",
+                                    "--buffer-factor", "1", "--json"])
+        self.assertEqual(code, 0, stderr)
+        report = json.loads(stdout)
+        layer = report["layers"][0]
+        self.assertEqual(layer["tokens"], 3)
+        self.assertEqual(layer["max_over_mean"], 2.0)
+        self.assertEqual(layer["rank_loads"], [4, 2])
+        self.assertEqual(layer["overflow"], 1)
+        self.assertEqual(report["targets"], [2.0])
+        routed[1, 0, 1] = 9
+        np.save(path, routed)
+        code, _, stderr = run(["measure", path, "--ep", "2", "--experts", "4"])
+        self.assertEqual(code, 2)
+        self.assertIn("array[token 1, layer 0, slot 1] = 9 is not an expert id", stderr)
+
+    # --- tiles -------------------------------------------------------------------------------
+
+    def test_tiles_reproduce_the_seed_counts(self):
+        code, stdout, stderr = run(["tiles", "--cp", "4", "--block-q", "1024", "--block-kv",
+                                    "4096", "--dkv-block-q", "2048", "--dkv-block-kv", "2048",
+                                    "--rows", "2", "--tokens", "65536", "--json"])
+        self.assertEqual(code, 0, stderr)
+        report = json.loads(stdout)
+        self.assertEqual(report["end"]["fwd"], [80, 136, 136, 136])
+        self.assertEqual(report["end"]["dkv"], [74, 132, 132, 132])
+        self.assertEqual(report["start"]["fwd"], [125, 120, 120, 120])
+        self.assertEqual(report["start"]["dkv"], [122, 116, 116, 116])
+        code, stdout, _ = run(["tiles", "--cp", "4", "--block-q", "1024", "--block-kv", "4096",
+                               "--dkv-block-q", "2048", "--dkv-block-kv", "2048", "--rows", "1",
+                               "--tokens", "65536"])
+        self.assertIn("fwd 136 -> 125 (-8.1%), dkv 132 -> 122 (-7.6%)", stdout)
+
+    def test_tiles_of_a_file_match_its_layout(self):
+        out = self.build("t.npz", ["--pad-position", "start", "--pad-align", "64"])
+        args = ["--cp", "2", "--block-q", "128", "--block-kv", "256", "--pad-align", "64",
+                "--json"]
+        code, stdout, stderr = run(["tiles", out] + args)
+        self.assertEqual(code, 0, stderr)
+        from_file = json.loads(stdout)
+        code, stdout, _ = run(["tiles", "--rows", "3", "--tokens", "1024", "--real-len", "900",
+                               "--segments", "3", "--seed", "5"] + args)
+        from_options = json.loads(stdout)
+        for position in ("end", "start"):
+            self.assertEqual(from_file[position]["fwd_all_rows"],
+                             from_options[position]["fwd_all_rows"])
+            self.assertEqual(from_file[position]["dkv"], from_options[position]["dkv"])
+        code, _, stderr = run(["tiles", out, "--rows", "2"] + args)
+        self.assertEqual(code, 2)
+        self.assertIn("--rows describes rows to lay out", stderr)
+        code, _, stderr = run(["tiles", "--cp", "3", "--block-q", "64", "--block-kv", "64",
+                               "--tokens", "1000"])
+        self.assertEqual(code, 2)
+        self.assertIn("does not split into 2 x cp = 6 equal chunks", stderr)
+
+    # --- streaming ---------------------------------------------------------------------------
+
+    def test_verify_and_measure_memory_does_not_grow_with_rows(self):
+        shape = ["--tokens", "16384", "--layers", "16", "--topk", "8", "--experts", "64",
+                 "--routing-targets", "2,2,2,2,3,3,3,3,4,4,4,4,1,1,1,1"]
+        small, large = self.path("small.npz"), self.path("large.npz")
+        for path, rows in ((small, "2"), (large, "48")):
+            code, stdout, stderr = run(["build", "--rows", rows, "-q", "-o", path] + shape,
+                                       timeout=300)
+            self.assertEqual(code, 0, stdout + stderr)
+        routing_bytes = 48 * 16384 * 16 * 8 * 2  # 192 MiB of routing in the large file
+        self.assertGreater(os.path.getsize(large), routing_bytes)
+        verify = ["--experts", "64", "--no-targets"]
+        code_small, rss_small = max_rss_kib(["verify", small] + verify)
+        code_large, rss_large = max_rss_kib(["verify", large] + verify)
+        self.assertEqual((code_small, code_large), (0, 0))
+        self.assertLess(rss_large - rss_small, 16 * 1024, (rss_small, rss_large))
+        code_small, rss_small = max_rss_kib(["measure", small, "--ep", "2", "--experts", "64"])
+        code_large, rss_large = max_rss_kib(["measure", large, "--ep", "2", "--experts", "64"])
+        self.assertEqual((code_small, code_large), (0, 0))
+        self.assertLess(rss_large - rss_small, 16 * 1024, (rss_small, rss_large))
+
+
+if __name__ == "__main__":
+    unittest.main()
