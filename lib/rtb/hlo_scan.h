@@ -1,0 +1,141 @@
+// The streaming layer of the HLO reader: cuts HLO module text into statements (the module
+// header, computation headers, instructions, closing braces) without ever holding more than one
+// statement plus one read block in memory.
+//
+// An instruction may span several lines (operands and attributes on following lines, multi-line
+// backend_config), so statements are found by bracket depth, not by newlines alone: the scanner
+// tracks (), [] and {} outside double-quoted strings (with backslash escapes) 64 bytes at a time
+// (SSE2 where available, the same rules in portable C++ elsewhere) and looks at each newline:
+//   - outside a computation, a newline ends a statement at depth 0, or at depth 1 when the line
+//     ends with '{' (a computation header such as `ENTRY %main (p: f32[]) -> f32[] {`);
+//   - inside a computation, a newline at depth 1 ends an instruction unless the line ends with
+//     ',' or '=' or the instruction has not reached its `opcode(` yet (a shape alone on its
+//     line); a newline at depth 0 ends the computation's closing `}` line.
+// See hlo.h for what is done with the statements.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace rtb::hlo {
+
+// Where the bytes come from: a file descriptor (a file or stdin) or a string in memory (tests).
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  // Reads up to `capacity` bytes into `buffer`; returns 0 at the end. Throws rtb::Error.
+  virtual std::size_t read(char* buffer, std::size_t capacity) = 0;
+  // The whole input as one region when the source has it without copying (a memory-mapped
+  // regular file, text in memory), else empty: then the splitter uses read().
+  virtual std::string_view contiguous() { return {}; }
+  // The splitter will not look at bytes before `offset` of contiguous() again (a mapping drops
+  // them from memory, which keeps the resident set bounded on huge files).
+  virtual void release(std::size_t offset) { (void)offset; }
+};
+
+class MemorySource : public ByteSource {
+ public:
+  // `max_read` limits each read so tests can exercise statements split across reads; with a
+  // limit the source also stops offering contiguous(), so the read() path is the one tested.
+  explicit MemorySource(std::string_view text, std::size_t max_read = SIZE_MAX)
+      : text_(text), max_read_(max_read) {}
+  std::size_t read(char* buffer, std::size_t capacity) override;
+  std::string_view contiguous() override {
+    return max_read_ == SIZE_MAX ? text_ : std::string_view();
+  }
+
+ private:
+  std::string_view text_;
+  std::size_t max_read_;
+};
+
+class FileSource : public ByteSource {
+ public:
+  // Opens `path` ("-" = stdin). A non-empty regular file is memory-mapped (read-only) unless
+  // `map` is false; anything else is read in blocks. Throws rtb::Error naming the file.
+  explicit FileSource(const std::string& path, bool map = true);
+  ~FileSource() override;
+  FileSource(const FileSource&) = delete;
+  FileSource& operator=(const FileSource&) = delete;
+  std::size_t read(char* buffer, std::size_t capacity) override;
+  std::string_view contiguous() override;
+  void release(std::size_t offset) override;
+
+ private:
+  std::string name_;
+  int fd_;
+  bool owned_;
+  char* mapping_ = nullptr;
+  std::size_t mapped_size_ = 0;
+  std::size_t released_ = 0;  // bytes at the start of the mapping already dropped
+};
+
+// Raw character classes of 64 bytes, one bit per byte (bit i = byte i).
+struct ChunkMasks {
+  std::uint64_t quote = 0;      // "
+  std::uint64_t backslash = 0;  // backslash
+  std::uint64_t open = 0;       // ( [ {
+  std::uint64_t close = 0;      // ) ] }
+  std::uint64_t newline = 0;    // \n
+  std::uint64_t zero = 0;       // NUL bytes (binary input)
+  bool operator==(const ChunkMasks&) const = default;
+};
+
+// Classifies 64 bytes starting at `bytes`. The portable and the SIMD version must agree; the
+// dispatching one picks the fastest available. Exposed for tests.
+ChunkMasks classify_chunk_portable(const char* bytes);
+ChunkMasks classify_chunk(const char* bytes);
+
+// Inclusive prefix XOR: bit i of the result is the XOR of bits 0..i of `bits`.
+std::uint64_t prefix_xor(std::uint64_t bits);
+
+struct InstructionHead;
+
+// One statement: its text (leading and trailing whitespace kept, no final newline), the number
+// of its first line (1-based) and the bracket depth after it (0 = top level, 1 = inside a
+// computation's braces). When the splitter already parsed the statement as an instruction to
+// decide where it ends, `head` points at that parse (valid during the callback), else null.
+struct Statement {
+  std::string_view text;
+  std::int64_t line = 0;
+  std::int64_t depth_after = 0;
+  const InstructionHead* head = nullptr;
+};
+
+struct SplitOptions {
+  std::size_t block_bytes = std::size_t{256} << 10;         // bytes per read
+  std::size_t max_statement_bytes = std::size_t{16} << 20;  // longer = error (bounded memory)
+  // 1: one thread. 2: scan on a second thread while the callback runs on the caller's (only for
+  // contiguous sources, e.g. mapped files). 0: 2 for contiguous sources of 4 MiB or more on a
+  // machine with two or more cores, else 1. The callback always runs on the calling thread and
+  // sees the same statements in the same order either way.
+  int threads = 0;
+};
+
+// What ended the input: the end of the bytes, or a statement that could not be cut.
+struct SplitEnd {
+  bool clean = true;               // false: stopped at an error (see line and message)
+  std::int64_t line = 0;           // line of the problem
+  std::string message;             // what is wrong
+  std::int64_t lines = 0;          // lines read in total
+  std::uint64_t bytes = 0;         // bytes read in total
+  std::int64_t depth = 0;          // bracket depth at the end (> 0: a computation is unterminated)
+  bool partial_statement = false;  // the input ended inside a statement (dropped)
+};
+
+// Reads `source` to its end, calling `on_statement` for each statement in order. Structural
+// problems (a statement longer than max_statement_bytes, unbalanced closing brackets, NUL bytes)
+// stop the split and are returned in SplitEnd, not thrown, so that callers can keep what they
+// have. Exceptions thrown by `on_statement` propagate. Read errors throw rtb::Error.
+SplitEnd split_statements(ByteSource& source, const SplitOptions& options,
+                          const std::function<void(const Statement&)>& on_statement);
+
+// For the splitter and the parser: whether an instruction statement is complete, i.e. it is
+// not an instruction cut after its name, '=' or shape. Anything that is not an instruction
+// prefix counts as complete (the parser reports it).
+bool instruction_reached_opcode(std::string_view text);
+
+}  // namespace rtb::hlo

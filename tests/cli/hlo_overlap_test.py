@@ -1,0 +1,309 @@
+"""CLI tests of hlo-overlap: runs the built tool on the HLO fixtures in testdata/hlo and checks
+its stdout (text, JSON, comparison), the SVG it writes, stderr and exit codes."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+import xml.etree.ElementTree as ET
+
+BIN = os.environ.get("RTB_BIN_DIR", "")
+TESTDATA = os.environ.get("RTB_TESTDATA_DIR", "")
+PYTHON = os.environ.get("RTB_PYTHON", sys.executable)
+TOOL = os.path.join(BIN, "hlo-overlap")
+HLO = os.path.join(TESTDATA, "hlo")
+BAD = os.path.join(HLO, "bad")
+
+A2A = os.path.join(HLO, "handwritten_async_all_to_all.hlo.txt")
+WHILE = os.path.join(HLO, "handwritten_while_trip_counts.hlo.txt")
+UNPAIRED = os.path.join(HLO, "handwritten_unpaired.hlo.txt")
+LLAMA = os.path.join(HLO, "maxtext_ref_llama3_8b_tpu-v6e-4_8fcc9e13.hlo.txt")
+AG_BALANCE = os.path.join(HLO, "latency_hiding_scheduler__AllGatherAsyncBalance.hlo.txt")
+
+
+def run(args, stdin=None):
+    proc = subprocess.run([TOOL] + args, input=stdin, capture_output=True, timeout=120)
+    return proc.returncode, proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8")
+
+
+class TextReport(unittest.TestCase):
+    def test_reports_overlapped_and_exposed_pairs(self):
+        code, out, err = run([A2A, "--list"])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(err, "")
+        self.assertIn("module async_all_to_all (scheduled), 3 computations", out)
+        self.assertIn("collectives: 2 in the text, 2 executions; overlapped 1, exposed 1", out)
+        self.assertRegex(out, r"all-to-all\s+collective\s+2\s+2\s+8\.0 MiB\s+1\s+1\s+4\.0 MiB\s+0")
+        self.assertIn("all-to-all %a2a-start -> %a2a-done in %main (line 6): overlapped, "
+                      "4.0 MiB x 1, 2 instr, 1 compute (%dot.1)", out)
+        self.assertIn("op_name: jit(step)/moe/all_to_all_back", out)
+
+    def test_trip_counts_weight_the_totals(self):
+        code, out, _ = run([WHILE, "--top", "1"])
+        self.assertEqual(code, 0)
+        self.assertIn("Top 1 exposed (by bytes x executions, of 4):", out)
+        self.assertIn("1. all-reduce %inner-ar in %inner_body (line 48): exposed, 4.0 KiB x 32",
+                      out)
+        self.assertRegex(out, r"%unknown_body\s+>=1\s+1")
+
+    def test_unpaired_entries_are_listed_not_fatal(self):
+        code, out, _ = run([UNPAIRED])
+        self.assertEqual(code, 0)
+        self.assertIn("Unpaired (3):", out)
+        self.assertIn("its operand is not a start in this computation", out)
+        self.assertIn("no done in this computation", out)
+
+    def test_computation_regex_selects_computations(self):
+        code, out, _ = run([WHILE, "--computation", "^inner", "--json"])
+        self.assertEqual(code, 0)
+        doc = json.loads(out)
+        self.assertEqual({c["computation"] for c in doc["collectives"]}, {"inner_body"})
+        code, _, err = run([WHILE, "--computation", "(["])
+        self.assertEqual(code, 2)
+        self.assertIn("bad --computation regex", err)
+
+    def test_stdin_and_output_file(self):
+        with open(A2A, "rb") as f:
+            code, out, _ = run(["-"], stdin=f.read())
+        self.assertEqual(code, 0)
+        self.assertIn("<stdin>: module async_all_to_all", out)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "report.txt")
+            code, out, _ = run([A2A, "-o", path])
+            self.assertEqual(code, 0)
+            self.assertEqual(out, "")
+            with open(path, encoding="utf-8") as f:
+                self.assertIn("all-to-all", f.read())
+
+
+class JsonReport(unittest.TestCase):
+    def test_schema(self):
+        code, out, err = run([WHILE, "--json", "--top", "2"])
+        self.assertEqual(code, 0, err)
+        doc = json.loads(out)
+        self.assertEqual(doc["schema"], "rtb.hlo-overlap/1")
+        self.assertEqual(doc["module"], "while_trip_counts")
+        self.assertTrue(doc["scheduled"])
+        self.assertFalse(doc["truncated"])
+        self.assertIsNone(doc["truncated_line"])
+        self.assertEqual(doc["computations"], 9)
+        self.assertEqual(len(doc["collectives"]), 6)
+        for entry in doc["collectives"]:
+            for key in ("index", "kind", "category", "computation", "start", "done", "wrapper",
+                        "start_line", "done_line", "async", "status", "exposed", "bytes",
+                        "bytes_known", "window_instructions", "window_compute", "compute",
+                        "executions", "executions_known", "op_name", "in_truncated_computation"):
+                self.assertIn(key, entry)
+        inner = [c for c in doc["collectives"] if c["start"] == "inner-ar"][0]
+        self.assertEqual(inner["kind"], "all-reduce")
+        self.assertFalse(inner["async"])
+        self.assertTrue(inner["exposed"])
+        self.assertIsNone(inner["done"])
+        self.assertEqual(inner["executions"], 32)
+        self.assertEqual(inner["bytes"], 4096)
+        ag = doc["collectives"][0]
+        self.assertEqual((ag["kind"], ag["status"], ag["compute"]),
+                         ("all-gather", "overlapped", ["outer"]))
+        self.assertEqual(doc["summary"]["all-reduce"],
+                         {"category": "collective", "instances": 2, "executions": 33,
+                          "bytes": 33 * 4096, "overlapped": 0, "exposed": 33,
+                          "exposed_bytes": 33 * 4096, "unpaired": 0, "executions_unknown": 0})
+        self.assertEqual(doc["total_collectives"]["executions_unknown"], 1)
+        self.assertEqual(doc["top_exposed"], [4, 3])
+        self.assertEqual([c["computation"] for c in doc["by_computation"]],
+                         ["main", "outer_body", "inner_body", "unknown_body"])
+
+    def test_async_wrapper_kind_is_the_collective(self):
+        doc = json.loads(run([A2A, "--json"])[1])
+        self.assertEqual([(c["kind"], c["wrapper"], c["async"]) for c in doc["collectives"]],
+                         [("all-to-all", "async-start", True)] * 2)
+
+    def test_unpaired_has_null_exposure(self):
+        doc = json.loads(run([UNPAIRED, "--json"])[1])
+        first = doc["collectives"][0]
+        self.assertEqual(first["status"], "unpaired-done")
+        self.assertIsNone(first["exposed"])
+        self.assertIsNone(first["start"])
+
+
+class Truncation(unittest.TestCase):
+    def test_truncated_dump_reports_and_exits_1(self):
+        code, out, err = run([LLAMA, "--top", "1"])
+        self.assertEqual(code, 1)
+        self.assertIn("TRUNCATED at line 2000: the dump ends inside computation", out)
+        self.assertIn("all-gather  collective        7", out)
+        self.assertRegex(err, r"^hlo-overlap: warning: .*maxtext_ref_llama3_8b_tpu-v6e-4_8fcc9e13"
+                              r"\.hlo\.txt:2000: truncated dump: ")
+        code, out, _ = run([LLAMA, "--allow-truncated", "--json"])
+        self.assertEqual(code, 0)
+        doc = json.loads(out)
+        self.assertTrue(doc["truncated"])
+        self.assertEqual(doc["truncated_line"], 2000)
+
+    def test_dump_cut_inside_an_instruction(self):
+        code, out, _ = run([os.path.join(BAD, "truncated_mid_instruction.hlo.txt")])
+        self.assertEqual(code, 1)
+        self.assertIn("unpaired-start", out)
+        self.assertIn("its computation is cut off by the end of the dump", out)
+
+
+class Checks(unittest.TestCase):
+    def test_fail_if_exposed_bytes(self):
+        self.assertEqual(run([A2A, "--fail-if-exposed-bytes", "4MiB"])[0], 0)
+        code, _, err = run([A2A, "--fail-if-exposed-bytes", "4194303"])
+        self.assertEqual(code, 1)
+        self.assertIn("exposed collective bytes 4194304 (4.0 MiB) exceed the budget 4194303", err)
+        code, _, err = run([A2A, "--fail-if-exposed-bytes", "lots"])
+        self.assertEqual(code, 2)
+        self.assertIn("--fail-if-exposed-bytes lots", err)
+
+
+class Compare(unittest.TestCase):
+    def test_side_by_side_with_deltas(self):
+        # Different kinds on the two sides: different, exit 1.
+        code, out, err = run([AG_BALANCE, A2A])
+        self.assertEqual(code, 1, err)
+        self.assertIn("A: " + AG_BALANCE, out)
+        self.assertIn("B: " + A2A, out)
+        self.assertRegex(out, r"collectives exposed bytes\s+8\.0 MiB\s+4\.0 MiB\s+-4\.0 MiB")
+        self.assertRegex(out, r"all-gather\s+2\s+0\s+2\s+0\s+-2")
+        self.assertRegex(out, r"all-to-all\s+0\s+2\s+0\s+1\s+\+1")
+
+        self.assertIn("different: 2 kinds differ", out)
+        self.assertIn("all-gather: entries 2 -> 0", out)
+
+    def test_exit_codes_are_diff_like(self):
+        with open(A2A, encoding="utf-8") as f:
+            text = f.read()
+        dot = ("  %dot.1 = f32[256,256]{1,0} dot(%p1, %p1), lhs_contracting_dims={1}, "
+               "rhs_contracting_dims={0}\n")
+        self.assertIn(dot, text)
+        with tempfile.TemporaryDirectory() as tmp:
+            # The same schedule with every instruction renamed: same, exit 0.
+            renamed = os.path.join(tmp, "renamed.txt")
+            with open(renamed, "w", encoding="utf-8") as f:
+                f.write(text.replace("a2a-", "x2x-"))
+            code, out, err = run([A2A, renamed])
+            self.assertEqual(code, 0, err)
+            self.assertIn("same: no per-kind total differs", out)
+            # %dot.1 moved before the first async-start: its window loses the dot, so the
+            # all-to-all pairs go from 1 overlapped + 1 exposed (4 MiB) to 2 exposed (8 MiB).
+            moved = os.path.join(tmp, "moved.txt")
+            with open(moved, "w", encoding="utf-8") as f:
+                f.write(text.replace(dot, "").replace("  %a2a-start =", dot + "  %a2a-start =", 1))
+            code, out, err = run([A2A, moved])
+            self.assertEqual(code, 1, err)
+            self.assertIn("different: 1 kind differs\n  all-to-all: overlapped 1 -> 0, "
+                          "exposed 1 -> 2, exposed bytes 4.0 MiB -> 8.0 MiB\n", out)
+            doc = json.loads(run([A2A, moved, "--json"])[1])
+            self.assertFalse(doc["same"])
+            self.assertEqual(doc["delta"]["total_collectives"]["exposed_bytes"], 4 << 20)
+            # A dump that cannot be read: exit 2 whatever the other one is.
+            code, out, err = run([A2A, os.path.join(BAD, "not_hlo.txt")])
+            self.assertEqual(code, 2)
+            self.assertEqual(out, "")
+            # A truncated dump is compared as it is (a warning, not exit 1 by itself).
+            code, out, err = run([LLAMA, LLAMA])
+            self.assertEqual(code, 0, err)
+            self.assertIn("truncated dump", err)
+
+    def test_json(self):
+        doc = json.loads(run([AG_BALANCE, A2A, "--json"])[1])
+        self.assertFalse(doc["same"])
+        self.assertEqual(len(doc["differences"]), 2)
+        self.assertEqual(doc["schema"], "rtb.hlo-overlap-compare/1")
+        self.assertEqual(doc["a"]["schema"], "rtb.hlo-overlap/1")
+        self.assertEqual(doc["delta"]["total_collectives"]["exposed_bytes"], -(4 << 20))
+        self.assertEqual(doc["delta"]["by_kind"]["all-to-all"]["instances"], 2)
+
+
+class Svg(unittest.TestCase):
+    def test_writes_a_readable_svg(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "schedule.svg")
+            code, out, err = run([WHILE, "--svg", path])
+            self.assertEqual(code, 0, err)
+            root = ET.parse(path).getroot()
+            self.assertTrue(root.tag.endswith("svg"))
+            ns = {"s": "http://www.w3.org/2000/svg"}
+            titles = [t.text for t in root.iter("{http://www.w3.org/2000/svg}title")]
+            self.assertIn("hlo-overlap: schedule of %main", titles)
+            bar = "all-gather %ag-start -> %ag-done: overlapped"
+            self.assertTrue(any(t and t.startswith(bar) for t in titles), titles)
+            self.assertGreater(len(root.findall(".//s:rect", ns)), 10)
+
+    def test_svg_needs_one_dump(self):
+        code, _, err = run([A2A, WHILE, "--svg", "/dev/null"])
+        self.assertEqual(code, 2)
+        self.assertIn("--svg draws one dump", err)
+
+
+class BadInput(unittest.TestCase):
+    def assert_error(self, args, pattern):
+        code, out, err = run(args)
+        self.assertEqual(code, 2, out + err)
+        self.assertEqual(out, "")
+        self.assertEqual(err.count("\n"), 1, err)
+        self.assertRegex(err, pattern)
+
+    def test_not_hlo(self):
+        self.assert_error([os.path.join(BAD, "not_hlo.txt")],
+                          r"^hlo-overlap: .*not_hlo\.txt:1: not an HLO module")
+
+    def test_binary_garbage(self):
+        self.assert_error([os.path.join(BAD, "binary.bin")], r"binary\.bin:1: not an HLO module")
+
+    def test_empty_and_header_only(self):
+        self.assert_error([os.path.join(BAD, "empty.hlo.txt")], r"empty input")
+        self.assert_error([os.path.join(BAD, "header_only.hlo.txt")], r"no computation")
+
+    def test_garbage_in_the_first_computation(self):
+        self.assert_error([os.path.join(BAD, "garbage_instruction.hlo.txt")],
+                          r"garbage_instruction\.hlo\.txt:5: expected an instruction")
+
+    def test_missing_file_and_bad_options(self):
+        self.assert_error([os.path.join(BAD, "missing.hlo.txt")], r"cannot open")
+        self.assert_error([], r"DUMP is required")
+        self.assert_error([A2A, A2A, A2A], r"hlo-overlap: ")
+
+    def test_nul_byte_after_complete_computations(self):
+        code, out, err = run([os.path.join(BAD, "nul_inside.hlo.txt")])
+        self.assertEqual(code, 1)
+        self.assertIn("TRUNCATED at line 17: binary data (NUL byte)", out)
+
+    def test_50mb_single_line_fails_with_bounded_memory(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "huge.hlo.txt")
+            with open(path, "w", encoding="ascii") as f:
+                f.write('HloModule huge, is_scheduled=true\n\n'
+                        'ENTRY %e {\n  %x = f32[] constant(0), note="')
+                f.write("x" * (50 << 20))
+            # Run the tool from a fresh interpreter so that RUSAGE_CHILDREN is the tool's alone.
+            probe = ("import resource, subprocess, sys\n"
+                     "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+                     "print(p.returncode)\n"
+                     "print(p.stderr.strip())\n"
+                     "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
+            result = subprocess.run([PYTHON, "-c", probe, TOOL, path], capture_output=True,
+                                    text=True, timeout=120)
+            code, message, max_rss_kib = result.stdout.strip().split("\n")
+            self.assertEqual(code, "2")
+            self.assertRegex(message, r"huge\.hlo\.txt:4: statement longer than 16 MiB")
+            self.assertLess(int(max_rss_kib), 128 * 1024)
+
+
+class Help(unittest.TestCase):
+    def test_help_and_version(self):
+        code, out, _ = run(["--help"])
+        self.assertEqual(code, 0)
+        self.assertIn("--fail-if-exposed-bytes", out)
+        self.assertIn("Examples:", out)
+        code, out, _ = run(["--version"])
+        self.assertEqual(code, 0)
+        self.assertIn("hlo-overlap", out)
+
+
+if __name__ == "__main__":
+    unittest.main()
