@@ -2,11 +2,15 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "rtb/error.h"
@@ -62,6 +66,73 @@ TEST_F(IoTest, WriteOutputToDeviceWritesDirectly) {
   struct stat st {};
   ASSERT_EQ(::stat("/dev/null", &st), 0);
   EXPECT_TRUE(S_ISCHR(st.st_mode));
+}
+
+int entries_in(const fs::path& dir) {
+  int count = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir)) ++count;
+  return count;
+}
+
+TEST_F(IoTest, AbandonedOutputStreamKeepsTheOldFileAndLeavesNothing) {
+  fs::path out = dir_ / "out.npz";
+  write_output(out, "good");
+  {
+    OutputStream stream(out);
+    stream.write(std::string_view("partial"));
+    EXPECT_EQ(stream.position(), 7u);
+    // Destroyed without commit(), as when an error unwinds the stack.
+  }
+  EXPECT_EQ(read_file(out), "good");
+  EXPECT_EQ(entries_in(dir_), 1);
+}
+
+TEST_F(IoTest, KilledWriterKeepsTheOldFileAndLeavesNoTemporary) {
+  // A process killed in the middle of a write (SIGKILL: no handler, no destructor runs) must leave
+  // the old file as it was, and no temporary file next to it.
+  fs::path out = dir_ / "out.txt";
+  write_output(out, "good");
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    OutputStream stream(out);
+    stream.write(std::string(1 << 20, 'x'));
+    char byte = 1;
+    if (::write(ready[1], &byte, 1) != 1) ::_exit(3);
+    ::pause();  // killed here, before commit()
+    ::_exit(0);
+  }
+  char byte = 0;
+  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ::close(ready[0]);
+  ::close(ready[1]);
+  EXPECT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(read_file(out), "good");
+  EXPECT_EQ(entries_in(dir_), 1);
+}
+
+TEST_F(IoTest, OutputStreamCreatesAMissingFileWithTheWholeContent) {
+  fs::path out = dir_ / "new.bin";
+  OutputStream stream(out);
+  stream.write(std::string_view("abc"));
+  EXPECT_FALSE(fs::exists(out)) << "the name must appear only on commit";
+  stream.commit();
+  EXPECT_EQ(read_file(out), "abc");
+  EXPECT_EQ(entries_in(dir_), 1);
+}
+
+TEST_F(IoTest, OutputIntoADirectoryIsRefused) {
+  try {
+    write_output(dir_, "x");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.message(), "is a directory");
+  }
 }
 
 TEST_F(IoTest, ReadMissingFileNamesIt) {

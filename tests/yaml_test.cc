@@ -1,5 +1,6 @@
 #include "rtb/yaml.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -924,6 +925,73 @@ TEST(YamlPlainIsSafe, AcceptedValuesReadBackUnchangedInBlockContext) {
 // PyYAML fails on `[a?a]` and on `[:aa]`.
 TEST(YamlPlainIsSafe, AcceptedValuesReadBackUnchangedInFlowContext) {
   CheckAcceptedValuesReadBack(/*in_flow=*/true);
+}
+
+// --- limits -----------------------------------------------------------------------------------
+
+// Nine levels of anchors, each aliasing the one before ten times: 10^9 leaves when expanded.
+std::string billion_laughs() {
+  std::string text = "kind: JobSet\nl0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n";
+  for (int level = 1; level <= 9; ++level) {
+    text += fmt::format("l{}: &l{} [", level, level);
+    for (int i = 0; i < 10; ++i) text += fmt::format("{}*l{}", i == 0 ? "" : ", ", level - 1);
+    text += "]\n";
+  }
+  return text;
+}
+
+Error limits_error(const YAML::Node& root, const Limits& limits = {}) {
+  try {
+    check_limits(root, "f.yaml", 10, limits);
+  } catch (const Error& error) {
+    return error;
+  }
+  return Error("(no error)");
+}
+
+TEST(CheckLimits, AliasBombIsRefusedAtTheLineWhereTheLimitIsPassed) {
+  YAML::Node root = YAML::Load(billion_laughs());
+  Error error = limits_error(root);
+  EXPECT_EQ(error.file(), "f.yaml");
+  EXPECT_GE(error.line(), 10);
+  EXPECT_THAT(error.message(), HasSubstr("more than 200000 nodes"));
+}
+
+TEST(CheckLimits, DepthBeyondTheLimitIsRefusedAndTheLimitItselfIsAccepted) {
+  auto nested = [](int depth) {
+    std::string text = "a: ";
+    for (int i = 1; i < depth; ++i) text += "[";
+    text += "1";
+    for (int i = 1; i < depth; ++i) text += "]";
+    return YAML::Load(text);
+  };
+  // "a: [[1]]" is a mapping holding two sequences: depth 3 counts the map and both sequences.
+  Limits limits;
+  limits.max_depth = 3;
+  EXPECT_EQ(limits_error(nested(3), limits).message(), "(no error)");
+  EXPECT_THAT(limits_error(nested(4), limits).message(), HasSubstr("more than 3 levels"));
+  EXPECT_THAT(limits_error(nested(200)).message(), HasSubstr("more than 64 levels"));
+}
+
+TEST(CheckLimits, AliasesWithinTheLimitAreAccepted) {
+  YAML::Node root = YAML::Load("base: &b {x: 1, y: [1, 2]}\nuse: *b\nagain: *b\n");
+  EXPECT_EQ(limits_error(root).message(), "(no error)");
+  Limits small;
+  small.max_nodes = 10;  // 1 root + 3 keys + 3 x (map + 2 keys + x + y + 2 items) = 25 > 10
+  EXPECT_THAT(limits_error(root, small).message(), HasSubstr("more than 10 nodes"));
+}
+
+TEST(CheckLimits, DryRunRefusesAnAliasBombInAnObjectDocument) {
+  std::string text =
+      "launcher log line\n---\napiVersion: jobset.x-k8s.io/v1alpha2\n" + billion_laughs();
+  try {
+    parse_dryrun(text, "dry.txt");
+    FAIL() << "an alias bomb was accepted";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.file(), "dry.txt");
+    EXPECT_GE(error.line(), 3);
+    EXPECT_THAT(error.message(), HasSubstr("nodes"));
+  }
 }
 
 }  // namespace

@@ -52,6 +52,8 @@ void add_chunk(DryRun& out, std::string_view chunk, std::size_t first_line,
     ++out.skipped_chunks;
     return;
   }
+  // Before anything walks the tree (duplicate keys, emit, diff): refuse alias bombs and depth.
+  yaml::check_limits(root, out.source, first_line);
   Document doc(root, first_line, std::string(chunk));
   for (const auto& [key, line] : yaml::duplicate_keys(root)) {
     out.warnings.push_back(fmt::format("{}:{}: repeated key '{}' (the last one is used)",

@@ -1,13 +1,16 @@
 #include "rtb/io.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -42,17 +45,6 @@ int open_input(const std::string& path) {
     fail_at(path, 0, "is a directory");
   }
   return fd;
-}
-
-void write_all(int fd, std::string_view content, const std::string& name) {
-  while (!content.empty()) {
-    ssize_t n = ::write(fd, content.data(), content.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail_at(name, 0, "cannot write: {}", std::strerror(errno));
-    }
-    content.remove_prefix(static_cast<std::size_t>(n));
-  }
 }
 
 }  // namespace
@@ -114,41 +106,113 @@ void for_each_line(const std::string& path,
   if (!carry.empty()) on_line(carry, ++number);
 }
 
-void write_output(const std::string& path, std::string_view content) {
+namespace {
+
+std::string directory_of(const std::string& path) {
+  std::size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+// A name next to `path` that does not exist yet (for the moment between link and rename).
+std::string temporary_name(const std::string& path, std::uint64_t attempt) {
+  std::random_device random;
+  std::uint64_t salt = (std::uint64_t{random()} << 32) ^ random() ^ attempt;
+  return fmt::format("{}.tmp.{:012x}", path, salt & 0xffffffffffffULL);
+}
+
+}  // namespace
+
+OutputStream::OutputStream(const std::string& path) : path_(path) {
   if (path == "-") {
-    write_all(STDOUT_FILENO, content, "<stdout>");
+    fd_ = STDOUT_FILENO;
     return;
   }
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
     if (S_ISDIR(st.st_mode)) fail_at(path, 0, "is a directory");
-    Fd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
-    if (fd.get() < 0) fail_at(path, 0, "cannot open for writing: {}", std::strerror(errno));
-    write_all(fd.get(), content, path);
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd_ < 0) fail_at(path, 0, "cannot open for writing: {}", std::strerror(errno));
+    owns_fd_ = true;
     return;
   }
-  // Temporary file next to the target, so the rename stays on one file system.
+  // Same directory as the target, so the final rename stays on one file system. The mode is
+  // what a plain open() would give (0666 less the umask).
+  fd_ = ::open(directory_of(path).c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+  if (fd_ >= 0) {
+    owns_fd_ = true;
+    unnamed_ = true;
+    return;
+  }
+  if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
+    fail_at(path, 0, "cannot create the output: {}", std::strerror(errno));
+  }
   std::string temp = path + ".tmp.XXXXXX";
   std::vector<char> temp_name(temp.begin(), temp.end());
   temp_name.push_back('\0');
-  Fd fd(::mkstemp(temp_name.data()));
-  if (fd.get() < 0) fail_at(path, 0, "cannot create a temporary file: {}", std::strerror(errno));
-  std::string temp_path(temp_name.data());
-  try {
-    write_all(fd.get(), content, path);
-    // mkstemp creates 0600; give the file the mode a plain open() would have.
-    mode_t mask = ::umask(0);
-    ::umask(mask);
-    ::fchmod(fd.get(), 0666 & ~mask);
-    if (::fsync(fd.get()) != 0) fail_at(path, 0, "cannot write: {}", std::strerror(errno));
-    if (::close(fd.release()) != 0) fail_at(path, 0, "cannot write: {}", std::strerror(errno));
-    if (::rename(temp_path.c_str(), path.c_str()) != 0) {
-      fail_at(path, 0, "cannot replace: {}", std::strerror(errno));
+  fd_ = ::mkstemp(temp_name.data());
+  if (fd_ < 0) fail_at(path, 0, "cannot create a temporary file: {}", std::strerror(errno));
+  owns_fd_ = true;
+  temp_path_ = temp_name.data();
+  // mkstemp creates 0600; give the file the mode a plain open() would have. Reading the umask
+  // means setting it; it is put back at once.
+  mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::fchmod(fd_, 0666 & ~mask);
+}
+
+OutputStream::~OutputStream() {
+  if (owns_fd_ && fd_ >= 0) ::close(fd_);
+  if (!committed_ && !temp_path_.empty()) ::unlink(temp_path_.c_str());
+}
+
+void OutputStream::write(std::span<const std::byte> bytes) {
+  const std::string name = path_ == "-" ? std::string("<stdout>") : path_;
+  while (!bytes.empty()) {
+    ssize_t n = ::write(fd_, bytes.data(), std::min<std::size_t>(bytes.size(), 1 << 30));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail_at(name, 0, "cannot write: {}", std::strerror(errno));
     }
-  } catch (...) {
-    ::unlink(temp_path.c_str());
-    throw;
+    bytes = bytes.subspan(static_cast<std::size_t>(n));
+    position_ += static_cast<std::uint64_t>(n);
   }
+}
+
+void OutputStream::commit() {
+  if (committed_) return;
+  if (unnamed_ || !temp_path_.empty()) {
+    if (::fsync(fd_) != 0) fail_at(path_, 0, "cannot write: {}", std::strerror(errno));
+  }
+  if (unnamed_) {
+    // Give the unnamed file a temporary name, then rename it over the target: link() cannot
+    // replace an existing file, rename() can, atomically.
+    std::string proc_path = fmt::format("/proc/self/fd/{}", fd_);
+    for (std::uint64_t attempt = 0; temp_path_.empty(); ++attempt) {
+      std::string candidate = temporary_name(path_, attempt);
+      if (::linkat(AT_FDCWD, proc_path.c_str(), AT_FDCWD, candidate.c_str(), AT_SYMLINK_FOLLOW) ==
+          0) {
+        temp_path_ = candidate;
+      } else if (errno != EEXIST || attempt > 100) {
+        fail_at(path_, 0, "cannot name the output: {}", std::strerror(errno));
+      }
+    }
+  }
+  if (owns_fd_) {
+    int fd = std::exchange(fd_, -1);
+    if (::close(fd) != 0) fail_at(path_, 0, "cannot write: {}", std::strerror(errno));
+  }
+  if (!temp_path_.empty() && ::rename(temp_path_.c_str(), path_.c_str()) != 0) {
+    fail_at(path_, 0, "cannot replace: {}", std::strerror(errno));
+  }
+  committed_ = true;
+}
+
+void write_output(const std::string& path, std::string_view content) {
+  OutputStream out(path);
+  out.write(content);
+  out.commit();
 }
 
 }  // namespace rtb

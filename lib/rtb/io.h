@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -20,13 +22,40 @@ std::string display_name(const std::string& path);
 void for_each_line(const std::string& path,
                    const std::function<bool(std::string_view line, std::size_t number)>& on_line);
 
-// Writes `content` to `path`:
+// Writes an output file sequentially, so that a reader never sees it half-written:
 // - "-" goes to stdout;
 // - an existing path that is not a regular file (a pipe, a terminal, /dev/stdout, /dev/null) is
 //   written directly, never renamed over;
-// - anything else is written to a temporary file in the same directory and renamed over `path`,
-//   so an old file is never left half-written and a failed write leaves it untouched.
+// - anything else is written to an unnamed temporary file (O_TMPFILE) in the target's directory
+//   and given its name by commit(), in one rename over `path`. Until then the old file is intact,
+//   and a run that fails, is abandoned (destructor without commit) or is killed, even by SIGKILL,
+//   leaves neither a partial file nor a stray temporary one. On a file system without O_TMPFILE
+//   a named `path.tmp.XXXXXX` is used instead (removed on failure; only a kill leaves it behind).
 // Throws Error naming the path on failure.
+class OutputStream {
+ public:
+  explicit OutputStream(const std::string& path);
+  ~OutputStream();
+  OutputStream(const OutputStream&) = delete;
+  OutputStream& operator=(const OutputStream&) = delete;
+  void write(std::span<const std::byte> bytes);
+  void write(std::string_view text) { write(std::as_bytes(std::span(text.data(), text.size()))); }
+  // Bytes written so far.
+  std::uint64_t position() const { return position_; }
+  // Flushes to disk and moves the file into place (no-op for stdout and devices beyond closing).
+  void commit();
+
+ private:
+  std::string path_;
+  std::string temp_path_;  // named temporary file (fallback only)
+  int fd_ = -1;
+  bool owns_fd_ = false;
+  bool unnamed_ = false;  // fd_ is an O_TMPFILE file, linked into place by commit()
+  bool committed_ = false;
+  std::uint64_t position_ = 0;
+};
+
+// Writes `content` to `path` through an OutputStream (see there: atomic for regular files).
 void write_output(const std::string& path, std::string_view content);
 
 }  // namespace rtb

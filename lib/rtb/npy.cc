@@ -733,65 +733,6 @@ std::uint32_t crc32(std::span<const std::byte> bytes, std::uint32_t crc) {
   return ~c;
 }
 
-OutputStream::OutputStream(const std::string& path) : path_(path) {
-  if (path == "-") {
-    fd_ = STDOUT_FILENO;
-    return;
-  }
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    if (S_ISDIR(st.st_mode)) fail_at(path, 0, "is a directory");
-    fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd_ < 0) fail_at(path, 0, "cannot open for writing: {}", std::strerror(errno));
-    owns_fd_ = true;
-    return;
-  }
-  std::string temp = path + ".tmp.XXXXXX";
-  std::vector<char> temp_name(temp.begin(), temp.end());
-  temp_name.push_back('\0');
-  fd_ = ::mkstemp(temp_name.data());
-  if (fd_ < 0) fail_at(path, 0, "cannot create a temporary file: {}", std::strerror(errno));
-  owns_fd_ = true;
-  temp_path_ = temp_name.data();
-}
-
-OutputStream::~OutputStream() {
-  if (owns_fd_ && fd_ >= 0) ::close(fd_);
-  if (!committed_ && !temp_path_.empty()) ::unlink(temp_path_.c_str());
-}
-
-void OutputStream::write(std::span<const std::byte> bytes) {
-  const std::string& name = path_ == "-" ? std::string("<stdout>") : path_;
-  while (!bytes.empty()) {
-    ssize_t n = ::write(fd_, bytes.data(), std::min<std::size_t>(bytes.size(), 1 << 30));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail_at(name, 0, "cannot write: {}", std::strerror(errno));
-    }
-    bytes = bytes.subspan(static_cast<std::size_t>(n));
-    position_ += static_cast<std::uint64_t>(n);
-  }
-}
-
-void OutputStream::commit() {
-  if (committed_) return;
-  if (!temp_path_.empty()) {
-    mode_t mask = ::umask(0);
-    ::umask(mask);
-    ::fchmod(fd_, 0666 & ~mask);
-    if (::fsync(fd_) != 0) fail_at(path_, 0, "cannot write: {}", std::strerror(errno));
-    int fd = std::exchange(fd_, -1);
-    if (::close(fd) != 0) fail_at(path_, 0, "cannot write: {}", std::strerror(errno));
-    if (::rename(temp_path_.c_str(), path_.c_str()) != 0) {
-      fail_at(path_, 0, "cannot replace: {}", std::strerror(errno));
-    }
-  } else if (owns_fd_) {
-    int fd = std::exchange(fd_, -1);
-    if (::close(fd) != 0) fail_at(path_, 0, "cannot write: {}", std::strerror(errno));
-  }
-  committed_ = true;
-}
-
 void write_npy(const std::string& path, DType dtype, const std::vector<std::int64_t>& shape,
                std::span<const std::byte> data) {
   OutputStream out(path);

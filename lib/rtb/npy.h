@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "rtb/io.h"  // OutputStream
+
 namespace rtb {
 
 enum class DType { kInt16, kInt32, kInt64, kFloat32, kFloat64, kBool, kUInt8 };
@@ -142,29 +144,6 @@ std::string make_npy_header(DType dtype, const std::vector<std::int64_t>& shape)
 
 // CRC-32 (zip / zlib polynomial), continued from `crc` (0 to start).
 std::uint32_t crc32(std::span<const std::byte> bytes, std::uint32_t crc = 0);
-
-// Writes a file sequentially: "-" is stdout; an existing non-regular path (a pipe, /dev/null) is
-// written directly; anything else goes to a temporary file renamed over `path` by commit(), so a
-// failed or abandoned write never leaves a half-written file.
-class OutputStream {
- public:
-  explicit OutputStream(const std::string& path);
-  ~OutputStream();
-  OutputStream(const OutputStream&) = delete;
-  OutputStream& operator=(const OutputStream&) = delete;
-  void write(std::span<const std::byte> bytes);
-  void write(std::string_view text) { write(std::as_bytes(std::span(text.data(), text.size()))); }
-  std::uint64_t position() const { return position_; }
-  void commit();
-
- private:
-  std::string path_;
-  std::string temp_path_;
-  int fd_ = -1;
-  bool owns_fd_ = false;
-  bool committed_ = false;
-  std::uint64_t position_ = 0;
-};
 
 // Writes one .npy file.
 void write_npy(const std::string& path, DType dtype, const std::vector<std::int64_t>& shape,

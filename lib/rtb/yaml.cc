@@ -1,5 +1,6 @@
 #include "rtb/yaml.h"
 
+#include <cstdint>
 #include <string>
 #include <unordered_map>
 
@@ -326,6 +327,38 @@ std::vector<std::pair<std::string, int>> duplicate_keys(const YAML::Node& root) 
     }
   }
   return found;
+}
+
+void check_limits(const YAML::Node& root, const std::string& source, std::size_t first_line,
+                  const Limits& limits) {
+  auto line_of = [&](const YAML::Node& node) {
+    int line = node.Mark().line;
+    return static_cast<std::int64_t>(first_line + (line < 0 ? 0 : static_cast<std::size_t>(line)));
+  };
+  std::vector<std::pair<YAML::Node, int>> pending{{root, 0}};
+  std::size_t nodes = 0;
+  while (!pending.empty()) {
+    auto [node, depth] = pending.back();
+    pending.pop_back();
+    if (++nodes > limits.max_nodes) {
+      fail_at(source, line_of(node),
+              "YAML document expands to more than {} nodes (aliases of aliases?); refusing it",
+              limits.max_nodes);
+    }
+    if (!node.IsMap() && !node.IsSequence()) continue;
+    if (depth >= limits.max_depth) {
+      fail_at(source, line_of(node), "YAML nested more than {} levels deep; refusing it",
+              limits.max_depth);
+    }
+    if (node.IsMap()) {
+      for (const auto& kv : node) {
+        pending.emplace_back(kv.first, depth + 1);
+        pending.emplace_back(kv.second, depth + 1);
+      }
+    } else {
+      for (const auto& item : node) pending.emplace_back(item, depth + 1);
+    }
+  }
 }
 
 }  // namespace rtb::yaml

@@ -4,6 +4,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -43,6 +44,20 @@ std::optional<std::string> scalar_at(const YAML::Node& map, std::string_view key
 // Keys that appear more than once in some mapping of `root`, with their 0-based line in the node's
 // source text: {key, line}. Walks iteratively (no recursion on input depth).
 std::vector<std::pair<std::string, int>> duplicate_keys(const YAML::Node& root);
+
+// Limits that keep a hostile document from exhausting the machine. yaml-cpp shares an aliased
+// node instead of copying it, so a few lines of anchors and aliases (a "billion laughs") make a
+// graph whose expansion, which every walk over the tree (emit, diff) performs, is exponential.
+struct Limits {
+  int max_depth = 64;               // nested mappings/sequences; Kubernetes objects use ~15
+  std::size_t max_nodes = 200'000;  // nodes counted with aliases expanded
+};
+
+// Throws rtb::Error (file `source`, line `first_line` + the node's line) when `root` nests deeper
+// than `limits.max_depth` or expands to more than `limits.max_nodes` nodes. Iterative, and stops
+// as soon as a limit is passed, so it costs at most max_nodes steps.
+void check_limits(const YAML::Node& root, const std::string& source, std::size_t first_line,
+                  const Limits& limits = {});
 
 // True when `value` can be emitted as a plain scalar and reads back as the same string of
 // characters (it says nothing about the type a plain scalar resolves to).
