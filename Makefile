@@ -7,8 +7,11 @@ JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
 APT_PACKAGES := cmake ninja-build g++ make python3 python3-numpy python3-yaml \
   libyaml-cpp-dev libcli11-dev libeigen3-dev libfmt-dev libspdlog-dev \
   libgtest-dev libgmock-dev libbenchmark-dev
+# libFuzzer needs clang and its runtime libraries (make fuzz only).
+FUZZ_PACKAGES := clang-14 libclang-rt-14-dev
+FUZZ_SECONDS ?= 60
 
-.PHONY: all deps build demo test bench format clean
+.PHONY: all deps build demo test test-asan fuzz ci bench format clean
 
 all: build
 
@@ -27,6 +30,23 @@ demo: build
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+# The whole ctest suite under AddressSanitizer + UndefinedBehaviorSanitizer (halt on error).
+test-asan: deps
+	cmake --preset asan
+	cmake --build build/asan -j $(JOBS)
+	ctest --preset asan -j $(JOBS)
+
+# Every libFuzzer target for FUZZ_SECONDS each (two at a time), corpora seeded from testdata/.
+fuzz: deps
+	@./cmake/install-deps.sh $(FUZZ_PACKAGES)
+	cmake --preset fuzz
+	cmake --build build/fuzz -j $(JOBS) --target fuzzers
+	./fuzz/run.sh build/fuzz $(FUZZ_SECONDS)
+
+# What CI runs (.ci/run): every test, every test again under sanitizers, 30 s of each fuzzer.
+ci: test test-asan
+	$(MAKE) fuzz FUZZ_SECONDS=30
 
 bench: build
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target perf_benchmarks

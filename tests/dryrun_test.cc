@@ -320,5 +320,28 @@ TEST(DryRunSplit, DocumentsAreIndependentTrees) {
   EXPECT_EQ(yaml::scalar_at(dryrun.documents[1].root, "v"), std::optional<std::string>("1"));
 }
 
+TEST(DryRunBytes, NulAndInvalidUtf8InAnObjectAreRefusedWithLineAndColumn) {
+  std::string nul =
+      std::string("log\n---\napiVersion: v1\nkind: JobSet\nmetadata:\n  name: a") + '\0' + "b\n";
+  Error error = error_of(nul, "d.txt");
+  EXPECT_EQ(error.file(), "d.txt");
+  EXPECT_EQ(error.line(), 6);
+  EXPECT_EQ(error.message(), "column 10: a NUL byte (YAML must be UTF-8 text)");
+
+  std::string latin1 = "apiVersion: v1\nkind: JobSet\nmetadata: {name: caf\xe9}\n";
+  error = error_of(latin1, "d.txt");
+  EXPECT_EQ(error.line(), 3);
+  EXPECT_THAT(error.message(), HasSubstr("column 21: a byte that is not valid UTF-8"));
+}
+
+TEST(DryRunBytes, BinaryLogOutputBetweenDocumentsIsSkippedAndUtf8IsKept) {
+  std::string text = std::string("progress \xff\xfe\0 bar\n---\n", 21) +
+                     "apiVersion: v1\nkind: JobSet\nmetadata: {name: caf\xc3\xa9}\n";
+  DryRun dryrun = parse_dryrun(text, "d.txt");
+  ASSERT_EQ(dryrun.documents.size(), 1u);
+  EXPECT_EQ(dryrun.skipped_chunks, 1u);
+  EXPECT_EQ(name_of(dryrun.documents[0]), "caf\xc3\xa9");
+}
+
 }  // namespace
 }  // namespace rtb

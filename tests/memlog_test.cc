@@ -174,6 +174,22 @@ TEST(MemLog, OutOfMemoryReportsInEveryShape) {
   EXPECT_FALSE(vmem.capacity.has_value()) << "a VMEM size is not the HBM capacity";
 }
 
+// Found by fuzz/memlog_fuzz: a line that ends right after "exceeds available <space>" threw
+// std::out_of_range (substr at npos) instead of being read as a report without an available size.
+TEST(MemLog, OutOfMemoryLineEndingAtTheMemorySpace) {
+  for (std::string ending : {"", "\n", "\r\n"}) {
+    MemLog log = parse_memlog(
+        "RESOURCE_EXHAUSTED: Ran out of memory on HBM, the total memory required for HLO "
+        "temporaries (100.13G) exceeds available HBM" +
+            ending,
+        "cut.log");
+    ASSERT_EQ(log.ooms.size(), 1u);
+    EXPECT_EQ(log.ooms[0].memory_space, "hbm");
+    EXPECT_EQ(log.ooms[0].required, std::llround(100.13 * kGiB));
+    EXPECT_FALSE(log.ooms[0].available.has_value());
+  }
+}
+
 TEST(MemLog, StatsSplitAtTheFirstEqualsAndIgnoreExtraFields) {
   MemLog log = parse_memlog(
       "Memory analysis: CompiledMemoryStats(generated_code_size_in_bytes=7, "

@@ -273,6 +273,25 @@ TEST(RunLogParser, MalformedTimingIsSkippedWithAWarningNamingTheLine) {
   EXPECT_THAT(log.warnings[5], HasSubstr("\"ready_ago_s\" is not a number"));
 }
 
+// Found by fuzz/steplog_fuzz: an integer field beyond int64 (1e23, 1e999 is infinite) was cast
+// from double to int64, which is undefined behaviour; it is a malformed line instead.
+TEST(RunLogParser, IntegerFieldsOutOfRangeAreMalformed) {
+  RunLog log = parse_lines({
+      R"(BENCH_STEP {"step":1,"seconds":1.0,"tokens":1})",
+      R"(BENCH_STEP {"step":100000000000000000000000,"seconds":2.0,"tokens":1})",
+      R"(BENCH_STEP {"step":-9.3e18,"seconds":2.0,"tokens":1})",
+      R"(BENCH_SUMMARY {"name":"x","steps":1e30,"chips":4})",
+  });
+  ASSERT_EQ(log.steps.size(), 1u);
+  EXPECT_EQ(log.steps[0].step, 1);
+  ASSERT_GE(log.warnings.size(), 3u);
+  EXPECT_THAT(log.warnings[0], HasSubstr("run.log:2:"));
+  EXPECT_THAT(log.warnings[0], HasSubstr("\"step\" is out of range"));
+  EXPECT_THAT(log.warnings[1], HasSubstr("run.log:3:"));
+  EXPECT_THAT(log.warnings[2], HasSubstr("run.log:4:"));
+  EXPECT_THAT(log.warnings[2], HasSubstr("\"steps\" is out of range"));
+}
+
 TEST(RunLogParser, OrchestratorLines) {
   RunLog log = parse_lines({
       "I1013 18:00:00.1 1 rl_program.py:1] [StepMetrics step=2] trainer_metrics={'loss': 0.0125, "
@@ -330,6 +349,31 @@ TEST(RunLogParser, DuplicatesAndMissingSteps) {
   // No summary, so the run is partial; nothing says how many steps were planned.
   EXPECT_TRUE(log.partial);
   EXPECT_EQ(log.partial_reason, "no BENCH_SUMMARY (the run did not finish)");
+}
+
+TEST(RunLogParser, OutOfRangeBenchStepsAreSkipped) {
+  std::string many = R"(BENCH_STEP {"step":9,"seconds":1,"microbatch_s":[)";
+  for (std::size_t i = 0; i <= kMaxMicrobatchesPerStep; ++i) many += i == 0 ? "0.1" : ",0.1";
+  many += "]}";
+  RunLog log = parse_lines({
+      R"(BENCH_STEP {"step":1,"seconds":1e999})",
+      R"(BENCH_STEP {"step":99999999999999999999999,"seconds":2.0})",
+      R"(BENCH_STEP {"step":-3,"seconds":2.0})",
+      R"(BENCH_STEP {"step":4,"seconds":2.0,"microbatch_s":[-1.0]})",
+      R"(BENCH_STEP {"step":5,"seconds":2.0,"tokens":-1})",
+      many,
+      R"(BENCH_STEP {"step":6,"seconds":2.0,"microbatch_s":[1.0],"tokens":8})",
+  });
+  ASSERT_EQ(log.steps.size(), 1u);
+  EXPECT_EQ(log.steps[0].step, 6);
+  std::string all = fmt::format("{}", fmt::join(log.warnings, "\n"));
+  EXPECT_THAT(all,
+              HasSubstr("run.log:1: malformed BENCH_STEP JSON (bad number '1e999' at column 21)"));
+  EXPECT_THAT(all, HasSubstr("run.log:2: malformed BENCH_STEP JSON (\"step\" is out of range)"));
+  EXPECT_THAT(all, HasSubstr("run.log:3: malformed BENCH_STEP JSON (\"step\" is -3)"));
+  EXPECT_THAT(all, HasSubstr("run.log:4: malformed BENCH_STEP JSON (\"microbatch_s\" holds -1)"));
+  EXPECT_THAT(all, HasSubstr("run.log:5: malformed BENCH_STEP JSON (\"tokens\" is -1)"));
+  EXPECT_THAT(all, HasSubstr("run.log:6: malformed BENCH_STEP JSON (4097 micro-batch times"));
 }
 
 TEST(RunLogParser, LineWarningsAreCapped) {

@@ -18,6 +18,7 @@
 #include "rtb/error.h"
 #include "rtb/flags.h"
 #include "rtb/jobset.h"
+#include "rtb/json.h"
 #include "rtb/shell.h"
 #include "rtb/slice.h"
 #include "rtb/yaml.h"
@@ -110,36 +111,6 @@ std::string comment_safe(std::string_view text) {
   std::string out;
   for (char c : text) out += static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? '?' : c;
   return out;
-}
-
-std::string json_string(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
 }
 
 // The trainer slice: pathways-rm's --instance_type, else the accelerator and topology labels.
@@ -822,47 +793,47 @@ std::string aot_script(const AotPlan& plan, const AotOptions& options) {
 
 std::string aot_plan_json(const AotPlan& plan, const AotOptions& options) {
   std::string out = "{\n  \"schema\": \"rtb.aot-check/1\",\n";
-  out += fmt::format("  \"bench\": {},\n", json_string(plan.bench_name));
-  out += fmt::format("  \"module\": {},\n", json_string(kEngineCompileModule));
-  out += fmt::format("  \"python\": {},\n", json_string(options.python));
+  out += fmt::format("  \"bench\": {},\n", json::quote(plan.bench_name));
+  out += fmt::format("  \"module\": {},\n", json::quote(kEngineCompileModule));
+  out += fmt::format("  \"python\": {},\n", json::quote(options.python));
   out += fmt::format("  \"base_config\": {},\n",
-                     options.base_config ? json_string(*options.base_config) : "null");
-  out += fmt::format("  \"log\": {},\n", options.log ? json_string(*options.log) : "null");
-  out += fmt::format("  \"slice\": {},\n", json_string(plan.slice));
-  out += fmt::format("  \"chip\": {},\n", json_string(plan.chip));
-  out += fmt::format("  \"compile_topology\": {},\n", json_string(plan.compile_topology));
+                     options.base_config ? json::quote(*options.base_config) : "null");
+  out += fmt::format("  \"log\": {},\n", options.log ? json::quote(*options.log) : "null");
+  out += fmt::format("  \"slice\": {},\n", json::quote(plan.slice));
+  out += fmt::format("  \"chip\": {},\n", json::quote(plan.chip));
+  out += fmt::format("  \"compile_topology\": {},\n", json::quote(plan.compile_topology));
   out += fmt::format("  \"chips\": {},\n  \"devices\": {},\n", plan.chips, plan.devices);
   out += fmt::format("  \"hbm_gib_per_device\": {},\n", plan.hbm_gib_per_device);
   out += "  \"mesh\": {";
   for (std::size_t i = 0; i < plan.mesh.size(); ++i)
-    out += fmt::format("{}{}: {}", i ? ", " : "", json_string(plan.mesh[i].first),
+    out += fmt::format("{}{}: {}", i ? ", " : "", json::quote(plan.mesh[i].first),
                        plan.mesh[i].second);
   out += "},\n";
   out += fmt::format(
       "  \"micro_batch\": {{\"sequences\": {}, \"per_device_batch_size\": {}, "
       "\"max_prompt_length\": {}, \"max_response_length\": {}, \"packed_row_tokens\": {}, "
       "\"packed_rows\": {}, \"max_segments_per_packed_row\": {}}},\n",
-      plan.train_micro_batch_size, json_string(plan.per_device_batch_size), plan.max_prompt_length,
+      plan.train_micro_batch_size, json::quote(plan.per_device_batch_size), plan.max_prompt_length,
       plan.max_response_length, plan.max_seq_token_per_tpu, plan.packed_rows,
       plan.max_segments_per_packed_row);
   out += fmt::format("  \"logps_chunk_size\": {},\n", plan.logps_chunk);
-  out += fmt::format("  \"grpo_config\": {},\n", json_string(plan.grpo_config));
+  out += fmt::format("  \"grpo_config\": {},\n", json::quote(plan.grpo_config));
   out += "  \"env\": [";
   for (std::size_t i = 0; i < plan.env.size(); ++i) {
     out += fmt::format("{}\n    {{\"name\": {}, \"value\": {}}}", i ? "," : "",
-                       json_string(plan.env[i].first), json_string(plan.env[i].second));
+                       json::quote(plan.env[i].first), json::quote(plan.env[i].second));
   }
   out += plan.env.empty() ? "],\n" : "\n  ],\n";
   out += "  \"keys\": [";
   for (std::size_t i = 0; i < plan.keys.size(); ++i) {
     const AotKey& k = plan.keys[i];
     out += fmt::format("{}\n    {{\"key\": {}, \"value\": {}, \"from\": {}}}", i ? "," : "",
-                       json_string(k.key), json_string(k.value), json_string(k.origin));
+                       json::quote(k.key), json::quote(k.value), json::quote(k.origin));
   }
   out += plan.keys.empty() ? "],\n" : "\n  ],\n";
   out += "  \"notes\": [";
   for (std::size_t i = 0; i < plan.notes.size(); ++i)
-    out += fmt::format("{}{}", i ? ", " : "", json_string(plan.notes[i]));
+    out += fmt::format("{}{}", i ? ", " : "", json::quote(plan.notes[i]));
   out += "]\n}\n";
   return out;
 }

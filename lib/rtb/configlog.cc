@@ -456,6 +456,11 @@ void ConfigLogScanner::add_param(std::string_view key, std::string_view value, s
     setting.key.assign(key);
     setting.value.assign(value);
     setting.line = number;
+    // A NUL cannot come from Python's str(); such a log is damaged (reported by finish()).
+    if (nul_line_ == 0 && value.find('\0') != std::string_view::npos) {
+      nul_line_ = number;
+      nul_key_.assign(key);
+    }
   }
   other_after_last_ = false;
 }
@@ -505,6 +510,10 @@ ConfigLog ConfigLogScanner::finish(std::string source) {
     carry_.clear();
   }
   if (open_) close_dump(true, cut_line);
+  if (nul_line_ != 0) {
+    fail_at(source, static_cast<std::int64_t>(nul_line_),
+            "the value of {} holds a NUL byte: the log is damaged", nul_key_);
+  }
   ConfigLog log;
   log.source = std::move(source);
   log.lines = lines_;

@@ -67,7 +67,9 @@ class ConfigLogScanner {
  public:
   explicit ConfigLogScanner(ConfigLogOptions options = {});
   void feed(std::string_view block);
-  // Ends the input. Never throws: see require_selected_dump().
+  // Ends the input. Throws rtb::Error (naming `source` and the line) only for a damaged log, a
+  // setting whose value holds a NUL byte; missing or cut dumps are reported by
+  // require_selected_dump().
   ConfigLog finish(std::string source);
 
  private:
@@ -86,6 +88,8 @@ class ConfigLogScanner {
   std::vector<ConfigDumpInfo> dumps_;
   bool open_ = false;
   std::string last_key_;
+  std::size_t nul_line_ = 0;  // first kept setting whose value holds a NUL byte (0: none)
+  std::string nul_key_;
   std::vector<ConfigSetting> current_, kept_;  // their first current_count_ / kept_count_
   std::size_t current_count_ = 0, kept_count_ = 0;
   std::size_t kept_number_ = 0;

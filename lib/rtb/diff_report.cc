@@ -7,6 +7,7 @@
 
 #include "rtb/error.h"
 #include "rtb/io.h"
+#include "rtb/json.h"
 
 namespace rtb {
 namespace {
@@ -121,38 +122,8 @@ std::string join_segments(const std::vector<std::string_view>& parts, std::size_
 
 // --- JSON ----------------------------------------------------------------------------------------
 
-std::string json_string(std::string_view text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          out += fmt::format("\\u{:04x}", c);
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
-
 std::string json_optional(const std::optional<std::string>& text) {
-  return text ? json_string(*text) : "null";
+  return text ? json::quote(*text) : "null";
 }
 
 std::string json_line(std::size_t line) { return line == 0 ? "null" : std::to_string(line); }
@@ -405,15 +376,15 @@ std::string format_render_json(const RenderReport& report) {
   std::string out = "{\n";
   out += "  \"schema\": \"rtb.diff-renders/1\",\n";
   out += fmt::format("  \"mode\": \"{}\",\n", report.expect_bench ? "expect-bench" : "diff");
-  out += fmt::format("  \"a\": {},\n  \"b\": {},\n", json_string(report.a_source),
-                     json_string(report.b_source));
+  out += fmt::format("  \"a\": {},\n  \"b\": {},\n", json::quote(report.a_source),
+                     json::quote(report.b_source));
   out += "  \"documents\": [";
   for (std::size_t i = 0; i < report.documents.size(); ++i) {
     const ReportedDocument& d = report.documents[i];
     out += fmt::format(
         "{}\n    {{\"document\": {}, \"kind\": {}, \"a_name\": {}, \"b_name\": {}, "
         "\"a_line\": {}, \"b_line\": {}, \"differences\": {}}}",
-        i ? "," : "", json_string(d.label), json_string(d.kind), json_optional(d.a_name),
+        i ? "," : "", json::quote(d.label), json::quote(d.kind), json_optional(d.a_name),
         json_optional(d.b_name), json_line(d.a_line), json_line(d.b_line), d.differences);
   }
   out += report.documents.empty() ? "],\n" : "\n  ],\n";
@@ -425,13 +396,13 @@ std::string format_render_json(const RenderReport& report) {
     bool has_new = d.kind != Difference::Kind::kRemoved;
     out += fmt::format(
         "{}\n    {{\"document\": {}, \"path\": {}, \"kind\": \"{}\", \"old\": {}, \"new\": {}",
-        i ? "," : "", json_string(r.document), json_string(d.path), kind_name(d.kind),
-        has_old ? json_string(d.old_value) : "null", has_new ? json_string(d.new_value) : "null");
+        i ? "," : "", json::quote(r.document), json::quote(d.path), kind_name(d.kind),
+        has_old ? json::quote(d.old_value) : "null", has_new ? json::quote(d.new_value) : "null");
     if (report.expect_bench) {
       out += fmt::format(", \"allowed\": {}, \"change\": {}, \"why\": {}",
                          r.allowed ? "true" : "false",
-                         r.allowed ? json_string(bench_change_id(*r.allowed)) : "null",
-                         r.allowed ? "null" : json_string(r.why));
+                         r.allowed ? json::quote(bench_change_id(*r.allowed)) : "null",
+                         r.allowed ? "null" : json::quote(r.why));
     }
     out += "}";
   }
@@ -488,14 +459,14 @@ namespace {
 std::string json_side(const ConfigSide& side) {
   bool log = side.kind == ConfigSide::Kind::kLog;
   return fmt::format("{{\"source\": {}, \"kind\": \"{}\", \"dump\": {}, \"keys\": {}}}",
-                     json_string(side.source), log ? "log" : "render",
+                     json::quote(side.source), log ? "log" : "render",
                      log && side.dump ? std::to_string(side.dump) : "null", side.settings.size());
 }
 
 std::string json_setting_fields(const std::optional<ConfigSetting>& s, std::string_view prefix) {
   return fmt::format("\"{}\": {}, \"{}_line\": {}, \"{}_origin\": {}", prefix,
-                     s ? json_string(s->value) : "null", prefix, s ? json_line(s->line) : "null",
-                     prefix, s && !s->origin.empty() ? json_string(s->origin) : "null");
+                     s ? json::quote(s->value) : "null", prefix, s ? json_line(s->line) : "null",
+                     prefix, s && !s->origin.empty() ? json::quote(s->origin) : "null");
 }
 
 }  // namespace
@@ -514,7 +485,7 @@ std::string format_config_json(const ConfigSide& a, const ConfigSide& b,
     removed += d.kind == ConfigDifference::Kind::kRemoved;
     changed += d.kind == ConfigDifference::Kind::kChanged;
     out += fmt::format("{}\n    {{\"key\": {}, \"kind\": \"{}\", {}, {}}}", i ? "," : "",
-                       json_string(d.key), config_kind_name(d.kind),
+                       json::quote(d.key), config_kind_name(d.kind),
                        json_setting_fields(d.a, "old"), json_setting_fields(d.b, "new"));
   }
   out += differences.empty() ? "],\n" : "\n  ],\n";
@@ -550,16 +521,16 @@ std::string format_dump_list_json(const std::vector<ConfigSide>& sides) {
     const ConfigSide& side = sides[s];
     bool log = side.kind == ConfigSide::Kind::kLog;
     out += fmt::format("{}\n    {{\"source\": {}, \"kind\": \"{}\", \"default\": {}, \"dumps\": [",
-                       s ? "," : "", json_string(side.source), log ? "log" : "render",
+                       s ? "," : "", json::quote(side.source), log ? "log" : "render",
                        log && side.dump ? std::to_string(side.dump) : "null");
     for (std::size_t i = 0; i < side.dumps.size(); ++i) {
       const ConfigDumpInfo& d = side.dumps[i];
       out += fmt::format(
           "{}\n      {{\"number\": {}, \"first_line\": {}, \"last_line\": {}, \"keys\": {}, "
           "\"first_key\": {}, \"last_key\": {}, \"complete\": {}, \"reason\": {}}}",
-          i ? "," : "", d.number, d.first_line, d.last_line, d.params, json_string(d.first_key),
-          json_string(d.last_key), d.complete ? "true" : "false",
-          d.complete ? "null" : json_string(d.incomplete_reason));
+          i ? "," : "", d.number, d.first_line, d.last_line, d.params, json::quote(d.first_key),
+          json::quote(d.last_key), d.complete ? "true" : "false",
+          d.complete ? "null" : json::quote(d.incomplete_reason));
     }
     out += side.dumps.empty() ? "]}" : "\n    ]}";
   }

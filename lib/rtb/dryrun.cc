@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "rtb/error.h"
+#include "rtb/utf8.h"
 #include "rtb/yaml.h"
 
 namespace rtb {
@@ -32,6 +35,25 @@ void add_chunk(DryRun& out, std::string_view chunk, std::size_t first_line,
   if (keep && !keep(chunk)) {
     ++out.filtered_chunks;
     return;
+  }
+  // YAML allows neither NUL nor invalid UTF-8; yaml-cpp would pass such bytes on into the render.
+  std::size_t bad = chunk.find('\0');
+  const char* what = "a NUL byte";
+  if (bad == std::string_view::npos) {
+    bad = utf8::find_invalid(chunk);
+    what = "a byte that is not valid UTF-8";
+  }
+  if (bad != std::string_view::npos) {
+    if (!looks_like_object(chunk)) {  // log output between documents may hold any bytes
+      ++out.skipped_chunks;
+      return;
+    }
+    std::string_view before = chunk.substr(0, bad);
+    std::size_t line =
+        first_line + static_cast<std::size_t>(std::count(before.begin(), before.end(), '\n'));
+    std::size_t column = bad - (before.rfind('\n') + 1) + 1;  // npos + 1 == 0
+    throw Error(out.source, static_cast<std::int64_t>(line),
+                fmt::format("column {}: {} (YAML must be UTF-8 text)", column, what));
   }
   YAML::Node root;
   try {

@@ -2,11 +2,13 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -180,19 +182,51 @@ void OutputStream::write(std::span<const std::byte> bytes) {
   }
 }
 
+namespace {
+
+// Holds back the signals that stop a tool (Ctrl-C, kill, a closed terminal) while the output is
+// being put in place, so that they take effect after the rename, never between the link and
+// the rename. Only SIGKILL can still land there (leaving a complete `.tmp.` file, never a partial
+// target).
+class StopSignalsHeld {
+ public:
+  StopSignalsHeld() {
+    sigset_t held;
+    sigemptyset(&held);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&held, sig);
+    ::pthread_sigmask(SIG_BLOCK, &held, &previous_);
+  }
+  ~StopSignalsHeld() { ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
+  StopSignalsHeld(const StopSignalsHeld&) = delete;
+  StopSignalsHeld& operator=(const StopSignalsHeld&) = delete;
+
+ private:
+  sigset_t previous_;
+};
+
+}  // namespace
+
 void OutputStream::commit() {
   if (committed_) return;
   if (unnamed_ || !temp_path_.empty()) {
     if (::fsync(fd_) != 0) fail_at(path_, 0, "cannot write: {}", std::strerror(errno));
   }
+  StopSignalsHeld held;
   if (unnamed_) {
-    // Give the unnamed file a temporary name, then rename it over the target: link() cannot
-    // replace an existing file, rename() can, atomically.
     std::string proc_path = fmt::format("/proc/self/fd/{}", fd_);
-    for (std::uint64_t attempt = 0; temp_path_.empty(); ++attempt) {
+    auto link_as = [&](const std::string& name) {
+      return ::linkat(AT_FDCWD, proc_path.c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW) == 0;
+    };
+    // A new file gets its name in one step. An existing one cannot be replaced by link(): the
+    // file gets a temporary name, then rename() replaces the target atomically.
+    if (link_as(path_)) {
+      unnamed_ = false;
+    } else if (errno != EEXIST) {
+      fail_at(path_, 0, "cannot name the output: {}", std::strerror(errno));
+    }
+    for (std::uint64_t attempt = 0; unnamed_ && temp_path_.empty(); ++attempt) {
       std::string candidate = temporary_name(path_, attempt);
-      if (::linkat(AT_FDCWD, proc_path.c_str(), AT_FDCWD, candidate.c_str(), AT_SYMLINK_FOLLOW) ==
-          0) {
+      if (link_as(candidate)) {
         temp_path_ = candidate;
       } else if (errno != EEXIST || attempt > 100) {
         fail_at(path_, 0, "cannot name the output: {}", std::strerror(errno));

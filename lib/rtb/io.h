@@ -27,10 +27,13 @@ void for_each_line(const std::string& path,
 // - an existing path that is not a regular file (a pipe, a terminal, /dev/stdout, /dev/null) is
 //   written directly, never renamed over;
 // - anything else is written to an unnamed temporary file (O_TMPFILE) in the target's directory
-//   and given its name by commit(), in one rename over `path`. Until then the old file is intact,
-//   and a run that fails, is abandoned (destructor without commit) or is killed, even by SIGKILL,
-//   leaves neither a partial file nor a stray temporary one. On a file system without O_TMPFILE
-//   a named `path.tmp.XXXXXX` is used instead (removed on failure; only a kill leaves it behind).
+//   and given its name by commit() (a link, then one rename over an existing `path`). Until then
+//   the old file is intact, and a run that fails, is abandoned (destructor without commit) or is
+//   killed, even by SIGKILL, leaves neither a partial file nor a stray temporary one. commit()
+//   holds SIGINT, SIGTERM, SIGHUP and SIGQUIT until the rename is done; only a SIGKILL between
+//   link and rename (microseconds) leaves a complete `path.tmp.*` beside the old file. On a file
+//   system without O_TMPFILE a named `path.tmp.XXXXXX` is used instead (removed on failure; a
+//   kill while writing leaves it behind).
 // Throws Error naming the path on failure.
 class OutputStream {
  public:

@@ -13,6 +13,7 @@
 
 #include "rtb/error.h"
 #include "rtb/io.h"
+#include "rtb/json.h"
 #include "rtb/pyliteral.h"
 #include "rtb/slice.h"
 
@@ -479,9 +480,12 @@ struct MemLogParser::State {
       std::size_t avail = lowered.find("exceeds available ", at);
       if (avail != std::string::npos) {
         std::size_t space_start = avail + 18;
-        std::size_t space_end = lowered.find(' ', space_start);
+        // The space's name may end the line (a cut log, or CRLF line ends).
+        std::size_t space_end =
+            std::min(lowered.find_first_of(" \t\r", space_start), lowered.size());
         oom.memory_space = lowered.substr(space_start, space_end - space_start);
-        oom.available = size_after(line_text.substr(space_end), "(");
+        if (space_end < lowered.size())
+          oom.available = size_after(line_text.substr(space_end), "(");
       }
     }
     if (auto at = lowered.find("memory space "); at != std::string::npos) {
@@ -892,36 +896,6 @@ std::vector<std::string> program_names(const Summary& summary) {
   return names;
 }
 
-std::string json_string(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
-
 std::string json_number(std::optional<double> value) {
   if (!value || !std::isfinite(*value)) return "null";
   return fmt::format("{}", *value);
@@ -1130,7 +1104,7 @@ std::string format_summary_json(const Summary& summary) {
   std::string out = "{\n  \"schema\": \"rtb.aot-summarize/1\",\n";
   out += fmt::format("  \"exit_code\": {},\n", summary.exit_code);
   out += fmt::format("  \"error\": {},\n",
-                     summary.error.empty() ? "null" : json_string(summary.error));
+                     summary.error.empty() ? "null" : json::quote(summary.error));
   bool all_fit = summary.exit_code == 0;
   out += fmt::format("  \"fits\": {},\n",
                      summary.exit_code == 2 ? "null" : (all_fit ? "true" : "false"));
@@ -1140,14 +1114,14 @@ std::string format_summary_json(const Summary& summary) {
     const LogVerdict& verdict = summary.verdicts[i];
     out += i == 0 ? "\n" : ",\n";
     out += "    {\n";
-    out += fmt::format("      \"path\": {},\n", json_string(display_name(log.source)));
-    out += fmt::format("      \"kind\": {},\n", json_string(memlog_kind_id(log.kind)));
+    out += fmt::format("      \"path\": {},\n", json::quote(display_name(log.source)));
+    out += fmt::format("      \"kind\": {},\n", json::quote(memlog_kind_id(log.kind)));
     out += fmt::format("      \"hbm_gib_per_device\": {},\n",
                        verdict.hbm ? json_number(verdict.hbm->gib) : "null");
     out += fmt::format("      \"hbm_source\": {},\n",
-                       verdict.hbm ? json_string(verdict.hbm->source) : "null");
+                       verdict.hbm ? json::quote(verdict.hbm->source) : "null");
     out += fmt::format("      \"compile_topology\": {},\n",
-                       log.compile_topology ? json_string(*log.compile_topology) : "null");
+                       log.compile_topology ? json::quote(*log.compile_topology) : "null");
     out += fmt::format("      \"fits\": {},\n", json_bool(verdict.fits));
     out += fmt::format("      \"device_peak_gib\": {},\n", json_gib(log.device_peak));
     out += "      \"programs\": [";
@@ -1156,7 +1130,7 @@ std::string format_summary_json(const Summary& summary) {
       const ProgramVerdict& pv = verdict.programs[j];
       out += j == 0 ? "\n" : ",\n";
       out += fmt::format("        {{\"name\": {}, \"line\": {}, \"source\": {},\n",
-                         json_string(p.name), p.line, json_string(program_source_id(p.source)));
+                         json::quote(p.name), p.line, json::quote(program_source_id(p.source)));
       out += fmt::format(
           "         \"bytes\": {{\"argument\": {}, \"output\": {}, \"alias\": {}, \"temp\": {}, "
           "\"generated_code\": {}, \"host_argument\": {}, \"host_output\": {}, \"host_alias\": {}, "
@@ -1193,16 +1167,16 @@ std::string format_summary_json(const Summary& summary) {
       out += fmt::format(
           "        {{\"line\": {}, \"program\": {}, \"memory_space\": {}, \"required_bytes\": {}, "
           "\"available_bytes\": {}, \"text\": {}}}",
-          oom.line, oom.program.empty() ? "null" : json_string(oom.program),
-          oom.memory_space.empty() ? "null" : json_string(oom.memory_space), json_int(oom.required),
-          json_int(oom.available), json_string(oom.text));
+          oom.line, oom.program.empty() ? "null" : json::quote(oom.program),
+          oom.memory_space.empty() ? "null" : json::quote(oom.memory_space), json_int(oom.required),
+          json_int(oom.available), json::quote(oom.text));
     }
     out += log.ooms.empty() ? "],\n" : "\n      ],\n";
     out += fmt::format("      \"oom_lines\": {},\n", log.oom_lines);
     auto string_list = [&](const std::vector<std::string>& items) {
       std::string list = "[";
       for (std::size_t k = 0; k < items.size(); ++k)
-        list += (k ? ", " : "") + json_string(items[k]);
+        list += (k ? ", " : "") + json::quote(items[k]);
       return list + "]";
     };
     out += fmt::format("      \"notes\": {},\n", string_list(log.notes));
@@ -1215,8 +1189,8 @@ std::string format_summary_json(const Summary& summary) {
   for (std::size_t i = 1; i < summary.logs.size(); ++i) {
     out += i == 1 ? "\n" : ",\n";
     out += fmt::format("    {{\"log\": {}, \"against\": {}, \"programs\": [",
-                       json_string(display_name(summary.logs[i].source)),
-                       json_string(display_name(summary.logs[0].source)));
+                       json::quote(display_name(summary.logs[i].source)),
+                       json::quote(display_name(summary.logs[0].source)));
     bool first = true;
     for (const ProgramMemory& b : summary.logs[i].programs) {
       std::size_t ia = 0, ib = 0;
@@ -1241,7 +1215,7 @@ std::string format_summary_json(const Summary& summary) {
           "      {{\"name\": {}, \"bytes\": {{\"argument\": {}, \"output\": {}, \"alias\": {}, "
           "\"temp\": {}, \"resident\": {}, \"need\": {}}}, \"headroom_gib\": {}, \"flops\": {}, "
           "\"bytes_accessed\": {}, \"transcendentals\": {}}}",
-          json_string(b.name), diff(a->argument, b.argument), diff(a->output, b.output),
+          json::quote(b.name), diff(a->argument, b.argument), diff(a->output, b.output),
           diff(a->alias, b.alias), diff(a->temp, b.temp), b.resident - a->resident,
           b.need() - a->need(), ha && hb ? fmt::format("{:.4f}", *hb - *ha) : "null",
           cost_diff(&CostAnalysis::flops), cost_diff(&CostAnalysis::bytes_accessed),

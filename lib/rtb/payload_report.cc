@@ -4,128 +4,14 @@
 #include <cmath>
 
 #include "rtb/error.h"
+#include "rtb/json.h"
 #include "rtb/routing.h"
 #include "rtb/svg.h"
 
 namespace rtb {
 namespace {
 
-// --- a small JSON writer
-// ------------------------------------------------------------------------------
-
-class Json {
- public:
-  Json& begin_object() { return open('{'); }
-  Json& end_object() { return close('}'); }
-  Json& begin_array() { return open('['); }
-  Json& end_array() { return close(']'); }
-  Json& key(std::string_view name) {
-    separate();
-    out_ += quote(name);
-    out_ += ": ";
-    after_key_ = true;
-    return *this;
-  }
-  Json& value(std::string_view text) { return raw(quote(text)); }
-  Json& value(const char* text) { return value(std::string_view(text)); }
-  Json& value(const std::string& text) { return value(std::string_view(text)); }
-  Json& value(bool flag) { return raw(flag ? "true" : "false"); }
-  Json& value(double number) { return raw(scalar(number)); }
-  Json& value(std::int64_t number) { return raw(scalar(number)); }
-  Json& value(int number) { return raw(scalar(number)); }
-  Json& null() { return raw("null"); }
-  template <typename T>
-  Json& field(std::string_view name, const T& v) {
-    return key(name).value(v);
-  }
-  // A list of scalars, on one line.
-  template <typename T>
-  Json& list(std::string_view name, const std::vector<T>& values) {
-    std::string items = "[";
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      if (i > 0) items += ", ";
-      items += scalar(values[i]);
-    }
-    items += ']';
-    key(name);
-    return raw(items);
-  }
-  std::string str() const { return out_ + "\n"; }
-
- private:
-  static std::string scalar(double number) {
-    return std::isfinite(number) ? fmt::format("{}", number) : std::string("null");
-  }
-  static std::string scalar(std::int64_t number) { return std::to_string(number); }
-  static std::string scalar(int number) { return std::to_string(number); }
-  static std::string scalar(const std::string& text) { return quote(text); }
-  static std::string quote(std::string_view text) {
-    std::string out = "\"";
-    for (char c : text) {
-      switch (c) {
-        case '"':
-          out += "\\\"";
-          break;
-        case '\\':
-          out += "\\\\";
-          break;
-        case '\n':
-          out += "\\n";
-          break;
-        case '\t':
-          out += "\\t";
-          break;
-        case '\r':
-          out += "\\r";
-          break;
-        default:
-          if (static_cast<unsigned char>(c) < 0x20) {
-            out += fmt::format("\\u{:04x}", static_cast<int>(c));
-          } else {
-            out += c;
-          }
-      }
-    }
-    return out + "\"";
-  }
-  void separate() {
-    if (after_key_) {
-      after_key_ = false;
-      return;
-    }
-    if (!first_.empty()) {
-      if (!first_.back()) out_ += ",";
-      first_.back() = false;
-      out_ += '\n';
-      out_.append(2 * first_.size(), ' ');
-    }
-  }
-  Json& raw(std::string_view text) {
-    separate();
-    out_ += text;
-    return *this;
-  }
-  Json& open(char bracket) {
-    separate();
-    out_ += bracket;
-    first_.push_back(true);
-    return *this;
-  }
-  Json& close(char bracket) {
-    bool empty = first_.back();
-    first_.pop_back();
-    if (!empty) {
-      out_ += '\n';
-      out_.append(2 * first_.size(), ' ');
-    }
-    out_ += bracket;
-    return *this;
-  }
-
-  std::string out_;
-  std::vector<bool> first_;  // per open container: nothing written yet
-  bool after_key_ = false;
-};
+using Json = json::Writer;
 
 void layer_json(Json& j, int layer, const LoadStats& s, const std::vector<double>& targets) {
   j.begin_object();

@@ -272,6 +272,8 @@ struct Frame {
 
 }  // namespace
 
+PyValue::PyValue() = default;
+
 const PyValue* PyValue::find(std::string_view key) const {
   const PyValue* found = nullptr;
   for (const auto& [k, v] : entries) {

@@ -18,6 +18,9 @@ namespace rtb {
 
 struct PyValue {
   enum class Kind { kNone, kBool, kInt, kFloat, kString, kList, kTuple, kDict };
+  // Defined (defaulted) in the .cc: clang 14 with libstdc++ 12 rejects the implicit constructor,
+  // which instantiates std::pair<PyValue, PyValue> while PyValue is still incomplete.
+  PyValue();
   Kind kind = Kind::kNone;
   bool boolean = false;
   // kInt and kFloat: the value as a double (a kInt too large for a double is +-inf).

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "rtb/error.h"
+#include "rtb/json.h"
 #include "rtb/stats.h"
 #include "rtb/svg.h"
 
@@ -115,120 +116,7 @@ class Table {
   std::vector<bool> left_;
 };
 
-// ---- JSON writer -------------------------------------------------------------------------------
-
-class Json {
- public:
-  Json& begin_object() { return open('{'); }
-  Json& end_object() { return close('}'); }
-  Json& begin_array() { return open('['); }
-  Json& end_array() { return close(']'); }
-  Json& key(std::string_view name) {
-    separate();
-    out_ += quote(name) + ": ";
-    after_key_ = true;
-    return *this;
-  }
-  Json& value(std::string_view text) { return raw(quote(text)); }
-  Json& value(const char* text) { return value(std::string_view(text)); }
-  Json& value(const std::string& text) { return value(std::string_view(text)); }
-  Json& value(bool flag) { return raw(flag ? "true" : "false"); }
-  Json& value(double number) {
-    return raw(std::isfinite(number) ? fmt::format("{}", number) : std::string("null"));
-  }
-  Json& value(std::int64_t number) { return raw(std::to_string(number)); }
-  Json& value(std::size_t number) { return raw(std::to_string(number)); }
-  Json& value(int number) { return raw(std::to_string(number)); }
-  template <typename T>
-  Json& value(const std::optional<T>& maybe) {
-    return maybe ? value(*maybe) : null();
-  }
-  Json& null() { return raw("null"); }
-  template <typename T>
-  Json& field(std::string_view name, const T& v) {
-    return key(name).value(v);
-  }
-  // A list: numbers on one line, strings one per line.
-  template <typename T>
-  Json& list(std::string_view name, const std::vector<T>& values) {
-    if constexpr (std::is_same_v<T, std::string>) {
-      key(name).begin_array();
-      for (const T& v : values) value(v);
-      return end_array();
-    }
-    std::string text = "[";
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      Json one;
-      one.value(values[i]);
-      text += (i == 0 ? "" : ", ") + one.out_;
-    }
-    return key(name).raw(text + "]");
-  }
-  std::string str() const { return out_ + "\n"; }
-
- private:
-  static std::string quote(std::string_view text) {
-    std::string out = "\"";
-    for (char c : text) {
-      switch (c) {
-        case '"':
-          out += "\\\"";
-          break;
-        case '\\':
-          out += "\\\\";
-          break;
-        case '\n':
-          out += "\\n";
-          break;
-        case '\t':
-          out += "\\t";
-          break;
-        case '\r':
-          out += "\\r";
-          break;
-        default:
-          if (static_cast<unsigned char>(c) < 0x20) {
-            out += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
-          } else {
-            out += c;
-          }
-      }
-    }
-    return out + "\"";
-  }
-  void separate() {
-    if (after_key_) return;
-    if (!first_.empty()) {
-      if (!first_.back()) out_ += ",";
-      first_.back() = false;
-      out_ += "\n" + std::string(2 * first_.size(), ' ');
-    }
-  }
-  Json& raw(const std::string& text) {
-    separate();
-    out_ += text;
-    after_key_ = false;
-    return *this;
-  }
-  Json& open(char c) {
-    separate();
-    out_ += c;
-    after_key_ = false;
-    first_.push_back(true);
-    return *this;
-  }
-  Json& close(char c) {
-    bool empty = first_.back();
-    first_.pop_back();
-    if (!empty) out_ += "\n" + std::string(2 * first_.size(), ' ');
-    out_ += c;
-    return *this;
-  }
-
-  std::string out_;
-  std::vector<bool> first_;
-  bool after_key_ = false;
-};
+using Json = json::Writer;
 
 // ---- Analysis ----------------------------------------------------------------------------------
 

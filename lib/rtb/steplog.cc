@@ -375,6 +375,8 @@ std::optional<std::int64_t> int_member(const Value& object, std::string_view key
   if (!std::isfinite(*number) || *number != std::floor(*number)) {
     fail("\"{}\" is not an integer", key);
   }
+  // Converting a double outside int64's range is undefined behaviour: refuse it first.
+  if (*number < -0x1p63 || *number >= 0x1p63) fail("\"{}\" is out of range", key);
   return static_cast<std::int64_t>(*number);
 }
 
@@ -402,6 +404,8 @@ std::string compress_steps(const std::vector<std::int64_t>& steps) {
 }  // namespace
 
 // ---- Value -------------------------------------------------------------------------------------
+
+Value::Value() = default;
 
 const Value* Value::find(std::string_view key) const {
   const Value* found = nullptr;
@@ -578,20 +582,30 @@ void RunLogParser::parse_bench_step(std::string_view json_text, std::size_t numb
     if (!json.is_object()) fail("not a JSON object");
     std::optional<std::int64_t> step = int_member(json, "step");
     if (!step) fail("no \"step\"");
+    if (*step < 0) fail("\"step\" is {}", *step);
     parsed.step = *step;
-    parsed.seconds = number_member(json, "seconds");
-    if (parsed.seconds && !(std::isfinite(*parsed.seconds) && *parsed.seconds >= 0)) {
-      fail("\"seconds\" is {}", *parsed.seconds);
-    }
+    auto non_negative = [&](std::string_view key) {
+      std::optional<double> value = number_member(json, key);
+      if (value && !(std::isfinite(*value) && *value >= 0)) fail("\"{}\" is {}", key, *value);
+      return value;
+    };
+    parsed.seconds = non_negative("seconds");
     if (const Value* mb = json.find("microbatch_s"); mb != nullptr && !mb->is_null()) {
       if (!mb->is_array()) fail("\"microbatch_s\" is not a list");
+      if (mb->array.size() > kMaxMicrobatchesPerStep) {
+        fail("{} micro-batch times in one step (at most {})", mb->array.size(),
+             kMaxMicrobatchesPerStep);
+      }
       for (const Value& item : mb->array) {
         if (!item.is_number()) fail("\"microbatch_s\" holds a non-number");
+        if (!(std::isfinite(item.number) && item.number >= 0)) {
+          fail("\"microbatch_s\" holds {}", item.number);
+        }
         parsed.microbatch_s.push_back(item.number);
       }
     }
-    parsed.tokens = number_member(json, "tokens");
-    parsed.tokens_per_s_per_chip = number_member(json, "tokens_per_s_per_chip");
+    parsed.tokens = non_negative("tokens");
+    parsed.tokens_per_s_per_chip = non_negative("tokens_per_s_per_chip");
     if (const Value* metrics = json.find("metrics"); metrics != nullptr && metrics->is_object()) {
       parsed.metrics = numeric_leaves(*metrics);
     }

@@ -30,10 +30,17 @@
 
 namespace rtb::steplog {
 
+// A BENCH_STEP line with more micro-batch times than this is refused (skipped with a warning):
+// real steps have tens of micro-batches, and every statistic resamples them thousands of times.
+inline constexpr std::size_t kMaxMicrobatchesPerStep = 4096;
+
 // ---- A small reader for the JSON and Python-literal payloads of those lines -------------------
 
 struct Value {
   enum class Kind { kNull, kBool, kNumber, kString, kArray, kObject };
+  // Defined (defaulted) in the .cc: clang 14 with libstdc++ 12 rejects the implicit constructor,
+  // which instantiates std::pair<std::string, Value> while Value is still incomplete.
+  Value();
   Kind kind = Kind::kNull;
   bool boolean = false;
   double number = 0.0;

@@ -180,6 +180,8 @@ int main(int argc, char** argv) {
       options.fail_if_slower_pct = fail_if_slower;
     }
     if (!svg_file.empty() && runs.empty()) rtb::fail("--svg needs at least one RUN log");
+    if (svg_step && *svg_step < 1)
+      rtb::fail("--svg-step {}: must be a step number >= 1", *svg_step);
     if (svg_file == "-" && output == "-") {
       rtb::fail("--svg - and the report would both go to stdout: give -o FILE for the report");
     }

@@ -145,7 +145,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"random", "zero"}))
       ->capture_default_str();
   build_cmd->add_flag("--no-old-logps", build_flags.no_old_logps, "Leave out old_per_token_logps");
-  build_cmd->add_option("--threads", build.threads, "Threads (default: the machine's cores)");
+  build_cmd->add_option("--threads", build.threads, "Threads (default or 0: the machine's cores)")
+      ->check(CLI::NonNegativeNumber);
   build_cmd->add_option("-o,--output", build_output,
                         "Write the payload here (.npz; - for stdout, the report then goes to "
                         "stderr)");

@@ -1,6 +1,7 @@
 #include "common/render_options.h"
 
 #include <charconv>
+#include <cmath>
 #include <utility>
 
 #include "rtb/error.h"
@@ -110,6 +111,10 @@ void finish_render_options(RenderKnobs& knobs, std::string_view embedded_driver)
   options.tool_version = RTB_VERSION;
   options.logps_chunk = knobs.logps_chunk;
   options.driver.logp_gates = knobs.logp_gates == "on";
+  // The driver refuses these at pod start; refuse them before a bench is written.
+  if (!std::isfinite(options.driver.routing_scale) || options.driver.routing_scale < 0) {
+    fail("--routing-scale {}: must be a finite number >= 0", options.driver.routing_scale);
+  }
   if (!knobs.profile_window.empty()) options.profile_window = parse_window(knobs.profile_window);
   for (const std::string& item : knobs.driver_env) {
     options.driver.extra_env.push_back(parse_env(item));

@@ -47,7 +47,6 @@ int main(int argc, char** argv) {
        kExamples});
   CLI::App& app = tool.app();
   std::vector<std::string> inputs;
-  std::optional<std::size_t> dump, dump_a, dump_b;
   std::optional<std::string> keys;
   std::string color = "auto";
   bool list_dumps = false, json = false;
@@ -56,9 +55,11 @@ int main(int argc, char** argv) {
   app.add_option("A B", inputs, "Two logs or renders (- for stdin); one with --list-dumps")
       ->required()
       ->expected(1, 2);
-  app.add_option("--dump", dump, "N: use dump N (1-based, see --list-dumps) of each log");
-  app.add_option("--dump-a", dump_a, "N: use dump N of A");
-  app.add_option("--dump-b", dump_b, "N: use dump N of B");
+  // Signed, so that -1 is refused rather than read as 2^64 - 1 (see dump_number below).
+  std::optional<long long> dump_all, dump_first, dump_second;
+  app.add_option("--dump", dump_all, "N: use dump N (1-based, see --list-dumps) of each log");
+  app.add_option("--dump-a", dump_first, "N: use dump N of A");
+  app.add_option("--dump-b", dump_second, "N: use dump N of B");
   app.add_flag("--list-dumps", list_dumps, "List the config dumps of each log with their lines");
   app.add_option("--keys", keys, "REGEX: compare only keys that match (ECMAScript, search)");
   app.add_flag("--json", json, "Machine-readable output (rtb.diff-configs/1)");
@@ -69,6 +70,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
 
   return tool.run(argc, argv, [&]() -> int {
+    auto dump_number = [](const char* option, const std::optional<long long>& value) {
+      if (value && *value < 1) rtb::fail("{} {}: dump numbers start at 1", option, *value);
+      return value ? std::optional<std::size_t>(static_cast<std::size_t>(*value)) : std::nullopt;
+    };
+    std::optional<std::size_t> dump = dump_number("--dump", dump_all);
+    std::optional<std::size_t> dump_a = dump_number("--dump-a", dump_first);
+    std::optional<std::size_t> dump_b = dump_number("--dump-b", dump_second);
     if (inputs.size() == 2 && inputs[0] == "-" && inputs[1] == "-")
       rtb::fail("only one of A and B can be - (stdin)");
     if (list_dumps) {

@@ -40,7 +40,10 @@ std::int64_t parse_bytes(const std::string& text) {
   if (unit == "TiB" || unit == "T") scale = 1024.0 * 1024 * 1024 * 1024;
   if (scale == 0)
     rtb::fail("--fail-if-exposed-bytes {}: unknown unit '{}' (B, KiB, MiB, GiB, TiB)", text, unit);
-  return static_cast<std::int64_t>(value * scale);
+  double bytes = value * scale;
+  // Converting a double beyond int64's range is undefined behaviour: refuse it first.
+  if (!(bytes < 0x1p63)) rtb::fail("--fail-if-exposed-bytes {}: too large", text);
+  return static_cast<std::int64_t>(bytes);
 }
 
 }  // namespace

@@ -1,0 +1,74 @@
+// libFuzzer target: the DRY_RUN splitter (dryrun.h), the JobSet model (jobset.h), the MaxText
+// settings of a render (configlog.h) and render-bench's core with default knobs (render.h).
+// Only rtb::Error is an expected outcome; any other exception or a sanitizer report is a finding.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "rtb/configlog.h"
+#include "rtb/dryrun.h"
+#include "rtb/error.h"
+#include "rtb/jobset.h"
+#include "rtb/render.h"
+
+namespace {
+
+void walk_jobset(const rtb::Document& doc, const rtb::RoleMains& mains) {
+  if (!rtb::is_jobset(doc)) return;
+  rtb::JobSetView view(doc);
+  (void)view.name();
+  for (const std::string& job : view.job_names()) (void)view.pod_spec(job);
+  for (const rtb::ContainerRef& container : view.containers()) {
+    (void)container.name();
+    (void)container.path();
+    (void)rtb::bash_script_node(container.node);
+  }
+  (void)view.process_main();
+  (void)rtb::role_of(view, mains);
+  try {
+    rtb::ClientCommand client = view.client("<fuzz>");
+    (void)doc.input_line(client.startup_line);
+  } catch (const rtb::Error&) {
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::string_view text(reinterpret_cast<const char*>(data), size);
+  rtb::RoleMains mains;
+  try {
+    // The filtered parse that render-bench uses must not differ in what it reports as an error.
+    (void)rtb::parse_dryrun(text, "<fuzz>", rtb::trainer_and_orchestrator_chunks(mains));
+  } catch (const rtb::Error&) {
+  }
+  rtb::DryRun dryrun;
+  try {
+    dryrun = rtb::parse_dryrun(text, "<fuzz>");
+  } catch (const rtb::Error&) {
+    return 0;
+  }
+  for (const rtb::Document& doc : dryrun.documents) {
+    (void)doc.line_of(doc.root);
+    walk_jobset(doc, mains);
+  }
+  try {
+    (void)rtb::select_roles(dryrun, mains);
+  } catch (const rtb::Error&) {
+  }
+  try {
+    (void)rtb::config_from_render(dryrun, mains);
+  } catch (const rtb::Error&) {
+  }
+  try {
+    rtb::RenderOptions options;
+    options.name = "fuzz-bench";
+    options.driver_source = "import sys\nsys.exit(0)\n";
+    options.tool_version = "fuzz";
+    rtb::RenderResult result = rtb::render_bench(dryrun, options);
+    (void)rtb::summarize_changes(result);
+  } catch (const rtb::Error&) {
+  }
+  return 0;
+}

@@ -1,0 +1,38 @@
+// libFuzzer target: the memory / cost-analysis log parser (memlog.h), its summary writers, the
+// byte-size parser and the Python-literal parser (pyliteral.h). Only rtb::Error is an expected
+// outcome (the log parser records problems and should not even throw).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "rtb/error.h"
+#include "rtb/memlog.h"
+#include "rtb/pyliteral.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::string_view text(reinterpret_cast<const char*>(data), size);
+
+  try {
+    (void)rtb::parse_py_literal(text);
+  } catch (const rtb::Error&) {
+  }
+  std::string_view first_line = text.substr(0, text.find('\n'));
+  (void)rtb::parse_byte_size(first_line);
+
+  rtb::MemLog log = rtb::parse_memlog(text, "<fuzz>");
+  std::vector<rtb::MemLog> logs;
+  logs.push_back(log);
+  logs.push_back(std::move(log));
+  rtb::HbmOptions options;
+  if (size % 2 == 0) options.hbm_gib = 16.0 + static_cast<double>(size % 100);
+  try {
+    rtb::Summary summary = rtb::summarize(std::move(logs), options);
+    (void)rtb::format_summary_table(summary);
+    (void)rtb::format_summary_json(summary);
+  } catch (const rtb::Error&) {
+  }
+  return 0;
+}

@@ -1,0 +1,70 @@
+// libFuzzer target: the routing-target table parser (routing.h). Properties: a parsed table
+// written back in table form and in inline form parses to exactly the same doubles; scaling and
+// validating a parsed table never fail in any other way than rtb::Error.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rtb/error.h"
+#include "rtb/routing.h"
+#include "rtb/routing_load.h"
+
+namespace {
+
+[[noreturn]] void violated(const char* what) {
+  std::fprintf(stderr, "routing_fuzz: property violated: %s\n", what);
+  __builtin_trap();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::string_view text(reinterpret_cast<const char*>(data), size);
+  std::vector<double> targets;
+  try {
+    targets = rtb::parse_routing_targets(text, "<fuzz>");
+  } catch (const rtb::Error&) {
+    return 0;
+  }
+  if (targets.empty()) violated("an empty table parsed");
+  for (double target : targets) {
+    if (!std::isfinite(target) || target < 1.0) violated("a target below 1 or not finite parsed");
+  }
+
+  std::string table = rtb::format_routing_targets_table(targets, {"fuzz"});
+  try {
+    if (rtb::parse_routing_targets(table, "<table>") != targets) violated("table round trip");
+  } catch (const rtb::Error& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    violated("the table form does not parse");
+  }
+  std::string line = rtb::format_routing_targets_inline(targets);
+  try {
+    if (rtb::parse_routing_targets(line, "<inline>") != targets) violated("inline round trip");
+  } catch (const rtb::Error& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    violated("the inline form does not parse");
+  }
+
+  const double scale = static_cast<double>(size % 7) / 2.0;
+  try {
+    (void)rtb::scale_routing_targets(targets, scale);
+  } catch (const rtb::Error&) {
+  }
+  const int experts = 1 + static_cast<int>(size % 512);
+  const int topk = 1 + static_cast<int>(size % 8);
+  try {
+    rtb::validate_routing_targets(targets, static_cast<int>(targets.size()), experts, topk);
+  } catch (const rtb::Error&) {
+  }
+  // The load profile the payload builder plants for the first target.
+  try {
+    (void)rtb::expert_load_profile(4096, experts, topk, targets.front());
+  } catch (const rtb::Error&) {
+  }
+  return 0;
+}

@@ -1,0 +1,29 @@
+// libFuzzer target: the step-timing log parsers (steplog.h): whole logs, the JSON and
+// Python-literal value reader, and the timeline of every TRAINER_STEP_TIMING record.
+// Only rtb::Error is an expected outcome (the log parser warns and should not even throw).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "rtb/error.h"
+#include "rtb/steplog.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::string_view text(reinterpret_cast<const char*>(data), size);
+
+  for (rtb::steplog::Syntax syntax : {rtb::steplog::Syntax::kJson, rtb::steplog::Syntax::kPython}) {
+    try {
+      rtb::steplog::Value value = rtb::steplog::parse_value(text, syntax);
+      if (value.is_object()) (void)rtb::steplog::numeric_leaves(value);
+    } catch (const rtb::Error&) {
+    }
+  }
+
+  rtb::steplog::RunLog log = rtb::steplog::parse_run_log_text(text, "<fuzz>");
+  for (const rtb::steplog::StepTiming& timing : log.timings) {
+    (void)rtb::steplog::step_timeline(timing);
+  }
+  (void)rtb::steplog::log_kind_name(log.kind);
+  return 0;
+}

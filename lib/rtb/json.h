@@ -1,0 +1,84 @@
+// JSON output: string quoting that always gives valid UTF-8 JSON, numbers, and a small streaming
+// writer of indented objects and arrays. Used by every tool's --json.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+namespace rtb::json {
+
+// `text` as a JSON string literal, quotes included. Control characters are escaped (\n, \t, \r,
+// \u00XX) and so is DEL. Input comes from logs and clusters and may be any bytes: each byte that
+// is not part of a well-formed UTF-8 sequence becomes U+FFFD, so the output is always valid.
+std::string quote(std::string_view text);
+
+// A number as JSON: shortest round-trip form; NaN and infinities (not JSON) become null.
+std::string number(double value);
+
+// Writes pretty-printed JSON (two-space indent) in one pass:
+//   Writer j; j.begin_object().field("a", 1).key("b").begin_array().value("x").end_array()
+//    .end_object(); j.str()
+class Writer {
+ public:
+  Writer& begin_object() { return open('{'); }
+  Writer& end_object() { return close('}'); }
+  Writer& begin_array() { return open('['); }
+  Writer& end_array() { return close(']'); }
+  Writer& key(std::string_view name);
+  Writer& value(std::string_view text) { return raw(quote(text)); }
+  Writer& value(const char* text) { return value(std::string_view(text)); }
+  Writer& value(const std::string& text) { return value(std::string_view(text)); }
+  Writer& value(bool flag) { return raw(flag ? "true" : "false"); }
+  Writer& value(double v) { return raw(number(v)); }
+  Writer& value(std::int64_t v) { return raw(std::to_string(v)); }
+  Writer& value(std::uint64_t v) { return raw(std::to_string(v)); }
+  Writer& value(int v) { return raw(std::to_string(v)); }
+  template <typename T>
+  Writer& value(const std::optional<T>& maybe) {
+    return maybe ? value(*maybe) : null();
+  }
+  Writer& null() { return raw("null"); }
+  template <typename T>
+  Writer& field(std::string_view name, const T& v) {
+    return key(name).value(v);
+  }
+  // A list under `name`: numbers on one line, strings one per line.
+  template <typename T>
+  Writer& list(std::string_view name, const std::vector<T>& values) {
+    if constexpr (std::is_same_v<T, std::string>) {
+      key(name).begin_array();
+      for (const T& v : values) value(v);
+      return end_array();
+    } else {
+      std::string text = "[";
+      for (std::size_t i = 0; i < values.size(); ++i) {
+        Writer one;
+        one.value(values[i]);
+        if (i > 0) text += ", ";
+        text += one.out_;
+      }
+      text += ']';
+      return key(name).raw(text);
+    }
+  }
+  // Inserts already-formatted JSON as one value.
+  Writer& raw(std::string_view text);
+  // The document, with a final newline.
+  std::string str() const { return out_ + "\n"; }
+
+ private:
+  void separate();
+  Writer& open(char bracket);
+  Writer& close(char bracket);
+
+  std::string out_;
+  std::vector<bool> first_;  // per open container: nothing written in it yet
+  bool after_key_ = false;
+};
+
+}  // namespace rtb::json
