@@ -232,6 +232,59 @@ TEST(HloScan, PipelinedModeGivesTheSameStatements) {
   }
 }
 
+// A filter sees every statement on the scanning side, drops some and notes others; the callback
+// gets the kept ones in order with their notes, and can annotate the note of a later statement
+// through Statement::ahead. Both modes behave the same.
+TEST(HloScan, FilterDropsAndNotesStatements) {
+  std::string text;
+  while (text.size() < (6u << 20)) text += read_fixture("handwritten_multiline.hlo.txt");
+  std::vector<std::tuple<std::string, std::int64_t, std::uint32_t, std::string>> got[2];
+  std::size_t all[2] = {0, 0};
+  std::size_t annotated_seen[2] = {0, 0};
+  for (int threads : {1, 2}) {
+    MemorySource source(text);
+    SplitOptions options;
+    options.threads = threads;
+    std::uint32_t dropped = 0;
+    StatementFilter filter = [&](const Statement& st, StatementNote& note) {
+      ++all[threads - 1];
+      if (st.head == nullptr || st.head->opcode == "parameter") {
+        ++dropped;
+        return false;
+      }
+      note.kind = st.head->root ? 2 : 1;
+      note.count = dropped;
+      note.key = st.head->name;
+      dropped = 0;
+      return true;
+    };
+    split_statements(
+        source, options,
+        [&](const Statement& st) {
+          ASSERT_NE(st.note, nullptr);
+          ASSERT_NE(st.head, nullptr);
+          EXPECT_EQ(st.note->key, st.head->name);
+          if (st.note->hash == 7) ++annotated_seen[threads - 1];
+          if (st.ahead != nullptr) st.ahead->hash = 7;
+          got[threads - 1].emplace_back(st.text, st.line, st.note->count,
+                                        std::string(st.head->opcode));
+        },
+        filter);
+  }
+  EXPECT_EQ(all[0], all[1]);
+  EXPECT_EQ(got[0], got[1]);
+  ASSERT_FALSE(got[0].empty());
+  EXPECT_LT(got[0].size(), all[0]);
+  std::uint32_t counted = 0;
+  for (const auto& statement : got[0]) {
+    EXPECT_NE(std::get<3>(statement), "parameter");
+    counted += std::get<2>(statement);
+  }
+  EXPECT_GT(counted, 0u);
+  EXPECT_EQ(annotated_seen[0], 0u);  // one thread: no look-ahead
+  EXPECT_GT(annotated_seen[1], got[1].size() / 2);
+}
+
 TEST(HloScan, PipelinedModeStopsWhenTheCallbackThrows) {
   std::string text;
   while (text.size() < (8u << 20)) text += read_fixture("handwritten_multiline.hlo.txt");

@@ -3,6 +3,7 @@
 // from the fixture text in the comments next to them.
 #include "rtb/hlo.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
@@ -439,6 +440,77 @@ TEST(HloAnalysis, OneAndTwoThreadsGiveTheSameReport) {
       }
     }
     EXPECT_EQ(reports[0], reports[1]);
+  }
+}
+
+// The reader passes the analysis only the instructions that matter to it (collectives, compute,
+// calls, roots) and counts the others; keep_schedule turns that off (the picture needs every
+// instruction). Both must give the same report, also for truncated and broken dumps.
+TEST(HloAnalysis, DroppingUninterestingInstructionsChangesNothing) {
+  std::vector<std::string> paths;
+  for (const char* dir : {"/hlo", "/hlo/bad"}) {
+    for (const auto& entry :
+         std::filesystem::directory_iterator(std::string(RTB_TESTDATA_DIR) + dir)) {
+      if (entry.is_regular_file()) paths.push_back(entry.path().string());
+    }
+  }
+  for (const std::string& path : paths) {
+    SCOPED_TRACE(path);
+    for (int threads : {1, 2}) {
+      std::string reports[2];
+      for (bool keep_all : {false, true}) {
+        Options options;
+        options.threads = threads;
+        options.keep_schedule = keep_all;
+        try {
+          Analysis a = analyze_file(path, options);
+          a.schedule.reset();
+          reports[keep_all ? 1 : 0] = format_json(a);
+        } catch (const Error& e) {
+          reports[keep_all ? 1 : 0] = std::string("error: ") + e.what();
+        }
+      }
+      EXPECT_EQ(reports[0], reports[1]);
+    }
+  }
+}
+
+// Instructions dropped before the end of a dump that stops inside a computation, or before an
+// instruction that cannot be read, still count (and windows still count them).
+TEST(HloAnalysis, DroppedInstructionsCountUpToTheEndOrTheError) {
+  const std::string body =
+      "HloModule m, is_scheduled=true\n\n"
+      "%fused (p: f32[8]) -> f32[8] {\n"
+      "  %p = f32[8]{0} parameter(0)\n"
+      "  ROOT %n = f32[8]{0} negate(%p)\n"
+      "}\n\n"
+      "ENTRY %main (a: f32[8]) -> f32[8] {\n"
+      "  %a = f32[8]{0} parameter(0)\n"
+      "  %s = f32[8]{0} all-gather-start(%a), dimensions={0}\n"
+      "  %b = f32[8]{0} add(%a, %a)\n"
+      "  %c = f32[8]{0} multiply(%b, %b)\n"
+      "  %d = f32[8]{0} all-gather-done(%s)\n"
+      "  %e = f32[8]{0} subtract(%d, %d)\n"
+      "  %f = f32[8]{0} subtract(%e, %e)\n";
+  for (int threads : {1, 2}) {
+    for (bool keep_all : {false, true}) {
+      SCOPED_TRACE(fmt::format("threads {} keep_schedule {}", threads, keep_all));
+      Options options;
+      options.threads = threads;
+      options.keep_schedule = keep_all;
+      Analysis truncated = analyze_text(body, "t.hlo", options);
+      EXPECT_TRUE(truncated.truncated);
+      EXPECT_EQ(truncated.instructions, 9);
+      ASSERT_EQ(truncated.collectives.size(), 1u);
+      EXPECT_EQ(truncated.collectives[0].window_instructions, 2);
+      EXPECT_TRUE(truncated.collectives[0].exposed());
+
+      Analysis broken = analyze_text(body + "  this is not an instruction\n}\n", "b.hlo", options);
+      EXPECT_TRUE(broken.truncated);
+      EXPECT_EQ(broken.truncated_line, 16);
+      EXPECT_EQ(broken.instructions, 9);
+      EXPECT_EQ(broken.lines, 16);
+    }
   }
 }
 

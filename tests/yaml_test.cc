@@ -927,6 +927,25 @@ TEST(YamlPlainIsSafe, AcceptedValuesReadBackUnchangedInFlowContext) {
   CheckAcceptedValuesReadBack(/*in_flow=*/true);
 }
 
+TEST(YamlStrings, ValuesThatAreNotUtf8AreRefusedNotMangled) {
+  EXPECT_THAT(
+      [] { string_scalar("caf\xe9"); },
+      ::testing::ThrowsMessage<Error>(HasSubstr("is not UTF-8 text (byte 0xe9 at offset 3)")));
+  YAML::Node root = YAML::Load("a: b\n");
+  EXPECT_THROW(set_string(root["a"], "\xff"), Error);
+  EXPECT_EQ(root["a"].Scalar(), "b");
+  EXPECT_EQ(string_scalar("caf\xc3\xa9").Scalar(), "caf\xc3\xa9");
+}
+
+TEST(YamlEmitQuoting, ControlCharactersAreEscapedAndReadBack) {
+  std::string value("bell\x07 nul\0 del\x7f tab\t", 20);
+  YAML::Node root;
+  root["k"] = string_scalar(value);
+  std::string text = emit(root);
+  EXPECT_EQ(text, "k: \"bell\\u0007 nul\\u0000 del\\u007f tab\\t\"\n");
+  EXPECT_EQ(YAML::Load(text)["k"].Scalar(), value);
+}
+
 // --- limits -----------------------------------------------------------------------------------
 
 // Nine levels of anchors, each aliasing the one before ten times: 10^9 leaves when expanded.

@@ -191,9 +191,18 @@ std::uint64_t hash_name(std::string_view name) { return std::hash<std::string_vi
 // malloc and cache misses than the rest of the reader.
 class FlatIndex {
  public:
+  // Starts loading the slot where `key` would be (the lookups land at random places of a large
+  // table: with the hash known a few statements ahead, the cache miss overlaps other work).
+  void prefetch(std::uint64_t key) const {
+    if (slots_.size() == 0) return;
+    if (key == 0) key = 1;
+    __builtin_prefetch(&slots_[key & (slots_.size() - 1)]);
+  }
+
   // The value stored for `key`, or `value` after inserting it; `inserted` tells which.
   std::uint32_t find_or_insert(std::uint64_t key, std::uint32_t value, bool& inserted) {
     if (key == 0) key = 1;  // 0 marks an empty slot
+    if (slots_.size() == 0) slots_ = Slots(1024);
     if ((size_ + 1) * 2 > slots_.size()) grow();
     std::size_t mask = slots_.size() - 1;
     for (std::size_t i = key & mask;; i = (i + 1) & mask) {
@@ -249,6 +258,7 @@ class FlatIndex {
     }
     std::size_t size() const { return count_; }
     Slot& operator[](std::size_t i) { return data_[i]; }
+    const Slot& operator[](std::size_t i) const { return data_[i]; }
 
    private:
     Slot* data_ = nullptr;
@@ -258,7 +268,7 @@ class FlatIndex {
 
   void grow() {
     Slots old = std::move(slots_);
-    slots_ = Slots(old.size() == 0 ? 1024 : old.size() * 2);
+    slots_ = Slots(old.size() * 2);
     std::size_t mask = slots_.size() - 1;
     for (std::size_t k = 0; k < old.size(); ++k) {
       const Slot& slot = old[k];
@@ -340,9 +350,9 @@ struct OpenComputation {
   std::uint32_t first_callsite = 0;
   std::size_t first_draft = 0;
   std::unordered_map<std::string, std::uint32_t> open;  // start/update name -> draft
-  std::vector<std::uint32_t> compute_positions;         // instruction indices of compute
-  std::vector<std::uint32_t> compute_name_ends;         // ends of their names in compute_names
-  std::string compute_names;
+  // Drafts whose window is open and whose compute sample is not full yet: the compute
+  // instructions met now are theirs (so compute names are read only while someone needs them).
+  std::vector<std::uint32_t> sampling;
   std::vector<std::string> kinds;  // collective kinds seen, in order (for async wrappers)
   std::string root_opcode;
   std::vector<ScheduledInstruction> schedule;  // Options::keep_schedule only
@@ -350,9 +360,7 @@ struct OpenComputation {
 
   void reset() {
     open.clear();
-    compute_positions.clear();
-    compute_name_ends.clear();
-    compute_names.clear();
+    sampling.clear();
     kinds.clear();
     root_opcode.clear();
     schedule.clear();
@@ -405,6 +413,110 @@ class HeaderCheckSource : public ByteSource {
   std::int64_t line_ = 1;
 };
 
+// The name of the computation a computation header opens (`ENTRY %main (...) -> ... {`), empty
+// if there is none.
+std::string_view header_name(std::string_view body) {
+  if (starts_with(body, "ENTRY") && body.size() > 5 && is_space(body[5])) {
+    body = trim(body.substr(5));
+  }
+  std::size_t end = 0;
+  while (end < body.size() && !is_space(body[end]) && body[end] != '(' && body[end] != '{') ++end;
+  return strip_percent(body.substr(0, end));
+}
+
+// The computation a fusion calls (`calls=%fused_computation.3`), empty if not found. XLA prints
+// `calls=` before any quoted attribute (metadata, backend_config), so a plain search up to the
+// first quote finds it without walking the attributes.
+std::string_view fusion_callee(std::string_view call) {
+  std::size_t quote = call.find('"');
+  std::size_t at = call.substr(0, quote).find("calls=");
+  if (at == std::string_view::npos || at == 0 || (call[at - 1] != ' ' && call[at - 1] != ',')) {
+    return {};
+  }
+  std::string_view rest = call.substr(at + 6);
+  std::size_t end = 0;
+  while (end < rest.size() && rest[end] != ',' && !is_space(rest[end])) ++end;
+  std::string_view value = rest.substr(0, end);
+  if (value.empty() || value.front() == '{') return {};
+  return strip_percent(value);
+}
+
+// What the filter tells the analyser about a statement (StatementNote::kind).
+enum NoteKind : std::uint8_t {
+  kNoteNone = 0,     // nothing known: the analyser reads the statement itself
+  kNoteHeader,       // a computation header starting on the statement's first line; key = its
+                     // text, or (hash != 0) its name after Analyzer::look_ahead
+  kNoteInstruction,  // an instruction with the splitter's head, starting on the statement's
+                     // first line; + Role
+};
+
+// The statement filter of the pipelined reader (hlo_scan.h), run on the scanning thread. It
+// follows the analyser's state machine (module header, computations) and does the stateless
+// part of the work while the text is hot in that core's cache: trimming, the opcode's role, the
+// names and hashes of computation headers and fusion callees. Instructions that matter to
+// nobody (role kOther, not ROOT: most of a dump) are dropped and only counted, so that the
+// analysing thread does not touch their text at all. StatementNote::count carries the number of
+// instructions dropped since the previous statement passed on.
+class Prefilter {
+ public:
+  explicit Prefilter(bool keep_all) : keep_all_(keep_all) {}
+
+  bool operator()(const Statement& s, StatementNote& note) {
+    std::string_view text = s.text;
+    std::size_t i = 0;
+    bool newline = false;  // the statement starts with blank lines
+    while (i < text.size() && is_space(text[i])) {
+      newline = newline || text[i] == '\n';
+      ++i;
+    }
+    std::string_view body = text.substr(i);
+    while (!body.empty() && is_space(body.back())) body.remove_suffix(1);
+    if (body.empty() || is_comment(body)) return false;  // the analyser ignores them
+    if (!header_seen_) {
+      header_seen_ = true;
+      return pass(note);
+    }
+    if (!in_computation_) {
+      if (s.depth_after != 1) return pass(note);
+      in_computation_ = true;
+      // The analyser finds the name (it reads it anyway, to keep a copy): that balances the
+      // threads. It does so a few statements ahead (Statement::ahead), to prefetch the slot.
+      if (!newline) {
+        note.kind = kNoteHeader;
+        note.key = body;
+      }
+      return pass(note);
+    }
+    if (s.depth_after == 0) {
+      in_computation_ = false;
+      return pass(note);
+    }
+    if (s.head == nullptr || newline) return pass(note);
+    Role role = classify(s.head->opcode);
+    if (role == Role::kOther && !s.head->root && !keep_all_) {
+      ++dropped_;
+      return false;
+    }
+    note.kind = static_cast<std::uint8_t>(kNoteInstruction + static_cast<std::uint8_t>(role));
+    return pass(note);
+  }
+
+  // Instructions dropped after the last statement passed on (read when the split is over).
+  std::uint32_t dropped() const { return dropped_; }
+
+ private:
+  bool pass(StatementNote& note) {
+    note.count = dropped_;
+    dropped_ = 0;
+    return true;
+  }
+
+  bool keep_all_;
+  bool header_seen_ = false;
+  bool in_computation_ = false;
+  std::uint32_t dropped_ = 0;
+};
+
 class Analyzer {
  public:
   Analyzer(std::string name, const Options& options) : options_(options) {
@@ -424,13 +536,21 @@ class Analyzer {
     split.block_bytes = options_.block_bytes;
     split.max_statement_bytes = options_.max_statement_bytes;
     split.threads = options_.threads;
+    Prefilter prefilter(options_.keep_schedule);
+    StatementFilter filter = [&prefilter](const Statement& s, StatementNote& note) {
+      return prefilter(s, note);
+    };
     SplitEnd end;
     std::optional<Error> stopped;
     try {
-      end = split_statements(source, split, [this](const Statement& s) { on_statement(s); });
+      end = split_statements(
+          source, split, [this](const Statement& s) { on_statement(s); }, filter);
     } catch (const Error& e) {
       stopped = e;
     }
+    // Instructions the filter dropped after the last statement it passed on (a dump that ends
+    // inside a computation).
+    if (!stopped) count_dropped(prefilter.dropped());
     if (stopped) {
       stop_at(stopped->line(), stopped->message());
     } else if (!end.clean) {
@@ -454,7 +574,39 @@ class Analyzer {
  private:
   // ---- statements -------------------------------------------------------------------------------
 
+  // A statement a few places on: start loading the name table's slot it will need (lookups
+  // land at random places of a large table). A header's name is found and hashed here.
+  void look_ahead(StatementNote& note) {
+    if (note.kind == kNoteHeader && note.hash == 0) {
+      std::string_view name = header_name(note.key);
+      if (name.empty()) return;  // open_computation reports it
+      note.key = name;
+      note.hash = hash_name(name);
+    }
+    if (note.hash != 0) record_index_.prefetch(note.hash);
+  }
+
+  void count_dropped(std::uint32_t dropped) {
+    if (!in_computation_ || dropped == 0) return;
+    current_.instructions += dropped;
+    result_.instructions += dropped;
+  }
+
   void on_statement(const Statement& st) {
+    if (st.ahead != nullptr) look_ahead(*st.ahead);
+    if (st.note != nullptr) {
+      const StatementNote& note = *st.note;
+      count_dropped(note.count);
+      if (note.kind == kNoteHeader) {
+        last_line_ = st.line;
+        if (note.hash == 0) return open_computation(note.key, st.line);
+        return open_computation(note.key, note.hash, st.line);
+      }
+      if (note.kind >= kNoteInstruction && in_computation_ && st.depth_after == 1) {
+        last_line_ = st.line;
+        return instruction(*st.head, static_cast<Role>(note.kind - kNoteInstruction), st.line);
+      }
+    }
     std::string_view text = st.text;
     std::int64_t line = st.line;
     // Point at the first visible line of the statement.
@@ -470,7 +622,14 @@ class Analyzer {
     if (!header_seen_) return module_header(body, line);
     if (!in_computation_) return top_level(body, line, st.depth_after);
     if (st.depth_after == 0) return close_computation(body, line);
-    instruction(body, line, st.head);
+    InstructionHead head;
+    if (st.head != nullptr) {
+      head = *st.head;
+    } else if (parse_instruction_head(body, head) != HeadStatus::kOk) {
+      std::string_view first = body.substr(0, std::min<std::size_t>(body.find('\n'), 60));
+      fail_at({}, line, "expected an instruction 'name = shape opcode(...)', got '{}'", first);
+    }
+    instruction(head, classify(head.opcode), line);
   }
 
   void module_header(std::string_view body, std::int64_t line) {
@@ -505,17 +664,16 @@ class Analyzer {
   }
 
   void open_computation(std::string_view body, std::int64_t line) {
-    if (starts_with(body, "ENTRY") && body.size() > 5 && is_space(body[5])) {
-      body = trim(body.substr(5));
-    }
-    std::size_t end = 0;
-    while (end < body.size() && !is_space(body[end]) && body[end] != '(' && body[end] != '{') ++end;
-    std::string_view name = strip_percent(body.substr(0, end));
+    std::string_view name = header_name(body);
     if (name.empty()) fail_at({}, line, "computation header without a name");
+    open_computation(name, hash_name(name), line);
+  }
+
+  void open_computation(std::string_view name, std::uint64_t hash, std::int64_t line) {
     current_.reset();
     current_.name.assign(name);
     current_.line = line;
-    current_.record = record_for(name);
+    current_.record = record_for(hash);
     ComputationRecord& record = records_[current_.record];
     if (record.defined) warn(line, fmt::format("computation {} is defined twice", name));
     record.defined = true;
@@ -563,24 +721,16 @@ class Analyzer {
     ++closed_computations_;
   }
 
-  void instruction(std::string_view body, std::int64_t line, const InstructionHead* parsed) {
-    InstructionHead head;
-    if (parsed != nullptr) {
-      head = *parsed;
-    } else if (parse_instruction_head(body, head) != HeadStatus::kOk) {
-      std::string_view first = body.substr(0, std::min<std::size_t>(body.find('\n'), 60));
-      fail_at({}, line, "expected an instruction 'name = shape opcode(...)', got '{}'", first);
-    }
+  void instruction(const InstructionHead& head, Role role, std::int64_t line) {
     std::uint32_t index = current_.instructions++;
     ++result_.instructions;
-    Role role = classify(head.opcode);
     if (head.root) current_.root_opcode.assign(head.opcode);
     std::uint32_t callsite = kNone;
     switch (role) {
       case Role::kOther:
         break;
       case Role::kCompute:
-        on_compute(head, index);
+        on_compute(head);
         break;
       case Role::kCall:
         callsite = on_call(head, index, line);
@@ -613,28 +763,28 @@ class Analyzer {
 
   // ---- instruction kinds ------------------------------------------------------------------------
 
-  void on_compute(const InstructionHead& head, std::uint32_t index) {
-    current_.compute_positions.push_back(index);
-    current_.compute_names += head.name;
-    current_.compute_name_ends.push_back(static_cast<std::uint32_t>(current_.compute_names.size()));
+  void on_compute(const InstructionHead& head) {
+    if (!current_.sampling.empty()) sample_compute(head.name);
     ++current_.compute;
     records_[current_.record].direct_compute = true;
-    if (head.opcode != "fusion") return;
     // A fusion's computation matters only if it holds collectives: keep the edge for executions.
-    // Hot path: XLA prints `calls=` before any quoted attribute (metadata, backend_config), so a
-    // plain search up to the first quote finds it without walking the attributes.
-    std::string_view call = head.call;
-    std::size_t quote = call.find('"');
-    std::size_t at = call.substr(0, quote).find("calls=");
-    if (at == std::string_view::npos || at == 0 || (call[at - 1] != ' ' && call[at - 1] != ',')) {
-      return;
+    // (Its record was made or met just before, when the fusion computation was defined: no
+    // cache miss to hide, unlike computation headers.)
+    if (head.opcode != "fusion") return;
+    std::string_view callee = fusion_callee(head.call);
+    if (!callee.empty()) add_edge(callee, EdgeKind::kFusion, -1);
+  }
+
+  // A compute instruction in the windows of the drafts in current_.sampling.
+  void sample_compute(std::string_view name) {
+    std::size_t kept = 0;
+    for (std::uint32_t d : current_.sampling) {
+      Draft& draft = drafts_[d];
+      if (draft.done_seen) continue;
+      if (draft.sample.size() < options_.compute_sample) draft.sample.emplace_back(name);
+      if (draft.sample.size() < options_.compute_sample) current_.sampling[kept++] = d;
     }
-    std::string_view rest = call.substr(at + 6);
-    std::size_t end = 0;
-    while (end < rest.size() && rest[end] != ',' && !is_space(rest[end])) ++end;
-    std::string_view value = rest.substr(0, end);
-    if (!value.empty() && value.front() != '{')
-      add_edge(strip_percent(value), EdgeKind::kFusion, -1);
+    current_.sampling.resize(kept);
   }
 
   std::uint32_t on_call(const InstructionHead& head, std::uint32_t index, std::int64_t line) {
@@ -695,6 +845,7 @@ class Analyzer {
     draft.start_line = line;
     draft.start_instruction = index;
     draft.compute_at_start = current_.compute;
+    if (options_.compute_sample > 0) current_.sampling.push_back(draft_index);
     draft.status = Status::kUnpairedStart;
     std::string callee;
     read_attributes(head, line, &draft.op_name, &callee);
@@ -761,7 +912,6 @@ class Analyzer {
       draft.status = Status::kExposed;  // until windows are resolved
       draft.window_instructions = index - draft.start_instruction - 1;
       draft.window_compute = current_.compute - draft.compute_at_start;
-      take_sample(draft);
       // Call sites in the window, resolved after the whole file is read.
       auto first = callsites_.begin() + current_.first_callsite;
       auto lower = std::upper_bound(first, callsites_.end(), draft.start_instruction,
@@ -857,29 +1007,23 @@ class Analyzer {
     }
   }
 
-  void take_sample(Draft& draft) {
-    auto begin = current_.compute_positions.begin();
-    auto end = current_.compute_positions.end();
-    auto it = std::upper_bound(begin, end, static_cast<std::uint32_t>(draft.start_instruction));
-    for (; it != end && draft.sample.size() < options_.compute_sample; ++it) {
-      if (static_cast<std::int64_t>(*it) >= draft.done_instruction) break;
-      std::size_t k = static_cast<std::size_t>(it - begin);
-      std::uint32_t from = k == 0 ? 0 : current_.compute_name_ends[k - 1];
-      std::uint32_t to = current_.compute_name_ends[k];
-      draft.sample.emplace_back(current_.compute_names.substr(from, to - from));
-    }
-  }
+  std::uint32_t record_for(std::string_view name) { return record_for(hash_name(name)); }
 
-  std::uint32_t record_for(std::string_view name) {
+  std::uint32_t record_for(std::uint64_t hash) {
     bool inserted = false;
-    std::uint32_t index = record_index_.find_or_insert(
-        hash_name(name), static_cast<std::uint32_t>(records_.size()), inserted);
+    std::uint32_t index =
+        record_index_.find_or_insert(hash, static_cast<std::uint32_t>(records_.size()), inserted);
     if (inserted) records_.emplace_back();
     return index;
   }
 
   void add_edge(std::string_view callee_name, EdgeKind kind, std::int64_t trip_count) {
-    std::uint32_t callee = record_for(callee_name);
+    add_edge(callee_name, hash_name(callee_name), kind, trip_count);
+  }
+
+  void add_edge(std::string_view callee_name, std::uint64_t hash, EdgeKind kind,
+                std::int64_t trip_count) {
+    std::uint32_t callee = record_for(hash);
     const ComputationRecord& target = records_[callee];
     // Fusion computations normally come first and hold no collectives: no edge is needed.
     if (kind == EdgeKind::kFusion && target.defined && !target.relevant) return;

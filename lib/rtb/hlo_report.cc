@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "rtb/error.h"
+#include "rtb/json.h"
 #include "rtb/svg.h"
 
 namespace rtb::hlo {
@@ -62,58 +63,9 @@ std::vector<std::size_t> ranked_exposed(const Analysis& analysis) {
 
 // ---- JSON ---------------------------------------------------------------------------------------
 
-// Escapes a string for JSON; bytes that are not valid UTF-8 become U+FFFD.
-std::string json_string(std::string_view text) {
-  std::string out = "\"";
-  for (std::size_t i = 0; i < text.size();) {
-    auto byte = static_cast<unsigned char>(text[i]);
-    if (byte < 0x80) {
-      switch (byte) {
-        case '"':
-          out += "\\\"";
-          break;
-        case '\\':
-          out += "\\\\";
-          break;
-        case '\n':
-          out += "\\n";
-          break;
-        case '\t':
-          out += "\\t";
-          break;
-        case '\r':
-          out += "\\r";
-          break;
-        default:
-          if (byte < 0x20 || byte == 0x7f) {
-            out += fmt::format("\\u{:04x}", byte);
-          } else {
-            out += static_cast<char>(byte);
-          }
-      }
-      ++i;
-      continue;
-    }
-    std::size_t length = byte >= 0xf0 && byte < 0xf5 ? 4 : byte >= 0xe0 ? 3 : byte >= 0xc2 ? 2 : 0;
-    bool valid = length > 0 && byte < 0xf5 && i + length <= text.size();
-    for (std::size_t k = 1; valid && k < length; ++k) {
-      valid = (static_cast<unsigned char>(text[i + k]) & 0xc0) == 0x80;
-    }
-    if (valid) {
-      out.append(text.substr(i, length));
-      i += length;
-    } else {
-      out += "\\ufffd";
-      ++i;
-    }
-  }
-  out += '"';
-  return out;
-}
-
 std::string json_bool(bool value) { return value ? "true" : "false"; }
 std::string json_line(std::int64_t line) { return line > 0 ? std::to_string(line) : "null"; }
-std::string json_name(const std::string& name) { return name.empty() ? "null" : json_string(name); }
+std::string json_name(const std::string& name) { return name.empty() ? "null" : json::quote(name); }
 
 std::string json_totals(const Totals& t) {
   return fmt::format(
@@ -127,7 +79,7 @@ std::string json_collective(std::size_t index, const Collective& c) {
   std::string compute = "[";
   for (std::size_t i = 0; i < c.compute_sample.size(); ++i) {
     if (i > 0) compute += ", ";
-    compute += json_string(c.compute_sample[i]);
+    compute += json::quote(c.compute_sample[i]);
   }
   compute += "]";
   std::string exposed = c.paired_or_sync() ? json_bool(c.exposed()) : "null";
@@ -137,10 +89,10 @@ std::string json_collective(std::size_t index, const Collective& c) {
       "\"status\": {}, \"exposed\": {}, \"bytes\": {}, \"bytes_known\": {}, "
       "\"window_instructions\": {}, \"window_compute\": {}, \"compute\": {}, \"executions\": {}, "
       "\"executions_known\": {}, \"op_name\": {}, \"in_truncated_computation\": {}}}",
-      index, json_string(c.kind), json_string(category_name(c.category)),
-      json_string(c.computation), json_name(c.start), json_name(c.done), json_name(c.wrapper),
+      index, json::quote(c.kind), json::quote(category_name(c.category)),
+      json::quote(c.computation), json_name(c.start), json_name(c.done), json_name(c.wrapper),
       json_line(c.start_line), json_line(c.done_line), json_bool(c.async),
-      json_string(status_name(c.status)), exposed, c.bytes, json_bool(c.bytes_known),
+      json::quote(status_name(c.status)), exposed, c.bytes, json_bool(c.bytes_known),
       c.window_instructions, c.window_compute, compute, c.executions, json_bool(c.executions_known),
       json_name(c.op_name), json_bool(c.in_truncated_computation));
 }
@@ -151,14 +103,14 @@ std::string json_report(const Analysis& analysis, const ReportOptions& options, 
   std::string in = pad + "  ";
   std::string out = "{\n";
   out += fmt::format("{}\"schema\": \"rtb.hlo-overlap/1\",\n", in);
-  out += fmt::format("{}\"file\": {},\n", in, json_string(analysis.file));
-  out += fmt::format("{}\"module\": {},\n", in, json_string(analysis.module));
+  out += fmt::format("{}\"file\": {},\n", in, json::quote(analysis.file));
+  out += fmt::format("{}\"module\": {},\n", in, json::quote(analysis.module));
   out += fmt::format("{}\"scheduled\": {},\n", in, json_bool(analysis.scheduled));
   out += fmt::format("{}\"truncated\": {},\n", in, json_bool(analysis.truncated));
   out += fmt::format("{}\"truncated_line\": {},\n", in,
                      analysis.truncated ? json_line(analysis.truncated_line) : "null");
   out += fmt::format("{}\"truncation_reason\": {},\n", in,
-                     analysis.truncated ? json_string(analysis.truncation_reason) : "null");
+                     analysis.truncated ? json::quote(analysis.truncation_reason) : "null");
   out += fmt::format("{}\"computations\": {},\n", in, analysis.computations);
   out += fmt::format("{}\"instructions\": {},\n", in, analysis.instructions);
   out += fmt::format("{}\"lines\": {},\n", in, analysis.lines);
@@ -173,8 +125,8 @@ std::string json_report(const Analysis& analysis, const ReportOptions& options, 
   for (std::size_t i = 0; i < analysis.by_kind.size(); ++i) {
     const KindTotals& k = analysis.by_kind[i];
     out += i == 0 ? "\n" : ",\n";
-    out += fmt::format("{}  {}: {{\"category\": {}, {}}}", in, json_string(k.kind),
-                       json_string(category_name(k.category)), json_totals(k.totals));
+    out += fmt::format("{}  {}: {{\"category\": {}, {}}}", in, json::quote(k.kind),
+                       json::quote(category_name(k.category)), json_totals(k.totals));
   }
   out += analysis.by_kind.empty() ? "},\n" : fmt::format("\n{}}},\n", in);
   out += fmt::format("{}\"total\": {{{}}},\n", in, json_totals(analysis.total));
@@ -187,7 +139,7 @@ std::string json_report(const Analysis& analysis, const ReportOptions& options, 
     out += fmt::format(
         "{}  {{\"computation\": {}, \"computation_executions\": {}, "
         "\"computation_executions_known\": {}, {}}}",
-        in, json_string(c.computation), c.executions, json_bool(c.executions_known),
+        in, json::quote(c.computation), c.executions, json_bool(c.executions_known),
         json_totals(c.totals));
   }
   out += analysis.by_computation.empty() ? "],\n" : fmt::format("\n{}],\n", in);
@@ -202,7 +154,7 @@ std::string json_report(const Analysis& analysis, const ReportOptions& options, 
     const Warning& w = analysis.warnings[i];
     out += i == 0 ? "\n" : ",\n";
     out += fmt::format("{}  {{\"line\": {}, \"message\": {}}}", in, json_line(w.line),
-                       json_string(w.message));
+                       json::quote(w.message));
   }
   out += analysis.warnings.empty() ? "],\n" : fmt::format("\n{}],\n", in);
   out += fmt::format("{}\"warnings_dropped\": {}\n", in, analysis.warnings_dropped);
@@ -499,7 +451,7 @@ std::string format_compare_json(const Analysis& a, const Analysis& b,
     out += first ? "\n" : ",\n";
     first = false;
     out += fmt::format(
-        "      {}: {}", json_string(kind),
+        "      {}: {}", json::quote(kind),
         json_delta(pair.a ? pair.a->totals : Totals{}, pair.b ? pair.b->totals : Totals{}));
   }
   out += first ? "}\n" : "\n    }\n";
@@ -507,7 +459,7 @@ std::string format_compare_json(const Analysis& a, const Analysis& b,
   std::vector<std::string> differences = compare_differences(a, b);
   out += fmt::format("  \"same\": {},\n  \"differences\": [", json_bool(differences.empty()));
   for (std::size_t i = 0; i < differences.size(); ++i) {
-    out += fmt::format("{}{}", i == 0 ? "" : ", ", json_string(differences[i]));
+    out += fmt::format("{}{}", i == 0 ? "" : ", ", json::quote(differences[i]));
   }
   out += "]\n}\n";
   return out;

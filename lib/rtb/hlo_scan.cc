@@ -266,9 +266,9 @@ char last_visible(const char* begin, const char* end) {
   return 0;
 }
 
-// Receives each statement.
-using Sink = std::function<void(const Statement&)>;
-
+// `Sink` receives each statement (a callable taking const Statement&; a template parameter so
+// that the pipeline's hand-over is inlined into the scan loop).
+template <typename Sink>
 class Splitter {
  public:
   // `release_limit`: the sink's progress in the contiguous source (pipelined mode); the mapping
@@ -549,17 +549,82 @@ class Splitter {
 // On a mapped file the statements stay valid as views, so one thread can scan (the per-byte work)
 // while the caller's thread analyses the statements of the previous batch. The scan thread also
 // parses the instruction heads (it decides where instructions end with them, as in the
-// single-thread mode) and hands them over with the statements: the analysis is the heavier side,
-// so the work is split about evenly between two cores. The tests check that both modes give the
-// same statements.
+// single-thread mode) and runs the caller's filter, which drops most statements there: what
+// crosses over is a small record per kept statement, and the consumer touches little text (it
+// would come from the other core's cache), prefetching what it will read a few statements ahead.
+// Batches are reused (fresh ones of this size would be newly zeroed pages from mmap each time).
+// The tests check that both modes give the same statements.
 
+// A statement in transit between the threads, compact (the consumer reads every byte of it
+// from the other core's cache): views as offsets from `begin`.
 struct Candidate {
   const char* begin;
-  std::size_t length;
   std::int64_t line;
-  std::int64_t depth_after;
+  std::uint64_t hash;  // the filter's note
+  std::uint32_t length;
+  std::uint32_t count;  // the filter's note
+  std::uint32_t name_offset, name_length;
+  std::uint32_t shape_offset, shape_length;
+  std::uint32_t opcode_offset, opcode_length;  // the call runs from the opcode's end to the end
+  std::uint32_t key_offset, key_length;        // the filter's note
+  std::uint8_t depth_after;                    // statements end at depth 0 or 1
   bool has_head;
-  InstructionHead head;  // valid if has_head (views into the mapped bytes)
+  bool root;
+  std::uint8_t kind;  // the filter's note
+
+  static std::uint32_t offset(const char* begin, std::string_view part) {
+    return part.data() == nullptr ? 0 : static_cast<std::uint32_t>(part.data() - begin);
+  }
+
+  static Candidate make(const Statement& s, const StatementNote* note) {
+    Candidate c{};
+    c.begin = s.text.data();
+    c.line = s.line;
+    c.length = static_cast<std::uint32_t>(s.text.size());
+    c.depth_after = static_cast<std::uint8_t>(s.depth_after);
+    if (s.head != nullptr) {
+      c.has_head = true;
+      c.root = s.head->root;
+      c.name_offset = offset(c.begin, s.head->name);
+      c.name_length = static_cast<std::uint32_t>(s.head->name.size());
+      c.shape_offset = offset(c.begin, s.head->shape);
+      c.shape_length = static_cast<std::uint32_t>(s.head->shape.size());
+      c.opcode_offset = offset(c.begin, s.head->opcode);
+      c.opcode_length = static_cast<std::uint32_t>(s.head->opcode.size());
+    }
+    if (note != nullptr) {
+      c.hash = note->hash;
+      c.count = note->count;
+      c.kind = note->kind;
+      c.key_offset = offset(c.begin, note->key);
+      c.key_length = static_cast<std::uint32_t>(note->key.size());
+    }
+    return c;
+  }
+
+  std::string_view slice(std::uint32_t from, std::uint32_t length) const {
+    return std::string_view(begin + from, length);
+  }
+
+  InstructionHead head() const {
+    InstructionHead h;
+    h.root = root;
+    h.name = slice(name_offset, name_length);
+    h.shape = slice(shape_offset, shape_length);
+    h.opcode = slice(opcode_offset, opcode_length);
+    std::uint32_t call = opcode_offset + opcode_length;
+    h.call = slice(call, this->length - call);
+    return h;
+  }
+
+  StatementNote note() const {
+    StatementNote n;
+    n.kind = kind;
+    n.count = count;
+    n.hash = hash;
+    if (key_length > 0) n.key = slice(key_offset, key_length);
+    return n;
+  }
 };
 
 struct Stopped {};  // unwinds the scan thread when the caller gives up
@@ -567,10 +632,11 @@ struct Stopped {};  // unwinds the scan thread when the caller gives up
 class Pipeline {
  public:
   Pipeline(ByteSource& source, const SplitOptions& options,
-           const std::function<void(const Statement&)>& on_statement)
+           const std::function<void(const Statement&)>& on_statement, const StatementFilter& filter)
       : source_(source),
         options_(options),
         on_statement_(on_statement),
+        filter_(filter),
         base_(source.contiguous().data()) {}
 
   SplitEnd run() {
@@ -592,8 +658,10 @@ class Pipeline {
   }
 
  private:
-  static constexpr std::size_t kBatch = 4096;     // statements per hand-over
-  static constexpr std::size_t kMaxInFlight = 4;  // batches queued at most
+  static constexpr std::size_t kBatch = 1024;           // statements per hand-over
+  static constexpr std::size_t kMaxInFlight = 4;        // batches queued at most
+  static constexpr std::size_t kLookahead = 8;          // Statement::ahead: this many places on
+  static constexpr std::size_t kPrefetchDistance = 16;  // text prefetched this many places on
 
   void scan() {
     try {
@@ -604,16 +672,29 @@ class Pipeline {
         changed_.wait(lock, [&] { return queue_.size() < kMaxInFlight || stop_; });
         if (stop_) throw Stopped{};
         queue_.push_back(std::move(batch));
-        batch = {};
-        batch.reserve(kBatch);
+        // Reuse a consumed batch: a fresh one of this size would come from mmap, i.e. newly
+        // zeroed pages for every batch.
+        if (spare_.empty()) {
+          batch = {};
+        } else {
+          batch = std::move(spare_.back());
+          spare_.pop_back();
+        }
         changed_.notify_all();
+        lock.unlock();
+        batch.clear();
+        batch.reserve(kBatch);
       };
       Splitter splitter(
           source_, options_,
           [&](const Statement& s) {
-            batch.push_back(Candidate{s.text.data(), s.text.size(), s.line, s.depth_after,
-                                      s.head != nullptr,
-                                      s.head != nullptr ? *s.head : InstructionHead{}});
+            if (filter_) {
+              StatementNote note;
+              if (!filter_(s, note)) return;
+              batch.push_back(Candidate::make(s, &note));
+            } else {
+              batch.push_back(Candidate::make(s, nullptr));
+            }
             if (batch.size() == kBatch) flush();
           },
           &consumed_);
@@ -644,22 +725,42 @@ class Pipeline {
         queue_.pop_front();
       }
       changed_.notify_all();
-      for (const Candidate& c : batch) {
+      const bool noted = static_cast<bool>(filter_);
+      if (noted) {
+        notes_.resize(batch.size());
+        for (std::size_t k = 0; k < batch.size(); ++k) notes_[k] = batch[k].note();
+      }
+      for (std::size_t k = 0; k < batch.size(); ++k) {
+        const Candidate& c = batch[k];
+        if (k + kPrefetchDistance < batch.size()) {
+          // The consumer reads little of a statement's text, but from the other core's cache.
+          const Candidate& later = batch[k + kPrefetchDistance];
+          __builtin_prefetch(later.has_head ? later.begin + later.opcode_offset : later.begin);
+        }
+        InstructionHead head;
+        if (c.has_head) head = c.head();
+        bool has_ahead = noted && k + kLookahead < batch.size();
         on_statement_(Statement{std::string_view(c.begin, c.length), c.line, c.depth_after,
-                                c.has_head ? &c.head : nullptr});
+                                c.has_head ? &head : nullptr, noted ? &notes_[k] : nullptr,
+                                has_ahead ? &notes_[k + kLookahead] : nullptr});
       }
       const char* kept = batch.back().begin + batch.back().length;
       consumed_.store(static_cast<std::size_t>(kept - base_), std::memory_order_release);
+      std::lock_guard<std::mutex> lock(mutex_);
+      spare_.push_back(std::move(batch));
     }
   }
 
   ByteSource& source_;
   const SplitOptions& options_;
   const std::function<void(const Statement&)>& on_statement_;
+  const StatementFilter& filter_;
   const char* const base_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<std::vector<Candidate>> queue_;
+  std::vector<std::vector<Candidate>> spare_;  // consumed batches, for reuse
+  std::vector<StatementNote> notes_;           // the notes of the batch being consumed
   bool done_ = false;
   bool stop_ = false;
   std::exception_ptr error_;
@@ -670,14 +771,25 @@ class Pipeline {
 }  // namespace
 
 SplitEnd split_statements(ByteSource& source, const SplitOptions& options,
-                          const std::function<void(const Statement&)>& on_statement) {
+                          const std::function<void(const Statement&)>& on_statement,
+                          const StatementFilter& filter) {
   constexpr std::size_t kPipelineMinBytes = std::size_t{4} << 20;
   std::string_view whole = source.contiguous();
   bool pipelined = !whole.empty() && (options.threads == 2 ||
                                       (options.threads == 0 && whole.size() >= kPipelineMinBytes &&
                                        std::thread::hardware_concurrency() >= 2));
-  if (pipelined) return Pipeline(source, options, on_statement).run();
-  Splitter splitter(source, options, [&](const Statement& s) { on_statement(s); });
+  if (pipelined) return Pipeline(source, options, on_statement, filter).run();
+  if (!filter) {
+    Splitter splitter(source, options, [&](const Statement& s) { on_statement(s); });
+    return splitter.run();
+  }
+  Splitter splitter(source, options, [&](const Statement& s) {
+    StatementNote note;
+    if (!filter(s, note)) return;
+    Statement noted = s;
+    noted.note = &note;
+    on_statement(noted);
+  });
   return splitter.run();
 }
 

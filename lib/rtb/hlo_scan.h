@@ -94,16 +94,37 @@ std::uint64_t prefix_xor(std::uint64_t bits);
 
 struct InstructionHead;
 
+// What a statement filter (see split_statements) learnt about a statement it kept. The splitter
+// only carries it from the filter to the callback; the meaning of the fields is the filter's.
+struct StatementNote {
+  std::uint8_t kind = 0;    // the filter's classification
+  std::uint32_t count = 0;  // e.g. statements the filter dropped since the previous kept one
+  std::uint64_t hash = 0;   // e.g. of `key`; 0 = none
+  std::string_view key;     // a slice of the statement's text
+};
+
 // One statement: its text (leading and trailing whitespace kept, no final newline), the number
 // of its first line (1-based) and the bracket depth after it (0 = top level, 1 = inside a
 // computation's braces). When the splitter already parsed the statement as an instruction to
 // decide where it ends, `head` points at that parse (valid during the callback), else null.
+// With a filter, `note` is what the filter wrote for this statement and `ahead`, when not null,
+// the note of a statement a few places later (for prefetching): the callback may change that
+// one (e.g. store a hash it computed while starting a prefetch) and sees it again with that
+// statement. Both are null without a filter.
 struct Statement {
   std::string_view text;
   std::int64_t line = 0;
   std::int64_t depth_after = 0;
   const InstructionHead* head = nullptr;
+  const StatementNote* note = nullptr;
+  StatementNote* ahead = nullptr;
 };
+
+// Runs on the scanning thread (in order, before the statement is handed over): returns false to
+// drop the statement, true to pass it on with the note it filled in. The per-statement work that
+// needs no state of the consumer belongs here: the text is still in the scanning core's cache,
+// and it balances the two threads of the pipelined mode. Must not throw.
+using StatementFilter = std::function<bool(const Statement&, StatementNote&)>;
 
 struct SplitOptions {
   std::size_t block_bytes = std::size_t{256} << 10;         // bytes per read
@@ -129,9 +150,11 @@ struct SplitEnd {
 // Reads `source` to its end, calling `on_statement` for each statement in order. Structural
 // problems (a statement longer than max_statement_bytes, unbalanced closing brackets, NUL bytes)
 // stop the split and are returned in SplitEnd, not thrown, so that callers can keep what they
-// have. Exceptions thrown by `on_statement` propagate. Read errors throw rtb::Error.
+// have. Exceptions thrown by `on_statement` propagate. Read errors throw rtb::Error. `filter`
+// (optional) sees every statement first and decides which reach `on_statement`.
 SplitEnd split_statements(ByteSource& source, const SplitOptions& options,
-                          const std::function<void(const Statement&)>& on_statement);
+                          const std::function<void(const Statement&)>& on_statement,
+                          const StatementFilter& filter = {});
 
 // For the splitter and the parser: whether an instruction statement is complete, i.e. it is
 // not an instruction cut after its name, '=' or shape. Anything that is not an instruction

@@ -341,7 +341,7 @@ HeadStatus parse_instruction_head(std::string_view text, InstructionHead& head) 
   // accept that if it looks like type[dims] or type[dims]{layout}, else parse exactly.
   const char* blank = *p == '(' ? e : find_either(p, e, ' ', '\n');
   if (blank != e && has_class(*p, kTypeClass) && (blank[-1] == ']' || blank[-1] == '}') &&
-      std::memchr(p, '[', static_cast<std::size_t>(blank - p)) != nullptr) {
+      find_either(p, blank, '[', '[') != blank) {
     p = blank;
   } else if (*p == '(') {
     int depth = 0;

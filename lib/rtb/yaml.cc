@@ -5,6 +5,8 @@
 #include <unordered_map>
 
 #include "rtb/error.h"
+#include "rtb/json.h"
+#include "rtb/utf8.h"
 
 namespace rtb::yaml {
 namespace {
@@ -13,36 +15,9 @@ constexpr std::string_view kIndicators = "-?:,[]{}#&*!|>'\"%@`";
 
 bool is_quoted(const YAML::Node& node) { return node.Tag() == "!"; }
 
-std::string double_quoted(std::string_view value) {
-  std::string out = "\"";
-  for (unsigned char c : value) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        if (c < 0x20 || c == 0x7f) {
-          out += fmt::format("\\x{:02x}", c);
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  out += '"';
-  return out;
-}
+// A JSON string is a valid YAML double-quoted scalar (YAML 1.2 reads JSON), and json::quote also
+// guarantees the UTF-8 that YAML requires.
+std::string double_quoted(std::string_view value) { return json::quote(value); }
 
 // A literal block can hold any text of printable characters, tabs and newlines; carriage returns
 // and other control characters would not survive.
@@ -275,13 +250,29 @@ std::string emit(const YAML::Node& root) {
   return out;
 }
 
+namespace {
+
+// YAML is UTF-8 text: a value that is not cannot be written into a document faithfully.
+void require_utf8(std::string_view value) {
+  std::size_t bad = utf8::find_invalid(value);
+  if (bad != std::string_view::npos) {
+    fail("value {} is not UTF-8 text (byte 0x{:02x} at offset {}): YAML cannot hold it",
+         json::quote(value.substr(0, 60)),
+         static_cast<unsigned>(static_cast<unsigned char>(value[bad])), bad);
+  }
+}
+
+}  // namespace
+
 YAML::Node string_scalar(std::string_view value) {
+  require_utf8(value);
   YAML::Node node(std::string{value});
   node.SetTag("!");
   return node;
 }
 
 void set_string(YAML::Node node, std::string_view value) {
+  require_utf8(value);
   node = std::string(value);
   node.SetTag("!");
 }

@@ -23,7 +23,8 @@ namespace rtb::yaml {
 // Throws rtb::Error for a node it cannot emit (a non-scalar mapping key).
 std::string emit(const YAML::Node& root);
 
-// A scalar node that always reads back as a string (emitted quoted).
+// A scalar node that always reads back as a string (emitted quoted). Throws rtb::Error when
+// `value` is not UTF-8 (YAML cannot hold it); the same for set_string().
 YAML::Node string_scalar(std::string_view value);
 
 // Sets `node` (an existing scalar, or a new one) to a string value that stays a string.
