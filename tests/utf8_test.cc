@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -31,6 +32,13 @@ TEST(Utf8, FindInvalidGivesTheFirstBadOffset) {
   EXPECT_EQ(find_invalid("caf\xe9"), 3u);
   EXPECT_EQ(find_invalid("\xc3\xa9\xc3"), 2u);
   EXPECT_EQ(find_invalid(std::string("nul\0is valid utf-8", 19)), npos);
+}
+
+TEST(Utf8, AppendEncodesEveryLengthAndReadsBack) {
+  std::string out;
+  for (std::uint32_t code : {0x41u, 0xe9u, 0x20acu, 0x1f600u}) append(out, code);
+  EXPECT_EQ(out, "A\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
+  EXPECT_EQ(find_invalid(out), npos);
 }
 
 }  // namespace

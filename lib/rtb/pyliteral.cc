@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "rtb/error.h"
+#include "rtb/utf8.h"
 
 namespace rtb {
 namespace {
@@ -19,24 +20,6 @@ int hex_value(char c) {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
-}
-
-void append_utf8(std::string& out, unsigned long code) {
-  if (code < 0x80) {
-    out += static_cast<char>(code);
-  } else if (code < 0x800) {
-    out += static_cast<char>(0xC0 | (code >> 6));
-    out += static_cast<char>(0x80 | (code & 0x3F));
-  } else if (code < 0x10000) {
-    out += static_cast<char>(0xE0 | (code >> 12));
-    out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (code & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (code >> 18));
-    out += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (code & 0x3F));
-  }
 }
 
 class Reader {
@@ -131,15 +114,15 @@ class Reader {
         case '\n':
           break;  // line continuation inside a string
         case 'x':
-          append_utf8(out, hex_escape(2));
+          utf8::append(out, static_cast<std::uint32_t>(hex_escape(2)));
           break;
         case 'u':
-          append_utf8(out, hex_escape(4));
+          utf8::append(out, static_cast<std::uint32_t>(hex_escape(4)));
           break;
         case 'U': {
           unsigned long code = hex_escape(8);
           if (code > 0x10FFFF) fail_here("\\U escape beyond U+10FFFF");
-          append_utf8(out, code);
+          utf8::append(out, static_cast<std::uint32_t>(code));
           break;
         }
         default:
@@ -147,7 +130,7 @@ class Reader {
             unsigned long code = static_cast<unsigned long>(e - '0');
             for (int i = 0; i < 2 && !at_end() && text_[pos_] >= '0' && text_[pos_] <= '7'; ++i)
               code = code * 8 + static_cast<unsigned long>(text_[pos_++] - '0');
-            append_utf8(out, code);
+            utf8::append(out, static_cast<std::uint32_t>(code));
           } else {
             // Python keeps an unknown escape as written.
             out += '\\';

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "rtb/error.h"
+#include "rtb/utf8.h"
 
 namespace rtb::shell {
 namespace {
@@ -112,24 +113,6 @@ std::size_t skip_substitution(std::string_view text, std::size_t start) {
   return i;
 }
 
-void append_utf8(std::string& out, std::uint32_t code) {
-  if (code < 0x80) {
-    out += static_cast<char>(code);
-  } else if (code < 0x800) {
-    out += static_cast<char>(0xC0 | (code >> 6));
-    out += static_cast<char>(0x80 | (code & 0x3F));
-  } else if (code < 0x10000) {
-    out += static_cast<char>(0xE0 | (code >> 12));
-    out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (code & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (code >> 18));
-    out += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (code & 0x3F));
-  }
-}
-
 // Decodes the `$'...'` string starting at `start` into `out` as bash does; returns the offset past
 // it. As in bash, a decoded NUL ends the value (the rest of the string is dropped).
 std::size_t read_ansi_c_quoted(std::string_view text, std::size_t start, std::string& out) {
@@ -171,7 +154,7 @@ std::size_t read_ansi_c_quoted(std::string_view text, std::size_t start, std::st
       } else if (c == 'x') {
         decoded += static_cast<char>(*code);
       } else {
-        append_utf8(decoded, std::min<std::uint32_t>(*code, 0x10FFFF));
+        utf8::append(decoded, std::min<std::uint32_t>(*code, 0x10FFFF));
       }
     } else if (c == 'c' && i < end) {
       char control = text[i++];
