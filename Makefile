@@ -10,6 +10,7 @@ APT_PACKAGES := cmake ninja-build g++ make python3 python3-numpy python3-yaml \
 # libFuzzer needs clang and its runtime libraries (make fuzz only).
 FUZZ_PACKAGES := clang-14 libclang-rt-14-dev
 FUZZ_SECONDS ?= 60
+FUZZ_PARALLEL ?= $(JOBS)
 
 .PHONY: all deps build demo test test-asan fuzz ci bench format clean
 
@@ -37,12 +38,13 @@ test-asan: deps
 	cmake --build build/asan -j $(JOBS)
 	ctest --preset asan -j $(JOBS)
 
-# Every libFuzzer target for FUZZ_SECONDS each (two at a time), corpora seeded from testdata/.
+# Every libFuzzer target for FUZZ_SECONDS each, FUZZ_PARALLEL at a time (default: one per core),
+# corpora seeded from testdata/ and fuzz/seeds/.
 fuzz: deps
 	@./cmake/install-deps.sh $(FUZZ_PACKAGES)
 	cmake --preset fuzz
 	cmake --build build/fuzz -j $(JOBS) --target fuzzers
-	./fuzz/run.sh build/fuzz $(FUZZ_SECONDS)
+	FUZZ_PARALLEL=$(FUZZ_PARALLEL) ./fuzz/run.sh build/fuzz $(FUZZ_SECONDS)
 
 # What CI runs (.ci/run): every test, every test again under sanitizers, 30 s of each fuzzer.
 ci: test test-asan
