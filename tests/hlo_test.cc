@@ -444,8 +444,9 @@ TEST(HloAnalysis, OneAndTwoThreadsGiveTheSameReport) {
 }
 
 // The reader passes the analysis only the instructions that matter to it (collectives, compute,
-// calls, roots) and counts the others; keep_schedule turns that off (the picture needs every
-// instruction). Both must give the same report, also for truncated and broken dumps.
+// calls) and counts the others (ROOTs and closing `}` lines: see the tests below); keep_schedule
+// turns that off (the picture needs every instruction). Both must give the same report, also for
+// truncated and broken dumps.
 TEST(HloAnalysis, DroppingUninterestingInstructionsChangesNothing) {
   std::vector<std::string> paths;
   for (const char* dir : {"/hlo", "/hlo/bad"}) {
@@ -623,6 +624,93 @@ TEST(HloBadInput, HugeSingleLineFailsFastWithBoundedMemory) {
   EXPECT_EQ(a.truncated_line, 7);
   EXPECT_THAT(a.truncation_reason, HasSubstr("longer than 16 MiB"));
   EXPECT_THROW(analyze_text(std::string(50u << 20, 'a'), "a"), Error);
+}
+
+// The scanning thread drops a ROOT with a plain opcode and hands over only its opcode's index;
+// an async-start wrapping that computation is still named by the root opcode, also when the
+// computation is the last one of a truncated dump, and a root opcode outside the table is kept.
+TEST(HloAnalysis, DroppedRootsStillNameAsyncWrappers) {
+  const std::string body =
+      "HloModule m, is_scheduled=true\n\n"
+      "%wrapped_slice (p: f32[8]) -> f32[4] {\n"
+      "  %p = f32[8]{0} parameter(0)\n"
+      "  ROOT %s = f32[4]{0} slice(%p), slice={[0:4]}\n"
+      "}\n\n"
+      "%wrapped_odd (q: f32[8]) -> f32[8] {\n"
+      "  %q = f32[8]{0} parameter(0)\n"
+      "  ROOT %o = f32[8]{0} some-new-op(%q)\n"
+      "}\n\n"
+      "ENTRY %main (a: f32[8]) -> f32[8] {\n"
+      "  %a = f32[8]{0} parameter(0)\n"
+      "  %s1 = ((f32[8]), f32[4]) async-start(%a), calls=%wrapped_slice\n"
+      "  %d1 = f32[4]{0} async-done(%s1)\n"
+      "  %s2 = ((f32[8]), f32[8]) async-start(%a), calls=%wrapped_odd\n"
+      "  %d2 = f32[8]{0} async-done(%s2)\n"
+      "  %s3 = ((f32[8]), f32[8]) async-start(%a), calls=%wrapped_last\n"
+      "  %d3 = f32[8]{0} async-done(%s3)\n"
+      "  ROOT %t = (f32[4], f32[8], f32[8]) tuple(%d1, %d2, %d3)\n"
+      "}\n\n"
+      "%wrapped_last (r: f32[8]) -> f32[8] {\n"
+      "  %r = f32[8]{0} parameter(0)\n"
+      "  ROOT %n = f32[8]{0} negate(%r)\n";
+  for (int threads : {1, 2}) {
+    for (bool keep_all : {false, true}) {
+      SCOPED_TRACE(fmt::format("threads {} keep_schedule {}", threads, keep_all));
+      Options options;
+      options.threads = threads;
+      options.keep_schedule = keep_all;
+      for (bool complete : {false, true}) {
+        Analysis a = analyze_text(complete ? body + "}\n" : body, "r.hlo", options);
+        EXPECT_EQ(a.truncated, !complete);
+        EXPECT_EQ(a.instructions, 14);
+        ASSERT_EQ(a.collectives.size(), 3u);
+        EXPECT_EQ(a.collectives[0].kind, "slice");
+        EXPECT_EQ(a.collectives[1].kind, "some-new-op");
+        EXPECT_EQ(a.collectives[2].kind, "negate");
+      }
+    }
+  }
+}
+
+// The scanning thread also drops each computation's plain `}` line and flags it on the next
+// statement it passes on: what follows a close (another computation, text outside
+// computations, a stray `}`, the end of the file) must see the computation closed as before.
+TEST(HloAnalysis, DroppedClosingBracesCloseTheComputationInOrder) {
+  const std::string first =
+      "HloModule m, is_scheduled=true\n\n"
+      "%f (p: f32[8]) -> f32[8] {\n"
+      "  %p = f32[8]{0} parameter(0)\n"
+      "  ROOT %n = f32[8]{0} negate(%p)\n"
+      "}\n";
+  const std::string second =
+      "ENTRY %main (a: f32[8]) -> f32[8] {\n"
+      "  %a = f32[8]{0} parameter(0)\n"
+      "  %s = f32[8]{0} all-gather-start(%a), dimensions={0}\n"
+      "  %d = f32[8]{0} all-gather-done(%s)\n"
+      "  ROOT %c = f32[8]{0} fusion(%d), kind=kLoop, calls=%f\n"
+      "}\n";
+  for (const std::string& text :
+       {first + second, first + "\n" + second, first + "StackFrames\n" + second,
+        first + "}\n" + second, first + "%g (\n" + second, first}) {
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(fmt::format("threads {}: {}", threads, text));
+      std::string reports[2];
+      for (bool keep_all : {false, true}) {
+        Options options;
+        options.threads = threads;
+        options.keep_schedule = keep_all;
+        try {
+          Analysis a = analyze_text(text, "c.hlo", options);
+          a.schedule.reset();
+          reports[keep_all ? 1 : 0] = format_json(a);
+        } catch (const Error& e) {
+          reports[keep_all ? 1 : 0] = std::string("error: ") + e.what();
+        }
+      }
+      EXPECT_EQ(reports[0], reports[1]);
+      EXPECT_FALSE(reports[0].empty());
+    }
+  }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -144,6 +145,155 @@ Role classify(std::string_view op) {
   }
   return Role::kOther;
 }
+
+// XLA's opcodes that play no role here (Role::kOther), sorted. The scanning thread drops a ROOT
+// with one of these opcodes (about one instruction in eight) and hands over only its index + 1
+// (StatementNote::tag) with the next statement it passes on; the analysis needs a computation's
+// root opcode only to name what an async-start wrapping the computation runs. A ROOT whose
+// opcode is not in the table is passed on as before.
+constexpr std::string_view kPlainOpcodes[] = {
+    "abs",
+    "add",
+    "add-dependency",
+    "after-all",
+    "and",
+    "atan2",
+    "batch-norm-grad",
+    "batch-norm-inference",
+    "batch-norm-training",
+    "bitcast",
+    "bitcast-convert",
+    "broadcast",
+    "cbrt",
+    "ceil",
+    "cholesky",
+    "clamp",
+    "clz",
+    "compare",
+    "complex",
+    "concatenate",
+    "constant",
+    "convert",
+    "copy",
+    "cosine",
+    "divide",
+    "domain",
+    "dynamic-reshape",
+    "dynamic-slice",
+    "dynamic-update-slice",
+    "erf",
+    "exponential",
+    "exponential-minus-one",
+    "fft",
+    "floor",
+    "gather",
+    "get-dimension-size",
+    "get-tuple-element",
+    "imag",
+    "infeed",
+    "iota",
+    "is-finite",
+    "log",
+    "log-plus-one",
+    "logistic",
+    "map",
+    "maximum",
+    "minimum",
+    "multiply",
+    "negate",
+    "not",
+    "opt-barrier",
+    "or",
+    "outfeed",
+    "pad",
+    "parameter",
+    "partition-id",
+    "popcnt",
+    "power",
+    "real",
+    "reduce",
+    "reduce-precision",
+    "reduce-window",
+    "remainder",
+    "replica-id",
+    "reshape",
+    "reverse",
+    "rng",
+    "rng-bit-generator",
+    "rng-get-and-update-state",
+    "round-nearest-afz",
+    "round-nearest-even",
+    "rsqrt",
+    "scatter",
+    "select",
+    "select-and-scatter",
+    "set-dimension-size",
+    "shift-left",
+    "shift-right-arithmetic",
+    "shift-right-logical",
+    "sign",
+    "sine",
+    "slice",
+    "sort",
+    "sqrt",
+    "stochastic-convert",
+    "subtract",
+    "tan",
+    "tanh",
+    "topk",
+    "transpose",
+    "triangular-solve",
+    "tuple",
+    "xor",
+};
+
+// Index + 1 of `opcode` in kPlainOpcodes, 0 if it is not there: an open-addressing table built
+// at compile time (about one probe per lookup; a binary search cost 1.5% of the CPU time).
+constexpr std::size_t kTagSlots = 256;
+
+constexpr std::size_t opcode_slot(std::string_view op) {
+  if (op.empty()) return 0;
+  auto byte = [&](std::size_t i) {
+    return static_cast<std::size_t>(static_cast<unsigned char>(op[i]));
+  };
+  return (op.size() * 37 + byte(0) * 5 + byte(op.size() / 2) + byte(op.size() - 1) * 11) %
+         kTagSlots;
+}
+
+constexpr std::array<std::uint8_t, kTagSlots> make_tag_slots() {
+  static_assert(std::size(kPlainOpcodes) < kTagSlots / 2);
+  std::array<std::uint8_t, kTagSlots> slots{};
+  for (std::size_t i = 0; i < std::size(kPlainOpcodes); ++i) {
+    std::size_t slot = opcode_slot(kPlainOpcodes[i]);
+    while (slots[slot] != 0) slot = (slot + 1) % kTagSlots;
+    slots[slot] = static_cast<std::uint8_t>(i + 1);
+  }
+  return slots;
+}
+
+constexpr std::array<std::uint8_t, kTagSlots> kTagSlotTable = make_tag_slots();
+
+constexpr std::uint16_t plain_opcode_tag(std::string_view opcode) {
+  for (std::size_t slot = opcode_slot(opcode);; slot = (slot + 1) % kTagSlots) {
+    std::uint8_t tag = kTagSlotTable[slot];
+    if (tag == 0) return 0;
+    // A byte loop: opcodes are short, and std::string_view's == calls memcmp.
+    std::string_view candidate = kPlainOpcodes[tag - 1];
+    if (candidate.size() == opcode.size()) {
+      std::size_t i = 0;
+      while (i < opcode.size() && candidate[i] == opcode[i]) ++i;
+      if (i == opcode.size()) return tag;
+    }
+  }
+}
+
+constexpr bool every_plain_opcode_found() {
+  for (std::size_t i = 0; i < std::size(kPlainOpcodes); ++i) {
+    if (plain_opcode_tag(kPlainOpcodes[i]) != i + 1) return false;
+  }
+  return plain_opcode_tag("fusion") == 0 && plain_opcode_tag("all-gather-start") == 0;
+}
+static_assert(every_plain_opcode_found());
 
 bool is_collective_kind(std::string_view kind) {
   static constexpr std::string_view kKinds[] = {"all-gather",
@@ -450,13 +600,19 @@ enum NoteKind : std::uint8_t {
                      // first line; + Role
 };
 
+// StatementNote::tag: the index + 1 of a dropped ROOT's opcode in kPlainOpcodes (low bits), and
+// whether a computation's closing `}` line was dropped before the statement.
+constexpr std::uint16_t kTagRootMask = 0x7fff;
+constexpr std::uint16_t kTagClosed = 0x8000;
+
 // The statement filter of the pipelined reader (hlo_scan.h), run on the scanning thread. It
 // follows the analyser's state machine (module header, computations) and does the stateless
 // part of the work while the text is hot in that core's cache: trimming, the opcode's role, the
 // names and hashes of computation headers and fusion callees. Instructions that matter to
-// nobody (role kOther, not ROOT: most of a dump) are dropped and only counted, so that the
-// analysing thread does not touch their text at all. StatementNote::count carries the number of
-// instructions dropped since the previous statement passed on.
+// nobody (role kOther: most of a dump) are dropped and only counted, so that the analysing
+// thread does not touch their text at all; so are a computation's plain `}` line and its ROOT
+// when the opcode is in kPlainOpcodes. StatementNote::count carries the number of instructions
+// dropped since the previous statement passed on, StatementNote::tag the ROOT and the `}`.
 class Prefilter {
  public:
   explicit Prefilter(bool keep_all) : keep_all_(keep_all) {}
@@ -489,25 +645,44 @@ class Prefilter {
     }
     if (s.depth_after == 0) {
       in_computation_ = false;
+      // A plain `}` (one per computation) is only flagged on the next statement passed on.
+      if (body.size() == 1 && body[0] == '}' && !keep_all_) {
+        closed_ = true;
+        return false;
+      }
       return pass(note);
     }
     if (s.head == nullptr || newline) return pass(note);
     Role role = classify(s.head->opcode);
-    if (role == Role::kOther && !s.head->root && !keep_all_) {
-      ++dropped_;
-      return false;
+    if (role == Role::kOther && !keep_all_) {
+      if (!s.head->root) {
+        ++dropped_;
+        return false;
+      }
+      if (std::uint16_t tag = plain_opcode_tag(s.head->opcode); tag != 0) {
+        ++dropped_;
+        dropped_root_ = tag;
+        return false;
+      }
     }
     note.kind = static_cast<std::uint8_t>(kNoteInstruction + static_cast<std::uint8_t>(role));
     return pass(note);
   }
 
-  // Instructions dropped after the last statement passed on (read when the split is over).
+  // What was dropped after the last statement passed on (read when the split is over):
+  // instructions, and the tag (see kTagClosed) of the ROOT and `}` among them.
   std::uint32_t dropped() const { return dropped_; }
+  std::uint16_t dropped_tag() const { return tag(); }
 
  private:
+  std::uint16_t tag() const { return dropped_root_ | (closed_ ? kTagClosed : 0); }
+
   bool pass(StatementNote& note) {
     note.count = dropped_;
+    note.tag = tag();
     dropped_ = 0;
+    dropped_root_ = 0;
+    closed_ = false;
     return true;
   }
 
@@ -515,6 +690,8 @@ class Prefilter {
   bool header_seen_ = false;
   bool in_computation_ = false;
   std::uint32_t dropped_ = 0;
+  std::uint16_t dropped_root_ = 0;  // the tag of a ROOT dropped since the last pass
+  bool closed_ = false;             // a `}` dropped since the last pass
 };
 
 class Analyzer {
@@ -550,7 +727,7 @@ class Analyzer {
     }
     // Instructions the filter dropped after the last statement it passed on (a dump that ends
     // inside a computation).
-    if (!stopped) count_dropped(prefilter.dropped());
+    if (!stopped) apply_dropped(prefilter.dropped(), prefilter.dropped_tag());
     if (stopped) {
       stop_at(stopped->line(), stopped->message());
     } else if (!end.clean) {
@@ -586,17 +763,24 @@ class Analyzer {
     if (note.hash != 0) record_index_.prefetch(note.hash);
   }
 
-  void count_dropped(std::uint32_t dropped) {
-    if (!in_computation_ || dropped == 0) return;
+  // Applies what the filter dropped before a statement, in text order: instructions only
+  // counted, a ROOT among them (see kPlainOpcodes) and the computation's closing `}`. Nothing
+  // reads the root opcode before the close, and nothing happens between the `}` and the next
+  // statement, so this gives what seeing the dropped statements themselves would have.
+  void apply_dropped(std::uint32_t dropped, std::uint16_t tag) {
+    if (!in_computation_) return;
     current_.instructions += dropped;
     result_.instructions += dropped;
+    std::uint16_t root_tag = tag & kTagRootMask;
+    if (root_tag != 0) current_.root_opcode.assign(kPlainOpcodes[root_tag - 1]);
+    if ((tag & kTagClosed) != 0) finish_computation(false);
   }
 
   void on_statement(const Statement& st) {
     if (st.ahead != nullptr) look_ahead(*st.ahead);
     if (st.note != nullptr) {
       const StatementNote& note = *st.note;
-      count_dropped(note.count);
+      apply_dropped(note.count, note.tag);
       if (note.kind == kNoteHeader) {
         last_line_ = st.line;
         if (note.hash == 0) return open_computation(note.key, st.line);

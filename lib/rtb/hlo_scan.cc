@@ -241,20 +241,29 @@ constexpr std::size_t kChunk = 64;
 // (Not GCC's target_clones: its ifunc resolver runs before the sanitizer runtimes start and
 // crashes ASan/TSan builds.)
 #if defined(RTB_HLO_HAVE_AVX2)
-#define RTB_HLO_TARGET_AVX2 __attribute__((target("avx2,popcnt,bmi,bmi2")))
+#define RTB_HLO_TARGET_AVX2 __attribute__((target("avx2,popcnt,bmi,bmi2,pclmul")))
 #endif
 
 bool cpu_has_avx2() {
 #if defined(RTB_HLO_HAVE_AVX2)
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt") &&
-         __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
+         __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") &&
+         __builtin_cpu_supports("pclmul");
 #else
   return false;
 #endif
 }
 
 inline int popcount64(std::uint64_t x) { return std::popcount(x); }
+
+#if defined(RTB_HLO_HAVE_AVX2)
+// prefix_xor in one carry-less multiplication by all ones (inlined into the AVX2 scan loop).
+__attribute__((target("pclmul"))) inline std::uint64_t prefix_xor_clmul(std::uint64_t bits) {
+  return static_cast<std::uint64_t>(_mm_cvtsi128_si64(
+      _mm_clmulepi64_si128(_mm_cvtsi64_si128(static_cast<long long>(bits)), _mm_set1_epi8(-1), 0)));
+}
+#endif
 
 // Last visible character before `end` (blank lines skipped); 0 if none.
 char last_visible(const char* begin, const char* end) {
@@ -392,7 +401,7 @@ class Splitter {
 #else
       masks = classify_chunk_portable(base_ + scan_);
 #endif
-      if (!scan_masks(masks, kChunk)) return false;
+      if (!scan_masks<kAvx2>(masks, kChunk)) return false;
       scan_ += kChunk;
       if (scan_ - statement_begin_ > options_.max_statement_bytes) {
         too_long_ = true;
@@ -403,6 +412,9 @@ class Splitter {
   }
 
   // Handles the masks of the chunk at scan_, of which the first `valid` bytes are input.
+  // kClmul: the caller is compiled for PCLMULQDQ (the AVX2 variant), which computes the prefix
+  // XOR in one carry-less multiplication by all ones.
+  template <bool kClmul = false>
   [[gnu::always_inline]] inline bool scan_masks(const ChunkMasks& m, std::size_t valid) {
     // A NUL byte: not text. Statements before it still count; stop at its line.
     std::uint64_t input = valid >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << valid) - 1;
@@ -428,7 +440,17 @@ class Splitter {
       }
     }
     std::uint64_t quotes = m.quote & ~escaped;
-    std::uint64_t in_string = prefix_xor(quotes) ^ (in_string_ ? ~std::uint64_t{0} : 0);
+    std::uint64_t inside = 0;
+#if defined(RTB_HLO_HAVE_AVX2)
+    if constexpr (kClmul) {
+      inside = prefix_xor_clmul(quotes);
+    } else {
+      inside = prefix_xor(quotes);
+    }
+#else
+    inside = prefix_xor(quotes);
+#endif
+    std::uint64_t in_string = inside ^ (in_string_ ? ~std::uint64_t{0} : 0);
     in_string_ = (in_string >> 63) != 0;
     const std::uint64_t open = m.open & ~in_string;
     const std::uint64_t close = m.close & ~in_string;
@@ -571,6 +593,7 @@ struct Candidate {
   bool has_head;
   bool root;
   std::uint8_t kind;  // the filter's note
+  std::uint16_t tag;  // the filter's note (fits in the padding)
 
   static std::uint32_t offset(const char* begin, std::string_view part) {
     return part.data() == nullptr ? 0 : static_cast<std::uint32_t>(part.data() - begin);
@@ -596,6 +619,7 @@ struct Candidate {
       c.hash = note->hash;
       c.count = note->count;
       c.kind = note->kind;
+      c.tag = note->tag;
       c.key_offset = offset(c.begin, note->key);
       c.key_length = static_cast<std::uint32_t>(note->key.size());
     }
@@ -622,10 +646,13 @@ struct Candidate {
     n.kind = kind;
     n.count = count;
     n.hash = hash;
+    n.tag = tag;
     if (key_length > 0) n.key = slice(key_offset, key_length);
     return n;
   }
 };
+
+static_assert(sizeof(Candidate) <= 72, "Candidate is copied across cores: keep it small");
 
 struct Stopped {};  // unwinds the scan thread when the caller gives up
 

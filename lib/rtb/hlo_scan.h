@@ -100,6 +100,7 @@ struct StatementNote {
   std::uint8_t kind = 0;    // the filter's classification
   std::uint32_t count = 0;  // e.g. statements the filter dropped since the previous kept one
   std::uint64_t hash = 0;   // e.g. of `key`; 0 = none
+  std::uint16_t tag = 0;    // a small value, e.g. an index into the filter's table; 0 = none
   std::string_view key;     // a slice of the statement's text
 };
 
