@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <set>
 
 #include "rtb/error.h"
@@ -95,6 +96,14 @@ TEST(PayloadOptions, DefaultsAndChecks) {
   bad = small_options();
   bad.routing_targets = {1.0, 2.0};
   EXPECT_THAT(message(bad), HasSubstr("2 targets but the model has 4 layers"));
+  // CLI11 clamps a huge --tokens to INT64_MAX; the default real length must not overflow on it.
+  bad = small_options();
+  bad.tokens = std::numeric_limits<std::int64_t>::max();
+  bad.real_len = -1;
+  EXPECT_THAT(message(bad), HasSubstr("--tokens must be in 1..2147483647"));
+  bad = small_options();
+  bad.rows = std::int64_t{1} << 31;
+  EXPECT_THAT(message(bad), HasSubstr("--rows must be in 1..2147483647"));
   bad = small_options();
   bad.routing_targets = {1.0, 2.0, 3.0, 8.5};  // 16 experts / top-2 = 8 at most
   EXPECT_THAT(message(bad), HasSubstr("layer 3"));

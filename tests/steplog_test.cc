@@ -376,6 +376,17 @@ TEST(RunLogParser, OutOfRangeBenchStepsAreSkipped) {
   EXPECT_THAT(all, HasSubstr("run.log:6: malformed BENCH_STEP JSON (4097 micro-batch times"));
 }
 
+TEST(RunLogParser, OversizedJsonLinesAreSkippedBeforeParsing) {
+  std::string huge = R"(BENCH_STEP {"step":1,"seconds":1,"microbatch_s":[)";
+  while (huge.size() <= kMaxValueBytes + 100) huge += "0.1,";
+  huge += "0.1]}";
+  RunLog log = parse_lines({huge, R"(BENCH_STEP {"step":2,"seconds":2})"});
+  ASSERT_EQ(log.steps.size(), 1u);
+  EXPECT_EQ(log.steps[0].step, 2);
+  ASSERT_FALSE(log.warnings.empty());
+  EXPECT_THAT(log.warnings[0], HasSubstr("bytes of JSON in one line (at most 1048576)"));
+}
+
 TEST(RunLogParser, LineWarningsAreCapped) {
   std::vector<std::string> lines(250,
                                  "TRAINER_STEP_TIMING step=1 policy_version=1 rtt_s=0 "

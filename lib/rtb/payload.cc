@@ -401,8 +401,13 @@ std::int64_t pad_start_shift(std::int64_t tokens, std::int64_t real_len, std::in
 }
 
 PayloadOptions resolve_payload_options(PayloadOptions o, std::vector<std::string>* warnings) {
-  if (o.rows < 1) fail("--rows must be at least 1 (got {})", o.rows);
-  if (o.tokens < 1) fail("--tokens must be at least 1 (got {})", o.tokens);
+  // Token positions and row indices are int32 in the payload (and products below must not
+  // overflow int64).
+  constexpr std::int64_t kMaxIndex = std::numeric_limits<std::int32_t>::max();
+  if (o.rows < 1 || o.rows > kMaxIndex) fail("--rows must be in 1..{} (got {})", kMaxIndex, o.rows);
+  if (o.tokens < 1 || o.tokens > kMaxIndex) {
+    fail("--tokens must be in 1..{} (got {})", kMaxIndex, o.tokens);
+  }
   if (o.layers < 1) fail("--layers must be at least 1 (got {})", o.layers);
   if (o.experts < 1 || o.experts > std::numeric_limits<std::int16_t>::max()) {
     fail("--experts must be in 1..32767 (int16 expert ids; got {})", o.experts);

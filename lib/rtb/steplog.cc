@@ -416,6 +416,11 @@ const Value* Value::find(std::string_view key) const {
 }
 
 Value parse_value(std::string_view text, Syntax syntax) {
+  // A parsed value takes tens of bytes per element: refuse absurd lines before building one.
+  if (text.size() > kMaxValueBytes) {
+    fail("{} bytes of {} in one line (at most {})", text.size(),
+         syntax == Syntax::kJson ? "JSON" : "literal", kMaxValueBytes);
+  }
   return Reader(text, syntax).parse_document();
 }
 

@@ -33,6 +33,8 @@ namespace rtb::steplog {
 // A BENCH_STEP line with more micro-batch times than this is refused (skipped with a warning):
 // real steps have tens of micro-batches, and every statistic resamples them thousands of times.
 inline constexpr std::size_t kMaxMicrobatchesPerStep = 4096;
+// parse_value() refuses a longer text (4096 micro-batch times and the metrics fit in ~100 KB).
+inline constexpr std::size_t kMaxValueBytes = 1 << 20;
 
 // ---- A small reader for the JSON and Python-literal payloads of those lines -------------------
 
