@@ -1,5 +1,6 @@
 #include "rtb/io.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -133,6 +134,35 @@ TEST_F(IoTest, OutputIntoADirectoryIsRefused) {
   } catch (const Error& e) {
     EXPECT_EQ(e.message(), "is a directory");
   }
+}
+
+TEST_F(IoTest, OwnDescriptorPathsAreWrittenThroughEvenWhenTheyLeadToAFile) {
+  // As in `tool -o /dev/stdout > out.txt`: fd 1 is a regular file, and the path must be written
+  // through the descriptor, not replaced by a rename (which cannot work on /proc, and on
+  // /dev/stdout would replace the link itself). /proc/self/fd/N is used here because a wrong
+  // implementation fails on it without damaging the machine.
+  fs::path out = dir_ / "redirected.txt";
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || ::dup2(fd, 5) < 0) ::_exit(3);
+    try {
+      write_output("/proc/self/fd/5", "through fd 5\n");
+      OutputStream again("/dev/fd/5");
+      again.write(std::string_view("and again\n"));
+      again.commit();
+    } catch (...) {
+      ::_exit(4);
+    }
+    ::_exit(::fcntl(5, F_GETFD) >= 0 ? 0 : 5);  // the descriptor is still open
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(read_file(out), "through fd 5\nand again\n");
+  EXPECT_EQ(entries_in(dir_), 1);
 }
 
 TEST_F(IoTest, ReadMissingFileNamesIt) {

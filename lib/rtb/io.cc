@@ -8,10 +8,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <random>
 #include <utility>
 #include <vector>
@@ -126,9 +128,34 @@ std::string temporary_name(const std::string& path, std::uint64_t attempt) {
 
 }  // namespace
 
+namespace {
+
+// The descriptor a path names when it is one of the process's own descriptors: /dev/stdout,
+// /dev/stderr, /dev/fd/N, /proc/self/fd/N. Such a path may lead to a regular file (`> out.txt`),
+// which must still be written through the descriptor, never replaced by a rename (that would
+// replace the /dev/stdout link itself).
+std::optional<int> own_descriptor(std::string_view path) {
+  if (path == "/dev/stdout") return STDOUT_FILENO;
+  if (path == "/dev/stderr") return STDERR_FILENO;
+  for (std::string_view prefix : {"/dev/fd/", "/proc/self/fd/"}) {
+    if (path.substr(0, prefix.size()) != prefix) continue;
+    std::string_view digits = path.substr(prefix.size());
+    int fd = -1;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), fd);
+    if (ec == std::errc() && end == digits.data() + digits.size() && fd >= 0) return fd;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 OutputStream::OutputStream(const std::string& path) : path_(path) {
   if (path == "-") {
     fd_ = STDOUT_FILENO;
+    return;
+  }
+  if (std::optional<int> fd = own_descriptor(path)) {
+    fd_ = *fd;  // not owned: the caller's descriptor stays open
     return;
   }
   struct stat st {};

@@ -23,7 +23,8 @@ void for_each_line(const std::string& path,
                    const std::function<bool(std::string_view line, std::size_t number)>& on_line);
 
 // Writes an output file sequentially, so that a reader never sees it half-written:
-// - "-" goes to stdout;
+// - "-" goes to stdout; /dev/stdout, /dev/stderr, /dev/fd/N and /proc/self/fd/N are written
+//   through that descriptor of this process, whatever it leads to (a terminal, a pipe, a file);
 // - an existing path that is not a regular file (a pipe, a terminal, /dev/stdout, /dev/null) is
 //   written directly, never renamed over;
 // - anything else is written to an unnamed temporary file (O_TMPFILE) in the target's directory
