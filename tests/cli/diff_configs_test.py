@@ -9,6 +9,8 @@ import subprocess
 import tempfile
 import unittest
 
+from json_schema import validate
+
 BIN = os.environ.get("RTB_BIN_DIR", "")
 TESTDATA = os.environ.get("RTB_TESTDATA_DIR", "")
 TOOL = os.path.join(BIN, "diff-configs")
@@ -31,7 +33,7 @@ TRAINER_NODE = data("configlog_trainer_node.log")
 FIXTURE = data("launch_dryrun.txt")
 
 # The --json documents (README: diff-configs, "JSON output"), in the JSON Schema subset that
-# validate() understands.
+# json_schema.validate() understands.
 SETTING = {"type": ["string", "null"]}
 CONFIG_SCHEMA = {
     "type": "object",
@@ -80,34 +82,6 @@ DUMPS_SCHEMA = {
                         "complete": {"type": "boolean"}, "reason": {"type": ["string", "null"]}}}}}}},
     },
 }
-TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
-
-
-def validate(schema, value, where="$"):
-    """A small JSON Schema validator: type, enum, required, properties, additionalProperties, items."""
-    if schema.get("$ref") == "side":
-        schema = SIDE
-    if "enum" in schema and value not in schema["enum"]:
-        raise AssertionError(f"{where}: {value!r} not in {schema['enum']}")
-    if "type" in schema:
-        types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-        ok = any((t == "integer" and isinstance(value, int) and not isinstance(value, bool))
-                 or (t != "integer" and isinstance(value, TYPES[t])) for t in types)
-        if not ok:
-            raise AssertionError(f"{where}: {value!r} is not {types}")
-    if isinstance(value, dict):
-        for key in schema.get("required", []):
-            if key not in value:
-                raise AssertionError(f"{where}: {key} missing")
-        props = schema.get("properties", {})
-        for key, item in value.items():
-            if key in props:
-                validate(props[key], item, f"{where}.{key}")
-            elif schema.get("additionalProperties") is False:
-                raise AssertionError(f"{where}: unexpected {key}")
-    if isinstance(value, list) and "items" in schema:
-        for i, item in enumerate(value):
-            validate(schema["items"], item, f"{where}[{i}]")
 
 
 def run(args, stdin=None, tool=TOOL, env=None):
@@ -226,7 +200,7 @@ class DiffConfigsTest(unittest.TestCase):
         self.assertIn("--dump 9: the log has 3 config dumps", err)
         out, _ = self.diff("--list-dumps", "--json", RESTART, FIXTURE, rc=0)
         doc = json.loads(out)
-        validate(DUMPS_SCHEMA, doc)
+        validate(DUMPS_SCHEMA, doc, refs={"side": SIDE})
         self.assertEqual(doc["inputs"][0]["default"], 3)
         self.assertEqual([d["complete"] for d in doc["inputs"][0]["dumps"]], [True, False, True])
         self.assertEqual(doc["inputs"][1]["kind"], "render")
@@ -257,7 +231,7 @@ class DiffConfigsTest(unittest.TestCase):
                          ([RESTART, PGO, "--keys", "run_"], 0)):
             out, _ = self.diff("--json", *args, rc=rc)
             doc = json.loads(out)
-            validate(CONFIG_SCHEMA, doc)
+            validate(CONFIG_SCHEMA, doc, refs={"side": SIDE})
             self.assertEqual(doc["summary"]["total"], len(doc["differences"]))
             self.assertEqual(doc["result"], "different" if rc else "same")
         out, _ = self.diff("--json", FIXTURE, TRAINER_NODE, rc=1)

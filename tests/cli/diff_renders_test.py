@@ -11,6 +11,8 @@ import subprocess
 import tempfile
 import unittest
 
+from json_schema import validate
+
 BIN = os.environ.get("RTB_BIN_DIR", "")
 TESTDATA = os.environ.get("RTB_TESTDATA_DIR", "")
 TOOL = os.path.join(BIN, "diff-renders")
@@ -23,7 +25,7 @@ PROXY = "spec.replicatedJobs[proc].template.spec.template.spec.initContainers[pa
 WORKER = "spec.replicatedJobs[pw-node].template.spec.template.spec.containers[pathways-worker]"
 
 # The --json document (README: diff-renders, "JSON output"), as a JSON Schema subset that
-# validate() below understands.
+# json_schema.validate() understands.
 DIFF_SCHEMA = {
     "type": "object",
     "required": ["schema", "mode", "a", "b", "documents", "differences", "summary", "result"],
@@ -68,33 +70,6 @@ DIFF_SCHEMA = {
         "result": {"enum": ["same", "different", "pass", "fail"]},
     },
 }
-
-TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
-
-
-def validate(schema, value, where="$"):
-    """A small JSON Schema validator: type, enum, required, properties, additionalProperties, items."""
-    if "enum" in schema and value not in schema["enum"]:
-        raise AssertionError(f"{where}: {value!r} not in {schema['enum']}")
-    if "type" in schema:
-        types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-        ok = any((t == "integer" and isinstance(value, int) and not isinstance(value, bool))
-                 or (t != "integer" and isinstance(value, TYPES[t])) for t in types)
-        if not ok:
-            raise AssertionError(f"{where}: {value!r} is not {types}")
-    if isinstance(value, dict):
-        for key in schema.get("required", []):
-            if key not in value:
-                raise AssertionError(f"{where}: {key} missing")
-        props = schema.get("properties", {})
-        for key, item in value.items():
-            if key in props:
-                validate(props[key], item, f"{where}.{key}")
-            elif schema.get("additionalProperties") is False:
-                raise AssertionError(f"{where}: unexpected {key}")
-    if isinstance(value, list) and "items" in schema:
-        for i, item in enumerate(value):
-            validate(schema["items"], item, f"{where}[{i}]")
 
 
 def run(args, stdin=None, env=None, tool=TOOL):
