@@ -11,27 +11,18 @@
 #include <string>
 #include <vector>
 
+#include "hlo_fixtures.h"
 #include "rtb/error.h"
 #include "rtb/hlo.h"
 
 namespace rtb::hlo {
 namespace {
 
+using fixtures::fixture_path;
+using fixtures::read_fixture;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-std::string fixture_path(const std::string& name) {
-  return std::string(RTB_TESTDATA_DIR) + "/hlo/" + name;
-}
-
-std::string read_fixture(const std::string& name) {
-  std::ifstream in(fixture_path(name), std::ios::binary);
-  EXPECT_TRUE(in.good()) << name;
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
 
 // ---- writers ------------------------------------------------------------------------------------
 

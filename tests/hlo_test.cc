@@ -15,33 +15,18 @@
 #include <string>
 #include <vector>
 
+#include "hlo_fixtures.h"
 #include "rtb/error.h"
 #include "rtb/hlo_report.h"
 
 namespace rtb::hlo {
 namespace {
 
+using fixtures::fixture_path;
+using fixtures::line_of;
+using fixtures::read_fixture;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-std::string fixture_path(const std::string& name) {
-  return std::string(RTB_TESTDATA_DIR) + "/hlo/" + name;
-}
-
-std::string read_fixture(const std::string& name) {
-  std::ifstream in(fixture_path(name), std::ios::binary);
-  EXPECT_TRUE(in.good()) << name;
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
-// 1-based line of the first occurrence of `needle` in `text`.
-std::int64_t line_of(const std::string& text, const std::string& needle) {
-  std::size_t at = text.find(needle);
-  EXPECT_NE(at, std::string::npos) << needle;
-  return 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n');
-}
 
 const Collective& find_entry(const Analysis& a, const std::string& start_or_done) {
   for (const Collective& c : a.collectives) {
