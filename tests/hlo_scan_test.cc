@@ -2,6 +2,7 @@
 // statement splitter (single-thread and pipelined, mapped and read sources) and its errors.
 #include "rtb/hlo_scan.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -185,89 +187,189 @@ TEST(HloScan, MappedAndReadFilesGiveTheSameStatements) {
   EXPECT_GT(mapped.first, 100000u);
 }
 
-// The pipelined mode (scan on a second thread, opcode checks on the caller's) gives exactly the
-// statements of the single-thread mode, including instructions cut after their shape.
+// Text that fools next_piece_start: lines starting with '}' inside a multi-line string and
+// inside a multi-line attribute, each followed by a line the guess takes for a new statement.
+std::string misleading_text() {
+  return "HloModule m, is_scheduled=true\n\n"
+         "ENTRY %e (p: f32[]) -> f32[] {\n"
+         "  %p = f32[] parameter(0)\n"
+         "  %c = f32[] custom-call(%p), custom_call_target=\"x\", backend_config=\"line1\n"
+         "}\n"
+         "\n"
+         "not a header {\n"
+         "}\n"
+         "more\"\n"
+         "  %d = f32[] custom-call(%c), custom_call_target=\"y\", backend_config={\n"
+         "\"a\": 1\n"
+         "}\n"
+         "\n"
+         "  ROOT %r = f32[] add(%p, %d)\n"
+         "}\n"
+         "\n"
+         "%f (q: f32[]) -> f32[] {\n"
+         "  ROOT %q = f32[] parameter(0)\n"
+         "}\n\n";
+}
+
+TEST(HloScan, NextPieceStartFindsTheLineAfterAComputationsEnd) {
+  std::string text = "HloModule m\n\n%a {\n  %x = f32[] constant(0)\n}\n\n%b {\n}\nENTRY %c {\n}\n";
+  std::size_t after_a = text.find("}\n") + 2;
+  EXPECT_EQ(next_piece_start(text, 0), after_a);
+  EXPECT_EQ(next_piece_start(text, 5), after_a);
+  EXPECT_EQ(next_piece_start(text, after_a - 2), after_a);  // from the '}' itself
+  std::size_t after_b = text.find("}\nENTRY") + 2;
+  EXPECT_EQ(next_piece_start(text, after_a), after_b);
+  EXPECT_EQ(next_piece_start(text, after_b), text.size());  // the last '}': nothing follows
+  // A '}' line followed by an indented line is not a computation's end.
+  EXPECT_EQ(next_piece_start("x\n}\n  y\n", 0), std::string("x\n}\n  y\n").size());
+  EXPECT_EQ(next_piece_start("", 0), 0u);
+}
+
+// A filter that drops `parameter` instructions and statements without a head, counting them on
+// the next kept statement (its pending note: the count since the last kept one).
+class DropParameters final : public StatementFilter {
+ public:
+  bool keep(const Statement& st, StatementNote& note) override {
+    if (st.head == nullptr || st.head->opcode == "parameter") {
+      ++dropped_;
+      return false;
+    }
+    note.kind = st.head->root ? 2 : 1;
+    note.count = dropped_;
+    note.key = st.head->name;
+    dropped_ = 0;
+    return true;
+  }
+  std::unique_ptr<StatementFilter> fork() const override {
+    return std::make_unique<DropParameters>();
+  }
+  StatementNote pending() const override {
+    StatementNote note;
+    note.count = dropped_;
+    return note;
+  }
+  void merge_pending(const StatementNote& earlier, StatementNote& later) const override {
+    later.count += earlier.count;
+  }
+
+ private:
+  std::uint32_t dropped_ = 0;
+};
+
+using Seen =
+    std::vector<std::tuple<std::string, std::int64_t, std::int64_t, std::string, std::uint32_t>>;
+
+// Every statement a split delivers (text, line, depth after, opcode, note count), and its end.
+Seen split_with(const std::string& text, int threads, std::size_t piece_bytes, bool filtered,
+                SplitEnd* end_out) {
+  MemorySource source(text);
+  SplitOptions options;
+  options.threads = threads;
+  options.piece_bytes = piece_bytes;
+  DropParameters filter;
+  Seen seen;
+  SplitEnd end = split_statements(
+      source, options,
+      [&](const Statement& st) {
+        if (filtered) {
+          EXPECT_NE(st.note, nullptr);
+          if (st.note != nullptr && st.head != nullptr) {
+            EXPECT_EQ(st.note->key, st.head->name);
+          }
+        }
+        seen.emplace_back(st.text, st.line, st.depth_after,
+                          st.head != nullptr ? std::string(st.head->opcode) : "",
+                          st.note != nullptr ? st.note->count : 0);
+      },
+      filtered ? &filter : nullptr);
+  if (end_out != nullptr) *end_out = end;
+  return seen;
+}
+
+// The pipelined mode (pieces scanned on other threads, the callback on the caller's) gives
+// exactly the statements, lines and notes of the single-thread mode, wherever the text is cut,
+// including where the guessed piece starts are wrong and at inputs that end early or break off.
 TEST(HloScan, PipelinedModeGivesTheSameStatements) {
   std::vector<std::string> texts = {
       read_fixture("handwritten_multiline.hlo.txt"),
       read_fixture("handwritten_escaped_backend_config.hlo.txt"),
       read_fixture("maxtext_ref_llama3_8b_tpu-v6e-4_8fcc9e13.hlo.txt"),
+      read_fixture("maxtext_ref_deepseek3_tpu-v6e-4_28b37f85_sparsecore.hlo.txt"),
       read_fixture("bad/truncated_mid_instruction.hlo.txt"),
-      "HloModule m\n\nENTRY %e {\n  ROOT %x = f32[]"};
+      "HloModule m\n\nENTRY %e {\n  ROOT %x = f32[]", misleading_text(),
+      // Broken in a later piece: unbalanced bracket, NUL byte, a string that never ends.
+      misleading_text() + misleading_text() + "}\n" + misleading_text(),
+      misleading_text() + std::string("%g {\n  %x = f32[] constant(0)\0\n}\n", 34),
+      misleading_text() + "%h {\n  %s = f32[] custom-call(), backend_config=\"\n}\n\n%i {\n}\n"};
   std::string many;  // more than one hand-over batch
   while (many.size() < (3u << 20)) many += read_fixture("handwritten_multiline.hlo.txt");
   texts.push_back(many);
-  for (const std::string& text : texts) {
-    std::vector<std::tuple<std::string, std::int64_t, std::int64_t, std::string>> got[2];
-    SplitEnd ends[2];
-    for (int threads : {1, 2}) {
-      MemorySource source(text);
-      SplitOptions options;
-      options.threads = threads;
-      ends[threads - 1] = split_statements(source, options, [&](const Statement& st) {
-        got[threads - 1].emplace_back(st.text, st.line, st.depth_after,
-                                      st.head != nullptr ? std::string(st.head->opcode) : "");
-      });
+  std::string fooled;
+  while (fooled.size() < (256u << 10)) fooled += misleading_text().substr(32);
+  texts.push_back("HloModule m\n\n" + fooled);
+  for (std::size_t t = 0; t < texts.size(); ++t) {
+    const std::string& text = texts[t];
+    for (bool filtered : {false, true}) {
+      SplitEnd single_end;
+      Seen single = split_with(text, 1, 0, filtered, &single_end);
+      for (int threads : {2, 3}) {
+        for (std::size_t piece :
+             {std::size_t{0}, std::size_t{1}, std::size_t{100}, std::size_t{4096}}) {
+          SCOPED_TRACE(
+              fmt::format("text {} filtered {} threads {} piece {}", t, filtered, threads, piece));
+          SplitEnd end;
+          Seen got = split_with(text, threads, piece, filtered, &end);
+          EXPECT_EQ(got, single);
+          EXPECT_EQ(end.clean, single_end.clean);
+          EXPECT_EQ(end.line, single_end.line);
+          EXPECT_EQ(end.message, single_end.message);
+          EXPECT_EQ(end.lines, single_end.lines);
+          EXPECT_EQ(end.bytes, single_end.bytes);
+          if (single_end.clean) {
+            EXPECT_EQ(end.depth, single_end.depth);
+          }
+          EXPECT_EQ(end.partial_statement, single_end.partial_statement);
+          EXPECT_EQ(end.pending.count, single_end.pending.count);
+        }
+      }
     }
-    EXPECT_EQ(got[0], got[1]);
-    EXPECT_EQ(ends[0].clean, ends[1].clean);
-    EXPECT_EQ(ends[0].lines, ends[1].lines);
-    EXPECT_EQ(ends[0].depth, ends[1].depth);
-    EXPECT_EQ(ends[0].partial_statement, ends[1].partial_statement);
   }
 }
 
 // A filter sees every statement on the scanning side, drops some and notes others; the callback
 // gets the kept ones in order with their notes, and can annotate the note of a later statement
-// through Statement::ahead. Both modes behave the same.
+// through Statement::ahead. The dropped statements are all counted, on kept notes or at the end.
 TEST(HloScan, FilterDropsAndNotesStatements) {
   std::string text;
   while (text.size() < (6u << 20)) text += read_fixture("handwritten_multiline.hlo.txt");
-  std::vector<std::tuple<std::string, std::int64_t, std::uint32_t, std::string>> got[2];
-  std::size_t all[2] = {0, 0};
+  std::size_t kept[2] = {0, 0};
+  std::size_t counted[2] = {0, 0};
   std::size_t annotated_seen[2] = {0, 0};
   for (int threads : {1, 2}) {
     MemorySource source(text);
     SplitOptions options;
     options.threads = threads;
-    std::uint32_t dropped = 0;
-    StatementFilter filter = [&](const Statement& st, StatementNote& note) {
-      ++all[threads - 1];
-      if (st.head == nullptr || st.head->opcode == "parameter") {
-        ++dropped;
-        return false;
-      }
-      note.kind = st.head->root ? 2 : 1;
-      note.count = dropped;
-      note.key = st.head->name;
-      dropped = 0;
-      return true;
-    };
-    split_statements(
+    DropParameters filter;
+    SplitEnd end = split_statements(
         source, options,
         [&](const Statement& st) {
           ASSERT_NE(st.note, nullptr);
           ASSERT_NE(st.head, nullptr);
-          EXPECT_EQ(st.note->key, st.head->name);
+          EXPECT_NE(st.head->opcode, "parameter");
           if (st.note->hash == 7) ++annotated_seen[threads - 1];
           if (st.ahead != nullptr) st.ahead->hash = 7;
-          got[threads - 1].emplace_back(st.text, st.line, st.note->count,
-                                        std::string(st.head->opcode));
+          ++kept[threads - 1];
+          counted[threads - 1] += st.note->count;
         },
-        filter);
+        &filter);
+    counted[threads - 1] += end.pending.count;
   }
-  EXPECT_EQ(all[0], all[1]);
-  EXPECT_EQ(got[0], got[1]);
-  ASSERT_FALSE(got[0].empty());
-  EXPECT_LT(got[0].size(), all[0]);
-  std::uint32_t counted = 0;
-  for (const auto& statement : got[0]) {
-    EXPECT_NE(std::get<3>(statement), "parameter");
-    counted += std::get<2>(statement);
-  }
-  EXPECT_GT(counted, 0u);
+  EXPECT_EQ(kept[0], kept[1]);
+  EXPECT_EQ(counted[0], counted[1]);
+  EXPECT_GT(counted[0], 0u);
+  EXPECT_GT(kept[0], 0u);
   EXPECT_EQ(annotated_seen[0], 0u);  // one thread: no look-ahead
-  EXPECT_GT(annotated_seen[1], got[1].size() / 2);
+  EXPECT_GT(annotated_seen[1], kept[1] / 2);
 }
 
 TEST(HloScan, PipelinedModeStopsWhenTheCallbackThrows) {

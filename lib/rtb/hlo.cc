@@ -613,11 +613,35 @@ constexpr std::uint16_t kTagClosed = 0x8000;
 // thread does not touch their text at all; so are a computation's plain `}` line and its ROOT
 // when the opcode is in kPlainOpcodes. StatementNote::count carries the number of instructions
 // dropped since the previous statement passed on, StatementNote::tag the ROOT and the `}`.
-class Prefilter {
+//
+// The pending note (see StatementFilter) is the count and tag not yet passed on; merging adds
+// the counts and joins the tags (a piece starts at top level, so at most one side has a ROOT
+// and a `}` flag that matter for the same computation).
+class Prefilter final : public StatementFilter {
  public:
-  explicit Prefilter(bool keep_all) : keep_all_(keep_all) {}
+  explicit Prefilter(bool keep_all, bool header_seen = false)
+      : keep_all_(keep_all), header_seen_(header_seen) {}
 
-  bool operator()(const Statement& s, StatementNote& note) {
+  std::unique_ptr<StatementFilter> fork() const override {
+    return std::make_unique<Prefilter>(keep_all_, true);
+  }
+
+  StatementNote pending() const override {
+    StatementNote note;
+    note.count = dropped_;
+    note.tag = tag();
+    return note;
+  }
+
+  void merge_pending(const StatementNote& earlier, StatementNote& later) const override {
+    later.count += earlier.count;
+    // The ROOT tag belongs to the computation the earlier statements were in; a later note of
+    // a new piece has none of its own before its first header.
+    if ((later.tag & kTagRootMask) == 0) later.tag |= earlier.tag & kTagRootMask;
+    later.tag |= earlier.tag & kTagClosed;
+  }
+
+  bool keep(const Statement& s, StatementNote& note) override {
     std::string_view text = s.text;
     std::size_t i = 0;
     bool newline = false;  // the statement starts with blank lines
@@ -669,11 +693,6 @@ class Prefilter {
     return pass(note);
   }
 
-  // What was dropped after the last statement passed on (read when the split is over):
-  // instructions, and the tag (see kTagClosed) of the ROOT and `}` among them.
-  std::uint32_t dropped() const { return dropped_; }
-  std::uint16_t dropped_tag() const { return tag(); }
-
  private:
   std::uint16_t tag() const { return dropped_root_ | (closed_ ? kTagClosed : 0); }
 
@@ -714,20 +733,17 @@ class Analyzer {
     split.max_statement_bytes = options_.max_statement_bytes;
     split.threads = options_.threads;
     Prefilter prefilter(options_.keep_schedule);
-    StatementFilter filter = [&prefilter](const Statement& s, StatementNote& note) {
-      return prefilter(s, note);
-    };
     SplitEnd end;
     std::optional<Error> stopped;
     try {
       end = split_statements(
-          source, split, [this](const Statement& s) { on_statement(s); }, filter);
+          source, split, [this](const Statement& s) { on_statement(s); }, &prefilter);
     } catch (const Error& e) {
       stopped = e;
     }
     // Instructions the filter dropped after the last statement it passed on (a dump that ends
     // inside a computation).
-    if (!stopped) apply_dropped(prefilter.dropped(), prefilter.dropped_tag());
+    if (!stopped) apply_dropped(end.pending.count, end.pending.tag);
     if (stopped) {
       stop_at(stopped->line(), stopped->message());
     } else if (!end.clean) {

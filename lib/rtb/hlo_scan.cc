@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <condition_variable>
@@ -275,16 +274,50 @@ char last_visible(const char* begin, const char* end) {
   return 0;
 }
 
+// Where a splitter stands between two chunks of a contiguous source: enough to resume the scan
+// there. Offsets are from the start of the source; lines are counted from where the scan began.
+struct ScanState {
+  std::size_t statement_begin = 0;  // start of the pending statement
+  std::size_t scan = 0;             // next byte to classify
+  std::int64_t line = 0;            // newlines seen so far
+  std::int64_t statement_line = 1;  // first line of the pending statement
+  std::int64_t depth = 0;           // bracket depth at `scan`
+  std::int64_t base_depth = 0;      // depth after the previous statement
+  bool in_string = false;
+  bool escape_carry = false;
+
+  // What a piece guessed to start at `offset` assumes there (lines counted from it).
+  static ScanState piece_start(std::size_t offset) {
+    ScanState state;
+    state.statement_begin = offset;
+    state.scan = offset;
+    return state;
+  }
+  // Whether this is what a piece starting here assumes: a top-level statement boundary.
+  bool at_top_level_boundary() const {
+    return statement_begin == scan && depth == 0 && base_depth == 0 && !in_string && !escape_carry;
+  }
+};
+
+// A piece of a contiguous source for one splitter: from `start` to `end`; `final` when `end` is
+// the end of the source (else the scan stops there without treating it as the end of the input,
+// and the caller reads the splitter's state()).
+struct PieceRange {
+  ScanState start;
+  std::size_t end = 0;
+  bool final = true;
+};
+
 // `Sink` receives each statement (a callable taking const Statement&; a template parameter so
 // that the pipeline's hand-over is inlined into the scan loop).
 template <typename Sink>
 class Splitter {
  public:
-  // `release_limit`: the sink's progress in the contiguous source (pipelined mode); the mapping
-  // is never released beyond it.
+  // The whole source, or with `piece` a piece of a contiguous one (never released behind the
+  // scan: in the pipelined mode the consumer does that).
   Splitter(ByteSource& source, const SplitOptions& options, Sink sink,
-           const std::atomic<std::size_t>* release_limit = nullptr)
-      : source_(source), options_(options), sink_(std::move(sink)), release_limit_(release_limit) {
+           const PieceRange* piece = nullptr)
+      : source_(source), options_(options), sink_(std::move(sink)) {
     std::string_view whole = source_.contiguous();
     if (!whole.empty()) {
       // Zero-copy: scan the source's own bytes.
@@ -293,6 +326,21 @@ class Splitter {
       end_ = whole.size();
       eof_ = true;
       result_.bytes = whole.size();
+      release_ = piece == nullptr;
+      if (piece != nullptr) {
+        end_ = piece->end;
+        final_ = piece->final;
+        const ScanState& start = piece->start;
+        statement_begin_ = start.statement_begin;
+        scan_ = start.scan;
+        line_ = start.line;
+        statement_line_ = start.statement_line;
+        depth_ = start.depth;
+        base_depth_ = start.base_depth;
+        in_string_ = start.in_string;
+        escape_carry_ = start.escape_carry;
+        result_.bytes = end_ - scan_;
+      }
       return;
     }
     std::size_t block = std::max<std::size_t>(options_.block_bytes, kChunk);
@@ -309,7 +357,7 @@ class Splitter {
         if (!scan_run(std::min((end_ - scan_) / kChunk, kSliceChunks))) {
           return too_long_ ? too_long() : finish_error();
         }
-        if (mapped_) release();
+        if (release_) source_.release(statement_begin_);
       }
       if (eof_) break;
     }
@@ -322,6 +370,11 @@ class Splitter {
       if (!scan_masks(classify_chunk(padded), tail)) return finish_error();
       scan_ = end_;
       if (scan_ - statement_begin_ > options_.max_statement_bytes) return too_long();
+    }
+    if (!final_) {
+      result_.lines = line_;
+      result_.depth = depth_;
+      return result_;
     }
     result_.lines = line_ + (end_ > statement_begin_ ? 1 : 0);
     result_.depth = depth_;
@@ -339,6 +392,12 @@ class Splitter {
     }
     if (in_string_ || depth_ > base_depth_) result_.partial_statement = true;
     return result_;
+  }
+
+  // Where the scan stands (after run(): at the end of the piece, or where it stopped).
+  ScanState state() const {
+    return ScanState{statement_begin_, scan_,       line_,      statement_line_,
+                     depth_,           base_depth_, in_string_, escape_carry_};
   }
 
  private:
@@ -512,14 +571,6 @@ class Splitter {
     sink_(Statement{text, statement_line_, depth_after, head});
   }
 
-  void release() {
-    std::size_t until = statement_begin_;
-    if (release_limit_ != nullptr) {
-      until = std::min(until, release_limit_->load(std::memory_order_acquire));
-    }
-    source_.release(until);
-  }
-
   SplitEnd too_long() {
     result_.clean = false;
     result_.line = statement_line_;
@@ -543,10 +594,11 @@ class Splitter {
   ByteSource& source_;
   const SplitOptions& options_;
   Sink sink_;
-  const std::atomic<std::size_t>* release_limit_;
   std::vector<char> buffer_;         // read() mode: the bytes being scanned
   const char* base_ = nullptr;       // buffer_.data(), or the source's contiguous bytes
   bool mapped_ = false;              // scanning the source's contiguous bytes
+  bool release_ = false;             // release the source behind the scan
+  bool final_ = true;                // the scan runs to the end of the input
   std::size_t statement_begin_ = 0;  // start of the pending statement (offset from base_)
   std::size_t scan_ = 0;             // next byte to classify
   std::size_t end_ = 0;              // end of the buffered bytes
@@ -566,16 +618,22 @@ class Splitter {
   SplitEnd result_;
 };
 
-// ---- pipelined mode: the scan on a second thread ------------------------------------------------
+// ---- pipelined mode: pieces scanned in parallel, one consumer ----------------------------------
 //
-// On a mapped file the statements stay valid as views, so one thread can scan (the per-byte work)
-// while the caller's thread analyses the statements of the previous batch. The scan thread also
-// parses the instruction heads (it decides where instructions end with them, as in the
-// single-thread mode) and runs the caller's filter, which drops most statements there: what
-// crosses over is a small record per kept statement, and the consumer touches little text (it
-// would come from the other core's cache), prefetching what it will read a few statements ahead.
-// Batches are reused (fresh ones of this size would be newly zeroed pages from mmap each time).
-// The tests check that both modes give the same statements.
+// On a contiguous source (a mapped file) the statements stay valid as views, so the per-byte work
+// can run on other threads while the caller's thread analyses what they found. The text is cut
+// into pieces of about SplitOptions::piece_bytes, each starting where a computation's closing
+// line ends (next_piece_start: a guess). Scanning threads take the next piece, scan it from the
+// state such a boundary has (depth 0, outside strings, no pending statement), parse the
+// instruction heads and run a filter of their own (StatementFilter::fork), which drops most
+// statements: what crosses over is a small record per kept statement. The consumer takes the
+// pieces in order. It checks each guess against the state the scan of the previous piece really
+// ended in; where a guess was wrong (a line starting with '}' inside a multi-line string, say),
+// it drops that piece's records and scans the piece again itself, from the true state and with
+// the previous piece's filter, so the callback always sees what one thread would have given.
+// The consumer also releases the mapping behind itself, which bounds the resident text by the
+// pieces in flight. Record batches are reused (fresh ones would be newly zeroed pages).
+// The tests check that all modes give the same statements.
 
 // A statement in transit between the threads, compact (the consumer reads every byte of it
 // from the other core's cache): views as offsets from `begin`.
@@ -654,170 +712,377 @@ struct Candidate {
 
 static_assert(sizeof(Candidate) <= 72, "Candidate is copied across cores: keep it small");
 
-struct Stopped {};  // unwinds the scan thread when the caller gives up
+struct Stopped {};  // unwinds a scanning thread when the caller gives up
+
+std::size_t automatic_piece_bytes(std::size_t text_bytes, int scanners) {
+  constexpr std::size_t kMin = std::size_t{64} << 10;
+  constexpr std::size_t kMax = std::size_t{2} << 20;
+  return std::clamp<std::size_t>(text_bytes / (8 * static_cast<std::size_t>(scanners)), kMin, kMax);
+}
 
 class Pipeline {
  public:
-  Pipeline(ByteSource& source, const SplitOptions& options,
-           const std::function<void(const Statement&)>& on_statement, const StatementFilter& filter)
+  Pipeline(ByteSource& source, const SplitOptions& options, int scanners,
+           const std::function<void(const Statement&)>& on_statement, StatementFilter* filter)
       : source_(source),
         options_(options),
         on_statement_(on_statement),
         filter_(filter),
-        base_(source.contiguous().data()) {}
+        text_(source.contiguous()),
+        scanners_(scanners),
+        piece_bytes_(options.piece_bytes > 0 ? options.piece_bytes
+                                             : automatic_piece_bytes(text_.size(), scanners)),
+        max_pieces_ahead_(4 * static_cast<std::size_t>(scanners) + 4) {}
 
   SplitEnd run() {
-    std::thread scanner([this] { scan(); });
-    try {
-      consume();
-    } catch (...) {
+    std::vector<std::thread> threads;
+    auto stop_and_join = [&] {
       {
         std::lock_guard<std::mutex> lock(mutex_);
         stop_ = true;
       }
       changed_.notify_all();
-      scanner.join();
+      for (std::thread& thread : threads) thread.join();
+    };
+    SplitEnd end;
+    try {
+      for (int i = 0; i < scanners_; ++i) threads.emplace_back([this] { scan_pieces(); });
+      end = consume();
+    } catch (...) {
+      stop_and_join();
+      if (error_) std::rethrow_exception(error_);
       throw;
     }
-    scanner.join();
+    stop_and_join();
     if (error_) std::rethrow_exception(error_);
-    return end_;
+    return end;
   }
 
  private:
-  static constexpr std::size_t kBatch = 1024;           // statements per hand-over
-  static constexpr std::size_t kMaxInFlight = 4;        // batches queued at most
+  static constexpr std::size_t kBatch = 1024;           // records per hand-over
   static constexpr std::size_t kLookahead = 8;          // Statement::ahead: this many places on
   static constexpr std::size_t kPrefetchDistance = 16;  // text prefetched this many places on
 
-  void scan() {
+  using Batch = std::vector<Candidate>;
+
+  struct Piece {
+    std::size_t begin = 0;  // guessed start
+    std::size_t end = 0;    // the next piece's guessed start
+    bool final = false;     // ends at the end of the text
+    std::deque<Batch> batches;
+    bool finished = false;  // scanned: end_info, end_state, filter are set
+    SplitEnd end_info;      // lines counted from the piece's start
+    ScanState end_state;
+    std::unique_ptr<StatementFilter> own_filter;  // pieces after the first
+    StatementFilter* filter = nullptr;            // the one that scanned it
+  };
+
+  // Scans [range.start, range.end) with `filter`, handing each full batch to `deliver`.
+  template <typename Deliver>
+  std::pair<SplitEnd, ScanState> scan_range(const PieceRange& range, StatementFilter* filter,
+                                            Deliver&& deliver) {
+    Batch batch = take_spare();
+    Splitter splitter(
+        source_, options_,
+        [&](const Statement& s) {
+          if (filter != nullptr) {
+            StatementNote note;
+            if (!filter->keep(s, note)) return;
+            batch.push_back(Candidate::make(s, &note));
+          } else {
+            batch.push_back(Candidate::make(s, nullptr));
+          }
+          if (batch.size() == kBatch) {
+            deliver(batch);
+            batch = take_spare();
+          }
+        },
+        &range);
+    SplitEnd end = splitter.run();
+    if (!batch.empty()) {
+      deliver(batch);
+    } else {
+      give_spare(std::move(batch));
+    }
+    return {std::move(end), splitter.state()};
+  }
+
+  Batch take_spare() {
+    Batch batch;
+    {
+      std::lock_guard<std::mutex> lock(spare_mutex_);
+      if (!spare_.empty()) {
+        batch = std::move(spare_.back());
+        spare_.pop_back();
+      }
+    }
+    batch.clear();
+    batch.reserve(kBatch);
+    return batch;
+  }
+
+  void give_spare(Batch batch) {
+    std::lock_guard<std::mutex> lock(spare_mutex_);
+    spare_.push_back(std::move(batch));
+  }
+
+  // A scanning thread: takes pieces until there are none left or the consumer stops.
+  void scan_pieces() {
     try {
-      std::vector<Candidate> batch;
-      batch.reserve(kBatch);
-      auto flush = [&] {
-        std::unique_lock<std::mutex> lock(mutex_);
-        changed_.wait(lock, [&] { return queue_.size() < kMaxInFlight || stop_; });
-        if (stop_) throw Stopped{};
-        queue_.push_back(std::move(batch));
-        // Reuse a consumed batch: a fresh one of this size would come from mmap, i.e. newly
-        // zeroed pages for every batch.
-        if (spare_.empty()) {
-          batch = {};
-        } else {
-          batch = std::move(spare_.back());
-          spare_.pop_back();
+      for (;;) {
+        Piece* piece = nullptr;
+        std::size_t begin = 0;
+        std::size_t end = 0;
+        {
+          std::unique_lock<std::mutex> lock(mutex_);
+          changed_.wait(
+              lock, [&] { return stop_ || all_claimed_ || pieces_.size() < max_pieces_ahead_; });
+          if (stop_ || all_claimed_) return;
+          // Each piece runs from where the previous one ends to the first guessed boundary at
+          // least piece_bytes_ on (usually a few KiB further: one search under the lock).
+          begin = next_begin_;
+          end = text_.size() - begin <= piece_bytes_
+                    ? text_.size()
+                    : next_piece_start(text_, begin + piece_bytes_);
+          next_begin_ = end;
+          all_claimed_ = end == text_.size();
+          pieces_.push_back(std::make_unique<Piece>());
+          piece = pieces_.back().get();
+          piece->begin = begin;
+          piece->end = end;
+          piece->final = all_claimed_;
         }
         changed_.notify_all();
-        lock.unlock();
-        batch.clear();
-        batch.reserve(kBatch);
-      };
-      Splitter splitter(
-          source_, options_,
-          [&](const Statement& s) {
-            if (filter_) {
-              StatementNote note;
-              if (!filter_(s, note)) return;
-              batch.push_back(Candidate::make(s, &note));
-            } else {
-              batch.push_back(Candidate::make(s, nullptr));
-            }
-            if (batch.size() == kBatch) flush();
-          },
-          &consumed_);
-      SplitEnd end = splitter.run();
-      if (!batch.empty()) flush();
-      std::lock_guard<std::mutex> lock(mutex_);
-      end_ = end;
-      done_ = true;
+        std::unique_ptr<StatementFilter> own;
+        StatementFilter* filter = filter_;
+        if (filter_ != nullptr && begin > 0) {
+          own = filter_->fork();
+          filter = own.get();
+        }
+        PieceRange range{ScanState::piece_start(begin), end, piece->final};
+        auto [end_info, end_state] = scan_range(range, filter, [&](Batch& batch) {
+          {
+            std::lock_guard<std::mutex> lock(mutex_);
+            if (stop_) throw Stopped{};
+            piece->batches.push_back(std::move(batch));
+          }
+          changed_.notify_all();
+        });
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          piece->end_info = std::move(end_info);
+          piece->end_state = end_state;
+          piece->own_filter = std::move(own);
+          piece->filter = filter;
+          piece->finished = true;
+        }
+        changed_.notify_all();
+      }
     } catch (const Stopped&) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      done_ = true;
     } catch (...) {
       std::lock_guard<std::mutex> lock(mutex_);
-      error_ = std::current_exception();
-      done_ = true;
+      if (!error_) error_ = std::current_exception();
+      stop_ = true;
     }
     changed_.notify_all();
   }
 
-  void consume() {
-    for (;;) {
-      std::vector<Candidate> batch;
+  // Waits until `ready` holds (under the lock); throws Stopped if a scanning thread failed.
+  template <typename Ready>
+  void wait_for(std::unique_lock<std::mutex>& lock, Ready ready) {
+    changed_.wait(lock, [&] { return ready() || error_ != nullptr; });
+    if (error_ != nullptr) throw Stopped{};
+  }
+
+  SplitEnd consume() {
+    std::int64_t line_base = 0;  // lines before the point `state` counts its lines from
+    ScanState state;             // the true scan state at the start of the current piece
+    StatementFilter* filter = filter_;
+    std::unique_ptr<StatementFilter> owned_filter;
+    StatementNote carry;  // pending notes of earlier filters, for the next kept statement
+    bool carrying = false;
+    for (std::size_t index = 0;; ++index) {
+      Piece* piece = nullptr;
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        changed_.wait(lock, [&] { return !queue_.empty() || done_; });
-        if (queue_.empty()) return;
-        batch = std::move(queue_.front());
-        queue_.pop_front();
+        wait_for(lock, [&] { return !pieces_.empty(); });
+        piece = pieces_.front().get();
+      }
+      SplitEnd end_info;
+      if (index == 0 || state.at_top_level_boundary()) {
+        // The guess holds: take the piece's records, with its filter.
+        if (index > 0) {
+          line_base += state.line;
+          if (filter_ != nullptr) fold(carry, carrying, filter->pending());
+        }
+        for (;;) {
+          Batch batch;
+          {
+            std::unique_lock<std::mutex> lock(mutex_);
+            wait_for(lock, [&] { return !piece->batches.empty() || piece->finished; });
+            if (piece->batches.empty()) break;
+            batch = std::move(piece->batches.front());
+            piece->batches.pop_front();
+          }
+          changed_.notify_all();
+          deliver(batch, line_base, carry, carrying);
+        }
+        // The piece is scanned: its filter is the one whose notes come next.
+        end_info = std::move(piece->end_info);
+        state = piece->end_state;
+        filter = piece->filter;
+        if (piece->own_filter) owned_filter = std::move(piece->own_filter);
+      } else {
+        // The guess was wrong: wait for the piece's scan to end, drop it and scan the piece
+        // again from the true state, with the filter that scanned the text before it.
+        {
+          std::unique_lock<std::mutex> lock(mutex_);
+          wait_for(lock, [&] { return piece->finished; });
+          for (Batch& batch : piece->batches) give_spare(std::move(batch));
+          piece->batches.clear();
+        }
+        PieceRange range{state, piece->end, piece->final};
+        auto [rescan_end, rescan_state] = scan_range(
+            range, filter, [&](Batch& batch) { deliver(batch, line_base, carry, carrying); });
+        end_info = std::move(rescan_end);
+        state = rescan_state;
+      }
+      bool final = piece->final;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        pieces_.pop_front();
       }
       changed_.notify_all();
-      const bool noted = static_cast<bool>(filter_);
-      if (noted) {
-        notes_.resize(batch.size());
-        for (std::size_t k = 0; k < batch.size(); ++k) notes_[k] = batch[k].note();
-      }
-      for (std::size_t k = 0; k < batch.size(); ++k) {
-        const Candidate& c = batch[k];
-        if (k + kPrefetchDistance < batch.size()) {
-          // The consumer reads little of a statement's text, but from the other core's cache.
-          const Candidate& later = batch[k + kPrefetchDistance];
-          __builtin_prefetch(later.has_head ? later.begin + later.opcode_offset : later.begin);
+      if (!end_info.clean || final) {
+        end_info.line += end_info.clean ? 0 : line_base;
+        end_info.lines += line_base;
+        end_info.bytes = text_.size();
+        if (filter_ != nullptr) {
+          end_info.pending = filter->pending();
+          if (carrying) filter_->merge_pending(carry, end_info.pending);
         }
-        InstructionHead head;
-        if (c.has_head) head = c.head();
-        bool has_ahead = noted && k + kLookahead < batch.size();
-        on_statement_(Statement{std::string_view(c.begin, c.length), c.line, c.depth_after,
-                                c.has_head ? &head : nullptr, noted ? &notes_[k] : nullptr,
-                                has_ahead ? &notes_[k + kLookahead] : nullptr});
+        return end_info;
       }
-      const char* kept = batch.back().begin + batch.back().length;
-      consumed_.store(static_cast<std::size_t>(kept - base_), std::memory_order_release);
-      std::lock_guard<std::mutex> lock(mutex_);
-      spare_.push_back(std::move(batch));
     }
+  }
+
+  // Adds a filter's pending note (later) to the carried one (earlier).
+  void fold(StatementNote& carry, bool& carrying, const StatementNote& pending) {
+    if (carrying) {
+      StatementNote merged = pending;
+      filter_->merge_pending(carry, merged);
+      carry = merged;
+    } else {
+      carry = pending;
+      carrying = true;
+    }
+  }
+
+  // Hands a batch of records to the callback, lines shifted by `line_base`; the first kept
+  // statement after a switch of filters gets the carried pending note merged in.
+  void deliver(Batch& batch, std::int64_t line_base, StatementNote& carry, bool& carrying) {
+    const bool noted = filter_ != nullptr;
+    if (noted) {
+      notes_.resize(batch.size());
+      for (std::size_t k = 0; k < batch.size(); ++k) notes_[k] = batch[k].note();
+      if (carrying && !batch.empty()) {
+        filter_->merge_pending(carry, notes_[0]);
+        carrying = false;
+      }
+    }
+    for (std::size_t k = 0; k < batch.size(); ++k) {
+      const Candidate& c = batch[k];
+      if (k + kPrefetchDistance < batch.size()) {
+        // The consumer reads little of a statement's text, but from another core's cache.
+        const Candidate& later = batch[k + kPrefetchDistance];
+        __builtin_prefetch(later.has_head ? later.begin + later.opcode_offset : later.begin);
+      }
+      InstructionHead head;
+      if (c.has_head) head = c.head();
+      bool has_ahead = noted && k + kLookahead < batch.size();
+      on_statement_(Statement{std::string_view(c.begin, c.length), c.line + line_base,
+                              c.depth_after, c.has_head ? &head : nullptr,
+                              noted ? &notes_[k] : nullptr,
+                              has_ahead ? &notes_[k + kLookahead] : nullptr});
+    }
+    if (!batch.empty()) {
+      const char* kept = batch.back().begin + batch.back().length;
+      source_.release(static_cast<std::size_t>(kept - text_.data()));
+    }
+    give_spare(std::move(batch));
   }
 
   ByteSource& source_;
   const SplitOptions& options_;
   const std::function<void(const Statement&)>& on_statement_;
-  const StatementFilter& filter_;
-  const char* const base_;
+  StatementFilter* const filter_;  // the caller's (first piece; prototype of the others)
+  const std::string_view text_;
+  const int scanners_;
+  const std::size_t piece_bytes_;
+  const std::size_t max_pieces_ahead_;
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::deque<std::vector<Candidate>> queue_;
-  std::vector<std::vector<Candidate>> spare_;  // consumed batches, for reuse
-  std::vector<StatementNote> notes_;           // the notes of the batch being consumed
-  bool done_ = false;
+  std::deque<std::unique_ptr<Piece>> pieces_;  // claimed and not yet consumed, in order
+  std::size_t next_begin_ = 0;                 // where the next piece to claim starts
+  bool all_claimed_ = false;                   // the final piece has been claimed
   bool stop_ = false;
   std::exception_ptr error_;
-  SplitEnd end_;
-  std::atomic<std::size_t> consumed_{0};  // the caller's progress (offset from base_)
+  std::mutex spare_mutex_;
+  std::vector<Batch> spare_;          // consumed batches, for reuse
+  std::vector<StatementNote> notes_;  // the notes of the batch being delivered
 };
 
 }  // namespace
+std::size_t next_piece_start(std::string_view text, std::size_t from) {
+  std::size_t at = from;
+  while (at < text.size()) {
+    // A line starting with '}': at `at` itself if a line starts there, else after a newline.
+    std::size_t brace = at;
+    if (at == 0 || text[at - 1] != '\n' || text[at] != '}') {
+      brace = text.find("\n}", at == 0 ? 0 : at - 1);
+      if (brace == std::string_view::npos) break;
+      ++brace;
+    }
+    std::size_t newline = text.find('\n', brace);
+    if (newline == std::string_view::npos || newline + 1 >= text.size()) break;
+    std::size_t next = newline + 1;
+    char c = text[next];
+    if (c == '\n' || (!is_space(c) && c != '}' && c != '"')) return next;
+    at = next;
+  }
+  return text.size();
+}
 
 SplitEnd split_statements(ByteSource& source, const SplitOptions& options,
                           const std::function<void(const Statement&)>& on_statement,
-                          const StatementFilter& filter) {
+                          StatementFilter* filter) {
   constexpr std::size_t kPipelineMinBytes = std::size_t{4} << 20;
+  constexpr int kMaxAutomaticScanners = 4;
   std::string_view whole = source.contiguous();
-  bool pipelined = !whole.empty() && (options.threads == 2 ||
-                                      (options.threads == 0 && whole.size() >= kPipelineMinBytes &&
-                                       std::thread::hardware_concurrency() >= 2));
-  if (pipelined) return Pipeline(source, options, on_statement, filter).run();
-  if (!filter) {
+  int scanners = options.threads;
+  if (scanners == 0) {
+    unsigned cores = std::thread::hardware_concurrency();
+    scanners = whole.size() >= kPipelineMinBytes && cores >= 2
+                   ? std::min(static_cast<int>(cores), kMaxAutomaticScanners)
+                   : 1;
+  }
+  if (!whole.empty() && scanners >= 2) {
+    return Pipeline(source, options, scanners, on_statement, filter).run();
+  }
+  if (filter == nullptr) {
     Splitter splitter(source, options, [&](const Statement& s) { on_statement(s); });
     return splitter.run();
   }
   Splitter splitter(source, options, [&](const Statement& s) {
     StatementNote note;
-    if (!filter(s, note)) return;
+    if (!filter->keep(s, note)) return;
     Statement noted = s;
     noted.note = &note;
     on_statement(noted);
   });
-  return splitter.run();
+  SplitEnd end = splitter.run();
+  end.pending = filter->pending();
+  return end;
 }
 
 }  // namespace rtb::hlo

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -121,20 +122,43 @@ struct Statement {
   StatementNote* ahead = nullptr;
 };
 
-// Runs on the scanning thread (in order, before the statement is handed over): returns false to
-// drop the statement, true to pass it on with the note it filled in. The per-statement work that
-// needs no state of the consumer belongs here: the text is still in the scanning core's cache,
-// and it balances the two threads of the pipelined mode. Must not throw.
-using StatementFilter = std::function<bool(const Statement&, StatementNote&)>;
+// Sees every statement first, on the scanning thread that cut it, and decides which reach the
+// callback of split_statements. The per-statement work that needs no state of the consumer
+// belongs here: the text is still in the scanning core's cache, and it balances the threads of
+// the pipelined mode. None of the methods may throw.
+//
+// In the pipelined mode the text is cut into pieces scanned in parallel, each by its own filter:
+// the caller's filter gets the first piece, fork() makes one for each other piece. A piece
+// starts at a top-level statement boundary after the module's first statement. What a filter
+// holds back after the last statement it kept (say, a count of the statements it dropped since)
+// is its pending() note; merge_pending folds it into a note of the next piece (its first kept
+// statement's, or that piece's own pending note), so the callback sees the notes a single filter
+// would have written. split_statements returns the pending note of the whole input in SplitEnd.
+class StatementFilter {
+ public:
+  virtual ~StatementFilter() = default;
+  // False: drop the statement. True: pass it on with `note` filled in.
+  virtual bool keep(const Statement& statement, StatementNote& note) = 0;
+  // A filter in its state at a top-level statement boundary after the module's first statement.
+  virtual std::unique_ptr<StatementFilter> fork() const = 0;
+  // What this filter holds back after its last kept statement, as a note.
+  virtual StatementNote pending() const = 0;
+  // Folds `earlier` (a pending note) into `later`, a note of the statements that follow it.
+  virtual void merge_pending(const StatementNote& earlier, StatementNote& later) const = 0;
+};
 
 struct SplitOptions {
   std::size_t block_bytes = std::size_t{256} << 10;         // bytes per read
   std::size_t max_statement_bytes = std::size_t{16} << 20;  // longer = error (bounded memory)
-  // 1: one thread. 2: scan on a second thread while the callback runs on the caller's (only for
-  // contiguous sources, e.g. mapped files). 0: 2 for contiguous sources of 4 MiB or more on a
-  // machine with two or more cores, else 1. The callback always runs on the calling thread and
-  // sees the same statements in the same order either way.
+  // 1: one thread. N >= 2 (only for contiguous sources, e.g. mapped files): the pipelined mode,
+  // where N threads scan pieces of the text in parallel while the callback runs on the caller's
+  // thread. 0: automatic: the machine's cores (at most 4) for contiguous sources of 4 MiB or
+  // more on a machine with two or more cores, else 1. The callback always runs on the calling
+  // thread and sees the same statements in the same order either way.
   int threads = 0;
+  // Pipelined mode: bytes per piece (a piece runs on to the next computation's end); 0 =
+  // automatic. Tests make it small to cut the text in many places.
+  std::size_t piece_bytes = 0;
 };
 
 // What ended the input: the end of the bytes, or a statement that could not be cut.
@@ -144,18 +168,26 @@ struct SplitEnd {
   std::string message;             // what is wrong
   std::int64_t lines = 0;          // lines read in total
   std::uint64_t bytes = 0;         // bytes read in total
-  std::int64_t depth = 0;          // bracket depth at the end (> 0: a computation is unterminated)
+  std::int64_t depth = 0;          // bracket depth at the end of a clean split (> 0: a
+                                   // computation is unterminated)
   bool partial_statement = false;  // the input ended inside a statement (dropped)
+  StatementNote pending;           // the filter's pending() note at the end (see StatementFilter)
 };
 
 // Reads `source` to its end, calling `on_statement` for each statement in order. Structural
 // problems (a statement longer than max_statement_bytes, unbalanced closing brackets, NUL bytes)
 // stop the split and are returned in SplitEnd, not thrown, so that callers can keep what they
 // have. Exceptions thrown by `on_statement` propagate. Read errors throw rtb::Error. `filter`
-// (optional) sees every statement first and decides which reach `on_statement`.
+// (optional, may be null) sees every statement first and decides which reach `on_statement`.
 SplitEnd split_statements(ByteSource& source, const SplitOptions& options,
                           const std::function<void(const Statement&)>& on_statement,
-                          const StatementFilter& filter = {});
+                          StatementFilter* filter = nullptr);
+
+// Pipelined mode: where the piece that starts at or after offset `from` begins. A guess, which
+// the scan checks: the start of the line after the next line that starts with '}' (where a
+// computation ends), provided that line is blank or starts at its first column; text.size() if
+// there is none.
+std::size_t next_piece_start(std::string_view text, std::size_t from);
 
 // For the splitter and the parser: whether an instruction statement is complete, i.e. it is
 // not an instruction cut after its name, '=' or shape. Anything that is not an instruction
