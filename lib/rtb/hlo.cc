@@ -594,10 +594,10 @@ std::string_view fusion_callee(std::string_view call) {
 // What the filter tells the analyser about a statement (StatementNote::kind).
 enum NoteKind : std::uint8_t {
   kNoteNone = 0,     // nothing known: the analyser reads the statement itself
-  kNoteHeader,       // a computation header starting on the statement's first line; key = its
-                     // text, or (hash != 0) its name after Analyzer::look_ahead
+  kNoteHeader,       // a computation header starting on the statement's first line; key =
+                     // its name and hash its hash (hash 0: key is the text, without a name)
   kNoteInstruction,  // an instruction with the splitter's head, starting on the statement's
-                     // first line; + Role
+                     // first line; + Role. A fusion's key and hash: the computation it calls.
 };
 
 // StatementNote::tag: the index + 1 of a dropped ROOT's opcode in kPlainOpcodes (low bits), and
@@ -659,11 +659,15 @@ class Prefilter final : public StatementFilter {
     if (!in_computation_) {
       if (s.depth_after != 1) return pass(note);
       in_computation_ = true;
-      // The analyser finds the name (it reads it anyway, to keep a copy): that balances the
-      // threads. It does so a few statements ahead (Statement::ahead), to prefetch the slot.
+      // The name and its hash, found here: the scanning threads have time to spare, the
+      // analysing one has not. (A header without a name goes on as text: the analyser reports.)
       if (!newline) {
         note.kind = kNoteHeader;
         note.key = body;
+        if (std::string_view name = header_name(body); !name.empty()) {
+          note.key = name;
+          note.hash = hash_name(name);
+        }
       }
       return pass(note);
     }
@@ -690,6 +694,13 @@ class Prefilter final : public StatementFilter {
       }
     }
     note.kind = static_cast<std::uint8_t>(kNoteInstruction + static_cast<std::uint8_t>(role));
+    if (role == Role::kCompute && s.head->opcode == "fusion") {
+      // The fused computation it calls, for the analyser's call graph (key and hash).
+      if (std::string_view callee = fusion_callee(s.head->call); !callee.empty()) {
+        note.key = callee;
+        note.hash = hash_name(callee);
+      }
+    }
     return pass(note);
   }
 
@@ -711,6 +722,32 @@ class Prefilter final : public StatementFilter {
   std::uint32_t dropped_ = 0;
   std::uint16_t dropped_root_ = 0;  // the tag of a ROOT dropped since the last pass
   bool closed_ = false;             // a `}` dropped since the last pass
+};
+
+// Edges grouped by caller in two flat arrays (compressed rows): a dump has hundreds of thousands
+// of computations, most without edges, and a vector per computation cost more in fresh memory
+// (page faults) than the rest of the finishing work.
+struct Adjacency {
+  std::vector<std::uint32_t> begin;  // per record: its first item; one more at the end
+  std::vector<std::uint32_t> items;  // edge indices (or what the owner replaces them with)
+
+  template <typename Keep>
+  void build(std::size_t records, const std::vector<Edge>& edges, Keep keep) {
+    begin.assign(records + 1, 0);
+    for (const Edge& edge : edges) {
+      if (keep(edge)) ++begin[edge.caller + 1];
+    }
+    for (std::size_t r = 0; r < records; ++r) begin[r + 1] += begin[r];
+    items.assign(begin[records], 0);
+    std::vector<std::uint32_t> fill(begin.begin(), begin.end() - 1);
+    for (std::uint32_t e = 0; e < edges.size(); ++e) {
+      if (keep(edges[e])) items[fill[edges[e].caller]++] = e;
+    }
+  }
+  std::size_t size_of(std::uint32_t record) const {
+    return record + 1 < begin.size() ? begin[record + 1] - begin[record] : 0;
+  }
+  std::uint32_t at(std::uint32_t record, std::size_t k) const { return items[begin[record] + k]; }
 };
 
 class Analyzer {
@@ -804,7 +841,8 @@ class Analyzer {
       }
       if (note.kind >= kNoteInstruction && in_computation_ && st.depth_after == 1) {
         last_line_ = st.line;
-        return instruction(*st.head, static_cast<Role>(note.kind - kNoteInstruction), st.line);
+        return instruction(*st.head, static_cast<Role>(note.kind - kNoteInstruction), st.line,
+                           &note);
       }
     }
     std::string_view text = st.text;
@@ -921,7 +959,9 @@ class Analyzer {
     ++closed_computations_;
   }
 
-  void instruction(const InstructionHead& head, Role role, std::int64_t line) {
+  // `note`, when not null, is the filter's: for a fusion it names the callee (key, hash).
+  void instruction(const InstructionHead& head, Role role, std::int64_t line,
+                   const StatementNote* note = nullptr) {
     std::uint32_t index = current_.instructions++;
     ++result_.instructions;
     if (head.root) current_.root_opcode.assign(head.opcode);
@@ -930,7 +970,7 @@ class Analyzer {
       case Role::kOther:
         break;
       case Role::kCompute:
-        on_compute(head);
+        on_compute(head, note);
         break;
       case Role::kCall:
         callsite = on_call(head, index, line);
@@ -963,14 +1003,16 @@ class Analyzer {
 
   // ---- instruction kinds ------------------------------------------------------------------------
 
-  void on_compute(const InstructionHead& head) {
+  void on_compute(const InstructionHead& head, const StatementNote* note) {
     if (!current_.sampling.empty()) sample_compute(head.name);
     ++current_.compute;
     records_[current_.record].direct_compute = true;
     // A fusion's computation matters only if it holds collectives: keep the edge for executions.
-    // (Its record was made or met just before, when the fusion computation was defined: no
-    // cache miss to hide, unlike computation headers.)
     if (head.opcode != "fusion") return;
+    if (note != nullptr && note->hash != 0) {
+      add_edge(note->key, note->hash, EdgeKind::kFusion, -1);  // found by the filter
+      return;
+    }
     std::string_view callee = fusion_callee(head.call);
     if (!callee.empty()) add_edge(callee, EdgeKind::kFusion, -1);
   }
@@ -1286,9 +1328,9 @@ class Analyzer {
     records_[root].compute_state = 1;
     while (!stack.empty()) {
       Frame& frame = stack.back();
-      const std::vector<std::uint32_t>& callees = call_lists_[frame.node];
-      if (!frame.found && frame.next < callees.size()) {
-        std::uint32_t child = callees[frame.next++];
+      std::size_t callees = call_lists_.size_of(frame.node);
+      if (!frame.found && frame.next < callees) {
+        std::uint32_t child = call_lists_.at(frame.node, frame.next++);
         std::uint8_t state = records_[child].compute_state;
         if (state == 2) {
           frame.found = true;
@@ -1307,24 +1349,21 @@ class Analyzer {
   }
 
   void build_call_lists() {
-    call_lists_.assign(records_.size(), {});
-    for (const Edge& edge : edges_) {
-      if (edge.kind == EdgeKind::kBody || edge.kind == EdgeKind::kCondition ||
-          edge.kind == EdgeKind::kCall || edge.kind == EdgeKind::kBranch) {
-        call_lists_[edge.caller].push_back(edge.callee);
-      }
-    }
+    call_lists_.build(records_.size(), edges_, [](const Edge& edge) {
+      return edge.kind == EdgeKind::kBody || edge.kind == EdgeKind::kCondition ||
+             edge.kind == EdgeKind::kCall || edge.kind == EdgeKind::kBranch;
+    });
+    // Callees rather than edge indices.
+    for (std::uint32_t& item : call_lists_.items) item = edges_[item].callee;
     callees_built_ = true;
   }
 
   void compute_executions() {
     std::vector<std::uint32_t> indegree(records_.size(), 0);
-    std::vector<std::vector<std::uint32_t>> out(records_.size());
-    for (std::uint32_t e = 0; e < edges_.size(); ++e) {
-      ++indegree[edges_[e].callee];
-      out[edges_[e].caller].push_back(e);
-    }
-    std::deque<std::uint32_t> ready;
+    for (const Edge& edge : edges_) ++indegree[edge.callee];
+    Adjacency out;
+    out.build(records_.size(), edges_, [](const Edge&) { return true; });
+    std::vector<std::uint32_t> ready;  // a queue: `next` is its front
     executions_.assign(records_.size(), 0);
     for (std::uint32_t r = 0; r < records_.size(); ++r) {
       if (indegree[r] == 0) {
@@ -1333,11 +1372,11 @@ class Analyzer {
       }
     }
     std::size_t processed = 0;
-    while (!ready.empty()) {
-      std::uint32_t r = ready.front();
-      ready.pop_front();
+    for (std::size_t next = 0; next < ready.size(); ++next) {
+      std::uint32_t r = ready[next];
       ++processed;
-      for (std::uint32_t e : out[r]) {
+      for (std::size_t k = 0; k < out.size_of(r); ++k) {
+        std::uint32_t e = out.at(r, k);
         const Edge& edge = edges_[e];
         std::int64_t factor = 1;
         bool known = records_[r].executions_known;
@@ -1382,6 +1421,7 @@ class Analyzer {
     }
     compute_executions();
     std::vector<std::int64_t> collective_of(drafts_.size(), -1);
+    result_.collectives.reserve(drafts_.size());
     std::vector<std::int8_t> name_matches(names_.size(), -1);
     for (std::size_t d = 0; d < drafts_.size(); ++d) {
       Draft& draft = drafts_[d];
@@ -1505,10 +1545,10 @@ class Analyzer {
   std::vector<std::string> names_;
   std::vector<Edge> edges_;
   std::vector<CallSite> callsites_;
-  std::vector<Draft> drafts_;
+  std::deque<Draft> drafts_;  // a deque: growing it never copies (or touches twice) the drafts
   std::deque<std::string> kinds_;
   std::unordered_map<std::string_view, std::uint32_t> kind_ids_;
-  std::vector<std::vector<std::uint32_t>> call_lists_;
+  Adjacency call_lists_;
   bool callees_built_ = false;
   std::size_t best_schedule_entries_ = 0;
   std::vector<ScheduledInstruction> best_schedule_;
