@@ -504,15 +504,19 @@ struct OpenComputation {
   // instructions met now are theirs (so compute names are read only while someone needs them).
   std::vector<std::uint32_t> sampling;
   std::vector<std::string> kinds;  // collective kinds seen, in order (for async wrappers)
-  std::string root_opcode;
+  std::string root_opcode;         // the ROOT's opcode, unless root_tag says it
+  std::uint16_t root_tag = 0;      // a dropped ROOT's plain opcode (see kTagRootMask), 0 = none
   std::vector<ScheduledInstruction> schedule;  // Options::keep_schedule only
   std::vector<std::uint32_t> schedule_callsites;
 
   void reset() {
-    open.clear();
+    // clear() zeroes every bucket, and the bucket array never shrinks: after one computation
+    // with many open windows, that was a memset per computation.
+    if (!open.empty()) open.clear();
     sampling.clear();
     kinds.clear();
     root_opcode.clear();
+    root_tag = 0;
     schedule.clear();
     schedule_callsites.clear();
     instructions = 0;
@@ -825,7 +829,10 @@ class Analyzer {
     current_.instructions += dropped;
     result_.instructions += dropped;
     std::uint16_t root_tag = tag & kTagRootMask;
-    if (root_tag != 0) current_.root_opcode.assign(kPlainOpcodes[root_tag - 1]);
+    if (root_tag != 0) {
+      current_.root_tag = root_tag;
+      current_.root_opcode.clear();
+    }
     if ((tag & kTagClosed) != 0) finish_computation(false);
   }
 
@@ -935,8 +942,10 @@ class Analyzer {
     }
     // What an async-start of this computation runs: its collectives, else its root op.
     if (current_.kinds.empty()) {
-      record.wrapped_kind =
-          intern(current_.root_opcode.empty() ? std::string_view("async") : current_.root_opcode);
+      record.wrapped_kind = current_.root_tag != 0
+                                ? plain_kind(current_.root_tag)
+                                : intern(current_.root_opcode.empty() ? std::string_view("async")
+                                                                      : current_.root_opcode);
     } else {
       std::string wrapped;
       for (const std::string& kind : current_.kinds) {
@@ -964,7 +973,10 @@ class Analyzer {
                    const StatementNote* note = nullptr) {
     std::uint32_t index = current_.instructions++;
     ++result_.instructions;
-    if (head.root) current_.root_opcode.assign(head.opcode);
+    if (head.root) {
+      current_.root_opcode.assign(head.opcode);
+      current_.root_tag = 0;
+    }
     std::uint32_t callsite = kNone;
     switch (role) {
       case Role::kOther:
@@ -1280,6 +1292,13 @@ class Analyzer {
     records_[current_.record].relevant = true;
   }
 
+  // intern() of a plain opcode by its tag, remembered (every computation needs one of these).
+  std::uint32_t plain_kind(std::uint16_t tag) {
+    std::uint32_t& id = plain_kinds_[tag];
+    if (id == kNone) id = intern(kPlainOpcodes[tag - 1]);
+    return id;
+  }
+
   std::uint32_t intern(std::string_view kind) {
     auto it = kind_ids_.find(kind);
     if (it != kind_ids_.end()) return it->second;
@@ -1548,6 +1567,13 @@ class Analyzer {
   std::deque<Draft> drafts_;  // a deque: growing it never copies (or touches twice) the drafts
   std::deque<std::string> kinds_;
   std::unordered_map<std::string_view, std::uint32_t> kind_ids_;
+  std::array<std::uint32_t, std::size(kPlainOpcodes) + 1> plain_kinds_ = make_plain_kinds();
+
+  static std::array<std::uint32_t, std::size(kPlainOpcodes) + 1> make_plain_kinds() {
+    std::array<std::uint32_t, std::size(kPlainOpcodes) + 1> ids;
+    ids.fill(kNone);
+    return ids;
+  }
   Adjacency call_lists_;
   bool callees_built_ = false;
   std::size_t best_schedule_entries_ = 0;
