@@ -174,6 +174,19 @@ class Compare(unittest.TestCase):
         self.assertIn("different: 2 kinds differ", out)
         self.assertIn("all-gather: entries 2 -> 0", out)
 
+    def test_threads_do_not_change_the_report(self):
+        deepseek = os.path.join(HLO, "maxtext_ref_deepseek3_tpu-v6e-4_28b37f85_sparsecore.hlo.txt")
+        for dump in (LLAMA, deepseek):
+            reports = []
+            for threads in ("1", "2", "3", "0"):
+                code, out, err = run([dump, "--json", "--threads", threads])
+                self.assertIn(code, (0, 1), err)  # the llama fixture is a truncated dump
+                reports.append((code, out))
+            self.assertEqual(reports, [reports[0]] * 4, dump)
+        code, _, err = run([LLAMA, "--threads", "-1"])
+        self.assertEqual(code, 2)
+        self.assertIn("--threads", err)
+
     def test_exit_codes_are_diff_like(self):
         with open(A2A, encoding="utf-8") as f:
             text = f.read()
