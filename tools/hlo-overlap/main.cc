@@ -90,9 +90,9 @@ int main(int argc, char** argv) {
   app.add_flag("--allow-truncated", allow_truncated,
                "Exit 0 for a dump that ends inside a computation (default: report it, exit 1)");
   app.add_option("--threads", options.threads,
-                 "Threads that scan a dump read from a file, besides the one that analyses "
-                 "(0: the machine's cores, at most 4, for files of 4 MiB or more; 1: no other "
-                 "thread). The report is the same for any number.")
+                 "Threads that scan a dump read from a file while another analyses (0: the "
+                 "machine's cores, at most 4, for files of 4 MiB or more; 1: one thread does "
+                 "everything). The report is the same for any number.")
       ->capture_default_str()
       ->check(CLI::Range(0, 64));
   app.add_option("--max-statement-mib", max_statement_mib,
