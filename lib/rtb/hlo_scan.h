@@ -134,6 +134,8 @@ struct Statement {
 // is its pending() note; merge_pending folds it into a note of the next piece (its first kept
 // statement's, or that piece's own pending note), so the callback sees the notes a single filter
 // would have written. split_statements returns the pending note of the whole input in SplitEnd.
+// fork() and merge_pending() run on other threads while keep() runs: they must not read what
+// keep() changes.
 class StatementFilter {
  public:
   virtual ~StatementFilter() = default;
