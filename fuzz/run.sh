@@ -38,7 +38,7 @@ seeds_of() {
       testdata/trainer_no_proxy.txt testdata/diff_not_jobset.yaml ;;
     shell) echo fuzz/seeds/shell ;;
     flags) echo fuzz/seeds/flags ;;
-    hlo) echo testdata/hlo ;;
+    hlo | hlo_pieces) echo testdata/hlo ;;
     configlog) echo testdata/configlog_*.log ;;
     memlog) echo testdata/memlog_*.log ;;
     steplog) echo testdata/bench_logs ;;
@@ -51,7 +51,7 @@ seeds_of() {
 # small enough to keep the targets fast.
 max_len_of() {
   case $1 in
-    dryrun | hlo | configlog | memlog) echo 65536 ;;
+    dryrun | hlo | hlo_pieces | configlog | memlog) echo 65536 ;;
     steplog) echo 32768 ;;
     npy | routing) echo 16384 ;;
     *) echo 4096 ;;

@@ -225,6 +225,41 @@ TEST(HloScan, NextPieceStartFindsTheLineAfterAComputationsEnd) {
   EXPECT_EQ(next_piece_start("", 0), 0u);
 }
 
+// What the splitter accepts, and where it reports an error, does not depend on where its 64-byte
+// chunks fall (the pieces of the pipelined mode start at other offsets). Found by
+// fuzz/hlo_pieces_fuzz: an error's `lines` and a ')' that a later '(' on the same line balances
+// depended on the alignment, and so did a statement up to 63 bytes over the length limit.
+TEST(HloScan, ErrorsDoNotDependOnWhereChunksFall) {
+  auto split = [](const std::string& text, std::size_t max_statement) {
+    MemorySource source(text);
+    SplitOptions options;
+    options.threads = 1;
+    options.max_statement_bytes = max_statement;
+    std::size_t statements = 0;
+    SplitEnd end = split_statements(source, options, [&](const Statement&) { ++statements; });
+    return std::make_tuple(statements, end.clean, end.line, end.lines, end.message);
+  };
+  using Result = std::tuple<std::size_t, bool, std::int64_t, std::int64_t, std::string>;
+  for (std::size_t shift = 0; shift < 64; ++shift) {
+    SCOPED_TRACE(shift);
+    std::string head = "HloModule m" + std::string(shift, ' ') + "\n";
+    // A ')' balanced again before the line ends is not an error (the statement is the
+    // analyser's to judge); one that is not, is, on its line.
+    EXPECT_EQ(split(head + "x ) y ( z\n", 1 << 20), Result(2, true, 0, 2, ""));
+    EXPECT_EQ(split(head + "x ) y\nz\n", 1 << 20),
+              Result(1, false, 2, 2, "unbalanced closing bracket"));
+    EXPECT_EQ(split(head + "x ) y", 1 << 20), Result(1, false, 2, 2, "unbalanced closing bracket"));
+    // A statement of exactly the limit passes; one byte more is an error, on its first line.
+    std::string instruction = "  %x = f32[] constant(0)" + std::string(70, ' ');
+    std::string body = head + "%a {\n" + instruction + "\n}\n";
+    EXPECT_TRUE(std::get<1>(split(body, instruction.size())));
+    auto too_long = split(body, instruction.size() - 1);
+    EXPECT_FALSE(std::get<1>(too_long));
+    EXPECT_EQ(std::get<2>(too_long), 3);
+    EXPECT_EQ(std::get<3>(too_long), 3);
+  }
+}
+
 // A filter that drops `parameter` instructions and statements without a head, counting them on
 // the next kept statement (its pending note: the count since the last kept one).
 class DropParameters final : public StatementFilter {

@@ -404,7 +404,9 @@ TEST(HloAnalysis, RealXlaTestsOfSyncAndUnscheduledForms) {
   }
 }
 
-TEST(HloAnalysis, OneAndTwoThreadsGiveTheSameReport) {
+// Any number of scanning threads and any cut of the dump into pieces give the report of one
+// thread: pieces of 1 byte (one computation each), 300 bytes and the automatic size.
+TEST(HloAnalysis, ThreadsAndPiecesGiveTheSameReport) {
   std::vector<std::string> paths;
   for (const char* dir : {"/hlo", "/hlo/bad"}) {
     for (const auto& entry :
@@ -412,19 +414,32 @@ TEST(HloAnalysis, OneAndTwoThreadsGiveTheSameReport) {
       if (entry.is_regular_file()) paths.push_back(entry.path().string());
     }
   }
+  auto report = [](const std::string& path, int threads, std::size_t piece_bytes,
+                   bool keep_schedule) {
+    Options options;
+    options.threads = threads;
+    options.piece_bytes = piece_bytes;
+    options.keep_schedule = keep_schedule;
+    try {
+      Analysis a = analyze_file(path, options);
+      std::string text = format_json(a);
+      if (a.schedule) text += render_svg(a);
+      return text;
+    } catch (const Error& e) {
+      return std::string("error: ") + e.what();
+    }
+  };
   for (const std::string& path : paths) {
-    SCOPED_TRACE(path);
-    std::string reports[2];
-    for (int threads : {1, 2}) {
-      Options options;
-      options.threads = threads;
-      try {
-        reports[threads - 1] = format_json(analyze_file(path, options));
-      } catch (const Error& e) {
-        reports[threads - 1] = std::string("error: ") + e.what();
+    for (bool keep_schedule : {false, true}) {
+      std::string single = report(path, 1, 0, keep_schedule);
+      for (int threads : {2, 3}) {
+        for (std::size_t piece_bytes : {std::size_t{1}, std::size_t{300}, std::size_t{0}}) {
+          SCOPED_TRACE(fmt::format("{} threads {} pieces {} keep_schedule {}", path, threads,
+                                   piece_bytes, keep_schedule));
+          EXPECT_EQ(report(path, threads, piece_bytes, keep_schedule), single);
+        }
       }
     }
-    EXPECT_EQ(reports[0], reports[1]);
   }
 }
 

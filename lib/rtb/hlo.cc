@@ -773,6 +773,7 @@ class Analyzer {
     split.block_bytes = options_.block_bytes;
     split.max_statement_bytes = options_.max_statement_bytes;
     split.threads = options_.threads;
+    split.piece_bytes = options_.piece_bytes;
     Prefilter prefilter(options_.keep_schedule);
     SplitEnd end;
     std::optional<Error> stopped;

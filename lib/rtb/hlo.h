@@ -158,7 +158,8 @@ struct Options {
   bool keep_schedule = false;      // fill Analysis::schedule (for --svg)
   std::size_t compute_sample = 4;  // compute names kept per window
   std::size_t max_warnings = 50;
-  int threads = 0;  // see SplitOptions::threads (hlo_scan.h): 0 = automatic
+  int threads = 0;              // see SplitOptions::threads (hlo_scan.h): 0 = automatic
+  std::size_t piece_bytes = 0;  // see SplitOptions::piece_bytes: 0 = automatic (tests cut finer)
 };
 
 // Analyses `path` ("-" = stdin). Throws rtb::Error (with file and line) when nothing usable

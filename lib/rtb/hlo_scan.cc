@@ -367,7 +367,9 @@ class Splitter {
       char padded[kChunk];
       std::memset(padded, ' ', kChunk);
       std::memcpy(padded, base_ + scan_, tail);
-      if (!scan_masks(classify_chunk(padded), tail)) return finish_error();
+      if (!scan_masks(classify_chunk(padded), tail)) {
+        return too_long_ ? too_long() : finish_error();
+      }
       scan_ = end_;
       if (scan_ - statement_begin_ > options_.max_statement_bytes) return too_long();
     }
@@ -375,6 +377,11 @@ class Splitter {
       result_.lines = line_;
       result_.depth = depth_;
       return result_;
+    }
+    if (depth_ < 0) {  // after the last newline (see scan_masks)
+      error_line_ = line_ + 1;
+      error_ = "unbalanced closing bracket";
+      return finish_error();
     }
     result_.lines = line_ + (end_ > statement_begin_ ? 1 : 0);
     result_.depth = depth_;
@@ -529,6 +536,11 @@ class Splitter {
       }
       std::size_t position = scan_ + static_cast<std::size_t>(at);
       if (ends_statement(position, depth)) {
+        // The chunk check (scan_run) sees a long statement only if a chunk ends inside it.
+        if (position - statement_begin_ > options_.max_statement_bytes) {
+          too_long_ = true;
+          return false;
+        }
         std::string_view text(base_ + statement_begin_, position - statement_begin_);
         emit(text, depth, head_valid_ ? &head_ : nullptr);
         statement_begin_ = position + 1;
@@ -541,12 +553,10 @@ class Splitter {
       error_ = "binary data (NUL byte): not HLO text";
       return false;
     }
+    // A negative depth is an error where a line ends (above) or where the input does (run()),
+    // not at the end of a chunk: what the reader accepts must not depend on where the 64-byte
+    // chunks fall (the pieces of the pipelined mode start at other offsets).
     depth_ += popcount64(open) - popcount64(close);
-    if (depth_ < 0) {
-      error_line_ = line_ + 1;
-      error_ = "unbalanced closing bracket";
-      return false;
-    }
     return true;
   }
 
@@ -571,13 +581,15 @@ class Splitter {
     sink_(Statement{text, statement_line_, depth_after, head});
   }
 
+  // At an error, `lines` is the line of the problem: the newlines scanned by then depend on
+  // where the chunks fall.
   SplitEnd too_long() {
     result_.clean = false;
     result_.line = statement_line_;
     result_.message = fmt::format(
         "statement longer than {} MiB (an unterminated string or bracket, or not HLO text?)",
         options_.max_statement_bytes >> 20);
-    result_.lines = line_;
+    result_.lines = statement_line_;
     result_.depth = depth_;
     return result_;
   }
@@ -586,7 +598,7 @@ class Splitter {
     result_.clean = false;
     result_.line = error_line_;
     result_.message = error_;
-    result_.lines = line_;
+    result_.lines = error_line_;
     result_.depth = depth_;
     return result_;
   }
