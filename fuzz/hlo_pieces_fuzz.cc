@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "../tests/hlo_counting_filter.h"
 #include "rtb/error.h"
 #include "rtb/hlo.h"
 #include "rtb/hlo_report.h"
@@ -22,36 +23,8 @@
 namespace {
 
 using rtb::hlo::Statement;
-using rtb::hlo::StatementFilter;
-using rtb::hlo::StatementNote;
 
-// Drops statements without an instruction head and counts them on the next kept one.
-class CountingFilter final : public StatementFilter {
- public:
-  bool keep(const Statement& statement, StatementNote& note) override {
-    if (statement.head == nullptr) {
-      ++dropped_;
-      return false;
-    }
-    note.count = dropped_;
-    dropped_ = 0;
-    return true;
-  }
-  std::unique_ptr<StatementFilter> fork() const override {
-    return std::make_unique<CountingFilter>();
-  }
-  StatementNote pending() const override {
-    StatementNote note;
-    note.count = dropped_;
-    return note;
-  }
-  void merge_pending(const StatementNote& earlier, StatementNote& later) const override {
-    later.count += earlier.count;
-  }
-
- private:
-  std::uint32_t dropped_ = 0;
-};
+bool no_head(const Statement& statement) { return statement.head == nullptr; }
 
 using Seen =
     std::vector<std::tuple<std::string, std::int64_t, std::int64_t, std::string, std::uint32_t>>;
@@ -62,7 +35,7 @@ std::string split(std::string_view text, int threads, std::size_t piece_bytes, b
   options.threads = threads;
   options.piece_bytes = piece_bytes;
   options.max_statement_bytes = 32 << 10;
-  CountingFilter filter;
+  rtb::hlo::fixtures::CountingFilter filter(no_head);
   Seen seen;
   rtb::hlo::SplitEnd end = rtb::hlo::split_statements(
       source, options,

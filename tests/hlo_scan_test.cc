@@ -18,6 +18,7 @@
 #include <tuple>
 #include <vector>
 
+#include "hlo_counting_filter.h"
 #include "hlo_fixtures.h"
 #include "rtb/error.h"
 #include "rtb/hlo_syntax.h"
@@ -260,36 +261,10 @@ TEST(HloScan, ErrorsDoNotDependOnWhereChunksFall) {
   }
 }
 
-// A filter that drops `parameter` instructions and statements without a head, counting them on
-// the next kept statement (its pending note: the count since the last kept one).
-class DropParameters final : public StatementFilter {
- public:
-  bool keep(const Statement& st, StatementNote& note) override {
-    if (st.head == nullptr || st.head->opcode == "parameter") {
-      ++dropped_;
-      return false;
-    }
-    note.kind = st.head->root ? 2 : 1;
-    note.count = dropped_;
-    note.key = st.head->name;
-    dropped_ = 0;
-    return true;
-  }
-  std::unique_ptr<StatementFilter> fork() const override {
-    return std::make_unique<DropParameters>();
-  }
-  StatementNote pending() const override {
-    StatementNote note;
-    note.count = dropped_;
-    return note;
-  }
-  void merge_pending(const StatementNote& earlier, StatementNote& later) const override {
-    later.count += earlier.count;
-  }
-
- private:
-  std::uint32_t dropped_ = 0;
-};
+// Drops `parameter` instructions and statements without a head (see CountingFilter).
+bool parameter_or_no_head(const Statement& st) {
+  return st.head == nullptr || st.head->opcode == "parameter";
+}
 
 using Seen =
     std::vector<std::tuple<std::string, std::int64_t, std::int64_t, std::string, std::uint32_t>>;
@@ -301,7 +276,7 @@ Seen split_with(const std::string& text, int threads, std::size_t piece_bytes, b
   SplitOptions options;
   options.threads = threads;
   options.piece_bytes = piece_bytes;
-  DropParameters filter;
+  fixtures::CountingFilter filter(parameter_or_no_head);
   Seen seen;
   SplitEnd end = split_statements(
       source, options,
@@ -384,7 +359,7 @@ TEST(HloScan, FilterDropsAndNotesStatements) {
     MemorySource source(text);
     SplitOptions options;
     options.threads = threads;
-    DropParameters filter;
+    fixtures::CountingFilter filter(parameter_or_no_head);
     SplitEnd end = split_statements(
         source, options,
         [&](const Statement& st) {

@@ -810,14 +810,8 @@ class Analyzer {
   // ---- statements -------------------------------------------------------------------------------
 
   // A statement a few places on: start loading the name table's slot it will need (lookups
-  // land at random places of a large table). A header's name is found and hashed here.
-  void look_ahead(StatementNote& note) {
-    if (note.kind == kNoteHeader && note.hash == 0) {
-      std::string_view name = header_name(note.key);
-      if (name.empty()) return;  // open_computation reports it
-      note.key = name;
-      note.hash = hash_name(name);
-    }
+  // land at random places of a large table; the filter hashed the name of a header or callee).
+  void look_ahead(const StatementNote& note) const {
     if (note.hash != 0) record_index_.prefetch(note.hash);
   }
 

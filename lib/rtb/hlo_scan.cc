@@ -778,9 +778,8 @@ class Pipeline {
   using Batch = std::vector<Candidate>;
 
   struct Piece {
-    std::size_t begin = 0;  // guessed start
-    std::size_t end = 0;    // the next piece's guessed start
-    bool final = false;     // ends at the end of the text
+    std::size_t end = 0;  // the next piece's guessed start
+    bool final = false;   // ends at the end of the text
     std::deque<Batch> batches;
     bool finished = false;  // scanned: end_info, end_state, filter are set
     SplitEnd end_info;      // lines counted from the piece's start
@@ -860,7 +859,6 @@ class Pipeline {
           all_claimed_ = end == text_.size();
           pieces_.push_back(std::make_unique<Piece>());
           piece = pieces_.back().get();
-          piece->begin = begin;
           piece->end = end;
           piece->final = all_claimed_;
         }
