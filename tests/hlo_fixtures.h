@@ -6,14 +6,29 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace rtb::hlo::fixtures {
 
 inline std::string fixture_path(const std::string& name) {
   return std::string(RTB_TESTDATA_DIR) + "/hlo/" + name;
+}
+
+// Every dump in testdata/hlo and testdata/hlo/bad.
+inline std::vector<std::string> all_fixture_paths() {
+  std::vector<std::string> paths;
+  for (const char* dir : {"/hlo", "/hlo/bad"}) {
+    for (const auto& entry :
+         std::filesystem::directory_iterator(std::string(RTB_TESTDATA_DIR) + dir)) {
+      if (entry.is_regular_file()) paths.push_back(entry.path().string());
+    }
+  }
+  std::sort(paths.begin(), paths.end());
+  return paths;
 }
 
 inline std::string read_fixture(const std::string& name) {

@@ -407,13 +407,7 @@ TEST(HloAnalysis, RealXlaTestsOfSyncAndUnscheduledForms) {
 // Any number of scanning threads and any cut of the dump into pieces give the report of one
 // thread: pieces of 1 byte (one computation each), 300 bytes and the automatic size.
 TEST(HloAnalysis, ThreadsAndPiecesGiveTheSameReport) {
-  std::vector<std::string> paths;
-  for (const char* dir : {"/hlo", "/hlo/bad"}) {
-    for (const auto& entry :
-         std::filesystem::directory_iterator(std::string(RTB_TESTDATA_DIR) + dir)) {
-      if (entry.is_regular_file()) paths.push_back(entry.path().string());
-    }
-  }
+  const std::vector<std::string> paths = fixtures::all_fixture_paths();
   auto report = [](const std::string& path, int threads, std::size_t piece_bytes,
                    bool keep_schedule) {
     Options options;
@@ -448,13 +442,7 @@ TEST(HloAnalysis, ThreadsAndPiecesGiveTheSameReport) {
 // turns that off (the picture needs every instruction). Both must give the same report, also for
 // truncated and broken dumps.
 TEST(HloAnalysis, DroppingUninterestingInstructionsChangesNothing) {
-  std::vector<std::string> paths;
-  for (const char* dir : {"/hlo", "/hlo/bad"}) {
-    for (const auto& entry :
-         std::filesystem::directory_iterator(std::string(RTB_TESTDATA_DIR) + dir)) {
-      if (entry.is_regular_file()) paths.push_back(entry.path().string());
-    }
-  }
+  const std::vector<std::string> paths = fixtures::all_fixture_paths();
   for (const std::string& path : paths) {
     SCOPED_TRACE(path);
     for (int threads : {1, 2}) {
