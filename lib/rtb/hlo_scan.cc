@@ -321,7 +321,6 @@ class Splitter {
     std::string_view whole = source_.contiguous();
     if (!whole.empty()) {
       // Zero-copy: scan the source's own bytes.
-      mapped_ = true;
       base_ = whole.data();
       end_ = whole.size();
       eof_ = true;
@@ -608,7 +607,6 @@ class Splitter {
   Sink sink_;
   std::vector<char> buffer_;         // read() mode: the bytes being scanned
   const char* base_ = nullptr;       // buffer_.data(), or the source's contiguous bytes
-  bool mapped_ = false;              // scanning the source's contiguous bytes
   bool release_ = false;             // release the source behind the scan
   bool final_ = true;                // the scan runs to the end of the input
   std::size_t statement_begin_ = 0;  // start of the pending statement (offset from base_)
@@ -781,11 +779,10 @@ class Pipeline {
     std::size_t end = 0;  // the next piece's guessed start
     bool final = false;   // ends at the end of the text
     std::deque<Batch> batches;
-    bool finished = false;  // scanned: end_info, end_state, filter are set
+    bool finished = false;  // scanned: end_info, end_state, own_filter are set
     SplitEnd end_info;      // lines counted from the piece's start
     ScanState end_state;
-    std::unique_ptr<StatementFilter> own_filter;  // pieces after the first
-    StatementFilter* filter = nullptr;            // the one that scanned it
+    std::unique_ptr<StatementFilter> own_filter;  // pieces after the first (the first: filter_)
   };
 
   // Scans [range.start, range.end) with `filter`, handing each full batch to `deliver`.
@@ -883,7 +880,6 @@ class Pipeline {
           piece->end_info = std::move(end_info);
           piece->end_state = end_state;
           piece->own_filter = std::move(own);
-          piece->filter = filter;
           piece->finished = true;
         }
         changed_.notify_all();
@@ -940,8 +936,10 @@ class Pipeline {
         // The piece is scanned: its filter is the one whose notes come next.
         end_info = std::move(piece->end_info);
         state = piece->end_state;
-        filter = piece->filter;
-        if (piece->own_filter) owned_filter = std::move(piece->own_filter);
+        if (piece->own_filter) {
+          owned_filter = std::move(piece->own_filter);
+          filter = owned_filter.get();
+        }
       } else {
         // The guess was wrong: wait for the piece's scan to end, drop it and scan the piece
         // again from the true state, with the filter that scanned the text before it.

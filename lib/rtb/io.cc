@@ -126,10 +126,6 @@ std::string temporary_name(const std::string& path, std::uint64_t attempt) {
   return fmt::format("{}.tmp.{:012x}", path, salt & 0xffffffffffffULL);
 }
 
-}  // namespace
-
-namespace {
-
 // The descriptor a path names when it is one of the process's own descriptors: /dev/stdout,
 // /dev/stderr, /dev/fd/N, /proc/self/fd/N. Such a path may lead to a regular file (`> out.txt`),
 // which must still be written through the descriptor, never replaced by a rename (that would
