@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstring>
 #include <deque>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <new>
 #include <regex>
 #include <unordered_map>
@@ -461,7 +463,43 @@ struct CallSite {
   std::uint32_t instruction;  // index in the caller
   std::uint32_t edge_begin;   // its edges (call-like kinds only)
   std::uint32_t edge_end;
-  std::string name;
+  std::size_t name_begin;  // its name in the analyser's callsite_names_ (one string, not one
+  std::size_t name_size;   // allocation per call site)
+};
+
+// A growing sequence in blocks of kPerBlock elements that never move: growing it neither copies
+// the elements nor touches memory twice, and it allocates once per block (a std::deque of a
+// type this large allocates once per element).
+template <typename T, std::size_t kPerBlock>
+class BlockVector {
+ public:
+  BlockVector() = default;
+  BlockVector(const BlockVector&) = delete;
+  BlockVector& operator=(const BlockVector&) = delete;
+  ~BlockVector() {
+    for (std::size_t i = 0; i < size_; ++i) at(i)->~T();
+  }
+
+  T& emplace_back() {
+    if (size_ == blocks_.size() * kPerBlock) blocks_.push_back(std::make_unique<Slot[]>(kPerBlock));
+    T* element = new (at(size_)) T();
+    ++size_;
+    return *element;
+  }
+  T& operator[](std::size_t i) { return *std::launder(at(i)); }
+  const T& operator[](std::size_t i) const { return *std::launder(at(i)); }
+  std::size_t size() const { return size_; }
+
+ private:
+  struct Slot {
+    alignas(T) std::byte bytes[sizeof(T)];
+  };
+  T* at(std::size_t i) const {
+    return reinterpret_cast<T*>(blocks_[i / kPerBlock][i % kPerBlock].bytes);
+  }
+
+  std::vector<std::unique_ptr<Slot[]>> blocks_;
+  std::size_t size_ = 0;
 };
 
 struct Draft {
@@ -493,7 +531,8 @@ struct Draft {
 
 struct OpenComputation {
   std::uint32_t record = kNone;
-  std::string name;
+  std::string_view name;  // into the source's text when it stays put, else name_copy
+  std::string name_copy;
   std::int64_t line = 0;
   std::uint32_t instructions = 0;
   std::uint32_t compute = 0;
@@ -769,6 +808,7 @@ class Analyzer {
 
   Analysis run(ByteSource& raw) {
     HeaderCheckSource source(raw);
+    stable_text_ = !source.contiguous().empty();
     SplitOptions split;
     split.block_bytes = options_.block_bytes;
     split.max_statement_bytes = options_.max_statement_bytes;
@@ -911,7 +951,14 @@ class Analyzer {
 
   void open_computation(std::string_view name, std::uint64_t hash, std::int64_t line) {
     current_.reset();
-    current_.name.assign(name);
+    // The text of a mapped or in-memory dump stays readable to the end: a view saves copying
+    // every computation's name (most are never needed again).
+    if (stable_text_) {
+      current_.name = name;
+    } else {
+      current_.name_copy.assign(name);
+      current_.name = current_.name_copy;
+    }
     current_.line = line;
     current_.record = record_for(hash);
     ComputationRecord& record = records_[current_.record];
@@ -956,7 +1003,7 @@ class Analyzer {
       best_schedule_entries_ = entries;
       best_schedule_.swap(current_.schedule);
       best_schedule_callsites_.swap(current_.schedule_callsites);
-      best_schedule_name_ = current_.name;
+      best_schedule_name_ = std::string(current_.name);
       best_schedule_drafts_ = {current_.first_draft, drafts_.size()};
     }
     in_computation_ = false;
@@ -1064,7 +1111,9 @@ class Analyzer {
     site.computation = current_.record;
     site.instruction = index;
     site.edge_begin = static_cast<std::uint32_t>(edges_.size());
-    site.name = std::string(head.name);
+    site.name_begin = callsite_names_.size();
+    site.name_size = head.name.size();
+    callsite_names_.append(head.name);
     std::int64_t trip_count = head.opcode == "while" ? (trips ? *trips : -1) : 0;
     for (auto& [callee, kind] : callees) add_edge(callee, kind, trip_count);
     site.edge_end = static_cast<std::uint32_t>(edges_.size());
@@ -1210,7 +1259,7 @@ class Analyzer {
     ComputationRecord& record = records_[current_.record];
     if (record.name_index == kNone) {
       record.name_index = static_cast<std::uint32_t>(names_.size());
-      names_.push_back(current_.name);
+      names_.emplace_back(current_.name);
     }
     draft.computation = record.name_index;
     return draft;
@@ -1303,8 +1352,8 @@ class Analyzer {
     return id;
   }
 
-  bool matches(const std::string& computation) const {
-    return !filter_ || std::regex_search(computation, *filter_);
+  bool matches(std::string_view computation) const {
+    return !filter_ || std::regex_search(computation.begin(), computation.end(), *filter_);
   }
 
   void warn(std::int64_t line, std::string message) {
@@ -1423,7 +1472,8 @@ class Analyzer {
     for (const Edge& edge : edges_) {
       if (edge.kind == EdgeKind::kAsync) records_[edge.callee].async_wrapped = true;
     }
-    for (const Draft& draft : drafts_) {
+    for (std::size_t d = 0; d < drafts_.size(); ++d) {
+      const Draft& draft = drafts_[d];
       if (draft.async_callee != kNone) records_[draft.async_callee].async_wrapped = true;
     }
     for (const Edge& edge : edges_) {
@@ -1480,7 +1530,7 @@ class Analyzer {
           if (!callsite_has_compute(site)) continue;
           ++c.window_compute;
           if (c.compute_sample.size() < options_.compute_sample)
-            c.compute_sample.push_back(site.name);
+            c.compute_sample.emplace_back(callsite_names_, site.name_begin, site.name_size);
         }
         c.status = c.window_compute > 0 ? Status::kOverlapped : Status::kExposed;
       }
@@ -1499,8 +1549,9 @@ class Analyzer {
   }
 
   void summarize() {
-    std::unordered_map<std::string, std::size_t> kind_index;
-    std::unordered_map<std::string, std::size_t> computation_index;
+    // Views of the collectives' own strings, which stay put from here on.
+    std::unordered_map<std::string_view, std::size_t> kind_index;
+    std::unordered_map<std::string_view, std::size_t> computation_index;
     for (const Collective& c : result_.collectives) {
       auto [k, new_kind] = kind_index.emplace(c.kind, result_.by_kind.size());
       if (new_kind) result_.by_kind.push_back(KindTotals{c.kind, c.category, {}});
@@ -1549,6 +1600,7 @@ class Analyzer {
   std::optional<std::regex> filter_;
   Analysis result_;
   bool header_seen_ = false;
+  bool stable_text_ = false;  // statements' text stays valid to the end (a contiguous source)
   std::int64_t last_line_ = 0;
   bool in_computation_ = false;
   std::int64_t closed_computations_ = 0;
@@ -1559,7 +1611,8 @@ class Analyzer {
   std::vector<std::string> names_;
   std::vector<Edge> edges_;
   std::vector<CallSite> callsites_;
-  std::deque<Draft> drafts_;  // a deque: growing it never copies (or touches twice) the drafts
+  std::string callsite_names_;
+  BlockVector<Draft, 1024> drafts_;
   std::deque<std::string> kinds_;
   std::unordered_map<std::string_view, std::uint32_t> kind_ids_;
   std::array<std::uint32_t, std::size(kPlainOpcodes) + 1> plain_kinds_ = make_plain_kinds();
