@@ -103,39 +103,47 @@ inline bool is_comment(std::string_view body) {
   return body.size() >= 2 && body[0] == '/' && body[1] == '/';
 }
 
+// `text` == `literal`, with the length a constant: the compiler compares in a few loads where
+// std::string_view's == calls memcmp (this runs for every instruction of the dump).
+template <std::size_t N>
+inline bool equals(std::string_view text, const char (&literal)[N]) {
+  return text.size() == N - 1 && std::memcmp(text.data(), literal, N - 1) == 0;
+}
+
 Role classify(std::string_view op) {
   switch (op.size()) {
     case 3:
-      if (op == "dot") return Role::kCompute;
+      if (equals(op, "dot")) return Role::kCompute;
       break;
     case 4:
-      if (op == "call") return Role::kCall;
-      if (op == "send" || op == "recv") return Role::kStart;
+      if (equals(op, "call")) return Role::kCall;
+      if (equals(op, "send") || equals(op, "recv")) return Role::kStart;
       break;
     case 5:
-      if (op == "while") return Role::kCall;
+      if (equals(op, "while")) return Role::kCall;
       break;
     case 6:
-      if (op == "fusion") return Role::kCompute;
+      if (equals(op, "fusion")) return Role::kCompute;
       break;
     case 10:
-      if (op == "all-gather" || op == "all-reduce" || op == "all-to-all") return Role::kSync;
+      if (equals(op, "all-gather") || equals(op, "all-reduce") || equals(op, "all-to-all"))
+        return Role::kSync;
       break;
     case 11:
-      if (op == "custom-call" || op == "convolution") return Role::kCompute;
-      if (op == "conditional") return Role::kCall;
+      if (equals(op, "custom-call") || equals(op, "convolution")) return Role::kCompute;
+      if (equals(op, "conditional")) return Role::kCall;
       break;
     case 14:
-      if (op == "reduce-scatter") return Role::kSync;
+      if (equals(op, "reduce-scatter")) return Role::kSync;
       break;
     case 17:
-      if (op == "ragged-all-to-all") return Role::kSync;
+      if (equals(op, "ragged-all-to-all")) return Role::kSync;
       break;
     case 18:
-      if (op == "collective-permute") return Role::kSync;
+      if (equals(op, "collective-permute")) return Role::kSync;
       break;
     case 20:
-      if (op == "collective-broadcast") return Role::kSync;
+      if (equals(op, "collective-broadcast")) return Role::kSync;
       break;
     default:
       break;
@@ -336,7 +344,11 @@ std::string_view sugar_kind(std::string_view opcode) {
   return opcode.empty() ? std::string_view("async") : opcode;
 }
 
-std::uint64_t hash_name(std::string_view name) { return std::hash<std::string_view>{}(name); }
+// Never 0, which notes use for "no hash" (the name table maps 0 to 1 anyway).
+std::uint64_t hash_name(std::string_view name) {
+  std::uint64_t hash = std::hash<std::string_view>{}(name);
+  return hash == 0 ? 1 : hash;
+}
 
 // Computation name hash -> record index. An open-addressing table: a dump has one entry per
 // computation (hundreds of thousands in a large one), and a node-based map spent more time in
@@ -612,9 +624,7 @@ std::string_view header_name(std::string_view body) {
   if (starts_with(body, "ENTRY") && body.size() > 5 && is_space(body[5])) {
     body = trim(body.substr(5));
   }
-  std::size_t end = 0;
-  while (end < body.size() && !is_space(body[end]) && body[end] != '(' && body[end] != '{') ++end;
-  return strip_percent(body.substr(0, end));
+  return strip_percent(body.substr(0, header_token_length(body)));
 }
 
 // The computation a fusion calls (`calls=%fused_computation.3`), empty if not found. XLA prints
@@ -737,7 +747,7 @@ class Prefilter final : public StatementFilter {
       }
     }
     note.kind = static_cast<std::uint8_t>(kNoteInstruction + static_cast<std::uint8_t>(role));
-    if (role == Role::kCompute && s.head->opcode == "fusion") {
+    if (role == Role::kCompute && equals(s.head->opcode, "fusion")) {
       // The fused computation it calls, for the analyser's call graph (key and hash).
       if (std::string_view callee = fusion_callee(s.head->call); !callee.empty()) {
         note.key = callee;
@@ -1062,11 +1072,13 @@ class Analyzer {
     ++current_.compute;
     records_[current_.record].direct_compute = true;
     // A fusion's computation matters only if it holds collectives: keep the edge for executions.
-    if (head.opcode != "fusion") return;
-    if (note != nullptr && note->hash != 0) {
-      add_edge(note->key, note->hash, EdgeKind::kFusion, -1);  // found by the filter
+    if (note != nullptr) {
+      // The filter gives a fusion's callee (never hash 0) and nothing for other compute ops; so
+      // the opcode's text, scanned on another core, is not read here.
+      if (note->hash != 0) add_edge(note->key, note->hash, EdgeKind::kFusion, -1);
       return;
     }
+    if (!equals(head.opcode, "fusion")) return;
     std::string_view callee = fusion_callee(head.call);
     if (!callee.empty()) add_edge(callee, EdgeKind::kFusion, -1);
   }

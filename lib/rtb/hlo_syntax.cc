@@ -347,6 +347,26 @@ inline const char* skip_opcode_chars(const char* p, const char* e) {
 
 }  // namespace
 
+std::size_t header_token_length(std::string_view text) {
+  const char* const begin = text.data();
+  const char* const e = begin + text.size();
+  const char* p = begin;
+#if defined(__SSE2__)
+  const __m128i stops[] = {_mm_set1_epi8(' '),  _mm_set1_epi8('\t'), _mm_set1_epi8('\n'),
+                           _mm_set1_epi8('\r'), _mm_set1_epi8('('),  _mm_set1_epi8('{')};
+  while (e - p >= 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    __m128i hit = _mm_cmpeq_epi8(v, stops[0]);
+    for (int k = 1; k < 6; ++k) hit = _mm_or_si128(hit, _mm_cmpeq_epi8(v, stops[k]));
+    unsigned hits = static_cast<unsigned>(_mm_movemask_epi8(hit));
+    if (hits != 0) return static_cast<std::size_t>(p - begin) + std::countr_zero(hits);
+    p += 16;
+  }
+#endif
+  while (p < e && !is_space(*p) && *p != '(' && *p != '{') ++p;
+  return static_cast<std::size_t>(p - begin);
+}
+
 HeadStatus parse_instruction_head(std::string_view text, InstructionHead& head) {
   const char* p = text.data();
   const char* const e = p + text.size();
@@ -385,15 +405,18 @@ HeadStatus parse_instruction_head(std::string_view text, InstructionHead& head) 
       find_either(p, blank, '[', '[') != blank) {
     p = blank;
   } else if (*p == '(') {
+    // A tuple: to the matching ')', from parenthesis to parenthesis (the tuple of a while loop's
+    // state runs to kilobytes).
     int depth = 0;
-    for (; p < e; ++p) {
+    for (;; ++p) {
+      p = find_either(p, e, '(', ')');
+      if (p == e) return HeadStatus::kIncomplete;
       if (*p == '(') {
         ++depth;
-      } else if (*p == ')' && --depth == 0) {
+      } else if (--depth == 0) {
         break;
       }
     }
-    if (p == e) return HeadStatus::kIncomplete;
     ++p;
   } else {
     while (p < e && has_class(*p, kTypeClass)) ++p;

@@ -21,6 +21,9 @@ inline bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c ==
 std::string_view trim(std::string_view text);
 // `name` without one leading '%'.
 std::string_view strip_percent(std::string_view name);
+// Length of the token at the start of `text` that ends at a blank, '(' or '{' (a computation
+// header's name; the scan for it runs once per computation, so 16 bytes a step).
+std::size_t header_token_length(std::string_view text);
 
 // Length of the shape at the start of `text` (which must start at the shape), or 0 if `text`
 // does not start with a shape. Sets `*incomplete` when the text ends inside the shape.
