@@ -13,6 +13,7 @@
 #include <memory>
 #include <new>
 #include <regex>
+#include <span>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -790,30 +791,41 @@ class Prefilter final : public StatementFilter {
   bool closed_ = false;             // a `}` dropped since the last pass
 };
 
-// Edges grouped by caller in two flat arrays (compressed rows): a dump has hundreds of thousands
-// of computations, most without edges, and a vector per computation cost more in fresh memory
-// (page faults) than the rest of the finishing work.
+// Edges grouped by caller in flat arrays (compressed rows over the callers only): a dump has
+// hundreds of thousands of computations, most without edges, and arrays per computation cost
+// more in fresh memory (page faults) than the rest of the finishing work.
 struct Adjacency {
-  std::vector<std::uint32_t> begin;  // per record: its first item; one more at the end
-  std::vector<std::uint32_t> items;  // edge indices (or what the owner replaces them with)
+  std::vector<std::uint32_t> callers;  // sorted: the records with at least one kept edge
+  std::vector<std::uint32_t> begin;    // per caller: its first item; one more at the end
+  std::vector<std::uint32_t> items;    // edge indices (or what the owner replaces them with)
 
   template <typename Keep>
-  void build(std::size_t records, const std::vector<Edge>& edges, Keep keep) {
-    begin.assign(records + 1, 0);
-    for (const Edge& edge : edges) {
-      if (keep(edge)) ++begin[edge.caller + 1];
-    }
-    for (std::size_t r = 0; r < records; ++r) begin[r + 1] += begin[r];
-    items.assign(begin[records], 0);
-    std::vector<std::uint32_t> fill(begin.begin(), begin.end() - 1);
+  void build(const std::vector<Edge>& edges, Keep keep) {
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> kept;  // (caller, edge), edge order
     for (std::uint32_t e = 0; e < edges.size(); ++e) {
-      if (keep(edges[e])) items[fill[edges[e].caller]++] = e;
+      if (keep(edges[e])) kept.emplace_back(edges[e].caller, e);
     }
+    std::sort(kept.begin(), kept.end());
+    callers.clear();
+    begin.clear();
+    items.clear();
+    items.reserve(kept.size());
+    for (const auto& [caller, e] : kept) {
+      if (callers.empty() || callers.back() != caller) {
+        callers.push_back(caller);
+        begin.push_back(static_cast<std::uint32_t>(items.size()));
+      }
+      items.push_back(e);
+    }
+    begin.push_back(static_cast<std::uint32_t>(items.size()));
   }
-  std::size_t size_of(std::uint32_t record) const {
-    return record + 1 < begin.size() ? begin[record + 1] - begin[record] : 0;
+
+  std::span<const std::uint32_t> list(std::uint32_t record) const {
+    auto it = std::lower_bound(callers.begin(), callers.end(), record);
+    if (it == callers.end() || *it != record) return {};
+    std::size_t k = static_cast<std::size_t>(it - callers.begin());
+    return std::span<const std::uint32_t>(items).subspan(begin[k], begin[k + 1] - begin[k]);
   }
-  std::uint32_t at(std::uint32_t record, std::size_t k) const { return items[begin[record] + k]; }
 };
 
 class Analyzer {
@@ -1411,22 +1423,22 @@ class Analyzer {
     if (!callees_built_) build_call_lists();
     struct Frame {
       std::uint32_t node;
+      std::span<const std::uint32_t> callees;
       std::size_t next;
       bool found;
     };
-    std::vector<Frame> stack{{root, 0, records_[root].direct_compute}};
+    std::vector<Frame> stack{{root, call_lists_.list(root), 0, records_[root].direct_compute}};
     records_[root].compute_state = 1;
     while (!stack.empty()) {
       Frame& frame = stack.back();
-      std::size_t callees = call_lists_.size_of(frame.node);
-      if (!frame.found && frame.next < callees) {
-        std::uint32_t child = call_lists_.at(frame.node, frame.next++);
+      if (!frame.found && frame.next < frame.callees.size()) {
+        std::uint32_t child = frame.callees[frame.next++];
         std::uint8_t state = records_[child].compute_state;
         if (state == 2) {
           frame.found = true;
         } else if (state == 0) {
           records_[child].compute_state = 1;
-          stack.push_back(Frame{child, 0, records_[child].direct_compute});
+          stack.push_back(Frame{child, call_lists_.list(child), 0, records_[child].direct_compute});
         }
         continue;  // state 1 (a cycle) or 3 (no compute): nothing to learn
       }
@@ -1439,7 +1451,7 @@ class Analyzer {
   }
 
   void build_call_lists() {
-    call_lists_.build(records_.size(), edges_, [](const Edge& edge) {
+    call_lists_.build(edges_, [](const Edge& edge) {
       return edge.kind == EdgeKind::kBody || edge.kind == EdgeKind::kCondition ||
              edge.kind == EdgeKind::kCall || edge.kind == EdgeKind::kBranch;
     });
@@ -1448,25 +1460,41 @@ class Analyzer {
     callees_built_ = true;
   }
 
+  // Executions per module execution of the computations in the call graph, in topological order
+  // from the roots. Only computations with edges take part (a few in a hundred: fused
+  // computations without collectives get none); every other one runs once.
   void compute_executions() {
-    std::vector<std::uint32_t> indegree(records_.size(), 0);
-    for (const Edge& edge : edges_) ++indegree[edge.callee];
+    std::vector<std::uint32_t>& nodes = execution_nodes_;
+    nodes.clear();
+    nodes.reserve(edges_.size() * 2);
+    for (const Edge& edge : edges_) {
+      nodes.push_back(edge.caller);
+      nodes.push_back(edge.callee);
+    }
+    std::sort(nodes.begin(), nodes.end());
+    nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+    auto node_of = [&](std::uint32_t record) {
+      return static_cast<std::size_t>(std::lower_bound(nodes.begin(), nodes.end(), record) -
+                                      nodes.begin());
+    };
+    std::vector<std::uint32_t> indegree(nodes.size(), 0);
+    for (const Edge& edge : edges_) ++indegree[node_of(edge.callee)];
     Adjacency out;
-    out.build(records_.size(), edges_, [](const Edge&) { return true; });
-    std::vector<std::uint32_t> ready;  // a queue: `next` is its front
-    executions_.assign(records_.size(), 0);
-    for (std::uint32_t r = 0; r < records_.size(); ++r) {
-      if (indegree[r] == 0) {
-        executions_[r] = 1;
-        ready.push_back(r);
+    out.build(edges_, [](const Edge&) { return true; });
+    std::vector<std::uint32_t> ready;  // nodes, a queue: `next` is its front
+    executions_.assign(nodes.size(), 0);
+    for (std::uint32_t n = 0; n < nodes.size(); ++n) {
+      if (indegree[n] == 0) {
+        executions_[n] = 1;
+        ready.push_back(n);
       }
     }
     std::size_t processed = 0;
     for (std::size_t next = 0; next < ready.size(); ++next) {
-      std::uint32_t r = ready[next];
+      std::uint32_t n = ready[next];
+      std::uint32_t r = nodes[n];
       ++processed;
-      for (std::size_t k = 0; k < out.size_of(r); ++k) {
-        std::uint32_t e = out.at(r, k);
+      for (std::uint32_t e : out.list(r)) {
         const Edge& edge = edges_[e];
         std::int64_t factor = 1;
         bool known = records_[r].executions_known;
@@ -1477,22 +1505,29 @@ class Analyzer {
             factor = edge.kind == EdgeKind::kBody ? edge.trip_count : sat_add(edge.trip_count, 1);
           }
         }
+        std::size_t callee_node = node_of(edge.callee);
         ComputationRecord& callee = records_[edge.callee];
-        executions_[edge.callee] =
-            sat_add(executions_[edge.callee], sat_mul(executions_[r], factor));
+        executions_[callee_node] =
+            sat_add(executions_[callee_node], sat_mul(executions_[n], factor));
         callee.executions_known = callee.executions_known && known;
-        if (--indegree[edge.callee] == 0) ready.push_back(edge.callee);
+        if (--indegree[callee_node] == 0) ready.push_back(static_cast<std::uint32_t>(callee_node));
       }
     }
-    if (processed < records_.size()) {
+    if (processed < nodes.size()) {
       warn(0, "the call graph has a cycle; executions of the computations on it count as 1");
-      for (std::uint32_t r = 0; r < records_.size(); ++r) {
-        if (indegree[r] != 0) {
-          executions_[r] = std::max<std::int64_t>(executions_[r], 1);
-          records_[r].executions_known = false;
+      for (std::uint32_t n = 0; n < nodes.size(); ++n) {
+        if (indegree[n] != 0) {
+          executions_[n] = std::max<std::int64_t>(executions_[n], 1);
+          records_[nodes[n]].executions_known = false;
         }
       }
     }
+  }
+
+  std::int64_t executions_of(std::uint32_t record) const {
+    auto it = std::lower_bound(execution_nodes_.begin(), execution_nodes_.end(), record);
+    if (it == execution_nodes_.end() || *it != record) return 1;
+    return executions_[static_cast<std::size_t>(it - execution_nodes_.begin())];
   }
 
   void finalize() {
@@ -1542,7 +1577,7 @@ class Analyzer {
       c.bytes = draft.bytes;
       c.bytes_known = draft.bytes_known;
       c.op_name = std::move(draft.op_name);
-      c.executions = executions_[draft.record];
+      c.executions = executions_of(draft.record);
       c.executions_known = record.executions_known;
       c.in_truncated_computation = draft.truncated;
       c.status = draft.status;
@@ -1633,7 +1668,8 @@ class Analyzer {
   std::int64_t closed_computations_ = 0;
   OpenComputation current_;
   std::vector<ComputationRecord> records_;
-  std::vector<std::int64_t> executions_;  // per record, from compute_executions
+  std::vector<std::uint32_t> execution_nodes_;  // sorted: the records with edges
+  std::vector<std::int64_t> executions_;        // per execution node, from compute_executions
   FlatIndex record_index_;
   std::vector<std::string> names_;
   std::vector<Edge> edges_;
