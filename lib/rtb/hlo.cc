@@ -1548,6 +1548,8 @@ class Analyzer {
     compute_executions();
     std::vector<std::int64_t> collective_of(drafts_.size(), -1);
     result_.collectives.reserve(drafts_.size());
+    std::vector<std::uint32_t> name_of_collective;  // its computation's index in names_
+    name_of_collective.reserve(drafts_.size());
     std::vector<std::int8_t> name_matches(names_.size(), -1);
     for (std::size_t d = 0; d < drafts_.size(); ++d) {
       Draft& draft = drafts_[d];
@@ -1598,8 +1600,9 @@ class Analyzer {
       }
       collective_of[d] = static_cast<std::int64_t>(result_.collectives.size());
       result_.collectives.push_back(std::move(c));
+      name_of_collective.push_back(draft.computation);
     }
-    summarize();
+    summarize(name_of_collective);
     if (options_.keep_schedule && !best_schedule_.empty()) build_schedule(collective_of);
   }
 
@@ -1610,21 +1613,33 @@ class Analyzer {
     return false;
   }
 
-  void summarize() {
-    // Views of the collectives' own strings, which stay put from here on.
+  // `name_of_collective`: each collective's computation as an index into names_ (a computation's
+  // collectives are found by index, not by hashing its name once per collective).
+  static constexpr std::size_t kNoIndex = static_cast<std::size_t>(-1);
+
+  void summarize(const std::vector<std::uint32_t>& name_of_collective) {
+    std::vector<std::size_t> computation_index(names_.size(), kNoIndex);
+    // Views of the collectives' own strings, which stay put from here on; a dump has a few
+    // kinds, mostly in runs, so the last one is tried first.
     std::unordered_map<std::string_view, std::size_t> kind_index;
-    std::unordered_map<std::string_view, std::size_t> computation_index;
-    for (const Collective& c : result_.collectives) {
-      auto [k, new_kind] = kind_index.emplace(c.kind, result_.by_kind.size());
-      if (new_kind) result_.by_kind.push_back(KindTotals{c.kind, c.category, {}});
-      result_.by_kind[k->second].totals.add(c);
-      auto [p, new_computation] =
-          computation_index.emplace(c.computation, result_.by_computation.size());
-      if (new_computation) {
+    std::string_view last_kind;
+    std::size_t last_kind_index = kNoIndex;
+    for (std::size_t i = 0; i < result_.collectives.size(); ++i) {
+      const Collective& c = result_.collectives[i];
+      if (last_kind_index == kNoIndex || c.kind != last_kind) {
+        auto [k, new_kind] = kind_index.emplace(c.kind, result_.by_kind.size());
+        if (new_kind) result_.by_kind.push_back(KindTotals{c.kind, c.category, {}});
+        last_kind = c.kind;
+        last_kind_index = k->second;
+      }
+      result_.by_kind[last_kind_index].totals.add(c);
+      std::size_t& p = computation_index[name_of_collective[i]];
+      if (p == kNoIndex) {
+        p = result_.by_computation.size();
         result_.by_computation.push_back(
             ComputationTotals{c.computation, c.executions, c.executions_known, {}});
       }
-      result_.by_computation[p->second].totals.add(c);
+      result_.by_computation[p].totals.add(c);
       result_.total.add(c);
       if (c.category == Category::kCollective) result_.total_collectives.add(c);
     }
