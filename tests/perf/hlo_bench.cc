@@ -179,6 +179,13 @@ class GeneratedDump {
     }
     std::fwrite(chunk.data(), 1, chunk.size(), out);
     bytes_ += chunk.size();
+    // Written back to disk before anything is measured: the kernel otherwise flushes the
+    // gigabyte of dirty pages a few seconds later, on the same two cores, in the middle of
+    // whichever benchmark runs then (the readers are measured on a dump in the page cache).
+    if (std::fflush(out) != 0 || ::fsync(::fileno(out)) != 0) {
+      std::fclose(out);
+      throw std::runtime_error("cannot write " + path_);
+    }
     if (std::fclose(out) != 0) throw std::runtime_error("cannot write " + path_);
   }
 
