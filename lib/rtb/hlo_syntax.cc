@@ -501,16 +501,21 @@ bool next_attribute(std::string_view& cursor, std::string_view& key, std::string
     int depth = 0;
     bool in_string = false;
     std::size_t j = value_begin;
+    const char* const data = cursor.data();
     for (; j < cursor.size(); ++j) {
-      char c = cursor[j];
       if (in_string) {
-        if (c == '\\') {
+        // Strings (op names, file paths, escaped backend configs) are most of the text here:
+        // 16 bytes a step to the next quote or backslash.
+        j = static_cast<std::size_t>(find_either(data + j, data + cursor.size(), '"', '\\') - data);
+        if (j >= cursor.size()) break;
+        if (data[j] == '\\') {
           ++j;
-        } else if (c == '"') {
+        } else {
           in_string = false;
         }
         continue;
       }
+      char c = data[j];
       if (c == '"') {
         in_string = true;
       } else if (c == '(' || c == '[' || c == '{') {
