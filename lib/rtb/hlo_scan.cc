@@ -667,8 +667,9 @@ struct Candidate {
     return part.data() == nullptr ? 0 : static_cast<std::uint32_t>(part.data() - begin);
   }
 
-  static Candidate make(const Statement& s, const StatementNote* note) {
-    Candidate c{};
+  // Fills `c` (value-initialised, in place in its batch: building one on the stack and copying
+  // it in made the copy's wide loads wait on the narrow stores just made).
+  static void fill(Candidate& c, const Statement& s, const StatementNote* note) {
     c.begin = s.text.data();
     c.line = s.line;
     c.length = static_cast<std::uint32_t>(s.text.size());
@@ -691,7 +692,6 @@ struct Candidate {
       c.key_offset = offset(c.begin, note->key);
       c.key_length = static_cast<std::uint32_t>(note->key.size());
     }
-    return c;
   }
 
   std::string_view slice(std::uint32_t from, std::uint32_t length) const {
@@ -796,9 +796,9 @@ class Pipeline {
           if (filter != nullptr) {
             StatementNote note;
             if (!filter->keep(s, note)) return;
-            batch.push_back(Candidate::make(s, &note));
+            Candidate::fill(batch.emplace_back(), s, &note);
           } else {
-            batch.push_back(Candidate::make(s, nullptr));
+            Candidate::fill(batch.emplace_back(), s, nullptr);
           }
           if (batch.size() == kBatch) {
             deliver(batch);
