@@ -698,25 +698,21 @@ struct Candidate {
     return std::string_view(begin + from, length);
   }
 
-  InstructionHead head() const {
-    InstructionHead h;
+  void head_into(InstructionHead& h) const {
     h.root = root;
     h.name = slice(name_offset, name_length);
     h.shape = slice(shape_offset, shape_length);
     h.opcode = slice(opcode_offset, opcode_length);
     std::uint32_t call = opcode_offset + opcode_length;
     h.call = slice(call, this->length - call);
-    return h;
   }
 
-  StatementNote note() const {
-    StatementNote n;
+  void note_into(StatementNote& n) const {
     n.kind = kind;
     n.count = count;
     n.hash = hash;
     n.tag = tag;
-    if (key_length > 0) n.key = slice(key_offset, key_length);
-    return n;
+    n.key = key_length > 0 ? slice(key_offset, key_length) : std::string_view();
   }
 };
 
@@ -992,7 +988,7 @@ class Pipeline {
     const bool noted = filter_ != nullptr;
     if (noted) {
       notes_.resize(batch.size());
-      for (std::size_t k = 0; k < batch.size(); ++k) notes_[k] = batch[k].note();
+      for (std::size_t k = 0; k < batch.size(); ++k) batch[k].note_into(notes_[k]);
       if (carrying && !batch.empty()) {
         filter_->merge_pending(carry, notes_[0]);
         carrying = false;
@@ -1005,13 +1001,16 @@ class Pipeline {
         const Candidate& later = batch[k + kPrefetchDistance];
         __builtin_prefetch(later.has_head ? later.begin + later.opcode_offset : later.begin);
       }
-      InstructionHead head;
-      if (c.has_head) head = c.head();
-      bool has_ahead = noted && k + kLookahead < batch.size();
-      on_statement_(Statement{std::string_view(c.begin, c.length), c.line + line_base,
-                              c.depth_after, c.has_head ? &head : nullptr,
-                              noted ? &notes_[k] : nullptr,
-                              has_ahead ? &notes_[k + kLookahead] : nullptr});
+      // Field by field into objects that live across iterations: a temporary copied whole
+      // made the copy's wide loads wait on the narrow stores that built it.
+      if (c.has_head) c.head_into(head_);
+      statement_.text = std::string_view(c.begin, c.length);
+      statement_.line = c.line + line_base;
+      statement_.depth_after = c.depth_after;
+      statement_.head = c.has_head ? &head_ : nullptr;
+      statement_.note = noted ? &notes_[k] : nullptr;
+      statement_.ahead = noted && k + kLookahead < batch.size() ? &notes_[k + kLookahead] : nullptr;
+      on_statement_(statement_);
     }
     if (!batch.empty()) {
       const char* kept = batch.back().begin + batch.back().length;
@@ -1038,6 +1037,8 @@ class Pipeline {
   std::mutex spare_mutex_;
   std::vector<Batch> spare_;          // consumed batches, for reuse
   std::vector<StatementNote> notes_;  // the notes of the batch being delivered
+  InstructionHead head_;              // the head of the statement being delivered
+  Statement statement_;               // the statement being delivered
 };
 
 }  // namespace
