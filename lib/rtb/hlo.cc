@@ -483,6 +483,7 @@ struct ComputationRecord {
   std::uint32_t wrapped_kind = kNone;  // interned kind an async-start of this runs
   std::uint32_t name_index = kNone;    // into names_ (computations with entries or callees)
 };
+static_assert(sizeof(ComputationRecord) <= 20, "one per computation: keep it small");
 
 struct CallSite {
   std::uint32_t computation;  // record of the caller
@@ -1613,10 +1614,10 @@ class Analyzer {
     return false;
   }
 
-  // `name_of_collective`: each collective's computation as an index into names_ (a computation's
-  // collectives are found by index, not by hashing its name once per collective).
   static constexpr std::size_t kNoIndex = static_cast<std::size_t>(-1);
 
+  // `name_of_collective`: each collective's computation as an index into names_ (a computation's
+  // collectives are found by index, not by hashing its name once per collective).
   void summarize(const std::vector<std::uint32_t>& name_of_collective) {
     std::vector<std::size_t> computation_index(names_.size(), kNoIndex);
     // Views of the collectives' own strings, which stay put from here on; a dump has a few
