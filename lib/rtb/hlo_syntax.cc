@@ -289,34 +289,33 @@ inline bool has_class(char c, std::uint8_t bits) {
 
 // 16 bytes per step with SSE2, then 8 (a word at a time): names and shapes are tens of bytes,
 // so this beats both a byte loop and a memchr call. Returns the first position in [p, e)
-// holding `a` or `b`, or e.
+// holding one of kStops, or e.
 inline std::uint64_t zero_bytes(std::uint64_t x) {
   return (x - 0x0101010101010101ULL) & ~x & 0x8080808080808080ULL;
 }
 
-inline const char* find_either(const char* p, const char* e, char a, char b) {
+template <char... kStops>
+inline const char* find_any(const char* p, const char* e) {
 #if defined(__SSE2__)
   // 16 bytes per step while they are there (names and shapes are often longer than 8 bytes).
-  const __m128i vector_a = _mm_set1_epi8(a);
-  const __m128i vector_b = _mm_set1_epi8(b);
   while (e - p >= 16) {
     __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    unsigned hits = static_cast<unsigned>(
-        _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, vector_a), _mm_cmpeq_epi8(v, vector_b))));
+    __m128i hit = _mm_setzero_si128();
+    ((hit = _mm_or_si128(hit, _mm_cmpeq_epi8(v, _mm_set1_epi8(kStops)))), ...);
+    unsigned hits = static_cast<unsigned>(_mm_movemask_epi8(hit));
     if (hits != 0) return p + std::countr_zero(hits);
     p += 16;
   }
 #endif
-  const std::uint64_t pattern_a = 0x0101010101010101ULL * static_cast<unsigned char>(a);
-  const std::uint64_t pattern_b = 0x0101010101010101ULL * static_cast<unsigned char>(b);
   while (e - p >= 8) {
     std::uint64_t word;
     std::memcpy(&word, p, 8);
-    std::uint64_t hits = zero_bytes(word ^ pattern_a) | zero_bytes(word ^ pattern_b);
+    std::uint64_t hits =
+        (zero_bytes(word ^ (0x0101010101010101ULL * static_cast<unsigned char>(kStops))) | ...);
     if (hits != 0) return p + (std::countr_zero(hits) >> 3);
     p += 8;
   }
-  while (p < e && *p != a && *p != b) ++p;
+  while (p < e && ((*p != kStops) && ...)) ++p;
   return p;
 }
 
@@ -348,23 +347,9 @@ inline const char* skip_opcode_chars(const char* p, const char* e) {
 }  // namespace
 
 std::size_t header_token_length(std::string_view text) {
-  const char* const begin = text.data();
-  const char* const e = begin + text.size();
-  const char* p = begin;
-#if defined(__SSE2__)
-  const __m128i stops[] = {_mm_set1_epi8(' '),  _mm_set1_epi8('\t'), _mm_set1_epi8('\n'),
-                           _mm_set1_epi8('\r'), _mm_set1_epi8('('),  _mm_set1_epi8('{')};
-  while (e - p >= 16) {
-    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    __m128i hit = _mm_cmpeq_epi8(v, stops[0]);
-    for (int k = 1; k < 6; ++k) hit = _mm_or_si128(hit, _mm_cmpeq_epi8(v, stops[k]));
-    unsigned hits = static_cast<unsigned>(_mm_movemask_epi8(hit));
-    if (hits != 0) return static_cast<std::size_t>(p - begin) + std::countr_zero(hits);
-    p += 16;
-  }
-#endif
-  while (p < e && !is_space(*p) && *p != '(' && *p != '{') ++p;
-  return static_cast<std::size_t>(p - begin);
+  const char* end = text.data() + text.size();
+  return static_cast<std::size_t>(find_any<' ', '\t', '\n', '\r', '(', '{'>(text.data(), end) -
+                                  text.data());
 }
 
 HeadStatus parse_instruction_head(std::string_view text, InstructionHead& head) {
@@ -387,7 +372,7 @@ HeadStatus parse_instruction_head(std::string_view text, InstructionHead& head) 
   // characters names never hold (the rest would cost a pass over every name).
   const char* name = p;
   if (has_class(*p, kNameStop)) return HeadStatus::kNotInstruction;
-  p = find_either(p, e, ' ', '=');
+  p = find_any<' ', '='>(p, e);
   head.name = strip_percent(view(name, p));
   while (p < e && has_class(*p, kSpaceClass)) ++p;
   if (p == e) return HeadStatus::kIncomplete;
@@ -400,16 +385,16 @@ HeadStatus parse_instruction_head(std::string_view text, InstructionHead& head) 
   const char* shape = p;
   // Fast path: XLA prints array shapes without blanks, so the shape ends at the next blank;
   // accept that if it looks like type[dims] or type[dims]{layout}, else parse exactly.
-  const char* blank = *p == '(' ? e : find_either(p, e, ' ', '\n');
+  const char* blank = *p == '(' ? e : find_any<' ', '\n'>(p, e);
   if (blank != e && has_class(*p, kTypeClass) && (blank[-1] == ']' || blank[-1] == '}') &&
-      find_either(p, blank, '[', '[') != blank) {
+      find_any<'['>(p, blank) != blank) {
     p = blank;
   } else if (*p == '(') {
     // A tuple: to the matching ')', from parenthesis to parenthesis (the tuple of a while loop's
     // state runs to kilobytes).
     int depth = 0;
     for (;; ++p) {
-      p = find_either(p, e, '(', ')');
+      p = find_any<'(', ')'>(p, e);
       if (p == e) return HeadStatus::kIncomplete;
       if (*p == '(') {
         ++depth;
@@ -423,12 +408,12 @@ HeadStatus parse_instruction_head(std::string_view text, InstructionHead& head) 
     if (p == shape) return HeadStatus::kNotInstruction;
     if (p == e) return HeadStatus::kIncomplete;
     if (*p != '[') return HeadStatus::kNotInstruction;
-    p = find_either(p, e, ']', ']');
+    p = find_any<']'>(p, e);
     if (p == e) return HeadStatus::kIncomplete;
     ++p;
     if (p < e && *p == '{') {
       const char* layout = p;
-      p = find_either(p + 1, e, '}', '{');
+      p = find_any<'}', '{'>(p + 1, e);
       if (p < e && *p == '{') {  // nested braces: never printed by XLA, but be exact
         int depth = 0;
         for (p = layout; p < e; ++p) {
@@ -506,7 +491,7 @@ bool next_attribute(std::string_view& cursor, std::string_view& key, std::string
       if (in_string) {
         // Strings (op names, file paths, escaped backend configs) are most of the text here:
         // 16 bytes a step to the next quote or backslash.
-        j = static_cast<std::size_t>(find_either(data + j, data + cursor.size(), '"', '\\') - data);
+        j = static_cast<std::size_t>(find_any<'"', '\\'>(data + j, data + cursor.size()) - data);
         if (j >= cursor.size()) break;
         if (data[j] == '\\') {
           ++j;
