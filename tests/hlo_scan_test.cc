@@ -258,6 +258,29 @@ TEST(HloScan, ErrorsDoNotDependOnWhereChunksFall) {
     EXPECT_FALSE(std::get<1>(too_long));
     EXPECT_EQ(std::get<2>(too_long), 3);
     EXPECT_EQ(std::get<3>(too_long), 3);
+    // Which error a long statement meets first is a matter of position, not of where the chunk
+    // checks fall: a NUL byte or an unbalanced line end within the limit is reported as such,
+    // one past it as the statement being too long. (Found by fuzz/hlo_pieces_fuzz: a NUL past
+    // the limit but in the chunk after it was "binary data" with one thread, "too long" with
+    // pieces.)
+    std::string open = "  %x = f32[] custom-call(";
+    std::size_t limit = open.size() + 120;  // the module line, too, stays within it
+    for (std::size_t at : {limit, limit + 1}) {
+      SCOPED_TRACE(at);
+      std::string statement = open + std::string(at - open.size(), ' ');
+      bool within = at == limit;
+      std::string too_long_message = "statement longer than " + std::to_string(limit) +
+                                     " bytes (an unterminated string or bracket, or not HLO "
+                                     "text?)";
+      auto nul = split(head + "%a {\n" + statement + '\0' + " )\n}\n", limit);
+      EXPECT_EQ(std::get<4>(nul),
+                within ? "binary data (NUL byte): not HLO text" : too_long_message);
+      EXPECT_EQ(std::get<2>(nul), 3);
+      // custom-call( opens a bracket at depth 1; three closing ones go below zero at the newline.
+      auto unbalanced = split(head + "%a {\n" + statement.substr(0, at - 3) + ")))\n}\n", limit);
+      EXPECT_EQ(std::get<4>(unbalanced), within ? "unbalanced closing bracket" : too_long_message);
+      EXPECT_EQ(std::get<2>(unbalanced), 3);
+    }
   }
 }
 

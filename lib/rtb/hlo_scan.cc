@@ -484,8 +484,10 @@ class Splitter {
     // A NUL byte: not text. Statements before it still count; stop at its line.
     std::uint64_t input = valid >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << valid) - 1;
     bool binary = false;
+    int nul_at = 0;
     if ((m.zero & input) != 0) {
-      input = (std::uint64_t{1} << std::countr_zero(m.zero & input)) - 1;
+      nul_at = std::countr_zero(m.zero & input);
+      input = (std::uint64_t{1} << nul_at) - 1;
       binary = true;
     }
     // Escaped characters: the byte after an unescaped backslash.
@@ -526,6 +528,14 @@ class Splitter {
       newlines &= newlines - 1;
       ++line_;
       if ((in_string >> at) & 1) continue;
+      // Past the limit, the statement is too long whatever this line end means. The chunk
+      // check (scan_run) sees that only where a chunk ends, and chunks fall elsewhere in the
+      // pieces of the pipelined mode: every error must be decided by its position alone.
+      std::size_t position = scan_ + static_cast<std::size_t>(at);
+      if (position - statement_begin_ > options_.max_statement_bytes) {
+        too_long_ = true;
+        return false;
+      }
       std::uint64_t below = (std::uint64_t{1} << at) - 1;
       std::int64_t depth = depth_ + popcount64(open & below) - popcount64(close & below);
       if (depth < 0) {
@@ -533,13 +543,7 @@ class Splitter {
         error_ = "unbalanced closing bracket";
         return false;
       }
-      std::size_t position = scan_ + static_cast<std::size_t>(at);
       if (ends_statement(position, depth)) {
-        // The chunk check (scan_run) sees a long statement only if a chunk ends inside it.
-        if (position - statement_begin_ > options_.max_statement_bytes) {
-          too_long_ = true;
-          return false;
-        }
         std::string_view text(base_ + statement_begin_, position - statement_begin_);
         emit(text, depth, head_valid_ ? &head_ : nullptr);
         statement_begin_ = position + 1;
@@ -548,6 +552,11 @@ class Splitter {
       }
     }
     if (binary) {
+      if (scan_ + static_cast<std::size_t>(nul_at) - statement_begin_ >
+          options_.max_statement_bytes) {
+        too_long_ = true;  // the statement passed the limit before the NUL (see above)
+        return false;
+      }
       error_line_ = line_ + 1;
       error_ = "binary data (NUL byte): not HLO text";
       return false;
@@ -585,9 +594,11 @@ class Splitter {
   SplitEnd too_long() {
     result_.clean = false;
     result_.line = statement_line_;
+    std::size_t limit = options_.max_statement_bytes;
+    std::string size = limit % (std::size_t{1} << 20) == 0 ? fmt::format("{} MiB", limit >> 20)
+                                                           : fmt::format("{} bytes", limit);
     result_.message = fmt::format(
-        "statement longer than {} MiB (an unterminated string or bracket, or not HLO text?)",
-        options_.max_statement_bytes >> 20);
+        "statement longer than {} (an unterminated string or bracket, or not HLO text?)", size);
     result_.lines = statement_line_;
     result_.depth = depth_;
     return result_;
