@@ -370,7 +370,7 @@ class Splitter {
         return too_long_ ? too_long() : finish_error();
       }
       scan_ = end_;
-      if (scan_ - statement_begin_ > options_.max_statement_bytes) return too_long();
+      if (past_limit(scan_)) return too_long();
     }
     if (!final_) {
       result_.lines = line_;
@@ -468,7 +468,7 @@ class Splitter {
 #endif
       if (!scan_masks<kAvx2>(masks, kChunk)) return false;
       scan_ += kChunk;
-      if (scan_ - statement_begin_ > options_.max_statement_bytes) {
+      if (past_limit(scan_)) {
         too_long_ = true;
         return false;
       }
@@ -528,11 +528,10 @@ class Splitter {
       newlines &= newlines - 1;
       ++line_;
       if ((in_string >> at) & 1) continue;
-      // Past the limit, the statement is too long whatever this line end means. The chunk
-      // check (scan_run) sees that only where a chunk ends, and chunks fall elsewhere in the
-      // pieces of the pipelined mode: every error must be decided by its position alone.
+      // Past the limit, the statement is too long whatever this line end means (see
+      // past_limit).
       std::size_t position = scan_ + static_cast<std::size_t>(at);
-      if (position - statement_begin_ > options_.max_statement_bytes) {
+      if (past_limit(position)) {
         too_long_ = true;
         return false;
       }
@@ -552,9 +551,8 @@ class Splitter {
       }
     }
     if (binary) {
-      if (scan_ + static_cast<std::size_t>(nul_at) - statement_begin_ >
-          options_.max_statement_bytes) {
-        too_long_ = true;  // the statement passed the limit before the NUL (see above)
+      if (past_limit(scan_ + static_cast<std::size_t>(nul_at))) {
+        too_long_ = true;  // the statement passed the limit before the NUL (see past_limit)
         return false;
       }
       error_line_ = line_ + 1;
@@ -566,6 +564,14 @@ class Splitter {
     // chunks fall (the pieces of the pipelined mode start at other offsets).
     depth_ += popcount64(open) - popcount64(close);
     return true;
+  }
+
+  // Whether the pending statement, still open at `position` (the offset of the next byte to
+  // scan, a line end or a NUL), is longer than the limit. Every check of the limit goes through
+  // here and depends on the position alone: chunk ends (scan_run) fall elsewhere in the pieces
+  // of the pipelined mode, so which error a long statement meets first must not depend on them.
+  bool past_limit(std::size_t position) const {
+    return position - statement_begin_ > options_.max_statement_bytes;
   }
 
   // Whether the newline at `newline` (bracket depth `depth` there) ends the pending statement.
