@@ -177,6 +177,86 @@ TEST(RunLogParser, ReadsBenchLinesBehindAnyPrefix) {
   EXPECT_EQ(log.lines, 5u);
 }
 
+TEST(RunLogParser, ReadsTheTimingContractFromStepZero) {
+  // The driver that labels its micro-batch times counts steps from 0 (step 0 compiles).
+  RunLog log = parse_lines({
+      "[pod/ab-0/client] BENCH_STEP "
+      R"({"step":0,"seconds":120.5,"microbatch_s":[40,9.3,9.1],"microbatch_timing":"device",)"
+      R"("microbatch_timing_source":"step_timing","tokens":900,"padded_tokens":1152,)"
+      R"("tokens_per_s_per_chip":2.4,"real_tokens_per_s_per_chip":1.9,"update":"fused",)"
+      R"("fused_update":true,"staged":false,"profiled":false,"train_step":1,"metrics":{}})",
+      R"(BENCH_STEP {"step":1,"seconds":82.5,"microbatch_s":[9.3,9.2,9.1],)"
+      R"("microbatch_timing":"dispatch","microbatch_timing_source":"dispatch","tokens":800,)"
+      R"("padded_tokens":1152,"update":"deferred","staged":true,"profiled":true,"new_field":[1]})",
+      R"(BENCH_STEP {"step":2,"seconds":82.7,"microbatch_s":[9.3],"microbatch_timing":"host"})",
+      R"(BENCH_SUMMARY {"name":"v2","steps":3,"micro_steps":3,"rows":4,"tokens_per_row":96,)"
+      R"("real_len":80,"chips":2,"tokens_per_step":850,"padded_tokens_per_step":1152,)"
+      R"("step_s":[120.5,82.5,82.7],"first_step_s":120.5,"steady_steps":[1,2],)"
+      R"("profiled_steps":[1],"mean_step_s":82.6,"median_microbatch_s":9.2,)"
+      R"("microbatch_timing":"mixed","tokens_per_s_per_chip":6.97,)"
+      R"("real_tokens_per_s_per_chip":5.1,"stage_boundary":{"requested":"auto",)"
+      R"("resolved":"on","engaged":true,"staged_steps":[1,2],"latched_off":null}})",
+  });
+  ASSERT_EQ(log.steps.size(), 3u);
+  const StepRecord& zero = log.steps[0];
+  EXPECT_EQ(zero.step, 0);
+  EXPECT_EQ(zero.seconds, 120.5);
+  EXPECT_EQ(zero.microbatch_timing, "device");
+  EXPECT_EQ(zero.microbatch_timing_source, "step_timing");
+  EXPECT_EQ(zero.tokens, 900);
+  EXPECT_EQ(zero.padded_tokens, 1152);
+  EXPECT_EQ(zero.update, "fused");
+  EXPECT_EQ(zero.staged, false);
+  EXPECT_FALSE(zero.profiled);
+  const StepRecord& one = log.steps[1];
+  EXPECT_EQ(one.microbatch_timing, "dispatch");
+  EXPECT_EQ(one.update, "deferred");
+  EXPECT_EQ(one.staged, true);
+  EXPECT_TRUE(one.profiled);
+  // An unknown mode is not taken for a known one.
+  EXPECT_EQ(log.steps[2].microbatch_timing, "");
+  EXPECT_FALSE(log.steps[2].staged);
+  ASSERT_EQ(log.warnings.size(), 1u);
+  EXPECT_THAT(log.warnings[0], HasSubstr("run.log:3: BENCH_STEP step=2: microbatch_timing \"host\" "
+                                         "is neither device nor dispatch"));
+  ASSERT_TRUE(log.summary);
+  const BenchSummary& summary = *log.summary;
+  EXPECT_EQ(summary.rows, 4);
+  EXPECT_EQ(summary.tokens_per_row, 96);
+  EXPECT_EQ(summary.micro_steps, 3);
+  EXPECT_EQ(summary.chips, 2);
+  EXPECT_EQ(summary.first_step_s, 120.5);
+  EXPECT_EQ(summary.microbatch_timing, "mixed");
+  EXPECT_EQ(summary.real_tokens_per_s_per_chip, 5.1);
+  EXPECT_THAT(summary.profiled_steps, ElementsAre(1));
+  ASSERT_TRUE(summary.stage_boundary);
+  EXPECT_EQ(summary.stage_boundary->requested, "auto");
+  EXPECT_EQ(summary.stage_boundary->resolved, "on");
+  EXPECT_EQ(summary.stage_boundary->engaged, true);
+  EXPECT_THAT(summary.stage_boundary->staged_steps, ElementsAre(1, 2));
+  EXPECT_FALSE(summary.stage_boundary->latched_off);
+  EXPECT_FALSE(log.partial);
+
+  // Older logs carry none of it.
+  RunLog old = parse_lines({R"(BENCH_STEP {"step":1,"seconds":30,"microbatch_s":[1]})",
+                            R"(BENCH_SUMMARY {"name":"old","steps":1,"chips":4})"});
+  EXPECT_EQ(old.steps[0].microbatch_timing, "");
+  EXPECT_FALSE(old.steps[0].padded_tokens);
+  EXPECT_FALSE(old.summary->rows);
+  EXPECT_FALSE(old.summary->stage_boundary);
+  EXPECT_EQ(old.summary->microbatch_timing, "");
+
+  // Wrong types are malformed lines, as for the older fields.
+  RunLog bad = parse_lines({R"(BENCH_STEP {"step":1,"seconds":3,"profiled":"yes"})",
+                            R"(BENCH_SUMMARY {"name":"b","stage_boundary":{"engaged":1}})",
+                            R"(BENCH_SUMMARY {"name":"b","profiled_steps":[1.5]})"});
+  EXPECT_TRUE(bad.steps.empty());
+  ASSERT_GE(bad.warnings.size(), 3u);
+  EXPECT_THAT(bad.warnings[0], HasSubstr("(\"profiled\" is not true or false)"));
+  EXPECT_THAT(bad.warnings[1], HasSubstr("(\"engaged\" is not true or false)"));
+  EXPECT_THAT(bad.warnings[2], HasSubstr("(\"profiled_steps\" is not an integer)"));
+}
+
 TEST(RunLogParser, TimingLineFromKnownInstants) {
   // Generated from known instants: mb0 dispatched 0-0.4, ready 9.4; mb1 0.45-0.5, ready 18.4;
   // the orchestrator sends mb2 at 20.4 (2 s idle), ready 29.4; update 20.5-20.55, ready 30.3;

@@ -369,15 +369,64 @@ std::optional<double> number_member(const Value& object, std::string_view key) {
   return member->number;
 }
 
-std::optional<std::int64_t> int_member(const Value& object, std::string_view key) {
-  std::optional<double> number = number_member(object, key);
-  if (!number) return std::nullopt;
-  if (!std::isfinite(*number) || *number != std::floor(*number)) {
+// `number` (the value of `key`) as an integer; throws when it is not one.
+std::int64_t integer_of(double number, std::string_view key) {
+  if (!std::isfinite(number) || number != std::floor(number)) {
     fail("\"{}\" is not an integer", key);
   }
   // Converting a double outside int64's range is undefined behaviour: refuse it first.
-  if (*number < -0x1p63 || *number >= 0x1p63) fail("\"{}\" is out of range", key);
-  return static_cast<std::int64_t>(*number);
+  if (number < -0x1p63 || number >= 0x1p63) fail("\"{}\" is out of range", key);
+  return static_cast<std::int64_t>(number);
+}
+
+std::optional<std::int64_t> int_member(const Value& object, std::string_view key) {
+  std::optional<double> number = number_member(object, key);
+  if (!number) return std::nullopt;
+  return integer_of(*number, key);
+}
+
+// A string member: nullopt when absent or null; throws when of another type.
+std::optional<std::string> string_member(const Value& object, std::string_view key) {
+  const Value* member = object.find(key);
+  if (member == nullptr || member->is_null()) return std::nullopt;
+  if (member->kind != Value::Kind::kString) fail("\"{}\" is not a string", key);
+  return member->string;
+}
+
+std::optional<bool> bool_member(const Value& object, std::string_view key) {
+  const Value* member = object.find(key);
+  if (member == nullptr || member->is_null()) return std::nullopt;
+  if (member->kind != Value::Kind::kBool) fail("\"{}\" is not true or false", key);
+  return member->boolean;
+}
+
+// A list of integers (e.g. step numbers): empty when absent or null.
+std::vector<std::int64_t> int_list_member(const Value& object, std::string_view key) {
+  std::vector<std::int64_t> out;
+  const Value* member = object.find(key);
+  if (member == nullptr || member->is_null()) return out;
+  if (!member->is_array()) fail("\"{}\" is not a list", key);
+  for (const Value& item : member->array) {
+    if (!item.is_number()) fail("\"{}\" holds a non-number", key);
+    out.push_back(integer_of(item.number, key));
+  }
+  return out;
+}
+
+// A scalar as text ("x", 3, true); nullopt for null or absent. Lists and objects are refused.
+std::optional<std::string> scalar_text(const Value& object, std::string_view key) {
+  const Value* member = object.find(key);
+  if (member == nullptr || member->is_null()) return std::nullopt;
+  switch (member->kind) {
+    case Value::Kind::kString:
+      return member->string;
+    case Value::Kind::kBool:
+      return member->boolean ? "true" : "false";
+    case Value::Kind::kNumber:
+      return fmt::format("{:g}", member->number);
+    default:
+      fail("\"{}\" is not a string, number or boolean", key);
+  }
 }
 
 EventTiming event_timing(const Value& value, std::string_view what) {
@@ -610,7 +659,13 @@ void RunLogParser::parse_bench_step(std::string_view json_text, std::size_t numb
       }
     }
     parsed.tokens = non_negative("tokens");
+    parsed.padded_tokens = non_negative("padded_tokens");
     parsed.tokens_per_s_per_chip = non_negative("tokens_per_s_per_chip");
+    parsed.microbatch_timing = string_member(json, "microbatch_timing").value_or("");
+    parsed.microbatch_timing_source = string_member(json, "microbatch_timing_source").value_or("");
+    parsed.update = string_member(json, "update").value_or("");
+    parsed.staged = bool_member(json, "staged");
+    parsed.profiled = bool_member(json, "profiled").value_or(false);
     if (const Value* metrics = json.find("metrics"); metrics != nullptr && metrics->is_object()) {
       parsed.metrics = numeric_leaves(*metrics);
     }
@@ -622,13 +677,27 @@ void RunLogParser::parse_bench_step(std::string_view json_text, std::size_t numb
     warn(number, fmt::format("BENCH_STEP step={} again (first at line {}): the later line is used",
                              parsed.step, previous->second));
   }
+  if (!parsed.microbatch_timing.empty() && parsed.microbatch_timing != "device" &&
+      parsed.microbatch_timing != "dispatch") {
+    // A mode this reader does not know must not be compared as if it were one it knows.
+    warn(number, fmt::format("BENCH_STEP step={}: microbatch_timing \"{}\" is neither device nor "
+                             "dispatch: its micro-batch times count as unlabelled",
+                             parsed.step, parsed.microbatch_timing));
+    parsed.microbatch_timing.clear();
+  }
   bench_step_lines_[parsed.step] = number;
   StepRecord& target = record(parsed.step, number);
   target.seconds = parsed.seconds;
   target.seconds_from = "BENCH_STEP";
   target.microbatch_s = std::move(parsed.microbatch_s);
+  target.microbatch_timing = std::move(parsed.microbatch_timing);
+  target.microbatch_timing_source = std::move(parsed.microbatch_timing_source);
   target.tokens = parsed.tokens;
+  target.padded_tokens = parsed.padded_tokens;
   target.tokens_per_s_per_chip = parsed.tokens_per_s_per_chip;
+  target.update = std::move(parsed.update);
+  target.staged = parsed.staged;
+  target.profiled = parsed.profiled;
   for (const auto& [key, value] : parsed.metrics) target.metrics[key] = value;
 }
 
@@ -645,11 +714,27 @@ void RunLogParser::parse_summary(std::string_view json_text, std::size_t number)
     }
     summary.steps = int_member(json, "steps");
     summary.micro_steps = int_member(json, "micro_steps");
+    summary.rows = int_member(json, "rows");
+    summary.tokens_per_row = int_member(json, "tokens_per_row");
     summary.chips = int_member(json, "chips");
     summary.tokens_per_step = number_member(json, "tokens_per_step");
+    summary.first_step_s = number_member(json, "first_step_s");
     summary.mean_step_s = number_member(json, "mean_step_s");
     summary.median_microbatch_s = number_member(json, "median_microbatch_s");
+    summary.microbatch_timing = string_member(json, "microbatch_timing").value_or("");
     summary.tokens_per_s_per_chip = number_member(json, "tokens_per_s_per_chip");
+    summary.real_tokens_per_s_per_chip = number_member(json, "real_tokens_per_s_per_chip");
+    summary.profiled_steps = int_list_member(json, "profiled_steps");
+    if (const Value* stage = json.find("stage_boundary"); stage != nullptr && !stage->is_null()) {
+      if (!stage->is_object()) fail("\"stage_boundary\" is not an object");
+      StageBoundary boundary;
+      boundary.requested = scalar_text(*stage, "requested");
+      boundary.resolved = scalar_text(*stage, "resolved");
+      boundary.engaged = bool_member(*stage, "engaged");
+      boundary.staged_steps = int_list_member(*stage, "staged_steps");
+      boundary.latched_off = scalar_text(*stage, "latched_off");
+      summary.stage_boundary = std::move(boundary);
+    }
   } catch (const Error& e) {
     warn(number, fmt::format("malformed BENCH_SUMMARY JSON ({}): line skipped", e.message()));
     return;

@@ -12,8 +12,14 @@
 // tools/render-bench/driver/bench_driver.py):
 //   TRAINER_STEP_TIMING step=%d policy_version=%d rtt_s=%.3f timing=<compact JSON, schema v1>
 //   TRAINER_STEP_TIMING step=N unavailable: <error>
-//   BENCH_STEP {"step":N,"seconds":S,"microbatch_s":[...],"tokens":T,...,"metrics":{...}}
-//   BENCH_SUMMARY {"name":...,"steps":...,"chips":...,"tokens_per_step":...,...}
+//   BENCH_STEP {"step":N,"seconds":S,"microbatch_s":[...],"microbatch_timing":"device",
+//               "tokens":T,"padded_tokens":P,"update":"fused","staged":B,"profiled":B,...,
+//               "metrics":{...}}
+//   BENCH_SUMMARY {"name":...,"steps":...,"micro_steps":...,"rows":...,"tokens_per_row":...,
+//                  "chips":...,"first_step_s":...,"microbatch_timing":...,
+//                  "stage_boundary":{...},...}
+// The bench driver counts steps from 0 (step 0 compiles) since it logs "microbatch_timing";
+// older drivers counted from 1. Both read the same: nothing here assumes the first step's number.
 //   Train step %d - loss: %s - reward_mean: %.4f - ... - grad_norm: %s - ... - step_time: %.2fs
 //   [StepMetrics step=%d] trainer_metrics=<Python dict repr>
 #pragma once
@@ -113,24 +119,50 @@ struct StepRecord {
   std::optional<double> seconds;  // BENCH_STEP seconds, else `Train step` step_time
   std::string seconds_from;       // "BENCH_STEP" or "Train step"
   std::vector<double> microbatch_s;
-  std::optional<double> tokens;
+  // How microbatch_s was measured: "device" (each time runs to the device's completion of that
+  // call) or "dispatch" (host dispatch intervals, which lag the device by up to two calls with an
+  // asynchronous engine); empty when the line does not say (older drivers).
+  std::string microbatch_timing;
+  std::string microbatch_timing_source;  // "step_timing", "token", "loss", "dispatch" or empty
+  std::optional<double> tokens;          // real (unpadded) tokens of the step
+  std::optional<double> padded_tokens;   // rows x tokens_per_row x micro-batches
   std::optional<double> tokens_per_s_per_chip;
+  std::string update;          // "fused", "explicit", "deferred" or empty (not logged)
+  std::optional<bool> staged;  // the step ran with the stage boundary engaged
+  bool profiled = false;       // the step ran under the profiler (its times are inflated)
   // Numerics: BENCH_STEP `metrics`, `Train step` fields (loss, grad_norm, ...) and StepMetrics'
   // trainer_metrics. A value may be NaN or infinite (the orchestrator prints nan).
   std::map<std::string, double> metrics;
   std::size_t line = 0;
 };
 
-// BENCH_SUMMARY, the fields bench-report uses (absent fields stay nullopt).
+// BENCH_SUMMARY "stage_boundary": what was asked for and what the driver did.
+struct StageBoundary {
+  std::optional<std::string> requested;  // "auto", "on", "off", ...
+  std::optional<std::string> resolved;
+  std::optional<bool> engaged;
+  std::vector<std::int64_t> staged_steps;
+  // null when it never latched off; else the value as text (a reason or a step number).
+  std::optional<std::string> latched_off;
+};
+
+// BENCH_SUMMARY, the fields bench-report uses (absent fields stay nullopt or empty).
 struct BenchSummary {
   std::string name;
   std::optional<std::int64_t> steps;
   std::optional<std::int64_t> micro_steps;
+  std::optional<std::int64_t> rows;
+  std::optional<std::int64_t> tokens_per_row;
   std::optional<std::int64_t> chips;
   std::optional<double> tokens_per_step;
+  std::optional<double> first_step_s;
   std::optional<double> mean_step_s;
   std::optional<double> median_microbatch_s;
+  std::string microbatch_timing;  // "device", "dispatch", "mixed" or empty (not logged)
   std::optional<double> tokens_per_s_per_chip;
+  std::optional<double> real_tokens_per_s_per_chip;
+  std::vector<std::int64_t> profiled_steps;
+  std::optional<StageBoundary> stage_boundary;
   std::size_t line = 0;
 };
 
