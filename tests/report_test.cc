@@ -72,6 +72,48 @@ std::vector<std::vector<double>> microbatches(std::size_t steps, std::vector<dou
   return std::vector<std::vector<double>>(steps, row);
 }
 
+// A step of the current bench driver's log (steps count from 0; step 0 compiles).
+struct Step {
+  double seconds;
+  std::vector<double> mb = {9.3, 9.2, 9.08, 9.09, 9.07};
+  std::string timing = "device";  // "" writes no microbatch_timing (older drivers)
+  bool profiled = false;
+  double tokens = 35'106'048;  // 64 rows of 60,948 real tokens, 9 micro-batches
+};
+
+// The seed's shape: 64 rows x 65,536 tokens per row x 9 micro-batches on 128 chips.
+RunLog current_log(const std::string& name, const std::vector<Step>& steps,
+                   bool with_summary = true) {
+  std::string text;
+  for (std::size_t s = 0; s < steps.size(); ++s) {
+    const Step& step = steps[s];
+    std::string timing =
+        step.timing.empty() ? "" : fmt::format(R"("microbatch_timing":"{}",)", step.timing);
+    text += fmt::format(
+        R"(I1013 18:51:14.1 140 bench.py:1] BENCH_STEP {{"step":{},"seconds":{},)"
+        R"("microbatch_s":[{}],{}"tokens":{},"padded_tokens":37748736,"update":"fused",)"
+        R"("profiled":{},"staged":false,"metrics":{{}}}})"
+        "\n",
+        s, step.seconds, fmt::join(step.mb, ","), timing, step.tokens, step.profiled);
+  }
+  if (with_summary) {
+    text += fmt::format(
+        R"(BENCH_SUMMARY {{"name":"{}","steps":{},"micro_steps":9,"rows":64,)"
+        R"("tokens_per_row":65536,"chips":128,"first_step_s":{},"microbatch_timing":"device"}})"
+        "\n",
+        name, steps.size(), steps.front().seconds);
+  }
+  return steplog::parse_run_log_text(text, name + ".log");
+}
+
+// Steps 1-4 with the given mean (the four times are mean -1.5, +0.5, +1.5, -0.5 ms).
+std::vector<Step> steady_steps(double mean, const std::string& timing = "device") {
+  std::vector<Step> steps = {{130.0}};
+  for (double offset : {-0.0015, 0.0005, 0.0015, -0.0005}) steps.push_back({mean + offset});
+  for (Step& step : steps) step.timing = timing;
+  return steps;
+}
+
 TEST(Range, Parse) {
   Range r = parse_range("1-4", "--steps");
   EXPECT_EQ(r.first, 1);
@@ -111,7 +153,14 @@ TEST(AnalyzeRun, KnownFiguresWithTheDefaults) {
   EXPECT_EQ(run.microbatch_source, "BENCH_STEP");
   EXPECT_THAT(run.microbatch_s, ElementsAre(2.5, 2.4, 2.5, 2.4, 2.5, 2.4));
   EXPECT_DOUBLE_EQ(*run.microbatch_median, 2.45);
-  EXPECT_NEAR(*run.tokens_per_s_per_chip, 1000.0 / 11.0 / 2.0, 1e-9);
+  // Real tokens per chip; the padded figure needs the summary's rows and tokens_per_row.
+  EXPECT_NEAR(*run.real_tokens_per_s_per_chip, 1000.0 / 11.0 / 2.0, 1e-9);
+  EXPECT_FALSE(run.tokens_per_s_per_chip);
+  EXPECT_THAT(run.tokens_per_s_per_chip_unknown, HasSubstr("no rows and tokens_per_row"));
+  EXPECT_EQ(run.microbatch_timing, MicrobatchTiming::kUnlabelled);
+  ASSERT_TRUE(run.first_step);
+  EXPECT_EQ(run.first_step->step, 1);
+  EXPECT_EQ(run.first_step->seconds, 40);
   EXPECT_EQ(run.timeline.steps, 3u);
   EXPECT_EQ(run.timeline.microbatches, 12u);
   ASSERT_EQ(run.timeline.device_s.size(), 6u);
@@ -164,7 +213,164 @@ TEST(AnalyzeRun, ChipsFromTheStepLinesWithoutASummary) {
   RunLog log = bench_log("nosummary", {40, 10, 12}, microbatches(3, {1, 1, 1}), 6000, std::nullopt);
   RunAnalysis run = analyze_run(log, {});
   EXPECT_TRUE(run.partial);
-  EXPECT_NEAR(*run.tokens_per_s_per_chip, 6000.0 / 11.0 / 2.0, 1e-9);
+  EXPECT_NEAR(*run.real_tokens_per_s_per_chip, 6000.0 / 11.0 / 2.0, 1e-9);
+  EXPECT_FALSE(run.tokens_per_s_per_chip);
+}
+
+TEST(TokensPerSecondPerChip, TheSeedsThreeFigures) {
+  // rows 64 x tokens_per_row 65536 x micro_steps 9 / s per step / 128 chips, padding included.
+  EXPECT_EQ(std::lround(padded_tokens_per_s_per_chip(64, 65536, 9, 82.671, 128)), 3567);
+  EXPECT_EQ(std::lround(padded_tokens_per_s_per_chip(64, 65536, 9, 106.30, 128)), 2774);
+  EXPECT_EQ(std::lround(padded_tokens_per_s_per_chip(64, 65536, 9, 89.77, 128)), 3285);
+
+  // The same from logs: BENCH_SUMMARY rows, tokens_per_row, micro_steps and chips, over the mean
+  // of steps 1-4 (step 0 compiles).
+  for (auto [mean, expected] : {std::pair{82.671, 3567L}, {106.30, 2774L}, {89.77, 3285L}}) {
+    RunAnalysis run = analyze_run(current_log("seed", steady_steps(mean)), {});
+    EXPECT_THAT(run.steps_used, ElementsAre(1, 2, 3, 4));
+    EXPECT_NEAR(*run.step_mean, mean, 1e-9);
+    EXPECT_EQ(std::lround(*run.tokens_per_s_per_chip), expected) << mean;
+    EXPECT_NEAR(*run.real_tokens_per_s_per_chip, 35'106'048 / mean / 128, 1e-9);
+    EXPECT_TRUE(run.tokens_per_s_per_chip_unknown.empty());
+  }
+  Inputs inputs;
+  inputs.runs.push_back(current_log("seed", steady_steps(82.671)));
+  std::string text = format_text(build_report(inputs, {}));
+  EXPECT_THAT(text, HasSubstr("tok/s/chip: rows x tokens_per_row x micro-batches (padding "
+                              "included, the seed's figure) / s/step / chips; real: the steps' "
+                              "real tokens / s/step / chips"));
+  EXPECT_THAT(text, HasSubstr("  3,567            3,318  130.000 (step 0)"));
+
+  // Without a summary, the steps' padded_tokens give the same figure.
+  RunAnalysis partial = analyze_run(current_log("nosummary", steady_steps(82.671), false), {});
+  EXPECT_FALSE(partial.tokens_per_s_per_chip);  // and no chip count either
+  EXPECT_FALSE(partial.real_tokens_per_s_per_chip);
+  EXPECT_EQ(partial.tokens_per_s_per_chip_unknown, "no chip count (BENCH_SUMMARY chips)");
+}
+
+TEST(AnalyzeRun, FirstStepIsShownApartFromTheMeans) {
+  RunAnalysis run = analyze_run(current_log("ctl", steady_steps(82.671)), {});
+  ASSERT_TRUE(run.first_step);
+  EXPECT_EQ(run.first_step->step, 0);
+  EXPECT_EQ(run.first_step->seconds, 130.0);
+  EXPECT_THAT(run.steps_used, ElementsAre(1, 2, 3, 4));
+  // --steps 1-4 is the seed's "mean of steps 1-4" of a 5-step run.
+  Options seed;
+  seed.steps = parse_range("1-4", "--steps");
+  EXPECT_NEAR(*analyze_run(current_log("ctl", steady_steps(82.671)), seed).step_mean, 82.671, 1e-9);
+}
+
+TEST(AnalyzeRun, ProfiledStepsAreLeftOutUnlessAskedFor) {
+  std::vector<Step> steps = steady_steps(82.671);
+  steps[2].seconds = 106.30;
+  steps[2].mb = {12, 12, 12, 12, 12};
+  steps[2].profiled = true;
+  RunLog log = current_log("prof", steps);
+  RunAnalysis run = analyze_run(log, {});
+  EXPECT_THAT(run.steps_used, ElementsAre(1, 3, 4));
+  EXPECT_THAT(run.profiled_left_out, ElementsAre(2));
+  EXPECT_NEAR(*run.step_mean, (82.6695 + 82.6725 + 82.6705) / 3, 1e-9);
+  EXPECT_EQ(run.microbatch_s.size(), 9u);
+  EXPECT_TRUE(run.warnings.empty());
+  Inputs inputs;
+  inputs.runs.push_back(log);
+  EXPECT_THAT(format_text(build_report(inputs, {})),
+              HasSubstr("prof: profiled step 2 left out of the figures (--include-profiled keeps "
+                        "them)\n"));
+
+  Options include;
+  include.include_profiled = true;
+  RunAnalysis all = analyze_run(log, include);
+  EXPECT_THAT(all.steps_used, ElementsAre(1, 2, 3, 4));
+  EXPECT_TRUE(all.profiled_left_out.empty());
+  EXPECT_NEAR(*all.step_mean, (82.6695 + 106.30 + 82.6725 + 82.6705) / 4, 1e-9);
+  EXPECT_EQ(all.microbatch_s.size(), 12u);
+
+  // Nothing left: no figure (not a silent fallback to the profiled steps), and a warning.
+  for (Step& step : steps) step.profiled = true;
+  RunAnalysis none = analyze_run(current_log("allprof", steps), {});
+  EXPECT_TRUE(none.steps_used.empty());
+  EXPECT_FALSE(none.step_mean);
+  EXPECT_FALSE(none.microbatch_median);
+  EXPECT_FALSE(none.tokens_per_s_per_chip);
+  ASSERT_EQ(none.warnings.size(), 1u);
+  EXPECT_EQ(none.warnings[0],
+            "allprof.log: every selected step is profiled (steps 1-4): no figures for this run; "
+            "--include-profiled uses them");
+}
+
+TEST(BuildReport, MicroBatchTimesOfDifferentModesAreNotCompared) {
+  Inputs inputs;
+  inputs.runs.push_back(current_log("ctl", steady_steps(82.671, "device")));
+  inputs.runs.push_back(current_log("var", steady_steps(89.77, "dispatch")));
+  inputs.runs.push_back(current_log("same", steady_steps(82.0, "device")));
+  std::vector<Step> mixed = steady_steps(82.671, "device");
+  mixed[3].timing = "dispatch";
+  inputs.runs.push_back(current_log("mix", mixed));
+  inputs.runs.push_back(current_log("old", steady_steps(82.671, "")));
+  Options options;
+  options.fail_if_slower_pct = 1.0;
+  Report report = build_report(inputs, options);
+  ASSERT_EQ(report.runs.size(), 5u);
+  EXPECT_EQ(report.runs[0].microbatch_timing, MicrobatchTiming::kDevice);
+  EXPECT_EQ(report.runs[1].microbatch_timing, MicrobatchTiming::kDispatch);
+  EXPECT_EQ(report.runs[3].microbatch_timing, MicrobatchTiming::kMixed);
+  EXPECT_EQ(report.runs[4].microbatch_timing, MicrobatchTiming::kUnlabelled);
+
+  const RunComparison& var = report.comparisons[0];
+  EXPECT_FALSE(var.microbatch);
+  EXPECT_EQ(var.microbatch_not_compared,
+            "not compared: ctl times micro-batches at device completion, var by dispatch "
+            "intervals");
+  ASSERT_TRUE(var.step);  // step times still compare
+  EXPECT_EQ(var.step->verdict, bench::Verdict::kSlower);
+  const RunComparison& same = report.comparisons[1];
+  EXPECT_TRUE(same.microbatch);
+  EXPECT_TRUE(same.microbatch_not_compared.empty());
+  EXPECT_FALSE(report.comparisons[2].microbatch);
+  EXPECT_EQ(report.comparisons[2].microbatch_not_compared,
+            "not compared: mix mixes micro-batch timing modes across its steps (device, "
+            "dispatch)");
+  EXPECT_EQ(report.comparisons[3].microbatch_not_compared,
+            "not compared: ctl times micro-batches at device completion, old without a label "
+            "(older driver)");
+  // --fail-if-slower looks at what was compared: var's step time only.
+  ASSERT_EQ(report.slower_than_allowed.size(), 1u);
+  EXPECT_THAT(report.slower_than_allowed[0], HasSubstr("var: s/step +8.59% slower than ctl"));
+
+  std::string text = format_text(report);
+  EXPECT_THAT(text, HasSubstr("var against ctl: 82.671 -> 89.770 s per optimizer step, mean of "
+                              "steps 1-4 (+8.59%, slower), and micro-batch times not compared: "
+                              "ctl times micro-batches at device completion, var by dispatch "
+                              "intervals\n"));
+  EXPECT_THAT(text, HasSubstr("not compared (timing modes differ)"));
+  EXPECT_THAT(text, HasSubstr("mb timing: device = each time runs to the device's completion"));
+
+  steplog::Value json = steplog::parse_value(format_json(report), steplog::Syntax::kJson);
+  const steplog::Value& first = json.find("comparisons")->array.at(0);
+  EXPECT_TRUE(first.find("microbatch")->is_null());
+  EXPECT_EQ(first.find("microbatch_not_compared")->string, var.microbatch_not_compared);
+  EXPECT_EQ(first.find("verdict")->string, "slower");
+  const steplog::Value& second = json.find("comparisons")->array.at(1);
+  EXPECT_TRUE(second.find("microbatch")->is_object());
+  EXPECT_TRUE(second.find("microbatch_not_compared")->is_null());
+  const steplog::Value& run = json.find("runs")->array.at(1);
+  EXPECT_EQ(run.find("microbatch_timing")->string, "dispatch");
+  EXPECT_EQ(run.find("first_step")->find("step")->number, 0);
+  EXPECT_EQ(std::lround(run.find("tokens_per_s_per_chip")->number), 3285);
+  EXPECT_TRUE(run.find("real_tokens_per_s_per_chip")->is_number());
+  EXPECT_TRUE(run.find("tokens_per_s_per_chip_unknown")->is_null());
+  EXPECT_EQ(run.find("summary")->find("rows")->number, 64);
+
+  // An A/A pair in two modes gives no micro-batch noise floor.
+  inputs.control_pair.emplace(current_log("a1", steady_steps(82.671, "device")),
+                              current_log("a2", steady_steps(82.68, "dispatch")));
+  Report paired = build_report(inputs, {});
+  EXPECT_TRUE(paired.noise_floor->step_rel);
+  EXPECT_FALSE(paired.noise_floor->microbatch_rel);
+  EXPECT_THAT(fmt::format("{}", fmt::join(paired.warnings, "\n")),
+              HasSubstr("--control-pair: no micro-batch noise floor: not compared: a1 times "
+                        "micro-batches at device completion, a2 by dispatch intervals"));
 }
 
 TEST(AnalyzeRun, NoStepLinesIsAnError) {

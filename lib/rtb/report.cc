@@ -73,6 +73,18 @@ std::string scientific(double value) {
   return text;
 }
 
+// Integers with thousands separators, as the seed writes throughput: 3,567.
+std::string grouped(double value) {
+  if (!std::isfinite(value)) return "?";
+  std::string digits = fmt::format("{:.0f}", std::fabs(value));
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return (value < 0 && digits != "0" ? "-" : "") + out;
+}
+
 std::string percent(double ratio) { return fmt::format("{:+.2f}%", (ratio - 1.0) * 100.0); }
 
 double mean_of(const std::vector<double>& values) { return stats::mean(values); }
@@ -181,6 +193,50 @@ bench::MetricSteps metric_steps(const RunLog& log, const Options& options) {
   return out;
 }
 
+MicrobatchTiming step_timing_mode(const steplog::StepRecord& record) {
+  if (record.microbatch_timing == "device") return MicrobatchTiming::kDevice;
+  if (record.microbatch_timing == "dispatch") return MicrobatchTiming::kDispatch;
+  return MicrobatchTiming::kUnlabelled;
+}
+
+// How a run times its micro-batches, for people ("ctl times micro-batches at device completion").
+std::string timing_phrase(MicrobatchTiming timing) {
+  switch (timing) {
+    case MicrobatchTiming::kDevice:
+      return "at device completion";
+    case MicrobatchTiming::kDispatch:
+      return "by dispatch intervals";
+    case MicrobatchTiming::kMixed:
+      return "in mixed modes";
+    case MicrobatchTiming::kUnlabelled:
+      break;
+  }
+  return "without a label (older driver)";
+}
+
+std::string modes_text(const std::vector<MicrobatchTiming>& modes) {
+  std::string out;
+  for (MicrobatchTiming mode : modes) {
+    out += (out.empty() ? "" : ", ") + std::string(microbatch_timing_name(mode));
+  }
+  return out;
+}
+
+// Why two runs' micro-batch times must not be compared, or "" when they may be.
+std::string refusal(const RunAnalysis& control, const RunAnalysis& run) {
+  if (!control.microbatch_timing || !run.microbatch_timing) return "";
+  for (const RunAnalysis* side : {&control, &run}) {
+    if (side->microbatch_timing == MicrobatchTiming::kMixed) {
+      return fmt::format("not compared: {} mixes micro-batch timing modes across its steps ({})",
+                         side->name, modes_text(side->microbatch_timings_seen));
+    }
+  }
+  if (control.microbatch_timing == run.microbatch_timing) return "";
+  return fmt::format("not compared: {} times micro-batches {}, {} {}", control.name,
+                     timing_phrase(*control.microbatch_timing), run.name,
+                     timing_phrase(*run.microbatch_timing));
+}
+
 std::string run_label(const RunAnalysis& run) {
   return run.partial ? run.name + " (partial)" : run.name;
 }
@@ -221,6 +277,26 @@ Range parse_range(std::string_view text, std::string_view what) {
 }
 
 // ---- Report ------------------------------------------------------------------------------------
+
+const char* microbatch_timing_name(MicrobatchTiming timing) {
+  switch (timing) {
+    case MicrobatchTiming::kDevice:
+      return "device";
+    case MicrobatchTiming::kDispatch:
+      return "dispatch";
+    case MicrobatchTiming::kMixed:
+      return "mixed";
+    case MicrobatchTiming::kUnlabelled:
+      break;
+  }
+  return "unlabelled";
+}
+
+double padded_tokens_per_s_per_chip(std::int64_t rows, std::int64_t tokens_per_row,
+                                    std::int64_t micro_steps, double mean_step_s, double chips) {
+  return static_cast<double>(rows) * static_cast<double>(tokens_per_row) *
+         static_cast<double>(micro_steps) / mean_step_s / chips;
+}
 
 int Report::exit_code() const {
   if (numerics && !numerics->result.pass) return 1;
@@ -270,13 +346,46 @@ RunAnalysis analyze_run(const RunLog& log, const Options& options) {
     }
   }
 
+  // Profiled steps run slower under the profiler: out of every figure unless asked for.
+  if (!options.include_profiled) {
+    std::set<std::int64_t> profiled;
+    for (const steplog::StepRecord& record : log.steps) {
+      if (record.profiled) profiled.insert(record.step);
+    }
+    if (log.summary)
+      profiled.insert(log.summary->profiled_steps.begin(), log.summary->profiled_steps.end());
+    for (std::int64_t step : profiled) {
+      if (selected.erase(step) > 0) run.profiled_left_out.push_back(step);
+    }
+    if (selected.empty() && !run.profiled_left_out.empty()) {
+      run.warnings.push_back(
+          fmt::format("{}: every selected step is profiled (step{} {}): no figures for this run; "
+                      "--include-profiled uses them",
+                      log.source, run.profiled_left_out.size() == 1 ? "" : "s",
+                      compress(run.profiled_left_out)));
+    }
+  }
+
+  // The first logged step: shown apart (it compiles), never in the default means.
+  if (!run.steps_logged.empty()) {
+    for (const steplog::StepRecord& record : log.steps) {
+      if (record.step == run.steps_logged.front() && record.seconds) {
+        run.first_step = RunAnalysis::FirstStep{record.step, *record.seconds};
+      }
+    }
+  }
+  if (!run.first_step && log.summary && log.summary->first_step_s) {
+    run.first_step = RunAnalysis::FirstStep{std::nullopt, *log.summary->first_step_s};
+  }
+
   // Seconds per optimizer step.
-  std::vector<double> tokens;
+  std::vector<double> tokens, padded_tokens;
   for (const steplog::StepRecord& record : log.steps) {
     if (!selected.count(record.step) || !record.seconds) continue;
     run.steps_used.push_back(record.step);
     run.step_s.push_back(*record.seconds);
     if (record.tokens) tokens.push_back(*record.tokens);
+    if (record.padded_tokens) padded_tokens.push_back(*record.padded_tokens);
   }
   if (!run.step_s.empty()) {
     run.step_mean = mean_of(run.step_s);
@@ -284,13 +393,14 @@ RunAnalysis analyze_run(const RunLog& log, const Options& options) {
     run.step_ci = bench::bootstrap_interval(run.step_s, bench::Statistic::kMean, options.bootstrap);
   }
 
-  // Micro-batches: the driver's host-side times when the log has them, else device times.
+  // Micro-batches: the driver's times when the log has them, else device times.
+  std::set<MicrobatchTiming> modes;
   for (const steplog::StepRecord& record : log.steps) {
     if (!selected.count(record.step) || record.microbatch_s.empty()) continue;
     run.microbatch_source = "BENCH_STEP";
-    for (std::size_t i : microbatch_positions(record.microbatch_s.size(), options)) {
-      run.microbatch_s.push_back(record.microbatch_s[i]);
-    }
+    std::vector<std::size_t> positions = microbatch_positions(record.microbatch_s.size(), options);
+    if (!positions.empty()) modes.insert(step_timing_mode(record));
+    for (std::size_t i : positions) run.microbatch_s.push_back(record.microbatch_s[i]);
   }
 
   // The trainer timeline.
@@ -331,6 +441,11 @@ RunAnalysis analyze_run(const RunLog& log, const Options& options) {
   if (run.microbatch_source.empty() && !timeline.device_s.empty()) {
     run.microbatch_source = "TRAINER_STEP_TIMING";
     run.microbatch_s = timeline.device_s;
+    modes.insert(MicrobatchTiming::kDevice);  // ready times: the device's completion
+  }
+  if (!run.microbatch_s.empty()) {
+    run.microbatch_timings_seen.assign(modes.begin(), modes.end());
+    run.microbatch_timing = modes.size() == 1 ? *modes.begin() : MicrobatchTiming::kMixed;
   }
   if (!run.microbatch_s.empty()) {
     run.microbatch_median = stats::median(run.microbatch_s);
@@ -344,11 +459,26 @@ RunAnalysis analyze_run(const RunLog& log, const Options& options) {
         log.source));
   }
 
-  // Throughput (bench runs): the mean tokens of a step over the mean step time, per chip.
-  if (run.step_mean && *run.step_mean > 0 && tokens.size() == run.step_s.size() &&
-      !tokens.empty()) {
-    if (std::optional<double> chips = bench_chips(log)) {
-      run.tokens_per_s_per_chip = mean_of(tokens) / *run.step_mean / *chips;
+  // Throughput (bench runs), per chip over the mean step time: the padded tokens of a step (the
+  // seed's figure: BENCH_SUMMARY rows x tokens_per_row x micro_steps, else the steps'
+  // padded_tokens) and the mean of the steps' real tokens.
+  if (run.kind == steplog::LogKind::kBench && run.step_mean && *run.step_mean > 0) {
+    std::optional<double> chips = bench_chips(log);
+    if (chips && tokens.size() == run.step_s.size()) {
+      run.real_tokens_per_s_per_chip = mean_of(tokens) / *run.step_mean / *chips;
+    }
+    const std::optional<steplog::BenchSummary>& summary = log.summary;
+    if (!chips) {
+      run.tokens_per_s_per_chip_unknown = "no chip count (BENCH_SUMMARY chips)";
+    } else if (summary && summary->rows && summary->tokens_per_row && summary->micro_steps) {
+      run.tokens_per_s_per_chip = padded_tokens_per_s_per_chip(
+          *summary->rows, *summary->tokens_per_row, *summary->micro_steps, *run.step_mean, *chips);
+    } else if (padded_tokens.size() == run.step_s.size()) {
+      run.tokens_per_s_per_chip = mean_of(padded_tokens) / *run.step_mean / *chips;
+    } else {
+      run.tokens_per_s_per_chip_unknown =
+          summary ? "its BENCH_SUMMARY has no rows and tokens_per_row (an older driver)"
+                  : "no BENCH_SUMMARY and no padded_tokens in its steps";
     }
   }
   return run;
@@ -374,7 +504,11 @@ Report build_report(const Inputs& inputs, const Options& options) {
     if (a.step_mean && b.step_mean && *a.step_mean > 0) {
       floor.step_rel = std::fabs(*b.step_mean / *a.step_mean - 1.0);
     }
-    if (a.microbatch_median && b.microbatch_median && *a.microbatch_median > 0) {
+    std::string pair_refusal = refusal(a, b);
+    if (!pair_refusal.empty()) {
+      report.warnings.push_back(
+          fmt::format("--control-pair: no micro-batch noise floor: {}", pair_refusal));
+    } else if (a.microbatch_median && b.microbatch_median && *a.microbatch_median > 0) {
       floor.microbatch_rel = std::fabs(*b.microbatch_median / *a.microbatch_median - 1.0);
     }
     for (const RunAnalysis* pair_run : {&a, &b}) {
@@ -401,8 +535,11 @@ Report build_report(const Inputs& inputs, const Options& options) {
     }
     comparison.step =
         compare(control.step_s, run.step_s, bench::Statistic::kMean, step_floor, options);
-    comparison.microbatch = compare(control.microbatch_s, run.microbatch_s,
-                                    bench::Statistic::kMedian, mb_floor, options);
+    comparison.microbatch_not_compared = refusal(control, run);
+    if (comparison.microbatch_not_compared.empty()) {
+      comparison.microbatch = compare(control.microbatch_s, run.microbatch_s,
+                                      bench::Statistic::kMedian, mb_floor, options);
+    }
     if (comparison.microbatch && control.microbatch_source != run.microbatch_source) {
       report.warnings.push_back(fmt::format(
           "{}: its micro-batch times come from {}, the control's from {}: not like for like",
@@ -567,9 +704,16 @@ std::string format_text(const Report& report) {
         "{:g}% bootstrap CIs ({} resamples, seed {})\n\n",
         steps_phrase(options), options.microbatches.str(), options.bootstrap.confidence * 100,
         options.bootstrap.resamples, options.bootstrap.seed);
-    Table runs({"run", "log", "steps", "s/step", ci_title(options), "micro-batch s",
-                ci_title(options), "n", "tok/s/chip"},
-               {true, true, true});
+    out +=
+        "tok/s/chip: rows x tokens_per_row x micro-batches (padding included, the seed's figure) "
+        "/ s/step / chips; real: the steps' real tokens / s/step / chips\n\n";
+    Table runs(
+        {"run", "log", "steps", "s/step", ci_title(options), "micro-batch s", ci_title(options),
+         "n", "mb timing", "tok/s/chip", "real tok/s/chip", "first step s"},
+        {true, true, true, false, false, false, false, false, true});
+    auto throughput = [](const std::optional<double>& value) {
+      return value ? grouped(*value) : std::string("-");
+    };
     for (std::size_t i = 0; i < report.runs.size(); ++i) {
       const RunAnalysis& run = report.runs[i];
       std::string label = run_label(run) + (i == 0 && report.runs.size() > 1 ? " (control)" : "");
@@ -577,14 +721,63 @@ std::string format_text(const Report& report) {
                                                      spread(run.step_sd, *run.step_mean))
                                        : "unknown";
       std::string mb = run.microbatch_median ? seconds(*run.microbatch_median) : "unknown";
-      if (run.microbatch_source == "TRAINER_STEP_TIMING") mb += " (device)";
-      runs.add(
-          {label, steplog::log_kind_name(run.kind), compress(run.steps_used), step,
-           ci_text(run.step_ci), mb, ci_text(run.microbatch_ci),
-           run.microbatch_s.empty() ? "0" : std::to_string(run.microbatch_s.size()),
-           run.tokens_per_s_per_chip ? fmt::format("{:.1f}", *run.tokens_per_s_per_chip) : "-"});
+      std::string first = "-";
+      if (run.first_step) {
+        first = seconds(run.first_step->seconds);
+        if (run.first_step->step) first += fmt::format(" (step {})", *run.first_step->step);
+      }
+      runs.add({label, steplog::log_kind_name(run.kind), compress(run.steps_used), step,
+                ci_text(run.step_ci), mb, ci_text(run.microbatch_ci),
+                run.microbatch_s.empty() ? "0" : std::to_string(run.microbatch_s.size()),
+                run.microbatch_timing ? microbatch_timing_name(*run.microbatch_timing) : "-",
+                throughput(run.tokens_per_s_per_chip), throughput(run.real_tokens_per_s_per_chip),
+                first});
     }
     out += runs.str();
+
+    // Notes, one line each: the timing modes present, profiled steps, unknown throughput.
+    std::set<MicrobatchTiming> modes;
+    for (const RunAnalysis& run : report.runs) {
+      if (run.microbatch_timing) modes.insert(*run.microbatch_timing);
+    }
+    std::vector<std::string> legend;
+    for (MicrobatchTiming mode : modes) {
+      switch (mode) {
+        case MicrobatchTiming::kDevice:
+          legend.push_back("device = each time runs to the device's completion of its call");
+          break;
+        case MicrobatchTiming::kDispatch:
+          legend.push_back(
+              "dispatch = host dispatch intervals (lag the device by up to two calls)");
+          break;
+        case MicrobatchTiming::kMixed:
+          legend.push_back("mixed = the steps differ (compared with nothing)");
+          break;
+        case MicrobatchTiming::kUnlabelled:
+          legend.push_back("unlabelled = the log does not say (older driver)");
+          break;
+      }
+    }
+    out +=
+        "first step s: the first logged step, which includes the compile (not in the default "
+        "means)\n";
+    if (!legend.empty()) out += "mb timing: " + fmt::format("{}", fmt::join(legend, "; ")) + "\n";
+    for (const RunAnalysis& run : report.runs) {
+      if (run.profiled_left_out.empty()) continue;
+      out += fmt::format(
+          "{}: profiled step{} {} left out of the figures (--include-profiled "
+          "keeps them)\n",
+          run.name, run.profiled_left_out.size() == 1 ? "" : "s", compress(run.profiled_left_out));
+    }
+    std::map<std::string, std::vector<std::string>> unknown_throughput;  // reason -> runs
+    for (const RunAnalysis& run : report.runs) {
+      if (!run.tokens_per_s_per_chip_unknown.empty()) {
+        unknown_throughput[run.tokens_per_s_per_chip_unknown].push_back(run.name);
+      }
+    }
+    for (const auto& [reason, names] : unknown_throughput) {
+      out += fmt::format("tok/s/chip unknown for {}: {}\n", fmt::join(names, ", "), reason);
+    }
   }
 
   if (!report.comparisons.empty()) {
@@ -602,6 +795,8 @@ std::string format_text(const Report& report) {
           row.push_back(fmt::format("{:.4f}", s.ratio));
           row.push_back(ratio_ci_text(s.ratio_ci));
           row.push_back(bench::verdict_label((*metric)->verdict));
+        } else if (metric == &c.microbatch && !c.microbatch_not_compared.empty()) {
+          row.insert(row.end(), {"not compared (timing modes differ)", "-", "-", "-"});
         } else {
           row.insert(row.end(), {"unknown", "-", "-", "-"});
         }
@@ -626,6 +821,8 @@ std::string format_text(const Report& report) {
             "{} -> {} s per regular micro-batch ({}, {})", seconds(c.microbatch->stats.control),
             seconds(c.microbatch->stats.variant), percent(c.microbatch->stats.ratio),
             bench::verdict_label(c.microbatch->verdict)));
+      } else if (!c.microbatch_not_compared.empty()) {
+        parts.push_back("micro-batch times " + c.microbatch_not_compared);
       }
       if (parts.empty()) {
         out += fmt::format("{} against {}: nothing to compare\n", c.run, c.control);
@@ -746,6 +943,7 @@ std::string format_json(const Report& report) {
   j.field("confidence", options.bootstrap.confidence);
   j.field("seed", static_cast<std::int64_t>(options.bootstrap.seed));
   j.field("fail_if_slower_pct", options.fail_if_slower_pct);
+  j.field("include_profiled", options.include_profiled);
   j.end_object();
 
   j.key("runs").begin_array();
@@ -771,7 +969,22 @@ std::string format_json(const Report& report) {
     j.key("source");
     run.microbatch_source.empty() ? j.null() : j.value(run.microbatch_source);
     j.end_object();
+    j.key("microbatch_timing");
+    run.microbatch_timing ? j.value(microbatch_timing_name(*run.microbatch_timing)) : j.null();
+    j.list("profiled_steps_left_out", run.profiled_left_out);
+    j.key("first_step");
+    if (run.first_step) {
+      j.begin_object();
+      j.field("step", run.first_step->step).field("seconds", run.first_step->seconds);
+      j.end_object();
+    } else {
+      j.null();
+    }
     j.field("tokens_per_s_per_chip", run.tokens_per_s_per_chip);
+    j.field("real_tokens_per_s_per_chip", run.real_tokens_per_s_per_chip);
+    j.key("tokens_per_s_per_chip_unknown");
+    run.tokens_per_s_per_chip_unknown.empty() ? j.null()
+                                              : j.value(run.tokens_per_s_per_chip_unknown);
     const TimelineSummary& t = run.timeline;
     j.key("timeline").begin_object();
     j.field("steps", t.steps).field("microbatches", t.microbatches);
@@ -795,7 +1008,31 @@ std::string format_json(const Report& report) {
       j.field("mean_step_s", run.summary->mean_step_s);
       j.field("median_microbatch_s", run.summary->median_microbatch_s);
       j.field("tokens_per_s_per_chip", run.summary->tokens_per_s_per_chip);
+      j.field("real_tokens_per_s_per_chip", run.summary->real_tokens_per_s_per_chip);
       j.field("chips", run.summary->chips);
+      j.field("rows", run.summary->rows);
+      j.field("tokens_per_row", run.summary->tokens_per_row);
+      j.field("micro_steps", run.summary->micro_steps);
+      j.field("first_step_s", run.summary->first_step_s);
+      j.key("microbatch_timing");
+      run.summary->microbatch_timing.empty() ? j.null() : j.value(run.summary->microbatch_timing);
+      j.key("stage_boundary");
+      if (const auto& stage = run.summary->stage_boundary) {
+        auto text = [&](std::string_view key, const std::optional<std::string>& value) {
+          j.key(key);
+          value ? j.value(*value) : j.null();
+        };
+        j.begin_object();
+        text("requested", stage->requested);
+        text("resolved", stage->resolved);
+        j.key("engaged");
+        stage->engaged ? j.value(*stage->engaged) : j.null();
+        j.list("staged_steps", stage->staged_steps);
+        text("latched_off", stage->latched_off);
+        j.end_object();
+      } else {
+        j.null();
+      }
       j.end_object();
     } else {
       j.null();
@@ -811,9 +1048,16 @@ std::string format_json(const Report& report) {
     j.field("run", c.run).field("against", c.control);
     j.field("metric", "step_s");
     comparison_fields(j, c.step);
-    j.key("microbatch").begin_object();
-    comparison_fields(j, c.microbatch);
-    j.end_object();
+    j.key("microbatch");
+    if (c.microbatch_not_compared.empty()) {
+      j.begin_object();
+      comparison_fields(j, c.microbatch);
+      j.end_object();
+      j.key("microbatch_not_compared").null();
+    } else {
+      j.null();
+      j.field("microbatch_not_compared", c.microbatch_not_compared);
+    }
     j.end_object();
   }
   j.end_array();

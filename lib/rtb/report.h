@@ -27,8 +27,23 @@ struct Range {
 // "A-B", "A-", "A-last" or "A" (non-negative integers, A <= B). Throws rtb::Error naming `what`.
 Range parse_range(std::string_view text, std::string_view what);
 
+// How a run's micro-batch times were measured, over the steps its figures use.
+enum class MicrobatchTiming {
+  kDevice,      // to the device's completion of each call (also TRAINER_STEP_TIMING ready times)
+  kDispatch,    // host dispatch intervals: lag the device by up to two calls (async engines)
+  kMixed,       // the steps differ: comparable with nothing
+  kUnlabelled,  // the log does not say (a driver older than the "microbatch_timing" field)
+};
+const char* microbatch_timing_name(MicrobatchTiming timing);  // "device", "unlabelled", ...
+
+// Tokens per second per chip as the seed defines it, padding included:
+// rows x tokens_per_row x micro_steps / mean seconds per step / chips.
+double padded_tokens_per_s_per_chip(std::int64_t rows, std::int64_t tokens_per_row,
+                                    std::int64_t micro_steps, double mean_step_s, double chips);
+
 struct Options {
   std::optional<Range> steps;           // nullopt: every logged step but the first (it compiles)
+  bool include_profiled = false;        // false: profiled steps stay out of means and medians
   Range microbatches{3, std::nullopt};  // 1-based within a step; the default skips the two
                                         // micro-batches after the step boundary
   bool microbatches_given = false;      // false: steps with fewer than 3 use all of theirs
@@ -68,7 +83,21 @@ struct RunAnalysis {
   std::vector<double> microbatch_s;
   std::optional<double> microbatch_median;
   std::optional<bench::Interval> microbatch_ci;
+  // How microbatch_s was measured; nullopt when the run has no micro-batch time.
+  std::optional<MicrobatchTiming> microbatch_timing;
+  std::vector<MicrobatchTiming> microbatch_timings_seen;  // the steps' modes, when mixed
+  // Padded (rows x tokens_per_row x micro-batches) and real tokens / s / chip.
   std::optional<double> tokens_per_s_per_chip;
+  std::optional<double> real_tokens_per_s_per_chip;
+  std::string tokens_per_s_per_chip_unknown;    // why tokens_per_s_per_chip is unknown (bench runs)
+  std::vector<std::int64_t> profiled_left_out;  // selected steps left out as profiled
+  // The first logged step's time (it includes the compile): from its step line, else from
+  // BENCH_SUMMARY first_step_s (then the step number is unknown).
+  struct FirstStep {
+    std::optional<std::int64_t> step;
+    double seconds = 0.0;
+  };
+  std::optional<FirstStep> first_step;
   TimelineSummary timeline;
   std::optional<steplog::BenchSummary> summary;
   std::vector<std::string> warnings;
@@ -85,6 +114,9 @@ struct RunComparison {
   std::string control;
   std::optional<MetricComparison> step;
   std::optional<MetricComparison> microbatch;
+  // Why the micro-batch times were not compared (the runs time them differently); empty when
+  // they were compared or one side has none.
+  std::string microbatch_not_compared;
 };
 
 struct NoiseFloor {

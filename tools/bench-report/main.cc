@@ -19,6 +19,7 @@ namespace {
 
 constexpr const char* kExamples = R"(  bench-report ctl.log variant.log
   bench-report ctl.log variant.log --steps 1-4 --control-pair ctl.log ctl-again.log
+  bench-report ctl.log profiled.log --include-profiled
   kubectl logs job/ab-var-client --prefix | bench-report ctl.log - --fail-if-slower 0.5
   bench-report ctl.log variant.log --svg timeline.svg --json -o report.json
   bench-report --numerics ref1.log ref2.log variant.log --limit grad_norm=1e-3
@@ -116,7 +117,9 @@ int main(int argc, char** argv) {
        "Reads bench driver logs (BENCH_STEP, BENCH_SUMMARY, TRAINER_STEP_TIMING) and e2e "
        "orchestrator logs (TRAINER_STEP_TIMING, `Train step N - ...`, [StepMetrics step=N]), with "
        "any line prefix, and reports seconds per optimizer step, the regular micro-batch time, "
-       "tokens/s/chip and the trainer's micro-batch timeline per run; each run against the first "
+       "tokens/s/chip (padded and real) and the trainer's micro-batch timeline per run; "
+       "micro-batch "
+       "times timed differently (device vs dispatch) are not compared; each run against the first "
        "(the control) with a seeded bootstrap interval and a verdict; and the numerics gates of a "
        "variant against two references. Exit 1 when a gate fails or --fail-if-slower trips.",
        kExamples});
@@ -130,8 +133,12 @@ int main(int argc, char** argv) {
 
   app.add_option("RUN", runs, "Logs, or - for stdin; the first is the control");
   app.add_option("--steps", steps,
-                 "A-B, A- or A: the optimizer steps to use (default: every logged step but the "
-                 "first, which compiles)");
+                 "A-B, A- or A: the optimizer steps to use, as logged (the bench driver counts "
+                 "from 0, older drivers from 1; --steps 1-4 is the seed's 'mean of steps 1-4' of "
+                 "a 5-step run). Default: every logged step but the first, which compiles");
+  app.add_flag("--include-profiled", options.include_profiled,
+               "Keep profiled steps (BENCH_STEP \"profiled\": true) in the means and medians "
+               "(default: left out, with a note)");
   app.add_option("--microbatches", microbatches,
                  "A-B or A-: micro-batches of a step (1-based) for the regular micro-batch time "
                  "(default 3-last)");
@@ -149,7 +156,8 @@ int main(int argc, char** argv) {
                  "PCT percent (s/step or micro-batch)");
   app.add_option("--svg", svg_file, "Write one step's micro-batch timeline per run to FILE");
   app.add_option("--svg-step", svg_step,
-                 "N: the step to draw (default: each run's last selected step with timing)");
+                 "N: the step to draw, as logged (from 0; default: each run's last selected step "
+                 "with timing)");
   app.add_flag("--json", json, "Machine-readable output (schema rtb.bench-report/1)");
   app.add_option("-o,--output", output, "Output file (default: - for stdout)");
   app.add_option("--bootstrap", options.bootstrap.resamples, "Bootstrap resamples")
@@ -180,8 +188,9 @@ int main(int argc, char** argv) {
       options.fail_if_slower_pct = fail_if_slower;
     }
     if (!svg_file.empty() && runs.empty()) rtb::fail("--svg needs at least one RUN log");
-    if (svg_step && *svg_step < 1)
-      rtb::fail("--svg-step {}: must be a step number >= 1", *svg_step);
+    if (svg_step && *svg_step < 0) {
+      rtb::fail("--svg-step {}: must be a step number >= 0", *svg_step);
+    }
     if (svg_file == "-" && output == "-") {
       rtb::fail("--svg - and the report would both go to stdout: give -o FILE for the report");
     }
