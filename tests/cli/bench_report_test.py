@@ -177,9 +177,13 @@ def bench_lines(name, device_s, steps=STEPS, micro_steps=MICRO_STEPS, metrics=No
   lines = [f"[TrainerBench] {name}: bench driver starting: {steps} steps x {micro_steps} fwd_bwd "
            "calls"]
   plan = bd.BenchPlan(name=name, steps=steps, micro_steps=micro_steps, regular="R", final="F",
-                      tokens_regular=tokens_regular, tokens_final=tokens_final, chips=chips)
+                      tokens_regular=tokens_regular, tokens_final=tokens_final, chips=chips,
+                      padded_tokens_per_call=BENCH_ROWS * BENCH_TOKENS_PER_ROW)
   try:
+    # On a fake clock the completions are observed in order on this thread.
     records = bd.run_steps(worker, plan, clock=clock, calls=bd.WorkerCalls(worker, Request),
+                           watcher=bd.InlineCompletionWatcher(clock),
+                           observer=bd.DeviceObserver(),
                            out=lines.append, log=lambda m: lines.append(f"[TrainerBench] {m}"))
   except RuntimeError as exc:
     lines += ["Traceback (most recent call last):",

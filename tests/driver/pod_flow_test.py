@@ -367,15 +367,16 @@ class PodFlowTest(unittest.TestCase):
                      {"pad_id": 3, "eos_id": 4})
 
     steps = [json.loads(line.split(" ", 1)[1]) for line in self.machine(result, "BENCH_STEP ")]
-    self.assertEqual([step["step"] for step in steps], [1, 2])
+    self.assertEqual([step["step"] for step in steps], [0, 1])
     for step in steps:
       self.assertFalse(step["fused_update"])
+      self.assertEqual(step["microbatch_timing"], "dispatch")  # nothing to wait on here
       self.assertEqual(step["tokens"], 3 * rows * tokens)
       self.assertEqual(len(step["microbatch_s"]), 3)
       self.assertEqual(step["metrics"], {"loss": 0.5, "gradient_norm": 2.0})
     timing = self.machine(result, "TRAINER_STEP_TIMING ")
     self.assertEqual(len(timing), 2)
-    self.assertRegex(timing[1], r"^TRAINER_STEP_TIMING step=2 policy_version=2 rtt_s=\d+\.\d{3} "
+    self.assertRegex(timing[1], r"^TRAINER_STEP_TIMING step=1 policy_version=1 rtt_s=\d+\.\d{3} "
                      r'timing=\{"v":1,"train_step":2,"mb":\[\],"update":null,"prepare":null\}$')
     (summary_line,) = self.machine(result, "BENCH_SUMMARY ")
     summary = json.loads(summary_line.split(" ", 1)[1])

@@ -76,6 +76,7 @@ import shlex
 import signal
 import statistics
 import sys
+import threading
 import time
 import traceback
 import uuid
@@ -294,6 +295,11 @@ class Settings:
   profile_window: Optional[Tuple[int, int]] = None
   profile_dir: Optional[str] = None
   bench_name: str = "bench"
+  stage_boundary: str = "auto"
+  # The orchestrator's PIPELINE_STEP_BOUNDARY / STAGE_NEXT_MICROBATCH environment in the render
+  # (render-bench copies them as ORCH_PIPELINE_STEP_BOUNDARY / ORCH_STAGE_NEXT_MICROBATCH).
+  orch_pipeline_step_boundary: Optional[str] = None
+  orch_stage_next_microbatch: Optional[str] = None
 
   def knobs(self) -> Dict[str, Any]:
     """The settings as parsed, for BENCH_SUMMARY."""
@@ -313,6 +319,7 @@ class Settings:
         "profile_window": (None if self.profile_window is None else
                            f"{self.profile_window[0]}:{self.profile_window[1]}"),
         "profile_dir": self.profile_dir,
+        "stage_boundary": self.stage_boundary,
     }
 
 
@@ -359,8 +366,87 @@ def parse_settings(env: Mapping[str, str]) -> Settings:
     settings.profile_window = parse_window("PROFILE_WINDOW", env["PROFILE_WINDOW"])
   if get("PROFILE_DIR") is not None:
     settings.profile_dir = env["PROFILE_DIR"].strip()
+  if get("STAGE_BOUNDARY") is not None:
+    settings.stage_boundary = parse_choice("STAGE_BOUNDARY", env["STAGE_BOUNDARY"],
+                                           ("auto", "on", "off"))
+  for name in ("ORCH_PIPELINE_STEP_BOUNDARY", "ORCH_STAGE_NEXT_MICROBATCH"):
+    if get(name) is not None:
+      parse_bool_word(name, env[name])  # validated here, read by resolve_stage_boundary
+      setattr(settings, name.lower(), env[name].strip())
   settings.bench_name = one_line(get("BENCH_NAME") or get("JOBSET_NAME") or "bench")
   return settings
+
+
+TRUE_WORDS = ("1", "true", "yes", "on", "t", "y")
+FALSE_WORDS = ("0", "false", "no", "off", "f", "n", "")
+
+
+def parse_bool_word(name: str, text: str) -> bool:
+  value = text.strip().lower()
+  if value in TRUE_WORDS:
+    return True
+  if value in FALSE_WORDS:
+    return False
+  raise SettingsError(f"{name}={text!r}: not a boolean (true/false, 1/0, yes/no, on/off)")
+
+
+def bool_flag(words: Sequence[str], flag: str) -> Optional[bool]:
+  """A boolean flag of an argv (`--f`, `--f=V`, `--f V`, `--nof`, `--no_f`, `--no-f`), the last
+  one winning; None when absent. A value that is not a boolean is a SettingsError."""
+  name = flag.lstrip("-")
+  value = None
+  for index, word in enumerate(words):
+    if word == flag:
+      following = words[index + 1] if index + 1 < len(words) else None
+      if following is not None and following.strip().lower() in TRUE_WORDS + FALSE_WORDS[:-1]:
+        value = parse_bool_word(flag, following)
+      else:
+        value = True
+    elif word.startswith(flag + "="):
+      value = parse_bool_word(flag, word[len(flag) + 1:])
+    elif word in (f"--no{name}", f"--no_{name}", f"--no-{name}"):
+      value = False
+  return value
+
+
+def resolve_stage_boundary(settings: Settings) -> "StagePlan":
+  """STAGE_BOUNDARY as the run will use it. `auto` follows the e2e orchestrator: its
+  --pipeline_step_boundary / --stage_next_microbatch flags in ORCH_ARGV, else its
+  PIPELINE_STEP_BOUNDARY / STAGE_NEXT_MICROBATCH environment in the render (ORCH_* copies);
+  the stage goes before the update unless --stage_before_update is false."""
+  words = settings.orch_argv
+  before = bool_flag(words, "--stage_before_update")
+  before_update = True if before is None else before
+  if settings.stage_boundary != "auto":
+    return StagePlan(settings.stage_boundary, settings.stage_boundary == "on",
+                     f"STAGE_BOUNDARY={settings.stage_boundary}", before_update)
+
+  def setting(flag: str, env_name: str, value: Optional[str]) -> Tuple[Optional[bool], str]:
+    from_flag = bool_flag(words, flag)
+    if from_flag is not None:
+      return from_flag, f"ORCH_ARGV {flag}={'true' if from_flag else 'false'}"
+    if value is not None:
+      parsed = parse_bool_word(env_name, value)
+      return parsed, f"orchestrator env {env_name}={value}"
+    return None, ""
+
+  pipeline, pipeline_from = setting("--pipeline_step_boundary", "PIPELINE_STEP_BOUNDARY",
+                                    settings.orch_pipeline_step_boundary)
+  stage_next, stage_from = setting("--stage_next_microbatch", "STAGE_NEXT_MICROBATCH",
+                                   settings.orch_stage_next_microbatch)
+  if pipeline is None:
+    pipeline_from = "PIPELINE_STEP_BOUNDARY not set in the e2e run (off)"
+    pipeline = False
+  if stage_next is None:
+    stage_next = pipeline
+    stage_from = "STAGE_NEXT_MICROBATCH follows PIPELINE_STEP_BOUNDARY"
+  source = f"auto: {pipeline_from}; {stage_from}"
+  if stage_next and not pipeline:
+    return StagePlan("auto", False, source + " (the e2e refuses staging without the pipelined "
+                     "boundary, so it does not stage)", before_update)
+  if before is not None:
+    source += f"; ORCH_ARGV --stage_before_update={'true' if before else 'false'}"
+  return StagePlan("auto", bool(pipeline and stage_next), source, before_update)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -740,37 +826,82 @@ def response_updated(response: Any) -> bool:
   return bool(_find_in(response, "updated"))
 
 
+def _named_params(function: Any) -> Tuple[Dict[str, inspect.Parameter], bool]:
+  """(named parameters, takes **kwargs) of a callable; ({}, False) when it has no signature."""
+  try:
+    params = dict(inspect.signature(function).parameters)
+  except (TypeError, ValueError):
+    return {}, False
+  var_kw = any(param.kind == inspect.Parameter.VAR_KEYWORD for param in params.values())
+  return {name: param for name, param in params.items()
+          if param.kind not in (inspect.Parameter.VAR_KEYWORD,
+                                inspect.Parameter.VAR_POSITIONAL)}, var_kw
+
+
+# Update paths of a step (BENCH_STEP "update").
+UPDATE_FUSED = "fused"        # the last fwd_bwd(apply_optimizer=True) applies it (tunix#2719)
+UPDATE_EXPLICIT = "explicit"  # update() after the last fwd_bwd (the engine's RPC pair)
+UPDATE_DEFERRED = "deferred"  # fwd_bwd(apply_optimizer=True, defer_update=True), then
+                              # apply_deferred_update() (the staged step boundary)
+
+
 class WorkerCalls:
-  """Calls a TrainerWorker's fwd_bwd the way its generation expects.
+  """Calls a TrainerWorker the way its generation expects.
 
   - A worker whose fwd_bwd takes `request` gets a TrainRequest (the engine's call). The
-    optimizer flags are passed only when its signature names them: they would otherwise travel
-    through **kwargs into the trainer.
+    optimizer flags are passed only when its signature names them: through **kwargs they would
+    travel into the trainer's fwd_bwd.
   - An older worker takes the payload itself and pops accumulate_gradients / apply_optimizer
     from its keyword arguments (it then updates inside the call and reports `updated`).
+  - Staging (stage_fwd_bwd, defer_update, apply_deferred_update) exists in no public Tunix
+    release: it is the seed's TrainerWorker change (PIPELINE_STEP_BOUNDARY /
+    STAGE_NEXT_MICROBATCH, with AI-Hypercomputer/maxtext#5718). It is used only when the worker
+    names each call and argument exactly.
   """
 
   def __init__(self, worker: Any, make_request: Optional[Callable[[Any], Any]] = None):
     self.worker = worker
     self.make_request = make_request
-    try:
-      params = inspect.signature(worker.fwd_bwd).parameters
-    except (TypeError, ValueError):
-      params = {}
-    kinds = [param.kind for param in params.values()]
-    var_kw = inspect.Parameter.VAR_KEYWORD in kinds
+    params, var_kw = _named_params(getattr(worker, "fwd_bwd", None))
     self.takes_request = "request" in params
     self.payload_keyword = next((name for name in ("payload", "batch") if name in params), None)
     legacy = not self.takes_request and var_kw
     self.pass_apply = "apply_optimizer" in params or legacy
     self.pass_accumulate = "accumulate_gradients" in params or legacy
     self.pass_skip_jit = "skip_jit" in params or var_kw
+    self.can_defer = "defer_update" in params
+    stage = getattr(worker, "stage_fwd_bwd", None)
+    stage_params, _ = _named_params(stage) if callable(stage) else ({}, False)
+    self.can_stage_request = callable(stage) and "request" in stage_params
+    self.can_apply_deferred = callable(getattr(worker, "apply_deferred_update", None))
 
   @property
   def can_fuse(self) -> bool:
     return self.pass_apply
 
-  def fwd_bwd(self, payload: Any, apply_optimizer: bool) -> Any:
+  def staging_gaps(self, before_update: bool) -> List[str]:
+    """What this worker lacks for a staged step boundary (empty: it can stage)."""
+    gaps = []
+    if not self.takes_request:
+      gaps.append("fwd_bwd(request=...) (staging hands the next step's TrainRequest over)")
+    if not self.can_stage_request:
+      gaps.append("TrainerWorker.stage_fwd_bwd(request)")
+    if before_update and self.can_fuse and not (self.can_defer and self.can_apply_deferred):
+      # A worker that fuses the update into the last call must defer it, or the stage would
+      # follow the update's dispatch.
+      if not self.can_defer:
+        gaps.append("fwd_bwd(..., defer_update=True)")
+      if not self.can_apply_deferred:
+        gaps.append("TrainerWorker.apply_deferred_update()")
+    return gaps
+
+  def request(self, payload: Any) -> Any:
+    """What one fwd_bwd call carries: a TrainRequest for a request-taking worker."""
+    if self.takes_request and self.make_request is not None:
+      return self.make_request(payload)
+    return payload
+
+  def fwd_bwd(self, request: Any, apply_optimizer: bool, defer_update: bool = False) -> Any:
     kwargs: Dict[str, Any] = {}
     if self.pass_skip_jit:
       kwargs["skip_jit"] = False
@@ -778,13 +909,20 @@ class WorkerCalls:
       kwargs["accumulate_gradients"] = True
     if self.pass_apply:
       kwargs["apply_optimizer"] = apply_optimizer
+    if defer_update:
+      kwargs["defer_update"] = True
     if self.takes_request:
-      request = self.make_request(payload) if self.make_request else payload
       return self.worker.fwd_bwd(request=request, **kwargs)
     if self.payload_keyword:
-      kwargs[self.payload_keyword] = payload
+      kwargs[self.payload_keyword] = request
       return self.worker.fwd_bwd(**kwargs)
-    return self.worker.fwd_bwd(payload, **kwargs)
+    return self.worker.fwd_bwd(request, **kwargs)
+
+  def stage(self, request: Any) -> Any:
+    return self.worker.stage_fwd_bwd(request=request)
+
+  def apply_deferred_update(self) -> Any:
+    return self.worker.apply_deferred_update()
 
   def update(self) -> Any:
     return self.worker.update()
@@ -816,17 +954,22 @@ def block_tree(tree: Any, depth: int = 0, budget: Optional[List[int]] = None) ->
       block_tree(value, depth + 1, budget)
 
 
+def _blockable(value: Any) -> bool:
+  return value is not None and not isinstance(value, type) and callable(
+      getattr(value, "block_until_ready", None))
+
+
 def _find_token(response: Any) -> Any:
   """A blockable array carried by a response (directly, in a mapping, or in its metadata)."""
   if response is None:
     return None
-  if callable(getattr(response, "block_until_ready", None)):
+  if _blockable(response):
     return response
   values: List[Any] = []
   if isinstance(response, Mapping):
     values = list(response.values())
   else:
-    for name in ("token", "loss", "result", "metadata"):
+    for name in ("token", "loss", "aux", "result", "metadata"):
       value = getattr(response, name, None)
       if value is not None:
         values.append(value)
@@ -834,87 +977,386 @@ def _find_token(response: Any) -> Any:
     if isinstance(value, Mapping):
       values.extend(value.values())
       continue
-    if callable(getattr(value, "block_until_ready", None)):
+    if _blockable(value):
       return value
   return None
 
 
-class DeviceWaiter:
-  """Knows when device work is done, by the best means the worker offers.
+# Where a call's device completion comes from (BENCH_STEP "microbatch_timing_source").
+SOURCE_STEP_TIMING = "step_timing"  # the trainer's TRAINER_STEP_TIMING ready times
+SOURCE_TOKEN = "token"              # a readiness token (trainer or response)
+SOURCE_LOSS = "loss"                # the call's own loss array in the trainer's metric buffer
+SOURCE_DISPATCH = "dispatch"        # none: host dispatch intervals
 
-  In order: a JAX array in the call's response; the trainer's fresh readiness token
-  (`last_fwd_bwd_token` / `last_update_token`, as Tunix's StepTimer reads them); otherwise
-  `fence` fetches the worker's metrics (device_get waits for the update that produced them) and,
-  with `block_all`, also blocks on every live device array.
+
+def _trainer_of(worker: Any) -> Any:
+  return getattr(worker, "_trainer", None)
+
+
+def _engines_of(worker: Any) -> List[Any]:
+  """The trainer and what it wraps (Tunix's MaxText adapter keeps the engine as `engine` /
+  `_engine`), outermost first."""
+  found, current = [], _trainer_of(worker)
+  while current is not None and len(found) < 4 and all(current is not seen for seen in found):
+    found.append(current)
+    current = next((getattr(current, name) for name in ("_engine", "engine")
+                    if getattr(current, name, None) is not None), None)
+  return found
+
+
+class DeviceObserver:
+  """Finds, for each call, something that becomes ready when the call's device work is done.
+
+  In order: a blockable array in the call's response, or the trainer's fresh readiness token
+  (`last_fwd_bwd_token` / `last_update_token`, which Tunix's StepTimer reads); else the loss
+  that the call's own kernel produced, which MaxText's engine keeps in `_cached_losses` (its
+  fwd_bwd returns None at dispatch). Reading that list never changes it. The trainer's own
+  ready times (get_step_timing) outrank all of these; the step loop prefers them when a step's
+  record has every one.
+
+  `fence()` waits for all device work without consuming anything (`block_all`, in the pod one
+  batched wait on every live JAX array): the step end when no update token exists, and the
+  profiler's window end when the window's last call has nothing to wait on.
   """
 
   def __init__(self, block_all: Optional[Callable[[], None]] = None):
     self.block_all = block_all
-    self._seen: Dict[str, int] = {}
+    # The last token / loss entry seen, held (not only its id) so that a freed array's id can
+    # never make a new one look stale.
+    self._seen: Dict[str, Any] = {}
+    self._seen_loss: Any = None
 
-  def token(self, worker: Any, response: Any, kind: str) -> Any:
+  def _fresh_trainer_token(self, worker: Any, name: str) -> Any:
+    for trainer in _engines_of(worker):
+      token = getattr(trainer, name, None)
+      if not _blockable(token):
+        continue
+      if self._seen.get(name) is token:
+        return None  # stale: the same array as after the previous call
+      self._seen[name] = token
+      return token
+    return None
+
+  def _fresh_loss(self, worker: Any) -> Any:
+    # MaxText's engine appends each fwd_bwd's loss (a WeightedMetric of device arrays, an
+    # output of that call's kernel) to `_cached_losses` and clears the list in update()
+    # (AI-Hypercomputer/maxtext src/maxtext/training_engine/maxtext_engine.py@e591f30c).
+    for trainer in _engines_of(worker):
+      losses = getattr(trainer, "_cached_losses", None)
+      if not isinstance(losses, list):
+        continue
+      if not losses:
+        return None
+      newest = losses[-1]
+      if self._seen_loss is newest:
+        return None  # the call added nothing: not this call's result
+      self._seen_loss = newest
+      return newest if _has_blockable(newest) else None
+    return None
+
+  def completion(self, worker: Any, response: Any, kind: str) -> Tuple[Any, str]:
+    """(waitable, source) for a call just dispatched; (None, "dispatch") when nothing fits."""
     token = _find_token(response)
     if token is not None:
-      return token
-    trainer = getattr(worker, "_trainer", None)
+      return token, SOURCE_TOKEN
     name = "last_update_token" if kind == "update" else "last_fwd_bwd_token"
-    token = getattr(trainer, name, None) if trainer is not None else None
-    if token is None or not callable(getattr(token, "block_until_ready", None)):
+    token = self._fresh_trainer_token(worker, name)
+    if token is not None:
+      return token, SOURCE_TOKEN
+    if kind == "fwd_bwd":
+      loss = self._fresh_loss(worker)
+      if loss is not None:
+        return loss, SOURCE_LOSS
+    return None, SOURCE_DISPATCH
+
+  def can_fence(self) -> bool:
+    return self.block_all is not None
+
+  def fence(self) -> bool:
+    """Waits for all device work; False when there is no way to (the caller says so)."""
+    if self.block_all is None:
+      return False
+    self.block_all()
+    return True
+
+
+def _has_blockable(tree: Any) -> bool:
+  """Whether a loss record holds a device array (directly or as a dataclass / mapping field)."""
+  if _blockable(tree):
+    return True
+  if dataclasses.is_dataclass(tree) and not isinstance(tree, type):
+    return any(_blockable(getattr(tree, field.name, None)) for field in dataclasses.fields(tree))
+  if isinstance(tree, Mapping):
+    return any(_blockable(value) for value in tree.values())
+  return False
+
+
+class CompletionWatcher:
+  """Records when each watched call's device work completes, without holding up dispatch.
+
+  A daemon thread waits on the calls' waitables in order and notes the clock as each becomes
+  ready, as Tunix's StepTimer does with its "step-timer-ready" thread; the step loop never blocks
+  between dispatches, so MaxText's own throttle (max_inflight_computations) alone decides how
+  far the host runs ahead, as in the e2e run. A call whose waitable was handed over after it was
+  already ready gets the hand-over time: an upper bound, reached only when the device was
+  waiting for the host anyway.
+  """
+
+  def __init__(self, clock: Callable[[], float] = time.monotonic):
+    self.clock = clock
+    self._lock = threading.Lock()
+    self._pending: List[Tuple[Any, Any]] = []
+    self._wake = threading.Condition(self._lock)
+    self._times: Dict[Any, float] = {}
+    self._errors: Dict[Any, BaseException] = {}
+    self._done: Dict[Any, threading.Event] = {}
+    self._thread = threading.Thread(target=self._run, name="bench-completion", daemon=True)
+    self._thread.start()
+
+  def watch(self, key: Any, waitable: Any) -> None:
+    with self._lock:
+      self._done[key] = threading.Event()
+      self._pending.append((key, waitable))
+      self._wake.notify()
+
+  def settle(self) -> None:
+    """Nothing to do: the thread observes completions as they happen."""
+
+  def _run(self) -> None:
+    while True:
+      with self._lock:
+        while not self._pending:
+          self._wake.wait()
+        key, waitable = self._pending.pop(0)
+      try:
+        block_tree(waitable)
+        when = self.clock()
+        with self._lock:
+          self._times[key] = when
+      except BaseException as exc:  # pylint: disable=broad-except
+        with self._lock:
+          self._errors[key] = exc
+      self._done[key].set()
+
+  def is_done(self, key: Any) -> bool:
+    event = self._done.get(key)
+    return event is not None and event.is_set()
+
+  def wait(self, key: Any) -> Optional[float]:
+    """Blocks until `key` completed; its completion time (None if it was never watched)."""
+    event = self._done.get(key)
+    if event is None:
       return None
-    if self._seen.get(name) == id(token):
-      return None  # stale: the same array as after the previous call
-    self._seen[name] = id(token)
-    return token
+    event.wait()
+    with self._lock:
+      if key in self._errors:
+        raise self._errors.pop(key)
+      return self._times.get(key)
 
-  def wait(self, token: Any) -> None:
-    block_tree(token)
+  def drain(self, keys: Sequence[Any]) -> Dict[Any, float]:
+    return {key: when for key in keys if (when := self.wait(key)) is not None}
 
-  def fence(self, worker: Any) -> Any:
-    metrics = None
-    get_metrics = getattr(worker, "get_metrics", None)
-    if callable(get_metrics):
-      metrics = get_metrics()
-      block_tree(metrics)
-    if self.block_all is not None:
-      self.block_all()
-    return metrics
+  def forget(self, keys: Sequence[Any]) -> None:
+    with self._lock:
+      for key in keys:
+        self._times.pop(key, None)
+        self._done.pop(key, None)
 
 
-def scalar_metrics(tree: Any, prefix: str = "", depth: int = 0,
-                   out: Optional[Dict[str, float]] = None) -> Dict[str, float]:
-  """Best-effort flattening of a metrics record into name -> float (for BENCH_STEP)."""
-  out = {} if out is None else out
-  if tree is None or depth > 4 or len(out) >= 64:
-    return out
-  try:
-    if isinstance(tree, (bool, str, bytes)):
-      return out
-    if isinstance(tree, (int, float, np.generic)) or (hasattr(tree, "shape") and
-                                                      np.size(tree) == 1 and
-                                                      not isinstance(tree, Mapping)):
-      value = float(np.asarray(tree).reshape(()))
-      if math.isfinite(value) and prefix:
-        out[prefix] = value
-      return out
-    if isinstance(tree, Mapping):
-      for key, value in tree.items():
-        scalar_metrics(value, f"{prefix}/{key}" if prefix else str(key), depth + 1, out)
-      return out
-    if isinstance(tree, (list, tuple)) and tree:
-      numbers = [float(np.asarray(v).reshape(())) for v in tree
-                 if isinstance(v, (int, float, np.generic)) or
-                 (hasattr(v, "shape") and np.size(v) == 1)]
-      if numbers and len(numbers) == len(tree) and prefix:
-        out[prefix] = float(np.mean(numbers))
+class InlineCompletionWatcher:
+  """CompletionWatcher for single-threaded tests on a fake clock: each waitable is waited on
+  once the next call has been dispatched (settle), or when asked, in order."""
+
+  def __init__(self, clock: Callable[[], float]):
+    self.clock = clock
+    self._order: List[Any] = []
+    self._waitables: Dict[Any, Any] = {}
+    self._times: Dict[Any, float] = {}
+
+  def watch(self, key: Any, waitable: Any) -> None:
+    self._order.append(key)
+    self._waitables[key] = waitable
+
+  def _resolve_through(self, index: int) -> None:
+    for key in self._order[:index + 1]:
+      if key not in self._times:
+        block_tree(self._waitables[key])
+        self._times[key] = self.clock()
+
+  def settle(self) -> None:
+    self._resolve_through(len(self._order) - 2)
+
+  def is_done(self, key: Any) -> bool:
+    return key in self._times
+
+  def wait(self, key: Any) -> Optional[float]:
+    if key not in self._waitables:
+      return None
+    self._resolve_through(self._order.index(key))
+    return self._times[key]
+
+  def drain(self, keys: Sequence[Any]) -> Dict[Any, float]:
+    return {key: when for key in keys if (when := self.wait(key)) is not None}
+
+  def forget(self, keys: Sequence[Any]) -> None:
+    for key in keys:
+      if key in self._waitables:
+        self._order.remove(key)
+        self._waitables.pop(key)
+        self._times.pop(key, None)
+
+
+# ---- Metrics ------------------------------------------------------------------------------------
+
+
+def _as_scalar(value: Any) -> Optional[float]:
+  """A Python number, a NumPy scalar or a one-element array as a float; None otherwise."""
+  if isinstance(value, bool) or value is None:
+    return None
+  if isinstance(value, (int, float, np.generic)):
+    return float(value)
+  if hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(value, Mapping):
+    try:
+      if int(np.size(value)) == 1:
+        return float(np.asarray(value).reshape(()))
+    except (TypeError, ValueError):
+      return None
+  return None
+
+
+def _as_vector(value: Any) -> Optional[np.ndarray]:
+  """A number or a numeric array (any size) as a flat float64 array; None otherwise."""
+  if isinstance(value, bool) or value is None or isinstance(value, (str, bytes, Mapping)):
+    return None
+  if isinstance(value, (int, float, np.generic)) or (hasattr(value, "shape") and
+                                                     hasattr(value, "dtype")):
+    try:
+      array = np.asarray(value, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+      return None
+    return array if array.size else None
+  return None
+
+
+# Field names of a weighted metric: MaxText's and Tunix's WeightedMetric (unreduced_sum /
+# denominator: maxtext training_engine/abstract_engine.py@e591f30c, tunix sft/utils.py@c7d8950f),
+# and value / weight as other trainers write them.
+WEIGHTED_FIELDS = (("unreduced_sum", "denominator"), ("value", "weight"))
+
+
+def _weighted(value: Any) -> Optional[Tuple[Any, Any]]:
+  """(numerator, denominator) of a weighted metric (an object or a mapping), else None."""
+  for numerator, denominator in WEIGHTED_FIELDS:
+    if isinstance(value, Mapping):
+      if numerator in value and denominator in value:
+        return value[numerator], value[denominator]
+    elif hasattr(value, numerator) and hasattr(value, denominator) and not callable(
+        getattr(value, numerator)):
+      return getattr(value, numerator), getattr(value, denominator)
+  return None
+
+
+def _is_metrics_buffer(value: Any) -> bool:
+  return not isinstance(value, Mapping) and any(
+      isinstance(getattr(value, table, None), Mapping)
+      for table in ("weighted_metrics", "scalar_metrics"))
+
+
+def scalar_metrics(tree: Any, warn: Optional[Callable[[str], None]] = None,
+                   warned: Optional[set] = None) -> Dict[str, float]:
+  """Flattens what a trainer's get_metrics() returns into name -> float for BENCH_STEP.
+
+  Kinds read: Python and NumPy scalars and one-element arrays; weighted metrics (MaxText's and
+  Tunix's WeightedMetric: sum(unreduced_sum) / sum(denominator) over the step's micro-batches,
+  0 when the denominator is 0); MetricsBuffers (weighted_metrics and scalar_metrics tables whose
+  arrays hold one entry per micro-batch: reduced by the buffer's aggregation function for that
+  name, else their mean) and lists of them (MaxText's get_metrics() returns one buffer per step
+  since the last call; later ones win); lists of numbers (their mean); nested mappings (names
+  joined with '/'). Any other kind is named once through `warn`, never dropped silently.
+  """
+  out: Dict[str, float] = {}
+  warned = set() if warned is None else warned
+
+  def note(name: str, value: Any) -> None:
+    kind = type(value).__name__
+    if warn is not None and (name, kind) not in warned:
+      warned.add((name, kind))
+      warn(f"metric {name or '<root>'}: a {kind} is not a metric kind the driver reads; left out")
+
+  def weighted(name: str, pair: Tuple[Any, Any], value: Any) -> None:
+    numerator, denominator = _as_vector(pair[0]), _as_vector(pair[1])
+    if numerator is None or denominator is None:
+      note(name, value)
+      return
+    total = float(denominator.sum())
+    out[name] = float(numerator.sum()) / total if total != 0 else 0.0
+
+  def buffer(name: str, value: Any) -> None:
+    functions = getattr(value, "aggregation_fns", None)
+    functions = functions if isinstance(functions, Mapping) else {}
+    for key, item in (getattr(value, "weighted_metrics", None) or {}).items():
+      pair = _weighted(item)
+      full = f"{name}/{key}" if name else str(key)
+      if pair is None:
+        note(full, item)
       else:
-        scalar_metrics(tree[-1], prefix, depth + 1, out)
-      return out
-    for name in ("weighted_metrics", "scalar_metrics", "metrics", "value"):
-      if hasattr(tree, name):
-        scalar_metrics(getattr(tree, name), prefix, depth + 1, out)
-  except (TypeError, ValueError):
-    pass
-  return out
+        weighted(full, pair, item)
+    for key, item in (getattr(value, "scalar_metrics", None) or {}).items():
+      full = f"{name}/{key}" if name else str(key)
+      vector = _as_vector(item)
+      if vector is None:
+        note(full, item)
+        continue
+      reduce = functions.get(key)
+      try:
+        reduced = _as_scalar(reduce(vector)) if callable(reduce) else float(vector.mean())
+      except Exception:  # pylint: disable=broad-except
+        reduced = None
+      if reduced is None:
+        note(full, item)
+      else:
+        out[full] = reduced
+
+  def one(name: str, value: Any, depth: int) -> None:
+    if depth > 6 or len(out) >= 256:
+      return
+    if isinstance(value, (str, bytes, bool)) or value is None:
+      return
+    scalar = _as_scalar(value)
+    if scalar is not None:
+      out[name] = scalar  # non-finite values too: they are what the numerics gates catch
+      return
+    pair = _weighted(value)
+    if pair is not None:
+      weighted(name, pair, value)
+      return
+    if _is_metrics_buffer(value):
+      buffer(name, value)
+      return
+    if isinstance(value, Mapping):
+      for key, item in value.items():
+        one(f"{name}/{key}" if name else str(key), item, depth + 1)
+      return
+    if isinstance(value, (list, tuple)):
+      if value and all(_is_metrics_buffer(item) for item in value):
+        for item in value:
+          buffer(name, item)
+        return
+      scalars = [_as_scalar(item) for item in value]
+      if value and all(item is not None for item in scalars):
+        out[name] = float(np.mean(scalars))
+        return
+      if value:
+        note(name, value)
+      return
+    note(name, value)
+
+  if tree is not None:
+    one("", tree, 0)
+  return {name: value for name, value in out.items() if name}
+
+
+# ---- Profiler, TRAINER_STEP_TIMING --------------------------------------------------------------
 
 
 class JaxProfiler:
@@ -936,26 +1378,78 @@ def _json_scalar(value: Any) -> Any:
   raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
+@dataclasses.dataclass
+class TimingSnapshot:
+  """One get_step_timing() record with the driver's clock at the snapshot (call midpoint)."""
+  record: Any
+  at: float
+
+
 def log_step_timing(worker: Any, step: int, policy_version: int, clock: Callable[[], float],
-                    out: Callable[[str], None] = emit) -> Optional[str]:
+                    out: Callable[[str], None] = emit) -> Optional[TimingSnapshot]:
   """Logs one TRAINER_STEP_TIMING line when the worker has get_step_timing (else nothing)."""
   get_timing = getattr(worker, "get_step_timing", None)
   if not callable(get_timing):
     return None
   start = clock()
+  snapshot = None
   try:
     timing = get_timing()
-    rtt = clock() - start
+    end = clock()
+    rtt = end - start
     if timing is None:
       raise ValueError("get_step_timing returned None")
     text = json.dumps(timing, separators=(",", ":"), allow_nan=False, default=_json_scalar)
+    snapshot = TimingSnapshot(record=timing, at=start + rtt / 2)
   except Exception as exc:  # pylint: disable=broad-except
     line = f"TRAINER_STEP_TIMING step={step} unavailable: {describe_exception(exc)}"
   else:
     line = "TRAINER_STEP_TIMING step=%d policy_version=%d rtt_s=%.3f timing=%s" % (
         step, policy_version, rtt, text)
   out(line)
-  return line
+  return snapshot
+
+
+def ready_times(snapshot: Optional[TimingSnapshot],
+                calls: int) -> Optional[Tuple[List[float], Optional[float]]]:
+  """The trainer's own device completion times of a step's calls and update, on the driver's
+  clock ((mb times, update time or None)), when its record has a ready time for every call."""
+  if snapshot is None or not isinstance(snapshot.record, Mapping):
+    return None
+  entries = snapshot.record.get("mb")
+  if not isinstance(entries, list) or len(entries) != calls:
+    return None
+  times = []
+  for entry in entries:
+    ago = entry.get("ready_ago_s") if isinstance(entry, Mapping) else None
+    if isinstance(ago, bool) or not isinstance(ago, (int, float)) or not math.isfinite(ago):
+      return None
+    times.append(snapshot.at - float(ago))
+  update = snapshot.record.get("update")
+  update_ago = update.get("ready_ago_s") if isinstance(update, Mapping) else None
+  update_at = (snapshot.at - float(update_ago) if isinstance(update_ago, (int, float)) and
+               not isinstance(update_ago, bool) else None)
+  return times, update_at
+
+
+# ---- The plan and its records -------------------------------------------------------------------
+
+# What each figure measures; BENCH_SUMMARY carries this table, README explains it.
+DEFINITIONS = {
+    "seconds": "one optimizer step: from its first fwd_bwd dispatch until all of its device "
+               "work, the update included, is done",
+    "microbatch_s/device": "from the later of the call's dispatch and the previous call's device "
+                           "completion to its own device completion",
+    "microbatch_s/dispatch": "host dispatch intervals (the next call's dispatch minus this "
+                             "one's; the last call: until the step's end); with an "
+                             "asynchronous engine they lag the device by up to "
+                             "max_inflight_computations calls",
+    "tokens_per_s_per_chip": "rows x tokens_per_row x micro_steps (padding included, the seed's "
+                             "definition) / seconds / chips",
+    "real_tokens_per_s_per_chip": "real (non-padding) tokens of the step / seconds / chips",
+    "first_step_s": "step 0, which includes the compile when the trainer compiles lazily "
+                    "(MaxText's compile() only stages)",
+}
 
 
 @dataclasses.dataclass
@@ -969,12 +1463,26 @@ class BenchPlan:
   tokens_regular: int
   tokens_final: int
   chips: int
+  padded_tokens_per_call: int = 0  # rows x tokens_per_row
   profile_window: Optional[Tuple[int, int]] = None
   profile_dir: Optional[str] = None
+  stage_boundary: Optional["StagePlan"] = None
 
   @property
   def tokens_per_step(self) -> int:
     return self.tokens_regular * (self.micro_steps - 1) + self.tokens_final
+
+  @property
+  def padded_tokens_per_step(self) -> int:
+    return self.padded_tokens_per_call * self.micro_steps
+
+  def profiled(self, step: int) -> bool:
+    """Whether any fwd_bwd call of `step` (0-based) is inside PROFILE_WINDOW."""
+    if self.profile_window is None:
+      return False
+    first, last = step * self.micro_steps, (step + 1) * self.micro_steps - 1
+    start, count = self.profile_window
+    return first <= start + count - 1 and start <= last
 
 
 @dataclasses.dataclass
@@ -985,6 +1493,13 @@ class StepRecord:
   tokens: int
   tokens_per_s_per_chip: float
   fused_update: bool
+  microbatch_timing: str = "dispatch"
+  microbatch_timing_source: str = SOURCE_DISPATCH
+  padded_tokens: int = 0
+  real_tokens_per_s_per_chip: float = 0.0
+  update: str = UPDATE_EXPLICIT
+  staged: bool = False
+  profiled: bool = False
   train_step: Optional[int] = None
   metrics: Optional[Dict[str, float]] = None
 
@@ -993,9 +1508,16 @@ class StepRecord:
         "step": self.step,
         "seconds": round(self.seconds, 6),
         "microbatch_s": [round(value, 6) for value in self.microbatch_s],
+        "microbatch_timing": self.microbatch_timing,
+        "microbatch_timing_source": self.microbatch_timing_source,
         "tokens": self.tokens,
+        "padded_tokens": self.padded_tokens,
         "tokens_per_s_per_chip": round(self.tokens_per_s_per_chip, 3),
+        "real_tokens_per_s_per_chip": round(self.real_tokens_per_s_per_chip, 3),
+        "update": self.update,
         "fused_update": self.fused_update,
+        "staged": self.staged,
+        "profiled": self.profiled,
     }
     if self.train_step is not None:
       record["train_step"] = self.train_step
@@ -1008,7 +1530,7 @@ class _Profile:
   """The PROFILE_WINDOW state: starts before the window's first call, stops exactly once."""
 
   def __init__(self, window: Optional[Tuple[int, int]], log_dir: Optional[str], profiler: Any,
-                 log: Callable[[str], None]):
+               log: Callable[[str], None]):
     self.window = window
     self.log_dir = log_dir or "/tmp/bench_profile"
     self.profiler = profiler
@@ -1050,96 +1572,242 @@ def _int_or_none(value: Any) -> Optional[int]:
     return None
 
 
-def run_steps(worker: Any, plan: BenchPlan, *, clock: Callable[[], float] = time.monotonic,
-              profiler: Any = None, waiter: Optional[DeviceWaiter] = None,
-              calls: Optional[WorkerCalls] = None, out: Callable[[str], None] = emit,
-              log: Callable[[str], None] = say) -> List[StepRecord]:
-  """Times plan.steps optimizer steps of plan.micro_steps fwd_bwd calls each.
+# ---- The staged step boundary -------------------------------------------------------------------
 
-  Every call accumulates gradients; the last of a step asks for the optimizer update. A worker
-  that reports `updated` has applied it inside that call; otherwise update() follows. A step ends
-  when its device work is done (DeviceWaiter). microbatch_s[i] runs from the later of call i's
-  dispatch and the end of call i-1 to the end of call i, where a call ends when its readiness
-  token is ready, or, without tokens, when the next call is dispatched (the last call: at the
-  step's end, which includes an explicit update).
+
+@dataclasses.dataclass
+class StagePlan:
+  """STAGE_BOUNDARY as resolved: whether to stage, where, and why (for BENCH_SUMMARY)."""
+  requested: str  # auto | on | off
+  resolved: bool
+  source: str
+  before_update: bool = True
+
+
+class StageState:
+  """Staging while it runs: latched off by the first failed or overlap-free stage."""
+
+  def __init__(self, plan: Optional[StagePlan], log: Callable[[str], None]):
+    self.plan = plan
+    self.active = bool(plan and plan.resolved)
+    self.log = log
+    self.staged_steps: List[int] = []
+    self.latched_off: Optional[str] = None
+    self.overlap_unmeasured = False
+
+  def latch_off(self, reason: str) -> None:
+    if self.active:
+      self.active = False
+      self.latched_off = reason
+      self.log(f"staged step boundary: off for the rest of the run: {reason}")
+
+  def summary(self) -> Dict[str, Any]:
+    return {
+        "requested": self.plan.requested if self.plan else "off",
+        "resolved": "on" if self.plan and self.plan.resolved else "off",
+        "source": self.plan.source if self.plan else "",
+        "position": ("before_update" if not self.plan or self.plan.before_update else
+                     "after_update"),
+        "engaged": bool(self.staged_steps),
+        "staged_steps": list(self.staged_steps),
+        "latched_off": self.latched_off,
+    }
+
+
+def _stage_reported_no_overlap(response: Any) -> Optional[str]:
+  """The worker's own verdict on a stage: a reason when it says it staged nothing or
+  overlapped nothing, else None."""
+  staged = _find_in(response, "staged")
+  if staged is False:
+    reason = _find_in(response, "reason")
+    return f"the worker staged nothing ({one_line(reason)})" if reason else "the worker staged nothing"
+  overlap = _find_in(response, "overlap_s")
+  if isinstance(overlap, (int, float)) and not isinstance(overlap, bool) and overlap <= 0:
+    return "the stage measured no overlap with the device (the worker's overlap_s is 0)"
+  return None
+
+
+# ---- The step loop ------------------------------------------------------------------------------
+
+
+def run_steps(worker: Any, plan: BenchPlan, *, clock: Callable[[], float] = time.monotonic,
+              profiler: Any = None, observer: Optional[DeviceObserver] = None,
+              watcher: Any = None, calls: Optional[WorkerCalls] = None,
+              out: Callable[[str], None] = emit, log: Callable[[str], None] = say,
+              stage_state: Optional[StageState] = None) -> List[StepRecord]:
+  """Times plan.steps optimizer steps (numbered from 0) of plan.micro_steps fwd_bwd calls each.
+
+  Every call accumulates gradients; the last of a step asks for the optimizer update, which the
+  worker applies inside the call (fused), defers until apply_deferred_update() (staged
+  boundary), or leaves to update() (explicit). A step ends when all of its device work, the
+  update included, is done: the update's readiness token, else a fence on every device array.
+  Micro-batch times are device times when every call of the step has a completion (the
+  trainer's ready times, a readiness token, or the call's loss array), else dispatch intervals;
+  each BENCH_STEP says which.
   """
-  waiter = waiter or DeviceWaiter()
+  observer = observer or DeviceObserver()
+  watcher = watcher if watcher is not None else CompletionWatcher(clock)
   calls = calls or WorkerCalls(worker)
+  stage = stage_state or StageState(plan.stage_boundary, log)
   profile = _Profile(plan.profile_window, plan.profile_dir, profiler or JaxProfiler(), log)
   total_calls = plan.steps * plan.micro_steps
   if plan.profile_window is not None and plan.profile_window[0] >= total_calls:
     log(f"profiler: PROFILE_WINDOW starts at call {plan.profile_window[0]} but the run makes "
         f"only {total_calls} fwd_bwd calls: no trace")
+  warned_metrics: set = set()
+  unfenced_warned = False
   records = []
   call_index = 0
+  staged_request = None  # the next step's first request, staged on the trainer host
   try:
-    for step in range(1, plan.steps + 1):
+    for step in range(plan.steps):
       begins: List[float] = []
-      ends: List[Optional[float]] = []
-      tokens: List[Any] = []
-      fused = False
-      train_step = None
+      keys: List[Any] = []
+      sources: List[str] = []
+      waitables: List[Any] = []
+      staged_now = staged_request is not None
+      # A worker that fuses the update into the last call defers it while staging is on, so
+      # that the stage runs before the update (the seed's --stage_before_update).
+      # (The last step defers too, so that every step takes the same path.)
+      deferred = bool(stage.active and calls.can_fuse and stage.plan.before_update)
       step_start = clock()
+      response = None
       for index in range(plan.micro_steps):
         last = index == plan.micro_steps - 1
+        payload = plan.final if last else plan.regular
+        if index == 0 and staged_request is not None:
+          request, staged_request = staged_request, None
+        else:
+          request = calls.request(payload)
         profile.start(call_index)
         begins.append(clock())
-        response = calls.fwd_bwd(plan.final if last else plan.regular, apply_optimizer=last)
-        tokens.append(waiter.token(worker, response, "fwd_bwd"))
-        ends.append(None)
-        if index > 0 and tokens[index - 1] is not None and ends[index - 1] is None:
-          waiter.wait(tokens[index - 1])
-          ends[index - 1] = clock()
-        if last:
-          fused = response_updated(response)
-          train_step = _int_or_none(_find_in(response, "train_step"))
+        if last and deferred:
+          response = calls.fwd_bwd(request, apply_optimizer=True, defer_update=True)
+        else:
+          response = calls.fwd_bwd(request, apply_optimizer=last)
+        waitable, source = observer.completion(worker, response, "fwd_bwd")
+        key = (step, index)
+        keys.append(key if waitable is not None else None)
+        waitables.append(waitable)
+        sources.append(source)
+        if waitable is not None:
+          watcher.watch(key, waitable)
+          watcher.settle()
         if profile.is_last(call_index) and profile.started:
-          # The trace must hold this call's device work: block on it before stopping.
-          if tokens[index] is not None:
-            waiter.wait(tokens[index])
-            ends[index] = clock()
-          else:
-            waiter.fence(worker)
+          # The trace must hold this call's device work: wait for it, consuming nothing.
+          if waitable is not None:
+            watcher.wait(key)
+          elif not observer.fence():
+            log("profiler: nothing to wait on for the window's last call; the trace may end "
+                "before its device work")
           profile.stop()
         call_index += 1
-      final_token = tokens[-1]
-      if not fused:
-        result = calls.update()
-        train_step = _int_or_none(_find_in(result, "train_step")) if not isinstance(
-            result, (int, np.integer)) else int(result)
-        if final_token is not None and ends[-1] is None:
-          waiter.wait(final_token)
-          ends[-1] = clock()
-        final_token = waiter.token(worker, result, "update")
-      metrics = None
-      if final_token is not None:
-        waiter.wait(final_token)
-      else:
-        metrics = waiter.fence(worker)
+
+      # The next step's first micro-batch goes to the trainer host while the device computes
+      # this step's last one (before the update when it is deferred or explicit).
+      fused = bool(calls.can_fuse and not deferred and response_updated(response))
+
+      def stage_next() -> None:
+        nonlocal staged_request
+        if not stage.active or step + 1 >= plan.steps:
+          return
+        # Overlap: the last micro-batch still on the device when the stage begins.
+        busy = None
+        if keys[-1] is not None:
+          is_ready = getattr(waitables[-1], "is_ready", None)
+          busy = not (is_ready() if callable(is_ready) else watcher.is_done(keys[-1]))
+        next_payload = plan.final if plan.micro_steps == 1 else plan.regular
+        request = calls.request(next_payload)
+        try:
+          result = calls.stage(request)
+        except Exception as exc:  # pylint: disable=broad-except
+          stage.latch_off(f"stage_fwd_bwd failed: {describe_exception(exc)}; the next "
+                          "micro-batch is sent whole")
+          return
+        staged_request = request  # staged: its train call carries no data
+        stage.staged_steps.append(step + 1)
+        verdict = _stage_reported_no_overlap(result)
+        if verdict is None and busy is False:
+          verdict = ("the stage measured no overlap: the step's last micro-batch was done on "
+                     "the device before the stage began")
+        if busy is None and verdict is None:
+          stage.overlap_unmeasured = True
+        if verdict is not None:
+          stage.latch_off(verdict)
+
+      update_kind = UPDATE_FUSED if fused else (UPDATE_DEFERRED if deferred else UPDATE_EXPLICIT)
+      train_step = _int_or_none(_find_in(response, "train_step")) if fused else None
+      update_result = None
+      if stage.active and stage.plan.before_update and not fused:
+        stage_next()
+      if deferred:
+        update_result = calls.apply_deferred_update()
+      elif not fused:
+        update_result = calls.update()
+      if stage.active and not stage.plan.before_update:
+        stage_next()
+      if update_result is not None:
+        train_step = (int(update_result) if isinstance(update_result, (int, np.integer)) and
+                      not isinstance(update_result, bool) else
+                      _int_or_none(_find_in(update_result, "train_step")) or train_step)
+      update_waitable, _ = observer.completion(worker, update_result, "update")
+
+      # The step's end: every call, then the update.
+      observed = watcher.drain([key for key in keys if key is not None])
+      if update_waitable is not None:
+        block_tree(update_waitable)
+      elif not observer.fence() and not unfenced_warned:
+        unfenced_warned = True
+        log("WARNING: no way to wait for the optimizer update (no update token, no fence): "
+            "step times end when the last call's device work is done")
       step_end = clock()
-      for index in range(plan.micro_steps):
-        if ends[index] is None:
-          ends[index] = begins[index + 1] if index + 1 < plan.micro_steps else step_end
-      microbatch_s = []
-      for index in range(plan.micro_steps):
-        start = begins[index] if index == 0 else max(begins[index], ends[index - 1])
-        microbatch_s.append(max(0.0, ends[index] - start))
-      seconds = step_end - step_start
-      if metrics is None and callable(getattr(worker, "get_metrics", None)):
+      watcher.forget([key for key in keys if key is not None])
+
+      metrics = None
+      if callable(getattr(worker, "get_metrics", None)):
         try:
           metrics = worker.get_metrics()
         except Exception as exc:  # pylint: disable=broad-except
           log(f"get_metrics failed after step {step}: {describe_exception(exc)}")
-      log_step_timing(worker, step, step, clock, out)
-      per_chip = plan.tokens_per_step / seconds / plan.chips if seconds > 0 else 0.0
+      snapshot = log_step_timing(worker, step, step, clock, out)
+
+      # Micro-batch times: the trainer's ready times, else observed completions, else dispatch.
+      published = ready_times(snapshot, plan.micro_steps)
+      ends: Optional[List[float]] = None
+      source = SOURCE_DISPATCH
+      if published is not None:
+        ends, source = published[0], SOURCE_STEP_TIMING
+      elif all(key is not None and key in observed for key in keys):
+        ends = [observed[key] for key in keys]
+        source = SOURCE_LOSS if SOURCE_LOSS in sources else SOURCE_TOKEN
+      microbatch_s = []
+      if ends is not None:
+        for index in range(plan.micro_steps):
+          start = begins[index] if index == 0 else max(begins[index], ends[index - 1])
+          microbatch_s.append(max(0.0, ends[index] - start))
+      else:
+        for index in range(plan.micro_steps):
+          end = begins[index + 1] if index + 1 < plan.micro_steps else step_end
+          microbatch_s.append(max(0.0, end - begins[index]))
+      seconds = step_end - step_start
+      per_chip = plan.padded_tokens_per_step / seconds / plan.chips if seconds > 0 else 0.0
+      real_per_chip = plan.tokens_per_step / seconds / plan.chips if seconds > 0 else 0.0
       record = StepRecord(step=step, seconds=seconds, microbatch_s=microbatch_s,
                           tokens=plan.tokens_per_step, tokens_per_s_per_chip=per_chip,
-                          fused_update=fused, train_step=train_step,
-                          metrics=scalar_metrics(metrics) or None)
+                          fused_update=fused,
+                          microbatch_timing="dispatch" if ends is None else "device",
+                          microbatch_timing_source=source,
+                          padded_tokens=plan.padded_tokens_per_step,
+                          real_tokens_per_s_per_chip=real_per_chip, update=update_kind,
+                          staged=staged_now, profiled=plan.profiled(step), train_step=train_step,
+                          metrics=scalar_metrics(metrics, warn=log, warned=warned_metrics) or None)
       records.append(record)
       out("BENCH_STEP " + json.dumps(record.as_json(), separators=(",", ":")))
-      log(f"{plan.name} step {step}/{plan.steps}: {seconds:.3f} s, {per_chip:.1f} tok/s/chip, "
-          f"{'fused' if fused else 'explicit'} update")
+      log(f"{plan.name} step {step} ({step + 1}/{plan.steps}): {seconds:.3f} s, "
+          f"{per_chip:.1f} tok/s/chip (padding included), {update_kind} update, micro-batches "
+          f"timed by {record.microbatch_timing} ({source})"
+          f"{', first micro-batch staged' if staged_now else ''}"
+          f"{', profiled' if record.profiled else ''}")
     if profile.started and not profile.stopped:
       profile.stop(f" at the end of the run (the window asked for calls up to "
                    f"{sum(plan.profile_window) - 1}, the run made {total_calls})")
@@ -1149,6 +1817,9 @@ def run_steps(worker: Any, plan: BenchPlan, *, clock: Callable[[], float] = time
         profile.stop(" after a failure")
       except Exception as exc:  # pylint: disable=broad-except
         log(f"profiler: stop failed: {describe_exception(exc)}")
+  if stage.overlap_unmeasured:
+    log("staged step boundary: the driver could not tell whether stages overlapped the device "
+        "(no completion to check); staging stayed on")
   return records
 
 
@@ -1156,22 +1827,31 @@ def summarize(plan: BenchPlan, records: Sequence[StepRecord], *, rows: int, toke
               real_len: int, segments: int, final_rows: int, layers: Optional[int],
               topk: Optional[int], experts: Optional[int], routing: Sequence[LayerRouting],
               routing_final: Optional[Sequence[LayerRouting]], knobs: Mapping[str, Any],
+              stage: Optional[Mapping[str, Any]] = None,
               extra: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
-  """BENCH_SUMMARY. Steady state = every step but the first (which may compile), or the only one.
+  """BENCH_SUMMARY. Steps count from 0; step 0 includes the compile (first_step_s).
 
-  median_microbatch_s is the median over the steady-state steps of micro-batches 3..MICRO_STEPS
-  (1-based; the first two of a step follow the step boundary), or of all micro-batches when a step
-  has fewer than 3.
+  The means (mean_step_s, median_microbatch_s, both tokens/s/chip) cover the steady steps: every
+  step but step 0 and the profiled ones (step 0 alone when it is the only one). The median
+  micro-batch is over micro-batches 3..MICRO_STEPS (1-based; the first two of a step follow the
+  step boundary), or all of a step's when it has fewer than 3, and only when every steady step
+  timed its micro-batches the same way (microbatch_timing "mixed" otherwise: no median).
   """
   step_s = [record.seconds for record in records]
-  steady = list(records[1:]) if len(records) > 1 else list(records)
+  steady = [r for r in records[1:] if not r.profiled]
+  if len(records) == 1:
+    steady = list(records)
   mean_step = statistics.fmean(r.seconds for r in steady) if steady else None
+  modes = sorted({record.microbatch_timing for record in steady})
+  timing = modes[0] if len(modes) == 1 else ("mixed" if modes else None)
+  sources = sorted({record.microbatch_timing_source for record in steady})
   pool = []
   for record in steady:
     values = record.microbatch_s
     pool.extend(values[2:] if len(values) >= 3 else values)
-  median_mb = statistics.median(pool) if pool else None
-  per_chip = (plan.tokens_per_step / mean_step / plan.chips if mean_step else None)
+  median_mb = statistics.median(pool) if pool and timing != "mixed" else None
+  per_chip = plan.padded_tokens_per_step / mean_step / plan.chips if mean_step else None
+  real_per_chip = plan.tokens_per_step / mean_step / plan.chips if mean_step else None
   summary = {
       "name": plan.name,
       "steps": plan.steps,
@@ -1186,11 +1866,21 @@ def summarize(plan: BenchPlan, records: Sequence[StepRecord], *, rows: int, toke
       "experts": experts,
       "chips": plan.chips,
       "tokens_per_step": plan.tokens_per_step,
+      "padded_tokens_per_step": plan.padded_tokens_per_step,
       "step_s": [round(value, 6) for value in step_s],
+      "first_step_s": round(records[0].seconds, 6) if records else None,
+      "steady_steps": [record.step for record in steady],
+      "profiled_steps": [record.step for record in records if record.profiled],
       "mean_step_s": None if mean_step is None else round(mean_step, 6),
       "median_microbatch_s": None if median_mb is None else round(median_mb, 6),
+      "microbatch_timing": timing,
+      "microbatch_timing_source": sources[0] if len(sources) == 1 else sources,
       "tokens_per_s_per_chip": None if per_chip is None else round(per_chip, 3),
+      "real_tokens_per_s_per_chip": None if real_per_chip is None else round(real_per_chip, 3),
+      "update": records[-1].update if records else None,
       "fused_update": bool(records and records[-1].fused_update),
+      "stage_boundary": dict(stage) if stage is not None else None,
+      "definitions": DEFINITIONS,
       "routing": [entry.as_json() for entry in routing],
       "knobs": dict(knobs),
   }
@@ -1671,18 +2361,23 @@ def run_pod(settings: Settings) -> int:
   # The mesh, for a worker that could not take it as its execution context.
   with setup.outer_context or contextlib.nullcontext():
     worker = setup.worker
+    calls = WorkerCalls(worker, setup.make_request)
+    stage_plan = check_staging(resolve_stage_boundary(settings), calls)
     compile_start = time.monotonic()
     if callable(getattr(worker, "compile", None)):
       worker.compile(setup.warmup if setup.warmup_is_abstract else regular)
       compile_method = "worker.compile"
     elif callable(getattr(worker, "warmup_compile", None)):
       worker.warmup_compile(setup.warmup)
-      compile_method = "worker.warmup_compile (background; the first fwd_bwd waits for it)"
+      compile_method = "worker.warmup_compile (in the background; step 0 waits for it)"
     else:
-      compile_method = "none (the first fwd_bwd compiles)"
-    compile_s = time.monotonic() - compile_start
-    say(f"compile: {compile_method} took {compile_s:.1f} s (a trainer that compiles lazily "
-        "compiles in step 1, which the means leave out)")
+      compile_method = "none"
+    compile_call_s = time.monotonic() - compile_start
+    # MaxText's compile() only stages (the real compile runs in the first fwd_bwd), so the time
+    # of this call is never reported as the compile time: step 0 (first_step_s) holds it.
+    say(f"compile call: {compile_method} returned after {compile_call_s:.1f} s; the compile "
+        "itself may run in step 0, whose time is reported as first_step_s (it includes the "
+        "compile) and is left out of the means")
 
     import jax  # pylint: disable=import-outside-toplevel
     devices = jax.devices()
@@ -1690,7 +2385,8 @@ def run_pod(settings: Settings) -> int:
     say(f"{len(devices)} devices, {chips} chips ({per_chip} devices per chip)")
 
     def block_all() -> None:
-      # One batched wait on every live device array (the updated weights are among them).
+      # One batched wait on every live device array (the updated weights are among them);
+      # it consumes nothing, unlike get_metrics().
       live_arrays = getattr(jax, "live_arrays", None)
       if callable(live_arrays):
         jax.block_until_ready(live_arrays())
@@ -1700,25 +2396,78 @@ def run_pod(settings: Settings) -> int:
     plan = BenchPlan(name=name, steps=settings.steps, micro_steps=settings.micro_steps,
                      regular=regular, final=final, tokens_regular=regular_built.real_tokens,
                      tokens_final=(final_built or regular_built).real_tokens, chips=chips,
-                     profile_window=settings.profile_window, profile_dir=profile_dir)
-    calls = WorkerCalls(worker, setup.make_request)
+                     padded_tokens_per_call=setup.rows * setup.tokens,
+                     profile_window=settings.profile_window, profile_dir=profile_dir,
+                     stage_boundary=stage_plan)
     say(f"fwd_bwd call: {'TrainRequest' if calls.takes_request else 'payload'}, "
-        f"{'apply_optimizer on the last call' if calls.can_fuse else 'explicit update()'}")
-    records = run_steps(worker, plan, calls=calls, waiter=DeviceWaiter(block_all=block_all),
-                        profiler=JaxProfiler())
+        f"{'apply_optimizer on the last call' if calls.can_fuse else 'explicit update()'}; "
+        f"staged step boundary {'on' if stage_plan.resolved else 'off'} ({stage_plan.source})")
+    stage_state = StageState(stage_plan, say)
+    records = run_steps(worker, plan, calls=calls,
+                        observer=DeviceObserver(block_all=block_all),
+                        watcher=CompletionWatcher(time.monotonic), profiler=JaxProfiler(),
+                        stage_state=stage_state)
   layers, topk = setup.routing_shape or (None, None)
   summary = summarize(plan, records, rows=setup.rows, tokens_per_row=setup.tokens,
                       real_len=resolved["real_len"], segments=resolved["segments"],
                       final_rows=resolved["final_rows"], layers=layers, topk=topk,
                       experts=setup.experts, routing=regular_built.routing,
                       routing_final=final_built.routing if final_built else None,
-                      knobs=settings.knobs(),
-                      extra={"compile": {"method": compile_method, "seconds": round(compile_s, 3)},
+                      knobs=settings.knobs(), stage=stage_state.summary(),
+                      extra={"compile": {"method": compile_method,
+                                         "call_s": round(compile_call_s, 3)},
                              "devices": len(devices), "shift": regular_built.shift})
   emit("BENCH_SUMMARY " + json.dumps(summary, separators=(",", ":")))
-  say(f"{name}: done: mean step {summary['mean_step_s']} s, "
-      f"{summary['tokens_per_s_per_chip']} tok/s/chip")
+  report_summary(summary)
   return 0
+
+
+def check_staging(stage_plan: StagePlan, calls: WorkerCalls,
+                  log: Callable[[str], None] = say) -> StagePlan:
+  """The staged boundary this worker can run: `on` that it cannot is a SettingsError naming the
+  missing call; `auto` that it cannot is turned off with a loud line (the bench then cannot
+  reproduce the e2e run's boundary)."""
+  if not stage_plan.resolved:
+    return stage_plan
+  gaps = calls.staging_gaps(stage_plan.before_update)
+  if not gaps:
+    return stage_plan
+  missing = ", ".join(gaps)
+  if stage_plan.requested == "on":
+    raise SettingsError(f"STAGE_BOUNDARY=on but this image's TrainerWorker lacks {missing} "
+                        "(the seed's staging change; see README)")
+  log(f"WARNING: the e2e run stages the step boundary ({stage_plan.source}) but this image's "
+      f"TrainerWorker lacks {missing}: the bench CANNOT reproduce it; every step ends with a "
+      "full drain and step times are not comparable with the e2e run's")
+  return dataclasses.replace(stage_plan, resolved=False,
+                             source=stage_plan.source + f"; not reproducible: lacks {missing}")
+
+
+def report_summary(summary: Mapping[str, Any], log: Callable[[str], None] = say) -> None:
+  """The human lines after BENCH_SUMMARY: each figure with what it measures."""
+  name = summary["name"]
+  log(f"{name}: done. Steps count from 0; step 0 took {summary['first_step_s']} s "
+      "(first_step_s, includes the compile); the means cover steps "
+      f"{summary['steady_steps']}")
+  log(f"  mean_step_s {summary['mean_step_s']}: s per optimizer step, first dispatch to the "
+      "update done")
+  timing = summary["microbatch_timing"]
+  if timing == "device":
+    log(f"  median_microbatch_s {summary['median_microbatch_s']}: device time per regular "
+        f"micro-batch (completion from {summary['microbatch_timing_source']})")
+  elif timing == "dispatch":
+    log(f"  median_microbatch_s {summary['median_microbatch_s']}: WARNING: host DISPATCH "
+        "intervals, not device times (the trainer offers no completion to wait on); they lag "
+        "the device by up to max_inflight_computations calls")
+  else:
+    log(f"  median_microbatch_s: none (steps timed micro-batches differently: {timing})")
+  log(f"  tokens_per_s_per_chip {summary['tokens_per_s_per_chip']}: rows x tokens_per_row x "
+      "micro_steps (padding included, the seed's definition) / s per step / chips")
+  log(f"  real_tokens_per_s_per_chip {summary['real_tokens_per_s_per_chip']}: real tokens only")
+  stage = summary.get("stage_boundary") or {}
+  if stage.get("resolved") == "on":
+    log(f"  staged step boundary: engaged for steps {stage.get('staged_steps')}"
+        + (f"; latched off: {stage['latched_off']}" if stage.get("latched_off") else ""))
 
 
 # ------------------------------------------------------------------------------------------------
