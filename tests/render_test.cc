@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "rtb/diff.h"
 #include "rtb/error.h"
@@ -126,6 +130,39 @@ TEST(RenderTest, DriverEnvironmentStartsWithTheMarkerAndValidates) {
     tweak(bad);
     EXPECT_THROW(driver_environment(bad, "", ""), Error);
   }
+}
+
+TEST(RenderTest, StageBoundaryAndTheOrchestratorsStagingEnvironmentReachTheDriver) {
+  RenderOptions o = options();
+  auto value_of = [](const std::vector<std::pair<std::string, std::string>>& env,
+                     const std::string& name) -> std::optional<std::string> {
+    for (const auto& [key, value] : env) {
+      if (key == name) return value;
+    }
+    return std::nullopt;
+  };
+  auto env = driver_environment(o, "", "", {{"PIPELINE_STEP_BOUNDARY", "1"}});
+  EXPECT_EQ(value_of(env, "STAGE_BOUNDARY"), "auto");
+  EXPECT_EQ(value_of(env, "ORCH_PIPELINE_STEP_BOUNDARY"), "1");
+  EXPECT_EQ(value_of(env, "ORCH_STAGE_NEXT_MICROBATCH"), std::nullopt);
+  o.driver.stage_boundary = "sometimes";
+  EXPECT_THROW(driver_environment(o, "", ""), Error);
+  o.driver.stage_boundary = "on";
+  o.driver.extra_env = {{"STAGE_BOUNDARY", "off"}};
+  EXPECT_THROW(driver_environment(o, "", ""), Error);  // its own option, not --driver-env
+
+  // From a DRY_RUN whose orchestrator sets them in its startup block.
+  std::string text = read_file(RTB_TESTDATA_DIR "/launch_dryrun.txt");
+  const std::string anchor = "ORCHESTRATOR_ID=\"abtest-orch\"";
+  std::size_t at = text.find(anchor);
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at, "PIPELINE_STEP_BOUNDARY=true STAGE_NEXT_MICROBATCH=0 ");
+  RenderResult result = render_bench(parse_dryrun(text, "staged.txt"), options());
+  EXPECT_NE(result.yaml.find("STAGE_BOUNDARY=auto"), std::string::npos);
+  EXPECT_NE(result.yaml.find("ORCH_PIPELINE_STEP_BOUNDARY=true"), std::string::npos);
+  EXPECT_NE(result.yaml.find("ORCH_STAGE_NEXT_MICROBATCH=0"), std::string::npos);
+  RenderResult plain = render_bench(fixture(), options());
+  EXPECT_EQ(plain.yaml.find("ORCH_PIPELINE_STEP_BOUNDARY"), std::string::npos);
 }
 
 TEST(RenderTest, MaxtextReplaceOfAnAbsentKeyNamesIt) {

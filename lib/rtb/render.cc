@@ -116,6 +116,30 @@ void validate_dns_label(std::string_view option, const std::string& name, bool l
   }
 }
 
+// The staging settings the e2e orchestrator sets, from its startup block's assignments (the last
+// one wins, as in bash) or else its container's env list.
+std::vector<std::pair<std::string, std::string>> orchestrator_staging_env(
+    const ClientCommand& orchestrator) {
+  std::vector<std::pair<std::string, std::string>> found;
+  for (std::string_view name : kOrchestratorStagingEnv) {
+    std::optional<std::string> value;
+    for (const shell::Assignment& assignment : orchestrator.startup.env) {
+      if (assignment.name == name) value = assignment.value;
+    }
+    YAML::Node env = orchestrator.container.node["env"];
+    if (!value && env && env.IsSequence()) {
+      for (const YAML::Node& item : env) {
+        if (item.IsMap() && item["name"] && item["name"].IsScalar() &&
+            item["name"].Scalar() == name && item["value"] && item["value"].IsScalar()) {
+          value = item["value"].Scalar();
+        }
+      }
+    }
+    if (value) found.emplace_back(std::string(name), *value);
+  }
+  return found;
+}
+
 class Renderer {
  public:
   Renderer(const DryRun& dryrun, const RenderOptions& options)
@@ -163,6 +187,7 @@ class Renderer {
   FlagList trainer_argv_{FlagStyle::kDashDash, {}};
   FlagList orch_argv_{FlagStyle::kDashDash, {}};
   std::string orch_argv_path_;
+  std::vector<std::pair<std::string, std::string>> orch_staging_env_;
 };
 
 shell::Assignment* Renderer::env_assignment(std::string_view name) {
@@ -258,6 +283,7 @@ void Renderer::read_inputs() {
   }
   orch_argv_ = FlagList(FlagStyle::kDashDash, orch_argv);
   orch_argv_path_ = client_path(".startup.driver.ORCH_ARGV");
+  orch_staging_env_ = orchestrator_staging_env(orchestrator);
 }
 
 void Renderer::rename() {
@@ -705,7 +731,8 @@ void Renderer::build_client_command() {
       words.push_back(assignment.name + "=" + shell::quote(assignment.value));
     }
   }
-  for (const auto& [name, value] : driver_environment(options_, trainer_argv, orch_argv)) {
+  for (const auto& [name, value] :
+       driver_environment(options_, trainer_argv, orch_argv, orch_staging_env_)) {
     words.push_back(name + "=" + shell::quote(value));
   }
   words.push_back("python3");
@@ -874,9 +901,9 @@ std::string heredoc_terminator(std::string_view text) {
   return word;
 }
 
-std::vector<std::pair<std::string, std::string>> driver_environment(const RenderOptions& options,
-                                                                    const std::string& trainer_argv,
-                                                                    const std::string& orch_argv) {
+std::vector<std::pair<std::string, std::string>> driver_environment(
+    const RenderOptions& options, const std::string& trainer_argv, const std::string& orch_argv,
+    const std::vector<std::pair<std::string, std::string>>& orch_env) {
   const DriverSettings& d = options.driver;
   if (d.steps < 1) fail("--steps {}: must be at least 1", d.steps);
   if (d.micro_steps < 1) fail("--micro-steps {}: must be at least 1", d.micro_steps);
@@ -888,6 +915,8 @@ std::vector<std::pair<std::string, std::string>> driver_environment(const Render
   if (d.pad_align <= 0 || d.pad_align % 64 != 0) {
     fail("--pad-align {}: must be a positive multiple of the segment alignment 64", d.pad_align);
   }
+  if (d.stage_boundary != "auto" && d.stage_boundary != "on" && d.stage_boundary != "off")
+    fail("--stage-boundary {}: auto, on or off", d.stage_boundary);
   std::vector<double> targets =
       d.routing_targets.empty() ? default_routing_targets() : d.routing_targets;
   std::vector<std::pair<std::string, std::string>> env = {
@@ -901,7 +930,9 @@ std::vector<std::pair<std::string, std::string>> driver_environment(const Render
       {"ADVANTAGES", d.advantages},
       {"PAD_POSITION", d.pad_position},
       {"PAD_ALIGN", std::to_string(d.pad_align)},
+      {"STAGE_BOUNDARY", d.stage_boundary},
   };
+  for (const auto& [name, value] : orch_env) env.emplace_back("ORCH_" + name, value);
   if (options.profile_window) {
     env.emplace_back("PROFILE_WINDOW", fmt::format("{}:{}", options.profile_window->first,
                                                    options.profile_window->second));

@@ -27,6 +27,7 @@ struct DriverSettings {
   std::string advantages = "random";  // random | zero
   std::string pad_position = "end";   // end | start
   int pad_align = 4096;
+  std::string stage_boundary = "auto";  // auto | on | off (the staged step boundary)
   std::vector<std::pair<std::string, std::string>> extra_env;  // --driver-env K=V, in order
 };
 
@@ -83,11 +84,18 @@ RenderResult render_bench(const DryRun& dryrun, const RenderOptions& options);
 void check_bench_against_e2e(const YAML::Node& e2e_trainer, const YAML::Node& bench,
                              const std::vector<Change>& changes);
 
+// The orchestrator environment variables that decide the e2e run's staged step boundary, which
+// the driver's STAGE_BOUNDARY=auto follows; render-bench copies each one the orchestrator sets as
+// ORCH_<name> into the driver settings.
+inline constexpr std::string_view kOrchestratorStagingEnv[] = {"PIPELINE_STEP_BOUNDARY",
+                                                               "STAGE_NEXT_MICROBATCH"};
+
 // The driver settings as the environment assignments of the client command, in order, starting
-// with kDriverSettingsStart.
-std::vector<std::pair<std::string, std::string>> driver_environment(const RenderOptions& options,
-                                                                    const std::string& trainer_argv,
-                                                                    const std::string& orch_argv);
+// with kDriverSettingsStart. `orch_env`: the kOrchestratorStagingEnv values the e2e orchestrator
+// sets (name, value).
+std::vector<std::pair<std::string, std::string>> driver_environment(
+    const RenderOptions& options, const std::string& trainer_argv, const std::string& orch_argv,
+    const std::vector<std::pair<std::string, std::string>>& orch_env = {});
 
 // A heredoc terminator that does not occur as a line of `text`.
 std::string heredoc_terminator(std::string_view text);

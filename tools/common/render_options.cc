@@ -92,6 +92,11 @@ void add_render_options(CLI::App& app, RenderKnobs& knobs, NameOption name) {
   app.add_option("--pad-align", options.driver.pad_align,
                  "Padding-first shift granularity (tokens)")
       ->capture_default_str();
+  app.add_option("--stage-boundary", options.driver.stage_boundary,
+                 "auto|on|off: the staged step boundary (auto follows the e2e orchestrator's "
+                 "PIPELINE_STEP_BOUNDARY / STAGE_NEXT_MICROBATCH)")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
   app.add_option("--driver-env", knobs.driver_env,
                  "K=V: an extra environment variable for the driver");
   app.add_option("--driver", knobs.driver_file,
