@@ -20,10 +20,7 @@ STAGE_NEXT_MICROBATCH with AI-Hypercomputer/maxtext#5718), which no public Tunix
 """
 
 import dataclasses
-import importlib.util
-import os
 import queue
-import sys
 import threading
 import time
 import unittest
@@ -32,19 +29,7 @@ from typing import Any, Dict, List
 import numpy as np
 
 
-def load_driver():
-  name = "bench_driver_under_test"
-  if name in sys.modules:
-    return sys.modules[name]
-  path = os.environ.get("RTB_DRIVER") or os.path.join(
-      os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "render-bench", "driver",
-      "bench_driver.py")
-  spec = importlib.util.spec_from_file_location(name, path)
-  module = importlib.util.module_from_spec(spec)
-  sys.modules[name] = module
-  spec.loader.exec_module(module)
-  return module
-
+from driver_under_test import load_driver
 
 bd = load_driver()
 

@@ -396,6 +396,23 @@ class PodFlowTest(unittest.TestCase):
       self.assertTrue(line.startswith(("[TrainerBench] ", "BENCH_STEP {", "BENCH_SUMMARY {",
                                        "TRAINER_STEP_TIMING step=")), line)
 
+  def test_staging_on_without_the_calls_exits_2_naming_them(self):
+    result, calls = self.run_driver(STAGE_BOUNDARY="on")
+    self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
+    (line,) = result.stderr.strip().splitlines()
+    self.assertIn("STAGE_BOUNDARY=on", line)
+    self.assertIn("stage_fwd_bwd", line)
+    self.assertNotIn("fwd_bwd", [call["event"] for call in calls])  # nothing was timed
+    # auto, with the e2e orchestrator staging: a loud line, and the run goes on without it.
+    result, _ = self.run_driver(ORCH_PIPELINE_STEP_BOUNDARY="true")
+    self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+    self.assertIn("the bench CANNOT reproduce it", result.stdout)
+    (summary_line,) = self.machine(result, "BENCH_SUMMARY ")
+    stage = json.loads(summary_line.split(" ", 1)[1])["stage_boundary"]
+    self.assertEqual((stage["requested"], stage["resolved"], stage["engaged"]),
+                     ("auto", "off", False))
+    self.assertIn("not reproducible", stage["source"])
+
   def test_fused_worker_gets_no_update(self):
     result, calls = self.run_driver(worker="fused")
     self.assertEqual(result.returncode, 0, result.stdout + result.stderr)

@@ -15,17 +15,7 @@ def driver_path():
       "bench_driver.py")
 
 
-def load_driver():
-  """Imports bench_driver.py from $RTB_DRIVER (ctest sets it), else from the source tree."""
-  name = "bench_driver_under_test"
-  if name in sys.modules:
-    return sys.modules[name]
-  spec = importlib.util.spec_from_file_location(name, driver_path())
-  module = importlib.util.module_from_spec(spec)
-  sys.modules[name] = module
-  spec.loader.exec_module(module)
-  return module
-
+from driver_under_test import load_driver
 
 bd = load_driver()
 
