@@ -230,6 +230,8 @@ std::vector<GateSpec> default_gates() {
        true,
        "the policy entropy comes from the same logits through another reduction; "
        "rounding moves it by about 1e-7 relative"},
+      // gradient_norm: MaxText's engine (only with skip_step_on_spikes); grad_norm: Tunix's
+      // trainers and the orchestrator's actor/grad_norm (README "Numerics gates" cites both).
       {"grad_norm",
        {"gradient_norm", "grad_norm"},
        GateKind::kRelative,
@@ -250,9 +252,8 @@ std::vector<GateSpec> default_gates() {
        GateKind::kFinite,
        0.0,
        true,
-       "a NaN or infinity passes no comparison (and the driver drops non-finite metrics, so "
-       "they show up as missing): every gated metric of the variant must be present and finite "
-       "at every compared step"},
+       "a NaN or infinity passes no comparison: every gated metric of the variant must be "
+       "present and finite at every compared step"},
   };
 }
 

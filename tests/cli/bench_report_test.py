@@ -230,7 +230,7 @@ def numerics_metrics(loss=1.0, grad=1.0, logprob=0.0, entropy=1.0, ratio=1.0, na
         "learning_rate": 1e-6,
     }
     if step == nan_loss_step:
-      value["loss"] = float("nan")  # the driver drops non-finite metrics
+      value["loss"] = float("nan")  # older drivers dropped it; the driver now logs NaN
     return value
 
   return metrics

@@ -41,14 +41,40 @@ Environment contract (every value is validated; a bad one is a one-line error an
                   profiler (--profiler_steps) is turned off so that only one trace runs.
   PROFILE_DIR     trace directory, default <--maxtext_output_directory>/bench_profile.
   BENCH_NAME      the bench JobSet name, used in log lines (default: JOBSET_NAME, else "bench").
+  STAGE_BOUNDARY  auto|on|off, default auto: the seed's staged step boundary. The next step's
+                  first micro-batch is staged on the trainer host (stage_fwd_bwd) while the
+                  device computes this step's last one, before the update (deferred with
+                  fwd_bwd(..., defer_update=True) and apply_deferred_update() when the worker
+                  fuses it). auto follows the e2e orchestrator: --pipeline_step_boundary /
+                  --stage_next_microbatch / --stage_before_update in ORCH_ARGV, else
+                  ORCH_PIPELINE_STEP_BOUNDARY / ORCH_STAGE_NEXT_MICROBATCH (its environment,
+                  copied by render-bench). on with a worker that lacks one of those calls: exit
+                  2 naming it; auto: a loud warning, and off. A stage that fails, or finds the
+                  device already idle, turns staging off for the rest of the run (one line).
 Other variables are ignored (the trainer's own environment passes through to Tunix and MaxText).
 
+Timing. Steps count from 0, as the orchestrator's TRAINER_STEP_TIMING does; step 0 includes the
+compile (MaxText's compile() only stages) and is reported as first_step_s, never in the means.
+A step runs from its first fwd_bwd dispatch until all of its device work, the update included,
+is done. Micro-batch times are device times ("microbatch_timing":"device": from the later of the
+call's dispatch and the previous call's completion to its own completion), the completion taken
+from the trainer's get_step_timing ready times, a readiness token, or the call's own loss array
+(MaxText's _cached_losses), in that order; without any of them they are host dispatch intervals
+("dispatch"), which lag an asynchronous engine by up to max_inflight_computations calls.
+tokens_per_s_per_chip is rows x tokens_per_row x micro_steps / s per step / chips (padding
+included, the seed's definition); real_tokens_per_s_per_chip counts real tokens only.
+
 Log lines (stdout). Human lines start with `[TrainerBench] `. Machine lines start at column 0:
-  BENCH_STEP {"step":N,"seconds":S,"microbatch_s":[...],"tokens":T,"tokens_per_s_per_chip":X,
-              "fused_update":B, ...}                                 one per optimizer step
+  BENCH_STEP {"step":N,"seconds":S,"microbatch_s":[...],"microbatch_timing":"device|dispatch",
+              "microbatch_timing_source":"step_timing|token|loss|dispatch","tokens":REAL,
+              "padded_tokens":P,"tokens_per_s_per_chip":X,"real_tokens_per_s_per_chip":Y,
+              "update":"fused|explicit|deferred","fused_update":B,"staged":B,"profiled":B,
+              "train_step":N,"metrics":{...}}                        one per optimizer step
   TRAINER_STEP_TIMING step=%d policy_version=%d rtt_s=%.3f timing=<compact json>
   TRAINER_STEP_TIMING step=N unavailable: <error>      when get_step_timing raises or gives None
-  BENCH_SUMMARY {...}                                                 once, at the end
+  BENCH_SUMMARY {..., "first_step_s", "steady_steps", "profiled_steps", "mean_step_s",
+                 "median_microbatch_s", "microbatch_timing", "tokens_per_s_per_chip",
+                 "real_tokens_per_s_per_chip", "stage_boundary", "definitions", ...}  at the end
 Exit codes: 0 success, 2 bad settings, 1 a failure while running.
 
 Payload file mode (needs NumPy only, no Tunix or JAX):
@@ -2407,6 +2433,12 @@ def run_pod(settings: Settings) -> int:
                         observer=DeviceObserver(block_all=block_all),
                         watcher=CompletionWatcher(time.monotonic), profiler=JaxProfiler(),
                         stage_state=stage_state)
+  reported = [record.metrics for record in records if record.metrics]
+  if reported and not any(key in metrics for metrics in reported
+                          for key in ("gradient_norm", "grad_norm")):
+    say("WARNING: the trainer reports no gradient norm: MaxText records gradient_norm only with "
+        "skip_step_on_spikes=true (maxtext training_engine/maxtext_engine.py@e591f30c), so "
+        "bench-report's grad_norm gate has nothing to compare")
   layers, topk = setup.routing_shape or (None, None)
   summary = summarize(plan, records, rows=setup.rows, tokens_per_row=setup.tokens,
                       real_len=resolved["real_len"], segments=resolved["segments"],
