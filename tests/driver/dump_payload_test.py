@@ -1,5 +1,6 @@
 """Tests of `bench_driver.py --dump-payload`, run as a subprocess with /usr/bin/python3."""
 
+import json
 import os
 import subprocess
 import sys
@@ -18,6 +19,41 @@ def driver_path():
 
 
 class DumpPayloadTest(unittest.TestCase):
+
+  def test_the_file_says_how_it_was_built(self):
+    result = self.dump("--rows", "2", "--tokens", "256", "--layers", "2", "--topk", "2",
+                       "--experts", "8", "--vocab", "300", "--segments", "3",
+                       "--max-prompt-length", "20", "--pad-position", "start", "--pad-align",
+                       "64", "--routing-targets", "1,3", "--routing-scale", "0.5", "--seed", "5")
+    self.assertEqual(result.returncode, 0, result.stderr)
+    arrays = self.load()
+    self.assertEqual(arrays["payload_settings"].dtype, np.uint8)
+    settings = json.loads(bytes(arrays["payload_settings"]).decode("utf-8"))
+    self.assertEqual(settings["format"], "rtb.payload-settings/1")
+    self.assertEqual(settings["builder"], "bench_driver")
+    for key, value in dict(rows=2, tokens=256, layers=2, topk=2, experts=8, vocab=300,
+                           segments=3, max_prompt_length=20, pad_position="start",
+                           pad_align=64, advantages="random", seed=5, routing_scale=0.5,
+                           routing_targets=[1.0, 2.0], final_rows=None, old_logps=True,
+                           pad_id=0, real_len=238).items():
+      self.assertEqual(settings[key], value, key)
+    # Prompts: the mask has zeros inside segments.
+    real = arrays["segment_ids"] > 0
+    self.assertGreater(int((arrays["completion_mask"][real] == 0).sum()), 0)
+
+  def test_a_closed_stdout_ends_quietly(self):
+    # 3,000 layers print a table larger than a pipe's buffer; the reader stops after one line.
+    command = [PYTHON, driver_path(), "--dump-payload", self.out, "--rows", "1", "--tokens", "64",
+               "--layers", "3000", "--topk", "2", "--experts", "8"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.readline()
+    process.stdout.close()
+    stderr = process.stderr.read().decode()
+    process.stderr.close()
+    self.assertEqual(process.wait(timeout=60), 0, stderr)
+    self.assertNotIn("Traceback", stderr)
+    self.assertEqual(stderr, "")
+    self.assertTrue(os.path.exists(self.out))
 
   def setUp(self):
     self.directory = tempfile.TemporaryDirectory()
@@ -51,7 +87,7 @@ class DumpPayloadTest(unittest.TestCase):
         "prompt_ids": ((3, 0), "int32"),
         "prompt_mask": ((3, 0), "float32"),
     }
-    self.assertEqual(set(arrays), set(expected))
+    self.assertEqual(set(arrays), set(expected) | {"payload_settings"})
     for name, (shape, dtype) in expected.items():
       self.assertEqual(arrays[name].shape, shape, name)
       self.assertEqual(arrays[name].dtype.name, dtype, name)

@@ -33,6 +33,63 @@ def real_mask(built):
   return built.arrays["segment_ids"] > 0
 
 
+class TrajectoryLayoutTest(unittest.TestCase):
+  """Segments are trajectories, prompt then completion, as Tunix's sequence packer writes them
+  (pack_bin: completion_mask, advantages and per-token values on completion positions only)."""
+
+  def test_prompts_are_unmasked_and_carry_no_values(self):
+    built = build(max_prompt_length=40, segments=4, pad_position="start", pad_align=64)
+    arrays = built.arrays
+    seg, pos = arrays["segment_ids"], arrays["segment_positions"]
+    mask, adv = arrays["completion_mask"], arrays["advantages"]
+    logps, routed = arrays["old_per_token_logps"], arrays["routed_experts"]
+    prompts = []
+    for row in range(ROWS):
+      for segment in range(1, 5):
+        where = np.flatnonzero(seg[row] == segment)
+        self.assertTrue(where.size > 0)
+        self.assertTrue((pos[row, where] == np.arange(where.size)).all())  # restart at 0
+        run = mask[row, where]
+        prompt = int((run == 0).sum())
+        prompts.append(prompt)
+        # A prompt run of 0s, then the completion's 1s; at least one completion token.
+        self.assertTrue((run[:prompt] == 0).all() and (run[prompt:] == 1).all())
+        self.assertTrue(1 <= prompt <= min(40, where.size - 1) or where.size == 1)
+        self.assertTrue((adv[row, where[:prompt]] == 0).all())
+        self.assertTrue((logps[row, where[:prompt]] == 0).all())
+        self.assertTrue((logps[row, where[prompt:]] < 0).all())
+        self.assertEqual(len(np.unique(adv[row, where[prompt:]])), 1)  # one per trajectory
+        self.assertTrue((routed[row, where] >= 0).all())  # prompts are routed too
+    self.assertGreater(len(set(prompts)), 3)  # drawn, not fixed
+    self.assertEqual(built.real_tokens, ROWS * 476)  # prompts are real tokens
+
+  def test_no_max_prompt_length_means_whole_completions(self):
+    built = build()
+    real = real_mask(built)
+    self.assertTrue((built.arrays["completion_mask"][real] == 1).all())
+
+  def test_per_row_segment_counts(self):
+    built = build(segments=[1, 2, 3, 4])
+    seg = built.arrays["segment_ids"]
+    self.assertEqual([int(seg[row].max()) for row in range(ROWS)], [1, 2, 3, 4])
+    self.assertEqual(built.segments, [1, 2, 3, 4])
+    self.assertEqual(build(segments=[2, 2, 2, 2]).segments, 2)
+    with self.assertRaises(bd.SettingsError):
+      build(segments=[1, 2])
+
+  def test_rollout_logps_can_be_the_old_ones(self):
+    layout = bd.spec_field_layout(ROWS, TOKENS, 4, TOPK)
+    layout["rollout_per_token_logps"] = ((ROWS, TOKENS), np.dtype(np.float32))
+    options = dict(rows=ROWS, tokens=TOKENS, vocab=VOCAB, real_len=476, segments=3,
+                   real_rows=ROWS, pad_position="end", pad_align=64, targets=[1.0] * 4,
+                   experts=EXPERTS, advantages="random", seed=7)
+    same = bd.build_payload(layout=layout, rollout_as_old=True, **options).arrays
+    np.testing.assert_array_equal(same["rollout_per_token_logps"], same["old_per_token_logps"])
+    apart = bd.build_payload(layout=layout, **options).arrays
+    self.assertFalse(np.array_equal(apart["rollout_per_token_logps"],
+                                    apart["old_per_token_logps"]))
+
+
 class FieldsTest(unittest.TestCase):
 
   def test_fields_shapes_and_dtypes_are_the_spec(self):

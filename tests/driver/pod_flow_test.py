@@ -15,7 +15,6 @@ import tempfile
 import textwrap
 import unittest
 
-import numpy as np
 
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 
@@ -109,9 +108,16 @@ FAKES = {
         def check_payload(payload):
           real = payload.segment_ids > 0
           routed = payload.routed_experts
-          assert routed.dtype == np.int16 and routed.shape[2:] == (LAYERS, TOPK)
-          assert (routed[~real] == -1).all() and (routed[real] >= 0).all()
-          assert (payload.completion_ids[~real] == 3).all()  # the tokenizer's pad id
+          if routed is not None:
+            assert routed.dtype == np.int16 and routed.shape[2:] == (LAYERS, TOPK)
+            assert (routed[~real] == -1).all() and (routed[real] >= 0).all()
+          # Trajectories: completion values only where the mask is 1, prompts unmasked.
+          mask = payload.completion_mask
+          assert (mask[~real] == 0).all()
+          assert (payload.advantages[mask == 0] == 0).all()
+          assert (payload.old_per_token_logps[mask == 0] == 0).all()
+          pad = int(os.environ.get("FAKE_PAD", "3"))  # the tokenizer's pad id
+          assert (payload.completion_ids[~real] == pad).all()
           assert payload.segment_ids.max() <= payload.num_segments - 1
           return int(real.sum()), int(real.any(axis=1).sum())
         class ExplicitWorker:
@@ -137,6 +143,8 @@ FAKES = {
               raise RuntimeError("device lost")
             tokens, rows = check_payload(request.payload)
             fake_log.record("fwd_bwd", kwargs=kwargs, tokens=tokens, rows=rows,
+                            completion=int(request.payload.completion_mask.sum()),
+                            routed=request.payload.routed_experts is not None,
                             request=request.request_id,
                             jax_platforms=os.environ.get("JAX_PLATFORMS"))
             return datatypes.Response(queued=True)
@@ -249,7 +257,8 @@ FAKES = {
               completion_ids=token(np.int32), completion_mask=token(np.float32),
               advantages=token(np.float32), segment_ids=token(np.int32),
               segment_positions=token(np.int32), old_per_token_logps=token(np.float32),
-              routed_experts=Abstract((rows, length, *routed_experts_shape), np.int16),
+              routed_experts=(None if routed_experts_shape is None else
+                              Abstract((rows, length, *routed_experts_shape), np.int16)),
               num_segments=(assembler.max_segments_per_packed_row or length) + 1)
         """,
     "transformers.py": """
@@ -319,17 +328,30 @@ class PodFlowTest(unittest.TestCase):
   def tearDownClass(cls):
     shutil.rmtree(cls.root)
 
-  def run_driver(self, worker="explicit", **settings):
-    log = os.path.join(self.root, "calls.jsonl")
+  def variant(self, remove=(), replace=None):
+    """A copy of the stand-in tree with files removed or replaced (for one test)."""
+    root = tempfile.mkdtemp(prefix="fake_tunix_variant_")
+    self.addCleanup(shutil.rmtree, root)
+    shutil.copytree(self.root, root, dirs_exist_ok=True)
+    for path in remove:
+      os.unlink(os.path.join(root, path))
+    for path, text in (replace or {}).items():
+      with open(os.path.join(root, path), "w", encoding="utf-8") as handle:
+        handle.write(textwrap.dedent(text))
+    return root
+
+  def run_driver(self, worker="explicit", root=None, args=(), **settings):
+    root = root or self.root
+    log = os.path.join(root, "calls.jsonl")
     if os.path.exists(log):
       os.unlink(log)
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": self.root,
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": root,
            "FAKE_TUNIX_LOG": log, "FAKE_WORKER": worker, "TRAINER_ARGV": TRAINER_ARGV,
            "ORCH_ARGV": ORCH_ARGV, "BENCH_NAME": "bench-test", "STEPS": "2", "MICRO_STEPS": "3",
            "ROUTING_TARGETS": "1,2,4"}
     env.update(settings)
-    result = subprocess.run([PYTHON, driver_path()], env=env, capture_output=True, text=True,
-                            timeout=60)
+    result = subprocess.run([PYTHON, driver_path(), *args], env=env, capture_output=True,
+                            text=True, timeout=60)
     calls = []
     if os.path.exists(log):
       with open(log, encoding="utf-8") as handle:
@@ -385,7 +407,11 @@ class PodFlowTest(unittest.TestCase):
                      (4, 512, tokens))
     self.assertEqual((summary["layers"], summary["topk"], summary["experts"]), (3, 2, 16))
     self.assertEqual(summary["chips"], 4)  # 8 TPU7x devices, two per chip
-    self.assertEqual(summary["segments"], 4)  # max_segments_per_packed_row
+    # One 64 + 448-token trajectory per 476-token row (max-length trajectories that fit).
+    self.assertEqual(summary["segments"], 1)
+    self.assertIn("max-length trajectories", summary["choices"]["segments"]["source"])
+    self.assertEqual(summary["choices"]["pad_position"]["value"], "end")
+    self.assertEqual(summary["fallbacks"], [])
     self.assertEqual(len(summary["step_s"]), 2)
     self.assertEqual([entry["target"] for entry in summary["routing"]], [1.0, 2.0, 4.0])
     for entry in summary["routing"]:
@@ -412,6 +438,162 @@ class PodFlowTest(unittest.TestCase):
     self.assertEqual((stage["requested"], stage["resolved"], stage["engaged"]),
                      ("auto", "off", False))
     self.assertIn("not reproducible", stage["source"])
+
+  def test_fallbacks_stop_the_run_unless_allowed(self):
+    root = self.variant(remove=["tunix/experimental/orchestrator/compile_warmup.py"])
+    result, calls = self.run_driver(root=root)
+    self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+    (line,) = result.stderr.strip().splitlines()
+    self.assertIn("build_trainer_warmup_payload is missing", line)
+    self.assertIn("ALLOW_FALLBACKS=1 would", line)
+    self.assertNotIn("fwd_bwd", [call["event"] for call in calls])
+    result, calls = self.run_driver(root=root, ALLOW_FALLBACKS="1")
+    self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+    (summary_line,) = self.machine(result, "BENCH_SUMMARY ")
+    fallbacks = json.loads(summary_line.split(" ", 1)[1])["fallbacks"]
+    self.assertEqual(len(fallbacks), 1)
+    self.assertIn("equivalent payload layout", fallbacks[0])
+
+  def test_a_tokenizer_that_does_not_load_is_a_fallback(self):
+    root = self.variant(replace={"transformers.py": """
+        class AutoTokenizer:
+          @staticmethod
+          def from_pretrained(path, trust_remote_code=False):
+            raise OSError("no such model: " + str(path))
+        """})
+    result, _ = self.run_driver(root=root)
+    self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+    self.assertIn("did not load (no such model", result.stderr)
+    result, calls = self.run_driver(root=root, ALLOW_FALLBACKS="1", FAKE_PAD="9")
+    self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+    self.assertEqual(next(c for c in calls if c["event"] == "with_gen_model_input_fn")["value"],
+                     {"pad_id": 9, "eos_id": 9})
+
+  def test_a_warmup_signature_mismatch_is_fatal(self):
+    worker = FAKES["tunix/experimental/worker/trainer_worker.py"].replace(
+        'return "; ".join(sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k)))',
+        'return "completion_ids: expected [4,512] int32, got [4,512] int64"')
+    root = self.variant(replace={"tunix/experimental/worker/trainer_worker.py": worker})
+    result, calls = self.run_driver(root=root)
+    self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+    (line,) = result.stderr.strip().splitlines()
+    self.assertIn("differs from the warm-up signature", line)
+    self.assertIn("completion_ids: expected [4,512] int32, got [4,512] int64", line)
+    self.assertNotIn("fwd_bwd", [call["event"] for call in calls])
+
+  def test_a_changed_signature_names_function_argument_and_file(self):
+    # A newer BatchConfig that requires an argument the driver does not know.
+    assembly = FAKES["tunix/experimental/orchestrator/batch_assembly.py"].replace(
+        "class BatchConfig:\n          pad_id: int = 0",
+        "class BatchConfig:\n          token_policy: str\n          pad_id: int = 0")
+    self.assertNotEqual(assembly, FAKES["tunix/experimental/orchestrator/batch_assembly.py"])
+    root = self.variant(replace={"tunix/experimental/orchestrator/batch_assembly.py": assembly})
+    result, _ = self.run_driver(root=root)
+    self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+    (line,) = result.stderr.strip().splitlines()
+    self.assertIn("BatchConfig (", line)
+    self.assertIn("batch_assembly.py", line)
+    self.assertIn("'token_policy'", line)
+
+  def test_routing_off_and_prompts(self):
+    orch = ORCH_ARGV + " --max_prompt_length=40"
+    result, calls = self.run_driver(ROUTING="off", ORCH_ARGV=orch)
+    self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+    fwd_bwd = [call for call in calls if call["event"] == "fwd_bwd"]
+    self.assertTrue(fwd_bwd and not any(call["routed"] for call in fwd_bwd))
+    # Prompts are real tokens without the completion mask.
+    self.assertTrue(all(0 < call["completion"] < call["tokens"] for call in fwd_bwd))
+    (summary_line,) = self.machine(result, "BENCH_SUMMARY ")
+    choices = json.loads(summary_line.split(" ", 1)[1])["choices"]
+    self.assertEqual(choices["routing"], {"value": False, "source": "ROUTING=off"})
+    self.assertEqual(choices["max_prompt_length"]["value"], 40)
+
+  def test_padding_follows_the_orchestrators_environment(self):
+    result, _ = self.run_driver(ORCH_PACK_PAD_POSITION="start", ORCH_PACK_PAD_ALIGN="64")
+    self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+    (summary_line,) = self.machine(result, "BENCH_SUMMARY ")
+    summary = json.loads(summary_line.split(" ", 1)[1])
+    self.assertEqual(summary["choices"]["pad_position"]["value"], "start")
+    self.assertIn("PACK_PAD_POSITION=start", summary["choices"]["pad_position"]["source"])
+    self.assertEqual(summary["shift"], 0)  # 36 tokens of padding: less than one 64-token step
+    self.assertIn("pad_position: start (orchestrator env PACK_PAD_POSITION=start)", result.stdout)
+
+  def preflight(self, root=None, **settings):
+    result, calls = self.run_driver(root=root, args=["--preflight"], JAX_PLATFORMS="cpu",
+                                    **settings)
+    lines = [line for line in result.stdout.splitlines() if line.startswith("preflight: ")]
+    status = {}
+    for line in lines:
+      parts = line[len("preflight: "):].split(None, 1)
+      if parts[0] in ("ok", "FAIL", "skip") and ":" in parts[1]:
+        status[parts[1].split(":", 1)[0]] = parts[0]
+    return result, calls, status
+
+  def test_preflight_all_good(self):
+    result, calls, status = self.preflight(LOGP_GATES="off")
+    self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+    self.assertEqual(set(status.values()), {"ok"}, status)
+    for item in ("trainer module", "TRAINER_ARGV", "TrainerWorker", "datatypes",
+                 "orchestrator module", "ORCH_ARGV", "GRPO config", "tokenizer",
+                 "batch configuration", "warm-up payload", "payload", "staged step boundary",
+                 "jax"):
+      self.assertIn(item, status)
+    self.assertIn("seq_logprob_error_threshold=2.0 turned off", result.stdout)
+    self.assertTrue(result.stdout.rstrip().endswith("preflight: all good (exit 0)"))
+    # No trainer was built, no JAX initialized, nothing timed: no weights load.
+    events = [call["event"] for call in calls]
+    for event in ("trainer", "worker", "jax_initialize", "compile", "fwd_bwd"):
+      self.assertNotIn(event, events)
+
+  def test_preflight_finds_a_missing_module(self):
+    root = self.variant(remove=["tunix/experimental/orchestrator/batch_assembly.py"])
+    result, _, status = self.preflight(root=root)
+    self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+    self.assertEqual(status["batch configuration"], "FAIL")
+    self.assertIn("cannot import tunix.experimental.orchestrator.batch_assembly", result.stdout)
+    self.assertEqual(status["warm-up payload"], "skip")  # needs the assembler
+    self.assertEqual(status["GRPO config"], "ok")  # the rest is still checked
+    self.assertEqual(status["TrainerWorker"], "ok")
+
+  def test_preflight_finds_a_changed_signature(self):
+    assembly = FAKES["tunix/experimental/orchestrator/batch_assembly.py"].replace(
+        "class BatchConfig:\n          pad_id: int = 0",
+        "class BatchConfig:\n          token_policy: str\n          pad_id: int = 0")
+    root = self.variant(replace={"tunix/experimental/orchestrator/batch_assembly.py": assembly})
+    result, _, status = self.preflight(root=root)
+    self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+    self.assertEqual(status["batch configuration"], "FAIL")
+    line = next(line for line in result.stdout.splitlines() if "FAIL  batch configuration" in line)
+    self.assertIn("'token_policy'", line)
+    self.assertIn("batch_assembly.py", line)
+
+  def test_preflight_finds_a_gate_that_cannot_be_turned_off(self):
+    orchestrator = FAKES["tunix/experimental/examples/deepswe_dist/run_deepswe_dist.py"].replace(
+        "          sampler_is_threshold: float = 2.0\n",
+        "          sampler_is_threshold: float = 2.0\n"
+        "          @property\n"
+        "          def tis_mode(self):\n"
+        "            return 'token'  # derived: nothing can set it\n")
+    self.assertNotEqual(orchestrator,
+                        FAKES["tunix/experimental/examples/deepswe_dist/run_deepswe_dist.py"])
+    root = self.variant(
+        replace={"tunix/experimental/examples/deepswe_dist/run_deepswe_dist.py": orchestrator})
+    result, _, status = self.preflight(root=root, LOGP_GATES="off")
+    self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+    self.assertEqual(status["GRPO config"], "FAIL")
+    self.assertIn("cannot turn off tis_mode='token'", result.stdout)
+    # The pod run stops there too, before timing anything.
+    result, calls = self.run_driver(root=root, LOGP_GATES="off")
+    self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+    self.assertNotIn("fwd_bwd", [call["event"] for call in calls])
+
+  def test_preflight_bad_settings_exit_2(self):
+    result, _, status = self.preflight(STAGE_BOUNDARY="on")
+    self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
+    self.assertEqual(status["staged step boundary"], "FAIL")
+    result, _, _ = self.preflight(STEPS="0")
+    self.assertEqual(result.returncode, 2)
+    self.assertIn("STEPS", result.stderr)
 
   def test_fused_worker_gets_no_update(self):
     result, calls = self.run_driver(worker="fused")
@@ -457,7 +639,7 @@ class PodFlowTest(unittest.TestCase):
   def test_bad_settings_found_with_the_shapes_exit_2(self):
     for settings, fragment in [
         ({"ROUTING_TARGETS": "1,2"}, "ROUTING_TARGETS has 2 values but the model has 3 decoder"),
-        ({"SEGMENTS": "5"}, "num_segments-1=4"),
+        ({"SEGMENTS": "5"}, "the 4 segments a row may hold"),
         ({"FINAL_ROWS": "5"}, "R=4"),
         ({"ROUTING_TARGETS": "1,2,9"}, "cannot be reached with 16 experts and top-2"),
         ({"ORCH_ARGV": ORCH_ARGV.replace("--max_seq_token_per_tpu=512", "")},

@@ -44,8 +44,10 @@ class ParseTest(unittest.TestCase):
     self.assertEqual(settings.routing_scale, 1.0)
     self.assertTrue(settings.logp_gates)
     self.assertEqual(settings.advantages, "random")
-    self.assertEqual(settings.pad_position, "end")
-    self.assertEqual(settings.pad_align, 4096)
+    self.assertIsNone(settings.pad_position)  # the e2e orchestrator's, resolved later
+    self.assertIsNone(settings.pad_align)
+    self.assertEqual(settings.routing, "auto")
+    self.assertFalse(settings.allow_fallbacks)
     self.assertIsNone(settings.real_len)
     self.assertIsNone(settings.segments)
     self.assertIsNone(settings.final_rows)
@@ -172,7 +174,8 @@ class ResolveTest(unittest.TestCase):
 
   def setup(self, **overrides):
     values = dict(rows=64, tokens=65536, num_segments=17, max_segments_per_row=16,
-                  routing_shape=(60, 10), experts=512)
+                  routing_shape=(60, 10), experts=512, warmup_segment_counts=None,
+                  max_prompt_length=None, max_response_length=None)
     values.update(overrides)
     return types.SimpleNamespace(**values)
 
@@ -180,6 +183,77 @@ class ResolveTest(unittest.TestCase):
     defaults = {"ROUTING_TARGETS": ",".join(["2"] * 60)}
     defaults.update(env)
     return bd.parse_settings(base_env(**defaults))
+
+  def test_segments_follow_the_e2e_packing(self):
+    # The seed's rows: 8,192 + 57,344 = 65,536-token trajectories, one per 60,948-token row.
+    seed = self.setup(max_prompt_length=8192, max_response_length=57344)
+    resolved = bd.resolve_plan_inputs(self.settings(), seed)
+    self.assertEqual(resolved["segments"], 1)
+    self.assertIn("max-length trajectories", resolved["segments_rule"])
+    self.assertEqual(resolved["max_prompt_length"], 8192)
+    # Short trajectories: as many as fit on the 64-token grid, capped by the packer.
+    short = self.setup(max_prompt_length=1000, max_response_length=2000)  # 3,008 per segment
+    self.assertEqual(bd.resolve_plan_inputs(self.settings(), short)["segments"], 16)
+    self.assertEqual(bd.trajectory_segments(60948, 1000, 2000), 20)
+    self.assertEqual(bd.trajectory_segments(3000, 1000, 2000), 1)
+    self.assertEqual(bd.trajectory_segments(6016, 1000, 2000), 2)
+    self.assertIsNone(bd.trajectory_segments(6016, None, 2000))
+    # A concrete warm-up payload: each row's own count (the seed's rule).
+    counted = self.setup(warmup_segment_counts=[3, 1] * 32)
+    resolved = bd.resolve_plan_inputs(self.settings(), counted)
+    self.assertEqual(resolved["segments"], [3, 1] * 32)
+    self.assertIn("warm-up", resolved["segments_rule"])
+    # SEGMENTS wins.
+    resolved = bd.resolve_plan_inputs(self.settings(SEGMENTS="5"), seed)
+    self.assertEqual((resolved["segments"], resolved["segments_rule"]), (5, "SEGMENTS"))
+
+  def test_padding_follows_the_orchestrator(self):
+
+    def resolve(orch="--x", **env):
+      settings = bd.parse_settings(base_env(ORCH_ARGV=orch, **env))
+      position, align = bd.resolve_padding(settings)
+      return position.value, align.value, position.source, align.source
+
+    self.assertEqual(resolve()[:2], ("end", 4096))
+    self.assertEqual(resolve("--pack_pad_position=start --pack_pad_align 512")[:2],
+                     ("start", 512))
+    self.assertEqual(resolve(ORCH_PACK_PAD_POSITION="start", ORCH_PACK_PAD_ALIGN="1024")[:2],
+                     ("start", 1024))
+    # The flag outranks the environment; the knob outranks both.
+    position, align, source, _ = resolve("--pack_pad_position=end", ORCH_PACK_PAD_POSITION="start",
+                                         PAD_POSITION="start", PAD_ALIGN="128")
+    self.assertEqual((position, align), ("start", 128))
+    self.assertIn("knob", source)
+    self.assertIn("ORCH_ARGV", resolve("--pack_pad_position=end",
+                                       ORCH_PACK_PAD_POSITION="start")[2])
+    with self.assertRaises(bd.SettingsError):
+      resolve("--pack_pad_align=100")
+    with self.assertRaises(bd.SettingsError):
+      bd.parse_settings(base_env(ORCH_PACK_PAD_POSITION="middle"))
+
+  def test_routing_follows_the_orchestrator(self):
+
+    def resolve(orch="--x", **env):
+      return bd.resolve_routing(bd.parse_settings(base_env(ORCH_ARGV=orch, **env)))
+
+    self.assertTrue(resolve().value)
+    self.assertIn("as the seed always did", resolve().source)
+    self.assertFalse(resolve("--no-return_routed_experts").value)
+    self.assertTrue(resolve("--return_routed_experts=true").value)
+    self.assertFalse(resolve(ORCH_RETURN_ROUTED_EXPERTS="false").value)
+    self.assertFalse(resolve("--return_routed_experts", ROUTING="off").value)
+    with self.assertRaises(bd.SettingsError):
+      bd.parse_settings(base_env(ROUTING="sometimes"))
+
+  def test_rollout_logps_follow_the_program(self):
+    args = types.SimpleNamespace(use_rollout_logps=False, seq_logprob_error_threshold=None,
+                                 truncated_importance_sampling_type=None,
+                                 sampler_is_length_buckets=None)
+    self.assertFalse(bd.rollout_logps_requested(args).value)
+    args.truncated_importance_sampling_type = "seq-mask-tis"
+    choice = bd.rollout_logps_requested(args)
+    self.assertTrue(choice.value)
+    self.assertIn("truncated_importance_sampling_type", choice.source)
 
   def test_defaults_resolve_from_the_shapes(self):
     resolved = bd.resolve_plan_inputs(self.settings(ROUTING_SCALE="0.5"), self.setup())
@@ -192,7 +266,7 @@ class ResolveTest(unittest.TestCase):
     for env, setup, fragment in [
         ({"ROUTING_TARGETS": "2,2"}, {}, "ROUTING_TARGETS has 2 values but the model has 60"),
         ({"REAL_LEN": "70000"}, {}, "exceeds the token budget T=65536"),
-        ({"SEGMENTS": "17"}, {}, "num_segments-1=16"),
+        ({"SEGMENTS": "17"}, {}, "the 16 segments a row may hold"),
         ({"SEGMENTS": "9", "REAL_LEN": "8"}, {}, "exceeds REAL_LEN=8"),
         ({"FINAL_ROWS": "65"}, {}, "exceeds the rows per micro-batch R=64"),
     ]:

@@ -27,14 +27,25 @@ Environment contract (every value is validated; a bad one is a one-line error an
                   whichever fields the parsed config has), so that on random weights no token is
                   dropped because the policy disagrees with the payload's old log-probs.
   ADVANTAGES      random|zero, default random (seeded normal, one value per segment).
-  PAD_POSITION    end|start, default end. start moves each real row right by its trailing padding
-                  rounded down to a multiple of PAD_ALIGN (rows with less padding do not move).
-  PAD_ALIGN       integer > 0, a multiple of the segment alignment 64, default 4096.
+  PAD_POSITION    end|start. start moves each real row right by its trailing padding rounded
+                  down to a multiple of PAD_ALIGN (rows with less padding do not move). Default:
+                  the e2e orchestrator's --pack_pad_position, else its PACK_PAD_POSITION
+                  environment (ORCH_PACK_PAD_POSITION), else end; the source is logged.
+  PAD_ALIGN       integer > 0, a multiple of the segment alignment 64. Default: the
+                  orchestrator's --pack_pad_align / PACK_PAD_ALIGN (ORCH_PACK_PAD_ALIGN), else 4096.
+  ROUTING         auto|on|off, default auto: whether the payload replays MoE routing
+                  (routed_experts). auto follows the orchestrator's --return_routed_experts, else
+                  its RETURN_ROUTED_EXPERTS environment (ORCH_RETURN_ROUTED_EXPERTS), else on (the
+                  seed always replayed); the source is logged.
+  ALLOW_FALLBACKS 0|1, default 0. A tokenizer that does not load, a missing compile_warmup and
+                  other fallbacks stop the run (exit 1) unless 1; BENCH_SUMMARY lists those taken.
   REAL_LEN        real tokens per regular row, 1..T, default T - round(T * 4588 / 65536)
                   (60,948 of a 65,536-token budget).
-  SEGMENTS        segments per row, integer >= 1, at most the payload's num_segments - 1 and at
-                  most REAL_LEN. Default: num_segments - 1 of the warm-up payload, capped at
-                  --max_segments_per_packed_row (or, when that is unbounded, at REAL_LEN // 64).
+  SEGMENTS        segments (trajectories) per row, integer >= 1, at most the payload's
+                  num_segments - 1, --max_segments_per_packed_row and REAL_LEN. Default, as the
+                  e2e packs: each row's count of a concrete warm-up payload (the seed's rule), else
+                  as many max-length trajectories (--max_prompt_length + --max_response_length, on
+                  the 64-token grid) as fit REAL_LEN, at least 1; the rule is logged.
   FINAL_ROWS      real rows in the last micro-batch of a step, 1..R, default R (all rows).
   PROFILE_WINDOW  optional `START:COUNT`: trace fwd_bwd calls START..START+COUNT-1 (0-based,
                   counted over the whole run) with jax.profiler. When set, the trainer's own
@@ -77,13 +88,31 @@ Log lines (stdout). Human lines start with `[TrainerBench] `. Machine lines star
                  "real_tokens_per_s_per_chip", "stage_boundary", "definitions", ...}  at the end
 Exit codes: 0 success, 2 bad settings, 1 a failure while running.
 
+The payload is laid out as Tunix's sequence packer writes rows: each segment is a trajectory, a
+prompt (a seeded length up to the orchestrator's --max_prompt_length) then its completion;
+completion_mask, advantages and per-token log-probs cover the completion only; rollout log-probs
+are present when the e2e program asks the rollouts for them, and equal the old ones when it uses
+the rollout's as old (--use_rollout_logps). Functions are called strictly: an argument a Tunix
+signature does not take, or a required one the driver does not know, is an error naming the
+function, the argument and the file (exit 1); a warm-up signature mismatch too.
+
+Preflight (on CPU in the trainer image, same environment as the pod, JAX_PLATFORMS=cpu):
+  python3 bench_driver.py --preflight
+imports every module the run uses, checks each function and signature it will call, parses both
+argvs with Tunix's parsers, builds the GRPO config with LOGP_GATES applied, the batch
+configuration, the warm-up payload and a small payload to its layout, and prints one line per
+check (`preflight: ok|FAIL|skip NAME: detail`). Builds no trainer, loads no weights. Exit 0 all
+good, 1 a problem, 2 bad settings.
+
 Payload file mode (needs NumPy only, no Tunix or JAX):
   python3 bench_driver.py --dump-payload OUT.npz --rows R --tokens T --layers L --topk K
       --experts E [--vocab V] [--real-len N] [--segments n] [--final-rows F] [--final]
       [--pad-position end|start] [--pad-align A] [--routing-targets 1.5,2,...|@FILE]
       [--routing-scale S] [--advantages random|zero] [--seed N] [--no-old-logps] [--pad-id P]
-writes an uncompressed .npz with one array per payload field (payload-spec.md) and prints the
-per-layer routing summary.
+      [--max-prompt-length P]
+writes an uncompressed .npz with one array per payload field (payload-spec.md) and a
+`payload_settings` member (UTF-8 JSON in a uint8 array: how the file was built, which
+`check-payload verify` reads), and prints the per-layer routing summary.
 """
 
 from __future__ import annotations
@@ -106,7 +135,7 @@ import threading
 import time
 import traceback
 import uuid
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -134,7 +163,8 @@ class SettingsError(Exception):
 
 
 class TunixMissing(RuntimeError):
-  """The image's Tunix lacks a module or function the driver needs: exit code 1."""
+  """The image's Tunix lacks a module or function the driver needs, or a check of what Tunix
+  built failed (a warm-up signature mismatch, a gate that stays on): exit code 1."""
 
 
 def say(message: str) -> None:
@@ -313,8 +343,8 @@ class Settings:
   routing_scale: float = 1.0
   logp_gates: bool = True
   advantages: str = "random"
-  pad_position: str = "end"
-  pad_align: int = 4096
+  pad_position: Optional[str] = None  # None: the e2e orchestrator's, else end
+  pad_align: Optional[int] = None  # None: the e2e orchestrator's, else 4096
   real_len: Optional[int] = None
   segments: Optional[int] = None
   final_rows: Optional[int] = None
@@ -322,6 +352,12 @@ class Settings:
   profile_dir: Optional[str] = None
   bench_name: str = "bench"
   stage_boundary: str = "auto"
+  routing: str = "auto"
+  allow_fallbacks: bool = False
+  # The orchestrator's environment that auto settings follow (ORCH_* copies by render-bench).
+  orch_pack_pad_position: Optional[str] = None
+  orch_pack_pad_align: Optional[str] = None
+  orch_return_routed_experts: Optional[str] = None
   # The orchestrator's PIPELINE_STEP_BOUNDARY / STAGE_NEXT_MICROBATCH environment in the render
   # (render-bench copies them as ORCH_PIPELINE_STEP_BOUNDARY / ORCH_STAGE_NEXT_MICROBATCH).
   orch_pipeline_step_boundary: Optional[str] = None
@@ -346,6 +382,8 @@ class Settings:
                            f"{self.profile_window[0]}:{self.profile_window[1]}"),
         "profile_dir": self.profile_dir,
         "stage_boundary": self.stage_boundary,
+        "routing": self.routing,
+        "allow_fallbacks": self.allow_fallbacks,
     }
 
 
@@ -395,10 +433,21 @@ def parse_settings(env: Mapping[str, str]) -> Settings:
   if get("STAGE_BOUNDARY") is not None:
     settings.stage_boundary = parse_choice("STAGE_BOUNDARY", env["STAGE_BOUNDARY"],
                                            ("auto", "on", "off"))
-  for name in ("ORCH_PIPELINE_STEP_BOUNDARY", "ORCH_STAGE_NEXT_MICROBATCH"):
+  for name in ("ORCH_PIPELINE_STEP_BOUNDARY", "ORCH_STAGE_NEXT_MICROBATCH",
+               "ORCH_RETURN_ROUTED_EXPERTS"):
     if get(name) is not None:
-      parse_bool_word(name, env[name])  # validated here, read by resolve_stage_boundary
+      parse_bool_word(name, env[name])  # validated here, read where it is resolved
       setattr(settings, name.lower(), env[name].strip())
+  if get("ORCH_PACK_PAD_POSITION") is not None:
+    parse_choice("ORCH_PACK_PAD_POSITION", env["ORCH_PACK_PAD_POSITION"], ("end", "start"))
+    settings.orch_pack_pad_position = env["ORCH_PACK_PAD_POSITION"].strip()
+  if get("ORCH_PACK_PAD_ALIGN") is not None:
+    parse_pad_align("ORCH_PACK_PAD_ALIGN", env["ORCH_PACK_PAD_ALIGN"])
+    settings.orch_pack_pad_align = env["ORCH_PACK_PAD_ALIGN"].strip()
+  if get("ROUTING") is not None:
+    settings.routing = parse_choice("ROUTING", env["ROUTING"], ("auto", "on", "off"))
+  if get("ALLOW_FALLBACKS") is not None:
+    settings.allow_fallbacks = parse_bool_word("ALLOW_FALLBACKS", env["ALLOW_FALLBACKS"])
   settings.bench_name = one_line(get("BENCH_NAME") or get("JOBSET_NAME") or "bench")
   return settings
 
@@ -516,7 +565,7 @@ def _rng(seed: int, *stream: int) -> np.random.Generator:
 
 
 # Stream identifiers for _rng.
-_IDS, _SEGMENTS, _ADVANTAGES, _LOGPS, _ROUTING, _EXTRA = 1, 2, 3, 4, 5, 6
+_IDS, _SEGMENTS, _ADVANTAGES, _LOGPS, _ROUTING, _EXTRA, _PROMPTS = 1, 2, 3, 4, 5, 6, 7
 
 
 def segment_cuts(rng: np.random.Generator, real_len: int, segments: int) -> np.ndarray:
@@ -698,7 +747,7 @@ class BuiltPayload:
   routing: List[LayerRouting]
   real_rows: int
   real_len: int
-  segments: int
+  segments: Union[int, List[int]]  # one count for every row, or one per row
   shift: int
   real_tokens: int
   notes: List[str]
@@ -708,16 +757,32 @@ class BuiltPayload:
             abs(entry.achieved - entry.target) > TARGET_TOLERANCE * entry.target]
 
 
+def segments_per_row(segments: Union[int, Sequence[int]], rows: int) -> List[int]:
+  """One segment count per row from an int (every row) or a per-row list."""
+  if isinstance(segments, (int, np.integer)):
+    return [int(segments)] * rows
+  counts = [int(count) for count in segments]
+  if len(counts) != rows:
+    raise SettingsError(f"{len(counts)} per-row segment counts for {rows} rows")
+  return counts
+
+
 def build_payload(*, rows: int, tokens: int, layout: Mapping[str, Tuple[Tuple[int, ...], Any]],
-                  vocab: int, real_len: int, segments: int, real_rows: int, pad_position: str,
-                  pad_align: int, targets: Optional[Sequence[float]], experts: Optional[int],
-                  advantages: str, seed: int, pad_id: int = 0) -> BuiltPayload:
+                  vocab: int, real_len: int, segments: Union[int, Sequence[int]], real_rows: int,
+                  pad_position: str, pad_align: int, targets: Optional[Sequence[float]],
+                  experts: Optional[int], advantages: str, seed: int, pad_id: int = 0,
+                  max_prompt_length: int = 0, rollout_as_old: bool = False) -> BuiltPayload:
   """Builds one micro-batch: every field of `layout` (name -> (shape, dtype)) as a NumPy array.
 
-  Rows 0..real_rows-1 hold real_len real tokens each, cut into `segments` segments; the other
-  rows are all padding. Padding is at the end of a row, or (pad_position "start") the real part is
-  written further right by the trailing padding rounded down to a multiple of pad_align, every
-  per-token array alike.
+  Rows 0..real_rows-1 hold real_len real tokens each, cut into `segments` segments (one count
+  for every row, or one per row) on the 64-token grid; the other rows are all padding. As Tunix's
+  sequence packer writes them, a segment is one trajectory: a prompt (a seeded length in
+  [1, min(max_prompt_length, length - 1)], none when max_prompt_length is 0) then its completion.
+  Ids, segment ids, in-segment positions and routing cover the whole segment; completion_mask,
+  advantages and per-token log-probs its completion only. Padding is at the end of a row, or
+  (pad_position "start") the real part is written further right by the trailing padding rounded
+  down to a multiple of pad_align, every per-token array alike. With rollout_as_old, the rollout
+  log-probs are the old ones (the e2e program uses the rollout's as old).
   """
   notes = []
   if not 1 <= real_len <= tokens:
@@ -725,9 +790,13 @@ def build_payload(*, rows: int, tokens: int, layout: Mapping[str, Tuple[Tuple[in
                         f"T={tokens}")
   if not 0 <= real_rows <= rows:
     raise SettingsError(f"real rows {real_rows} must be between 0 and the rows R={rows}")
-  if not 1 <= segments <= real_len:
-    raise SettingsError(f"segments per row {segments} must be between 1 and the real length "
-                        f"{real_len}")
+  counts = segments_per_row(segments, rows)
+  for count in counts:
+    if not 1 <= count <= real_len:
+      raise SettingsError(f"segments per row {count} must be between 1 and the real length "
+                          f"{real_len}")
+  if max_prompt_length < 0:
+    raise SettingsError(f"max prompt length {max_prompt_length} must be >= 0")
   if vocab < 2:
     raise SettingsError(f"vocabulary size {vocab}: needs at least 2 ids")
   shift = start_shift(tokens, real_len, pad_position, pad_align)
@@ -738,29 +807,41 @@ def build_payload(*, rows: int, tokens: int, layout: Mapping[str, Tuple[Tuple[in
   if 1 <= pad_id < vocab and vocab > 2:
     ids[ids == pad_id] = pad_id % (vocab - 1) + 1  # a real token never reads as padding
   segment_rng = _rng(seed, _SEGMENTS)
+  prompt_rng = _rng(seed, _PROMPTS)
   segment_ids = np.zeros((rows, real_len), dtype=np.int32)
   segment_positions = np.zeros((rows, real_len), dtype=np.int32)
+  completion = np.zeros((rows, real_len), dtype=bool)
   positions = np.arange(real_len, dtype=np.int64)
   for row in range(rows):
-    starts = np.concatenate([[0], segment_cuts(segment_rng, real_len, segments)])
+    starts = np.concatenate([[0], segment_cuts(segment_rng, real_len, counts[row])])
     lengths = np.diff(np.concatenate([starts, [real_len]]))
     segment_ids[row] = np.repeat(np.arange(1, starts.size + 1, dtype=np.int32), lengths)
     segment_positions[row] = positions - np.repeat(starts, lengths)
+    prompts = np.zeros(lengths.size, dtype=np.int64)
+    if max_prompt_length > 0:
+      longest = np.minimum(max_prompt_length, lengths - 1)
+      drawn = prompt_rng.integers(1, np.maximum(longest, 1) + 1)
+      prompts = np.where(longest >= 1, drawn, 0)
+    completion[row] = segment_positions[row] >= np.repeat(prompts, lengths)
+  most = max(counts)
   if advantages == "zero":
-    per_segment = np.zeros((rows, segments), dtype=np.float32)
+    per_segment = np.zeros((rows, most), dtype=np.float32)
   else:
-    per_segment = _rng(seed, _ADVANTAGES).standard_normal((rows, segments)).astype(np.float32)
-  token_advantages = np.take_along_axis(per_segment, segment_ids.astype(np.int64) - 1, axis=1)
+    per_segment = _rng(seed, _ADVANTAGES).standard_normal((rows, most)).astype(np.float32)
+  token_advantages = np.where(
+      completion, np.take_along_axis(per_segment, segment_ids.astype(np.int64) - 1, axis=1),
+      np.float32(0)).astype(np.float32)
 
   def logps(stream: int) -> np.ndarray:
     # Close to a random-weight policy's log-prob (-ln vocab), so that on random weights the
-    # policy/old ratio stays near 1; always negative.
+    # policy/old ratio stays near 1; always negative on completion tokens, 0 elsewhere.
     noise = _rng(seed, _LOGPS, stream).standard_normal((rows, real_len))
-    return np.minimum(-math.log(vocab) + 0.05 * noise, -1e-3).astype(np.float32)
+    values = np.minimum(-math.log(vocab) + 0.05 * noise, -1e-3).astype(np.float32)
+    return np.where(completion, values, np.float32(0)).astype(np.float32)
 
   per_token = {
       "completion_ids": ids,
-      "completion_mask": np.ones((rows, real_len), dtype=np.float32),
+      "completion_mask": completion.astype(np.float32),
       "segment_ids": segment_ids,
       "segment_positions": segment_positions,
       "advantages": token_advantages,
@@ -804,9 +885,12 @@ def build_payload(*, rows: int, tokens: int, layout: Mapping[str, Tuple[Tuple[in
     if name in per_token:
       values = per_token[name]
     elif name in ("old_per_token_logps", "ref_per_token_logps", "rollout_per_token_logps"):
-      values = logps({"old_per_token_logps": 0, "ref_per_token_logps": 1}.get(name, 2))
+      stream = {"old_per_token_logps": 0, "ref_per_token_logps": 1}.get(name, 2)
+      if rollout_as_old and name == "rollout_per_token_logps":
+        stream = 0  # the same values as old_per_token_logps
+      values = logps(stream)
     elif name == "sampler_is_weights":
-      values = np.ones((rows, real_len), dtype=np.float32)
+      values = completion.astype(np.float32)
     else:
       notes.append(f"{name}[{rows},{tokens}] {dtype.name}: unknown field, left at zero")
       arrays[name] = array
@@ -814,7 +898,8 @@ def build_payload(*, rows: int, tokens: int, layout: Mapping[str, Tuple[Tuple[in
     array[:real_rows, span] = values[:real_rows].astype(dtype)
     arrays[name] = array
   return BuiltPayload(arrays=arrays, routing=routing_report, real_rows=real_rows,
-                      real_len=real_len, segments=segments, shift=shift,
+                      real_len=real_len,
+                      segments=counts[0] if len(set(counts)) == 1 else counts, shift=shift,
                       real_tokens=real_rows * real_len, notes=notes)
 
 
@@ -2034,15 +2119,76 @@ def parse_with(parse: Callable[[List[str]], Any], words: List[str], name: str) -
     raise SettingsError(f"{name} is rejected by Tunix's argument parser: {reason}") from None
 
 
-def call_with_accepted(function: Callable[..., Any], **kwargs: Any) -> Any:
-  """Calls function with the keyword arguments its signature accepts."""
+def plan_call(function: Callable[..., Any], name: str, required: Mapping[str, Any],
+              optional: Optional[Mapping[str, Any]] = None,
+              log: Callable[[str], None] = say) -> Dict[str, Any]:
+  """The keyword arguments for a strict call of a Tunix function (see call_checked), checked
+  against its signature without calling it (the preflight checks calls this way)."""
+  where = f"{name} ({source_file(function)})"
   try:
-    params = inspect.signature(function).parameters
+    signature = inspect.signature(function)
   except (TypeError, ValueError):
-    return function(**kwargs)
-  if any(param.kind == inspect.Parameter.VAR_KEYWORD for param in params.values()):
-    return function(**kwargs)
-  return function(**{key: value for key, value in kwargs.items() if key in params})
+    raise TunixMissing(f"{where} has no signature the driver can check") from None
+  params, var_kw = _named_params(function)
+  for key in required:
+    if key not in params and not var_kw:
+      raise TunixMissing(f"{where} takes no argument {key!r}, which the driver must pass "
+                         f"(its signature: {name}{signature})")
+  optional = dict(optional or {})
+  unknown = [param.name for param in params.values()
+             if param.default is inspect.Parameter.empty and param.name not in ("self", "cls")
+             and param.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                inspect.Parameter.KEYWORD_ONLY)
+             and param.name not in required and param.name not in optional]
+  if unknown:
+    raise TunixMissing(f"{where} requires {', '.join(map(repr, unknown))}, which the driver "
+                       f"does not know (its signature: {name}{signature})")
+  kwargs = dict(required)
+  for key, value in optional.items():
+    if key in params:
+      kwargs[key] = value
+    else:
+      log(f"{name}: this Tunix takes no {key!r} (optional); left out")
+  return kwargs
+
+
+def call_checked(function: Callable[..., Any], name: str, required: Mapping[str, Any],
+                 optional: Optional[Mapping[str, Any]] = None,
+                 log: Callable[[str], None] = say) -> Any:
+  """Calls a Tunix function with keyword arguments, strictly.
+
+  Every `required` argument must be one the signature names (or takes through **kwargs); an
+  `optional` one (each call site lists them) is passed only when the signature names it, and a
+  line says when it is left out. A parameter without a default that the driver does not know is
+  an error too. Errors name the function, the argument and the module's file, so a Tunix whose
+  API moved stops the run instead of silently timing something else.
+  """
+  return function(**plan_call(function, name, required, optional, log))
+
+
+def source_file(function: Any) -> str:
+  """The file a function, class or module comes from, for error messages."""
+  try:
+    return inspect.getsourcefile(function) or inspect.getfile(function)
+  except (TypeError, OSError):
+    module = sys.modules.get(getattr(function, "__module__", "") or "")
+    return getattr(module, "__file__", None) or "<unknown file>"
+
+
+class Fallbacks:
+  """What the driver does instead when the image lacks something the e2e run has. Each one stops
+  the run unless ALLOW_FALLBACKS=1; then BENCH_SUMMARY lists every one taken."""
+
+  def __init__(self, allowed: bool, log: Callable[[str], None] = say):
+    self.allowed = allowed
+    self.log = log
+    self.taken: List[str] = []
+
+  def take(self, problem: str, instead: str) -> None:
+    if not self.allowed:
+      raise TunixMissing(f"{problem}; ALLOW_FALLBACKS=1 would {instead}")
+    self.taken.append(f"{problem}: {instead}")
+    self.log(f"FALLBACK (ALLOW_FALLBACKS=1): {problem}: {instead}")
 
 
 def initialize_jax() -> None:
@@ -2081,6 +2227,112 @@ def _replace(payload: Any, **changes: Any) -> Any:
   return dataclasses.replace(payload, **changes)
 
 
+def concrete_segment_counts(warmup: Any) -> Optional[List[int]]:
+  """Each row's segment count when the warm-up payload holds concrete segment ids (the seed's
+  rule), else None (an abstract payload: ShapeDtypeStructs)."""
+  segment_ids = getattr(warmup, "segment_ids", None)
+  if not isinstance(segment_ids, np.ndarray) or segment_ids.ndim != 2 or not segment_ids.size:
+    return None
+  counts = [len(np.unique(row[row > 0])) for row in segment_ids]
+  if not any(counts):
+    return None  # all padding: zeros standing in for shapes, not a packing
+  return [max(1, count) for count in counts]
+
+
+def trajectory_segments(real_len: int, max_prompt: Optional[int],
+                        max_response: Optional[int]) -> Optional[int]:
+  """As many max-length trajectories (prompt + response, each starting on the 64-token grid) as
+  fit the real length, at least 1; None when the lengths are unknown."""
+  if not max_prompt or not max_response:
+    return None
+  longest = int(max_prompt) + int(max_response)
+  stride = -(-longest // SEGMENT_ALIGN) * SEGMENT_ALIGN
+  return max(1, 1 + (real_len - longest) // stride) if real_len >= longest else 1
+
+
+@dataclasses.dataclass
+class Choice:
+  """A setting the driver resolved, and where it came from (logged, and in BENCH_SUMMARY)."""
+  value: Any
+  source: str
+
+
+def resolve_padding(settings: Settings) -> Tuple[Choice, Choice]:
+  """PAD_POSITION and PAD_ALIGN: the knob, else the e2e orchestrator's --pack_pad_position /
+  --pack_pad_align, else its PACK_PAD_POSITION / PACK_PAD_ALIGN environment (ORCH_* copies),
+  else Tunix's packer default (end, 4096)."""
+  words = settings.orch_argv
+
+  def pick(knob: Optional[Any], knob_name: str, flag: str, env_value: Optional[str],
+           env_name: str, default: Any, parse: Callable[[str, str], Any]) -> Choice:
+    if knob is not None:
+      return Choice(knob, f"{knob_name} (the knob)")
+    value = flag_value(words, flag)
+    if value is not None:
+      return Choice(parse(f"ORCH_ARGV {flag}", value), f"ORCH_ARGV {flag}={value}")
+    if env_value is not None:
+      return Choice(parse(env_name, env_value), f"orchestrator env {env_name}={env_value}")
+    return Choice(default, "the packer's default (the e2e orchestrator sets none)")
+
+  position = pick(settings.pad_position, "PAD_POSITION", "--pack_pad_position",
+                  settings.orch_pack_pad_position, "PACK_PAD_POSITION", "end",
+                  lambda name, text: parse_choice(name, text, ("end", "start")))
+  align = pick(settings.pad_align, "PAD_ALIGN", "--pack_pad_align", settings.orch_pack_pad_align,
+               "PACK_PAD_ALIGN", 4096, parse_pad_align)
+  return position, align
+
+
+def resolve_routing(settings: Settings) -> Choice:
+  """ROUTING: whether the payload replays routing (routed_experts). auto follows the e2e run:
+  ORCH_ARGV --return_routed_experts, else the orchestrator's RETURN_ROUTED_EXPERTS environment;
+  when neither says, on, as the seed always replayed (and the source says so)."""
+  if settings.routing != "auto":
+    return Choice(settings.routing == "on", f"ROUTING={settings.routing}")
+  flag = bool_flag(settings.orch_argv, "--return_routed_experts")
+  if flag is not None:
+    return Choice(flag, f"auto: ORCH_ARGV --return_routed_experts={'true' if flag else 'false'}")
+  if settings.orch_return_routed_experts is not None:
+    value = parse_bool_word("ORCH_RETURN_ROUTED_EXPERTS", settings.orch_return_routed_experts)
+    return Choice(value, "auto: orchestrator env RETURN_ROUTED_EXPERTS="
+                  f"{settings.orch_return_routed_experts}")
+  return Choice(True, "auto: the e2e run does not say; replaying, as the seed always did")
+
+
+def rollout_logps_requested(orch_args: Any) -> Choice:
+  """Whether the e2e program asks the rollouts for log-probs: it uses them as the old ones
+  (--use_rollout_logps, default on in run_deepswe_dist), or a gate or weighting needs them
+  (truncated importance sampling, the sequence log-prob error threshold, sampler IS buckets)."""
+  reasons = []
+  for name in ("use_rollout_logps", "truncated_importance_sampling_type",
+               "seq_logprob_error_threshold", "sampler_is_length_buckets"):
+    value = getattr(orch_args, name, None)
+    if value not in (None, False, "", 0, "none"):
+      reasons.append(f"--{name}={value}")
+  return Choice(bool(reasons), ", ".join(reasons) if reasons else
+                "no --use_rollout_logps, TIS type, sequence log-prob threshold or IS buckets")
+
+
+def logp_gates_left_on(config: Any) -> List[str]:
+  """The log-prob gates still set in a config: the fields LOGP_GATES=off turns off, found as
+  fields, attributes or properties (a read-only property cannot be turned off)."""
+  if config is None:
+    return []
+  left = []
+  for name in sorted(set(dir(config))):
+    if name.startswith("_") or name in LOGP_GATE_KEEP:
+      continue
+    if name not in LOGP_GATE_FIELDS and not LOGP_GATE_PATTERN.search(name):
+      continue
+    try:
+      value = getattr(config, name)
+    except Exception:  # pylint: disable=broad-except
+      continue
+    if callable(value) or value is None or value is False:
+      continue
+    left.append(f"{name}={value!r}")
+  return left
+
+
 @dataclasses.dataclass
 class TunixSetup:
   worker: Any
@@ -2095,14 +2347,23 @@ class TunixSetup:
   experts: Optional[int]
   vocab: int
   pad_id: int
+  eos_id: int
   maxtext_output_directory: Optional[str]
   payload_signature: Optional[Callable[[Any], Any]]
   signature_mismatch: Optional[Callable[[Any, Any], str]]
   outer_context: Any = None
+  max_prompt_length: Optional[int] = None
+  max_response_length: Optional[int] = None
+  warmup_segment_counts: Optional[List[int]] = None
+  rollout_as_old: bool = False
+  choices: Dict[str, Choice] = dataclasses.field(default_factory=dict)
+  fallbacks: Optional[Fallbacks] = None
 
 
-def _token_ids(orch_args: Any, trainer_args: Any) -> Tuple[int, int, Optional[int]]:
-  """(pad_id, eos_id, tokenizer vocabulary size) the way the orchestrator gets them."""
+def _token_ids(orch_args: Any, trainer_args: Any,
+               fallbacks: Fallbacks) -> Tuple[int, int, Optional[int]]:
+  """(pad_id, eos_id, tokenizer vocabulary size) as run_deepswe_dist gets them: the tokenizer's
+  pad id (its eos when it has none), and its eos id (the pad id when it has none)."""
   path = (getattr(orch_args, "tokenizer_path", "") or os.environ.get("MODEL_DIR") or
           getattr(orch_args, "model_id", None))
   try:
@@ -2114,8 +2375,9 @@ def _token_ids(orch_args: Any, trainer_args: Any) -> Tuple[int, int, Optional[in
     eos_id = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else pad_id
     return int(pad_id), int(eos_id), len(tokenizer)
   except Exception as exc:  # pylint: disable=broad-except
-    say(f"tokenizer {path!r} unavailable ({describe_exception(exc)}); asking the trainer's "
-        "maxtext_utils for the pad id")
+    fallbacks.take(f"the tokenizer {path!r} did not load ({describe_exception(exc)})",
+                   "take the pad id from tunix.utils.maxtext_utils.get_tokenizer_pad_id and use "
+                   "it as the eos id too")
   maxtext_utils = import_tunix("tunix.utils.maxtext_utils", "find the tokenizer's pad id")
   get_pad = require(maxtext_utils, "get_tokenizer_pad_id", "find the tokenizer's pad id")
   pad_id = int(get_pad(getattr(trainer_args, "model_id", None),
@@ -2124,10 +2386,47 @@ def _token_ids(orch_args: Any, trainer_args: Any) -> Tuple[int, int, Optional[in
   return pad_id, pad_id, None
 
 
-def build_tunix(settings: Settings) -> TunixSetup:
+# Optional arguments per Tunix function: passed when the signature names them (newer Tunix),
+# left out with a line otherwise. Everything else the driver passes is required.
+BATCH_CONFIG_OPTIONAL = ("trainer_dp", "trainer_expert", "segment_align_multiple",
+                         "pack_pad_position", "pack_pad_align")
+WARMUP_OPTIONAL = ("rollout_logprobs", "sampler_is", "sampler_is_threshold",
+                   "seq_logprob_error_threshold")
+
+
+def make_batch_config(orch_node: Any, batch_assembly: Any, orch_args: Any, pad_id: int) -> Any:
+  """The orchestrator's BatchConfig: its _batch_config (newer run_deepswe_dist) when the
+  signature is one the driver recognises, else BatchConfig from the parsed argv."""
+  make_config = getattr(orch_node, "_batch_config", None)
+  if callable(make_config):
+    params, var_kw = _named_params(make_config)
+    names = list(params)
+    kinds = [param.kind for param in params.values()]
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if len(names) == 1 and kinds[0] in positional and not var_kw:
+      return make_config(orch_args)
+    if len(names) == 2 and names[1] == "pad_id" and kinds[0] in positional:
+      return (make_config(orch_args, pad_id=pad_id)
+              if kinds[1] == inspect.Parameter.KEYWORD_ONLY else make_config(orch_args, pad_id))
+    raise TunixMissing(f"_batch_config{inspect.signature(make_config)} in "
+                       f"{source_file(make_config)}: not a signature the driver recognises "
+                       "((args), (args, pad_id) or (args, *, pad_id))")
+  config_class = require(batch_assembly, "BatchConfig", "build the batch configuration")
+  required = {"pad_id": pad_id}
+  for name in ("max_prompt_length", "max_response_length", "max_seq_token_per_tpu",
+               "max_segments_per_packed_row", "trainer_fsdp"):
+    required[name] = getattr(orch_args, name, None)
+  optional = {name: getattr(orch_args, name) for name in BATCH_CONFIG_OPTIONAL
+              if hasattr(orch_args, name)}
+  return call_checked(config_class, "BatchConfig", required, optional)
+
+
+def build_tunix(settings: Settings, fallbacks: Optional[Fallbacks] = None) -> TunixSetup:
   """Builds the trainer worker, GRPO algorithm, assembler and warm-up payload through Tunix."""
+  fallbacks = fallbacks or Fallbacks(settings.allow_fallbacks)
   trainer_main, trainer_words = split_runtime_argv("TRAINER_ARGV", settings.trainer_argv)
   orch_main, orch_words = split_runtime_argv("ORCH_ARGV", settings.orch_argv)
+  choices: Dict[str, Choice] = {}
 
   # JAX first: importing the orchestrator module sets JAX_PLATFORMS=cpu when it is unset.
   trainer_node = import_tunix(process_module(trainer_main, DEFAULT_TRAINER_MODULE),
@@ -2145,72 +2444,58 @@ def build_tunix(settings: Settings) -> TunixSetup:
   worker_class = require(worker_module, "TrainerWorker", "build the worker")
   worker_kwargs: Dict[str, Any] = {"trainer_factory": factory,
                                    "worker_id": getattr(trainer_args, "worker_id", "trainer-0")}
-  params = inspect.signature(worker_class.__init__).parameters
+  params, _ = _named_params(worker_class.__init__)
   outer_context = None
+  optional: Dict[str, Any] = {}
   if mesh is not None and "execution_context" in params:
-    worker_kwargs["execution_context"] = mesh  # the worker enters it around every method
+    optional["execution_context"] = mesh  # the worker enters it around every method
   elif mesh is not None:
     outer_context = mesh  # a worker that cannot take it: the driver enters it
+  # The log-prob chunk reaches the worker through its constructor when it takes one, as
+  # run_trainer_node passes it; otherwise only through the trainer's own config.
   chunk = int(getattr(trainer_args, "compute_logps_chunk_size", 0) or 0)
-  if chunk > 0 and "logps_chunk_size" in params:
-    try:
-      passes_chunk = "logps_chunk_size" in inspect.getsource(trainer_node.main)
-    except (OSError, TypeError, AttributeError):
-      passes_chunk = True
-    if passes_chunk:
-      worker_kwargs["logps_chunk_size"] = chunk
-  worker = worker_class(**worker_kwargs)
+  if chunk > 0:
+    if "logps_chunk_size" in params:
+      optional["logps_chunk_size"] = chunk
+      choices["logps_chunk"] = Choice(chunk, "TrainerWorker(logps_chunk_size=) from "
+                                      "--compute_logps_chunk_size")
+    else:
+      choices["logps_chunk"] = Choice(chunk, "this TrainerWorker takes no logps_chunk_size: the "
+                                      "chunk reaches the loss through the trainer's config only")
+  worker = call_checked(worker_class, "TrainerWorker", worker_kwargs, optional)
   if callable(getattr(worker, "initialize", None)):
     worker.initialize()  # builds a lazily constructed trainer; idempotent
 
-  saved_platforms = os.environ.get("JAX_PLATFORMS")
-  try:
-    orch_node = import_tunix(process_module(orch_main, DEFAULT_ORCH_MODULE),
-                             "parse the orchestrator argv")
-  finally:
-    if saved_platforms is None:
-      os.environ.pop("JAX_PLATFORMS", None)
-    else:
-      os.environ["JAX_PLATFORMS"] = saved_platforms
+  orch_node = import_orchestrator(orch_main)
   orch_args = parse_with(require(orch_node, "_parse_args", "parse the orchestrator argv"),
                          orch_words, "ORCH_ARGV")
   if getattr(orch_args, "mini_batch_size", 0) is None:
     orch_args.mini_batch_size = orch_args.batch_size
-  if not settings.logp_gates:
-    changed = disable_logp_gates(orch_args)
-  algo = require(orch_node, "_build_algo", "build the GRPO algorithm")(orch_args)
-  algo_config = getattr(algo, "algo_config", None)
-  if not settings.logp_gates:
-    changed += disable_logp_gates(algo_config) if algo_config is not None else []
-    say("LOGP_GATES=off: " + (", ".join(sorted(set(changed))) + " turned off" if changed else
-                              "the GRPO config has no log-prob gate set"))
+  # The payload's log-prob fields follow the e2e program, before LOGP_GATES changes anything.
+  rollout_logps = rollout_logps_requested(orch_args)
+  choices["rollout_logps"] = rollout_logps
+  rollout_as_old = bool(getattr(orch_args, "use_rollout_logps", False))
+  algo, algo_config, _ = build_algo(settings, orch_node, orch_args)
 
-  pad_id, eos_id, tokenizer_vocab = _token_ids(orch_args, trainer_args)
+  pad_id, eos_id, tokenizer_vocab = _token_ids(orch_args, trainer_args, fallbacks)
+  choices["eos_id"] = Choice(eos_id, "the tokenizer's eos id (its pad id when it has none), as "
+                             "run_deepswe_dist configures the worker")
   worker.with_loss_fn(algo.loss_fn(), has_aux=True)
   worker.with_gen_model_input_fn(algo.build_gen_model_input_fn(pad_id=pad_id, eos_id=eos_id))
 
   batch_assembly = import_tunix("tunix.experimental.orchestrator.batch_assembly",
                                 "build the batch configuration")
-  if callable(getattr(orch_node, "_batch_config", None)):  # newer run_deepswe_dist
-    make_config = orch_node._batch_config  # pylint: disable=protected-access
-    params = inspect.signature(make_config).parameters
-    batch_config = (make_config(orch_args, pad_id=pad_id) if "pad_id" in params else
-                    make_config(orch_args, pad_id) if len(params) >= 2 else make_config(orch_args))
-  else:
-    config_class = require(batch_assembly, "BatchConfig", "build the batch configuration")
-    batch_config = call_with_accepted(config_class, pad_id=pad_id, **{
-        name: getattr(orch_args, name) for name in (
-            "max_prompt_length", "max_response_length", "max_seq_token_per_tpu",
-            "max_segments_per_packed_row", "trainer_fsdp", "trainer_dp", "trainer_expert",
-            "pack_pad_position", "pack_pad_align") if hasattr(orch_args, name)})
+  batch_config = make_batch_config(orch_node, batch_assembly, orch_args, pad_id)
   create = require(batch_assembly, "create_batch_assembler", "build the batch assembler")
   generations = getattr(algo, "num_generations", orch_args.num_generations)
-  assembler = call_with_accepted(
-      create, num_generations=generations, group_size=generations,
-      mini_batch_size=getattr(algo, "mini_batch_size", orch_args.mini_batch_size),
-      train_micro_batch_size=getattr(algo, "train_micro_batch_size",
-                                     orch_args.train_micro_batch_size),
-      batch_config=batch_config)
+  create_params, _ = _named_params(create)
+  group_name = "group_size" if "group_size" in create_params else "num_generations"
+  assembler = call_checked(create, "create_batch_assembler", {
+      group_name: generations,
+      "mini_batch_size": getattr(algo, "mini_batch_size", orch_args.mini_batch_size),
+      "train_micro_batch_size": getattr(algo, "train_micro_batch_size",
+                                        orch_args.train_micro_batch_size),
+      "batch_config": batch_config})
   packed_class = getattr(batch_assembly, "SequencePackedBatchAssembler", None)
   if packed_class is not None and not isinstance(assembler, packed_class):
     raise SettingsError("ORCH_ARGV does not select sequence packing (--max_seq_token_per_tpu): "
@@ -2218,14 +2503,19 @@ def build_tunix(settings: Settings) -> TunixSetup:
                         "the data")
 
   # The routing shape the trainer reports, and the model sizes the payload needs.
-  routing_shape = None
+  routing = resolve_routing(settings)
+  choices["routing"] = routing
+  trainer_shape = None
   if callable(getattr(worker, "routed_experts_shape", None)):
-    routing_shape = worker.routed_experts_shape()
+    trainer_shape = worker.routed_experts_shape()
   config = getattr(getattr(worker, "_trainer", None), "_config", None)
-  if routing_shape is None and config is not None:
+  if trainer_shape is None and config is not None:
     layers = getattr(config, "num_decoder_layers", None)
     topk = getattr(config, "num_experts_per_tok", None)
-    routing_shape = (int(layers), int(topk)) if layers and topk else None
+    trainer_shape = (int(layers), int(topk)) if layers and topk else None
+  if routing.value and trainer_shape is None and settings.routing == "on":
+    raise SettingsError("ROUTING=on but the trainer reports no routing shape (a dense model?)")
+  routing_shape = tuple(trainer_shape) if routing.value and trainer_shape else None
   experts = getattr(config, "num_experts", None)
   vocab = getattr(config, "vocab_size", None) or tokenizer_vocab
   if not vocab:
@@ -2234,29 +2524,8 @@ def build_tunix(settings: Settings) -> TunixSetup:
   if routing_shape is not None and not experts:
     raise TunixMissing("the trainer reports a routing shape but its config has no num_experts")
 
-  warmup, abstract = None, False
-  compile_warmup = None
-  try:
-    compile_warmup = importlib.import_module("tunix.experimental.orchestrator.compile_warmup")
-  except ImportError:
-    pass
-  build_warmup = getattr(compile_warmup, "build_trainer_warmup_payload", None)
-  if build_warmup is not None:
-    warmup = call_with_accepted(
-        build_warmup, algo=algo, assembler=assembler,
-        rollout_logprobs=bool(getattr(orch_args, "return_logprobs", True)),
-        routed_experts_shape=routing_shape,
-        sampler_is=getattr(algo_config, "sampler_is", None),
-        sampler_is_threshold=getattr(algo_config, "sampler_is_threshold", 2.0),
-        seq_logprob_error_threshold=getattr(algo_config, "seq_logprob_error_threshold", None))
-    abstract = True
-  else:
-    say("compile_warmup.build_trainer_warmup_payload is missing in this image's Tunix: building "
-        "the equivalent payload layout from the assembler")
-    warmup = _equivalent_warmup(assembler, routing_shape, algo_config)
-  if warmup is None:
-    raise SettingsError("Tunix built no warm-up payload for this assembler (sequence packing "
-                        "is required)")
+  warmup, abstract = build_warmup(assembler, algo, algo_config, routing_shape, rollout_logps,
+                                  fallbacks)
   completion = getattr(warmup, "completion_ids")
   rows, tokens = int(completion.shape[0]), int(completion.shape[1])
   num_segments = getattr(warmup, "num_segments", None)
@@ -2271,8 +2540,9 @@ def build_tunix(settings: Settings) -> TunixSetup:
       raise TunixMissing("datatypes.TrainRequest is missing in this image's Tunix (needed to "
                          "call fwd_bwd(request=...))")
     metadata = dict(getattr(payload, "metadata", None) or {})
-    return request_class(request_id=f"train_req_{uuid.uuid4().hex[:8]}", payload=payload,
-                         metadata=metadata)
+    return call_checked(request_class, "TrainRequest", {
+        "request_id": f"train_req_{uuid.uuid4().hex[:8]}", "payload": payload,
+        "metadata": metadata})
 
   output_dir = getattr(trainer_args, "maxtext_output_directory", None) or flag_value(
       trainer_words, "--maxtext_output_directory")
@@ -2280,46 +2550,116 @@ def build_tunix(settings: Settings) -> TunixSetup:
       worker=worker, make_request=make_request, warmup=warmup, warmup_is_abstract=abstract,
       rows=rows, tokens=tokens, num_segments=_int_or_none(num_segments),
       max_segments_per_row=_int_or_none(max_segments), routing_shape=routing_shape,
-      experts=_int_or_none(experts), vocab=int(vocab), pad_id=int(pad_id),
+      experts=_int_or_none(experts), vocab=int(vocab), pad_id=int(pad_id), eos_id=int(eos_id),
       maxtext_output_directory=output_dir,
       payload_signature=getattr(worker_module, "payload_signature", None),
       signature_mismatch=getattr(worker_module, "signature_mismatch", None),
-      outer_context=outer_context)
+      outer_context=outer_context,
+      max_prompt_length=_int_or_none(getattr(orch_args, "max_prompt_length", None)),
+      max_response_length=_int_or_none(getattr(orch_args, "max_response_length", None)),
+      warmup_segment_counts=None if abstract else concrete_segment_counts(warmup),
+      rollout_as_old=rollout_as_old, choices=choices, fallbacks=fallbacks)
+
+
+def build_algo(settings: Settings, orch_node: Any, orch_args: Any) -> Tuple[Any, Any, List[str]]:
+  """The GRPO algorithm from the parsed orchestrator argv, with LOGP_GATES applied: off turns
+  the gates off in the argv and in the built config, and a gate still on is an error."""
+  changed = [] if settings.logp_gates else disable_logp_gates(orch_args)
+  algo = require(orch_node, "_build_algo", "build the GRPO algorithm")(orch_args)
+  algo_config = getattr(algo, "algo_config", None)
+  if not settings.logp_gates:
+    changed += disable_logp_gates(algo_config) if algo_config is not None else []
+    left = logp_gates_left_on(algo_config)
+    if left:
+      raise TunixMissing(f"LOGP_GATES=off cannot turn off {', '.join(left)} in the built GRPO "
+                         f"config ({type(algo_config).__name__} in "
+                         f"{source_file(type(algo_config))})")
+    say("LOGP_GATES=off: " + (", ".join(sorted(set(changed))) + " turned off" if changed else
+                              "the GRPO config has no log-prob gate set"))
+  return algo, algo_config, sorted(set(changed))
+
+
+def build_warmup(assembler: Any, algo: Any, algo_config: Any,
+                 routing_shape: Optional[Tuple[int, int]], rollout_logps: Choice,
+                 fallbacks: Fallbacks) -> Tuple[Any, bool]:
+  """Tunix's trainer warm-up payload (abstract), or the equivalent layout built from the
+  assembler when compile_warmup is missing (a fallback)."""
+  compile_warmup = None
+  try:
+    compile_warmup = importlib.import_module("tunix.experimental.orchestrator.compile_warmup")
+  except ImportError:
+    pass
+  build = getattr(compile_warmup, "build_trainer_warmup_payload", None)
+  if build is None:
+    fallbacks.take("tunix.experimental.orchestrator.compile_warmup.build_trainer_warmup_payload "
+                   "is missing in this image's Tunix",
+                   "build the equivalent payload layout from the assembler")
+    return _equivalent_warmup(assembler, routing_shape, rollout_logps.value), False
+  required = {"algo": algo, "assembler": assembler}
+  # Without routing the shape must not be dropped silently: a None shape means no routing.
+  required["routed_experts_shape"] = routing_shape
+  optional = {
+      "rollout_logprobs": rollout_logps.value,
+      "sampler_is": getattr(algo_config, "sampler_is", None),
+      "sampler_is_threshold": getattr(algo_config, "sampler_is_threshold", 2.0),
+      "seq_logprob_error_threshold": getattr(algo_config, "seq_logprob_error_threshold", None),
+  }
+  warmup = call_checked(build, "build_trainer_warmup_payload", required, optional)
+  if warmup is None:
+    raise SettingsError("Tunix built no warm-up payload for this assembler (sequence packing "
+                        "is required)")
+  return warmup, True
 
 
 def _equivalent_warmup(assembler: Any, routing_shape: Optional[Tuple[int, int]],
-                       algo_config: Any) -> Any:
+                       rollout_logps: bool) -> Any:
   """The warm-up payload's layout for a Tunix without compile_warmup: the packed row fields at
   the assembler's [batch_size, max_packed_len], as concrete zero arrays."""
   datatypes = import_tunix("tunix.experimental.common.datatypes", "build the payload")
   payload_class = require(datatypes, "RLTrainerPayload", "build the payload")
   rows, tokens = int(assembler.batch_size), int(assembler.max_packed_len)
   max_segments = getattr(assembler, "max_segments_per_packed_row", None)
-  del algo_config  # the run_deepswe_dist rollouts always return log-probs
-  layout = spec_field_layout(rows, tokens, *(routing_shape or (0, 0)), old_logps=True,
+  layout = spec_field_layout(rows, tokens, *(routing_shape or (0, 0)), old_logps=rollout_logps,
                              routing=routing_shape is not None)
-  fields = {name: np.zeros(shape, dtype) for name, (shape, dtype) in layout.items()}
+  fields: Dict[str, Any] = {name: np.zeros(shape, dtype) for name, (shape, dtype) in layout.items()}
   fields["num_segments"] = (max_segments if max_segments else tokens) + 1
-  fields["metadata"] = {}
-  return call_with_accepted(payload_class, **fields)
+  optional = {"metadata": {}}
+  return call_checked(payload_class, "RLTrainerPayload", fields, optional)
 
 
 def resolve_plan_inputs(settings: Settings, setup: TunixSetup) -> Dict[str, Any]:
-  """Checks the settings against the shapes Tunix gave; resolves the defaults."""
+  """Checks the settings against the shapes Tunix gave; resolves the defaults, each with the
+  source that decided it (logged)."""
   rows, tokens = setup.rows, setup.tokens
   real_len = settings.real_len if settings.real_len is not None else default_real_len(tokens)
   if real_len > tokens:
     raise SettingsError(f"REAL_LEN={real_len} exceeds the token budget T={tokens} "
                         "(--max_seq_token_per_tpu)")
-  if settings.segments is None:
-    segments = default_segments(setup.num_segments, setup.max_segments_per_row, real_len)
-  else:
-    segments = settings.segments
-    if setup.num_segments and segments > setup.num_segments - 1:
-      raise SettingsError(f"SEGMENTS={segments} exceeds the payload's num_segments-1="
-                          f"{setup.num_segments - 1} (--max_segments_per_packed_row)")
+  cap = setup.num_segments - 1 if setup.num_segments else None
+  if setup.max_segments_per_row:
+    cap = min(cap, setup.max_segments_per_row) if cap else setup.max_segments_per_row
+  if settings.segments is not None:
+    segments: Union[int, List[int]] = settings.segments
+    if cap and segments > cap:
+      raise SettingsError(f"SEGMENTS={segments} exceeds the {cap} segments a row may hold "
+                          "(the payload's num_segments-1, --max_segments_per_packed_row)")
     if segments > real_len:
       raise SettingsError(f"SEGMENTS={segments} exceeds REAL_LEN={real_len}")
+    rule = "SEGMENTS"
+  elif setup.warmup_segment_counts is not None:
+    segments = [min(count, real_len) for count in setup.warmup_segment_counts]
+    rule = "each row's count from the warm-up payload (the seed's rule)"
+  else:
+    fitted = trajectory_segments(real_len, setup.max_prompt_length, setup.max_response_length)
+    if fitted is not None:
+      segments = min(fitted, cap) if cap else fitted
+      rule = (f"max-length trajectories that fit: {real_len} real tokens / (--max_prompt_length "
+              f"{setup.max_prompt_length} + --max_response_length {setup.max_response_length})"
+              + (f", capped at {cap}" if cap and fitted > cap else ""))
+    else:
+      segments = default_segments(setup.num_segments, setup.max_segments_per_row, real_len)
+      rule = ("the warm-up payload's num_segments - 1 (no --max_prompt_length / "
+              "--max_response_length known)")
   final_rows = settings.final_rows if settings.final_rows is not None else rows
   if final_rows > rows:
     raise SettingsError(f"FINAL_ROWS={final_rows} exceeds the rows per micro-batch R={rows}")
@@ -2327,16 +2667,18 @@ def resolve_plan_inputs(settings: Settings, setup: TunixSetup) -> Dict[str, Any]
   if setup.routing_shape is not None:
     layers, topk = setup.routing_shape
     if settings.routing_targets is None:
-      raise SettingsError(f"ROUTING_TARGETS is required: the trainer reports a routing shape "
+      raise SettingsError(f"ROUTING_TARGETS is required: the payload replays routing "
                           f"({layers} layers, top-{topk})")
     if len(settings.routing_targets) != layers:
       raise SettingsError(f"ROUTING_TARGETS has {len(settings.routing_targets)} values but the "
                           f"model has {layers} decoder layers")
     targets = scale_targets(settings.routing_targets, settings.routing_scale)
   elif settings.routing_targets is not None:
-    say("the trainer reports no routing shape: ROUTING_TARGETS is ignored")
-  return {"real_len": real_len, "segments": segments, "final_rows": final_rows,
-          "targets": targets}
+    say("the payload replays no routing: ROUTING_TARGETS is ignored")
+  position, align = resolve_padding(settings)
+  return {"real_len": real_len, "segments": segments, "segments_rule": rule,
+          "final_rows": final_rows, "targets": targets, "pad_position": position,
+          "pad_align": align, "max_prompt_length": setup.max_prompt_length or 0}
 
 
 def run_pod(settings: Settings) -> int:
@@ -2350,15 +2692,26 @@ def run_pod(settings: Settings) -> int:
   describe = ", ".join(f"{key}[{','.join(map(str, shape))}] {np.dtype(dtype).name}"
                        for key, (shape, dtype) in layout.items())
   say(f"warm-up payload: {describe}, num_segments={setup.num_segments}")
+  choices = dict(setup.choices)
+  choices["segments"] = Choice(resolved["segments"], resolved["segments_rule"])
+  choices["pad_position"] = resolved["pad_position"]
+  choices["pad_align"] = resolved["pad_align"]
+  choices["max_prompt_length"] = Choice(resolved["max_prompt_length"],
+                                        "ORCH_ARGV --max_prompt_length (prompt lengths are drawn "
+                                        "up to it)")
+  for key, choice in choices.items():
+    say(f"{key}: {choice.value} ({choice.source})")
 
   def build(real_rows: int) -> Tuple[Any, BuiltPayload]:
     start = time.monotonic()
     built = build_payload(rows=setup.rows, tokens=setup.tokens, layout=layout, vocab=setup.vocab,
                           real_len=resolved["real_len"], segments=resolved["segments"],
-                          real_rows=real_rows, pad_position=settings.pad_position,
-                          pad_align=settings.pad_align, targets=resolved["targets"],
+                          real_rows=real_rows, pad_position=resolved["pad_position"].value,
+                          pad_align=resolved["pad_align"].value, targets=resolved["targets"],
                           experts=setup.experts, advantages=settings.advantages,
-                          seed=settings.seed, pad_id=setup.pad_id)
+                          seed=settings.seed, pad_id=setup.pad_id,
+                          max_prompt_length=resolved["max_prompt_length"],
+                          rollout_as_old=setup.rollout_as_old)
     for note in built.notes:
       say(f"payload: {note}")
     for miss in built.misses():
@@ -2375,14 +2728,7 @@ def run_pod(settings: Settings) -> int:
   else:
     final, final_built = build(resolved["final_rows"])
 
-  if setup.payload_signature is not None and setup.signature_mismatch is not None:
-    try:
-      mismatch = setup.signature_mismatch(setup.payload_signature(setup.warmup),
-                                          setup.payload_signature(regular))
-      say("payload matches the warm-up signature" if not mismatch else
-          f"payload differs from the warm-up signature (fwd_bwd will recompile): {mismatch}")
-    except Exception as exc:  # pylint: disable=broad-except
-      say(f"could not compare the payload with the warm-up signature: {describe_exception(exc)}")
+  check_warmup_signature(setup, regular)
 
   # The mesh, for a worker that could not take it as its execution context.
   with setup.outer_context or contextlib.nullcontext():
@@ -2448,10 +2794,34 @@ def run_pod(settings: Settings) -> int:
                       knobs=settings.knobs(), stage=stage_state.summary(),
                       extra={"compile": {"method": compile_method,
                                          "call_s": round(compile_call_s, 3)},
-                             "devices": len(devices), "shift": regular_built.shift})
+                             "devices": len(devices), "shift": regular_built.shift,
+                             "choices": {key: {"value": choice.value, "source": choice.source}
+                                         for key, choice in choices.items()},
+                             "fallbacks": list(setup.fallbacks.taken if setup.fallbacks
+                                               else [])})
   emit("BENCH_SUMMARY " + json.dumps(summary, separators=(",", ":")))
   report_summary(summary)
   return 0
+
+
+def check_warmup_signature(setup: TunixSetup, payload: Any) -> None:
+  """The payload must match the warm-up payload's signature (what the trainer compiled for):
+  a mismatch would make fwd_bwd recompile for another program, so it stops the run."""
+  if setup.payload_signature is None or setup.signature_mismatch is None:
+    setup.fallbacks.take("this TrainerWorker module has no payload_signature / "
+                         "signature_mismatch", "time without checking the payload against the "
+                         "warm-up signature")
+    return
+  try:
+    mismatch = setup.signature_mismatch(setup.payload_signature(setup.warmup),
+                                        setup.payload_signature(payload))
+  except Exception as exc:  # pylint: disable=broad-except
+    raise TunixMissing(f"could not compare the payload with the warm-up signature: "
+                       f"{describe_exception(exc)}") from None
+  if mismatch:
+    raise TunixMissing(f"the payload differs from the warm-up signature (fwd_bwd would "
+                       f"recompile another program): {one_line(mismatch)}")
+  say("payload matches the warm-up signature")
 
 
 def check_staging(stage_plan: StagePlan, calls: WorkerCalls,
@@ -2503,6 +2873,276 @@ def report_summary(summary: Mapping[str, Any], log: Callable[[str], None] = say)
 
 
 # ------------------------------------------------------------------------------------------------
+# --preflight: what the pod run will call, checked on CPU in the trainer image, no weights loaded.
+# ------------------------------------------------------------------------------------------------
+
+
+def import_orchestrator(orch_main: Optional[str]) -> Any:
+  """The orchestrator module; importing run_deepswe_dist sets JAX_PLATFORMS=cpu when it is
+  unset, which is undone here."""
+  saved_platforms = os.environ.get("JAX_PLATFORMS")
+  try:
+    return import_tunix(process_module(orch_main, DEFAULT_ORCH_MODULE),
+                        "parse the orchestrator argv")
+  finally:
+    if saved_platforms is None:
+      os.environ.pop("JAX_PLATFORMS", None)
+    else:
+      os.environ["JAX_PLATFORMS"] = saved_platforms
+
+
+class Checklist:
+  """Runs named checks in order; a check whose prerequisite failed is skipped. Each prints one
+  line: `preflight: ok|FAIL|skip  NAME: detail`."""
+
+  def __init__(self, out: Callable[[str], None] = emit):
+    self.out = out
+    self.failed: List[str] = []
+    self.bad_settings = False
+    self.context: Dict[str, Any] = {}
+
+  def check(self, name: str, run: Callable[[], str], needs: Sequence[str] = ()) -> bool:
+    missing = [need for need in needs if need not in self.context]
+    if missing:
+      self.out(f"preflight: skip  {name}: needs {', '.join(missing)}")
+      return False
+    try:
+      detail = run()
+    except SettingsError as exc:
+      self.bad_settings = True
+      self.failed.append(name)
+      self.out(f"preflight: FAIL  {name}: {one_line(exc)}")
+      return False
+    except Exception as exc:  # pylint: disable=broad-except
+      self.failed.append(name)
+      self.out(f"preflight: FAIL  {name}: {describe_exception(exc)}")
+      return False
+    self.out(f"preflight: ok    {name}: {one_line(detail)}")
+    return True
+
+  def exit_code(self) -> int:
+    return 2 if self.bad_settings else 1 if self.failed else 0
+
+
+# The routing shape's K for the preflight's small payload: the trainer's own shape is known only
+# once the trainer is built, which the preflight does not do (it would load weights).
+PREFLIGHT_TOPK = 2
+
+
+def preflight_experts(targets: Optional[Sequence[float]]) -> int:
+  """Experts for the preflight's small payload: enough that every target is reachable
+  (max/mean <= experts / top-k)."""
+  highest = max(targets) if targets else 1.0
+  return max(16, PREFLIGHT_TOPK * int(math.ceil(highest)) * 2)
+
+
+def run_preflight(settings: Settings, out: Callable[[str], None] = emit) -> int:
+  """Checks, on CPU, everything the pod run will import and call, in the order it will:
+  modules, functions and their signatures, both argvs through Tunix's parsers, the GRPO config
+  with LOGP_GATES applied, the batch configuration, the warm-up payload and a small payload
+  built to its layout. Builds no trainer and loads no weights. Exit 0 all good, 1 a problem, 2
+  bad settings."""
+  checks = Checklist(out)
+  ctx = checks.context
+  notes: List[str] = []
+  fallbacks = Fallbacks(settings.allow_fallbacks, log=notes.append)
+  trainer_main, trainer_words = split_runtime_argv("TRAINER_ARGV", settings.trainer_argv)
+  orch_main, orch_words = split_runtime_argv("ORCH_ARGV", settings.orch_argv)
+  out(f"preflight: {settings.bench_name}: JAX_PLATFORMS={os.environ.get('JAX_PLATFORMS', '')!r}"
+      " (the pod's settings, checked on this machine's CPU)")
+
+  def trainer_module() -> str:
+    module = import_tunix(process_module(trainer_main, DEFAULT_TRAINER_MODULE),
+                          "parse the trainer argv")
+    for name in ("_parse_args", "_create_trainer_factory"):
+      require(module, name, "build the trainer")
+    ctx["trainer_node"] = module
+    return f"{module.__name__} ({source_file(module)})"
+
+  def trainer_argv() -> str:
+    ctx["trainer_args"] = parse_with(ctx["trainer_node"]._parse_args,  # pylint: disable=protected-access
+                                     trainer_words, "TRAINER_ARGV")
+    return f"{len(trainer_words)} words parsed by {ctx['trainer_node'].__name__}._parse_args"
+
+  def trainer_worker() -> str:
+    module = import_tunix("tunix.experimental.worker.trainer_worker", "build the worker")
+    worker_class = require(module, "TrainerWorker", "build the worker")
+    params, _ = _named_params(worker_class.__init__)
+    optional = {name: None for name in ("execution_context", "logps_chunk_size")}
+    plan_call(worker_class, "TrainerWorker", {"trainer_factory": None, "worker_id": "preflight"},
+              optional, log=notes.append)
+    for method in ("fwd_bwd", "update", "with_loss_fn", "with_gen_model_input_fn"):
+      require(worker_class, method, "time the trainer")
+    calls = WorkerCalls(worker_class)
+    if not calls.takes_request and not calls.payload_keyword and not calls.pass_apply:
+      raise TunixMissing(f"TrainerWorker.fwd_bwd{inspect.signature(worker_class.fwd_bwd)} in "
+                         f"{source_file(worker_class)}: takes neither a request nor a payload")
+    chunk = int(getattr(ctx["trainer_args"], "compute_logps_chunk_size", 0) or 0)
+    ctx["worker_class"], ctx["worker_module"] = worker_class, module
+    parts = [f"fwd_bwd({'request' if calls.takes_request else 'payload'})",
+             "fused update" if calls.can_fuse else "explicit update()",
+             "compile" if hasattr(worker_class, "compile") else
+             "warmup_compile" if hasattr(worker_class, "warmup_compile") else "no compile call"]
+    if chunk > 0:
+      parts.append("logps_chunk_size=" + (str(chunk) if "logps_chunk_size" in params else
+                                          "not taken (the chunk reaches the loss through the "
+                                          "trainer's config only)"))
+    if not (hasattr(module, "payload_signature") and hasattr(module, "signature_mismatch")):
+      fallbacks.take("this TrainerWorker module has no payload_signature / signature_mismatch",
+                     "time without checking the payload against the warm-up signature")
+    return ", ".join(parts)
+
+  def datatypes() -> str:
+    module = import_tunix("tunix.experimental.common.datatypes", "build train requests")
+    payload_class = require(module, "RLTrainerPayload", "build the payload")
+    if WorkerCalls(ctx["worker_class"]).takes_request:
+      request_class = require(module, "TrainRequest", "call fwd_bwd(request=...)")
+      plan_call(request_class, "TrainRequest", {"request_id": "r", "payload": None,
+                                                "metadata": {}})
+    ctx["payload_class"] = payload_class
+    return f"RLTrainerPayload, TrainRequest ({source_file(module)})"
+
+  def orchestrator_module() -> str:
+    module = import_orchestrator(orch_main)
+    for name in ("_parse_args", "_build_algo"):
+      require(module, name, "build the GRPO algorithm")
+    ctx["orch_node"] = module
+    return f"{module.__name__} ({source_file(module)})"
+
+  def orchestrator_argv() -> str:
+    args = parse_with(ctx["orch_node"]._parse_args, orch_words,  # pylint: disable=protected-access
+                      "ORCH_ARGV")
+    if getattr(args, "mini_batch_size", 0) is None:
+      args.mini_batch_size = args.batch_size
+    ctx["orch_args"] = args
+    ctx["rollout_logps"] = rollout_logps_requested(args)
+    return f"{len(orch_words)} words parsed by {ctx['orch_node'].__name__}._parse_args"
+
+  def grpo_config() -> str:
+    algo, algo_config, changed = build_algo(settings, ctx["orch_node"], ctx["orch_args"])
+    ctx["algo"], ctx["algo_config"] = algo, algo_config
+    gates = ("LOGP_GATES=on: the gates stay as the e2e sets them" if settings.logp_gates else
+             "LOGP_GATES=off: " + (", ".join(changed) + " turned off" if changed else
+                                   "no log-prob gate was set"))
+    return (f"{type(algo_config).__name__ if algo_config is not None else type(algo).__name__}; "
+            f"{gates}; ADVANTAGES={settings.advantages}; rollout log-probs "
+            f"{'in' if ctx['rollout_logps'].value else 'not in'} the payload "
+            f"({ctx['rollout_logps'].source})")
+
+  def tokenizer() -> str:
+    pad_id, eos_id, vocab = _token_ids(ctx["orch_args"], ctx["trainer_args"], fallbacks)
+    ctx["pad_id"], ctx["vocab"] = pad_id, vocab
+    return f"pad id {pad_id}, eos id {eos_id}, vocabulary {vocab}"
+
+  def batch_configuration() -> str:
+    module = import_tunix("tunix.experimental.orchestrator.batch_assembly",
+                          "build the batch configuration")
+    config = make_batch_config(ctx["orch_node"], module, ctx["orch_args"], ctx["pad_id"])
+    create = require(module, "create_batch_assembler", "build the batch assembler")
+    algo, orch_args = ctx["algo"], ctx["orch_args"]
+    generations = getattr(algo, "num_generations", orch_args.num_generations)
+    params, _ = _named_params(create)
+    assembler = call_checked(create, "create_batch_assembler", {
+        "group_size" if "group_size" in params else "num_generations": generations,
+        "mini_batch_size": getattr(algo, "mini_batch_size", orch_args.mini_batch_size),
+        "train_micro_batch_size": getattr(algo, "train_micro_batch_size",
+                                          orch_args.train_micro_batch_size),
+        "batch_config": config}, log=notes.append)
+    packed = getattr(module, "SequencePackedBatchAssembler", None)
+    if packed is not None and not isinstance(assembler, packed):
+      raise SettingsError("ORCH_ARGV does not select sequence packing (--max_seq_token_per_tpu)")
+    ctx["assembler"] = assembler
+    return (f"{type(assembler).__name__}: {assembler.batch_size} rows x "
+            f"{assembler.max_packed_len} tokens")
+
+  def warmup_payload() -> str:
+    routing = resolve_routing(settings)
+    shape = None
+    if routing.value:
+      if settings.routing_targets is None:
+        raise SettingsError("ROUTING_TARGETS is required: the payload replays routing "
+                            f"({routing.source})")
+      shape = (len(settings.routing_targets), PREFLIGHT_TOPK)
+    warmup, _ = build_warmup(ctx["assembler"], ctx["algo"], ctx["algo_config"], shape,
+                             ctx["rollout_logps"], fallbacks)
+    ctx["warmup"], ctx["routing"] = warmup, routing
+    layout = _field_layout(warmup)
+    return (f"{len(layout)} fields: {', '.join(sorted(layout))}; routing "
+            f"{'replayed' if shape else 'not replayed'} ({routing.source})")
+
+  def small_payload() -> str:
+    warmup, orch_args = ctx["warmup"], ctx["orch_args"]
+    layout = _field_layout(warmup)
+    rows = min(2, layout["completion_ids"][0][0])
+    tokens = min(4096, layout["completion_ids"][0][1])
+    small = {}
+    for name, (shape, dtype) in layout.items():
+      small[name] = ((rows, tokens) + tuple(shape[2:]) if len(shape) >= 2 and shape[1] else
+                     (rows,) + tuple(shape[1:]), dtype)
+    position, align = resolve_padding(settings)
+    real_len = default_real_len(tokens)
+    prompt = int(getattr(orch_args, "max_prompt_length", 0) or 0)
+    segments = settings.segments or trajectory_segments(
+        real_len, prompt, getattr(orch_args, "max_response_length", None)) or 1
+    targets = (scale_targets(settings.routing_targets, settings.routing_scale)
+               if "routed_experts" in small else None)
+    built = build_payload(rows=rows, tokens=tokens, layout=small, vocab=ctx["vocab"] or 1000,
+                          real_len=real_len, segments=min(segments, real_len), real_rows=rows,
+                          pad_position=position.value, pad_align=align.value, targets=targets,
+                          experts=preflight_experts(targets),
+                          advantages=settings.advantages, seed=settings.seed,
+                          pad_id=ctx["pad_id"], max_prompt_length=prompt,
+                          rollout_as_old=bool(getattr(orch_args, "use_rollout_logps", False)))
+    for name, (shape, dtype) in layout.items():
+      array = built.arrays.get(name)
+      if array is None or array.dtype != np.dtype(dtype) or array.ndim != len(shape):
+        raise TunixMissing(f"the payload's {name} does not match the warm-up layout "
+                           f"({list(shape)} {np.dtype(dtype).name})")
+    extra = sorted(set(built.arrays) - set(layout))
+    if extra:
+      raise TunixMissing(f"the payload has fields the warm-up layout lacks: {', '.join(extra)}")
+    return (f"{rows} x {tokens} tokens with every warm-up field and dtype; pad "
+            f"{position.value} ({position.source}), align {align.value}; prompts up to {prompt}")
+
+  def staging() -> str:
+    plan = resolve_stage_boundary(settings)
+    checked = check_staging(plan, WorkerCalls(ctx["worker_class"]), log=notes.append)
+    if plan.resolved and not checked.resolved:
+      raise TunixMissing(f"the e2e run stages the step boundary ({plan.source}) but this image's "
+                         "TrainerWorker cannot: the bench would not reproduce it "
+                         f"({checked.source})")
+    return f"{'on' if checked.resolved else 'off'} ({checked.source})"
+
+  def jax_on_cpu() -> str:
+    jax = importlib.import_module("jax")
+    devices = jax.devices()
+    return (f"jax {getattr(jax, '__version__', '?')}: {len(devices)} "
+            f"{getattr(devices[0], 'platform', '?') if devices else 'no'} devices")
+
+  checks.check("trainer module", trainer_module)
+  checks.check("TRAINER_ARGV", trainer_argv, needs=["trainer_node"])
+  checks.check("TrainerWorker", trainer_worker, needs=["trainer_args"])
+  checks.check("datatypes", datatypes, needs=["worker_class"])
+  checks.check("orchestrator module", orchestrator_module)
+  checks.check("ORCH_ARGV", orchestrator_argv, needs=["orch_node"])
+  checks.check("GRPO config", grpo_config, needs=["orch_args"])
+  checks.check("tokenizer", tokenizer, needs=["orch_args", "trainer_args"])
+  checks.check("batch configuration", batch_configuration, needs=["algo", "pad_id"])
+  checks.check("warm-up payload", warmup_payload, needs=["assembler"])
+  checks.check("payload", small_payload, needs=["warmup", "payload_class"])
+  checks.check("staged step boundary", staging, needs=["worker_class"])
+  checks.check("jax", jax_on_cpu)
+  for note in notes:
+    out(f"preflight: note  {one_line(note)}")
+  for taken in fallbacks.taken:
+    out(f"preflight: FALLBACK {one_line(taken)}")
+  code = checks.exit_code()
+  out(f"preflight: {'all good' if code == 0 else str(len(checks.failed)) + ' problem(s): ' + ', '.join(checks.failed)}"
+      f" (exit {code})")
+  return code
+
+
+# ------------------------------------------------------------------------------------------------
 # --dump-payload: the payload as a file, without Tunix or JAX.
 # ------------------------------------------------------------------------------------------------
 
@@ -2511,6 +3151,41 @@ class _ArgumentParser(argparse.ArgumentParser):
 
   def error(self, message: str) -> None:  # one line, exit 2 (by the caller)
     raise SettingsError(message)
+
+
+# The .npz member that says how a payload file was built (check-payload reads it too).
+SETTINGS_MEMBER = "payload_settings"
+SETTINGS_FORMAT = "rtb.payload-settings/1"
+# The version of the driver's contract (its log lines and payload layout).
+DRIVER_VERSION = "2"
+
+
+def payload_settings(*, rows: int, tokens: int, layers: Optional[int], topk: Optional[int],
+                     experts: Optional[int], vocab: int, pad_id: int, built: BuiltPayload,
+                     segments_rule: str, max_prompt_length: int, final_rows: Optional[int],
+                     pad_position: str, pad_align: int, advantages: str, seed: int,
+                     targets: Optional[Sequence[float]], scale: float, targets_source: str,
+                     old_logps: bool) -> Dict[str, Any]:
+  """The settings a payload was built with, as recorded in its file (SETTINGS_MEMBER)."""
+  return {
+      "format": SETTINGS_FORMAT,
+      "builder": "bench_driver",
+      "version": DRIVER_VERSION,
+      "rows": rows, "tokens": tokens, "layers": layers, "topk": topk, "experts": experts,
+      "vocab": vocab, "pad_id": pad_id, "real_len": built.real_len,
+      "segments": built.segments, "segments_rule": segments_rule,
+      "max_prompt_length": max_prompt_length, "final_rows": final_rows,
+      "pad_position": pad_position, "pad_align": pad_align, "advantages": advantages,
+      "seed": seed,
+      "routing_targets": None if targets is None else [round(float(t), 9) for t in targets],
+      "routing_scale": scale, "routing_targets_source": targets_source, "old_logps": old_logps,
+  }
+
+
+def settings_array(record: Mapping[str, Any]) -> np.ndarray:
+  """A settings record as the npz member holds it: UTF-8 JSON bytes in a 1-D uint8 array."""
+  return np.frombuffer(json.dumps(record, separators=(",", ":")).encode("utf-8"),
+                       dtype=np.uint8).copy()
 
 
 def dump_parser() -> argparse.ArgumentParser:
@@ -2525,6 +3200,7 @@ def dump_parser() -> argparse.ArgumentParser:
   parser.add_argument("--vocab", type=int, default=DEFAULT_VOCAB)
   parser.add_argument("--real-len", type=int)
   parser.add_argument("--segments", type=int, default=1)
+  parser.add_argument("--max-prompt-length", type=int, default=0)
   parser.add_argument("--final-rows", type=int)
   parser.add_argument("--final", action="store_true")
   parser.add_argument("--pad-position", choices=("end", "start"), default="end")
@@ -2565,6 +3241,8 @@ def dump_main(argv: Sequence[str]) -> int:
     raise SettingsError(f"--routing-targets has {len(targets)} values but --layers is "
                         f"{options.layers}")
   targets = scale_targets(targets, scale)
+  if options.max_prompt_length < 0:
+    raise SettingsError(f"--max-prompt-length={options.max_prompt_length}: must be >= 0")
   layout = spec_field_layout(options.rows, options.tokens, options.layers, options.topk,
                              old_logps=not options.no_old_logps)
   start = time.monotonic()
@@ -2572,13 +3250,23 @@ def dump_main(argv: Sequence[str]) -> int:
                         vocab=options.vocab, real_len=real_len, segments=options.segments,
                         real_rows=real_rows, pad_position=options.pad_position,
                         pad_align=pad_align, targets=targets, experts=options.experts,
-                        advantages=options.advantages, seed=options.seed, pad_id=options.pad_id)
+                        advantages=options.advantages, seed=options.seed, pad_id=options.pad_id,
+                        max_prompt_length=options.max_prompt_length)
   elapsed = time.monotonic() - start
+  record = payload_settings(
+      rows=options.rows, tokens=options.tokens, layers=options.layers, topk=options.topk,
+      experts=options.experts, vocab=options.vocab, pad_id=options.pad_id, built=built,
+      segments_rule="option", max_prompt_length=options.max_prompt_length,
+      final_rows=real_rows if options.final else None, pad_position=options.pad_position,
+      pad_align=pad_align, advantages=options.advantages, seed=options.seed, targets=targets,
+      scale=scale, targets_source=("--routing-targets" if options.routing_targets is not None
+                                   else "uniform (1.0 per layer, the default)"),
+      old_logps=not options.no_old_logps)
   directory = os.path.dirname(os.path.abspath(options.out))
   temporary = os.path.join(directory, f".{os.path.basename(options.out)}.{os.getpid()}.tmp")
   try:
     with open(temporary, "wb") as handle:
-      np.savez(handle, **built.arrays)
+      np.savez(handle, **built.arrays, **{SETTINGS_MEMBER: settings_array(record)})
     os.replace(temporary, options.out)
   except OSError as exc:
     if os.path.exists(temporary):
@@ -2609,11 +3297,18 @@ def main(argv: Optional[Sequence[str]] = None, env: Optional[Mapping[str, str]] 
   argv = list(sys.argv[1:] if argv is None else argv)
   try:
     if any(word == "--dump-payload" or word.startswith("--dump-payload=") for word in argv):
-      return dump_main(argv)
+      try:
+        return dump_main(argv)
+      except BrokenPipeError:
+        # The reader went away (`| head`): the file is written; end quietly, no traceback.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     if argv in (["-h"], ["--help"]):
       print(__doc__)
       return 0
-    if argv:
+    preflight = argv == ["--preflight"]
+    if argv and not preflight:
       raise SettingsError(f"unexpected arguments {' '.join(argv)} (settings come from the "
                           "environment; see --help)")
     settings = parse_settings(os.environ if env is None else env)
@@ -2625,7 +3320,7 @@ def main(argv: Optional[Sequence[str]] = None, env: Optional[Mapping[str, str]] 
   except (ValueError, OSError):
     pass
   try:
-    return run_pod(settings)
+    return run_preflight(settings) if preflight else run_pod(settings)
   except SettingsError as exc:
     print(f"{PROG}: {one_line(exc)}", file=sys.stderr)
     return 2
