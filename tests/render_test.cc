@@ -165,6 +165,94 @@ TEST(RenderTest, StageBoundaryAndTheOrchestratorsStagingEnvironmentReachTheDrive
   EXPECT_EQ(plain.yaml.find("ORCH_PIPELINE_STEP_BOUNDARY"), std::string::npos);
 }
 
+std::optional<std::string> setting(const std::vector<std::pair<std::string, std::string>>& env,
+                                   const std::string& name) {
+  std::optional<std::string> found;
+  for (const auto& [key, value] : env) {
+    if (key == name) found = value;
+  }
+  return found;
+}
+
+TEST(RenderTest, PadAndRoutingSettingsAreWrittenOnlyWhenGiven) {
+  // Unset, the driver follows the e2e orchestrator's packing and its own defaults.
+  auto plain = driver_environment(options(), "", "");
+  for (const char* name :
+       {"PAD_POSITION", "PAD_ALIGN", "ROUTING", "ALLOW_FALLBACKS", "LOGPS_PASS"}) {
+    EXPECT_EQ(setting(plain, name), std::nullopt) << name;
+  }
+  RenderOptions o = options();
+  o.driver.pad_position = "start";
+  o.driver.pad_align = 2048;
+  o.driver.routing = "off";
+  o.driver.allow_fallbacks = true;
+  o.driver.logps_pass = "on";
+  auto env = driver_environment(o, "", "");
+  EXPECT_EQ(setting(env, "PAD_POSITION"), "start");
+  EXPECT_EQ(setting(env, "PAD_ALIGN"), "2048");
+  EXPECT_EQ(setting(env, "ROUTING"), "off");
+  EXPECT_EQ(setting(env, "ALLOW_FALLBACKS"), "1");
+  EXPECT_EQ(setting(env, "LOGPS_PASS"), "on");
+  for (auto tweak : std::vector<std::function<void(RenderOptions&)>>{
+           [](RenderOptions& x) { x.driver.routing = "sometimes"; },
+           [](RenderOptions& x) { x.driver.logps_pass = "1"; },
+           [](RenderOptions& x) { x.driver.pad_position = "middle"; },
+           [](RenderOptions& x) { x.driver.pad_align = 0; },
+       }) {
+    RenderOptions bad = options();
+    tweak(bad);
+    EXPECT_THROW(driver_environment(bad, "", ""), Error);
+  }
+  // Each has its own option, so --driver-env refuses it even when that option is not given.
+  for (const char* name :
+       {"PAD_POSITION", "PAD_ALIGN", "ROUTING", "ALLOW_FALLBACKS", "LOGPS_PASS"}) {
+    RenderOptions bad = options();
+    bad.driver.extra_env = {{name, "1"}};
+    try {
+      driver_environment(bad, "", "");
+      ADD_FAILURE() << name << " accepted in --driver-env";
+    } catch (const Error& e) {
+      EXPECT_NE(e.message().find("its own option"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(RenderTest, TheOrchestratorsPackingAndRoutingEnvironmentReachesTheDriver) {
+  // Startup-block assignments win; the container's env list fills in the rest.
+  std::string text = read_file(RTB_TESTDATA_DIR "/launch_dryrun.txt");
+  const std::string anchor = "ORCHESTRATOR_ID=\"abtest-orch\"";
+  std::size_t at = text.find(anchor);
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at, "PACK_PAD_POSITION=start PACK_PAD_ALIGN=512 ");
+  const std::string env_anchor =
+      "                    fieldPath: metadata.labels['jobset.sigs.k8s.io/jobset-name']\n";
+  std::size_t env_at = text.find(env_anchor);  // the orchestrator's env list comes first
+  ASSERT_NE(env_at, std::string::npos);
+  ASSERT_LT(env_at, text.find("name: abtest-train"));
+  text.insert(env_at + env_anchor.size(),
+              "              - name: RETURN_ROUTED_EXPERTS\n"
+              "                value: \"true\"\n"
+              "              - name: PACK_PAD_ALIGN\n"
+              "                value: \"64\"\n");
+  RenderResult result = render_bench(parse_dryrun(text, "packed.txt"), options());
+  std::string script = result
+                           .bench["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+                                 ["spec"]["containers"][0]["command"][2]
+                           .Scalar();
+  EXPECT_NE(script.find("ORCH_PACK_PAD_POSITION=start"), std::string::npos);
+  EXPECT_NE(script.find("ORCH_PACK_PAD_ALIGN=512"), std::string::npos);
+  EXPECT_EQ(script.find("ORCH_PACK_PAD_ALIGN=64"), std::string::npos);
+  EXPECT_NE(script.find("ORCH_RETURN_ROUTED_EXPERTS=true"), std::string::npos);
+  EXPECT_EQ(script.find("PAD_POSITION=end"), std::string::npos);
+  EXPECT_EQ(script.find(" PAD_POSITION="), std::string::npos);
+  EXPECT_EQ(script.find(" PAD_ALIGN="), std::string::npos);
+  RenderResult plain = render_bench(fixture(), options());
+  for (const char* name :
+       {"ORCH_PACK_PAD_POSITION", "ORCH_PACK_PAD_ALIGN", "ORCH_RETURN_ROUTED_EXPERTS"}) {
+    EXPECT_EQ(plain.yaml.find(name), std::string::npos) << name;
+  }
+}
+
 TEST(RenderTest, MaxtextReplaceOfAnAbsentKeyNamesIt) {
   RenderOptions o = options();
   o.maxtext_replace = {"no_such_key=1"};

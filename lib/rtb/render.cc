@@ -116,12 +116,12 @@ void validate_dns_label(std::string_view option, const std::string& name, bool l
   }
 }
 
-// The staging settings the e2e orchestrator sets, from its startup block's assignments (the last
-// one wins, as in bash) or else its container's env list.
-std::vector<std::pair<std::string, std::string>> orchestrator_staging_env(
+// The kOrchestratorDriverEnv variables the e2e orchestrator sets, from its startup block's
+// assignments (the last one wins, as in bash) or else its container's env list.
+std::vector<std::pair<std::string, std::string>> orchestrator_driver_env(
     const ClientCommand& orchestrator) {
   std::vector<std::pair<std::string, std::string>> found;
-  for (std::string_view name : kOrchestratorStagingEnv) {
+  for (std::string_view name : kOrchestratorDriverEnv) {
     std::optional<std::string> value;
     for (const shell::Assignment& assignment : orchestrator.startup.env) {
       if (assignment.name == name) value = assignment.value;
@@ -187,7 +187,7 @@ class Renderer {
   FlagList trainer_argv_{FlagStyle::kDashDash, {}};
   FlagList orch_argv_{FlagStyle::kDashDash, {}};
   std::string orch_argv_path_;
-  std::vector<std::pair<std::string, std::string>> orch_staging_env_;
+  std::vector<std::pair<std::string, std::string>> orch_driver_env_;
 };
 
 shell::Assignment* Renderer::env_assignment(std::string_view name) {
@@ -283,7 +283,7 @@ void Renderer::read_inputs() {
   }
   orch_argv_ = FlagList(FlagStyle::kDashDash, orch_argv);
   orch_argv_path_ = client_path(".startup.driver.ORCH_ARGV");
-  orch_staging_env_ = orchestrator_staging_env(orchestrator);
+  orch_driver_env_ = orchestrator_driver_env(orchestrator);
 }
 
 void Renderer::rename() {
@@ -732,7 +732,7 @@ void Renderer::build_client_command() {
     }
   }
   for (const auto& [name, value] :
-       driver_environment(options_, trainer_argv, orch_argv, orch_staging_env_)) {
+       driver_environment(options_, trainer_argv, orch_argv, orch_driver_env_)) {
     words.push_back(name + "=" + shell::quote(value));
   }
   words.push_back("python3");
@@ -905,18 +905,23 @@ std::vector<std::pair<std::string, std::string>> driver_environment(
     const RenderOptions& options, const std::string& trainer_argv, const std::string& orch_argv,
     const std::vector<std::pair<std::string, std::string>>& orch_env) {
   const DriverSettings& d = options.driver;
+  auto check_choice = [](std::string_view option, const std::optional<std::string>& value) {
+    if (value && *value != "auto" && *value != "on" && *value != "off")
+      fail("{} {}: auto, on or off", option, *value);
+  };
   if (d.steps < 1) fail("--steps {}: must be at least 1", d.steps);
   if (d.micro_steps < 1) fail("--micro-steps {}: must be at least 1", d.micro_steps);
   if (d.routing_scale < 0) fail("--routing-scale {}: must be >= 0", d.routing_scale);
   if (d.advantages != "random" && d.advantages != "zero")
     fail("--advantages {}: random or zero", d.advantages);
-  if (d.pad_position != "end" && d.pad_position != "start")
-    fail("--pad-position {}: end or start", d.pad_position);
-  if (d.pad_align <= 0 || d.pad_align % 64 != 0) {
-    fail("--pad-align {}: must be a positive multiple of the segment alignment 64", d.pad_align);
+  if (d.pad_position && *d.pad_position != "end" && *d.pad_position != "start")
+    fail("--pad-position {}: end or start", *d.pad_position);
+  if (d.pad_align && (*d.pad_align <= 0 || *d.pad_align % 64 != 0)) {
+    fail("--pad-align {}: must be a positive multiple of the segment alignment 64", *d.pad_align);
   }
-  if (d.stage_boundary != "auto" && d.stage_boundary != "on" && d.stage_boundary != "off")
-    fail("--stage-boundary {}: auto, on or off", d.stage_boundary);
+  check_choice("--stage-boundary", d.stage_boundary);
+  check_choice("--routing", d.routing);
+  check_choice("--logps-pass", d.logps_pass);
   std::vector<double> targets =
       d.routing_targets.empty() ? default_routing_targets() : d.routing_targets;
   std::vector<std::pair<std::string, std::string>> env = {
@@ -928,16 +933,24 @@ std::vector<std::pair<std::string, std::string>> driver_environment(
       {"ROUTING_SCALE", fmt::format("{}", d.routing_scale)},
       {"LOGP_GATES", d.logp_gates ? "on" : "off"},
       {"ADVANTAGES", d.advantages},
-      {"PAD_POSITION", d.pad_position},
-      {"PAD_ALIGN", std::to_string(d.pad_align)},
-      {"STAGE_BOUNDARY", d.stage_boundary},
   };
+  // Written only when asked for: unset, the driver applies its own default.
+  if (d.pad_position) env.emplace_back("PAD_POSITION", *d.pad_position);
+  if (d.pad_align) env.emplace_back("PAD_ALIGN", std::to_string(*d.pad_align));
+  env.emplace_back("STAGE_BOUNDARY", d.stage_boundary);
+  if (d.routing) env.emplace_back("ROUTING", *d.routing);
+  if (d.allow_fallbacks) env.emplace_back("ALLOW_FALLBACKS", "1");
+  if (d.logps_pass) env.emplace_back("LOGPS_PASS", *d.logps_pass);
   for (const auto& [name, value] : orch_env) env.emplace_back("ORCH_" + name, value);
   if (options.profile_window) {
     env.emplace_back("PROFILE_WINDOW", fmt::format("{}:{}", options.profile_window->first,
                                                    options.profile_window->second));
   }
-  std::set<std::string> names;
+  // Settings that have their own option are refused in --driver-env even when that option is
+  // absent, so a render never depends on which of the two set them.
+  static const std::set<std::string, std::less<>> kOwnOption = {
+      "PAD_POSITION", "PAD_ALIGN", "ROUTING", "ALLOW_FALLBACKS", "LOGPS_PASS"};
+  std::set<std::string, std::less<>> names(kOwnOption);
   for (const auto& [name, value] : env) names.insert(name);
   names.insert("TRAINER_ARGV");
   names.insert("ORCH_ARGV");

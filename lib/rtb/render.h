@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -25,9 +26,14 @@ struct DriverSettings {
   double routing_scale = 1.0;
   bool logp_gates = true;
   std::string advantages = "random";  // random | zero
-  std::string pad_position = "end";   // end | start
-  int pad_align = 4096;
-  std::string stage_boundary = "auto";  // auto | on | off (the staged step boundary)
+  // Unset: not written, and the driver follows the e2e orchestrator's packing layout.
+  std::optional<std::string> pad_position;  // end | start
+  std::optional<int> pad_align;             // a positive multiple of 64
+  std::string stage_boundary = "auto";      // auto | on | off (the staged step boundary)
+  // Unset: not written, and the driver's default (auto) applies.
+  std::optional<std::string> routing;     // auto | on | off
+  std::optional<std::string> logps_pass;  // auto | on | off
+  bool allow_fallbacks = false;           // written as ALLOW_FALLBACKS=1 when set
   std::vector<std::pair<std::string, std::string>> extra_env;  // --driver-env K=V, in order
 };
 
@@ -84,14 +90,16 @@ RenderResult render_bench(const DryRun& dryrun, const RenderOptions& options);
 void check_bench_against_e2e(const YAML::Node& e2e_trainer, const YAML::Node& bench,
                              const std::vector<Change>& changes);
 
-// The orchestrator environment variables that decide the e2e run's staged step boundary, which
-// the driver's STAGE_BOUNDARY=auto follows; render-bench copies each one the orchestrator sets as
+// The orchestrator environment variables the driver follows where its own setting is auto or
+// unset: the staged step boundary (STAGE_BOUNDARY), the packing layout (PAD_POSITION, PAD_ALIGN)
+// and routed-expert replay (ROUTING). render-bench copies each one the orchestrator sets as
 // ORCH_<name> into the driver settings.
-inline constexpr std::string_view kOrchestratorStagingEnv[] = {"PIPELINE_STEP_BOUNDARY",
-                                                               "STAGE_NEXT_MICROBATCH"};
+inline constexpr std::string_view kOrchestratorDriverEnv[] = {
+    "PIPELINE_STEP_BOUNDARY", "STAGE_NEXT_MICROBATCH", "PACK_PAD_POSITION", "PACK_PAD_ALIGN",
+    "RETURN_ROUTED_EXPERTS"};
 
 // The driver settings as the environment assignments of the client command, in order, starting
-// with kDriverSettingsStart. `orch_env`: the kOrchestratorStagingEnv values the e2e orchestrator
+// with kDriverSettingsStart. `orch_env`: the kOrchestratorDriverEnv values the e2e orchestrator
 // sets (name, value).
 std::vector<std::pair<std::string, std::string>> driver_environment(
     const RenderOptions& options, const std::string& trainer_argv, const std::string& orch_argv,

@@ -190,8 +190,11 @@ class RenderBenchTest(unittest.TestCase):
         driver_keys = keys[len(e2e_env):]
         self.assertEqual(driver_keys[0], "BENCH_NAME")
         for key in ("STEPS", "MICRO_STEPS", "SEED", "ROUTING_TARGETS", "ROUTING_SCALE", "LOGP_GATES",
-                    "ADVANTAGES", "PAD_POSITION", "PAD_ALIGN", "TRAINER_ARGV", "ORCH_ARGV"):
+                    "ADVANTAGES", "STAGE_BOUNDARY", "TRAINER_ARGV", "ORCH_ARGV"):
             self.assertIn(key, driver_keys)
+        # Unset, the driver follows the e2e orchestrator's packing and its own defaults.
+        for key in ("PAD_POSITION", "PAD_ALIGN", "ROUTING", "ALLOW_FALLBACKS", "LOGPS_PASS"):
+            self.assertNotIn(key, driver_keys)
         self.assertEqual(startup_words(script)[-2:], ["python3", DRIVER_PATH])
         e2e_words = startup_words(script_of(e2e_trainer()))
         first_flag = next(i for i, w in enumerate(e2e_words) if w.startswith("--"))
@@ -428,6 +431,34 @@ class RenderBenchTest(unittest.TestCase):
         for key, value in expected.items():
             self.assertEqual(env[key], value, key)
         self.assertEqual(len(env["ROUTING_TARGETS"].split(",")), 60, "the default 397B table")
+
+    def test_routing_allow_fallbacks_and_logps_pass(self):
+        bench, _, _ = self.render("--routing", "off", "--allow-fallbacks", "--logps-pass", "on")
+        env = startup_env(script_of(bench))
+        self.assertEqual((env["ROUTING"], env["ALLOW_FALLBACKS"], env["LOGPS_PASS"]), ("off", "1", "on"))
+        rc, out, _ = run(["--help"])
+        for option in ("--routing", "--allow-fallbacks", "--logps-pass", "--pad-position", "--pad-align"):
+            self.assertIn(option, out)
+        self.assert_fails([FIXTURE, "--name", "x", "--routing", "sometimes"], "--routing")
+        self.assert_fails([FIXTURE, "--name", "x", "--logps-pass", "yes"], "--logps-pass")
+        for name in ("PAD_POSITION", "PAD_ALIGN", "ROUTING", "ALLOW_FALLBACKS", "LOGPS_PASS"):
+            self.assert_fails([FIXTURE, "--name", "x", "--driver-env", f"{name}=1"], "its own option")
+
+    def test_orchestrator_environment_is_copied_as_orch_variables(self):
+        with open(FIXTURE, encoding="utf-8") as f:
+            text = f.read()
+        anchor = 'ORCHESTRATOR_ID="abtest-orch"'
+        self.assertIn(anchor, text)
+        text = text.replace(anchor, "PACK_PAD_POSITION=start PACK_PAD_ALIGN=512 RETURN_ROUTED_EXPERTS=1 "
+                            "PIPELINE_STEP_BOUNDARY=true " + anchor, 1)
+        rc, out, err = run(["-", "--name", "abtest-bench"], stdin=text)
+        self.assertEqual(rc, 0, err)
+        env = startup_env(script_of(yaml.safe_load(out)))
+        for key, value in (("ORCH_PACK_PAD_POSITION", "start"), ("ORCH_PACK_PAD_ALIGN", "512"),
+                           ("ORCH_RETURN_ROUTED_EXPERTS", "1"), ("ORCH_PIPELINE_STEP_BOUNDARY", "true")):
+            self.assertEqual(env[key], value, key)
+        self.assertNotIn("PAD_POSITION", env)
+        self.assertNotIn("ORCH_STAGE_NEXT_MICROBATCH", env)
 
     def test_routing_targets_file(self):
         with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:

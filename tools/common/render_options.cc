@@ -86,17 +86,27 @@ void add_render_options(CLI::App& app, RenderKnobs& knobs, NameOption name) {
       ->check(CLI::IsMember({"random", "zero"}))
       ->capture_default_str();
   app.add_option("--pad-position", options.driver.pad_position,
-                 "end|start: where rows keep padding")
-      ->check(CLI::IsMember({"end", "start"}))
-      ->capture_default_str();
+                 "end|start: where rows keep padding (default: not written; the driver follows "
+                 "the e2e orchestrator's packing)")
+      ->check(CLI::IsMember({"end", "start"}));
   app.add_option("--pad-align", options.driver.pad_align,
-                 "Padding-first shift granularity (tokens)")
-      ->capture_default_str();
+                 "Padding-first shift granularity in tokens, a multiple of 64 (default: not "
+                 "written; the driver follows the e2e orchestrator's packing)");
   app.add_option("--stage-boundary", options.driver.stage_boundary,
                  "auto|on|off: the staged step boundary (auto follows the e2e orchestrator's "
                  "PIPELINE_STEP_BOUNDARY / STAGE_NEXT_MICROBATCH)")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
+  app.add_option("--routing", options.driver.routing,
+                 "auto|on|off: the driver's ROUTING setting (default: not written; the driver's "
+                 "auto applies)")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
+  app.add_flag("--allow-fallbacks", options.driver.allow_fallbacks,
+               "Write ALLOW_FALLBACKS=1 into the driver's settings (default: not written)");
+  app.add_option("--logps-pass", options.driver.logps_pass,
+                 "auto|on|off: the driver's LOGPS_PASS setting (default: not written; the "
+                 "driver's auto applies)")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   app.add_option("--driver-env", knobs.driver_env,
                  "K=V: an extra environment variable for the driver");
   app.add_option("--driver", knobs.driver_file,
