@@ -140,6 +140,61 @@ std::vector<std::pair<std::string, std::string>> orchestrator_driver_env(
   return found;
 }
 
+// What a driver script runs: its startup block's assignments, one per line, then the command.
+struct DriverLaunch {
+  std::string what;                      // names the script: "bench client"
+  std::string purpose;                   // for the header comment
+  std::vector<std::string> assignments;  // NAME=value words, values quoted for bash
+  std::vector<std::string> command;      // the program and its arguments, quoted for bash
+};
+
+// The PID-1 wrapper that writes the driver to kDriverPath with a quoted heredoc (so bash expands
+// nothing in it) and runs `launch` in the background, forwarding SIGTERM and keeping its exit
+// code. The bench client and the preflight Job both run this script, so they run the same driver
+// with the same settings.
+std::string driver_script(const DriverLaunch& launch, std::string driver,
+                          std::string_view tool_version) {
+  if (driver.empty() || driver.back() != '\n') driver += '\n';
+  std::string terminator = heredoc_terminator(driver);
+  std::string title = launch.what;
+  if (!title.empty())
+    title[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(title[0])));
+  std::string script;
+  script += fmt::format(
+      "# {} rendered by render-bench {}: {}.\n"
+      "# PID 1 wrapper: SIGTERM goes to the driver, whose exit code is the container's.\n"
+      "echo \"Program Start: $(date)\"\n"
+      "PID=\n"
+      "_forward_sigterm() {{ if [ -n \"$PID\" ]; then kill -TERM \"$PID\" 2>/dev/null; fi; }}\n"
+      "trap _forward_sigterm TERM\n\n",
+      title, tool_version, launch.purpose);
+  script += fmt::format("cat > {} <<'{}'\n", kDriverPath, terminator);
+  script += driver;
+  script += terminator + "\n\n(\n";
+  // One assignment per line; the command shares the last line.
+  for (const std::string& assignment : launch.assignments) script += "  " + assignment + " \\\n";
+  script += "  " + fmt::format("{}", fmt::join(launch.command, " "));
+  script +=
+      "\n) & PID=$!\n\n"
+      "# Poll, so that bash runs the SIGTERM trap promptly.\n"
+      "while kill -0 \"$PID\" 2>/dev/null; do\n"
+      "  sleep 5\n"
+      "done\n"
+      "wait \"$PID\"\n"
+      "EXIT_CODE=$?\n"
+      "echo \"Program End: $(date)\"\n"
+      "echo \"EXIT_CODE=$EXIT_CODE\"\n"
+      "exit $EXIT_CODE\n";
+  // The script reaches bash as one execve() argument, which Linux caps at MAX_ARG_STRLEN.
+  if (script.size() >= kMaxArgumentBytes) {
+    fail(
+        "the {} script is {} bytes (driver {} bytes); Linux passes at most {} bytes in one "
+        "command argument: shorten the driver (--driver) or the trainer's environment",
+        launch.what, script.size(), driver.size(), kMaxArgumentBytes - 1);
+  }
+  return script;
+}
+
 class Renderer {
  public:
   Renderer(const DryRun& dryrun, const RenderOptions& options)
@@ -188,6 +243,8 @@ class Renderer {
   FlagList orch_argv_{FlagStyle::kDashDash, {}};
   std::string orch_argv_path_;
   std::vector<std::pair<std::string, std::string>> orch_driver_env_;
+  std::vector<std::string> trainer_env_words_;     // the client's own assignments, for bash
+  std::vector<std::string> driver_setting_words_;  // the driver settings, for bash
 };
 
 shell::Assignment* Renderer::env_assignment(std::string_view name) {
@@ -722,60 +779,28 @@ void Renderer::set_driver_and_profiler() {
 void Renderer::build_client_command() {
   std::string trainer_argv = shell::join(trainer_argv_.items());
   std::string orch_argv = shell::join(orch_argv_.items());
-  std::vector<std::string> words;
+  trainer_env_words_.clear();
   for (const shell::Assignment& assignment : env_) {
     // Unedited assignments are written as the e2e wrote them, so their expansions still happen.
     if (!edited_env_.count(assignment.name) && !assignment.source.empty()) {
-      words.push_back(assignment.source);
+      trainer_env_words_.push_back(assignment.source);
     } else {
-      words.push_back(assignment.name + "=" + shell::quote(assignment.value));
+      trainer_env_words_.push_back(assignment.name + "=" + shell::quote(assignment.value));
     }
   }
+  driver_setting_words_.clear();
   for (const auto& [name, value] :
        driver_environment(options_, trainer_argv, orch_argv, orch_driver_env_)) {
-    words.push_back(name + "=" + shell::quote(value));
+    driver_setting_words_.push_back(name + "=" + shell::quote(value));
   }
-  words.push_back("python3");
-  words.push_back(std::string(kDriverPath));
-
-  std::string driver = options_.driver_source;
-  if (driver.empty() || driver.back() != '\n') driver += '\n';
-  std::string terminator = heredoc_terminator(driver);
-  std::string script;
-  script += fmt::format(
-      "# Bench client rendered by render-bench {}: the trainer program under the bench driver.\n"
-      "# PID 1 wrapper: SIGTERM goes to the driver, whose exit code is the container's.\n"
-      "echo \"Program Start: $(date)\"\n"
-      "PID=\n"
-      "_forward_sigterm() {{ if [ -n \"$PID\" ]; then kill -TERM \"$PID\" 2>/dev/null; fi; }}\n"
-      "trap _forward_sigterm TERM\n\n",
-      options_.tool_version);
-  script += fmt::format("cat > {} <<'{}'\n", kDriverPath, terminator);
-  script += driver;
-  script += terminator + "\n\n(\n";
-  // One assignment per line; the program and its path share the last line.
-  for (std::size_t i = 0; i + 2 < words.size(); ++i) script += "  " + words[i] + " \\\n";
-  script += "  " + words[words.size() - 2] + " " + words.back();
-  script +=
-      "\n) & PID=$!\n\n"
-      "# Poll, so that bash runs the SIGTERM trap promptly.\n"
-      "while kill -0 \"$PID\" 2>/dev/null; do\n"
-      "  sleep 5\n"
-      "done\n"
-      "wait \"$PID\"\n"
-      "EXIT_CODE=$?\n"
-      "echo \"Program End: $(date)\"\n"
-      "echo \"EXIT_CODE=$EXIT_CODE\"\n"
-      "exit $EXIT_CODE\n";
-  // The script reaches bash as one execve() argument, which Linux caps at MAX_ARG_STRLEN.
-  if (script.size() >= kMaxArgumentBytes) {
-    fail(
-        "the bench client script is {} bytes (driver {} bytes); Linux passes at most {} bytes in "
-        "one "
-        "command argument: shorten the driver (--driver) or the trainer's environment",
-        script.size(), driver.size(), kMaxArgumentBytes - 1);
-  }
-  yaml::set_string(client_.script_node, script);
+  DriverLaunch launch{"bench client",
+                      "the trainer program under the bench driver",
+                      trainer_env_words_,
+                      {"python3", std::string(kDriverPath)}};
+  launch.assignments.insert(launch.assignments.end(), driver_setting_words_.begin(),
+                            driver_setting_words_.end());
+  yaml::set_string(client_.script_node,
+                   driver_script(launch, options_.driver_source, options_.tool_version));
   std::string old_program = shell::join(program_);
   record("render", client_path(".script"), "e2e wrapper",
          "bench wrapper writing " + std::string(kDriverPath));
