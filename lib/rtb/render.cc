@@ -201,6 +201,8 @@ class Renderer {
       : dryrun_(dryrun), options_(options) {}
 
   RenderResult run();
+  // The preflight Job of the bench that run() rendered.
+  YAML::Node preflight_job() const;
 
  private:
   void record(std::string knob, std::string path, std::string old_value, std::string new_value) {
@@ -871,6 +873,96 @@ RenderResult Renderer::run() {
   return std::move(result_);
 }
 
+YAML::Node Renderer::preflight_job() const {
+  std::string name = options_.name + std::string(kPreflightSuffix);
+  validate_dns_label("--name", name, true);
+  JobSetView view(bench_);
+  YAML::Node image = yaml::lookup(client_.container.node, "image");
+  if (!image.IsDefined() || !image.IsScalar() || image.Scalar().empty()) {
+    fail("the trainer's client container has no image: give --image for the preflight");
+  }
+  // JAX_PLATFORMS=cpu after the trainer's own assignments, which may name a TPU platform.
+  DriverLaunch launch{"bench preflight",
+                      "the bench driver's --preflight checks on CPU, with the bench's settings",
+                      trainer_env_words_,
+                      {"python3", std::string(kDriverPath), "--preflight"}};
+  launch.assignments.push_back("JAX_PLATFORMS=cpu");
+  launch.assignments.insert(launch.assignments.end(), driver_setting_words_.begin(),
+                            driver_setting_words_.end());
+  std::string script = driver_script(launch, options_.driver_source, options_.tool_version);
+
+  YAML::Node labels(YAML::NodeType::Map);
+  labels["rl-trainer-bench/bench"] = yaml::string_scalar(options_.name);
+  labels["rl-trainer-bench/role"] = "preflight";
+
+  YAML::Node container(YAML::NodeType::Map);
+  container["name"] = "preflight";
+  container["image"] = yaml::string_scalar(image.Scalar());
+  if (auto policy = yaml::scalar_at(client_.container.node, "imagePullPolicy")) {
+    container["imagePullPolicy"] = yaml::string_scalar(*policy);
+  }
+  YAML::Node command(YAML::NodeType::Sequence);
+  command.push_back("bash");
+  command.push_back("-c");
+  command.push_back(yaml::string_scalar(script));
+  container["command"] = command;
+  // The client's env list with JAX_PLATFORMS=cpu in place of its platform (proxy,cpu on Pathways).
+  auto cpu_platform = [] {
+    YAML::Node entry(YAML::NodeType::Map);
+    entry["name"] = "JAX_PLATFORMS";
+    entry["value"] = yaml::string_scalar("cpu");
+    return entry;
+  };
+  YAML::Node env(YAML::NodeType::Sequence);
+  bool platform_set = false;
+  YAML::Node client_env = yaml::lookup(client_.container.node, "env");
+  if (client_env.IsSequence()) {
+    for (const YAML::Node& item : client_env) {
+      if (yaml::scalar_at(item, "name") != std::string("JAX_PLATFORMS")) {
+        env.push_back(YAML::Clone(item));
+      } else if (!platform_set) {
+        env.push_back(cpu_platform());
+        platform_set = true;
+      }
+    }
+  }
+  if (!platform_set) env.push_back(cpu_platform());
+  container["env"] = env;
+  // Enough to import Tunix and MaxText and build a small payload; no accelerator.
+  YAML::Node requests(YAML::NodeType::Map);
+  requests["cpu"] = yaml::string_scalar("2");
+  requests["memory"] = "8Gi";
+  container["resources"]["requests"] = requests;
+
+  YAML::Node pod_spec(YAML::NodeType::Map);
+  pod_spec["restartPolicy"] = "Never";
+  YAML::Node trainer_pod = view.pod_spec(client_.container.job);
+  if (auto account = yaml::scalar_at(trainer_pod, "serviceAccountName")) {
+    pod_spec["serviceAccountName"] = yaml::string_scalar(*account);
+  }
+  // The same image, so the same credentials to pull it.
+  YAML::Node pull_secrets = yaml::lookup(trainer_pod, "imagePullSecrets");
+  if (pull_secrets.IsDefined() && !pull_secrets.IsNull()) {
+    pod_spec["imagePullSecrets"] = YAML::Clone(pull_secrets);
+  }
+  YAML::Node containers(YAML::NodeType::Sequence);
+  containers.push_back(container);
+  pod_spec["containers"] = containers;
+
+  YAML::Node job(YAML::NodeType::Map);
+  job["apiVersion"] = "batch/v1";
+  job["kind"] = "Job";
+  job["metadata"]["name"] = yaml::string_scalar(name);
+  if (auto ns = yaml::scalar_at(yaml::lookup(bench_.root, "metadata"), "namespace")) {
+    job["metadata"]["namespace"] = yaml::string_scalar(*ns);
+  }
+  job["metadata"]["labels"] = labels;
+  job["spec"]["backoffLimit"] = 0;
+  job["spec"]["template"]["metadata"]["labels"] = YAML::Clone(labels);
+  job["spec"]["template"]["spec"] = pod_spec;
+  return job;
+}
+
 }  // namespace
 
 void check_bench_against_e2e(const YAML::Node& e2e_trainer, const YAML::Node& bench,
@@ -995,6 +1087,15 @@ std::vector<std::pair<std::string, std::string>> driver_environment(
 
 RenderResult render_bench(const DryRun& dryrun, const RenderOptions& options) {
   return Renderer(dryrun, options).run();
+}
+
+PreflightResult render_preflight(const DryRun& dryrun, const RenderOptions& options) {
+  Renderer renderer(dryrun, options);
+  PreflightResult result;
+  result.bench = renderer.run();
+  result.job = renderer.preflight_job();
+  result.yaml = yaml::emit(result.job);
+  return result;
 }
 
 }  // namespace rtb

@@ -84,6 +84,22 @@ void validate_jobset_name(const std::string& name);
 // trainer that no option asked for is an internal error (rtb::Error starting "internal error").
 RenderResult render_bench(const DryRun& dryrun, const RenderOptions& options);
 
+// The preflight: a one-pod CPU Job (batch/v1) named <bench name>-preflight that runs
+// `python3 /tmp/bench_driver.py --preflight` in the bench client's image, namespace and service
+// account, with the client container's env list, JAX_PLATFORMS=cpu, and the script and driver
+// settings the bench client gets; no TPU resources, node selectors or tolerations.
+struct PreflightResult {
+  RenderResult bench;  // the bench whose client the Job stands in for (its changes, warnings)
+  YAML::Node job;
+  std::string yaml;  // the Job's text
+};
+
+inline constexpr std::string_view kPreflightSuffix = "-preflight";
+
+// Renders the bench (with every check render_bench makes) and the preflight Job of its client.
+// Throws rtb::Error as render_bench does.
+PreflightResult render_preflight(const DryRun& dryrun, const RenderOptions& options);
+
 // Compares the e2e trainer with a bench JobSet flag by flag (diff.h) and throws rtb::Error
 // ("internal error: self-check: ...") for the first difference that no recorded change covers: a
 // change covers its own path and everything below it.

@@ -21,6 +21,8 @@ V5P = os.path.join(TESTDATA, "launch_dryrun_v5p.txt")
 NO_PROXY = os.path.join(TESTDATA, "trainer_no_proxy.txt")
 BAD = os.path.join(TESTDATA, "bad")
 DRIVER_PATH = "/tmp/bench_driver.py"
+DRIVER_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "render-bench",
+                             "driver", "bench_driver.py")
 
 HOSTILE = [
     "$(touch {marker})",
@@ -203,9 +205,17 @@ class RenderBenchTest(unittest.TestCase):
 
     def execute_client(self, bench, tmp):
         """Runs the client script with a stub python3 that records its environment; returns it."""
+        return self.execute_script(script_of(bench), tmp)
+
+    def execute_script(self, script, tmp):
+        """Runs a driver script (bench client or preflight) with the driver written into `tmp` and a
+        stub python3 that records its argv and environment; returns (record, script)."""
         target = os.path.join(tmp, "bench_driver.py")
-        script = script_of(bench).replace(f"cat > {DRIVER_PATH} <<", f"cat > {target} <<")
-        script = script.replace(f"python3 {DRIVER_PATH}\n", f"python3 {target}\n")
+        script = script.replace(f"cat > {DRIVER_PATH} <<", f"cat > {target} <<", 1)
+        # The driver's own text may name its path too: only the startup block's command changes.
+        head, command, tail = script.rpartition(f"python3 {DRIVER_PATH}")
+        self.assertTrue(command, "no driver command")
+        script = head + f"python3 {target}" + tail
         bindir = os.path.join(tmp, "bin")
         os.makedirs(bindir, exist_ok=True)
         stub = os.path.join(bindir, "python3")
@@ -310,6 +320,106 @@ class RenderBenchTest(unittest.TestCase):
             self.execute_client(bench, tmp)
             with open(os.path.join(tmp, "bench_driver.py"), encoding="utf-8") as f, open(source, encoding="utf-8") as g:
                 self.assertEqual(f.read(), g.read())
+
+    # --- the preflight Job ---------------------------------------------------------------------
+    def preflight(self, *extra, path=FIXTURE, name="abtest-bench"):
+        rc, out, err = run([path, "--name", name, "--preflight", *extra])
+        self.assertEqual(rc, 0, err)
+        docs = list(yaml.safe_load_all(out))
+        self.assertEqual(len(docs), 1, "exactly one document")
+        return docs[0], out
+
+    def test_preflight_is_a_cpu_job_in_the_trainer_image(self):
+        job, text = self.preflight("--namespace", "other-ns", "--image", "registry.example/img:tag@sha256:0")
+        self.assertEqual((job["apiVersion"], job["kind"]), ("batch/v1", "Job"))
+        self.assertEqual(job["metadata"]["name"], "abtest-bench-preflight")
+        self.assertEqual(job["metadata"]["namespace"], "other-ns")
+        self.assertEqual(job["metadata"]["labels"]["rl-trainer-bench/bench"], "abtest-bench")
+        self.assertEqual(job["spec"]["backoffLimit"], 0)
+        pod = job["spec"]["template"]
+        self.assertEqual(pod["metadata"]["labels"]["rl-trainer-bench/bench"], "abtest-bench")
+        e2e_pod = e2e_trainer()["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+        self.assertEqual(pod["spec"]["restartPolicy"], "Never")
+        self.assertEqual(pod["spec"]["serviceAccountName"], e2e_pod["serviceAccountName"])
+        for key in ("nodeSelector", "tolerations", "affinity", "hostNetwork", "initContainers", "volumes"):
+            self.assertNotIn(key, pod["spec"], key)
+        driverless = re.sub(r"(?s)cat > /tmp/bench_driver.py <<'(\w+)'\n.*?\n\s*\1\n", "", text)
+        self.assertNotIn("google.com/tpu", driverless)
+        self.assertNotIn("gke-tpu", driverless)
+        (c,) = pod["spec"]["containers"]
+        self.assertEqual(c["image"], "registry.example/img:tag@sha256:0")
+        self.assertNotIn("limits", c["resources"])
+        self.assertEqual(set(c["resources"]["requests"]), {"cpu", "memory"})
+        # The client's env list, JAX_PLATFORMS=cpu in place of its platform.
+        env = [(e["name"], e.get("value")) for e in c["env"]]
+        e2e_env = [(e["name"], e.get("value")) for e in container(e2e_trainer(), "main")["env"]]
+        self.assertEqual(env, [(k, "cpu" if k == "JAX_PLATFORMS" else v) for k, v in e2e_env])
+        self.assertEqual(c["command"][:2], ["bash", "-c"])
+
+    def test_preflight_script_is_the_bench_clients_with_jax_on_cpu(self):
+        knobs = ["--routing", "on", "--pad-position", "start", "--logps-pass", "off", "--steps", "3",
+                 "--orch-arg=--max_steps=3"]
+        job, _ = self.preflight(*knobs)
+        script = job["spec"]["template"]["spec"]["containers"][0]["command"][2]
+        subprocess.run(["bash", "-n"], input=script, text=True, check=True)
+        self.assertIn(f"cat > {DRIVER_PATH} <<'BENCH_DRIVER_EOF'", script)
+        self.assertEqual(startup_words(script)[-3:], ["python3", DRIVER_PATH, "--preflight"])
+        bench, _, _ = self.render(*knobs)
+        client = startup_env(script_of(bench))
+        preflight = startup_env(script)
+        self.assertEqual(preflight.pop("JAX_PLATFORMS"), "cpu")
+        self.assertEqual(preflight, client, "the same environment and driver settings")
+        self.assertEqual(list(preflight), list(client), "in the same order")
+        for key, value in (("ROUTING", "on"), ("PAD_POSITION", "start"), ("LOGPS_PASS", "off"), ("STEPS", "3")):
+            self.assertEqual(preflight[key], value, key)
+
+    def test_preflight_passes_hostile_values_verbatim_and_nothing_else_runs(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            marker = os.path.join(tmp, "PWNED")
+            values = [v.replace("{marker}", marker) for v in HOSTILE]
+            args = []
+            for i, value in enumerate(values):
+                args += [f"--trainer-arg=--hostile_{i}={value}", f"--orch-arg=--hostile_{i}={value}",
+                         f"--driver-env=HOSTILE_{i}={value}"]
+            job, _ = self.preflight(*args, "--routing", "off", "--allow-fallbacks")
+            script = job["spec"]["template"]["spec"]["containers"][0]["command"][2]
+            record, _ = self.execute_script(script, tmp)
+            self.assertFalse(os.path.exists(marker), "a value was executed")
+            self.assertEqual(record["argv"], [os.path.join(tmp, "bench_driver.py"), "--preflight"])
+            env = record["env"]
+            self.assertEqual(env["JAX_PLATFORMS"], "cpu")
+            self.assertEqual((env["ROUTING"], env["ALLOW_FALLBACKS"]), ("off", "1"))
+            trainer_argv = shlex.split(env["TRAINER_ARGV"])
+            orch_argv = shlex.split(env["ORCH_ARGV"])
+            for i, value in enumerate(values):
+                self.assertIn(f"--hostile_{i}={value}", trainer_argv)
+                self.assertIn(f"--hostile_{i}={value}", orch_argv)
+                self.assertEqual(env[f"HOSTILE_{i}"], value)
+            with open(os.path.join(tmp, "bench_driver.py"), encoding="utf-8") as f, open(DRIVER_SOURCE, encoding="utf-8") as g:
+                self.assertEqual(f.read(), g.read())
+
+    def test_preflight_errors_leave_the_output_untouched(self):
+        self.assert_fails([FIXTURE, "--name", "x", "--preflight", "--pad-align", "100"], "multiple")
+        self.assert_fails([FIXTURE, "--name", "x", "--preflight", "--driver-env", "ROUTING=on"], "its own option")
+        self.assert_fails([FIXTURE, "--preflight"], "--name")
+        self.assert_fails([FIXTURE, "--name", "x", "--preflight", "--print-driver"], "--print-driver")
+
+    def test_print_driver(self):
+        with open(DRIVER_SOURCE, encoding="utf-8") as f:
+            embedded = f.read()
+        rc, out, err = run(["--print-driver"])
+        self.assertEqual((rc, err), (0, ""))
+        self.assertEqual(out, embedded)
+        with tempfile.TemporaryDirectory() as tmp:
+            driver = os.path.join(tmp, "driver.py")
+            with open(driver, "w", encoding="utf-8") as f:
+                f.write("print('mine')\n")
+            out_path = os.path.join(tmp, "out.py")
+            rc, out, err = run(["--print-driver", "--driver", driver, "-o", out_path])
+            self.assertEqual((rc, out, err), (0, "", ""))
+            with open(out_path, encoding="utf-8") as f:
+                self.assertEqual(f.read(), "print('mine')\n")
+        self.assert_fails([FIXTURE, "--print-driver"], "--print-driver")
 
     # --- knobs ------------------------------------------------------------------------------------
     def test_libtpu_flag_in_all_three_places(self):

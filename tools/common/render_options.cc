@@ -42,7 +42,7 @@ void add_render_options(CLI::App& app, RenderKnobs& knobs, NameOption name) {
       app.add_option("--name", options.name, "Name of the bench JobSet (a DNS label)");
   if (name == NameOption::kRequired) {
     name_option->required();
-  } else {
+  } else if (name == NameOption::kOptional) {
     name_option->capture_default_str();
   }
   app.add_option("--namespace", options.namespace_name, "Namespace of the bench JobSet");
@@ -121,8 +121,7 @@ void add_render_options(CLI::App& app, RenderKnobs& knobs, NameOption name) {
 
 void finish_render_options(RenderKnobs& knobs, std::string_view embedded_driver) {
   RenderOptions& options = knobs.options;
-  options.driver_source =
-      knobs.driver_file ? read_file(*knobs.driver_file) : std::string(embedded_driver);
+  options.driver_source = driver_source(knobs, embedded_driver);
   options.tool_version = RTB_VERSION;
   options.logps_chunk = knobs.logps_chunk;
   options.driver.logp_gates = knobs.logp_gates == "on";
@@ -139,6 +138,10 @@ void finish_render_options(RenderKnobs& knobs, std::string_view embedded_driver)
         parse_routing_targets(read_file(knobs.routing_file), display_name(knobs.routing_file));
     options.driver.routing_targets_source = knobs.routing_file;
   }
+}
+
+std::string driver_source(const RenderKnobs& knobs, std::string_view embedded_driver) {
+  return knobs.driver_file ? read_file(*knobs.driver_file) : std::string(embedded_driver);
 }
 
 DryRun load_dryrun(const RenderKnobs& knobs, std::string_view demo_text) {
