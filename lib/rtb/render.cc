@@ -116,12 +116,12 @@ void validate_dns_label(std::string_view option, const std::string& name, bool l
   }
 }
 
-// The staging settings the e2e orchestrator sets, from its startup block's assignments (the last
-// one wins, as in bash) or else its container's env list.
-std::vector<std::pair<std::string, std::string>> orchestrator_staging_env(
+// The kOrchestratorDriverEnv variables the e2e orchestrator sets, from its startup block's
+// assignments (the last one wins, as in bash) or else its container's env list.
+std::vector<std::pair<std::string, std::string>> orchestrator_driver_env(
     const ClientCommand& orchestrator) {
   std::vector<std::pair<std::string, std::string>> found;
-  for (std::string_view name : kOrchestratorStagingEnv) {
+  for (std::string_view name : kOrchestratorDriverEnv) {
     std::optional<std::string> value;
     for (const shell::Assignment& assignment : orchestrator.startup.env) {
       if (assignment.name == name) value = assignment.value;
@@ -140,12 +140,69 @@ std::vector<std::pair<std::string, std::string>> orchestrator_staging_env(
   return found;
 }
 
+// What a driver script runs: its startup block's assignments, one per line, then the command.
+struct DriverLaunch {
+  std::string what;                      // names the script: "bench client"
+  std::string purpose;                   // for the header comment
+  std::vector<std::string> assignments;  // NAME=value words, values quoted for bash
+  std::vector<std::string> command;      // the program and its arguments, quoted for bash
+};
+
+// The PID-1 wrapper that writes the driver to kDriverPath with a quoted heredoc (so bash expands
+// nothing in it) and runs `launch` in the background, forwarding SIGTERM and keeping its exit
+// code. The bench client and the preflight Job both run this script, so they run the same driver
+// with the same settings.
+std::string driver_script(const DriverLaunch& launch, std::string driver,
+                          std::string_view tool_version) {
+  if (driver.empty() || driver.back() != '\n') driver += '\n';
+  std::string terminator = heredoc_terminator(driver);
+  std::string title = launch.what;
+  if (!title.empty())
+    title[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(title[0])));
+  std::string script;
+  script += fmt::format(
+      "# {} rendered by render-bench {}: {}.\n"
+      "# PID 1 wrapper: SIGTERM goes to the driver, whose exit code is the container's.\n"
+      "echo \"Program Start: $(date)\"\n"
+      "PID=\n"
+      "_forward_sigterm() {{ if [ -n \"$PID\" ]; then kill -TERM \"$PID\" 2>/dev/null; fi; }}\n"
+      "trap _forward_sigterm TERM\n\n",
+      title, tool_version, launch.purpose);
+  script += fmt::format("cat > {} <<'{}'\n", kDriverPath, terminator);
+  script += driver;
+  script += terminator + "\n\n(\n";
+  // One assignment per line; the command shares the last line.
+  for (const std::string& assignment : launch.assignments) script += "  " + assignment + " \\\n";
+  script += "  " + fmt::format("{}", fmt::join(launch.command, " "));
+  script +=
+      "\n) & PID=$!\n\n"
+      "# Poll, so that bash runs the SIGTERM trap promptly.\n"
+      "while kill -0 \"$PID\" 2>/dev/null; do\n"
+      "  sleep 5\n"
+      "done\n"
+      "wait \"$PID\"\n"
+      "EXIT_CODE=$?\n"
+      "echo \"Program End: $(date)\"\n"
+      "echo \"EXIT_CODE=$EXIT_CODE\"\n"
+      "exit $EXIT_CODE\n";
+  // The script reaches bash as one execve() argument, which Linux caps at MAX_ARG_STRLEN.
+  if (script.size() >= kMaxArgumentBytes) {
+    fail(
+        "the {} script is {} bytes (driver {} bytes); Linux passes at most {} bytes in one "
+        "command argument: shorten the driver (--driver) or the trainer's environment",
+        launch.what, script.size(), driver.size(), kMaxArgumentBytes - 1);
+  }
+  return script;
+}
+
 class Renderer {
  public:
   Renderer(const DryRun& dryrun, const RenderOptions& options)
       : dryrun_(dryrun), options_(options) {}
 
   RenderResult run();
+  // The preflight Job of the bench that run() rendered.
+  YAML::Node preflight_job() const;
 
  private:
   void record(std::string knob, std::string path, std::string old_value, std::string new_value) {
@@ -187,7 +244,9 @@ class Renderer {
   FlagList trainer_argv_{FlagStyle::kDashDash, {}};
   FlagList orch_argv_{FlagStyle::kDashDash, {}};
   std::string orch_argv_path_;
-  std::vector<std::pair<std::string, std::string>> orch_staging_env_;
+  std::vector<std::pair<std::string, std::string>> orch_driver_env_;
+  std::vector<std::string> trainer_env_words_;     // the client's own assignments, for bash
+  std::vector<std::string> driver_setting_words_;  // the driver settings, for bash
 };
 
 shell::Assignment* Renderer::env_assignment(std::string_view name) {
@@ -283,7 +342,7 @@ void Renderer::read_inputs() {
   }
   orch_argv_ = FlagList(FlagStyle::kDashDash, orch_argv);
   orch_argv_path_ = client_path(".startup.driver.ORCH_ARGV");
-  orch_staging_env_ = orchestrator_staging_env(orchestrator);
+  orch_driver_env_ = orchestrator_driver_env(orchestrator);
 }
 
 void Renderer::rename() {
@@ -722,60 +781,28 @@ void Renderer::set_driver_and_profiler() {
 void Renderer::build_client_command() {
   std::string trainer_argv = shell::join(trainer_argv_.items());
   std::string orch_argv = shell::join(orch_argv_.items());
-  std::vector<std::string> words;
+  trainer_env_words_.clear();
   for (const shell::Assignment& assignment : env_) {
     // Unedited assignments are written as the e2e wrote them, so their expansions still happen.
     if (!edited_env_.count(assignment.name) && !assignment.source.empty()) {
-      words.push_back(assignment.source);
+      trainer_env_words_.push_back(assignment.source);
     } else {
-      words.push_back(assignment.name + "=" + shell::quote(assignment.value));
+      trainer_env_words_.push_back(assignment.name + "=" + shell::quote(assignment.value));
     }
   }
+  driver_setting_words_.clear();
   for (const auto& [name, value] :
-       driver_environment(options_, trainer_argv, orch_argv, orch_staging_env_)) {
-    words.push_back(name + "=" + shell::quote(value));
+       driver_environment(options_, trainer_argv, orch_argv, orch_driver_env_)) {
+    driver_setting_words_.push_back(name + "=" + shell::quote(value));
   }
-  words.push_back("python3");
-  words.push_back(std::string(kDriverPath));
-
-  std::string driver = options_.driver_source;
-  if (driver.empty() || driver.back() != '\n') driver += '\n';
-  std::string terminator = heredoc_terminator(driver);
-  std::string script;
-  script += fmt::format(
-      "# Bench client rendered by render-bench {}: the trainer program under the bench driver.\n"
-      "# PID 1 wrapper: SIGTERM goes to the driver, whose exit code is the container's.\n"
-      "echo \"Program Start: $(date)\"\n"
-      "PID=\n"
-      "_forward_sigterm() {{ if [ -n \"$PID\" ]; then kill -TERM \"$PID\" 2>/dev/null; fi; }}\n"
-      "trap _forward_sigterm TERM\n\n",
-      options_.tool_version);
-  script += fmt::format("cat > {} <<'{}'\n", kDriverPath, terminator);
-  script += driver;
-  script += terminator + "\n\n(\n";
-  // One assignment per line; the program and its path share the last line.
-  for (std::size_t i = 0; i + 2 < words.size(); ++i) script += "  " + words[i] + " \\\n";
-  script += "  " + words[words.size() - 2] + " " + words.back();
-  script +=
-      "\n) & PID=$!\n\n"
-      "# Poll, so that bash runs the SIGTERM trap promptly.\n"
-      "while kill -0 \"$PID\" 2>/dev/null; do\n"
-      "  sleep 5\n"
-      "done\n"
-      "wait \"$PID\"\n"
-      "EXIT_CODE=$?\n"
-      "echo \"Program End: $(date)\"\n"
-      "echo \"EXIT_CODE=$EXIT_CODE\"\n"
-      "exit $EXIT_CODE\n";
-  // The script reaches bash as one execve() argument, which Linux caps at MAX_ARG_STRLEN.
-  if (script.size() >= kMaxArgumentBytes) {
-    fail(
-        "the bench client script is {} bytes (driver {} bytes); Linux passes at most {} bytes in "
-        "one "
-        "command argument: shorten the driver (--driver) or the trainer's environment",
-        script.size(), driver.size(), kMaxArgumentBytes - 1);
-  }
-  yaml::set_string(client_.script_node, script);
+  DriverLaunch launch{"bench client",
+                      "the trainer program under the bench driver",
+                      trainer_env_words_,
+                      {"python3", std::string(kDriverPath)}};
+  launch.assignments.insert(launch.assignments.end(), driver_setting_words_.begin(),
+                            driver_setting_words_.end());
+  yaml::set_string(client_.script_node,
+                   driver_script(launch, options_.driver_source, options_.tool_version));
   std::string old_program = shell::join(program_);
   record("render", client_path(".script"), "e2e wrapper",
          "bench wrapper writing " + std::string(kDriverPath));
@@ -846,6 +873,96 @@ RenderResult Renderer::run() {
   return std::move(result_);
 }
 
+YAML::Node Renderer::preflight_job() const {
+  std::string name = options_.name + std::string(kPreflightSuffix);
+  validate_dns_label("--name", name, true);
+  JobSetView view(bench_);
+  YAML::Node image = yaml::lookup(client_.container.node, "image");
+  if (!image.IsDefined() || !image.IsScalar() || image.Scalar().empty()) {
+    fail("the trainer's client container has no image: give --image for the preflight");
+  }
+  // JAX_PLATFORMS=cpu after the trainer's own assignments, which may name a TPU platform.
+  DriverLaunch launch{"bench preflight",
+                      "the bench driver's --preflight checks on CPU, with the bench's settings",
+                      trainer_env_words_,
+                      {"python3", std::string(kDriverPath), "--preflight"}};
+  launch.assignments.push_back("JAX_PLATFORMS=cpu");
+  launch.assignments.insert(launch.assignments.end(), driver_setting_words_.begin(),
+                            driver_setting_words_.end());
+  std::string script = driver_script(launch, options_.driver_source, options_.tool_version);
+
+  YAML::Node labels(YAML::NodeType::Map);
+  labels["rl-trainer-bench/bench"] = yaml::string_scalar(options_.name);
+  labels["rl-trainer-bench/role"] = "preflight";
+
+  YAML::Node container(YAML::NodeType::Map);
+  container["name"] = "preflight";
+  container["image"] = yaml::string_scalar(image.Scalar());
+  if (auto policy = yaml::scalar_at(client_.container.node, "imagePullPolicy")) {
+    container["imagePullPolicy"] = yaml::string_scalar(*policy);
+  }
+  YAML::Node command(YAML::NodeType::Sequence);
+  command.push_back("bash");
+  command.push_back("-c");
+  command.push_back(yaml::string_scalar(script));
+  container["command"] = command;
+  // The client's env list with JAX_PLATFORMS=cpu in place of its platform (proxy,cpu on Pathways).
+  auto cpu_platform = [] {
+    YAML::Node entry(YAML::NodeType::Map);
+    entry["name"] = "JAX_PLATFORMS";
+    entry["value"] = yaml::string_scalar("cpu");
+    return entry;
+  };
+  YAML::Node env(YAML::NodeType::Sequence);
+  bool platform_set = false;
+  YAML::Node client_env = yaml::lookup(client_.container.node, "env");
+  if (client_env.IsSequence()) {
+    for (const YAML::Node& item : client_env) {
+      if (yaml::scalar_at(item, "name") != std::string("JAX_PLATFORMS")) {
+        env.push_back(YAML::Clone(item));
+      } else if (!platform_set) {
+        env.push_back(cpu_platform());
+        platform_set = true;
+      }
+    }
+  }
+  if (!platform_set) env.push_back(cpu_platform());
+  container["env"] = env;
+  // Enough to import Tunix and MaxText and build a small payload; no accelerator.
+  YAML::Node requests(YAML::NodeType::Map);
+  requests["cpu"] = yaml::string_scalar("2");
+  requests["memory"] = "8Gi";
+  container["resources"]["requests"] = requests;
+
+  YAML::Node pod_spec(YAML::NodeType::Map);
+  pod_spec["restartPolicy"] = "Never";
+  YAML::Node trainer_pod = view.pod_spec(client_.container.job);
+  if (auto account = yaml::scalar_at(trainer_pod, "serviceAccountName")) {
+    pod_spec["serviceAccountName"] = yaml::string_scalar(*account);
+  }
+  // The same image, so the same credentials to pull it.
+  YAML::Node pull_secrets = yaml::lookup(trainer_pod, "imagePullSecrets");
+  if (pull_secrets.IsDefined() && !pull_secrets.IsNull()) {
+    pod_spec["imagePullSecrets"] = YAML::Clone(pull_secrets);
+  }
+  YAML::Node containers(YAML::NodeType::Sequence);
+  containers.push_back(container);
+  pod_spec["containers"] = containers;
+
+  YAML::Node job(YAML::NodeType::Map);
+  job["apiVersion"] = "batch/v1";
+  job["kind"] = "Job";
+  job["metadata"]["name"] = yaml::string_scalar(name);
+  if (auto ns = yaml::scalar_at(yaml::lookup(bench_.root, "metadata"), "namespace")) {
+    job["metadata"]["namespace"] = yaml::string_scalar(*ns);
+  }
+  job["metadata"]["labels"] = labels;
+  job["spec"]["backoffLimit"] = 0;
+  job["spec"]["template"]["metadata"]["labels"] = YAML::Clone(labels);
+  job["spec"]["template"]["spec"] = pod_spec;
+  return job;
+}
+
 }  // namespace
 
 void check_bench_against_e2e(const YAML::Node& e2e_trainer, const YAML::Node& bench,
@@ -905,18 +1022,23 @@ std::vector<std::pair<std::string, std::string>> driver_environment(
     const RenderOptions& options, const std::string& trainer_argv, const std::string& orch_argv,
     const std::vector<std::pair<std::string, std::string>>& orch_env) {
   const DriverSettings& d = options.driver;
+  auto check_choice = [](std::string_view option, const std::optional<std::string>& value) {
+    if (value && *value != "auto" && *value != "on" && *value != "off")
+      fail("{} {}: auto, on or off", option, *value);
+  };
   if (d.steps < 1) fail("--steps {}: must be at least 1", d.steps);
   if (d.micro_steps < 1) fail("--micro-steps {}: must be at least 1", d.micro_steps);
   if (d.routing_scale < 0) fail("--routing-scale {}: must be >= 0", d.routing_scale);
   if (d.advantages != "random" && d.advantages != "zero")
     fail("--advantages {}: random or zero", d.advantages);
-  if (d.pad_position != "end" && d.pad_position != "start")
-    fail("--pad-position {}: end or start", d.pad_position);
-  if (d.pad_align <= 0 || d.pad_align % 64 != 0) {
-    fail("--pad-align {}: must be a positive multiple of the segment alignment 64", d.pad_align);
+  if (d.pad_position && *d.pad_position != "end" && *d.pad_position != "start")
+    fail("--pad-position {}: end or start", *d.pad_position);
+  if (d.pad_align && (*d.pad_align <= 0 || *d.pad_align % 64 != 0)) {
+    fail("--pad-align {}: must be a positive multiple of the segment alignment 64", *d.pad_align);
   }
-  if (d.stage_boundary != "auto" && d.stage_boundary != "on" && d.stage_boundary != "off")
-    fail("--stage-boundary {}: auto, on or off", d.stage_boundary);
+  check_choice("--stage-boundary", d.stage_boundary);
+  check_choice("--routing", d.routing);
+  check_choice("--logps-pass", d.logps_pass);
   std::vector<double> targets =
       d.routing_targets.empty() ? default_routing_targets() : d.routing_targets;
   std::vector<std::pair<std::string, std::string>> env = {
@@ -928,16 +1050,24 @@ std::vector<std::pair<std::string, std::string>> driver_environment(
       {"ROUTING_SCALE", fmt::format("{}", d.routing_scale)},
       {"LOGP_GATES", d.logp_gates ? "on" : "off"},
       {"ADVANTAGES", d.advantages},
-      {"PAD_POSITION", d.pad_position},
-      {"PAD_ALIGN", std::to_string(d.pad_align)},
-      {"STAGE_BOUNDARY", d.stage_boundary},
   };
+  // Written only when asked for: unset, the driver applies its own default.
+  if (d.pad_position) env.emplace_back("PAD_POSITION", *d.pad_position);
+  if (d.pad_align) env.emplace_back("PAD_ALIGN", std::to_string(*d.pad_align));
+  env.emplace_back("STAGE_BOUNDARY", d.stage_boundary);
+  if (d.routing) env.emplace_back("ROUTING", *d.routing);
+  if (d.allow_fallbacks) env.emplace_back("ALLOW_FALLBACKS", "1");
+  if (d.logps_pass) env.emplace_back("LOGPS_PASS", *d.logps_pass);
   for (const auto& [name, value] : orch_env) env.emplace_back("ORCH_" + name, value);
   if (options.profile_window) {
     env.emplace_back("PROFILE_WINDOW", fmt::format("{}:{}", options.profile_window->first,
                                                    options.profile_window->second));
   }
-  std::set<std::string> names;
+  // Settings that have their own option are refused in --driver-env even when that option is
+  // absent, so a render never depends on which of the two set them.
+  static const std::set<std::string, std::less<>> kOwnOption = {
+      "PAD_POSITION", "PAD_ALIGN", "ROUTING", "ALLOW_FALLBACKS", "LOGPS_PASS"};
+  std::set<std::string, std::less<>> names(kOwnOption);
   for (const auto& [name, value] : env) names.insert(name);
   names.insert("TRAINER_ARGV");
   names.insert("ORCH_ARGV");
@@ -957,6 +1087,15 @@ std::vector<std::pair<std::string, std::string>> driver_environment(
 
 RenderResult render_bench(const DryRun& dryrun, const RenderOptions& options) {
   return Renderer(dryrun, options).run();
+}
+
+PreflightResult render_preflight(const DryRun& dryrun, const RenderOptions& options) {
+  Renderer renderer(dryrun, options);
+  PreflightResult result;
+  result.bench = renderer.run();
+  result.job = renderer.preflight_job();
+  result.yaml = yaml::emit(result.job);
+  return result;
 }
 
 }  // namespace rtb

@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -25,9 +26,14 @@ struct DriverSettings {
   double routing_scale = 1.0;
   bool logp_gates = true;
   std::string advantages = "random";  // random | zero
-  std::string pad_position = "end";   // end | start
-  int pad_align = 4096;
-  std::string stage_boundary = "auto";  // auto | on | off (the staged step boundary)
+  // Unset: not written, and the driver follows the e2e orchestrator's packing layout.
+  std::optional<std::string> pad_position;  // end | start
+  std::optional<int> pad_align;             // a positive multiple of 64
+  std::string stage_boundary = "auto";      // auto | on | off (the staged step boundary)
+  // Unset: not written, and the driver's default (auto) applies.
+  std::optional<std::string> routing;     // auto | on | off
+  std::optional<std::string> logps_pass;  // auto | on | off
+  bool allow_fallbacks = false;           // written as ALLOW_FALLBACKS=1 when set
   std::vector<std::pair<std::string, std::string>> extra_env;  // --driver-env K=V, in order
 };
 
@@ -78,20 +84,38 @@ void validate_jobset_name(const std::string& name);
 // trainer that no option asked for is an internal error (rtb::Error starting "internal error").
 RenderResult render_bench(const DryRun& dryrun, const RenderOptions& options);
 
+// The preflight: a one-pod CPU Job (batch/v1) named <bench name>-preflight that runs
+// `python3 /tmp/bench_driver.py --preflight` in the bench client's image, namespace and service
+// account, with the client container's env list, JAX_PLATFORMS=cpu, and the script and driver
+// settings the bench client gets; no TPU resources, node selectors or tolerations.
+struct PreflightResult {
+  RenderResult bench;  // the bench whose client the Job stands in for (its changes, warnings)
+  YAML::Node job;
+  std::string yaml;  // the Job's text
+};
+
+inline constexpr std::string_view kPreflightSuffix = "-preflight";
+
+// Renders the bench (with every check render_bench makes) and the preflight Job of its client.
+// Throws rtb::Error as render_bench does.
+PreflightResult render_preflight(const DryRun& dryrun, const RenderOptions& options);
+
 // Compares the e2e trainer with a bench JobSet flag by flag (diff.h) and throws rtb::Error
 // ("internal error: self-check: ...") for the first difference that no recorded change covers: a
 // change covers its own path and everything below it.
 void check_bench_against_e2e(const YAML::Node& e2e_trainer, const YAML::Node& bench,
                              const std::vector<Change>& changes);
 
-// The orchestrator environment variables that decide the e2e run's staged step boundary, which
-// the driver's STAGE_BOUNDARY=auto follows; render-bench copies each one the orchestrator sets as
+// The orchestrator environment variables the driver follows where its own setting is auto or
+// unset: the staged step boundary (STAGE_BOUNDARY), the packing layout (PAD_POSITION, PAD_ALIGN)
+// and routed-expert replay (ROUTING). render-bench copies each one the orchestrator sets as
 // ORCH_<name> into the driver settings.
-inline constexpr std::string_view kOrchestratorStagingEnv[] = {"PIPELINE_STEP_BOUNDARY",
-                                                               "STAGE_NEXT_MICROBATCH"};
+inline constexpr std::string_view kOrchestratorDriverEnv[] = {
+    "PIPELINE_STEP_BOUNDARY", "STAGE_NEXT_MICROBATCH", "PACK_PAD_POSITION", "PACK_PAD_ALIGN",
+    "RETURN_ROUTED_EXPERTS"};
 
 // The driver settings as the environment assignments of the client command, in order, starting
-// with kDriverSettingsStart. `orch_env`: the kOrchestratorStagingEnv values the e2e orchestrator
+// with kDriverSettingsStart. `orch_env`: the kOrchestratorDriverEnv values the e2e orchestrator
 // sets (name, value).
 std::vector<std::pair<std::string, std::string>> driver_environment(
     const RenderOptions& options, const std::string& trainer_argv, const std::string& orch_argv,

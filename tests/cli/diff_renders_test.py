@@ -11,6 +11,8 @@ import subprocess
 import tempfile
 import unittest
 
+import yaml
+
 from json_schema import validate
 
 BIN = os.environ.get("RTB_BIN_DIR", "")
@@ -312,6 +314,26 @@ class DiffRendersTest(unittest.TestCase):
             with self.subTest(source=source):
                 bench = self.bench(os.path.basename(source) + ".yaml", *args, source=source)
                 self.diff("--expect-bench", source, bench, rc=0)
+
+    def test_expect_bench_accepts_new_driver_settings_and_orchestrator_copies(self):
+        # ORCH_* copies appear only when the orchestrator sets them; they and ROUTING & co. live
+        # under startup.driver, which --expect-bench allows.
+        anchor = 'ORCHESTRATOR_ID="abtest-orch"'
+        source = self.edited("packed-e2e.txt", (anchor, "PACK_PAD_POSITION=start RETURN_ROUTED_EXPERTS=1 " + anchor))
+        bench = self.bench("packed-bench.yaml", "--routing", "on", "--allow-fallbacks", "--logps-pass", "off",
+                           "--pad-position", "end", "--pad-align", "512", source=source)
+        self.diff("--expect-bench", source, bench, rc=0)
+        out, _ = self.diff("--expect-bench", "--show-allowed", source, bench, rc=0)
+        self.assertNotIn("[unexpected", out)
+        self.assertIn(f"{CLIENT}.startup.driver: ", out)
+        out, _ = self.diff("--expect-bench", "--json", source, bench, rc=0)
+        (driver,) = [d for d in json.loads(out)["differences"] if d["path"] == f"{CLIENT}.startup.driver"]
+        self.assertEqual((driver["allowed"], driver["change"]), (True, "driver-settings"))
+        settings = yaml.safe_load(driver["new"])
+        for name, value in (("ROUTING", "on"), ("ALLOW_FALLBACKS", "1"), ("LOGPS_PASS", "off"),
+                            ("PAD_POSITION", "end"), ("PAD_ALIGN", "512"), ("ORCH_PACK_PAD_POSITION", "start"),
+                            ("ORCH_RETURN_ROUTED_EXPERTS", "1")):
+            self.assertEqual(settings[name], value, name)
 
     def test_expect_bench_fails_for_a_hand_tampered_bench(self):
         bench = read(self.bench("tamper-base.yaml", "--trainer-slice", "tpu7x:4x4x4",

@@ -21,6 +21,8 @@ V5P = os.path.join(TESTDATA, "launch_dryrun_v5p.txt")
 NO_PROXY = os.path.join(TESTDATA, "trainer_no_proxy.txt")
 BAD = os.path.join(TESTDATA, "bad")
 DRIVER_PATH = "/tmp/bench_driver.py"
+DRIVER_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "render-bench",
+                             "driver", "bench_driver.py")
 
 HOSTILE = [
     "$(touch {marker})",
@@ -190,8 +192,11 @@ class RenderBenchTest(unittest.TestCase):
         driver_keys = keys[len(e2e_env):]
         self.assertEqual(driver_keys[0], "BENCH_NAME")
         for key in ("STEPS", "MICRO_STEPS", "SEED", "ROUTING_TARGETS", "ROUTING_SCALE", "LOGP_GATES",
-                    "ADVANTAGES", "PAD_POSITION", "PAD_ALIGN", "TRAINER_ARGV", "ORCH_ARGV"):
+                    "ADVANTAGES", "STAGE_BOUNDARY", "TRAINER_ARGV", "ORCH_ARGV"):
             self.assertIn(key, driver_keys)
+        # Unset, the driver follows the e2e orchestrator's packing and its own defaults.
+        for key in ("PAD_POSITION", "PAD_ALIGN", "ROUTING", "ALLOW_FALLBACKS", "LOGPS_PASS"):
+            self.assertNotIn(key, driver_keys)
         self.assertEqual(startup_words(script)[-2:], ["python3", DRIVER_PATH])
         e2e_words = startup_words(script_of(e2e_trainer()))
         first_flag = next(i for i, w in enumerate(e2e_words) if w.startswith("--"))
@@ -200,9 +205,17 @@ class RenderBenchTest(unittest.TestCase):
 
     def execute_client(self, bench, tmp):
         """Runs the client script with a stub python3 that records its environment; returns it."""
+        return self.execute_script(script_of(bench), tmp)
+
+    def execute_script(self, script, tmp):
+        """Runs a driver script (bench client or preflight) with the driver written into `tmp` and a
+        stub python3 that records its argv and environment; returns (record, script)."""
         target = os.path.join(tmp, "bench_driver.py")
-        script = script_of(bench).replace(f"cat > {DRIVER_PATH} <<", f"cat > {target} <<")
-        script = script.replace(f"python3 {DRIVER_PATH}\n", f"python3 {target}\n")
+        script = script.replace(f"cat > {DRIVER_PATH} <<", f"cat > {target} <<", 1)
+        # The driver's own text may name its path too: only the startup block's command changes.
+        head, command, tail = script.rpartition(f"python3 {DRIVER_PATH}")
+        self.assertTrue(command, "no driver command")
+        script = head + f"python3 {target}" + tail
         bindir = os.path.join(tmp, "bin")
         os.makedirs(bindir, exist_ok=True)
         stub = os.path.join(bindir, "python3")
@@ -307,6 +320,106 @@ class RenderBenchTest(unittest.TestCase):
             self.execute_client(bench, tmp)
             with open(os.path.join(tmp, "bench_driver.py"), encoding="utf-8") as f, open(source, encoding="utf-8") as g:
                 self.assertEqual(f.read(), g.read())
+
+    # --- the preflight Job ---------------------------------------------------------------------
+    def preflight(self, *extra, path=FIXTURE, name="abtest-bench"):
+        rc, out, err = run([path, "--name", name, "--preflight", *extra])
+        self.assertEqual(rc, 0, err)
+        docs = list(yaml.safe_load_all(out))
+        self.assertEqual(len(docs), 1, "exactly one document")
+        return docs[0], out
+
+    def test_preflight_is_a_cpu_job_in_the_trainer_image(self):
+        job, text = self.preflight("--namespace", "other-ns", "--image", "registry.example/img:tag@sha256:0")
+        self.assertEqual((job["apiVersion"], job["kind"]), ("batch/v1", "Job"))
+        self.assertEqual(job["metadata"]["name"], "abtest-bench-preflight")
+        self.assertEqual(job["metadata"]["namespace"], "other-ns")
+        self.assertEqual(job["metadata"]["labels"]["rl-trainer-bench/bench"], "abtest-bench")
+        self.assertEqual(job["spec"]["backoffLimit"], 0)
+        pod = job["spec"]["template"]
+        self.assertEqual(pod["metadata"]["labels"]["rl-trainer-bench/bench"], "abtest-bench")
+        e2e_pod = e2e_trainer()["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+        self.assertEqual(pod["spec"]["restartPolicy"], "Never")
+        self.assertEqual(pod["spec"]["serviceAccountName"], e2e_pod["serviceAccountName"])
+        for key in ("nodeSelector", "tolerations", "affinity", "hostNetwork", "initContainers", "volumes"):
+            self.assertNotIn(key, pod["spec"], key)
+        driverless = re.sub(r"(?s)cat > /tmp/bench_driver.py <<'(\w+)'\n.*?\n\s*\1\n", "", text)
+        self.assertNotIn("google.com/tpu", driverless)
+        self.assertNotIn("gke-tpu", driverless)
+        (c,) = pod["spec"]["containers"]
+        self.assertEqual(c["image"], "registry.example/img:tag@sha256:0")
+        self.assertNotIn("limits", c["resources"])
+        self.assertEqual(set(c["resources"]["requests"]), {"cpu", "memory"})
+        # The client's env list, JAX_PLATFORMS=cpu in place of its platform.
+        env = [(e["name"], e.get("value")) for e in c["env"]]
+        e2e_env = [(e["name"], e.get("value")) for e in container(e2e_trainer(), "main")["env"]]
+        self.assertEqual(env, [(k, "cpu" if k == "JAX_PLATFORMS" else v) for k, v in e2e_env])
+        self.assertEqual(c["command"][:2], ["bash", "-c"])
+
+    def test_preflight_script_is_the_bench_clients_with_jax_on_cpu(self):
+        knobs = ["--routing", "on", "--pad-position", "start", "--logps-pass", "off", "--steps", "3",
+                 "--orch-arg=--max_steps=3"]
+        job, _ = self.preflight(*knobs)
+        script = job["spec"]["template"]["spec"]["containers"][0]["command"][2]
+        subprocess.run(["bash", "-n"], input=script, text=True, check=True)
+        self.assertIn(f"cat > {DRIVER_PATH} <<'BENCH_DRIVER_EOF'", script)
+        self.assertEqual(startup_words(script)[-3:], ["python3", DRIVER_PATH, "--preflight"])
+        bench, _, _ = self.render(*knobs)
+        client = startup_env(script_of(bench))
+        preflight = startup_env(script)
+        self.assertEqual(preflight.pop("JAX_PLATFORMS"), "cpu")
+        self.assertEqual(preflight, client, "the same environment and driver settings")
+        self.assertEqual(list(preflight), list(client), "in the same order")
+        for key, value in (("ROUTING", "on"), ("PAD_POSITION", "start"), ("LOGPS_PASS", "off"), ("STEPS", "3")):
+            self.assertEqual(preflight[key], value, key)
+
+    def test_preflight_passes_hostile_values_verbatim_and_nothing_else_runs(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            marker = os.path.join(tmp, "PWNED")
+            values = [v.replace("{marker}", marker) for v in HOSTILE]
+            args = []
+            for i, value in enumerate(values):
+                args += [f"--trainer-arg=--hostile_{i}={value}", f"--orch-arg=--hostile_{i}={value}",
+                         f"--driver-env=HOSTILE_{i}={value}"]
+            job, _ = self.preflight(*args, "--routing", "off", "--allow-fallbacks")
+            script = job["spec"]["template"]["spec"]["containers"][0]["command"][2]
+            record, _ = self.execute_script(script, tmp)
+            self.assertFalse(os.path.exists(marker), "a value was executed")
+            self.assertEqual(record["argv"], [os.path.join(tmp, "bench_driver.py"), "--preflight"])
+            env = record["env"]
+            self.assertEqual(env["JAX_PLATFORMS"], "cpu")
+            self.assertEqual((env["ROUTING"], env["ALLOW_FALLBACKS"]), ("off", "1"))
+            trainer_argv = shlex.split(env["TRAINER_ARGV"])
+            orch_argv = shlex.split(env["ORCH_ARGV"])
+            for i, value in enumerate(values):
+                self.assertIn(f"--hostile_{i}={value}", trainer_argv)
+                self.assertIn(f"--hostile_{i}={value}", orch_argv)
+                self.assertEqual(env[f"HOSTILE_{i}"], value)
+            with open(os.path.join(tmp, "bench_driver.py"), encoding="utf-8") as f, open(DRIVER_SOURCE, encoding="utf-8") as g:
+                self.assertEqual(f.read(), g.read())
+
+    def test_preflight_errors_leave_the_output_untouched(self):
+        self.assert_fails([FIXTURE, "--name", "x", "--preflight", "--pad-align", "100"], "multiple")
+        self.assert_fails([FIXTURE, "--name", "x", "--preflight", "--driver-env", "ROUTING=on"], "its own option")
+        self.assert_fails([FIXTURE, "--preflight"], "--name")
+        self.assert_fails([FIXTURE, "--name", "x", "--preflight", "--print-driver"], "--print-driver")
+
+    def test_print_driver(self):
+        with open(DRIVER_SOURCE, encoding="utf-8") as f:
+            embedded = f.read()
+        rc, out, err = run(["--print-driver"])
+        self.assertEqual((rc, err), (0, ""))
+        self.assertEqual(out, embedded)
+        with tempfile.TemporaryDirectory() as tmp:
+            driver = os.path.join(tmp, "driver.py")
+            with open(driver, "w", encoding="utf-8") as f:
+                f.write("print('mine')\n")
+            out_path = os.path.join(tmp, "out.py")
+            rc, out, err = run(["--print-driver", "--driver", driver, "-o", out_path])
+            self.assertEqual((rc, out, err), (0, "", ""))
+            with open(out_path, encoding="utf-8") as f:
+                self.assertEqual(f.read(), "print('mine')\n")
+        self.assert_fails([FIXTURE, "--print-driver"], "--print-driver")
 
     # --- knobs ------------------------------------------------------------------------------------
     def test_libtpu_flag_in_all_three_places(self):
@@ -428,6 +541,34 @@ class RenderBenchTest(unittest.TestCase):
         for key, value in expected.items():
             self.assertEqual(env[key], value, key)
         self.assertEqual(len(env["ROUTING_TARGETS"].split(",")), 60, "the default 397B table")
+
+    def test_routing_allow_fallbacks_and_logps_pass(self):
+        bench, _, _ = self.render("--routing", "off", "--allow-fallbacks", "--logps-pass", "on")
+        env = startup_env(script_of(bench))
+        self.assertEqual((env["ROUTING"], env["ALLOW_FALLBACKS"], env["LOGPS_PASS"]), ("off", "1", "on"))
+        rc, out, _ = run(["--help"])
+        for option in ("--routing", "--allow-fallbacks", "--logps-pass", "--pad-position", "--pad-align"):
+            self.assertIn(option, out)
+        self.assert_fails([FIXTURE, "--name", "x", "--routing", "sometimes"], "--routing")
+        self.assert_fails([FIXTURE, "--name", "x", "--logps-pass", "yes"], "--logps-pass")
+        for name in ("PAD_POSITION", "PAD_ALIGN", "ROUTING", "ALLOW_FALLBACKS", "LOGPS_PASS"):
+            self.assert_fails([FIXTURE, "--name", "x", "--driver-env", f"{name}=1"], "its own option")
+
+    def test_orchestrator_environment_is_copied_as_orch_variables(self):
+        with open(FIXTURE, encoding="utf-8") as f:
+            text = f.read()
+        anchor = 'ORCHESTRATOR_ID="abtest-orch"'
+        self.assertIn(anchor, text)
+        text = text.replace(anchor, "PACK_PAD_POSITION=start PACK_PAD_ALIGN=512 RETURN_ROUTED_EXPERTS=1 "
+                            "PIPELINE_STEP_BOUNDARY=true " + anchor, 1)
+        rc, out, err = run(["-", "--name", "abtest-bench"], stdin=text)
+        self.assertEqual(rc, 0, err)
+        env = startup_env(script_of(yaml.safe_load(out)))
+        for key, value in (("ORCH_PACK_PAD_POSITION", "start"), ("ORCH_PACK_PAD_ALIGN", "512"),
+                           ("ORCH_RETURN_ROUTED_EXPERTS", "1"), ("ORCH_PIPELINE_STEP_BOUNDARY", "true")):
+            self.assertEqual(env[key], value, key)
+        self.assertNotIn("PAD_POSITION", env)
+        self.assertNotIn("ORCH_STAGE_NEXT_MICROBATCH", env)
 
     def test_routing_targets_file(self):
         with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:

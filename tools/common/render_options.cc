@@ -42,7 +42,7 @@ void add_render_options(CLI::App& app, RenderKnobs& knobs, NameOption name) {
       app.add_option("--name", options.name, "Name of the bench JobSet (a DNS label)");
   if (name == NameOption::kRequired) {
     name_option->required();
-  } else {
+  } else if (name == NameOption::kOptional) {
     name_option->capture_default_str();
   }
   app.add_option("--namespace", options.namespace_name, "Namespace of the bench JobSet");
@@ -86,17 +86,27 @@ void add_render_options(CLI::App& app, RenderKnobs& knobs, NameOption name) {
       ->check(CLI::IsMember({"random", "zero"}))
       ->capture_default_str();
   app.add_option("--pad-position", options.driver.pad_position,
-                 "end|start: where rows keep padding")
-      ->check(CLI::IsMember({"end", "start"}))
-      ->capture_default_str();
+                 "end|start: where rows keep padding (default: not written; the driver follows "
+                 "the e2e orchestrator's packing)")
+      ->check(CLI::IsMember({"end", "start"}));
   app.add_option("--pad-align", options.driver.pad_align,
-                 "Padding-first shift granularity (tokens)")
-      ->capture_default_str();
+                 "Padding-first shift granularity in tokens, a multiple of 64 (default: not "
+                 "written; the driver follows the e2e orchestrator's packing)");
   app.add_option("--stage-boundary", options.driver.stage_boundary,
                  "auto|on|off: the staged step boundary (auto follows the e2e orchestrator's "
                  "PIPELINE_STEP_BOUNDARY / STAGE_NEXT_MICROBATCH)")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
+  app.add_option("--routing", options.driver.routing,
+                 "auto|on|off: the driver's ROUTING setting (default: not written; the driver's "
+                 "auto applies)")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
+  app.add_flag("--allow-fallbacks", options.driver.allow_fallbacks,
+               "Write ALLOW_FALLBACKS=1 into the driver's settings (default: not written)");
+  app.add_option("--logps-pass", options.driver.logps_pass,
+                 "auto|on|off: the driver's LOGPS_PASS setting (default: not written; the "
+                 "driver's auto applies)")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   app.add_option("--driver-env", knobs.driver_env,
                  "K=V: an extra environment variable for the driver");
   app.add_option("--driver", knobs.driver_file,
@@ -111,8 +121,7 @@ void add_render_options(CLI::App& app, RenderKnobs& knobs, NameOption name) {
 
 void finish_render_options(RenderKnobs& knobs, std::string_view embedded_driver) {
   RenderOptions& options = knobs.options;
-  options.driver_source =
-      knobs.driver_file ? read_file(*knobs.driver_file) : std::string(embedded_driver);
+  options.driver_source = driver_source(knobs, embedded_driver);
   options.tool_version = RTB_VERSION;
   options.logps_chunk = knobs.logps_chunk;
   options.driver.logp_gates = knobs.logp_gates == "on";
@@ -129,6 +138,10 @@ void finish_render_options(RenderKnobs& knobs, std::string_view embedded_driver)
         parse_routing_targets(read_file(knobs.routing_file), display_name(knobs.routing_file));
     options.driver.routing_targets_source = knobs.routing_file;
   }
+}
+
+std::string driver_source(const RenderKnobs& knobs, std::string_view embedded_driver) {
+  return knobs.driver_file ? read_file(*knobs.driver_file) : std::string(embedded_driver);
 }
 
 DryRun load_dryrun(const RenderKnobs& knobs, std::string_view demo_text) {

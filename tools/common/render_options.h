@@ -26,7 +26,9 @@ struct RenderKnobs {
   std::optional<int> logps_chunk;
 };
 
-enum class NameOption { kRequired, kOptional };
+// kRequired: CLI11 requires --name; kOptional: it defaults to the caller's value; kCheckedByCaller:
+// neither (for a tool with a mode that renders nothing, which then checks --name itself).
+enum class NameOption { kRequired, kOptional, kCheckedByCaller };
 
 // Declares DRYRUN, --demo, --name and every knob of README's render-bench table on `app`.
 // With kOptional, --name defaults to `knobs.options.name` as set by the caller.
@@ -35,6 +37,9 @@ void add_render_options(CLI::App& app, RenderKnobs& knobs, NameOption name);
 // Completes knobs.options after parsing: the driver source (`embedded_driver` unless --driver),
 // routing targets, profile window, driver environment, version. Throws rtb::Error.
 void finish_render_options(RenderKnobs& knobs, std::string_view embedded_driver);
+
+// The bench driver the render embeds: --driver FILE, else `embedded_driver`. Throws rtb::Error.
+std::string driver_source(const RenderKnobs& knobs, std::string_view embedded_driver);
 
 // Reads and parses the DRY_RUN (or the embedded demo, `demo_text`), keeping only the trainer and
 // orchestrator documents. Throws rtb::Error.

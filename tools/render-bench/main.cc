@@ -4,10 +4,12 @@
 
 #include <cstdio>
 #include <string>
+#include <utility>
 
 #include "common/render_options.h"
 #include "common/tool.h"
 #include "rtb/dryrun.h"
+#include "rtb/error.h"
 #include "rtb/io.h"
 #include "rtb/render.h"
 
@@ -24,6 +26,9 @@ constexpr const char* kExamples = R"(  render-bench dryrun.txt --name abtest-ben
       --steps 5 --micro-steps 9 --explain -o ab-fp8.yaml && kubectl apply -f ab-fp8.yaml
   DRY_RUN=true bash recipe.sh start | render-bench - --name abtest-bench
   render-bench --demo --name abtest-bench      # the embedded example DRY_RUN
+  render-bench dryrun.txt --name ab-x --preflight -o preflight.yaml && \
+      kubectl apply -f preflight.yaml && kubectl logs -f job/ab-x-preflight
+  render-bench --print-driver > bench_driver.py   # the embedded bench driver
 )";
 
 }  // namespace
@@ -39,21 +44,44 @@ int main(int argc, char** argv) {
   CLI::App& app = tool.app();
   rtb::tool::RenderKnobs knobs;
   std::string output = "-";
-  bool explain = false, summary = false;
+  bool explain = false, summary = false, preflight = false, print_driver = false;
 
-  rtb::tool::add_render_options(app, knobs, rtb::tool::NameOption::kRequired);
+  // --print-driver renders nothing, so --name is checked below rather than by CLI11.
+  rtb::tool::add_render_options(app, knobs, rtb::tool::NameOption::kCheckedByCaller);
   app.add_option("-o,--output", output, "Output file (default: - for stdout)");
   app.add_flag("--explain", explain, "Print every path each knob changed (stderr)");
   app.add_flag("--summary", summary, "Print a one-line summary of what changed (stderr)");
+  CLI::Option* preflight_option = app.add_flag(
+      "--preflight", preflight,
+      "Write, instead of the bench, a one-pod CPU Job <NAME>-preflight that runs the driver's "
+      "--preflight in the trainer image with the bench client's environment and settings");
+  app.add_flag("--print-driver", print_driver,
+               "Write the bench driver (the embedded one, or --driver FILE) and exit")
+      ->excludes(preflight_option);
 
   return tool.run(argc, argv, [&]() -> int {
+    if (print_driver) {
+      if (!knobs.input.empty() || knobs.demo) rtb::fail("--print-driver takes no DRYRUN or --demo");
+      rtb::write_output(output, rtb::tool::driver_source(knobs, rtb::embedded::bench_driver()));
+      return rtb::tool::kExitOk;
+    }
+    if (knobs.options.name.empty()) rtb::fail("--name is required (the bench JobSet's name)");
     rtb::DryRun dryrun = rtb::tool::load_dryrun(knobs, rtb::embedded::demo_dryrun());
     rtb::tool::finish_render_options(knobs, rtb::embedded::bench_driver());
     // Input quirks (a repeated key in some document) do not change the bench: -v shows them.
     for (const std::string& warning : dryrun.warnings) spdlog::info("{}", warning);
-    rtb::RenderResult result = rtb::render_bench(dryrun, knobs.options);
+    rtb::RenderResult result;  // the bench, whose changes --explain and --summary describe
+    std::string text;
+    if (preflight) {
+      rtb::PreflightResult rendered = rtb::render_preflight(dryrun, knobs.options);
+      result = std::move(rendered.bench);
+      text = std::move(rendered.yaml);
+    } else {
+      result = rtb::render_bench(dryrun, knobs.options);
+      text = result.yaml;
+    }
     for (const std::string& warning : result.warnings) spdlog::warn("{}", warning);
-    rtb::write_output(output, result.yaml);
+    rtb::write_output(output, text);
 
     if (explain) {
       for (const rtb::Change& change : result.changes) {
