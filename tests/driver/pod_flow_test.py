@@ -48,6 +48,16 @@ FAKES = {
             self.metadata = metadata
             self.request_id = None
         @dataclasses.dataclass
+        class LogprobsRequest:
+          prompt_tokens: Any
+          completion_tokens: Any
+          pad_id: int
+          eos_id: int
+          temperature: float = 1.0
+          model_role: str = "actor"
+          segment_ids: Any = None
+          segment_positions: Any = None
+        @dataclasses.dataclass
         class RLTrainerPayload:
           prompt_ids: Any = None
           prompt_mask: Any = None
@@ -152,6 +162,10 @@ FAKES = {
             self.step += 1
             fake_log.record("update", step=self.step)
             return self.step
+          def per_token_logps(self, request):
+            fake_log.record("per_token_logps", role=request.model_role, pad=request.pad_id,
+                            eos=request.eos_id, segmented=request.segment_ids is not None)
+            return np.zeros(request.completion_tokens.shape, np.float32)
           def get_metrics(self):
             return {"loss": 0.5, "gradient_norm": 2.0}
           def get_step_timing(self):
@@ -594,6 +608,32 @@ class PodFlowTest(unittest.TestCase):
     result, _, _ = self.preflight(STEPS="0")
     self.assertEqual(result.returncode, 2)
     self.assertIn("STEPS", result.stderr)
+
+  def test_the_actor_log_prob_pass(self):
+    result, calls = self.run_driver(LOGPS_PASS="on")
+    self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+    events = [call["event"] for call in calls if call["event"] in ("per_token_logps", "fwd_bwd")]
+    self.assertEqual(events, ["per_token_logps", "fwd_bwd"] * 6)  # before each micro-batch
+    first = next(call for call in calls if call["event"] == "per_token_logps")
+    self.assertEqual((first["role"], first["pad"], first["eos"], first["segmented"]),
+                     ("actor", 3, 4, True))
+    steps = [json.loads(line.split(" ", 1)[1]) for line in self.machine(result, "BENCH_STEP ")]
+    self.assertTrue(all(len(step["logps_pass_s"]) == 3 for step in steps))
+    # auto: this program uses no rollout log-probs as old ones, so the e2e makes no pass.
+    result, calls = self.run_driver()
+    self.assertNotIn("per_token_logps", [call["event"] for call in calls])
+    (summary_line,) = self.machine(result, "BENCH_SUMMARY ")
+    choice = json.loads(summary_line.split(" ", 1)[1])["choices"]["logps_pass"]
+    self.assertFalse(choice["value"])
+    self.assertIn("no actor log-prob pass", choice["source"])
+    # on, without the call: exit 2 naming it.
+    worker = FAKES["tunix/experimental/worker/trainer_worker.py"].replace(
+        "def per_token_logps(self, request):", "def _no_per_token_logps(self, request):")
+    root = self.variant(replace={"tunix/experimental/worker/trainer_worker.py": worker})
+    result, _ = self.run_driver(root=root, LOGPS_PASS="on")
+    self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
+    self.assertIn("LOGPS_PASS=on but this image's Tunix lacks TrainerWorker.per_token_logps",
+                  result.stderr)
 
   def test_fused_worker_gets_no_update(self):
     result, calls = self.run_driver(worker="fused")

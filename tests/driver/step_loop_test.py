@@ -805,6 +805,30 @@ class StepEndTest(unittest.TestCase):
         self.assertAlmostEqual(value, 2.0, places=6)
 
 
+class LogpsPassTest(unittest.TestCase):
+
+  def test_the_pass_runs_before_each_micro_batch_inside_the_step(self):
+    harness = Harness(ExplicitWorker, mb_seconds=2.0, update_seconds=0.5)
+    scored = []
+
+    def score(payload):
+      scored.append(payload)
+      harness.events.add("logps", payload)
+      harness.clock.advance(0.25)
+
+    plan = make_plan(steps=2, micro_steps=3)
+    plan.logps_pass = score
+    records = harness.run(plan)
+    self.assertEqual(scored, ["REGULAR", "REGULAR", "FINAL"] * 2)
+    names = [n for n in harness.events.names() if n in ("logps", "fwd_bwd")]
+    self.assertEqual(names, ["logps", "fwd_bwd"] * 6)
+    for record in records:
+      self.assertEqual(record.logps_pass_s, [0.25] * 3)
+      self.assertAlmostEqual(record.seconds, 6.5 + 0.75)
+    self.assertEqual(harness.bench_steps()[0]["logps_pass_s"], [0.25] * 3)
+    self.assertNotIn("logps_pass_s", Harness(ExplicitWorker).run(make_plan())[0].as_json())
+
+
 class ThroughputTest(unittest.TestCase):
 
   def test_the_seeds_tokens_per_second_per_chip(self):

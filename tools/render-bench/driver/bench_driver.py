@@ -37,6 +37,10 @@ Environment contract (every value is validated; a bad one is a one-line error an
                   (routed_experts). auto follows the orchestrator's --return_routed_experts, else
                   its RETURN_ROUTED_EXPERTS environment (ORCH_RETURN_ROUTED_EXPERTS), else on (the
                   seed always replayed); the source is logged.
+  LOGPS_PASS      auto|on|off, default auto: score each micro-batch with the actor
+                  (per_token_logps) before it trains, timed inside the step (BENCH_STEP
+                  logps_pass_s), as the e2e program does when it checks the sampler against the
+                  trainer outside the loss; auto follows the parsed GRPO config and argv.
   ALLOW_FALLBACKS 0|1, default 0. A tokenizer that does not load, a missing compile_warmup and
                   other fallbacks stop the run (exit 1) unless 1; BENCH_SUMMARY lists those taken.
   REAL_LEN        real tokens per regular row, 1..T, default T - round(T * 4588 / 65536)
@@ -353,6 +357,7 @@ class Settings:
   bench_name: str = "bench"
   stage_boundary: str = "auto"
   routing: str = "auto"
+  logps_pass: str = "auto"
   allow_fallbacks: bool = False
   # The orchestrator's environment that auto settings follow (ORCH_* copies by render-bench).
   orch_pack_pad_position: Optional[str] = None
@@ -383,6 +388,7 @@ class Settings:
         "profile_dir": self.profile_dir,
         "stage_boundary": self.stage_boundary,
         "routing": self.routing,
+        "logps_pass": self.logps_pass,
         "allow_fallbacks": self.allow_fallbacks,
     }
 
@@ -446,6 +452,8 @@ def parse_settings(env: Mapping[str, str]) -> Settings:
     settings.orch_pack_pad_align = env["ORCH_PACK_PAD_ALIGN"].strip()
   if get("ROUTING") is not None:
     settings.routing = parse_choice("ROUTING", env["ROUTING"], ("auto", "on", "off"))
+  if get("LOGPS_PASS") is not None:
+    settings.logps_pass = parse_choice("LOGPS_PASS", env["LOGPS_PASS"], ("auto", "on", "off"))
   if get("ALLOW_FALLBACKS") is not None:
     settings.allow_fallbacks = parse_bool_word("ALLOW_FALLBACKS", env["ALLOW_FALLBACKS"])
   settings.bench_name = one_line(get("BENCH_NAME") or get("JOBSET_NAME") or "bench")
@@ -1578,6 +1586,9 @@ class BenchPlan:
   profile_window: Optional[Tuple[int, int]] = None
   profile_dir: Optional[str] = None
   stage_boundary: Optional["StagePlan"] = None
+  # The actor log-prob pass before each micro-batch (LOGPS_PASS): called with the micro-batch's
+  # payload, it returns when the trainer has scored it. None: no pass.
+  logps_pass: Optional[Callable[[Any], Any]] = None
 
   @property
   def tokens_per_step(self) -> int:
@@ -1613,6 +1624,7 @@ class StepRecord:
   profiled: bool = False
   train_step: Optional[int] = None
   metrics: Optional[Dict[str, float]] = None
+  logps_pass_s: Optional[List[float]] = None
 
   def as_json(self) -> Dict[str, Any]:
     record = {
@@ -1630,6 +1642,8 @@ class StepRecord:
         "staged": self.staged,
         "profiled": self.profiled,
     }
+    if self.logps_pass_s is not None:
+      record["logps_pass_s"] = [round(value, 6) for value in self.logps_pass_s]
     if self.train_step is not None:
       record["train_step"] = self.train_step
     if self.metrics:
@@ -1773,6 +1787,7 @@ def run_steps(worker: Any, plan: BenchPlan, *, clock: Callable[[], float] = time
   try:
     for step in range(plan.steps):
       begins: List[float] = []
+      logps_s: List[float] = []
       keys: List[Any] = []
       sources: List[str] = []
       waitables: List[Any] = []
@@ -1790,6 +1805,11 @@ def run_steps(worker: Any, plan: BenchPlan, *, clock: Callable[[], float] = time
           request, staged_request = staged_request, None
         else:
           request = calls.request(payload)
+        if plan.logps_pass is not None:
+          # The e2e program scores each micro-batch with the actor before it trains on it.
+          pass_start = clock()
+          plan.logps_pass(payload)
+          logps_s.append(clock() - pass_start)
         profile.start(call_index)
         begins.append(clock())
         if last and deferred:
@@ -1911,6 +1931,7 @@ def run_steps(worker: Any, plan: BenchPlan, *, clock: Callable[[], float] = time
                           padded_tokens=plan.padded_tokens_per_step,
                           real_tokens_per_s_per_chip=real_per_chip, update=update_kind,
                           staged=staged_now, profiled=plan.profiled(step), train_step=train_step,
+                          logps_pass_s=logps_s if plan.logps_pass is not None else None,
                           metrics=scalar_metrics(metrics, warn=log, warned=warned_metrics) or None)
       records.append(record)
       out("BENCH_STEP " + json.dumps(record.as_json(), separators=(",", ":")))
@@ -2312,6 +2333,46 @@ def rollout_logps_requested(orch_args: Any) -> Choice:
                 "no --use_rollout_logps, TIS type, sequence log-prob threshold or IS buckets")
 
 
+def resolve_logps_pass(settings: Settings, algo_config: Any, orch_args: Any,
+                       rollout_logps: Choice, worker: Any, request_class: Any,
+                       log: Callable[[str], None] = say) -> Choice:
+  """LOGPS_PASS: whether each micro-batch is scored by the actor (per_token_logps) before it
+  trains, as the e2e program does when it checks the sampler against the trainer outside the
+  loss: the batch carries rollout log-probs, --use_rollout_logps is on, and the agreement cannot
+  be fused into the GRPO loss (a newer rl_program: policy_loss_fn grpo, no
+  log_sampler_trainer_agreement, one iteration, a full mini-batch; an older one never fuses)."""
+  missing = []
+  if not callable(getattr(worker, "per_token_logps", None)):
+    missing.append("TrainerWorker.per_token_logps")
+  if request_class is None:
+    missing.append("datatypes.LogprobsRequest")
+  if settings.logps_pass == "off":
+    return Choice(False, "LOGPS_PASS=off")
+  if settings.logps_pass == "on":
+    if missing:
+      raise SettingsError(f"LOGPS_PASS=on but this image's Tunix lacks {', '.join(missing)}")
+    return Choice(True, "LOGPS_PASS=on")
+  uses = bool(rollout_logps.value and getattr(orch_args, "use_rollout_logps", False))
+  reason = "the payload carries rollout log-probs and --use_rollout_logps is on"
+  if uses and hasattr(algo_config, "policy_loss_fn"):
+    batch = getattr(orch_args, "batch_size", None)
+    mini = getattr(orch_args, "mini_batch_size", None) or batch
+    fused = (getattr(algo_config, "policy_loss_fn", None) == "grpo" and
+             not getattr(algo_config, "log_sampler_trainer_agreement", False) and
+             getattr(algo_config, "num_iterations", 1) == 1 and
+             (batch is None or mini is None or mini >= batch))
+    if fused:
+      return Choice(False, f"auto: {reason}, but the GRPO loss checks the agreement itself")
+  if not uses:
+    return Choice(False, "auto: the e2e program makes no actor log-prob pass (no rollout "
+                  "log-probs used as old ones)")
+  if missing:
+    log(f"WARNING: the e2e program scores each micro-batch with the actor first ({reason}) but "
+        f"this image's Tunix lacks {', '.join(missing)}: the bench CANNOT reproduce that pass")
+    return Choice(False, f"auto: {reason}; not reproducible: lacks {', '.join(missing)}")
+  return Choice(True, f"auto: {reason}")
+
+
 def logp_gates_left_on(config: Any) -> List[str]:
   """The log-prob gates still set in a config: the fields LOGP_GATES=off turns off, found as
   fields, attributes or properties (a read-only property cannot be turned off)."""
@@ -2356,6 +2417,8 @@ class TunixSetup:
   max_response_length: Optional[int] = None
   warmup_segment_counts: Optional[List[int]] = None
   rollout_as_old: bool = False
+  logps_request_class: Any = None
+  temperature: float = 1.0
   choices: Dict[str, Choice] = dataclasses.field(default_factory=dict)
   fallbacks: Optional[Fallbacks] = None
 
@@ -2534,6 +2597,9 @@ def build_tunix(settings: Settings, fallbacks: Optional[Fallbacks] = None) -> Tu
 
   datatypes = import_tunix("tunix.experimental.common.datatypes", "build train requests")
   request_class = getattr(datatypes, "TrainRequest", None)
+  logps_request_class = getattr(datatypes, "LogprobsRequest", None)
+  choices["logps_pass"] = resolve_logps_pass(settings, algo_config, orch_args, rollout_logps,
+                                             worker, logps_request_class)
 
   def make_request(payload: Any) -> Any:
     if request_class is None:
@@ -2558,7 +2624,9 @@ def build_tunix(settings: Settings, fallbacks: Optional[Fallbacks] = None) -> Tu
       max_prompt_length=_int_or_none(getattr(orch_args, "max_prompt_length", None)),
       max_response_length=_int_or_none(getattr(orch_args, "max_response_length", None)),
       warmup_segment_counts=None if abstract else concrete_segment_counts(warmup),
-      rollout_as_old=rollout_as_old, choices=choices, fallbacks=fallbacks)
+      rollout_as_old=rollout_as_old, choices=choices, fallbacks=fallbacks,
+      logps_request_class=logps_request_class,
+      temperature=float(getattr(orch_args, "temperature", None) or 1.0))
 
 
 def build_algo(settings: Settings, orch_node: Any, orch_args: Any) -> Tuple[Any, Any, List[str]]:
@@ -2771,6 +2839,7 @@ def run_pod(settings: Settings) -> int:
                      padded_tokens_per_call=setup.rows * setup.tokens,
                      profile_window=settings.profile_window, profile_dir=profile_dir,
                      stage_boundary=stage_plan)
+    plan.logps_pass = make_logps_pass(setup, choices["logps_pass"].value, [regular, final])
     say(f"fwd_bwd call: {'TrainRequest' if calls.takes_request else 'payload'}, "
         f"{'apply_optimizer on the last call' if calls.can_fuse else 'explicit update()'}; "
         f"staged step boundary {'on' if stage_plan.resolved else 'off'} ({stage_plan.source})")
@@ -2802,6 +2871,30 @@ def run_pod(settings: Settings) -> int:
   emit("BENCH_SUMMARY " + json.dumps(summary, separators=(",", ":")))
   report_summary(summary)
   return 0
+
+
+def make_logps_pass(setup: TunixSetup, enabled: bool,
+                    payloads: Sequence[Any]) -> Optional[Callable[[Any], Any]]:
+  """The actor log-prob pass for the step loop: one LogprobsRequest per payload, built as the
+  e2e program builds it (prompt and completion tokens, temperature, pad and eos ids, segments),
+  sent to worker.per_token_logps, whose scores come back to the host."""
+  if not enabled:
+    return None
+  requests = {}
+  for payload in payloads:
+    requests[id(payload)] = call_checked(setup.logps_request_class, "LogprobsRequest", {
+        "prompt_tokens": payload.prompt_ids, "completion_tokens": payload.completion_ids,
+        "pad_id": setup.pad_id, "eos_id": setup.eos_id}, {
+            "temperature": setup.temperature, "model_role": "actor",
+            "segment_ids": payload.segment_ids,
+            "segment_positions": payload.segment_positions})
+
+  def score(payload: Any) -> Any:
+    result = setup.worker.per_token_logps(requests[id(payload)])
+    block_tree(result)
+    return result
+
+  return score
 
 
 def check_warmup_signature(setup: TunixSetup, payload: Any) -> None:
