@@ -218,5 +218,148 @@ TEST_F(VerifyTest, WithoutSegmentsOrMaskContentChecksAreSkipped) {
   EXPECT_TRUE(report.check("layout")->skipped);
 }
 
+// Layout v2 rules verify can tell from the arrays alone (no max_prompt_length known).
+class PromptVerifyTest : public VerifyTest {
+ protected:
+  void SetUp() override {
+    PayloadOptions o = options();
+    o.max_prompt_length = 40;
+    payload_ = build_payload(o);
+    layout_ = row_layout(payload_.options, 0);
+  }
+  std::int64_t prompt() const { return layout_.prompt_lengths[0]; }  // row 0, segment 1
+  RowLayout layout_;
+};
+
+TEST_F(PromptVerifyTest, APayloadWithPromptsPasses) {
+  ASSERT_GE(prompt(), 1);
+  VerifyReport report = run();
+  EXPECT_TRUE(report.passed());
+  EXPECT_EQ(report.real_tokens, 600);  // prompts are real tokens
+}
+
+TEST_F(PromptVerifyTest, MaskMustBePromptZerosThenCompletionOnes) {
+  std::size_t hole = cell(0, prompt() + 3);  // a hole in the completion, values cleared
+  payload_.completion_mask[hole] = 0.0f;
+  payload_.advantages[hole] = 0.0f;
+  payload_.old_per_token_logps[hole] = 0.0f;
+  expect_only_failure(run(), "mask", "= 0 after 3 completion tokens of segment 1");
+}
+
+TEST_F(PromptVerifyTest, ASegmentNeedsACompletionToken) {
+  RowLayout layout = row_layout(payload_.options, 1);
+  std::int64_t end = layout.segment_starts[1];
+  for (std::int64_t t = 0; t < end; ++t) {
+    payload_.completion_mask[cell(1, t)] = 0.0f;
+    payload_.advantages[cell(1, t)] = 0.0f;
+    payload_.old_per_token_logps[cell(1, t)] = 0.0f;
+  }
+  expect_only_failure(run(), "mask", "segment 1 has no completion token");
+}
+
+TEST_F(PromptVerifyTest, PromptTokensCarryNoAdvantageOrLogProb) {
+  payload_.advantages[cell(0, 0)] = 0.5f;
+  expect_only_failure(run(), "advantages", "advantages[row 0, token 0] = 0.5 on a prompt token");
+  payload_.advantages[cell(0, 0)] = 0.0f;
+  payload_.old_per_token_logps[cell(0, 0)] = -3.0f;
+  expect_only_failure(run(), "old_logps",
+                      "old_per_token_logps[row 0, token 0] = -3 on a prompt token");
+}
+
+TEST_F(PromptVerifyTest, MaskOnPaddingIsZero) {
+  payload_.completion_mask[cell(2, 230)] = 1.0f;
+  expect_only_failure(run(), "mask", "completion_mask[row 2, token 230] = 1 on padding");
+}
+
+// Options resolve against the file's record: an option wins, else the record, else unknown.
+TEST(ResolveVerifyOptions, OptionsOverrideTheRecord) {
+  PayloadSettings recorded;
+  recorded.experts = 16;
+  recorded.vocab = 1000;
+  recorded.pad_position = PadPosition::kStart;
+  recorded.pad_align = 512;
+  recorded.advantages = AdvantageMode::kZero;
+  recorded.max_prompt_length = 64;
+  recorded.routing_targets = std::vector<double>{1.5, 3.0};  // scaled by 0.5 from 2 and 5
+  recorded.routing_scale = 0.5;
+  recorded.routing_targets_source = "t.txt";
+  std::string source;
+  VerifyOptions o = resolve_verify_options({}, recorded, {}, &source);
+  EXPECT_EQ(o.experts, 16);
+  EXPECT_EQ(o.vocab, 1000);
+  EXPECT_EQ(o.pad_position, PadPosition::kStart);
+  EXPECT_EQ(o.pad_align, 512);
+  EXPECT_EQ(o.advantages, AdvantageMode::kZero);
+  EXPECT_EQ(o.max_prompt_length, 64);
+  EXPECT_EQ(o.targets, (std::vector<double>{1.5, 3.0}));
+  EXPECT_EQ(source, "t.txt (recorded in payload_settings)");
+  for (const SettingSource& s : o.settings) EXPECT_EQ(s.from, "file") << s.name;
+
+  VerifyFlags flags;
+  flags.experts = 32;
+  flags.pad_align = 64;
+  flags.routing_scale = 1.0;  // the recorded table as given: 2 and 5
+  o = resolve_verify_options(flags, recorded, {}, &source);
+  EXPECT_EQ(o.experts, 32);
+  EXPECT_EQ(o.pad_align, 64);
+  EXPECT_EQ(o.pad_position, PadPosition::kStart);
+  EXPECT_EQ(o.targets, (std::vector<double>{2.0, 5.0}));
+  auto from = [&o](const std::string& name) {
+    for (const SettingSource& s : o.settings) {
+      if (s.name == name) return s.from;
+    }
+    return std::string("absent");
+  };
+  EXPECT_EQ(from("experts"), "option");
+  EXPECT_EQ(from("pad_align"), "option");
+  EXPECT_EQ(from("vocab"), "file");
+
+  // No record (an older file): experts inferred later, no targets, no pad_align required.
+  o = resolve_verify_options({}, std::nullopt, {}, &source);
+  EXPECT_EQ(o.experts, 0);
+  EXPECT_TRUE(o.targets.empty());
+  EXPECT_EQ(source, "");
+  EXPECT_FALSE(o.pad_align.has_value());
+  EXPECT_FALSE(o.pad_position.has_value());
+}
+
+// Without the experts count, verify takes the largest expert id + 1 and says so.
+TEST_F(VerifyTest, UnknownExpertsAreInferredFromTheRouting) {
+  VerifyOptions v;
+  v.vocab = 500;
+  PayloadView view = view_payload(payload_);
+  VerifyReport report = verify_payload(*view.source, view.arrays, v);
+  EXPECT_TRUE(report.passed());
+  EXPECT_EQ(report.experts, 8);
+  ASSERT_FALSE(report.notes.empty());
+  EXPECT_THAT(report.notes.back(), HasSubstr("inferred from the largest expert id + 1"));
+  EXPECT_TRUE(report.check("routing_targets")->skipped);
+}
+
+// The arrays must agree with what payload_settings records.
+TEST_F(VerifyTest, ArraysDisagreeingWithTheRecordFail) {
+  PayloadSettings recorded = parse_payload_settings(payload_.settings_json, "p");
+  recorded.real_len = 201;
+  recorded.segments = {3};
+  VerifyOptions v;
+  v.experts = 8;
+  v.vocab = 500;
+  v.recorded = recorded;
+  PayloadView view = view_payload(payload_);
+  VerifyReport report = verify_payload(*view.source, view.arrays, v);
+  EXPECT_THAT(report.check("layout")->examples.at(0),
+              HasSubstr("200 real tokens, payload_settings records real_len 201"));
+  EXPECT_THAT(report.check("segments")->examples.at(0),
+              HasSubstr("2 segments, payload_settings records 3"));
+  recorded = parse_payload_settings(payload_.settings_json, "p");
+  recorded.rows = 4;
+  recorded.old_logps = false;
+  v.recorded = recorded;
+  report = verify_payload(*view.source, view.arrays, v);
+  EXPECT_THAT(report.check("shapes")->examples.at(0),
+              HasSubstr("payload_settings records rows 4, the arrays have 3"));
+  EXPECT_THAT(report.check("fields")->examples.at(0), HasSubstr("records old_logps false"));
+}
+
 }  // namespace
 }  // namespace rtb

@@ -12,6 +12,7 @@
 
 #include "rtb/error.h"
 #include "rtb/payload_check.h"
+#include "rtb/payload_settings.h"
 #include "rtb/routing.h"
 #include "rtb/routing_load.h"
 
@@ -383,6 +384,157 @@ TEST(PayloadBuild, WrittenFileHoldsEveryFieldAsBuilt) {
   VerifyReport report = verify_payload(source, arrays, v);
   std::filesystem::remove(path);
   EXPECT_TRUE(report.passed()) << failures(report);
+}
+
+// Layout v2: a segment is a prompt (context only) then its completion; ids, segment ids,
+// positions and routing cover both, mask, advantages and old log-probs only the completion.
+TEST(PayloadBuild, PromptsLeadEachSegmentAndOnlyCompletionsCarryTheLoss) {
+  PayloadOptions o = small_options();
+  o.segments = 4;
+  o.max_prompt_length = 50;
+  o.real_len = 200;  // on the grid: segments of at least 64 tokens, prompts of 1..50
+  Payload p = build_payload(o);
+  std::set<std::int64_t> prompt_lengths;
+  for (std::int64_t row = 0; row < o.rows; ++row) {
+    RowLayout layout = row_layout(p.options, row);
+    ASSERT_EQ(layout.prompt_lengths.size(), layout.segment_starts.size());
+    for (std::size_t s = 0; s < layout.segment_starts.size(); ++s) {
+      std::int64_t begin = layout.segment_starts[s];
+      std::int64_t end =
+          s + 1 < layout.segment_starts.size() ? layout.segment_starts[s + 1] : layout.length;
+      std::int64_t prompt = layout.prompt_lengths[s];
+      EXPECT_GE(prompt, 1);
+      EXPECT_LE(prompt, std::min<std::int64_t>(50, end - begin - 1));
+      prompt_lengths.insert(prompt);
+      float advantage = p.advantages[cell(o, row, begin + prompt)];
+      EXPECT_NE(advantage, 0.0f);
+      for (std::int64_t t = begin; t < end; ++t) {
+        std::size_t c = cell(o, row, t);
+        bool completion = t - begin >= prompt;
+        EXPECT_GE(p.completion_ids[c], 1);
+        EXPECT_EQ(p.segment_ids[c], static_cast<std::int32_t>(s + 1));
+        EXPECT_EQ(p.segment_positions[c], t - begin);
+        EXPECT_EQ(p.completion_mask[c], completion ? 1.0f : 0.0f);
+        EXPECT_EQ(p.advantages[c], completion ? advantage : 0.0f);
+        if (completion) {
+          EXPECT_LT(p.old_per_token_logps[c], 0.0f);
+        } else {
+          EXPECT_EQ(p.old_per_token_logps[c], 0.0f);
+        }
+        EXPECT_GE(experts_at(p, row, t, 0)[0], 0);  // routing on prompt tokens too
+      }
+    }
+  }
+  EXPECT_GT(prompt_lengths.size(), 3u);  // seeded draws, not one length
+  VerifyOptions v;
+  v.max_prompt_length = 50;
+  VerifyReport report = verify(p, v);
+  EXPECT_TRUE(report.passed()) << failures(report);
+  // The routing is calibrated over every segment token, prompts included.
+  EXPECT_EQ(p.real_tokens, 3 * 200);
+  // A prompt longer than the recorded limit, or none where one is due, is a mask failure.
+  v.max_prompt_length = 1;
+  EXPECT_GT(verify(p, v).check("mask")->failures, 0);
+  v.max_prompt_length = 0;
+  EXPECT_GT(verify(p, v).check("mask")->failures, 0);
+  // P = 0 is the old layout: every segment token is completion.
+  o.max_prompt_length = 0;
+  Payload whole = build_payload(o);
+  for (std::int64_t t = 0; t < 200; ++t) EXPECT_EQ(whole.completion_mask[cell(o, 0, t)], 1.0f);
+  EXPECT_EQ(whole.completion_ids, p.completion_ids);  // prompts change no id
+  // A one-token segment keeps its token as completion.
+  o.real_len = 3;
+  o.segments = 3;
+  o.max_prompt_length = 5;
+  Payload tiny = build_payload(o);
+  for (std::int64_t t = 0; t < 3; ++t) EXPECT_EQ(tiny.completion_mask[cell(o, 0, t)], 1.0f);
+  EXPECT_TRUE(verify(tiny, v).passed());
+}
+
+TEST(PayloadBuild, NegativeMaxPromptLengthIsAnError) {
+  PayloadOptions o = small_options();
+  o.max_prompt_length = -1;
+  EXPECT_THROW(resolve_payload_options(o, nullptr), Error);
+}
+
+// Every written file records how it was built, and the record reads back.
+TEST(PayloadSettings, RecordedInTheFileAndReadBack) {
+  PayloadOptions o = small_options();
+  o.max_prompt_length = 32;
+  o.pad_position = PadPosition::kStart;
+  o.pad_align = 64;
+  o.final_rows = 2;
+  o.segments_given = true;
+  o.routing_scale = 0.5;
+  o.routing_targets_source = "my \"table\".txt";
+  o.seed = 0xfedcba9876543210ULL;  // all 64 bits
+  Payload p = build_payload(o);
+  EXPECT_THAT(p.settings_json, HasSubstr(R"("format": "rtb.payload-settings/1")"));
+  EXPECT_THAT(p.settings_json, HasSubstr(R"("builder": "check-payload")"));
+  EXPECT_EQ(p.settings_json.find('\n'), std::string::npos);
+  std::filesystem::path path = std::filesystem::temp_directory_path() /
+                               ("rtb_settings_" + std::to_string(::getpid()) + ".npz");
+  write_payload(p, path);
+  FileSource source(path);
+  std::vector<ArrayInfo> arrays = list_arrays(source);
+  std::optional<PayloadSettings> s = read_payload_settings(source, arrays);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->builder, "check-payload");
+  EXPECT_EQ(s->rows, 3);
+  EXPECT_EQ(s->tokens, 512);
+  EXPECT_EQ(s->layers, 4);
+  EXPECT_EQ(s->topk, 2);
+  EXPECT_EQ(s->experts, 16);
+  EXPECT_EQ(s->vocab, 1000);
+  EXPECT_EQ(s->pad_id, 0);
+  EXPECT_EQ(s->real_len, 400);
+  EXPECT_EQ(s->segments_of_row(0), 3);
+  EXPECT_EQ(s->segments_rule, "option");
+  EXPECT_EQ(s->max_prompt_length, 32);
+  EXPECT_EQ(s->final_rows, 2);
+  EXPECT_EQ(s->pad_position, PadPosition::kStart);
+  EXPECT_EQ(s->pad_align, 64);
+  EXPECT_EQ(s->advantages, AdvantageMode::kRandom);
+  EXPECT_EQ(s->seed, 0xfedcba9876543210ULL);
+  ASSERT_TRUE(s->routing_targets.has_value());
+  EXPECT_EQ(*s->routing_targets, p.targets);  // scaled, as used
+  EXPECT_EQ(s->routing_scale, 0.5);
+  EXPECT_EQ(s->routing_targets_source, "my \"table\".txt");
+  EXPECT_EQ(s->old_logps, true);
+  // A regular micro-batch records final_rows null; the default segment count says so.
+  o = small_options();
+  Payload regular = build_payload(o);
+  EXPECT_THAT(regular.settings_json, HasSubstr(R"("final_rows": null)"));
+  EXPECT_THAT(regular.settings_json, HasSubstr(R"("segments_rule": "default")"));
+}
+
+TEST(PayloadSettings, DriverFormsAndBadRecords) {
+  // The driver may record segments per row, and null targets (uniform routing).
+  PayloadSettings s = parse_payload_settings(
+      R"({"format":"rtb.payload-settings/1","builder":"bench_driver","segments":[3,2,0],)"
+      R"("routing_targets":null,"final_rows":null,"seed":7})",
+      "d.npz");
+  EXPECT_EQ(s.builder, "bench_driver");
+  EXPECT_TRUE(s.segments_per_row);
+  EXPECT_EQ(s.segments_of_row(1), 2);
+  EXPECT_FALSE(s.routing_targets.has_value());
+  EXPECT_FALSE(s.final_rows.has_value());
+  auto message = [](std::string_view json) {
+    try {
+      parse_payload_settings(json, "f.npz");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(message("[1, 2]"), HasSubstr("not a JSON object"));
+  EXPECT_THAT(message(R"({"format": "other/2"})"), HasSubstr("format 'other/2'"));
+  EXPECT_THAT(message(R"({"format": "rtb.payload-settings/1", "rows": "3"})"),
+              HasSubstr("\"rows\" must be an integer"));
+  EXPECT_THAT(message(R"({"format": "rtb.payload-settings/1", "pad_position": "left"})"),
+              HasSubstr("\"pad_position\" must be"));
+  EXPECT_THAT(message("{not json"), HasSubstr("f.npz"));
 }
 
 TEST(LoadProfile, ProductionShapeHitsTheDefaultTableWithinOnePercent) {

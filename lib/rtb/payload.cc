@@ -17,6 +17,7 @@
 #endif
 
 #include "rtb/error.h"
+#include "rtb/payload_settings.h"
 #include "rtb/routing.h"
 #include "rtb/routing_load.h"
 
@@ -44,6 +45,7 @@ enum Stream : std::uint64_t {
   kExpertRanks = 5,
   kTileShuffle = 6,
   kSlotOrder = 7,
+  kPromptLengths = 8,
 };
 
 std::uint64_t stream_key(std::uint64_t seed, Stream stream, std::uint64_t sub = 0) {
@@ -430,6 +432,9 @@ PayloadOptions resolve_payload_options(PayloadOptions o, std::vector<std::string
     }
     o.segments = static_cast<int>(o.real_len);
   }
+  if (o.max_prompt_length < 0) {
+    fail("--max-prompt-length must be at least 0 (got {})", o.max_prompt_length);
+  }
   if (o.final_rows == -1) o.final_rows = o.rows;
   if (o.final_rows < 0 || o.final_rows > o.rows) {
     fail("--final-rows must be in 0..{} (the rows; got {})", o.rows, o.final_rows);
@@ -458,6 +463,21 @@ RowLayout row_layout(const PayloadOptions& o, std::int64_t row) {
                      ? pad_start_shift(o.tokens, o.real_len, o.pad_align)
                      : 0;
   layout.segment_starts = segment_cuts(o.real_len, o.segments, o.seed, row);
+  const std::uint64_t prompt_key =
+      stream_key(o.seed, kPromptLengths, static_cast<std::uint64_t>(row));
+  const std::size_t segments = layout.segment_starts.size();
+  layout.prompt_lengths.assign(segments, 0);
+  for (std::size_t s = 0; s < segments; ++s) {
+    std::int64_t end = s + 1 < segments ? layout.segment_starts[s + 1] : layout.length;
+    std::int64_t length = end - layout.segment_starts[s];
+    // A completion keeps at least one token, so the prompt is at most length - 1.
+    std::int64_t longest = std::min(o.max_prompt_length, length - 1);
+    if (longest >= 1) {
+      layout.prompt_lengths[s] =
+          1 + static_cast<std::int64_t>(
+                  below(random_at(prompt_key, s), static_cast<std::uint64_t>(longest)));
+    }
+  }
   return layout;
 }
 
@@ -504,7 +524,7 @@ Payload build_payload(const PayloadOptions& options) {
     for (std::int64_t row = begin; row < end; ++row) {
       RowLayout layout = row_layout(o, row);
       const std::uint64_t advantage_key = stream_key(o.seed, kAdvantages, row);
-      std::size_t segment = 0;
+      std::size_t segment = 0;  // 1-based id of the segment of token i
       float advantage = 0;
       for (std::int64_t i = 0; i < layout.length; ++i) {
         if (segment < layout.segment_starts.size() && layout.segment_starts[segment] == i) {
@@ -521,12 +541,14 @@ Payload build_payload(const PayloadOptions& options) {
         std::size_t cell = static_cast<std::size_t>(row) * o.tokens + layout.start + i;
         std::uint64_t index =
             static_cast<std::uint64_t>(row) * o.tokens + i;  // moves with the token
+        const std::int64_t position = i - layout.segment_starts[segment - 1];
         p.completion_ids[cell] = static_cast<std::int32_t>(
             1 + below(random_at(id_key, index), static_cast<std::uint64_t>(o.vocab - 1)));
-        p.completion_mask[cell] = 1.0f;
         p.segment_ids[cell] = static_cast<std::int32_t>(segment);
-        p.segment_positions[cell] =
-            static_cast<std::int32_t>(i - layout.segment_starts[segment - 1]);
+        p.segment_positions[cell] = static_cast<std::int32_t>(position);
+        // The prompt is context only: the loss (mask), advantages and log-probs skip it.
+        if (position < layout.prompt_lengths[segment - 1]) continue;
+        p.completion_mask[cell] = 1.0f;
         p.advantages[cell] = advantage;
         if (o.old_logps) {
           // Near a random-weight policy's log-prob, -ln(vocab), so the policy / old ratio of a
@@ -545,6 +567,7 @@ Payload build_payload(const PayloadOptions& options) {
   p.expert_loads = plan_expert_loads(o, p.targets, p.real_tokens);
   p.routed_experts = LargeArray<std::int16_t>(cells * o.layers * o.topk);
   build_routing(o, p.expert_loads, p.routed_experts.span());
+  p.settings_json = format_payload_settings(p);
   return p;
 }
 
@@ -552,7 +575,9 @@ std::vector<std::string> payload_field_names(bool with_old_logps) {
   std::vector<std::string> names = {"completion_ids", "completion_mask", "segment_ids",
                                     "segment_positions", "advantages"};
   if (with_old_logps) names.push_back("old_per_token_logps");
-  for (const char* name : {"routed_experts", "prompt_ids", "prompt_mask"}) names.push_back(name);
+  for (const char* name : {"routed_experts", "prompt_ids", "prompt_mask", "payload_settings"}) {
+    names.push_back(name);
+  }
   return names;
 }
 
@@ -575,6 +600,8 @@ void for_each_field(const Payload& p, const Add& add) {
       bytes(p.routed_experts.span()));
   add("prompt_ids", DType::kInt32, {o.rows, 0}, std::span<const std::byte>());
   add("prompt_mask", DType::kFloat32, {o.rows, 0}, std::span<const std::byte>());
+  add("payload_settings", DType::kUInt8, {static_cast<std::int64_t>(p.settings_json.size())},
+      std::as_bytes(std::span(p.settings_json)));
 }
 
 }  // namespace

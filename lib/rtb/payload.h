@@ -3,6 +3,12 @@
 // (or padding first), seeded advantages and replayed top-k routing whose per-layer max/mean
 // expert load hits a target table.
 //
+// Rows are laid out as Tunix's sequence packer lays them out (layout v2): a segment is one
+// trajectory, a prompt of p tokens then a completion of len - p >= 1 tokens. Ids, segment ids,
+// positions (0..len-1) and routing cover the whole segment; completion_mask, advantages and
+// old_per_token_logps only its completion (0 on the prompt). p is 0 when max_prompt_length is 0
+// (the old layout) or the segment has one token, else a seeded draw in [1, min(P, len - 1)].
+//
 // How the routing is laid out (the spec leaves this to the builder):
 //  * Loads. Per layer, the N real tokens of the micro-batch make N*K assignments. The expert
 //    ranks get the smooth exponential profile of expert_load_profile (routing_load.h), whose
@@ -61,12 +67,15 @@ struct PayloadOptions {
   int topk = 0;
   int experts = 0;
   std::int64_t vocab = kDefaultVocab;
-  std::int64_t real_len = -1;    // -1: default_real_length(tokens)
-  int segments = 1;              // per real row
-  std::int64_t final_rows = -1;  // real rows; -1: all rows (a regular micro-batch)
+  std::int64_t real_len = -1;          // -1: default_real_length(tokens)
+  int segments = 1;                    // per real row
+  bool segments_given = false;         // --segments was given (recorded as "segments_rule")
+  std::int64_t max_prompt_length = 0;  // P; 0: every segment is all completion
+  std::int64_t final_rows = -1;        // real rows; -1: all rows (a regular micro-batch)
   PadPosition pad_position = PadPosition::kEnd;
   std::int64_t pad_align = kDefaultPadAlign;
   std::vector<double> routing_targets;  // one per layer, before routing_scale
+  std::string routing_targets_source;   // where the table came from (recorded in the file)
   double routing_scale = 1.0;
   AdvantageMode advantages = AdvantageMode::kRandom;
   bool old_logps = true;
@@ -89,10 +98,12 @@ struct RowLayout {
   std::int64_t start = 0;   // first real position
   std::int64_t length = 0;  // real tokens; 0 for a padding row of the final micro-batch
   std::vector<std::int64_t> segment_starts;  // relative to `start`, ascending, the first is 0
+  std::vector<std::int64_t> prompt_lengths;  // per segment: its first p tokens are the prompt
 };
 
 // The layout of `row` for resolved options. Segment cut points are seeded per row and fall on
-// multiples of 64; when the row is too short for that, on any distinct positions.
+// multiples of 64; when the row is too short for that, on any distinct positions. Prompt lengths
+// are seeded per (row, segment), see the top of this file.
 RowLayout row_layout(const PayloadOptions& resolved, std::int64_t row);
 
 // Memory for large arrays: pages are mapped and populated up front (MADV_POPULATE_WRITE, where
@@ -133,6 +144,7 @@ struct Payload {
   std::vector<std::vector<std::int64_t>> expert_loads;  // [layer][expert], as written
   std::int64_t real_tokens = 0;
   std::vector<std::string> warnings;
+  std::string settings_json;  // the payload_settings member (payload_settings.h)
   // Fields, C order, [rows, tokens] unless noted.
   std::vector<std::int32_t> completion_ids;
   std::vector<float> completion_mask;
@@ -157,7 +169,7 @@ std::vector<std::vector<std::int64_t>> plan_expert_loads(const PayloadOptions& r
                                                          const std::vector<double>& targets,
                                                          std::int64_t real_tokens);
 
-// Names of the payload's fields, in the order they are written.
+// Names of the payload's fields, in the order they are written (payload_settings last).
 std::vector<std::string> payload_field_names(bool with_old_logps);
 
 // Writes the payload as an uncompressed .npz (numpy.load reads it).

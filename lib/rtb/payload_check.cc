@@ -5,6 +5,7 @@
 #include <set>
 
 #include "rtb/error.h"
+#include "rtb/routing.h"
 
 namespace rtb {
 namespace {
@@ -36,7 +37,9 @@ constexpr CheckInfo kCheckInfo[kCheckCount] = {
      "each field has its dtype (int32 ids and segments, float32 masks and values, "
      "int16 routing)"},
     {"shapes", "[R, T] per-token fields, [R, 0] prompt fields, [R, T, L, K] routed_experts"},
-    {"mask", "completion_mask is 1 on real tokens (segment id > 0) and 0 on padding"},
+    {"mask",
+     "completion_mask is 0 on padding and, in each segment, 0 on a prompt of p tokens then 1 on "
+     "the rest (at least one token; p <= max_prompt_length when known)"},
     {"padding",
      "padding holds pad id 0, segment 0, position 0, advantage 0, log-prob 0 and "
      "routed experts -1"},
@@ -49,16 +52,17 @@ constexpr CheckInfo kCheckInfo[kCheckCount] = {
      "segment ids 1..n in order, positions counting from 0 in each segment, "
      "boundaries on multiples of 64 when the row has room for them"},
     {"advantages",
-     "advantages are finite and constant in each segment (random: non-zero; "
-     "zero: 0)"},
-    {"old_logps", "old_per_token_logps are finite and negative on real tokens"},
+     "advantages are finite and constant on each segment's completion, 0 on its prompt "
+     "(random: non-zero; zero: 0)"},
+    {"old_logps",
+     "old_per_token_logps are finite and negative on completion tokens, 0 on prompt tokens"},
     {"routing", "every real token has K distinct experts in [0, E) at every layer"},
     {"routing_targets",
      "each layer's max/mean expert load is within 1% of its target (or one "
      "token of the hottest load at tiny shapes)"},
 };
 
-enum class Kind { kPerToken, kEmpty, kRouted };
+enum class Kind { kPerToken, kEmpty, kRouted, kBytes };
 
 struct FieldSpec {
   const char* name;
@@ -77,6 +81,7 @@ constexpr FieldSpec kFieldSpecs[] = {
     {"routed_experts", DType::kInt16, Kind::kRouted, true},
     {"prompt_ids", DType::kInt32, Kind::kEmpty, true},
     {"prompt_mask", DType::kFloat32, Kind::kEmpty, true},
+    {"payload_settings", DType::kUInt8, Kind::kBytes, false},  // read by the caller
 };
 
 class Recorder {
@@ -125,16 +130,22 @@ class Verifier {
       : source_(source), arrays_(arrays), o_(options), rec_(options.max_examples) {}
 
   VerifyReport run() {
-    if (o_.experts < 1 || o_.experts > 32767) {
-      fail("--experts must be in 1..32767 (got {})", o_.experts);
+    if (o_.experts < 0 || o_.experts > kMaxExperts) {
+      fail("--experts must be in 1..{} (got {})", kMaxExperts, o_.experts);
     }
-    if (o_.ep < 1 || o_.experts % o_.ep != 0) {
+    if (o_.ep < 1 || (o_.experts > 0 && o_.experts % o_.ep != 0)) {
       fail("expert parallelism {} does not divide {} experts into equal groups", o_.ep, o_.experts);
     }
-    if (o_.pad_align < 1 || o_.pad_align % kSegmentAlign != 0) {
-      fail("--pad-align must be a positive multiple of {} (got {})", kSegmentAlign, o_.pad_align);
+    if (o_.pad_align && (*o_.pad_align < 1 || *o_.pad_align % kSegmentAlign != 0)) {
+      fail("--pad-align must be a positive multiple of {} (got {})", kSegmentAlign, *o_.pad_align);
     }
+    if (o_.max_prompt_length && *o_.max_prompt_length < 0) {
+      fail("--max-prompt-length must be at least 0 (got {})", *o_.max_prompt_length);
+    }
+    // Unknown experts: count loads over every int16 id and keep the ids seen (see check_targets).
+    experts_ = o_.experts > 0 ? o_.experts : kMaxExperts + 1;
     report_.experts = o_.experts;
+    report_.settings = o_.settings;
     check_fields();
     if (report_.rows > 0 || report_.tokens > 0) check_rows();
     check_targets();
@@ -143,6 +154,8 @@ class Verifier {
   }
 
  private:
+  static constexpr int kMaxExperts = 32767;  // int16 expert ids
+
   const ArrayInfo* usable(const char* name) const {
     auto it = usable_.find(name);
     return it == usable_.end() ? nullptr : find_array(arrays_, name);
@@ -192,13 +205,16 @@ class Verifier {
             expected[3] = info->shape[3];
           }
           break;
+        case Kind::kBytes:
+          expected = {info->shape.empty() ? -1 : info->shape[0]};
+          break;
       }
       bool shape_ok = info->shape.size() == expected.size();
       for (std::size_t d = 0; shape_ok && d < expected.size(); ++d) {
         shape_ok = expected[d] < 0 ? false : info->shape[d] == expected[d];
       }
       if (spec.kind == Kind::kRouted && shape_ok) {
-        if (info->shape[2] < 1 || info->shape[3] < 1 || info->shape[3] > o_.experts) {
+        if (info->shape[2] < 1 || info->shape[3] < 1 || info->shape[3] > experts_) {
           shape_ok = false;
         }
       }
@@ -207,8 +223,9 @@ class Verifier {
         rec_.fail(kShapes, [&] {
           std::string want = spec.kind == Kind::kRouted
                                  ? fmt::format("[{}, {}, L, K] with 1 <= K <= {}", report_.rows,
-                                               report_.tokens, o_.experts)
-                                 : format_shape(expected);
+                                               report_.tokens, experts_)
+                             : spec.kind == Kind::kBytes ? std::string("a 1-D array")
+                                                         : format_shape(expected);
           return fmt::format("{}: shape {}, expected {}", spec.name, format_shape(info->shape),
                              want);
         });
@@ -220,6 +237,7 @@ class Verifier {
       }
       if (std::string_view(spec.name) == "old_per_token_logps") report_.has_old_logps = true;
     }
+    check_recorded_shape();
     for (const ArrayInfo& info : arrays_) {
       if (!known.count(info.name)) {
         report_.notes.push_back(
@@ -241,6 +259,83 @@ class Verifier {
     return true;
   }
 
+  // The arrays against the shape payload_settings records.
+  void check_recorded_shape() {
+    if (!o_.recorded) return;
+    const PayloadSettings& r = *o_.recorded;
+    auto compare = [&](CheckId id, const char* key, const std::optional<std::int64_t>& recorded,
+                       std::int64_t actual) {
+      if (recorded && *recorded != actual) {
+        rec_.fail(id, [&] {
+          return fmt::format("payload_settings records {} {}, the arrays have {}", key, *recorded,
+                             actual);
+        });
+      }
+    };
+    compare(kShapes, "rows", r.rows, report_.rows);
+    compare(kShapes, "tokens", r.tokens, report_.tokens);
+    if (usable("routed_experts")) {
+      compare(kShapes, "layers", r.layers, report_.layers);
+      compare(kShapes, "topk", r.topk, report_.topk);
+    }
+    if (r.old_logps && *r.old_logps != report_.has_old_logps) {
+      rec_.fail(kFields, [&] {
+        return fmt::format("payload_settings records old_logps {}, but old_per_token_logps is {}",
+                           *r.old_logps, report_.has_old_logps ? "present" : "missing");
+      });
+    }
+  }
+
+  // Where a row's real tokens start (pad position end or start) and whether the rows agree.
+  void check_row_start(std::int64_t row, std::int64_t first, std::int64_t count) {
+    const std::int64_t tokens = report_.tokens, padding = tokens - count;
+    bool end_ok = first == 0;
+    bool start_ok = false;
+    std::string start_rule;
+    if (o_.pad_align) {
+      std::int64_t shift = pad_start_shift(tokens, count, *o_.pad_align);
+      start_ok = first == shift;
+      start_rule = fmt::format("{} (pad start: {} padding tokens rounded down to pad_align {})",
+                               shift, padding, *o_.pad_align);
+    } else {
+      // pad_align unknown: a moved row starts on the segment grid, inside its padding.
+      start_ok = first > 0 && first % kSegmentAlign == 0 && first <= padding;
+      start_rule = fmt::format(
+          "a multiple of {} up to its {} padding tokens (pad start; pad_align not known)",
+          kSegmentAlign, padding);
+    }
+    if (first > 0 && start_ok) {
+      saw_moved_ = true;
+      smallest_shift_ = smallest_shift_ < 0 ? first : std::min(smallest_shift_, first);
+    } else if (end_ok) {
+      largest_unmoved_padding_ = std::max(largest_unmoved_padding_, padding);
+    }
+    if (!end_ok && !start_ok) {
+      rec_.fail(kLayout, [&] {
+        return fmt::format("row {}: real tokens start at {}, expected 0 (pad end) or {}", row,
+                           first, start_rule);
+      });
+    } else if (o_.pad_position == PadPosition::kEnd && !end_ok) {
+      rec_.fail(kLayout, [&] {
+        return fmt::format("row {}: real tokens start at {}, expected 0 (pad position end)", row,
+                           first);
+      });
+    } else if (o_.pad_position == PadPosition::kStart && o_.pad_align && !start_ok) {
+      rec_.fail(kLayout, [&] {
+        return fmt::format(
+            "row {}: real tokens start at {}, expected {} (pad position start, "
+            "pad_align {})",
+            row, first, pad_start_shift(tokens, count, *o_.pad_align), *o_.pad_align);
+      });
+    }
+  }
+
+  // A row left at 0 with at least as much padding as a moved row's shift was not moved although
+  // pad start would move it.
+  bool rows_mix_positions() const {
+    return saw_moved_ && smallest_shift_ >= 0 && largest_unmoved_padding_ >= smallest_shift_;
+  }
+
   void check_rows() {
     const std::int64_t tokens = report_.tokens;
     RowFields f;
@@ -254,12 +349,11 @@ class Verifier {
       return;
     }
     if (routed != nullptr) {
-      counter_.emplace(report_.layers, report_.topk, o_.experts);
-      seen_.assign(o_.experts, -1);
+      counter_.emplace(report_.layers, report_.topk, experts_);
+      seen_.assign(experts_, -1);
     }
     std::vector<char> real(tokens);
     std::int64_t first_padding_row = -1;
-    bool saw_moved = false, saw_unmoved_end = false;
     for (std::int64_t row = 0; row < report_.rows; ++row) {
       bool have_ids = read_row("completion_ids", row, f.ids);
       bool have_mask = read_row("completion_mask", row, f.mask);
@@ -267,6 +361,7 @@ class Verifier {
       bool have_positions = read_row("segment_positions", row, f.positions);
       bool have_advantages = read_row("advantages", row, f.advantages);
       bool have_logps = read_row("old_per_token_logps", row, f.logps);
+      // Real tokens are the segments' tokens; without segment ids, the mask's (no prompt then).
       std::int64_t count = 0, first = -1, last = -1;
       for (std::int64_t i = 0; i < tokens; ++i) {
         real[i] = have_segments ? f.segments[i] > 0 : f.mask[i] != 0.0f;
@@ -302,106 +397,122 @@ class Verifier {
                 row, count, first, last);
           });
         }
-        std::int64_t shift = pad_start_shift(tokens, count, o_.pad_align);
-        bool end_ok = first == 0;
-        bool start_ok = first == shift;
-        if (shift == 0) {
-          saw_unmoved_end = true;
-        } else if (start_ok) {
-          saw_moved = true;
-        } else if (end_ok) {
-          saw_unmoved_end = true;
-          end_rows_with_room_ = true;
-        }
-        if (!end_ok && !start_ok) {
+        if (o_.recorded && o_.recorded->real_len && *o_.recorded->real_len != count) {
           rec_.fail(kLayout, [&] {
-            return fmt::format(
-                "row {}: real tokens start at {}, expected 0 (pad end) or {} "
-                "(pad start: {} padding tokens rounded down to pad_align {})",
-                row, first, shift, tokens - count, o_.pad_align);
-          });
-        } else if (o_.pad_position == PadPosition::kEnd && !end_ok) {
-          rec_.fail(kLayout, [&] {
-            return fmt::format("row {}: real tokens start at {}, expected 0 (pad position end)",
-                               row, first);
-          });
-        } else if (o_.pad_position == PadPosition::kStart && !start_ok) {
-          rec_.fail(kLayout, [&] {
-            return fmt::format(
-                "row {}: real tokens start at {}, expected {} (pad position start, "
-                "pad_align {})",
-                row, first, shift, o_.pad_align);
+            return fmt::format("row {}: {} real tokens, payload_settings records real_len {}", row,
+                               count, *o_.recorded->real_len);
           });
         }
+        check_row_start(row, first, count);
       }
-      check_token_fields(row, f, real, have_ids, have_mask, have_segments, have_positions,
-                         have_advantages, have_logps, first, count);
+      TokenFields have{have_ids,       have_mask,       have_segments,
+                       have_positions, have_advantages, have_logps};
+      check_token_fields(row, f, real, have, first, count);
       if (routed != nullptr) check_routing_row(*routed, row, real);
     }
-    if (saw_moved && end_rows_with_room_) {
+    if (rows_mix_positions()) {
       rec_.fail(kLayout, [&] {
         return std::string(
             "rows mix pad positions: some are moved right (start), others with "
             "as much padding are not (end)");
       });
     }
-    report_.pad_position = report_.real_rows == 0             ? "none"
-                           : saw_moved && end_rows_with_room_ ? "mixed"
-                           : saw_moved                        ? "start"
-                           : end_rows_with_room_              ? "end"
-                                                              : "end (no row moves)";
-    (void)saw_unmoved_end;
+    if (o_.recorded && o_.recorded->rows && *o_.recorded->rows == report_.rows) {
+      std::int64_t expected = o_.recorded->final_rows.value_or(report_.rows);
+      if (report_.real_rows != expected) {
+        rec_.fail(kLayout, [&] {
+          return fmt::format("{} real rows, payload_settings records {} (final_rows {})",
+                             report_.real_rows, expected,
+                             o_.recorded->final_rows ? std::to_string(expected) : "null");
+        });
+      }
+    }
+    bool end_with_room =
+        o_.pad_align && largest_unmoved_padding_ >= *o_.pad_align;  // pad start would move it
+    report_.pad_position = report_.real_rows == 0 ? "none"
+                           : rows_mix_positions() ? "mixed"
+                           : saw_moved_           ? "start"
+                           : end_with_room        ? "end"
+                                                  : "end (no row moves)";
   }
 
+  struct TokenFields {
+    bool ids, mask, segments, positions, advantages, logps;
+  };
+
   void check_token_fields(std::int64_t row, const RowFields& f, const std::vector<char>& real,
-                          bool have_ids, bool have_mask, bool have_segments, bool have_positions,
-                          bool have_advantages, bool have_logps, std::int64_t first,
-                          std::int64_t count) {
+                          const TokenFields& have, std::int64_t first, std::int64_t count) {
     const std::int64_t tokens = report_.tokens;
     auto at = [row](const char* field, std::int64_t i) {
       return fmt::format("{}[row {}, token {}]", field, row, i);
     };
     std::int32_t segment = 0;         // current segment id
     std::int64_t segment_start = -1;  // its first position
+    std::int64_t prompt = 0;          // mask-0 tokens at the start of the segment
+    std::int64_t completion = 0;      // mask-1 tokens after them
+    bool mask_order_failed = false;   // one failure per segment for a 0 after the completion
     float segment_advantage = 0;
+    bool have_advantage = false;     // segment_advantage holds the completion's first value
     std::vector<std::int64_t> cuts;  // segment starts after the first, relative to `first`
     bool segments_ok = true;
-    for (std::int64_t i = 0; i < tokens; ++i) {
-      if (have_mask) {
-        float expected = real[i] ? 1.0f : 0.0f;
-        if (!(f.mask[i] == expected)) {
-          rec_.fail(kMask, [&] {
-            return fmt::format("{} = {}, expected {}", at("completion_mask", i),
-                               value_text(f.mask[i]), expected);
-          });
-        }
+    // A segment ends: its prompt (the leading mask-0 run) must leave a completion and fit P.
+    auto finish_segment = [&](std::int64_t end) {
+      if (segment_start < 0 || !have.mask) return;
+      std::int64_t length = end - segment_start;
+      if (completion == 0) {
+        rec_.fail(kMask, [&] {
+          return fmt::format(
+              "completion_mask[row {}, tokens {}..{}]: segment {} has no "
+              "completion token (mask 0 on all {} tokens)",
+              row, segment_start, end - 1, segment, length);
+        });
+        return;
       }
+      if (!o_.max_prompt_length) return;
+      const std::int64_t limit = std::min(*o_.max_prompt_length, length - 1);
+      if (prompt > limit || (limit >= 1 && prompt == 0)) {
+        rec_.fail(kMask, [&] {
+          return fmt::format(
+              "completion_mask[row {}, tokens {}..{}]: segment {} of {} tokens has a prompt of "
+              "{}, expected {} (max_prompt_length {})",
+              row, segment_start, end - 1, segment, length, prompt,
+              limit >= 1 ? fmt::format("1..{}", limit) : std::string("0"), *o_.max_prompt_length);
+        });
+      }
+    };
+    for (std::int64_t i = 0; i < tokens; ++i) {
       if (!real[i]) {
-        if (have_ids && f.ids[i] != 0) {
-          rec_.fail(kPadding, [&] {
-            return fmt::format("{} = {} on padding, expected pad id 0", at("completion_ids", i),
-                               f.ids[i]);
+        if (have.mask && !(f.mask[i] == 0.0f)) {
+          rec_.fail(kMask, [&] {
+            return fmt::format("{} = {} on padding, expected 0", at("completion_mask", i),
+                               value_text(f.mask[i]));
           });
         }
-        if (have_segments && f.segments[i] != 0) {
+        if (have.ids && f.ids[i] != o_.pad_id) {
+          rec_.fail(kPadding, [&] {
+            return fmt::format("{} = {} on padding, expected pad id {}", at("completion_ids", i),
+                               f.ids[i], o_.pad_id);
+          });
+        }
+        if (have.segments && f.segments[i] != 0) {
           rec_.fail(kPadding, [&] {
             return fmt::format("{} = {} on padding, expected 0", at("segment_ids", i),
                                f.segments[i]);
           });
         }
-        if (have_positions && f.positions[i] != 0) {
+        if (have.positions && f.positions[i] != 0) {
           rec_.fail(kPadding, [&] {
             return fmt::format("{} = {} on padding, expected 0", at("segment_positions", i),
                                f.positions[i]);
           });
         }
-        if (have_advantages && !(f.advantages[i] == 0.0f)) {
+        if (have.advantages && !(f.advantages[i] == 0.0f)) {
           rec_.fail(kPadding, [&] {
             return fmt::format("{} = {} on padding, expected 0", at("advantages", i),
                                value_text(f.advantages[i]));
           });
         }
-        if (have_logps && !(f.logps[i] == 0.0f)) {
+        if (have.logps && !(f.logps[i] == 0.0f)) {
           rec_.fail(kPadding, [&] {
             return fmt::format("{} = {} on padding, expected 0", at("old_per_token_logps", i),
                                value_text(f.logps[i]));
@@ -409,21 +520,16 @@ class Verifier {
         }
         continue;
       }
-      if (have_ids && (f.ids[i] < 1 || f.ids[i] >= o_.vocab)) {
+      if (have.ids && (f.ids[i] < 1 || f.ids[i] >= o_.vocab)) {
         rec_.fail(kTokenIds, [&] {
           return fmt::format("{} = {}, expected an id in [1, {})", at("completion_ids", i),
                              f.ids[i], o_.vocab);
         });
       }
-      if (have_logps && !(std::isfinite(f.logps[i]) && f.logps[i] < 0.0f)) {
-        rec_.fail(kOldLogps, [&] {
-          return fmt::format("{} = {}, expected a finite negative log-prob",
-                             at("old_per_token_logps", i), value_text(f.logps[i]));
-        });
-      }
-      bool new_segment = have_segments ? f.segments[i] != segment : i == first;
+      bool new_segment = have.segments ? f.segments[i] != segment : i == first;
       if (new_segment) {
-        if (have_segments && f.segments[i] != segment + 1 && segments_ok) {
+        finish_segment(i);
+        if (have.segments && f.segments[i] != segment + 1 && segments_ok) {
           segments_ok = false;
           rec_.fail(kSegments, [&] {
             return fmt::format(
@@ -432,10 +538,57 @@ class Verifier {
                 at("segment_ids", i), f.segments[i], segment, segment + 1);
           });
         }
-        segment = have_segments ? f.segments[i] : 1;
+        segment = have.segments ? f.segments[i] : 1;
         segment_start = i;
+        prompt = completion = 0;
+        mask_order_failed = false;
+        have_advantage = false;
         if (i != first) cuts.push_back(i - first);
-        if (have_advantages) {
+      }
+      // Without a mask every real token counts as completion (the layout without prompts).
+      bool on_completion = !have.mask || f.mask[i] != 0.0f;
+      if (have.mask) {
+        if (!(f.mask[i] == 0.0f || f.mask[i] == 1.0f)) {
+          rec_.fail(kMask, [&] {
+            return fmt::format("{} = {}, expected 1 (completion) or 0 (prompt)",
+                               at("completion_mask", i), value_text(f.mask[i]));
+          });
+        } else if (on_completion) {
+          ++completion;
+        } else if (completion == 0) {
+          ++prompt;
+        } else if (!mask_order_failed) {
+          mask_order_failed = true;
+          rec_.fail(kMask, [&] {
+            return fmt::format(
+                "{} = 0 after {} completion tokens of segment {}, expected 1 (a segment is a "
+                "prompt, mask 0, then its completion, mask 1)",
+                at("completion_mask", i), completion, segment);
+          });
+        }
+      }
+      if (!on_completion) {
+        if (have.advantages && !(f.advantages[i] == 0.0f)) {
+          rec_.fail(kAdvantages, [&] {
+            return fmt::format("{} = {} on a prompt token (mask 0), expected 0",
+                               at("advantages", i), value_text(f.advantages[i]));
+          });
+        }
+        if (have.logps && !(f.logps[i] == 0.0f)) {
+          rec_.fail(kOldLogps, [&] {
+            return fmt::format("{} = {} on a prompt token (mask 0), expected 0",
+                               at("old_per_token_logps", i), value_text(f.logps[i]));
+          });
+        }
+      } else {
+        if (have.logps && !(std::isfinite(f.logps[i]) && f.logps[i] < 0.0f)) {
+          rec_.fail(kOldLogps, [&] {
+            return fmt::format("{} = {}, expected a finite negative log-prob",
+                               at("old_per_token_logps", i), value_text(f.logps[i]));
+          });
+        }
+        if (have.advantages && !have_advantage) {
+          have_advantage = true;
           segment_advantage = f.advantages[i];
           if (!std::isfinite(segment_advantage)) {
             rec_.fail(kAdvantages, [&] {
@@ -453,16 +606,16 @@ class Verifier {
                                  at("advantages", i), value_text(segment_advantage), segment);
             });
           }
+        } else if (have.advantages && !(f.advantages[i] == segment_advantage) &&
+                   std::isfinite(segment_advantage)) {
+          rec_.fail(kAdvantages, [&] {
+            return fmt::format("{} = {} but segment {} starts with {} (one advantage per segment)",
+                               at("advantages", i), value_text(f.advantages[i]), segment,
+                               value_text(segment_advantage));
+          });
         }
-      } else if (have_advantages && !(f.advantages[i] == segment_advantage) &&
-                 std::isfinite(segment_advantage)) {
-        rec_.fail(kAdvantages, [&] {
-          return fmt::format("{} = {} but segment {} starts with {} (one advantage per segment)",
-                             at("advantages", i), value_text(f.advantages[i]), segment,
-                             value_text(segment_advantage));
-        });
       }
-      if (have_positions && f.positions[i] != i - segment_start) {
+      if (have.positions && f.positions[i] != i - segment_start) {
         rec_.fail(kSegments, [&] {
           return fmt::format("{} = {}, expected {} (position inside segment {})",
                              at("segment_positions", i), f.positions[i], i - segment_start,
@@ -470,7 +623,8 @@ class Verifier {
         });
       }
     }
-    if (count > 0 && have_segments) {
+    if (count > 0) finish_segment(first + count);
+    if (count > 0 && have.segments) {
       std::int64_t segments = static_cast<std::int64_t>(cuts.size()) + 1;
       bool room = (count - 1) / kSegmentAlign >= segments - 1;
       for (std::int64_t cut : cuts) {
@@ -483,6 +637,14 @@ class Verifier {
                 row, cut, kSegmentAlign, segments);
           });
         }
+      }
+      std::optional<std::int64_t> recorded =
+          o_.recorded ? o_.recorded->segments_of_row(row) : std::nullopt;
+      if (recorded && *recorded != segments) {
+        rec_.fail(kSegments, [&] {
+          return fmt::format("segment_ids[row {}]: {} segments, payload_settings records {}", row,
+                             segments, *recorded);
+        });
       }
     }
   }
@@ -519,16 +681,17 @@ class Verifier {
           const std::int16_t* experts = token + layer * report_.topk;
           for (int k = 0; k < report_.topk; ++k) {
             std::int16_t e = experts[k];
-            if (e < 0 || e >= o_.experts) {
+            if (e < 0 || e >= experts_) {
               token_ok = false;
               rec_.fail(kRouting, [&] {
                 return fmt::format(
                     "routed_experts[row {}, token {}, layer {}] = {}: {} is not "
                     "an expert in [0, {})",
-                    row, i, layer, token_text(token, layer), e, o_.experts);
+                    row, i, layer, token_text(token, layer), e, experts_);
               });
               break;
             }
+            largest_expert_ = std::max<int>(largest_expert_, e);
             if (seen_[e] == stamp_) {
               token_ok = false;
               rec_.fail(kRouting, [&] {
@@ -561,9 +724,26 @@ class Verifier {
       rec_.skip(kRoutingTargets, "no usable routing");
       return;
     }
+    if (o_.experts == 0) {
+      // The model's expert count is not known: the ids seen are all there is to go by (at least
+      // K, so a token's K distinct experts fit).
+      report_.experts = std::max(largest_expert_ + 1, report_.topk);
+      report_.settings.push_back({"experts", std::to_string(report_.experts), "inferred"});
+      report_.notes.push_back(fmt::format(
+          "experts: {}, inferred from the largest expert id + 1 (give --experts E for the model's "
+          "count; loads and max/mean use this many)",
+          report_.experts));
+      if (report_.experts % o_.ep != 0) {
+        fail(
+            "expert parallelism {} does not divide the {} experts inferred from the routing; "
+            "give --experts",
+            o_.ep, report_.experts);
+      }
+    }
+    const std::size_t experts = static_cast<std::size_t>(report_.experts);
     for (int layer = 0; layer < report_.layers; ++layer) {
-      report_.per_layer.push_back(summarize_loads(counter_->loads(layer), counter_->tokens(layer),
-                                                  o_.ep, o_.buffer_factor));
+      report_.per_layer.push_back(summarize_loads(
+          counter_->loads(layer).first(experts), counter_->tokens(layer), o_.ep, o_.buffer_factor));
     }
     if (o_.targets.empty()) {
       rec_.skip(kRoutingTargets, "no target table given");
@@ -606,7 +786,11 @@ class Verifier {
   std::vector<std::int64_t> seen_;
   std::int64_t stamp_ = 0;
   std::vector<std::int16_t> buffer_;
-  bool end_rows_with_room_ = false;
+  int experts_ = 0;  // ids counted: the known experts, or every int16 id when unknown
+  int largest_expert_ = -1;
+  bool saw_moved_ = false;                     // a row moved right (pad start)
+  std::int64_t smallest_shift_ = -1;           // the smallest move of such a row
+  std::int64_t largest_unmoved_padding_ = -1;  // the most padding of a row left at 0
 };
 
 }  // namespace
@@ -620,6 +804,102 @@ const CheckResult* VerifyReport::check(const std::string& name) const {
     if (c.name == name) return &c;
   }
   return nullptr;
+}
+
+VerifyOptions resolve_verify_options(const VerifyFlags& flags,
+                                     const std::optional<PayloadSettings>& recorded,
+                                     VerifyOptions o, std::string* targets_source) {
+  const PayloadSettings* file = recorded ? &*recorded : nullptr;
+  auto used = [&o](const char* name, const auto& value, const char* from) {
+    o.settings.push_back({name, fmt::format("{}", value), from});
+  };
+  // A setting: the option when given, else the file's record when there is one.
+  auto pick = [&](const char* name, const auto& option, const auto& in_file, auto& target) {
+    if (option) {
+      target = *option;
+      used(name, *option, "option");
+    } else if (in_file) {
+      target = *in_file;
+      used(name, *in_file, "file");
+    }
+  };
+  o.experts = 0;  // inferred by verify_payload unless known
+  if (flags.experts) {
+    o.experts = *flags.experts;
+    used("experts", *flags.experts, "option");
+  } else if (file && file->experts) {
+    if (*file->experts > 32767) fail("payload_settings records {} experts", *file->experts);
+    o.experts = static_cast<int>(*file->experts);
+    used("experts", *file->experts, "file");
+  }
+  pick("vocab", flags.vocab, file ? file->vocab : std::nullopt, o.vocab);
+  if (!flags.vocab && !(file && file->vocab)) used("vocab", o.vocab, "default");
+  auto position_text = [](const std::optional<PadPosition>& p) {
+    return p ? std::optional<std::string>(std::string(to_string(*p))) : std::nullopt;
+  };
+  std::optional<std::string> position_shown;
+  pick("pad_position", position_text(flags.pad_position),
+       position_text(file ? file->pad_position : std::nullopt), position_shown);
+  if (position_shown) o.pad_position = parse_pad_position(*position_shown);
+  pick("pad_align", flags.pad_align, file ? file->pad_align : std::nullopt, o.pad_align);
+  auto mode_text = [](const std::optional<AdvantageMode>& m) {
+    return m ? std::optional<std::string>(std::string(to_string(*m))) : std::nullopt;
+  };
+  std::optional<std::string> mode_shown;
+  pick("advantages", mode_text(flags.advantages), mode_text(file ? file->advantages : std::nullopt),
+       mode_shown);
+  if (mode_shown) o.advantages = parse_advantage_mode(*mode_shown);
+  pick("max_prompt_length", flags.max_prompt_length, file ? file->max_prompt_length : std::nullopt,
+       o.max_prompt_length);
+  if (file && file->pad_id) {
+    o.pad_id = *file->pad_id;
+    used("pad_id", *file->pad_id, "file");
+  }
+
+  // Targets: a table given is scaled by --routing-scale, else by the recorded scale; the file's
+  // own targets are recorded scaled, and --routing-scale re-scales them.
+  targets_source->clear();
+  o.targets.clear();
+  // Plain values: GCC 12 -O3 warns of an uninitialised optional<double> read here.
+  const bool scale_recorded = file != nullptr && file->routing_scale.has_value();
+  const double recorded_scale = scale_recorded ? *file->routing_scale : 1.0;
+  if (flags.no_targets) {
+    o.settings.push_back({"routing_targets", "not checked (--no-targets)", "option"});
+  } else if (flags.routing_targets) {
+    double scale = flags.routing_scale.value_or(recorded_scale);
+    o.targets = scale_routing_targets(*flags.routing_targets, scale);
+    *targets_source = flags.routing_targets_source;
+    if (scale != 1.0) *targets_source += fmt::format(", scaled by {}", scale);
+    used("routing_targets", flags.routing_targets_source, "option");
+    if (flags.routing_scale || scale_recorded) {
+      used("routing_scale", scale, flags.routing_scale ? "option" : "file");
+    }
+  } else if (file && file->routing_targets) {
+    o.targets = *file->routing_targets;
+    std::string source =
+        file->routing_targets_source.empty() ? "unnamed table" : file->routing_targets_source;
+    *targets_source = source + " (recorded in payload_settings";
+    if (flags.routing_scale && *flags.routing_scale != recorded_scale) {
+      double was = recorded_scale;
+      if (!(was > 0)) {
+        fail(
+            "the file's targets were recorded at routing scale {}, which cannot be undone; give "
+            "--routing-targets with --routing-scale",
+            was);
+      }
+      for (double& target : o.targets) target = 1.0 + (target - 1.0) / was;  // the table as given
+      o.targets = scale_routing_targets(o.targets, *flags.routing_scale);
+      *targets_source += fmt::format(", re-scaled from {} to {}", was, *flags.routing_scale);
+      used("routing_scale", *flags.routing_scale, "option");
+    }
+    *targets_source += ")";
+    used("routing_targets", source, "file");
+  } else {
+    o.settings.push_back(
+        {"routing_targets", file ? "none recorded" : "none (no payload_settings)", "default"});
+  }
+  o.recorded = recorded;
+  return o;
 }
 
 VerifyReport verify_payload(const ByteSource& source, const std::vector<ArrayInfo>& arrays,

@@ -10,21 +10,55 @@
 
 #include "rtb/npy.h"
 #include "rtb/payload.h"
+#include "rtb/payload_settings.h"
 #include "rtb/routing_load.h"
 
 namespace rtb {
 
 struct VerifyOptions {
-  int experts = 512;
+  int experts = 0;  // 0: not known; the largest expert id in the routing + 1 (with a note)
   std::int64_t vocab = kDefaultVocab;
   std::vector<double> targets;  // per layer, already scaled; empty: loads reported, not checked
   std::optional<PadPosition> pad_position;  // required position; unset: either, but one for all
-  std::int64_t pad_align = kDefaultPadAlign;
+  // pad_align of pad position start; unset: a moved row need only start on a multiple of 64
+  // inside its padding.
+  std::optional<std::int64_t> pad_align;
   std::optional<AdvantageMode> advantages;  // unset: either
+  // The prompt of a segment is at most this long (0: no prompt); unset: checked only for its
+  // structure (a run of mask 0 then a run of mask 1 in every segment).
+  std::optional<std::int64_t> max_prompt_length;
+  std::int64_t pad_id = 0;
+  // The file's payload_settings: the arrays must agree with what it records (shape, real length,
+  // segments per row, final rows, old log-probs).
+  std::optional<PayloadSettings> recorded;
+  std::vector<SettingSource> settings;  // what was used and from where, for the report
   int ep = 1;
   double buffer_factor = 2.75;
   int max_examples = 5;  // failures listed per check (all are counted)
 };
+
+// What verify's command line gave (unset: not given).
+struct VerifyFlags {
+  std::optional<int> experts;
+  std::optional<std::int64_t> vocab;
+  std::optional<std::vector<double>> routing_targets;  // as given, before the routing scale
+  std::string routing_targets_source;                  // where they came from
+  std::optional<double> routing_scale;
+  bool no_targets = false;
+  std::optional<PadPosition> pad_position;
+  std::optional<std::int64_t> pad_align;
+  std::optional<AdvantageMode> advantages;
+  std::optional<std::int64_t> max_prompt_length;
+};
+
+// Verify's options: each setting from the command line when given, else from the file's
+// payload_settings when recorded, else unknown (see VerifyOptions). `base` carries the options
+// that are not settings (ep, buffer factor, examples). Sets `targets_source` ("" when no target
+// table is checked). Throws rtb::Error when --routing-scale must rescale recorded targets that
+// cannot be unscaled (a recorded scale of 0).
+VerifyOptions resolve_verify_options(const VerifyFlags& flags,
+                                     const std::optional<PayloadSettings>& recorded,
+                                     VerifyOptions base, std::string* targets_source);
 
 struct CheckResult {
   std::string name;  // "fields", "routing", ...
@@ -53,6 +87,7 @@ struct VerifyReport {
   std::vector<LoadStats> per_layer;  // achieved, from the routing
   std::vector<double> targets;       // checked against (empty: none)
   std::vector<std::string> notes;
+  std::vector<SettingSource> settings;  // the settings checked against and where each came from
   bool passed() const;
   const CheckResult* check(const std::string& name) const;
 };

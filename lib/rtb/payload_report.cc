@@ -118,6 +118,24 @@ std::string checks_text(const VerifyReport& report) {
   return fmt::format("checks: {} passed, {} failed, {} skipped\n", passed, failed, skipped) + out;
 }
 
+// "settings from the file: a 1, b 2; from options: c 3; ..." in the order of `from`.
+std::string settings_text(const std::vector<SettingSource>& settings) {
+  std::string out;
+  for (const char* from : {"file", "option", "inferred", "default"}) {
+    std::string line;
+    for (const SettingSource& s : settings) {
+      if (s.from == from) line += fmt::format("{}{} {}", line.empty() ? "" : ", ", s.name, s.value);
+    }
+    if (line.empty()) continue;
+    const char* label = std::string_view(from) == "file"       ? "from the file (payload_settings)"
+                        : std::string_view(from) == "option"   ? "from options"
+                        : std::string_view(from) == "inferred" ? "inferred from the arrays"
+                                                               : "defaults";
+    out += fmt::format("settings {}: {}\n", label, line);
+  }
+  return out;
+}
+
 std::string human_bytes(double bytes) {
   const char* units[] = {"B", "KB", "MB", "GB", "TB"};
   int unit = 0;
@@ -142,6 +160,10 @@ std::string format_build_text(const Payload& p, const VerifyReport& checks,
       o.final_rows, o.rows, o.real_len, o.segments, o.segments == 1 ? "segment" : "segments",
       p.real_tokens, to_string(o.pad_position), o.pad_align, to_string(o.advantages),
       o.old_logps ? "yes" : "no");
+  if (o.max_prompt_length > 0) {
+    out += fmt::format("prompts: 1..{} tokens at the start of each segment (mask 0 there)\n",
+                       o.max_prompt_length);
+  }
   if (o.routing_scale != 1.0) out += fmt::format("routing scale: {}\n", o.routing_scale);
   double bytes = static_cast<double>(p.routed_experts.size()) * 2 +
                  static_cast<double>(p.completion_ids.size()) * (o.old_logps ? 24 : 20);
@@ -163,6 +185,7 @@ std::string format_build_json(const Payload& p, const VerifyReport& checks,
   j.field("rows", o.rows).field("tokens", o.tokens).field("layers", o.layers);
   j.field("topk", o.topk).field("experts", o.experts).field("vocab", o.vocab);
   j.field("real_len", o.real_len).field("segments", o.segments);
+  j.field("max_prompt_length", o.max_prompt_length);
   j.field("final_rows", o.final_rows);
   j.field("pad_position", std::string(to_string(o.pad_position)));
   j.field("pad_align", o.pad_align);
@@ -204,6 +227,7 @@ std::string format_verify_text(const std::string& file, const VerifyReport& r,
   }
   out += targets_source.empty() ? "targets: none checked\n"
                                 : fmt::format("targets: {}\n", targets_source);
+  out += settings_text(r.settings);
   for (const std::string& note : r.notes) out += fmt::format("note: {}\n", note);
   out += fmt::format("\n{}", checks_text(r));
   if (!r.per_layer.empty()) out += fmt::format("\n{}", layer_table(r.per_layer, r.targets));
@@ -230,6 +254,11 @@ std::string format_verify_json(const std::string& file, const VerifyReport& r,
   }
   j.list("targets", r.targets);
   j.list("notes", r.notes);
+  j.key("settings").begin_object();
+  for (const SettingSource& s : r.settings) {
+    j.key(s.name).begin_object().field("value", s.value).field("from", s.from).end_object();
+  }
+  j.end_object();
   layers_json(j, r.per_layer, r.targets);
   checks_json(j, r);
   j.end_object();
@@ -242,6 +271,9 @@ std::string format_measure_text(const std::string& file, const MeasureReport& r,
   std::string out = fmt::format("{}{}: {} {} ({} token positions, {} layers, top-{}, {} experts)\n",
                                 file, array, dtype_name(r.dtype), format_shape(r.shape),
                                 r.positions, r.layers, r.topk, r.experts);
+  if (r.experts_from == "file") {
+    out += fmt::format("experts: {}, recorded in the file's payload_settings\n", r.experts);
+  }
   if (r.repeated > 0) {
     out += fmt::format("warning: {} token-layers list an expert more than once\n", r.repeated);
   }
@@ -260,6 +292,11 @@ std::string format_measure_json(const std::string& file, const MeasureReport& r,
   j.list("shape", r.shape);
   j.field("dtype", std::string(dtype_name(r.dtype)));
   j.field("layer_count", r.layers).field("topk", r.topk).field("experts", r.experts);
+  if (r.experts_from.empty()) {
+    j.key("experts_from").null();
+  } else {
+    j.field("experts_from", r.experts_from);
+  }
   j.field("positions", r.positions);
   j.field("repeated", r.repeated);
   j.list("targets", r.max_over_mean());

@@ -233,6 +233,7 @@ MeasureReport measure_routing(const ByteSource& source, const MeasureOptions& op
   report.shape = info->shape;
   report.dtype = info->dtype;
   report.experts = options.experts;
+  report.experts_from = options.experts_from;
   std::string what = info->name.empty() ? "the array" : "'" + info->name + "'";
   if (info->dtype != DType::kInt16 && info->dtype != DType::kInt32) {
     fail_at(source.name(), 0, "{} is {}; routed experts are int16 or int32", what,

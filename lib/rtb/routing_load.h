@@ -61,6 +61,7 @@ LoadStats summarize_loads(std::span<const std::int64_t> loads, std::int64_t toke
 struct MeasureOptions {
   std::string member = "routed_experts";  // npz member to read (an npz with one array: that one)
   int experts = 512;
+  std::string experts_from;  // where `experts` came from ("option", "file", "default"), reported
   int ep = 1;
   double buffer_factor = 2.75;  // the bench's ragged_buffer_factor
 };
@@ -72,6 +73,7 @@ struct MeasureReport {
   int layers = 0;
   int topk = 0;
   int experts = 0;
+  std::string experts_from;    // as MeasureOptions::experts_from
   std::int64_t positions = 0;  // token positions in the array (R*T or N)
   std::vector<LoadStats> per_layer;
   std::int64_t repeated = 0;  // token-layers that list an expert twice (counted once each time)

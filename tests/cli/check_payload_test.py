@@ -81,7 +81,8 @@ class CheckPayloadTest(unittest.TestCase):
     def test_build_writes_every_field_numpy_reads(self):
         out = self.build()
         with np.load(out) as data:
-            self.assertEqual(sorted(data.files), sorted(SPEC))
+            # payload_settings: how the file was built (layout v2 adds it to every file).
+            self.assertEqual(sorted(data.files), sorted(list(SPEC) + ["payload_settings"]))
             for name, (dtype, ndim) in SPEC.items():
                 self.assertEqual(str(data[name].dtype), dtype, name)
                 self.assertEqual(data[name].ndim, ndim, name)
@@ -206,7 +207,141 @@ class CheckPayloadTest(unittest.TestCase):
         self.assertEqual(code, 2)
         self.assertIn(f"{table}:4: 'x' is not a number", stderr)
 
+    def test_build_records_its_settings_in_the_file(self):
+        out = self.build("rec.npz", ["--max-prompt-length", "40", "--pad-position", "start",
+                                     "--pad-align", "64", "--final-rows", "2"])
+        with np.load(out) as data:
+            member = data["payload_settings"]
+            self.assertEqual(str(member.dtype), "uint8")
+            self.assertEqual(member.ndim, 1)
+            settings = json.loads(member.tobytes().decode("utf-8"))
+        self.assertEqual(settings["format"], "rtb.payload-settings/1")
+        self.assertEqual(settings["builder"], "check-payload")
+        self.assertRegex(settings["version"], r"^\d+\.\d+")
+        expected = {"rows": 3, "tokens": 1024, "layers": 4, "topk": 2, "experts": 16,
+                    "vocab": 1000, "pad_id": 0, "real_len": 900, "segments": 3,
+                    "segments_rule": "option", "max_prompt_length": 40, "final_rows": 2,
+                    "pad_position": "start", "pad_align": 64, "advantages": "random", "seed": 5,
+                    "routing_targets": [1, 1.5, 3, 8], "routing_scale": 1, "old_logps": True}
+        for key, value in expected.items():
+            self.assertEqual(settings[key], value, key)
+        self.assertIn("inline", settings["routing_targets_source"])
+        default = self.path("default.npz")
+        code, stdout, stderr = run(["build", "--rows", "1", "--tokens", "256", "--layers", "1",
+                                    "--topk", "1", "--experts", "2", "--routing-targets", "1",
+                                    "-o", default])
+        self.assertEqual(code, 0, stdout + stderr)
+        with np.load(default) as data:
+            settings = json.loads(data["payload_settings"].tobytes())
+        self.assertEqual((settings["segments"], settings["segments_rule"]), (1, "default"))
+        self.assertEqual((settings["max_prompt_length"], settings["final_rows"]), (0, None))
+
+    def test_prompts_lead_each_segment(self):
+        out = self.build("prompts.npz", ["--max-prompt-length", "100"])
+        with np.load(out) as data:
+            mask, segments = data["completion_mask"], data["segment_ids"]
+            positions, advantages = data["segment_positions"], data["advantages"]
+            logps, routed = data["old_per_token_logps"], data["routed_experts"]
+        for row in range(3):
+            for segment in range(1, 4):
+                where = np.flatnonzero(segments[row] == segment)
+                prompt = int((mask[row, where] == 0).sum())
+                self.assertGreaterEqual(prompt, 1)
+                self.assertLessEqual(prompt, min(100, where.size - 1))
+                self.assertTrue((mask[row, where[:prompt]] == 0).all())
+                self.assertTrue((mask[row, where[prompt:]] == 1).all())
+                self.assertTrue((positions[row, where] == np.arange(where.size)).all())
+                self.assertTrue((advantages[row, where[:prompt]] == 0).all())
+                self.assertEqual(len(set(advantages[row, where[prompt:]].tolist())), 1)
+                self.assertTrue((logps[row, where[:prompt]] == 0).all())
+                self.assertTrue((logps[row, where[prompt:]] < 0).all())
+                self.assertTrue((routed[row, where] >= 0).all())  # routing on the prompt too
+        code, stdout, _ = run(["verify", out])
+        self.assertEqual(code, 0, stdout)
+        code, stdout, _ = run(["verify", out, "--max-prompt-length", "0"])
+        self.assertEqual(code, 1, stdout)
+        self.assertIn("mask             FAILED", stdout)
+        code, _, stderr = run(["build"] + SMALL + ["--max-prompt-length", "-1"])
+        self.assertEqual(code, 2)
+        self.assertIn("--max-prompt-length must be at least 0", stderr)
+
     # --- verify ------------------------------------------------------------------------------
+
+    def test_verify_uses_the_recorded_settings(self):
+        # The issue: a file built with --pad-align 512 failed verify unless the options were
+        # repeated. Now the file says how it was built.
+        out = self.path("align.npz")
+        code, stdout, stderr = run(["build", "--rows", "2", "--tokens", "4096", "--layers", "2",
+                                    "--topk", "2", "--experts", "8", "--vocab", "1000",
+                                    "--real-len", "3000",
+                                    "--routing-targets", "1.5,3", "--routing-scale", "0.5",
+                                    "--pad-position", "start", "--pad-align", "512",
+                                    "--advantages", "zero", "--max-prompt-length", "64",
+                                    "-o", out])
+        self.assertEqual(code, 0, stdout + stderr)
+        code, stdout, stderr = run(["verify", out])
+        self.assertEqual(code, 0, stdout + stderr)
+        self.assertIn("checks: 12 passed, 0 failed, 0 skipped", stdout)
+        self.assertIn("pad position: start", stdout)
+        self.assertIn("settings from the file (payload_settings): experts 8, vocab 1000, "
+                      "pad_position start, pad_align 512, advantages zero, max_prompt_length 64",
+                      stdout)
+        self.assertIn("(recorded in payload_settings)", stdout)
+        code, stdout, _ = run(["verify", out, "--json"])
+        report = json.loads(stdout)
+        self.assertEqual(report["settings"]["pad_align"], {"value": "512", "from": "file"})
+        self.assertEqual(report["targets"], [1.25, 2])  # recorded scaled
+        # Options override the record, and the output says which came from where.
+        code, stdout, _ = run(["verify", out, "--pad-position", "end", "--advantages", "random"])
+        self.assertEqual(code, 1, stdout)
+        self.assertIn("settings from options: pad_position end, advantages random", stdout)
+        self.assertIn("expected 0 (pad position end)", stdout)
+        code, stdout, _ = run(["verify", out, "--routing-targets", "1.5,3"])
+        self.assertEqual(code, 0, stdout)  # the recorded scale 0.5 applies to the given table
+        self.assertIn("targets: --routing-targets (inline), scaled by 0.5", stdout)
+        code, stdout, _ = run(["verify", out, "--routing-scale", "1"])
+        self.assertEqual(code, 1, stdout)  # the recorded table re-scaled to 1: 1.5 and 3
+        self.assertIn("routing_targets  FAILED", stdout)
+
+    def test_verify_without_settings_infers_what_it_can(self):
+        # An older file (no payload_settings) with uniform routing at 60 layers: no table is
+        # applied that nobody asked for, experts come from the ids, pad_align is not required.
+        out = self.path("uniform.npz")
+        code, stdout, stderr = run(["build", "--rows", "1", "--tokens", "2048", "--layers", "60",
+                                    "--topk", "10", "--experts", "512", "--real-len", "1000",
+                                    "--routing-targets", ",".join(["1"] * 60),
+                                    "--pad-position", "start", "--pad-align", "512",
+                                    "-o", out])
+        self.assertEqual(code, 0, stdout + stderr)
+        old = self.rewrite(out, self.path("old.npz"), payload_settings=None)
+        code, stdout, stderr = run(["verify", old])
+        self.assertEqual(code, 0, stdout + stderr)
+        self.assertIn("targets: none checked", stdout)
+        self.assertIn("routing_targets  skipped", stdout)
+        self.assertIn("experts: 512, inferred from the largest expert id + 1", stdout)
+        self.assertIn("settings inferred from the arrays: experts 512", stdout)
+        self.assertIn("pad position: start", stdout)
+        # A given table is still checked.
+        code, stdout, _ = run(["verify", old, "--routing-targets", ",".join(["2"] * 60)])
+        self.assertEqual(code, 1, stdout)
+        code, stdout, _ = run(["verify", old, "--pad-align", "4096"])
+        self.assertEqual(code, 1, stdout)
+        self.assertIn("pad_align 4096", stdout)
+
+    def test_verify_rejects_a_damaged_settings_member(self):
+        out = self.build()
+        for value, message in [
+            (np.frombuffer(b"{not json", np.uint8), "payload_settings is not valid JSON"),
+            (np.frombuffer(b'{"format": "x/1"}', np.uint8), "format 'x/1'"),
+            (np.zeros((2, 2), np.uint8), "expected a 1-D uint8 array of JSON"),
+        ]:
+            bad = self.rewrite(out, self.path("bad.npz"), payload_settings=value)
+            code, stdout, stderr = run(["verify", bad])
+            self.assertEqual(code, 2, stdout + stderr)
+            self.assertEqual(len(stderr.strip().splitlines()), 1, stderr)
+            self.assertTrue(stderr.startswith("check-payload: "), stderr)
+            self.assertIn(message, stderr)
+
 
     def test_verify_json_of_a_good_payload(self):
         out = self.build()
@@ -304,6 +439,18 @@ class CheckPayloadTest(unittest.TestCase):
         code, stdout, _ = run(["verify", again, "--experts", "16", "--vocab", "1000",
                                "--routing-targets", "@" + table])
         self.assertEqual(code, 0, stdout)
+
+    def test_measure_takes_experts_from_the_file(self):
+        out = self.build()
+        code, stdout, stderr = run(["measure", out, "--ep", "2", "--json"])
+        self.assertEqual(code, 0, stderr)
+        report = json.loads(stdout)
+        self.assertEqual((report["experts"], report["experts_from"]), (16, "file"))
+        self.assertAlmostEqual(report["targets"][3], 8.0, delta=0.08)
+        code, stdout, _ = run(["measure", out, "--ep", "2"])
+        self.assertIn("experts: 16, recorded in the file's payload_settings", stdout)
+        code, stdout, _ = run(["measure", out, "--ep", "2", "--experts", "32", "--json"])
+        self.assertEqual(json.loads(stdout)["experts_from"], "option")
 
     def test_measure_json_reports_ranks_and_overflow(self):
         routed = np.array([[[0, 1]], [[0, 2]], [[0, 3]], [[-1, -1]]], dtype=np.int16)

@@ -16,6 +16,7 @@
 #include "rtb/payload.h"
 #include "rtb/payload_check.h"
 #include "rtb/payload_report.h"
+#include "rtb/payload_settings.h"
 #include "rtb/routing.h"
 #include "rtb/routing_load.h"
 #include "rtb/tiles.h"
@@ -26,8 +27,10 @@ constexpr const char* kExamples =
     R"(  check-payload build --rows 4 --tokens 8192 --layers 60 --topk 10 --experts 512 -o payload.npz
   check-payload build --rows 2 --tokens 4096 --layers 4 --topk 2 --experts 16 \
       --routing-targets 1.5,2,4,8 --pad-position start --pad-align 1024 --svg loads.svg
-  check-payload verify payload.npz                 # a file of either builder; exit 1 if a check fails
-  check-payload verify driver.npz --routing-targets my-targets.txt --routing-scale 0.5 --json
+  check-payload build --rows 2 --tokens 4096 --layers 4 --topk 2 --experts 16 \
+      --routing-targets 1,2,3,4 --segments 4 --max-prompt-length 256 -o prompts.npz
+  check-payload verify payload.npz                 # settings from the file; exit 1 if a check fails
+  check-payload verify old.npz --experts 512 --routing-targets my-targets.txt --routing-scale 0.5
   check-payload measure routed_experts.npy --ep 2 -o my-targets.txt
   check-payload tiles --cp 4 --block-q 1024 --block-kv 4096 --dkv-block-q 2048 --dkv-block-kv 2048 \
       --rows 1 --tokens 65536                      # the bench's 60,948-token rows
@@ -127,6 +130,11 @@ int main(int argc, char** argv) {
   build_cmd->add_option("--experts", build.experts, "Routed experts (E)")->required();
   build_cmd->add_option("--vocab", build.vocab, "Vocabulary size")->capture_default_str();
   build_cmd
+      ->add_option("--max-prompt-length", build.max_prompt_length,
+                   "Each segment starts with a seeded prompt of 1..min(P, length - 1) tokens "
+                   "(mask, advantages and log-probs 0 there); 0: no prompt")
+      ->capture_default_str();
+  build_cmd
       ->add_option("--pad-position", build_flags.pad_position,
                    "end: padding after the last token; start: rows moved right")
       ->check(CLI::IsMember({"end", "start"}))
@@ -163,6 +171,8 @@ int main(int argc, char** argv) {
   // --- verify ---
   std::string verify_file, verify_targets, verify_svg, verify_pad, verify_advantages;
   rtb::VerifyOptions verify;
+  int verify_experts = 0;
+  std::int64_t verify_vocab = 0, verify_pad_align = 0, verify_prompt = 0;
   double verify_scale = 1.0;
   bool verify_json = false, verify_no_targets = false;
   CLI::App* verify_cmd = app.add_subcommand(
@@ -172,21 +182,26 @@ int main(int argc, char** argv) {
                    "Payload .npz (from check-payload build or "
                    "bench_driver.py --dump-payload)")
       ->required();
-  verify_cmd->add_option("--experts", verify.experts, "Routed experts (E) of the model")
-      ->capture_default_str();
-  verify_cmd->add_option("--vocab", verify.vocab, "Vocabulary size (token ids < vocab)")
-      ->capture_default_str();
+  // Every setting defaults to what the file's payload_settings records; an option overrides it.
+  verify_cmd->add_option("--experts", verify_experts,
+                         "Routed experts (E) of the model (default: recorded, else the largest "
+                         "expert id + 1)");
+  verify_cmd->add_option("--vocab", verify_vocab,
+                         "Vocabulary size, token ids < vocab (default: recorded, else 248320)");
   verify_cmd->add_option("--routing-targets", verify_targets,
-                         "Target table the payload was built for (default: the built-in table "
-                         "when the payload has 60 layers)");
-  verify_cmd
-      ->add_option("--routing-scale", verify_scale, "ROUTING_SCALE the payload was built with")
-      ->capture_default_str();
+                         "Target table the payload was built for (default: the targets recorded "
+                         "in the file; none for a file without payload_settings)");
+  verify_cmd->add_option("--routing-scale", verify_scale,
+                         "ROUTING_SCALE the payload was built with (default: recorded, else 1)");
   verify_cmd->add_flag("--no-targets", verify_no_targets, "Do not check per-layer targets");
   verify_cmd->add_option("--pad-position", verify_pad, "Require this pad position (end|start)")
       ->check(CLI::IsMember({"end", "start"}));
-  verify_cmd->add_option("--pad-align", verify.pad_align, "pad_align of pad position start")
-      ->capture_default_str();
+  verify_cmd->add_option("--pad-align", verify_pad_align,
+                         "pad_align of pad position start (default: recorded, else any "
+                         "multiple of 64)");
+  verify_cmd->add_option("--max-prompt-length", verify_prompt,
+                         "Longest prompt of a segment, 0 for none (default: recorded, else only "
+                         "the mask's prompt-then-completion structure is checked)");
   verify_cmd->add_option("--advantages", verify_advantages, "Require random or zero advantages")
       ->check(CLI::IsMember({"random", "zero"}));
   verify_cmd->add_option("--ep", verify.ep, "Expert-parallel ranks for the per-rank columns")
@@ -251,6 +266,7 @@ int main(int argc, char** argv) {
       build.pad_position = rtb::parse_pad_position(build_flags.pad_position);
       build.advantages = rtb::parse_advantage_mode(build_flags.advantages);
       build.old_logps = !build_flags.no_old_logps;
+      build.segments_given = build_cmd->count("--segments") > 0;
       std::string targets_source = rtb::kDefaultRoutingTableName;
       if (!build_targets.empty()) {
         build.routing_targets = load_targets(build_targets, &targets_source);
@@ -262,6 +278,10 @@ int main(int argc, char** argv) {
         }
       }
       spdlog::info("routing targets from {}", targets_source);
+      // Recorded in the file: name an inline list by where it was given.
+      build.routing_targets_source = targets_source == "--routing-targets (inline)"
+                                         ? "inline --routing-targets of check-payload build"
+                                         : targets_source;
       // 2. Build.
       auto start = Clock::now();
       rtb::Payload payload = rtb::build_payload(build);
@@ -275,6 +295,9 @@ int main(int argc, char** argv) {
       checks.pad_position = payload.options.pad_position;
       checks.pad_align = payload.options.pad_align;
       checks.advantages = payload.options.advantages;
+      checks.max_prompt_length = payload.options.max_prompt_length;
+      // Read back what the file will record, so a build also checks its own settings.
+      checks.recorded = rtb::parse_payload_settings(payload.settings_json, "payload_settings");
       checks.ep = build_ep;
       checks.buffer_factor = build_buffer;
       checks.max_examples = build_examples;
@@ -303,33 +326,25 @@ int main(int argc, char** argv) {
     if (verify_cmd->parsed()) {
       rtb::FileSource source(verify_file);
       std::vector<rtb::ArrayInfo> arrays = rtb::list_arrays(source);
-      if (!verify_pad.empty()) verify.pad_position = rtb::parse_pad_position(verify_pad);
-      if (!verify_advantages.empty()) {
-        verify.advantages = rtb::parse_advantage_mode(verify_advantages);
+      std::optional<rtb::PayloadSettings> recorded = rtb::read_payload_settings(source, arrays);
+      rtb::VerifyFlags flags;
+      auto given = [&](const char* option) { return verify_cmd->count(option) > 0; };
+      if (given("--experts")) flags.experts = verify_experts;
+      if (given("--vocab")) flags.vocab = verify_vocab;
+      if (given("--pad-position")) flags.pad_position = rtb::parse_pad_position(verify_pad);
+      if (given("--pad-align")) flags.pad_align = verify_pad_align;
+      if (given("--advantages")) flags.advantages = rtb::parse_advantage_mode(verify_advantages);
+      if (given("--max-prompt-length")) flags.max_prompt_length = verify_prompt;
+      if (given("--routing-scale")) flags.routing_scale = verify_scale;
+      flags.no_targets = verify_no_targets;
+      if (!verify_targets.empty() && !verify_no_targets) {
+        flags.routing_targets = load_targets(verify_targets, &flags.routing_targets_source);
       }
-      // Targets: the given table, else the built-in one if the routing has as many layers.
       std::string targets_source;
-      if (!verify_no_targets) {
-        std::vector<double> table;
-        if (!verify_targets.empty()) {
-          table = load_targets(verify_targets, &targets_source);
-        } else {
-          const rtb::ArrayInfo* routed = rtb::find_array(arrays, "routed_experts");
-          std::vector<double> builtin = rtb::default_routing_targets();
-          if (routed != nullptr && routed->shape.size() == 4 &&
-              routed->shape[2] == static_cast<std::int64_t>(builtin.size())) {
-            table = builtin;
-            targets_source = rtb::kDefaultRoutingTableName;
-          } else {
-            spdlog::info(
-                "no --routing-targets and the routing is not 60 layers: loads are "
-                "reported, not checked");
-          }
-        }
-        if (!table.empty()) {
-          verify.targets = rtb::scale_routing_targets(table, verify_scale);
-          if (verify_scale != 1.0) targets_source += fmt::format(", scaled by {}", verify_scale);
-        }
+      verify = rtb::resolve_verify_options(flags, recorded, verify, &targets_source);
+      if (!recorded) {
+        spdlog::info("{} has no payload_settings: checking what the arrays show",
+                     rtb::display_name(verify_file));
       }
       auto start = Clock::now();
       rtb::VerifyReport report = rtb::verify_payload(source, arrays, verify);
@@ -346,6 +361,18 @@ int main(int argc, char** argv) {
 
     if (measure_cmd->parsed()) {
       rtb::FileSource source(measure_file);
+      // Experts: the option, else what a payload file records, else the default.
+      measure.experts_from = "default";
+      if (measure_cmd->count("--experts") > 0) {
+        measure.experts_from = "option";
+      } else if (std::optional<rtb::PayloadSettings> recorded =
+                     rtb::read_payload_settings(source, rtb::list_arrays(source));
+                 recorded && recorded->experts) {
+        if (*recorded->experts > 32767)
+          rtb::fail("payload_settings records {} experts", *recorded->experts);
+        measure.experts = static_cast<int>(*recorded->experts);
+        measure.experts_from = "file";
+      }
       auto start = Clock::now();
       rtb::MeasureReport report = rtb::measure_routing(source, measure);
       spdlog::info("measured in {:.2f} s", seconds_since(start));
