@@ -6,7 +6,7 @@ JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
 
 APT_PACKAGES := cmake ninja-build g++ make python3 python3-numpy python3-yaml \
   libyaml-cpp-dev libcli11-dev libeigen3-dev libfmt-dev libspdlog-dev \
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
 # libFuzzer needs clang and its runtime libraries (make fuzz only).
 FUZZ_PACKAGES := clang-14 libclang-rt-14-dev
 FUZZ_SECONDS ?= 60

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -355,9 +356,23 @@ TEST(RenderTest, TrainerSliceThatDoesNotDivideTheMeshFails) {
   EXPECT_THROW(render_bench(dryrun, o), Error);
 }
 
+// Text that compresses poorly: pseudo-random printable characters.
+std::string incompressible(std::size_t size) {
+  std::string text;
+  std::uint64_t state = 88172645463325252ull;
+  for (std::size_t i = 0; i < size; ++i) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    text += static_cast<char>('!' + state % 90);
+    if (i % 100 == 99) text += '\n';
+  }
+  return text;
+}
+
 TEST(RenderTest, RefusesAClientScriptLinuxCannotPassAsOneArgument) {
   RenderOptions o = options();
-  o.driver_source = std::string(140000, '#') + "\n";
+  o.driver_source = incompressible(140000);
   DryRun dryrun = fixture();
   try {
     render_bench(dryrun, o);
@@ -365,8 +380,17 @@ TEST(RenderTest, RefusesAClientScriptLinuxCannotPassAsOneArgument) {
   } catch (const Error& e) {
     EXPECT_NE(e.message().find("131071 bytes"), std::string::npos) << e.what();
   }
-  o.driver_source = std::string(100000, '#') + "\n";
-  EXPECT_NO_THROW(render_bench(dryrun, o));
+  o.driver_source = std::string(100000, '#') + "\n";  // fits verbatim
+  std::string script = render_bench(dryrun, o).yaml;
+  EXPECT_NE(script.find("cat > /tmp/bench_driver.py <<'BENCH_DRIVER_EOF'"), std::string::npos);
+  // Too large verbatim but small compressed: gzip + base64, unpacked by the script.
+  o.driver_source = std::string(140000, '#') + "\n";
+  script = render_bench(dryrun, o).yaml;
+  EXPECT_EQ(script.find("cat > /tmp/bench_driver.py"), std::string::npos);
+  EXPECT_NE(script.find("base64 -d > /tmp/bench_driver.py.gz <<'BENCH_DRIVER_EOF'"),
+            std::string::npos);
+  EXPECT_NE(script.find("gzip -dc /tmp/bench_driver.py.gz > /tmp/bench_driver.py || "),
+            std::string::npos);
 }
 
 TEST(RenderTest, SummaryCountsChangesByKnob) {

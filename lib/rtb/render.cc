@@ -9,6 +9,7 @@
 #include <functional>
 #include <set>
 
+#include "rtb/compress.h"
 #include "rtb/diff.h"
 #include "rtb/error.h"
 #include "rtb/flags.h"
@@ -168,13 +169,11 @@ std::string driver_script(const DriverLaunch& launch, std::string driver,
       "_forward_sigterm() {{ if [ -n \"$PID\" ]; then kill -TERM \"$PID\" 2>/dev/null; fi; }}\n"
       "trap _forward_sigterm TERM\n\n",
       title, tool_version, launch.purpose);
-  script += fmt::format("cat > {} <<'{}'\n", kDriverPath, terminator);
-  script += driver;
-  script += terminator + "\n\n(\n";
+  std::string rest = "\n(\n";
   // One assignment per line; the command shares the last line.
-  for (const std::string& assignment : launch.assignments) script += "  " + assignment + " \\\n";
-  script += "  " + fmt::format("{}", fmt::join(launch.command, " "));
-  script +=
+  for (const std::string& assignment : launch.assignments) rest += "  " + assignment + " \\\n";
+  rest += "  " + fmt::format("{}", fmt::join(launch.command, " "));
+  rest +=
       "\n) & PID=$!\n\n"
       "# Poll, so that bash runs the SIGTERM trap promptly.\n"
       "while kill -0 \"$PID\" 2>/dev/null; do\n"
@@ -185,7 +184,23 @@ std::string driver_script(const DriverLaunch& launch, std::string driver,
       "echo \"Program End: $(date)\"\n"
       "echo \"EXIT_CODE=$EXIT_CODE\"\n"
       "exit $EXIT_CODE\n";
-  // The script reaches bash as one execve() argument, which Linux caps at MAX_ARG_STRLEN.
+  // The script reaches bash as one execve() argument, which Linux caps at MAX_ARG_STRLEN. The
+  // driver goes in verbatim when that fits (a reader of the manifest sees it as it is), else
+  // gzip-compressed and base64-encoded, which the pod unpacks with coreutils' base64 and gzip.
+  std::string verbatim =
+      fmt::format("cat > {} <<'{}'\n{}{}\n", kDriverPath, terminator, driver, terminator);
+  if (script.size() + verbatim.size() + rest.size() < kMaxArgumentBytes) {
+    script += verbatim;
+  } else {
+    script += fmt::format(
+        "# The driver, gzip-compressed and base64-encoded: verbatim it would not fit in one "
+        "command\n# argument. `render-bench --print-driver` prints it as text.\n"
+        "base64 -d > {0}.gz <<'{1}' || {{ echo \"cannot decode the bench driver\" >&2; exit 1; }}\n"
+        "{2}{1}\n"
+        "gzip -dc {0}.gz > {0} || {{ echo \"cannot unpack the bench driver\" >&2; exit 1; }}\n",
+        kDriverPath, heredoc_terminator(""), base64_encode(gzip_compress(driver)));
+  }
+  script += rest;
   if (script.size() >= kMaxArgumentBytes) {
     fail(
         "the {} script is {} bytes (driver {} bytes); Linux passes at most {} bytes in one "

@@ -2,6 +2,8 @@
 JobSet it writes, its client script (parsed by bash and executed with a stub python3), its errors
 and its exit codes."""
 
+import base64
+import gzip
 import json
 import os
 import re
@@ -21,6 +23,22 @@ V5P = os.path.join(TESTDATA, "launch_dryrun_v5p.txt")
 NO_PROXY = os.path.join(TESTDATA, "trainer_no_proxy.txt")
 BAD = os.path.join(TESTDATA, "bad")
 DRIVER_PATH = "/tmp/bench_driver.py"
+DRIVER_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "render-bench",
+                             "driver", "bench_driver.py")
+# The driver section of a client script: verbatim in a heredoc, or gzip + base64 when verbatim it
+# would not fit in one command argument (the embedded driver does not).
+DRIVER_BLOCK = re.compile(r"(?s)(?:cat > /tmp/bench_driver\.py|base64 -d > /tmp/bench_driver\.py\.gz)"
+                          r" <<'(\w+)'.*?\n\s*\1\n")
+PACKED_DRIVER = re.compile(r"(?s)base64 -d > /tmp/bench_driver\.py\.gz <<'(\w+)' [^\n]*\n(.*?)\n\1\n")
+
+
+def driver_of(script):
+    """The driver a client script writes, decoded when it is packed."""
+    packed = PACKED_DRIVER.search(script)
+    if packed:
+        return gzip.decompress(base64.b64decode(packed.group(2))).decode("utf-8")
+    verbatim = re.search(r"(?s)cat > /tmp/bench_driver\.py <<'(\w+)'\n(.*?\n)\1\n", script)
+    return verbatim.group(2) if verbatim else None
 DRIVER_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "render-bench",
                              "driver", "bench_driver.py")
 
@@ -182,7 +200,11 @@ class RenderBenchTest(unittest.TestCase):
         bench, _, _ = self.render()
         script = script_of(bench)
         subprocess.run(["bash", "-n"], input=script, text=True, check=True)
-        self.assertIn(f"cat > {DRIVER_PATH} <<'BENCH_DRIVER_EOF'", script)
+        # The embedded driver is too large to go in verbatim: gzip + base64, unpacked by the script.
+        self.assertIn(f"base64 -d > {DRIVER_PATH}.gz <<'BENCH_DRIVER_EOF'", script)
+        self.assertIn(f"gzip -dc {DRIVER_PATH}.gz > {DRIVER_PATH} || ", script)
+        with open(DRIVER_SOURCE, encoding="utf-8") as f:
+            self.assertEqual(driver_of(script), f.read())
         env = startup_env(script)
         e2e_env = startup_env(script_of(e2e_trainer()))
         keys = list(env)
@@ -212,6 +234,9 @@ class RenderBenchTest(unittest.TestCase):
         stub python3 that records its argv and environment; returns (record, script)."""
         target = os.path.join(tmp, "bench_driver.py")
         script = script.replace(f"cat > {DRIVER_PATH} <<", f"cat > {target} <<", 1)
+        script = script.replace(f"base64 -d > {DRIVER_PATH}.gz <<", f"base64 -d > {target}.gz <<", 1)
+        script = script.replace(f"gzip -dc {DRIVER_PATH}.gz > {DRIVER_PATH} ||",
+                                f"gzip -dc {target}.gz > {target} ||", 1)
         # The driver's own text may name its path too: only the startup block's command changes.
         head, command, tail = script.rpartition(f"python3 {DRIVER_PATH}")
         self.assertTrue(command, "no driver command")
@@ -313,8 +338,7 @@ class RenderBenchTest(unittest.TestCase):
             self.assertFalse(os.path.exists(os.path.join(tmp, "PWNED")))
 
     def test_embedded_driver_is_written_verbatim(self):
-        source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "render-bench",
-                              "driver", "bench_driver.py")
+        source = DRIVER_SOURCE
         with tempfile.TemporaryDirectory() as tmp:
             bench, _, _ = self.render()
             self.execute_client(bench, tmp)
@@ -343,7 +367,7 @@ class RenderBenchTest(unittest.TestCase):
         self.assertEqual(pod["spec"]["serviceAccountName"], e2e_pod["serviceAccountName"])
         for key in ("nodeSelector", "tolerations", "affinity", "hostNetwork", "initContainers", "volumes"):
             self.assertNotIn(key, pod["spec"], key)
-        driverless = re.sub(r"(?s)cat > /tmp/bench_driver.py <<'(\w+)'\n.*?\n\s*\1\n", "", text)
+        driverless = DRIVER_BLOCK.sub("", text)
         self.assertNotIn("google.com/tpu", driverless)
         self.assertNotIn("gke-tpu", driverless)
         (c,) = pod["spec"]["containers"]
@@ -362,7 +386,7 @@ class RenderBenchTest(unittest.TestCase):
         job, _ = self.preflight(*knobs)
         script = job["spec"]["template"]["spec"]["containers"][0]["command"][2]
         subprocess.run(["bash", "-n"], input=script, text=True, check=True)
-        self.assertIn(f"cat > {DRIVER_PATH} <<'BENCH_DRIVER_EOF'", script)
+        self.assertEqual(driver_of(script), driver_of(script_of(self.render()[0])))
         self.assertEqual(startup_words(script)[-3:], ["python3", DRIVER_PATH, "--preflight"])
         bench, _, _ = self.render(*knobs)
         client = startup_env(script_of(bench))
@@ -492,7 +516,7 @@ class RenderBenchTest(unittest.TestCase):
 
     def test_trainer_slice_changes_every_field(self):
         bench, text, _ = self.render("--trainer-slice", "tpu7x:4x4x4")
-        driverless = re.sub(r"(?s)cat > /tmp/bench_driver.py <<'(\w+)'\n.*?\n\s*\1\n", "", text)
+        driverless = DRIVER_BLOCK.sub("", text)
         self.assertNotIn("4x4x8", driverless)
         pw = bench["spec"]["replicatedJobs"][1]
         self.assertEqual(pw["template"]["spec"]["completions"], 16)

@@ -1,0 +1,20 @@
+// Byte encodings for text that must travel inside a Kubernetes manifest: gzip (zlib's deflate
+// with a gzip header, so `gzip -dc` reads it back) and base64 (RFC 4648, so `base64 -d` does).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace rtb {
+
+// The gzip stream of `data` at the best compression. Throws rtb::Error if zlib fails.
+std::string gzip_compress(std::string_view data);
+// `data` decompressed from a gzip stream. Throws rtb::Error on a corrupt or truncated stream.
+std::string gzip_decompress(std::string_view data);
+
+// Base64 of `data` with `=` padding, a newline after every `line_width` characters and at the end
+// (line_width 0: one line, no newline).
+std::string base64_encode(std::string_view data, std::size_t line_width = 76);
+
+}  // namespace rtb
