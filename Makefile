@@ -1,13 +1,13 @@
 # Thin entry points over CMake. `make demo` and `make test` work on a fresh Debian 12 machine:
 # both install the Debian packages we build with (if missing) before they build.
-BUILD_DIR ?= build/release
 PRESET    ?= release
+BUILD_DIR ?= build/$(PRESET)
 JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
 
 APT_PACKAGES := cmake ninja-build g++ make python3 python3-numpy python3-yaml \
   libyaml-cpp-dev libcli11-dev libeigen3-dev libfmt-dev libspdlog-dev \
   libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
-# libFuzzer needs clang and its runtime libraries (make fuzz only).
+# clang and its runtime libraries: the sanitizer build (make test-asan, make fuzz).
 FUZZ_PACKAGES := clang-14 libclang-rt-14-dev
 FUZZ_SECONDS ?= 60
 FUZZ_PARALLEL ?= $(JOBS)
@@ -32,9 +32,15 @@ demo: build
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
-# The whole ctest suite under AddressSanitizer + UndefinedBehaviorSanitizer (halt on error).
-test-asan: deps
+# One clang build (build/asan: ASan + UBSan + libFuzzer's coverage instrumentation) serves both
+# the whole ctest suite under sanitizers (halt on error) and the fuzz targets, so CI compiles the
+# library twice (release and this), not three times.
+build/asan/build.ninja:
 	cmake --preset asan
+
+test-asan: deps
+	@./cmake/install-deps.sh $(FUZZ_PACKAGES)
+	$(MAKE) build/asan/build.ninja
 	cmake --build build/asan -j $(JOBS)
 	ctest --preset asan -j $(JOBS)
 
@@ -42,9 +48,9 @@ test-asan: deps
 # corpora seeded from testdata/ and fuzz/seeds/.
 fuzz: deps
 	@./cmake/install-deps.sh $(FUZZ_PACKAGES)
-	cmake --preset fuzz
-	cmake --build build/fuzz -j $(JOBS) --target fuzzers
-	FUZZ_PARALLEL=$(FUZZ_PARALLEL) ./fuzz/run.sh build/fuzz $(FUZZ_SECONDS)
+	$(MAKE) build/asan/build.ninja
+	cmake --build build/asan -j $(JOBS) --target fuzzers
+	FUZZ_PARALLEL=$(FUZZ_PARALLEL) ./fuzz/run.sh build/asan $(FUZZ_SECONDS)
 
 # What CI runs (.ci/run): every test, every test again under sanitizers, 30 s of each fuzzer.
 ci: test test-asan

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "rtb/error.h"
-#include "rtb/flags.h"
+#include "rtb/base/error.h"
+#include "rtb/k8s/flags.h"
 
 namespace {
 

@@ -9,11 +9,11 @@
 #include <string>
 #include <string_view>
 
-#include "rtb/error.h"
-#include "rtb/hlo.h"
-#include "rtb/hlo_report.h"
-#include "rtb/hlo_scan.h"
-#include "rtb/hlo_syntax.h"
+#include "rtb/base/error.h"
+#include "rtb/hlo/analysis.h"
+#include "rtb/hlo/report.h"
+#include "rtb/hlo/scan.h"
+#include "rtb/hlo/syntax.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

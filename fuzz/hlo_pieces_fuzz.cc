@@ -13,12 +13,12 @@
 #include <tuple>
 #include <vector>
 
-#include "../tests/hlo_counting_filter.h"
-#include "rtb/error.h"
-#include "rtb/hlo.h"
-#include "rtb/hlo_report.h"
-#include "rtb/hlo_scan.h"
-#include "rtb/hlo_syntax.h"
+#include "../tests/hlo/counting_filter.h"
+#include "rtb/base/error.h"
+#include "rtb/hlo/analysis.h"
+#include "rtb/hlo/report.h"
+#include "rtb/hlo/scan.h"
+#include "rtb/hlo/syntax.h"
 
 namespace {
 

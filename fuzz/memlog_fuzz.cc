@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
-#include "rtb/error.h"
-#include "rtb/memlog.h"
-#include "rtb/pyliteral.h"
+#include "rtb/base/error.h"
+#include "rtb/logs/memlog.h"
+#include "rtb/base/pyliteral.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "rtb/error.h"
-#include "rtb/npy.h"
-#include "rtb/routing_load.h"
+#include "rtb/base/error.h"
+#include "rtb/payload/npy.h"
+#include "rtb/payload/load.h"
 
 namespace {
 

@@ -9,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
-#include "rtb/error.h"
-#include "rtb/routing.h"
-#include "rtb/routing_load.h"
+#include "rtb/base/error.h"
+#include "rtb/payload/routing.h"
+#include "rtb/payload/load.h"
 
 namespace {
 

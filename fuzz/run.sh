@@ -3,7 +3,7 @@
 #
 #   fuzz/run.sh BUILD_DIR SECONDS [TARGET...]
 #
-# BUILD_DIR is a build of the `fuzzers` target (cmake --preset fuzz; cmake --build build/fuzz
+# BUILD_DIR is a build of the `fuzzers` target (cmake --preset asan; cmake --build build/asan
 # --target fuzzers). TARGETs are names like dryrun_fuzz or dryrun (default: every fuzz/*_fuzz.cc).
 # Each target runs for SECONDS (-max_total_time) on a working corpus BUILD_DIR/fuzz-corpus/<name>,
 # seeded by copying its seed files from testdata/ and fuzz/seeds/ (the sources are never written),

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "rtb/error.h"
-#include "rtb/shell.h"
+#include "rtb/base/error.h"
+#include "rtb/k8s/shell.h"
 
 namespace {
 

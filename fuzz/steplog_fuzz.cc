@@ -6,8 +6,8 @@
 #include <string>
 #include <string_view>
 
-#include "rtb/error.h"
-#include "rtb/steplog.h"
+#include "rtb/base/error.h"
+#include "rtb/logs/steplog.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -32,6 +32,19 @@ DRIVER_BLOCK = re.compile(r"(?s)(?:cat > /tmp/bench_driver\.py|base64 -d > /tmp/
 PACKED_DRIVER = re.compile(r"(?s)base64 -d > /tmp/bench_driver\.py\.gz <<'(\w+)' [^\n]*\n(.*?)\n\1\n")
 
 
+def hostile_knobs(marker, flags):
+    """The HOSTILE values (naming `marker`) and the knobs that carry each one into a render: argv,
+    driver environment and, with `flags`, MaxText and libtpu flags where a value can be one."""
+    values = [v.replace("{marker}", marker) for v in HOSTILE]
+    args = []
+    for i, value in enumerate(values):
+        args += [f"--trainer-arg=--hostile_{i}={value}", f"--orch-arg=--hostile_{i}={value}",
+                 f"--driver-env=HOSTILE_{i}={value}"]
+        if flags and not re.search(r"\s", value) and value:
+            args += [f"--maxtext-flag=hostile_{i}={value}", f"--libtpu-flag=--xla_hostile_{i}={value}"]
+    return values, args
+
+
 def driver_of(script):
     """The driver a client script writes, decoded when it is packed."""
     packed = PACKED_DRIVER.search(script)
@@ -260,14 +273,7 @@ class RenderBenchTest(unittest.TestCase):
     def test_hostile_values_reach_the_driver_verbatim_and_nothing_else_runs(self):
         with tempfile.TemporaryDirectory() as tmp:
             marker = os.path.join(tmp, "PWNED")
-            values = [v.replace("{marker}", marker) for v in HOSTILE]
-            args = []
-            for i, value in enumerate(values):
-                args += [f"--trainer-arg=--hostile_{i}={value}", f"--orch-arg=--hostile_{i}={value}",
-                         f"--driver-env=HOSTILE_{i}={value}"]
-                if not re.search(r"\s", value) and value:
-                    args += [f"--maxtext-flag=hostile_{i}={value}"]
-                    args += [f"--libtpu-flag=--xla_hostile_{i}={value}"]
+            values, args = hostile_knobs(marker, flags=True)
             args += ["--output-prefix", f"gs://b/{values[0]}"]
             bench, _, _ = self.render(*args)
             subprocess.run(["bash", "-n"], input=script_of(bench), text=True, check=True)
@@ -400,11 +406,7 @@ class RenderBenchTest(unittest.TestCase):
     def test_preflight_passes_hostile_values_verbatim_and_nothing_else_runs(self):
         with tempfile.TemporaryDirectory() as tmp:
             marker = os.path.join(tmp, "PWNED")
-            values = [v.replace("{marker}", marker) for v in HOSTILE]
-            args = []
-            for i, value in enumerate(values):
-                args += [f"--trainer-arg=--hostile_{i}={value}", f"--orch-arg=--hostile_{i}={value}",
-                         f"--driver-env=HOSTILE_{i}={value}"]
+            values, args = hostile_knobs(marker, flags=False)
             job, _ = self.preflight(*args, "--routing", "off", "--allow-fallbacks")
             script = job["spec"]["template"]["spec"]["containers"][0]["command"][2]
             record, _ = self.execute_script(script, tmp)

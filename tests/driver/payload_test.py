@@ -1,4 +1,4 @@
-"""Tests of the bench driver's NumPy payload builder (payload-spec.md) at small sizes."""
+"""Tests of the bench driver's NumPy payload builder (docs/payload-spec.md) at small sizes."""
 
 import math
 import unittest

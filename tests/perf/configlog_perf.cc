@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "rtb/configlog.h"
-#include "rtb/io.h"
+#include "rtb/bench/configlog.h"
+#include "rtb/base/io.h"
 
 namespace {
 

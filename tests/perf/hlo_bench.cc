@@ -35,7 +35,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "rtb/hlo.h"
+#include "rtb/hlo/analysis.h"
 
 extern char** environ;
 

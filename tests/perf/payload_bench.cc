@@ -31,8 +31,8 @@
 #include <string>
 #include <vector>
 
-#include "rtb/payload.h"
-#include "rtb/routing.h"
+#include "rtb/payload/builder.h"
+#include "rtb/payload/routing.h"
 
 namespace {
 

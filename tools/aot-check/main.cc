@@ -11,11 +11,11 @@
 
 #include "common/render_options.h"
 #include "common/tool.h"
-#include "rtb/aot.h"
-#include "rtb/error.h"
-#include "rtb/io.h"
-#include "rtb/memlog.h"
-#include "rtb/render.h"
+#include "rtb/bench/aot.h"
+#include "rtb/base/error.h"
+#include "rtb/base/io.h"
+#include "rtb/logs/memlog.h"
+#include "rtb/bench/render.h"
 
 namespace rtb::embedded {
 std::string_view bench_driver();

@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "common/tool.h"
-#include "rtb/error.h"
-#include "rtb/io.h"
-#include "rtb/memlog.h"
-#include "rtb/slice.h"
+#include "rtb/base/error.h"
+#include "rtb/base/io.h"
+#include "rtb/logs/memlog.h"
+#include "rtb/base/slice.h"
 
 namespace {
 

@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "common/tool.h"
-#include "rtb/bench_stats.h"
-#include "rtb/error.h"
-#include "rtb/io.h"
-#include "rtb/report.h"
-#include "rtb/steplog.h"
+#include "rtb/logs/bench_stats.h"
+#include "rtb/base/error.h"
+#include "rtb/base/io.h"
+#include "rtb/logs/report.h"
+#include "rtb/logs/steplog.h"
 
 namespace {
 

@@ -10,16 +10,16 @@
 #include <vector>
 
 #include "common/tool.h"
-#include "rtb/error.h"
-#include "rtb/io.h"
-#include "rtb/npy.h"
-#include "rtb/payload.h"
-#include "rtb/payload_check.h"
-#include "rtb/payload_report.h"
-#include "rtb/payload_settings.h"
-#include "rtb/routing.h"
-#include "rtb/routing_load.h"
-#include "rtb/tiles.h"
+#include "rtb/base/error.h"
+#include "rtb/base/io.h"
+#include "rtb/payload/npy.h"
+#include "rtb/payload/builder.h"
+#include "rtb/payload/check.h"
+#include "rtb/payload/report.h"
+#include "rtb/payload/settings.h"
+#include "rtb/payload/routing.h"
+#include "rtb/payload/load.h"
+#include "rtb/payload/tiles.h"
 
 namespace {
 
@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
        "The bench payload: a synthetic micro-batch with the trainer's fields, shapes and dtypes "
        "and "
        "replayed top-k routing whose per-layer max/mean expert load hits a target table "
-       "(../shared/docs/payload-spec.md). build writes one (.npz) and checks it; verify runs every "
+       "(docs/payload-spec.md). build writes one (.npz) and checks it; verify runs every "
        "check of the spec on any payload file (either builder's), reading it row by row; measure "
        "computes per-layer and per-expert-parallel-rank loads of a routed-experts array of a real "
        "run and writes the target table --routing-targets reads; tiles counts attention tiles per "

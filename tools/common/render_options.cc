@@ -4,10 +4,10 @@
 #include <cmath>
 #include <utility>
 
-#include "rtb/error.h"
-#include "rtb/io.h"
-#include "rtb/jobset.h"
-#include "rtb/routing.h"
+#include "rtb/base/error.h"
+#include "rtb/base/io.h"
+#include "rtb/k8s/jobset.h"
+#include "rtb/payload/routing.h"
 
 namespace rtb::tool {
 namespace {

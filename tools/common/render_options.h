@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "rtb/dryrun.h"
-#include "rtb/render.h"
+#include "rtb/k8s/dryrun.h"
+#include "rtb/bench/render.h"
 
 namespace rtb::tool {
 

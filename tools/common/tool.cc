@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <exception>
 
-#include "rtb/error.h"
+#include "rtb/base/error.h"
 
 namespace rtb::tool {
 namespace {

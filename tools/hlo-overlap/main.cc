@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "common/tool.h"
-#include "rtb/error.h"
-#include "rtb/hlo.h"
-#include "rtb/hlo_report.h"
-#include "rtb/io.h"
+#include "rtb/base/error.h"
+#include "rtb/hlo/analysis.h"
+#include "rtb/hlo/report.h"
+#include "rtb/base/io.h"
 
 namespace {
 

@@ -114,7 +114,7 @@ Payload file mode (needs NumPy only, no Tunix or JAX):
       [--pad-position end|start] [--pad-align A] [--routing-targets 1.5,2,...|@FILE]
       [--routing-scale S] [--advantages random|zero] [--seed N] [--no-old-logps] [--pad-id P]
       [--max-prompt-length P]
-writes an uncompressed .npz with one array per payload field (payload-spec.md) and a
+writes an uncompressed .npz with one array per payload field (docs/payload-spec.md) and a
 `payload_settings` member (UTF-8 JSON in a uint8 array: how the file was built, which
 `check-payload verify` reads), and prints the per-layer routing summary.
 """
@@ -148,7 +148,7 @@ PROG = "bench_driver"
 
 # Segment starts sit on this grid (the GatedDeltaNet chunk, Tunix's segment_align_multiple).
 SEGMENT_ALIGN = 64
-# The bench's regular rows: 4,588 padding tokens in a 65,536-token budget (payload-spec.md).
+# The bench's regular rows: 4,588 padding tokens in a 65,536-token budget (docs/payload-spec.md).
 REGULAR_PADDING = 4588
 REGULAR_BUDGET = 65536
 # Qwen3.5-397B-A17B, the default vocabulary of the payload file mode.
@@ -533,7 +533,7 @@ def resolve_stage_boundary(settings: Settings) -> "StagePlan":
 
 
 # ------------------------------------------------------------------------------------------------
-# The payload builder (NumPy; payload-spec.md).
+# The payload builder (NumPy; docs/payload-spec.md).
 # ------------------------------------------------------------------------------------------------
 
 
@@ -719,7 +719,7 @@ def fill_routing(out: np.ndarray, *, real_rows: int, real_len: int, shift: int, 
   return report
 
 
-# Fields of the packed micro-batch (payload-spec.md): name -> (dtype, kind). kind "token" is
+# Fields of the packed micro-batch (docs/payload-spec.md): name -> (dtype, kind). kind "token" is
 # [R, T]; "routing" is [R, T, L, K]; "prompt" is [R, 0].
 SPEC_FIELDS = {
     "completion_ids": (np.int32, "token"),

@@ -1,0 +1,105 @@
+#include "rtb/base/json.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "rtb/base/utf8.h"
+
+namespace rtb::json {
+std::string quote(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 2);
+  out += '"';
+  for (std::size_t i = 0; i < text.size();) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x80) {
+      std::size_t length = utf8::sequence_length(text, i);
+      if (length == 0) {
+        out += "\\ufffd";
+        ++i;
+      } else {
+        out.append(text.substr(i, length));
+        i += length;
+      }
+      continue;
+    }
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          out += fmt::format("\\u{:04x}", c);
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+    ++i;
+  }
+  out += '"';
+  return out;
+}
+
+std::string number(double value) {
+  return std::isfinite(value) ? fmt::format("{}", value) : std::string("null");
+}
+
+Writer& Writer::key(std::string_view name) {
+  separate();
+  out_ += quote(name);
+  out_ += ": ";
+  after_key_ = true;
+  return *this;
+}
+
+Writer& Writer::raw(std::string_view text) {
+  separate();
+  out_ += text;
+  return *this;
+}
+
+void Writer::separate() {
+  if (after_key_) {
+    after_key_ = false;
+    return;
+  }
+  if (!first_.empty()) {
+    if (!first_.back()) out_ += ',';
+    first_.back() = false;
+    out_ += '\n';
+    out_.append(2 * first_.size(), ' ');
+  }
+}
+
+Writer& Writer::open(char bracket) {
+  separate();
+  out_ += bracket;
+  first_.push_back(true);
+  return *this;
+}
+
+Writer& Writer::close(char bracket) {
+  bool empty = first_.back();
+  first_.pop_back();
+  if (!empty) {
+    out_ += '\n';
+    out_.append(2 * first_.size(), ' ');
+  }
+  out_ += bracket;
+  return *this;
+}
+
+}  // namespace rtb::json

@@ -1,0 +1,114 @@
+// diff-renders' core: matches the documents of two renders (DRY_RUN outputs or rendered JobSet
+// files) and compares each pair with diff.h's flag-level tree diff; and the --expect-bench check,
+// which sorts the differences between an e2e trainer and a bench render of it into what
+// render-bench may change and everything else.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rtb/k8s/diff.h"
+#include "rtb/k8s/dryrun.h"
+#include "rtb/k8s/jobset.h"
+
+namespace rtb {
+
+// --rename OLD=NEW: B's name NEW counts as A's name OLD.
+struct Rename {
+  std::string from;  // OLD (A's)
+  std::string to;    // NEW (B's)
+};
+// Parses `OLD=NEW`. Throws rtb::Error for anything else.
+Rename parse_rename(std::string_view text);
+
+// `text` with every occurrence of the name `from` replaced by `to`. An occurrence counts when the
+// character before it is not [A-Za-z0-9_-] and the one after is not [A-Za-z0-9_]: names derived
+// from a JobSet name (`abtest-train-proc-0`) follow it, another name (`abtest-train2`) does not.
+std::string replace_name(std::string_view text, std::string_view from, std::string_view to);
+
+// The role of a JobSet for diffing: role_of(), and for a bench render (whose client runs the bench
+// driver, so its script first names --process_main in the driver's text) the role that the
+// --process_main in TRAINER_ARGV names.
+Role diff_role(const Document& doc, const RoleMains& mains);
+
+// A document of one input as diff-renders sees it: every YAML mapping with a `kind`.
+struct DiffDocument {
+  const Document* doc = nullptr;
+  std::string kind;
+  std::string name;
+  Role role = Role::kUnknown;
+};
+
+// The Kubernetes documents of an input. Throws rtb::Error (the input's name and a line) when none
+// of them is a JobSet.
+std::vector<DiffDocument> diff_documents(const DryRun& input, const RoleMains& mains);
+
+struct RenderDiffOptions {
+  bool by_role = false;  // match JobSets by role (trainer, orchestrator, rollout), not by name
+  std::vector<Rename> renames;
+  RoleMains mains;
+};
+
+// One matched pair of documents, or a document that only one side has.
+struct DocumentDiff {
+  // What the differences' paths are prefixed with: the role with by_role, else the name (A's for
+  // a pair), with `Kind/` in front for kinds other than JobSet.
+  std::string label;
+  std::string kind;
+  std::optional<std::string> a_name, b_name;  // absent on the side that lacks the document
+  std::size_t a_line = 0, b_line = 0;         // first input line of the document (0: absent)
+  // For a document on one side only, one difference with the empty path.
+  std::vector<Difference> differences;
+};
+
+struct RenderDiff {
+  std::vector<DocumentDiff> documents;  // in A's order, then what only B has
+  std::size_t differences() const;
+};
+
+RenderDiff diff_renders(const DryRun& a, const DryRun& b, const RenderDiffOptions& options);
+
+// --- expect-bench ------------------------------------------------------------------------------
+
+// Why a difference between the e2e trainer and the bench is one render-bench makes. The ids are
+// part of diff-renders' --json output.
+enum class BenchChange {
+  kName,            // a value naming the trainer JobSet now names the bench
+  kGangId,          // the scheduling.x-k8s.io/gang-id label is the bench's name
+  kMaxRestarts,     // spec.failurePolicy.maxRestarts is 0
+  kNamespace,       // metadata.namespace (--namespace)
+  kImage,           // the client container's image (--image)
+  kClientScript,    // the client's wrapper script around the startup command
+  kClientProgram,   // the program of the startup command (the bench driver)
+  kDriverSettings,  // the driver's settings, TRAINER_ARGV and ORCH_ARGV
+  kMaxTextFlag,     // a MAXTEXT_EXTRA_FLAGS item added or changed (--maxtext-flag, ...)
+  kLibtpuFlag,      // a libtpu flag added or changed alike in every place (--libtpu-flag)
+  kArgvFlag,        // a trainer argv flag added, changed or removed (--trainer-arg, ...)
+  kLogpsChunk,      // COMPUTE_LOGPS_CHUNK_SIZE in the startup environment (--logps-chunk)
+  kTrainerSlice,    // a field that encodes the trainer slice, with the bench slice's value
+};
+std::string_view bench_change_id(BenchChange change);  // "name", "gang-id", ...
+
+struct BenchDifference {
+  Difference difference;
+  std::optional<BenchChange> allowed;  // nullopt: not something render-bench changes
+  std::string why;                     // for an unexpected difference: why it is not allowed
+};
+
+struct ExpectBenchResult {
+  std::string e2e_name, bench_name;
+  std::size_t e2e_line = 0, bench_line = 0;
+  std::vector<BenchDifference> differences;  // every difference, in diff_trees() order
+  std::size_t unexpected() const;
+};
+
+// Compares the trainer of the e2e DRY_RUN `e2e` with the bench JobSet in `bench` (its trainer by
+// role, or its only JobSet) and classifies each difference. Throws rtb::Error when either side has
+// no such JobSet.
+ExpectBenchResult check_expect_bench(const DryRun& e2e, const DryRun& bench,
+                                     const RoleMains& mains);
+
+}  // namespace rtb

@@ -1,0 +1,541 @@
+#include "rtb/bench/diff_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "rtb/base/error.h"
+#include "rtb/base/io.h"
+#include "rtb/base/json.h"
+
+namespace rtb {
+namespace {
+
+constexpr std::string_view kReset = "\033[0m";
+
+std::string_view color_of(Difference::Kind kind) {
+  switch (kind) {
+    case Difference::Kind::kAdded:
+      return "\033[32m";
+    case Difference::Kind::kRemoved:
+      return "\033[31m";
+    case Difference::Kind::kChanged:
+      return "\033[33m";
+    case Difference::Kind::kTypeChanged:
+      return "\033[35m";
+  }
+  return "";
+}
+
+char sign_of(Difference::Kind kind) {
+  switch (kind) {
+    case Difference::Kind::kAdded:
+      return '+';
+    case Difference::Kind::kRemoved:
+      return '-';
+    case Difference::Kind::kChanged:
+      return '~';
+    case Difference::Kind::kTypeChanged:
+      return '!';
+  }
+  return '~';
+}
+
+// A value for a one-line report: a multi-line value shows its first line and its line count.
+std::string one_line(std::string_view value) {
+  std::size_t newline = value.find('\n');
+  if (newline == std::string_view::npos) return std::string(value);
+  std::size_t lines = static_cast<std::size_t>(std::count(value.begin(), value.end(), '\n'));
+  if (!value.empty() && value.back() != '\n') ++lines;
+  return fmt::format("{}... ({} lines)", value.substr(0, newline), lines);
+}
+
+std::string_view last_item(std::string_view path) {
+  if (path.empty() || path.back() != ']') return {};
+  std::size_t open = path.rfind('[');
+  if (open == std::string_view::npos) return {};
+  std::string_view key = path.substr(open + 1, path.size() - open - 2);
+  std::size_t hash = key.rfind('#');
+  if (hash != std::string_view::npos && hash > 0) key = key.substr(0, hash);
+  return key;
+}
+
+// What a line says after the path.
+std::string detail(const Difference& d) {
+  switch (d.kind) {
+    case Difference::Kind::kAdded:
+      return one_line(d.new_value);
+    case Difference::Kind::kRemoved:
+      return one_line(d.old_value);
+    case Difference::Kind::kChanged: {
+      // A changed flag item: its values, as `--xla_foo: 1 -> 2` reads.
+      std::string_view key = last_item(d.path);
+      if (!key.empty()) {
+        std::string prefix = std::string(key) + "=";
+        if (d.old_value.rfind(prefix, 0) == 0 && d.new_value.rfind(prefix, 0) == 0) {
+          return fmt::format("{} -> {}", one_line(d.old_value.substr(prefix.size())),
+                             one_line(d.new_value.substr(prefix.size())));
+        }
+      }
+      return fmt::format("{} -> {}", one_line(d.old_value), one_line(d.new_value));
+    }
+    case Difference::Kind::kTypeChanged:
+      return fmt::format("{} -> {}", one_line(d.old_value), one_line(d.new_value));
+  }
+  return "";
+}
+
+// Splits a diff path into segments: `a.b[c].d` -> `a`, `b`, `[c]`, `d`.
+std::vector<std::string_view> segments(std::string_view path) {
+  std::vector<std::string_view> out;
+  std::size_t i = 0;
+  while (i < path.size()) {
+    if (path[i] == '.') {
+      ++i;
+      continue;
+    }
+    if (path[i] == '[') {
+      std::size_t close = path.find(']', i);
+      if (close == std::string_view::npos) close = path.size() - 1;
+      out.push_back(path.substr(i, close - i + 1));
+      i = close + 1;
+    } else {
+      std::size_t end = path.find_first_of(".[", i);
+      if (end == std::string_view::npos) end = path.size();
+      out.push_back(path.substr(i, end - i));
+      i = end;
+    }
+  }
+  return out;
+}
+
+std::string join_segments(const std::vector<std::string_view>& parts, std::size_t from,
+                          std::size_t to) {
+  std::string out;
+  for (std::size_t i = from; i < to && i < parts.size(); ++i) {
+    if (!out.empty() && parts[i].front() != '[') out += '.';
+    out += parts[i];
+  }
+  return out;
+}
+
+// --- JSON ----------------------------------------------------------------------------------------
+
+std::string json_optional(const std::optional<std::string>& text) {
+  return text ? json::quote(*text) : "null";
+}
+
+std::string json_line(std::size_t line) { return line == 0 ? "null" : std::to_string(line); }
+
+struct Counts {
+  std::size_t added = 0, removed = 0, changed = 0, type_changed = 0;
+  void add(Difference::Kind kind) {
+    switch (kind) {
+      case Difference::Kind::kAdded:
+        ++added;
+        break;
+      case Difference::Kind::kRemoved:
+        ++removed;
+        break;
+      case Difference::Kind::kChanged:
+        ++changed;
+        break;
+      case Difference::Kind::kTypeChanged:
+        ++type_changed;
+        break;
+    }
+  }
+  std::size_t total() const { return added + removed + changed + type_changed; }
+};
+
+bool glob_match_prefixes(std::string_view glob, std::string_view text) {
+  if (glob_match(glob, text)) return true;
+  for (std::size_t i = 1; i < text.size(); ++i) {
+    if ((text[i] == '.' || text[i] == '[') && glob_match(glob, text.substr(0, i))) return true;
+  }
+  return false;
+}
+
+bool glob_matches(const std::string& glob, std::string_view document, std::string_view path) {
+  std::string full = std::string(document) + ":" + std::string(path);
+  return glob_match_prefixes(glob, full) || (!path.empty() && glob_match_prefixes(glob, path));
+}
+
+}  // namespace
+
+bool glob_match(std::string_view glob, std::string_view text) {
+  // Iterative wildcard matching with one backtrack point (the last `*`): linear-ish, no recursion.
+  std::size_t g = 0, t = 0;
+  std::size_t star = std::string_view::npos, resume = 0;
+  while (t < text.size()) {
+    if (g < glob.size() && glob[g] == '*') {
+      star = g++;
+      resume = t;
+      continue;
+    }
+    if (g < glob.size()) {
+      bool escaped = glob[g] == '\\' && g + 1 < glob.size();
+      char want = escaped ? glob[g + 1] : glob[g];
+      if ((!escaped && want == '?') || want == text[t]) {
+        g += escaped ? 2 : 1;
+        ++t;
+        continue;
+      }
+    }
+    if (star == std::string_view::npos) return false;
+    g = star + 1;
+    t = ++resume;
+  }
+  while (g < glob.size() && glob[g] == '*') ++g;
+  return g == glob.size();
+}
+
+void DiffFilter::ignore_file(const std::string& path) {
+  std::string text = read_file(path);
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string_view line(text.data() + start, end - start);
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r'))
+      line.remove_suffix(1);
+    if (!line.empty() && line.front() != '#') ignore_.emplace_back(line);
+    start = end + 1;
+  }
+}
+
+bool DiffFilter::keep(std::string_view document, std::string_view path) const {
+  for (const std::string& glob : ignore_) {
+    if (glob_matches(glob, document, path)) return false;
+  }
+  if (only_.empty()) return true;
+  for (const std::string& glob : only_) {
+    if (glob_matches(glob, document, path)) return true;
+  }
+  return false;
+}
+
+std::size_t RenderReport::unexpected() const {
+  return static_cast<std::size_t>(
+      std::count_if(differences.begin(), differences.end(),
+                    [](const ReportedDifference& d) { return !d.allowed.has_value(); }));
+}
+
+bool RenderReport::failed() const { return expect_bench ? unexpected() > 0 : !differences.empty(); }
+
+RenderReport make_render_report(std::string a_source, std::string b_source, const RenderDiff& diff,
+                                const DiffFilter& filter) {
+  RenderReport report;
+  report.a_source = std::move(a_source);
+  report.b_source = std::move(b_source);
+  for (const DocumentDiff& doc : diff.documents) {
+    ReportedDocument summary{doc.label,  doc.kind,   doc.a_name, doc.b_name,
+                             doc.a_line, doc.b_line, 0};
+    for (const Difference& d : doc.differences) {
+      if (!filter.keep(doc.label, d.path)) {
+        ++report.ignored;
+        continue;
+      }
+      report.differences.push_back({doc.label, d, std::nullopt, ""});
+      ++summary.differences;
+    }
+    report.documents.push_back(std::move(summary));
+  }
+  return report;
+}
+
+RenderReport make_expect_bench_report(std::string a_source, std::string b_source,
+                                      const ExpectBenchResult& result, const DiffFilter& filter) {
+  RenderReport report;
+  report.a_source = std::move(a_source);
+  report.b_source = std::move(b_source);
+  report.expect_bench = true;
+  ReportedDocument summary{
+      "trainer",         "JobSet", result.e2e_name, result.bench_name, result.e2e_line,
+      result.bench_line, 0};
+  for (const BenchDifference& d : result.differences) {
+    if (!filter.keep(summary.label, d.difference.path)) {
+      ++report.ignored;
+      continue;
+    }
+    report.differences.push_back({summary.label, d.difference, d.allowed, d.why});
+    ++summary.differences;
+  }
+  report.documents.push_back(std::move(summary));
+  return report;
+}
+
+std::string format_render_text(const RenderReport& report, const TextStyle& style) {
+  std::string out;
+  for (const ReportedDifference& r : report.differences) {
+    if (report.expect_bench && r.allowed && !style.show_allowed) continue;
+    const Difference& d = r.difference;
+    std::string line;
+    if (d.path.empty()) {
+      // A whole document on one side only.
+      bool only_a = d.kind == Difference::Kind::kRemoved;
+      line = fmt::format("{} {}: only in {}: {}", sign_of(d.kind), r.document,
+                         only_a ? report.a_source : report.b_source,
+                         only_a ? d.old_value : d.new_value);
+    } else {
+      line = fmt::format("{} {}:{}: {}", sign_of(d.kind), r.document, d.path, detail(d));
+    }
+    if (report.expect_bench) {
+      line += r.allowed ? fmt::format("  [allowed: {}]", bench_change_id(*r.allowed))
+                        : fmt::format("  [unexpected: {}]", r.why);
+    }
+    if (style.color) {
+      out += fmt::format("{}{}{}\n", color_of(d.kind), line, kReset);
+    } else {
+      out += line + "\n";
+    }
+  }
+  return out;
+}
+
+std::string diff_area(std::string_view path) {
+  std::vector<std::string_view> parts = segments(path);
+  if (parts.empty()) return "(document)";
+  if (parts.size() >= 3 && parts[0] == "spec" && parts[1] == "replicatedJobs") {
+    std::string job = "replicatedJobs" + std::string(parts[2]);
+    std::size_t i = 3;
+    // Skip the pod template's nesting: template.spec.template.spec.
+    static const std::vector<std::string_view> kNesting = {"template", "spec", "template", "spec"};
+    std::size_t n = 0;
+    while (i < parts.size() && n < kNesting.size() && parts[i] == kNesting[n]) {
+      ++i;
+      ++n;
+    }
+    if (i >= parts.size()) return job;
+    if ((parts[i] == "containers" || parts[i] == "initContainers") && i + 1 < parts.size()) {
+      std::string container = job + "." + std::string(parts[i]) + std::string(parts[i + 1]);
+      std::size_t j = i + 2;
+      if (j >= parts.size()) return container;
+      if (parts[j] == "startup" && j + 1 < parts.size()) {
+        if (parts[j + 1] == "env" && j + 2 < parts.size() && j + 3 < parts.size()) {
+          // A flag string inside the environment: MAXTEXT_EXTRA_FLAGS, LIBTPU_INIT_ARGS.
+          return container + "." + join_segments(parts, j, j + 3);
+        }
+        return container + "." + join_segments(parts, j, j + 2);
+      }
+      if (parts[j] == "env" && j + 1 < parts.size()) {
+        // A flag string in an env entry's value keeps its own area.
+        if (j + 3 < parts.size()) return container + "." + join_segments(parts, j, j + 2);
+        return container + ".env";
+      }
+      return container + "." + std::string(parts[j]);
+    }
+    return job + "." + std::string(parts[i]);
+  }
+  return join_segments(parts, 0, std::min<std::size_t>(2, parts.size()));
+}
+
+std::string format_render_stat(const RenderReport& report) {
+  // Areas per document in first-seen order.
+  std::vector<std::pair<std::string, std::string>> order;
+  std::map<std::pair<std::string, std::string>, Counts> counts;
+  Counts total;
+  for (const ReportedDifference& r : report.differences) {
+    if (report.expect_bench && r.allowed) continue;
+    std::pair<std::string, std::string> key{r.document, diff_area(r.difference.path)};
+    if (!counts.count(key)) order.push_back(key);
+    counts[key].add(r.difference.kind);
+    total.add(r.difference.kind);
+  }
+  std::size_t width_doc = 0, width_area = 0;
+  for (const auto& [doc, area] : order) {
+    width_doc = std::max(width_doc, doc.size());
+    width_area = std::max(width_area, area.size());
+  }
+  std::string out;
+  for (const auto& key : order) {
+    const Counts& c = counts[key];
+    out +=
+        fmt::format("{:<{}}  {:<{}}  {:>4}  (+{} -{} ~{} !{})\n", key.first, width_doc, key.second,
+                    width_area, c.total(), c.added, c.removed, c.changed, c.type_changed);
+  }
+  std::size_t documents = 0;
+  for (const ReportedDocument& doc : report.documents) documents += doc.differences > 0;
+  out += fmt::format("{} {}{} in {} document{}: {} added, {} removed, {} changed, {} type-changed",
+                     total.total(), report.expect_bench ? "unexpected " : "",
+                     total.total() == 1 ? "difference" : "differences", documents,
+                     documents == 1 ? "" : "s", total.added, total.removed, total.changed,
+                     total.type_changed);
+  if (report.expect_bench) {
+    out += fmt::format("; {} allowed", report.differences.size() - report.unexpected());
+  }
+  if (report.ignored > 0) out += fmt::format("; {} ignored", report.ignored);
+  return out + "\n";
+}
+
+std::string format_render_json(const RenderReport& report) {
+  Counts counts;
+  for (const ReportedDifference& r : report.differences) counts.add(r.difference.kind);
+  std::string out = "{\n";
+  out += "  \"schema\": \"rtb.diff-renders/1\",\n";
+  out += fmt::format("  \"mode\": \"{}\",\n", report.expect_bench ? "expect-bench" : "diff");
+  out += fmt::format("  \"a\": {},\n  \"b\": {},\n", json::quote(report.a_source),
+                     json::quote(report.b_source));
+  out += "  \"documents\": [";
+  for (std::size_t i = 0; i < report.documents.size(); ++i) {
+    const ReportedDocument& d = report.documents[i];
+    out += fmt::format(
+        "{}\n    {{\"document\": {}, \"kind\": {}, \"a_name\": {}, \"b_name\": {}, "
+        "\"a_line\": {}, \"b_line\": {}, \"differences\": {}}}",
+        i ? "," : "", json::quote(d.label), json::quote(d.kind), json_optional(d.a_name),
+        json_optional(d.b_name), json_line(d.a_line), json_line(d.b_line), d.differences);
+  }
+  out += report.documents.empty() ? "],\n" : "\n  ],\n";
+  out += "  \"differences\": [";
+  for (std::size_t i = 0; i < report.differences.size(); ++i) {
+    const ReportedDifference& r = report.differences[i];
+    const Difference& d = r.difference;
+    bool has_old = d.kind != Difference::Kind::kAdded;
+    bool has_new = d.kind != Difference::Kind::kRemoved;
+    out += fmt::format(
+        "{}\n    {{\"document\": {}, \"path\": {}, \"kind\": \"{}\", \"old\": {}, \"new\": {}",
+        i ? "," : "", json::quote(r.document), json::quote(d.path), kind_name(d.kind),
+        has_old ? json::quote(d.old_value) : "null", has_new ? json::quote(d.new_value) : "null");
+    if (report.expect_bench) {
+      out += fmt::format(", \"allowed\": {}, \"change\": {}, \"why\": {}",
+                         r.allowed ? "true" : "false",
+                         r.allowed ? json::quote(bench_change_id(*r.allowed)) : "null",
+                         r.allowed ? "null" : json::quote(r.why));
+    }
+    out += "}";
+  }
+  out += report.differences.empty() ? "],\n" : "\n  ],\n";
+  out += fmt::format(
+      "  \"summary\": {{\"added\": {}, \"removed\": {}, \"changed\": {}, \"type-changed\": {}, "
+      "\"total\": {}, \"ignored\": {}",
+      counts.added, counts.removed, counts.changed, counts.type_changed, counts.total(),
+      report.ignored);
+  if (report.expect_bench) {
+    out += fmt::format(", \"allowed\": {}, \"unexpected\": {}",
+                       report.differences.size() - report.unexpected(), report.unexpected());
+  }
+  out += "},\n";
+  std::string_view result = report.expect_bench ? (report.failed() ? "fail" : "pass")
+                                                : (report.failed() ? "different" : "same");
+  out += fmt::format("  \"result\": \"{}\"\n}}\n", result);
+  return out;
+}
+
+// --- diff-configs
+// ----------------------------------------------------------------------------------
+
+std::string format_config_text(const std::vector<ConfigDifference>& differences,
+                               const TextStyle& style) {
+  std::string out;
+  for (const ConfigDifference& d : differences) {
+    std::string line;
+    Difference::Kind kind = Difference::Kind::kChanged;
+    switch (d.kind) {
+      case ConfigDifference::Kind::kAdded:
+        kind = Difference::Kind::kAdded;
+        line = fmt::format("+ {}: {}", d.key, one_line(d.b->value));
+        break;
+      case ConfigDifference::Kind::kRemoved:
+        kind = Difference::Kind::kRemoved;
+        line = fmt::format("- {}: {}", d.key, one_line(d.a->value));
+        break;
+      case ConfigDifference::Kind::kChanged:
+        line = fmt::format("~ {}: {} -> {}", d.key, one_line(d.a->value), one_line(d.b->value));
+        break;
+    }
+    if (style.color) {
+      out += fmt::format("{}{}{}\n", color_of(kind), line, kReset);
+    } else {
+      out += line + "\n";
+    }
+  }
+  return out;
+}
+
+namespace {
+
+std::string json_side(const ConfigSide& side) {
+  bool log = side.kind == ConfigSide::Kind::kLog;
+  return fmt::format("{{\"source\": {}, \"kind\": \"{}\", \"dump\": {}, \"keys\": {}}}",
+                     json::quote(side.source), log ? "log" : "render",
+                     log && side.dump ? std::to_string(side.dump) : "null", side.settings.size());
+}
+
+std::string json_setting_fields(const std::optional<ConfigSetting>& s, std::string_view prefix) {
+  return fmt::format("\"{}\": {}, \"{}_line\": {}, \"{}_origin\": {}", prefix,
+                     s ? json::quote(s->value) : "null", prefix, s ? json_line(s->line) : "null",
+                     prefix, s && !s->origin.empty() ? json::quote(s->origin) : "null");
+}
+
+}  // namespace
+
+std::string format_config_json(const ConfigSide& a, const ConfigSide& b,
+                               const std::vector<ConfigDifference>& differences,
+                               const std::optional<std::string>& keys_regex) {
+  std::size_t added = 0, removed = 0, changed = 0;
+  std::string out = "{\n  \"schema\": \"rtb.diff-configs/1\",\n";
+  out += fmt::format("  \"a\": {},\n  \"b\": {},\n", json_side(a), json_side(b));
+  out += fmt::format("  \"keys\": {},\n", json_optional(keys_regex));
+  out += "  \"differences\": [";
+  for (std::size_t i = 0; i < differences.size(); ++i) {
+    const ConfigDifference& d = differences[i];
+    added += d.kind == ConfigDifference::Kind::kAdded;
+    removed += d.kind == ConfigDifference::Kind::kRemoved;
+    changed += d.kind == ConfigDifference::Kind::kChanged;
+    out += fmt::format("{}\n    {{\"key\": {}, \"kind\": \"{}\", {}, {}}}", i ? "," : "",
+                       json::quote(d.key), config_kind_name(d.kind),
+                       json_setting_fields(d.a, "old"), json_setting_fields(d.b, "new"));
+  }
+  out += differences.empty() ? "],\n" : "\n  ],\n";
+  out += fmt::format(
+      "  \"summary\": {{\"added\": {}, \"removed\": {}, \"changed\": {}, \"total\": {}}},\n", added,
+      removed, changed, differences.size());
+  out += fmt::format("  \"result\": \"{}\"\n}}\n", differences.empty() ? "same" : "different");
+  return out;
+}
+
+std::string format_dump_list(const std::vector<ConfigSide>& sides) {
+  std::string out;
+  for (const ConfigSide& side : sides) {
+    if (side.kind != ConfigSide::Kind::kLog) {
+      out += fmt::format("{}: a render ({} MaxText settings), no config dumps\n", side.source,
+                         side.settings.size());
+      continue;
+    }
+    for (const ConfigDumpInfo& info : side.dumps) {
+      out += fmt::format("{}: dump {}: lines {}-{}, {} keys ({} .. {}), {}{}\n", side.source,
+                         info.number, info.first_line, info.last_line, info.params, info.first_key,
+                         info.last_key,
+                         info.complete ? "complete" : "truncated: " + info.incomplete_reason,
+                         info.number == side.dump ? " [default]" : "");
+    }
+  }
+  return out;
+}
+
+std::string format_dump_list_json(const std::vector<ConfigSide>& sides) {
+  std::string out = "{\n  \"schema\": \"rtb.diff-configs.dumps/1\",\n  \"inputs\": [";
+  for (std::size_t s = 0; s < sides.size(); ++s) {
+    const ConfigSide& side = sides[s];
+    bool log = side.kind == ConfigSide::Kind::kLog;
+    out += fmt::format("{}\n    {{\"source\": {}, \"kind\": \"{}\", \"default\": {}, \"dumps\": [",
+                       s ? "," : "", json::quote(side.source), log ? "log" : "render",
+                       log && side.dump ? std::to_string(side.dump) : "null");
+    for (std::size_t i = 0; i < side.dumps.size(); ++i) {
+      const ConfigDumpInfo& d = side.dumps[i];
+      out += fmt::format(
+          "{}\n      {{\"number\": {}, \"first_line\": {}, \"last_line\": {}, \"keys\": {}, "
+          "\"first_key\": {}, \"last_key\": {}, \"complete\": {}, \"reason\": {}}}",
+          i ? "," : "", d.number, d.first_line, d.last_line, d.params, json::quote(d.first_key),
+          json::quote(d.last_key), d.complete ? "true" : "false",
+          d.complete ? "null" : json::quote(d.incomplete_reason));
+    }
+    out += side.dumps.empty() ? "]}" : "\n    ]}";
+  }
+  out += sides.empty() ? "]\n}\n" : "\n  ]\n}\n";
+  return out;
+}
+
+}  // namespace rtb

@@ -1,0 +1,127 @@
+// render-bench's core: the e2e trainer JobSet of a DRY_RUN becomes a standalone bench JobSet.
+// Only names, maxRestarts and the client command change, plus what the knobs ask for; every change
+// is recorded, and the result is checked against the e2e trainer before it is returned.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "rtb/k8s/dryrun.h"
+#include "rtb/k8s/jobset.h"
+
+namespace rtb {
+
+// Settings the bench driver reads from its environment (see the driver's module docstring).
+struct DriverSettings {
+  int steps = 5;
+  int micro_steps = 9;
+  long long seed = 0;
+  std::vector<double> routing_targets;  // empty: the built-in default table
+  std::string routing_targets_source;   // where they came from, for the summary
+  double routing_scale = 1.0;
+  bool logp_gates = true;
+  std::string advantages = "random";  // random | zero
+  // Unset: not written, and the driver follows the e2e orchestrator's packing layout.
+  std::optional<std::string> pad_position;  // end | start
+  std::optional<int> pad_align;             // a positive multiple of 64
+  std::string stage_boundary = "auto";      // auto | on | off (the staged step boundary)
+  // Unset: not written, and the driver's default (auto) applies.
+  std::optional<std::string> routing;     // auto | on | off
+  std::optional<std::string> logps_pass;  // auto | on | off
+  bool allow_fallbacks = false;           // written as ALLOW_FALLBACKS=1 when set
+  std::vector<std::pair<std::string, std::string>> extra_env;  // --driver-env K=V, in order
+};
+
+struct RenderOptions {
+  std::string name;  // the bench JobSet's name
+  std::optional<std::string> namespace_name;
+  std::optional<std::string> image;          // the client container's image
+  std::optional<std::string> output_prefix;  // --maxtext_output_directory=<prefix>/<name>
+  std::vector<std::string> maxtext_flags;    // KEY=VALUE: upsert into MAXTEXT_EXTRA_FLAGS
+  std::vector<std::string> maxtext_replace;  // KEY=VALUE: replace in place, must exist
+  std::vector<std::string> libtpu_flags;     // --xla_...=V: client, proxy and workers
+  std::vector<std::string> trainer_args;     // --k=v / --k / --no-k: upsert into the trainer argv
+  std::vector<std::string> trainer_args_removed;      // --k: remove from the trainer argv
+  std::vector<std::string> orchestrator_args;         // upsert into the orchestrator argv
+  std::optional<std::string> trainer_slice;           // TYPE:TOPOLOGY
+  std::optional<int> logps_chunk;                     // compute_logps_chunk_size
+  std::optional<std::pair<int, int>> profile_window;  // START:COUNT in fwd_bwd calls
+  DriverSettings driver;
+  RoleMains mains;
+  std::string driver_source;  // bench_driver.py
+  std::string tool_version;   // written into the client script's header comment
+};
+
+// One change made to the trainer JobSet: which knob (or "render" for the fixed changes), at which
+// path (diff.h's path scheme), from what to what.
+struct Change {
+  std::string knob;
+  std::string path;
+  std::string old_value;  // empty when added
+  std::string new_value;  // empty when removed
+};
+
+struct RenderResult {
+  YAML::Node bench;  // the bench JobSet
+  std::string yaml;  // its text
+  std::string trainer_name;
+  std::vector<Change> changes;
+  std::vector<std::string> warnings;  // for the tool to log
+};
+
+// One line: "abtest-train -> abtest-bench: 7 changes: render 4, --name 2, --libtpu-flag 3".
+std::string summarize_changes(const RenderResult& result);
+
+// Validates a JobSet name: a DNS label short enough for the pod names JobSet derives from it.
+void validate_jobset_name(const std::string& name);
+
+// Renders the bench JobSet. Throws rtb::Error for bad input or options; a difference from the e2e
+// trainer that no option asked for is an internal error (rtb::Error starting "internal error").
+RenderResult render_bench(const DryRun& dryrun, const RenderOptions& options);
+
+// The preflight: a one-pod CPU Job (batch/v1) named <bench name>-preflight that runs
+// `python3 /tmp/bench_driver.py --preflight` in the bench client's image, namespace and service
+// account, with the client container's env list, JAX_PLATFORMS=cpu, and the script and driver
+// settings the bench client gets; no TPU resources, node selectors or tolerations.
+struct PreflightResult {
+  RenderResult bench;  // the bench whose client the Job stands in for (its changes, warnings)
+  YAML::Node job;
+  std::string yaml;  // the Job's text
+};
+
+inline constexpr std::string_view kPreflightSuffix = "-preflight";
+
+// Renders the bench (with every check render_bench makes) and the preflight Job of its client.
+// Throws rtb::Error as render_bench does.
+PreflightResult render_preflight(const DryRun& dryrun, const RenderOptions& options);
+
+// Compares the e2e trainer with a bench JobSet flag by flag (diff.h) and throws rtb::Error
+// ("internal error: self-check: ...") for the first difference that no recorded change covers: a
+// change covers its own path and everything below it.
+void check_bench_against_e2e(const YAML::Node& e2e_trainer, const YAML::Node& bench,
+                             const std::vector<Change>& changes);
+
+// The orchestrator environment variables the driver follows where its own setting is auto or
+// unset: the staged step boundary (STAGE_BOUNDARY), the packing layout (PAD_POSITION, PAD_ALIGN)
+// and routed-expert replay (ROUTING). render-bench copies each one the orchestrator sets as
+// ORCH_<name> into the driver settings.
+inline constexpr std::string_view kOrchestratorDriverEnv[] = {
+    "PIPELINE_STEP_BOUNDARY", "STAGE_NEXT_MICROBATCH", "PACK_PAD_POSITION", "PACK_PAD_ALIGN",
+    "RETURN_ROUTED_EXPERTS"};
+
+// The driver settings as the environment assignments of the client command, in order, starting
+// with kDriverSettingsStart. `orch_env`: the kOrchestratorDriverEnv values the e2e orchestrator
+// sets (name, value).
+std::vector<std::pair<std::string, std::string>> driver_environment(
+    const RenderOptions& options, const std::string& trainer_argv, const std::string& orch_argv,
+    const std::vector<std::pair<std::string, std::string>>& orch_env = {});
+
+// A heredoc terminator that does not occur as a line of `text`.
+std::string heredoc_terminator(std::string_view text);
+
+}  // namespace rtb

@@ -1,0 +1,666 @@
+#include "rtb/hlo/report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <vector>
+
+#include "rtb/base/error.h"
+#include "rtb/base/json.h"
+#include "rtb/base/svg.h"
+
+namespace rtb::hlo {
+namespace {
+
+// ---- small formatting helpers -------------------------------------------------------------------
+
+std::string with_commas(std::int64_t value) {
+  std::string digits = std::to_string(value < 0 ? -value : value);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return value < 0 ? fmt::format("-{}", out) : out;
+}
+
+std::string signed_bytes(std::int64_t delta) {
+  if (delta == 0) return "0";
+  return fmt::format("{}{}", delta > 0 ? "+" : "-", human_bytes(delta > 0 ? delta : -delta));
+}
+
+std::string signed_count(std::int64_t delta) {
+  if (delta == 0) return "0";
+  return fmt::format("{}{}", delta > 0 ? "+" : "", with_commas(delta));
+}
+
+std::string executions_text(std::int64_t executions, bool known) {
+  return fmt::format("{}{}", known ? "" : ">=", with_commas(executions));
+}
+
+// Names are printed with '%' as in the dump, so they can be searched for.
+std::string pct(const std::string& name) { return name.empty() ? "-" : fmt::format("%{}", name); }
+
+// Exposed entries, heaviest first (weighted exposed bytes, then file order).
+std::vector<std::size_t> ranked_exposed(const Analysis& analysis) {
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < analysis.collectives.size(); ++i) {
+    if (analysis.collectives[i].exposed()) order.push_back(i);
+  }
+  auto weight = [&](std::size_t i) {
+    const Collective& c = analysis.collectives[i];
+    long double w = static_cast<long double>(c.bytes) * static_cast<long double>(c.executions);
+    return w;
+  };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return weight(a) > weight(b); });
+  return order;
+}
+
+// ---- JSON ---------------------------------------------------------------------------------------
+
+std::string json_bool(bool value) { return value ? "true" : "false"; }
+std::string json_line(std::int64_t line) { return line > 0 ? std::to_string(line) : "null"; }
+std::string json_name(const std::string& name) { return name.empty() ? "null" : json::quote(name); }
+
+std::string json_totals(const Totals& t) {
+  return fmt::format(
+      "\"instances\": {}, \"executions\": {}, \"bytes\": {}, \"overlapped\": {}, \"exposed\": {}, "
+      "\"exposed_bytes\": {}, \"unpaired\": {}, \"executions_unknown\": {}",
+      t.instances, t.executions, t.bytes, t.overlapped, t.exposed, t.exposed_bytes, t.unpaired,
+      t.executions_unknown);
+}
+
+std::string json_collective(std::size_t index, const Collective& c) {
+  std::string compute = "[";
+  for (std::size_t i = 0; i < c.compute_sample.size(); ++i) {
+    if (i > 0) compute += ", ";
+    compute += json::quote(c.compute_sample[i]);
+  }
+  compute += "]";
+  std::string exposed = c.paired_or_sync() ? json_bool(c.exposed()) : "null";
+  return fmt::format(
+      "{{\"index\": {}, \"kind\": {}, \"category\": {}, \"computation\": {}, \"start\": {}, "
+      "\"done\": {}, \"wrapper\": {}, \"start_line\": {}, \"done_line\": {}, \"async\": {}, "
+      "\"status\": {}, \"exposed\": {}, \"bytes\": {}, \"bytes_known\": {}, "
+      "\"window_instructions\": {}, \"window_compute\": {}, \"compute\": {}, \"executions\": {}, "
+      "\"executions_known\": {}, \"op_name\": {}, \"in_truncated_computation\": {}}}",
+      index, json::quote(c.kind), json::quote(category_name(c.category)),
+      json::quote(c.computation), json_name(c.start), json_name(c.done), json_name(c.wrapper),
+      json_line(c.start_line), json_line(c.done_line), json_bool(c.async),
+      json::quote(status_name(c.status)), exposed, c.bytes, json_bool(c.bytes_known),
+      c.window_instructions, c.window_compute, compute, c.executions, json_bool(c.executions_known),
+      json_name(c.op_name), json_bool(c.in_truncated_computation));
+}
+
+// The report object, indented by `indent` spaces (nested in the comparison document).
+std::string json_report(const Analysis& analysis, const ReportOptions& options, int indent) {
+  std::string pad(static_cast<std::size_t>(indent), ' ');
+  std::string in = pad + "  ";
+  std::string out = "{\n";
+  out += fmt::format("{}\"schema\": \"rtb.hlo-overlap/1\",\n", in);
+  out += fmt::format("{}\"file\": {},\n", in, json::quote(analysis.file));
+  out += fmt::format("{}\"module\": {},\n", in, json::quote(analysis.module));
+  out += fmt::format("{}\"scheduled\": {},\n", in, json_bool(analysis.scheduled));
+  out += fmt::format("{}\"truncated\": {},\n", in, json_bool(analysis.truncated));
+  out += fmt::format("{}\"truncated_line\": {},\n", in,
+                     analysis.truncated ? json_line(analysis.truncated_line) : "null");
+  out += fmt::format("{}\"truncation_reason\": {},\n", in,
+                     analysis.truncated ? json::quote(analysis.truncation_reason) : "null");
+  out += fmt::format("{}\"computations\": {},\n", in, analysis.computations);
+  out += fmt::format("{}\"instructions\": {},\n", in, analysis.instructions);
+  out += fmt::format("{}\"lines\": {},\n", in, analysis.lines);
+  out += fmt::format("{}\"bytes_read\": {},\n", in, analysis.bytes_read);
+  out += fmt::format("{}\"collectives\": [", in);
+  for (std::size_t i = 0; i < analysis.collectives.size(); ++i) {
+    out += i == 0 ? "\n" : ",\n";
+    out += fmt::format("{}  {}", in, json_collective(i, analysis.collectives[i]));
+  }
+  out += analysis.collectives.empty() ? "],\n" : fmt::format("\n{}],\n", in);
+  out += fmt::format("{}\"summary\": {{", in);
+  for (std::size_t i = 0; i < analysis.by_kind.size(); ++i) {
+    const KindTotals& k = analysis.by_kind[i];
+    out += i == 0 ? "\n" : ",\n";
+    out += fmt::format("{}  {}: {{\"category\": {}, {}}}", in, json::quote(k.kind),
+                       json::quote(category_name(k.category)), json_totals(k.totals));
+  }
+  out += analysis.by_kind.empty() ? "},\n" : fmt::format("\n{}}},\n", in);
+  out += fmt::format("{}\"total\": {{{}}},\n", in, json_totals(analysis.total));
+  out += fmt::format("{}\"total_collectives\": {{{}}},\n", in,
+                     json_totals(analysis.total_collectives));
+  out += fmt::format("{}\"by_computation\": [", in);
+  for (std::size_t i = 0; i < analysis.by_computation.size(); ++i) {
+    const ComputationTotals& c = analysis.by_computation[i];
+    out += i == 0 ? "\n" : ",\n";
+    out += fmt::format(
+        "{}  {{\"computation\": {}, \"computation_executions\": {}, "
+        "\"computation_executions_known\": {}, {}}}",
+        in, json::quote(c.computation), c.executions, json_bool(c.executions_known),
+        json_totals(c.totals));
+  }
+  out += analysis.by_computation.empty() ? "],\n" : fmt::format("\n{}],\n", in);
+  std::vector<std::size_t> top = ranked_exposed(analysis);
+  if (top.size() > options.top) top.resize(options.top);
+  out += fmt::format("{}\"top_exposed\": [", in);
+  for (std::size_t i = 0; i < top.size(); ++i)
+    out += fmt::format("{}{}", i == 0 ? "" : ", ", top[i]);
+  out += "],\n";
+  out += fmt::format("{}\"warnings\": [", in);
+  for (std::size_t i = 0; i < analysis.warnings.size(); ++i) {
+    const Warning& w = analysis.warnings[i];
+    out += i == 0 ? "\n" : ",\n";
+    out += fmt::format("{}  {{\"line\": {}, \"message\": {}}}", in, json_line(w.line),
+                       json::quote(w.message));
+  }
+  out += analysis.warnings.empty() ? "],\n" : fmt::format("\n{}],\n", in);
+  out += fmt::format("{}\"warnings_dropped\": {}\n", in, analysis.warnings_dropped);
+  out += pad + "}";
+  return out;
+}
+
+// ---- text tables --------------------------------------------------------------------------------
+
+struct Table {
+  std::vector<std::string> header;
+  std::vector<bool> left;  // left-aligned columns
+  std::vector<std::vector<std::string>> rows;
+
+  std::string str(const std::string& indent = "") const {
+    std::vector<std::size_t> width(header.size(), 0);
+    for (std::size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
+    for (const auto& row : rows) {
+      for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+    }
+    auto line = [&](const std::vector<std::string>& cells) {
+      std::string out = indent;
+      for (std::size_t c = 0; c < cells.size(); ++c) {
+        if (c > 0) out += "  ";
+        std::string pad(width[c] - cells[c].size(), ' ');
+        out += left[c] ? cells[c] + (c + 1 == cells.size() ? "" : pad) : pad + cells[c];
+      }
+      return out + "\n";
+    };
+    std::string out = line(header);
+    for (const auto& row : rows) out += line(row);
+    return out;
+  }
+};
+
+std::vector<std::string> totals_cells(const Totals& t) {
+  return {with_commas(t.instances),  with_commas(t.executions), human_bytes(t.bytes),
+          with_commas(t.overlapped), with_commas(t.exposed),    human_bytes(t.exposed_bytes),
+          with_commas(t.unpaired)};
+}
+
+std::string describe_window(const Collective& c) {
+  if (!c.async) return "synchronous";
+  if (c.status == Status::kUnpairedStart) return "no done";
+  if (c.status == Status::kUnpairedDone) return "no start";
+  std::string out = fmt::format("{} instr, {} compute", c.window_instructions, c.window_compute);
+  if (!c.compute_sample.empty()) {
+    out += " (";
+    for (std::size_t i = 0; i < c.compute_sample.size(); ++i) {
+      out += fmt::format("{}{}", i == 0 ? "%" : ", %", c.compute_sample[i]);
+    }
+    if (static_cast<std::int64_t>(c.compute_sample.size()) < c.window_compute) out += ", ...";
+    out += ")";
+  }
+  return out;
+}
+
+std::string entry_line(const Collective& c) {
+  std::string names = c.async ? fmt::format("{} -> {}", pct(c.start), pct(c.done)) : pct(c.start);
+  std::string line = c.start_line > 0 ? std::to_string(c.start_line) : std::to_string(c.done_line);
+  return fmt::format("{} {} in {} (line {}): {}, {} x {}, {}", c.kind, names, pct(c.computation),
+                     line, status_name(c.status), human_bytes(c.bytes),
+                     executions_text(c.executions, c.executions_known), describe_window(c));
+}
+
+}  // namespace
+
+std::string human_bytes(std::int64_t bytes) {
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double value = static_cast<double>(bytes);
+  int unit = -1;
+  while (value >= 1024 && unit < 5) {
+    value /= 1024;
+    ++unit;
+  }
+  return fmt::format("{:.1f} {}", value, kUnits[unit]);
+}
+
+std::string format_text(const Analysis& a, const ReportOptions& options) {
+  std::string out;
+  out +=
+      fmt::format("{}: module {}{}, {} computations, {} instructions, {} lines\n", a.file, a.module,
+                  a.scheduled ? " (scheduled)" : " (NOT scheduled)", with_commas(a.computations),
+                  with_commas(a.instructions), with_commas(a.lines));
+  if (a.truncated) {
+    out += fmt::format("TRUNCATED at line {}: {}; the report covers the text before it\n",
+                       a.truncated_line, a.truncation_reason);
+  }
+  const Totals& t = a.total_collectives;
+  out += fmt::format(
+      "collectives: {} in the text, {} executions; overlapped {}, exposed {} ({} of {})\n",
+      with_commas(t.instances), with_commas(t.executions), with_commas(t.overlapped),
+      with_commas(t.exposed), human_bytes(t.exposed_bytes), human_bytes(t.bytes));
+  if (a.collectives.empty()) {
+    out += "no collectives, copies or other asynchronous ops\n";
+  } else {
+    out += "\nBy kind (counts and bytes weighted by executions; unpaired = entries in the text):\n";
+    Table kinds{{"kind", "category", "entries", "executions", "bytes", "overlapped", "exposed",
+                 "exposed bytes", "unpaired"},
+                {true, true, false, false, false, false, false, false, false},
+                {}};
+    for (const KindTotals& k : a.by_kind) {
+      std::vector<std::string> row{k.kind, std::string(category_name(k.category))};
+      for (std::string& cell : totals_cells(k.totals)) row.push_back(std::move(cell));
+      kinds.rows.push_back(std::move(row));
+    }
+    std::vector<std::string> all{"all", ""};
+    for (std::string& cell : totals_cells(a.total)) all.push_back(std::move(cell));
+    kinds.rows.push_back(std::move(all));
+    out += kinds.str("  ");
+
+    out += "\nBy computation:\n";
+    Table computations{{"computation", "runs", "entries", "executions", "bytes", "overlapped",
+                        "exposed", "exposed bytes", "unpaired"},
+                       {true, false, false, false, false, false, false, false, false},
+                       {}};
+    for (const ComputationTotals& c : a.by_computation) {
+      std::vector<std::string> row{pct(c.computation),
+                                   executions_text(c.executions, c.executions_known)};
+      for (std::string& cell : totals_cells(c.totals)) row.push_back(std::move(cell));
+      computations.rows.push_back(std::move(row));
+    }
+    out += computations.str("  ");
+
+    std::vector<std::size_t> top = ranked_exposed(a);
+    if (!top.empty() && options.top > 0) {
+      std::size_t shown = std::min(top.size(), options.top);
+      out += fmt::format("\nTop {} exposed (by bytes x executions, of {}):\n", shown, top.size());
+      for (std::size_t r = 0; r < shown; ++r) {
+        const Collective& c = a.collectives[top[r]];
+        out += fmt::format("  {:>2}. {}\n", r + 1, entry_line(c));
+        if (!c.op_name.empty()) out += fmt::format("      op_name: {}\n", c.op_name);
+      }
+    }
+    std::vector<std::size_t> unpaired;
+    for (std::size_t i = 0; i < a.collectives.size(); ++i) {
+      if (!a.collectives[i].paired_or_sync()) unpaired.push_back(i);
+    }
+    if (!unpaired.empty()) {
+      out += fmt::format("\nUnpaired ({}):\n", unpaired.size());
+      for (std::size_t i : unpaired) {
+        const Collective& c = a.collectives[i];
+        std::string why =
+            c.status == Status::kUnpairedStart
+                ? (c.in_truncated_computation ? "its computation is cut off by the end of the dump"
+                                              : "no done in this computation")
+                : "its operand is not a start in this computation";
+        out += fmt::format("  {}: {}\n", entry_line(c), why);
+      }
+    }
+    if (options.list) {
+      out += "\nAll entries:\n";
+      for (std::size_t i = 0; i < a.collectives.size(); ++i) {
+        out += fmt::format("  {:>4} {}\n", i, entry_line(a.collectives[i]));
+      }
+    }
+  }
+  if (!a.warnings.empty()) {
+    out += fmt::format("\nWarnings ({}):\n", a.warnings.size() + a.warnings_dropped);
+    for (const Warning& w : a.warnings) {
+      out += w.line > 0 ? fmt::format("  line {}: {}\n", w.line, w.message)
+                        : fmt::format("  {}\n", w.message);
+    }
+    if (a.warnings_dropped > 0) out += fmt::format("  ... and {} more\n", a.warnings_dropped);
+  }
+  return out;
+}
+
+std::string format_json(const Analysis& analysis, const ReportOptions& options) {
+  return json_report(analysis, options, 0) + "\n";
+}
+
+namespace {
+
+struct KindPair {
+  std::optional<KindTotals> a;
+  std::optional<KindTotals> b;
+};
+
+std::map<std::string, KindPair> pair_kinds(const Analysis& a, const Analysis& b) {
+  std::map<std::string, KindPair> kinds;
+  for (const KindTotals& k : a.by_kind) kinds[k.kind].a = k;
+  for (const KindTotals& k : b.by_kind) kinds[k.kind].b = k;
+  return kinds;
+}
+
+std::string json_delta(const Totals& a, const Totals& b) {
+  Totals d;
+  d.instances = b.instances - a.instances;
+  d.executions = b.executions - a.executions;
+  d.bytes = b.bytes - a.bytes;
+  d.overlapped = b.overlapped - a.overlapped;
+  d.exposed = b.exposed - a.exposed;
+  d.exposed_bytes = b.exposed_bytes - a.exposed_bytes;
+  d.unpaired = b.unpaired - a.unpaired;
+  d.executions_unknown = b.executions_unknown - a.executions_unknown;
+  return fmt::format("{{{}}}", json_totals(d));
+}
+
+}  // namespace
+
+std::vector<std::string> compare_differences(const Analysis& a, const Analysis& b) {
+  std::vector<std::string> out;
+  for (const auto& [kind, pair] : pair_kinds(a, b)) {
+    const Totals x = pair.a ? pair.a->totals : Totals{};
+    const Totals y = pair.b ? pair.b->totals : Totals{};
+    std::vector<std::string> parts;
+    auto count = [&](const char* label, std::int64_t from, std::int64_t to) {
+      if (from != to) parts.push_back(fmt::format("{} {} -> {}", label, from, to));
+    };
+    auto bytes = [&](const char* label, std::int64_t from, std::int64_t to) {
+      if (from != to) {
+        parts.push_back(fmt::format("{} {} -> {}", label, human_bytes(from), human_bytes(to)));
+      }
+    };
+    count("entries", x.instances, y.instances);
+    count("executions", x.executions, y.executions);
+    bytes("bytes", x.bytes, y.bytes);
+    count("overlapped", x.overlapped, y.overlapped);
+    count("exposed", x.exposed, y.exposed);
+    bytes("exposed bytes", x.exposed_bytes, y.exposed_bytes);
+    count("unpaired", x.unpaired, y.unpaired);
+    if (parts.empty()) continue;
+    std::string line = kind + ":";
+    for (std::size_t i = 0; i < parts.size(); ++i) line += (i == 0 ? " " : ", ") + parts[i];
+    if (!pair.a) line += " (only in B)";
+    if (!pair.b) line += " (only in A)";
+    out.push_back(std::move(line));
+  }
+  return out;
+}
+
+std::string format_compare_text(const Analysis& a, const Analysis& b) {
+  std::string out;
+  out += fmt::format("A: {} (module {}, {} instructions{})\n", a.file, a.module,
+                     with_commas(a.instructions), a.truncated ? ", TRUNCATED" : "");
+  out += fmt::format("B: {} (module {}, {} instructions{})\n", b.file, b.module,
+                     with_commas(b.instructions), b.truncated ? ", TRUNCATED" : "");
+  Table totals{{"", "A", "B", "delta"}, {true, false, false, false}, {}};
+  auto add_totals = [&](const std::string& label, const Totals& x, const Totals& y) {
+    totals.rows.push_back({label + " exposed bytes", human_bytes(x.exposed_bytes),
+                           human_bytes(y.exposed_bytes),
+                           signed_bytes(y.exposed_bytes - x.exposed_bytes)});
+    totals.rows.push_back({label + " exposed", with_commas(x.exposed), with_commas(y.exposed),
+                           signed_count(y.exposed - x.exposed)});
+    totals.rows.push_back({label + " overlapped", with_commas(x.overlapped),
+                           with_commas(y.overlapped), signed_count(y.overlapped - x.overlapped)});
+    totals.rows.push_back({label + " bytes", human_bytes(x.bytes), human_bytes(y.bytes),
+                           signed_bytes(y.bytes - x.bytes)});
+    totals.rows.push_back({label + " unpaired", with_commas(x.unpaired), with_commas(y.unpaired),
+                           signed_count(y.unpaired - x.unpaired)});
+  };
+  add_totals("collectives", a.total_collectives, b.total_collectives);
+  add_totals("all entries", a.total, b.total);
+  out += fmt::format("\n{}", totals.str("  "));
+  out += "\nBy kind (weighted by executions):\n";
+  Table kinds{{"kind", "entries A", "entries B", "exposed A", "exposed B", "delta",
+               "exposed bytes A", "exposed bytes B", "delta"},
+              {true, false, false, false, false, false, false, false, false},
+              {}};
+  for (const auto& [kind, pair] : pair_kinds(a, b)) {
+    Totals x = pair.a ? pair.a->totals : Totals{};
+    Totals y = pair.b ? pair.b->totals : Totals{};
+    kinds.rows.push_back(
+        {kind, with_commas(x.instances), with_commas(y.instances), with_commas(x.exposed),
+         with_commas(y.exposed), signed_count(y.exposed - x.exposed), human_bytes(x.exposed_bytes),
+         human_bytes(y.exposed_bytes), signed_bytes(y.exposed_bytes - x.exposed_bytes)});
+  }
+  out += kinds.str("  ");
+  std::vector<std::string> differences = compare_differences(a, b);
+  if (differences.empty()) {
+    out += "\nsame: no per-kind total differs\n";
+  } else {
+    out += fmt::format("\ndifferent: {} kind{} differ{}\n", differences.size(),
+                       differences.size() == 1 ? "" : "s", differences.size() == 1 ? "s" : "");
+    for (const std::string& line : differences) out += fmt::format("  {}\n", line);
+  }
+  return out;
+}
+
+std::string format_compare_json(const Analysis& a, const Analysis& b,
+                                const ReportOptions& options) {
+  std::string out = "{\n  \"schema\": \"rtb.hlo-overlap-compare/1\",\n";
+  out += fmt::format("  \"a\": {},\n", json_report(a, options, 2));
+  out += fmt::format("  \"b\": {},\n", json_report(b, options, 2));
+  out += "  \"delta\": {\n";
+  out += fmt::format("    \"total\": {},\n", json_delta(a.total, b.total));
+  out += fmt::format("    \"total_collectives\": {},\n",
+                     json_delta(a.total_collectives, b.total_collectives));
+  out += "    \"by_kind\": {";
+  bool first = true;
+  for (const auto& [kind, pair] : pair_kinds(a, b)) {
+    out += first ? "\n" : ",\n";
+    first = false;
+    out += fmt::format(
+        "      {}: {}", json::quote(kind),
+        json_delta(pair.a ? pair.a->totals : Totals{}, pair.b ? pair.b->totals : Totals{}));
+  }
+  out += first ? "}\n" : "\n    }\n";
+  out += "  },\n";
+  std::vector<std::string> differences = compare_differences(a, b);
+  out += fmt::format("  \"same\": {},\n  \"differences\": [", json_bool(differences.empty()));
+  for (std::size_t i = 0; i < differences.size(); ++i) {
+    out += fmt::format("{}{}", i == 0 ? "" : ", ", json::quote(differences[i]));
+  }
+  out += "]\n}\n";
+  return out;
+}
+
+// ---- SVG ----------------------------------------------------------------------------------------
+
+namespace {
+
+constexpr double kMargin = 16;
+constexpr double kMinCell = 3;        // width of one instruction in full rows
+constexpr double kMaxCell = 12;       // ... and at most, for short schedules
+constexpr std::size_t kPerRow = 400;  // instructions per row
+constexpr double kStrip = 14;         // height of the instruction strip
+constexpr double kLane = 6;           // height of one window bar
+constexpr double kLaneGap = 2;
+constexpr double kRowGap = 22;
+constexpr double kLabel = 64;  // room for the row's first index on the left
+
+const char* kComputeColour = "#1f4e79";
+const char* kOtherColour = "#d9d9d9";
+const char* kAsyncColour = "#f58518";
+const char* kSyncColour = "#d62728";
+const char* kOverlappedColour = "#54a24b";
+const char* kExposedColour = "#e45756";
+const char* kUnpairedColour = "#9d9d9d";
+
+struct Bar {
+  std::size_t row;
+  std::size_t first;  // instruction range [first, last] within the row
+  std::size_t last;
+  std::size_t window;
+  std::size_t lane = 0;
+};
+
+std::string instruction_colour(const ScheduledInstruction& instruction) {
+  using R = ScheduledInstruction::Role;
+  if (instruction.compute) return kComputeColour;
+  switch (instruction.role) {
+    case R::kStart:
+    case R::kUpdate:
+    case R::kDone:
+      return kAsyncColour;
+    case R::kSyncCollective:
+      return kSyncColour;
+    default:
+      return kOtherColour;
+  }
+}
+
+}  // namespace
+
+std::string render_svg(const Analysis& analysis) {
+  if (!analysis.schedule || analysis.schedule->instructions.empty()) {
+    fail("nothing to draw: no computation with collectives or asynchronous ops{}",
+         analysis.collectives.empty() ? "" : " matched");
+  }
+  const Schedule& schedule = *analysis.schedule;
+  const std::size_t n = schedule.instructions.size();
+  const std::size_t rows = (n + kPerRow - 1) / kPerRow;
+  const std::size_t per_row = std::min(n, kPerRow);
+  // Full rows use 3 units per instruction; a short schedule is stretched to the same width.
+  const double cell = std::clamp(
+      kMinCell * static_cast<double>(kPerRow) / static_cast<double>(per_row), kMinCell, kMaxCell);
+
+  // Window bars, split at row ends, each row's bars packed into lanes greedily.
+  std::vector<Bar> bars;
+  for (std::size_t w = 0; w < schedule.windows.size(); ++w) {
+    const Schedule::Window& window = schedule.windows[w];
+    const Collective& c = analysis.collectives[window.collective];
+    if (!c.async) continue;
+    std::size_t first = window.start >= 0 ? static_cast<std::size_t>(window.start) : 0;
+    std::size_t last = window.done >= 0 ? static_cast<std::size_t>(window.done) : n - 1;
+    for (std::size_t row = first / kPerRow; row <= last / kPerRow; ++row) {
+      std::size_t from = std::max(first, row * kPerRow);
+      std::size_t to = std::min(last, row * kPerRow + kPerRow - 1);
+      bars.push_back(Bar{row, from, to, w});
+    }
+  }
+  std::vector<std::size_t> lanes_in_row(rows, 0);
+  {
+    std::vector<std::vector<std::size_t>> lane_ends(rows);  // last instruction per lane
+    std::stable_sort(bars.begin(), bars.end(), [](const Bar& x, const Bar& y) {
+      return x.row != y.row ? x.row < y.row : x.first < y.first;
+    });
+    for (Bar& bar : bars) {
+      auto& ends = lane_ends[bar.row];
+      std::size_t lane = 0;
+      while (lane < ends.size() && ends[lane] >= bar.first) ++lane;
+      if (lane == ends.size()) ends.push_back(0);
+      ends[lane] = bar.last;
+      bar.lane = lane;
+      lanes_in_row[bar.row] = std::max(lanes_in_row[bar.row], lane + 1);
+    }
+  }
+  std::vector<double> row_top(rows, 0);
+  const double header = 78;
+  double y = kMargin + header;
+  for (std::size_t r = 0; r < rows; ++r) {
+    row_top[r] = y;
+    y += kStrip + 4 + static_cast<double>(lanes_in_row[r]) * (kLane + kLaneGap) + kRowGap;
+  }
+  const std::string title = fmt::format("%{} ({}): {} instructions in schedule order, {} per row",
+                                        schedule.computation, analysis.module, n, per_row);
+  // Rough text widths (sans-serif averages ~0.6 em) so that the header is never cut off.
+  const double header_width = kMargin * 2 + 14 * 0.62 * static_cast<double>(title.size());
+  const double legend_width = 920;
+  const double width = kMargin * 2 + kLabel * 2 + static_cast<double>(per_row) * cell;
+  svg::Document doc(std::max({width, header_width, legend_width}), y + kMargin);
+  doc.set_title(fmt::format("hlo-overlap: schedule of %{}", schedule.computation));
+  doc.set_background("white");
+
+  // Header and legend.
+  std::int64_t overlapped = 0;
+  std::int64_t exposed = 0;
+  std::int64_t unpaired = 0;
+  for (const Schedule::Window& window : schedule.windows) {
+    const Collective& c = analysis.collectives[window.collective];
+    overlapped += c.status == Status::kOverlapped;
+    exposed += c.status == Status::kExposed;
+    unpaired += !c.paired_or_sync();
+  }
+  doc.text(kMargin, kMargin + 14, title, svg::Font::sized(14).with_bold());
+  doc.text(kMargin, kMargin + 32,
+           fmt::format("{} entries: {} overlapped, {} exposed, {} unpaired. Hover for names.",
+                       schedule.windows.size(), overlapped, exposed, unpaired),
+           svg::Font::sized(11));
+  double lx = kMargin;
+  double ly = kMargin + 50;
+  auto legend = [&](const char* colour, const std::string& label, double h) {
+    doc.rect(lx, ly - h, 10, h, svg::Paint::filled(colour));
+    doc.text(lx + 14, ly, label, svg::Font::sized(11));
+    lx += 24 + 6.5 * static_cast<double>(label.size());
+  };
+  legend(kComputeColour, "compute", 10);
+  legend(kAsyncColour, "async start/done", 10);
+  legend(kSyncColour, "synchronous collective", 10);
+  legend(kOtherColour, "other", 10);
+  legend(kOverlappedColour, "window: overlapped", kLane);
+  legend(kExposedColour, "window: exposed", kLane);
+  legend(kUnpairedColour, "window: unpaired", kLane);
+
+  // Instruction strips: runs of the same colour become one rectangle (few elements), but every
+  // compute, async and collective instruction keeps its own tooltip.
+  for (std::size_t r = 0; r < rows; ++r) {
+    double top = row_top[r];
+    std::size_t begin = r * kPerRow;
+    std::size_t end = std::min(n, begin + kPerRow);
+    doc.text(kMargin + kLabel - 6, top + kStrip - 3, std::to_string(begin),
+             svg::Font::sized(10).with_anchor(svg::Anchor::kEnd).with_fill("#666"));
+    doc.text(kMargin + kLabel + static_cast<double>(end - begin) * cell + 4, top + kStrip - 3,
+             std::to_string(end - 1), svg::Font::sized(10).with_fill("#666"));
+    double x0 = kMargin + kLabel;
+    std::size_t i = begin;
+    while (i < end) {
+      const ScheduledInstruction& instruction = schedule.instructions[i];
+      std::string colour = instruction_colour(instruction);
+      std::size_t j = i + 1;
+      if (colour == kOtherColour) {
+        while (j < end && instruction_colour(schedule.instructions[j]) == kOtherColour) ++j;
+      }
+      std::string tooltip =
+          j == i + 1 ? fmt::format("#{} %{} ({})", i, instruction.name, instruction.opcode)
+                     : fmt::format("#{}..#{}: {} other instructions", i, j - 1, j - i);
+      doc.rect(x0 + static_cast<double>(i - begin) * cell, top,
+               static_cast<double>(j - i) * cell - (j - i == 1 ? 0.5 : 0), kStrip,
+               svg::Paint::filled(colour), tooltip);
+      i = j;
+    }
+  }
+  // Window bars.
+  for (const Bar& bar : bars) {
+    const Schedule::Window& window = schedule.windows[bar.window];
+    const Collective& c = analysis.collectives[window.collective];
+    const char* colour = c.status == Status::kOverlapped ? kOverlappedColour
+                         : c.status == Status::kExposed  ? kExposedColour
+                                                         : kUnpairedColour;
+    double x = kMargin + kLabel + static_cast<double>(bar.first - bar.row * kPerRow) * cell;
+    double w = static_cast<double>(bar.last - bar.first + 1) * cell;
+    double top = row_top[bar.row] + kStrip + 4 + static_cast<double>(bar.lane) * (kLane + kLaneGap);
+    std::string tooltip = fmt::format(
+        "{} {} -> {}: {}, {}, window {} instructions with {} compute{}{}", c.kind, pct(c.start),
+        pct(c.done), status_name(c.status), human_bytes(c.bytes), c.window_instructions,
+        c.window_compute, c.op_name.empty() ? "" : "; op_name ", c.op_name);
+    doc.rect(x, top, w, kLane, svg::Paint::filled(colour), tooltip);
+  }
+  // Synchronous collectives: a red mark above the strip.
+  for (const Schedule::Window& window : schedule.windows) {
+    const Collective& c = analysis.collectives[window.collective];
+    if (c.async || window.start < 0) continue;
+    std::size_t i = static_cast<std::size_t>(window.start);
+    std::size_t r = i / kPerRow;
+    double cx = kMargin + kLabel + static_cast<double>(i - r * kPerRow) * cell + cell / 2;
+    double top = row_top[r];
+    std::vector<svg::Point> marker{{cx - 3, top - 7}, {cx + 3, top - 7}, {cx, top - 1}};
+    doc.polygon(
+        marker, svg::Paint::filled(kSyncColour),
+        fmt::format("{} {} (synchronous, exposed): {}{}{}", c.kind, pct(c.start),
+                    human_bytes(c.bytes), c.op_name.empty() ? "" : "; op_name ", c.op_name));
+  }
+  return doc.str();
+}
+
+}  // namespace rtb::hlo

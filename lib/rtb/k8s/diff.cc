@@ -1,0 +1,369 @@
+#include "rtb/k8s/diff.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <optional>
+#include <set>
+#include <unordered_map>
+
+#include "rtb/base/error.h"
+#include "rtb/k8s/flags.h"
+#include "rtb/k8s/jobset.h"
+#include "rtb/k8s/shell.h"
+#include "rtb/k8s/yaml.h"
+
+namespace rtb {
+namespace {
+
+// Marks the mappings that expand_for_diff() makes of flag lists.
+constexpr std::string_view kFlagMapTag = "!rtb-flags";
+
+bool is_simple_key(std::string_view key) {
+  if (key.empty()) return false;
+  for (char c : key) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Appends `key` to a mapping, making repeated keys unique (`key#2`) so both stay comparable.
+void add_unique(YAML::Node map, std::unordered_map<std::string, int>& seen, const std::string& key,
+                const YAML::Node& value) {
+  int n = ++seen[key];
+  map[n == 1 ? key : fmt::format("{}#{}", key, n)] = value;
+}
+
+// A flag list as a mapping: flag key (with its dashes for argv style) -> the item as written.
+YAML::Node flags_as_map(const std::vector<std::string>& items, FlagStyle style) {
+  YAML::Node map(YAML::NodeType::Map);
+  map.SetTag(std::string(kFlagMapTag));  // its entries are addressed as items: [--key]
+  std::vector<std::string> keys = flag_item_keys(items, style);
+  for (std::size_t i = 0; i < items.size(); ++i) map[keys[i]] = yaml::string_scalar(items[i]);
+  return map;
+}
+
+std::vector<std::string> split_blanks(std::string_view text) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t start = text.find_first_not_of(" \t\n", pos);
+    if (start == std::string_view::npos) break;
+    std::size_t end = text.find_first_of(" \t\n", start);
+    if (end == std::string_view::npos) end = text.size();
+    out.emplace_back(text.substr(start, end - start));
+    pos = end;
+  }
+  return out;
+}
+
+YAML::Node expand_variable(std::string_view name, const std::string& value) {
+  if (is_flag_string_variable(name)) return flags_as_map(split_blanks(value), FlagStyle::kDashDash);
+  if (name == "MAXTEXT_EXTRA_FLAGS") {
+    // Items that are not key=value stay positional rather than failing the whole comparison.
+    return flags_as_map(split_blanks(value), FlagStyle::kKeyValue);
+  }
+  return yaml::string_scalar(value);
+}
+
+// The words of an argv string as bash reads them (TRAINER_ARGV / ORCH_ARGV).
+std::optional<std::vector<std::string>> words_of(const std::string& text) {
+  try {
+    std::vector<std::string> values;
+    for (const shell::Word& word : shell::split(text)) values.push_back(word.value);
+    return values;
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+// Replaces a client container's `command` by its structured form.
+void expand_client(YAML::Node container, const YAML::Node& script_node) {
+  const std::string& script = script_node.Scalar();
+  StartupBlock block;
+  shell::SimpleCommand startup;
+  try {
+    block = find_startup_block(script);
+    startup =
+        shell::parse_command(std::string_view(script).substr(block.begin, block.end - block.begin));
+  } catch (const Error&) {
+    return;  // not a readable startup block: compared as text
+  }
+  YAML::Node env(YAML::NodeType::Map), driver(YAML::NodeType::Map);
+  std::unordered_map<std::string, int> env_seen, driver_seen;
+  bool in_driver = false;
+  for (const shell::Assignment& assignment : startup.env) {
+    if (assignment.name == kDriverSettingsStart) in_driver = true;
+    if (in_driver) {
+      std::optional<std::vector<std::string>> words;
+      if (assignment.name == "TRAINER_ARGV" || assignment.name == "ORCH_ARGV")
+        words = words_of(assignment.value);
+      add_unique(driver, driver_seen, assignment.name,
+                 words ? flags_as_map(*words, FlagStyle::kDashDash)
+                       : yaml::string_scalar(assignment.value));
+    } else {
+      add_unique(env, env_seen, assignment.name,
+                 expand_variable(assignment.name, assignment.value));
+    }
+  }
+  // The program is the words before the first flag; a bench passes the trainer's argv in
+  // TRAINER_ARGV, which then stands for the argv.
+  std::vector<std::string> program, argv;
+  for (const shell::Word& word : startup.words) {
+    if (argv.empty() && word.value.rfind("--", 0) != 0) {
+      program.push_back(word.value);
+    } else {
+      argv.push_back(word.value);
+    }
+  }
+  YAML::Node trainer_argv = yaml::lookup(driver, "TRAINER_ARGV");
+  bool argv_from_driver = trainer_argv.IsDefined() && trainer_argv.IsMap() && argv.empty();
+  YAML::Node argv_node =
+      argv_from_driver ? YAML::Clone(trainer_argv) : flags_as_map(argv, FlagStyle::kDashDash);
+  if (argv_from_driver) driver.remove("TRAINER_ARGV");
+  std::string wrapper = script.substr(0, block.begin) + "<startup>" + script.substr(block.end);
+  YAML::Node expanded(YAML::NodeType::Map);
+  YAML::Node startup_node(YAML::NodeType::Map);
+  startup_node["env"] = env;
+  startup_node["program"] = yaml::string_scalar(shell::join(program));
+  startup_node["argv"] = argv_node;
+  if (driver.size() > 0) startup_node["driver"] = driver;
+  YAML::Node command = yaml::lookup(container, "command");
+  YAML::Node shell_words(YAML::NodeType::Sequence);
+  shell_words.push_back(command[0]);
+  shell_words.push_back(command[1]);
+  // Rebuild the container with `command` replaced in place by command/script/startup.
+  YAML::Node rebuilt(YAML::NodeType::Map);
+  for (const auto& kv : container) {
+    if (kv.first.Scalar() == "command") {
+      rebuilt["command"] = shell_words;
+      rebuilt["script"] = yaml::string_scalar(wrapper);
+      rebuilt["startup"] = startup_node;
+    } else {
+      rebuilt[kv.first] = kv.second;
+    }
+  }
+  container = rebuilt;
+}
+
+void expand_container(YAML::Node& container) {
+  YAML::Node args = yaml::lookup(container, "args");
+  if (args.IsSequence()) {
+    std::vector<std::string> items;
+    bool all_scalars = true;
+    for (const auto& item : args) {
+      if (!item.IsScalar())
+        all_scalars = false;
+      else
+        items.push_back(item.Scalar());
+    }
+    if (all_scalars) container["args"] = flags_as_map(items, FlagStyle::kDashDash);
+  }
+  YAML::Node env = yaml::lookup(container, "env");
+  if (env.IsSequence()) {
+    for (auto entry : env) {
+      auto name = yaml::scalar_at(entry, "name");
+      YAML::Node value = yaml::lookup(entry, "value");
+      if (name && value.IsDefined() && value.IsScalar() &&
+          (is_flag_string_variable(*name) || *name == "MAXTEXT_EXTRA_FLAGS")) {
+        entry["value"] = expand_variable(*name, value.Scalar());
+      }
+    }
+  }
+  if (auto script = bash_script_node(container)) expand_client(container, *script);
+}
+
+std::string describe(const YAML::Node& node) {
+  if (!node.IsDefined() || node.IsNull()) return "null";
+  if (node.IsScalar()) return node.Scalar();
+  std::string text = yaml::emit(node);
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
+// What a scalar reads as, the way Kubernetes reads YAML (YAML 1.1 words included): a quoted
+// scalar is a string whatever its text; `abc` and "abc" are the same string.
+enum class ScalarType { kString, kNumber, kBool, kNull };
+
+ScalarType scalar_type(const YAML::Node& node) {
+  if (node.Tag() == "!") return ScalarType::kString;
+  static const std::set<std::string_view> kNulls = {"", "~", "null", "Null", "NULL"};
+  static const std::set<std::string_view> kBools = {
+      "true", "false", "True", "False", "TRUE", "FALSE", "yes", "no", "Yes", "No", "YES",
+      "NO",   "on",    "off",  "On",    "Off",  "ON",    "OFF", "y",  "n",   "Y",  "N"};
+  const std::string& text = node.Scalar();
+  if (kNulls.count(text)) return ScalarType::kNull;
+  if (kBools.count(text)) return ScalarType::kBool;
+  std::string_view number = text;
+  if (!number.empty() && number.front() == '+') number.remove_prefix(1);
+  double value = 0;
+  auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+  if (!number.empty() && ec == std::errc() && end == number.data() + number.size())
+    return ScalarType::kNumber;
+  return ScalarType::kString;
+}
+
+struct Frame {
+  YAML::Node a, b;
+  std::string path;
+};
+
+}  // namespace
+
+std::string path_child(const std::string& parent, std::string_view key) {
+  if (is_simple_key(key))
+    return parent.empty() ? std::string(key) : parent + "." + std::string(key);
+  return parent + "[" + std::string(key) + "]";
+}
+
+std::string path_item(const std::string& parent, std::string_view item_key) {
+  return parent + "[" + std::string(item_key) + "]";
+}
+
+std::vector<std::string> sequence_item_keys(const YAML::Node& sequence) {
+  std::vector<std::string> keys;
+  for (std::string_view field : {"name", "containerPort"}) {
+    keys.clear();
+    std::set<std::string> distinct;
+    bool all = true;
+    for (const auto& item : sequence) {
+      auto value = item.IsMap() ? yaml::scalar_at(item, field) : std::nullopt;
+      if (!value || !distinct.insert(*value).second) {
+        all = false;
+        break;
+      }
+      keys.push_back(*value);
+    }
+    if (all && !keys.empty()) return keys;
+  }
+  keys.clear();
+  for (std::size_t i = 0; i < sequence.size(); ++i) keys.push_back(std::to_string(i));
+  return keys;
+}
+
+std::vector<std::string> flag_item_keys(const std::vector<std::string>& items, FlagStyle style) {
+  std::vector<std::string> keys;
+  std::unordered_map<std::string, int> seen;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    std::string_view key = flag_key(items[i], style);
+    std::string name = key.empty() ? fmt::format("#{}", i)
+                                   : (style == FlagStyle::kDashDash ? "--" : "") + std::string(key);
+    int n = ++seen[name];
+    keys.push_back(n == 1 ? name : fmt::format("{}#{}", name, n));
+  }
+  return keys;
+}
+
+bool is_flag_string_variable(std::string_view name) {
+  return name == "LIBTPU_INIT_ARGS" || name == "XLA_FLAGS";
+}
+
+YAML::Node expand_for_diff(const YAML::Node& jobset) {
+  YAML::Node copy = YAML::Clone(jobset);
+  YAML::Node jobs = yaml::lookup(yaml::lookup(copy, "spec"), "replicatedJobs");
+  if (!jobs.IsSequence()) return copy;
+  for (auto job : jobs) {
+    YAML::Node spec = yaml::descend(job, {"template", "spec", "template", "spec"});
+    if (!spec.IsMap()) continue;
+    for (std::string_view list : {"initContainers", "containers"}) {
+      YAML::Node containers = yaml::lookup(spec, list);
+      if (!containers.IsSequence()) continue;
+      for (auto container : containers) {
+        if (container.IsMap()) expand_container(container);
+      }
+    }
+  }
+  return copy;
+}
+
+std::string_view kind_name(Difference::Kind kind) {
+  switch (kind) {
+    case Difference::Kind::kAdded:
+      return "added";
+    case Difference::Kind::kRemoved:
+      return "removed";
+    case Difference::Kind::kChanged:
+      return "changed";
+    case Difference::Kind::kTypeChanged:
+      return "type-changed";
+  }
+  return "changed";
+}
+
+std::vector<Difference> diff_trees(const YAML::Node& a, const YAML::Node& b,
+                                   const std::string& base_path) {
+  std::vector<Difference> out;
+  // Explicit stack, pushed in reverse so differences come out in document order.
+  std::vector<Frame> pending{{a, b, base_path}};
+  while (!pending.empty()) {
+    Frame frame = std::move(pending.back());
+    pending.pop_back();
+    const YAML::Node& x = frame.a;
+    const YAML::Node& y = frame.b;
+    bool x_present = x.IsDefined(), y_present = y.IsDefined();
+    if (!x_present || !y_present) {
+      if (x_present) out.push_back({Difference::Kind::kRemoved, frame.path, describe(x), ""});
+      if (y_present) out.push_back({Difference::Kind::kAdded, frame.path, "", describe(y)});
+      continue;
+    }
+    if (x.Type() != y.Type()) {
+      out.push_back({Difference::Kind::kTypeChanged, frame.path, describe(x), describe(y)});
+      continue;
+    }
+    std::vector<Frame> children;
+    if (x.IsScalar()) {
+      ScalarType x_type = scalar_type(x), y_type = scalar_type(y);
+      if (x_type != y_type) {
+        // "4" against 4, 'true' against true: shown with the quotes that make the difference.
+        bool x_quoted = x.Tag() == "!", y_quoted = y.Tag() == "!";
+        out.push_back({Difference::Kind::kTypeChanged, frame.path,
+                       x_quoted ? "\"" + x.Scalar() + "\"" : x.Scalar(),
+                       y_quoted ? "\"" + y.Scalar() + "\"" : y.Scalar()});
+      } else if (x.Scalar() != y.Scalar()) {
+        out.push_back({Difference::Kind::kChanged, frame.path, x.Scalar(), y.Scalar()});
+      }
+      continue;
+    }
+    if (x.IsMap()) {
+      std::vector<std::string> keys;
+      std::set<std::string> in_x;
+      // A key repeated within a mapping is compared once (lookup() gives its last value, the one
+      // Kubernetes uses).
+      for (const auto& kv : x) {
+        if (in_x.insert(kv.first.Scalar()).second) keys.push_back(kv.first.Scalar());
+      }
+      for (const auto& kv : y) {
+        if (in_x.insert(kv.first.Scalar()).second) keys.push_back(kv.first.Scalar());
+      }
+      bool flag_map = x.Tag() == kFlagMapTag || y.Tag() == kFlagMapTag;
+      for (const std::string& key : keys) {
+        children.push_back({yaml::lookup(x, key), yaml::lookup(y, key),
+                            flag_map ? path_item(frame.path, key) : path_child(frame.path, key)});
+      }
+    } else if (x.IsSequence()) {
+      std::vector<std::string> x_keys = sequence_item_keys(x), y_keys = sequence_item_keys(y);
+      std::unordered_map<std::string, std::size_t> y_index;
+      for (std::size_t i = 0; i < y_keys.size(); ++i) y_index.emplace(y_keys[i], i);
+      std::set<std::string> in_x(x_keys.begin(), x_keys.end());
+      for (std::size_t i = 0; i < x_keys.size(); ++i) {
+        auto it = y_index.find(x_keys[i]);
+        children.push_back(
+            {x[i], it == y_index.end() ? YAML::Node(YAML::NodeType::Undefined) : y[it->second],
+             path_item(frame.path, x_keys[i])});
+      }
+      for (std::size_t i = 0; i < y_keys.size(); ++i) {
+        if (!in_x.count(y_keys[i])) {
+          children.push_back(
+              {YAML::Node(YAML::NodeType::Undefined), y[i], path_item(frame.path, y_keys[i])});
+        }
+      }
+    }
+    for (auto it = children.rbegin(); it != children.rend(); ++it)
+      pending.push_back(std::move(*it));
+  }
+  return out;
+}
+
+}  // namespace rtb

@@ -1,0 +1,60 @@
+// Structured comparison of JobSet documents. Two steps:
+// 1. expand_for_diff() turns a JobSet into a tree where strings that hold flags become mappings of
+//    one entry per flag (the client's startup command: environment, program, argv and the bench
+//    driver's settings; MAXTEXT_EXTRA_FLAGS items; LIBTPU_INIT_ARGS / XLA_FLAGS items; container
+//    args), so a changed flag is one difference, not a changed 6,000-character line;
+// 2. diff_trees() compares two trees, matching list items by key (name, containerPort) where they
+//    have one, and reports each difference with a stable path such as
+//    spec.replicatedJobs[proc].template.spec.template.spec.containers[main].startup.env.MAXTEXT_EXTRA_FLAGS[ragged_buffer_factor]
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rtb/k8s/flags.h"
+
+namespace rtb {
+
+// Path segments: `.key` for keys made of [A-Za-z0-9_-], `[key]` for any other key or list item key.
+std::string path_child(const std::string& parent, std::string_view key);
+std::string path_item(const std::string& parent, std::string_view item_key);
+
+// The key by which each item of a sequence is matched: the `name` of mappings when every item has
+// a distinct one, else `containerPort` likewise, else the item's index.
+std::vector<std::string> sequence_item_keys(const YAML::Node& sequence);
+
+// The key each item of a flag list is compared by: `--key` (argv style) or `key` (key=value
+// style), `key#2`, `key#3` for repeats, and `#i` for an item that is not a flag.
+std::vector<std::string> flag_item_keys(const std::vector<std::string>& items, FlagStyle style);
+
+// Environment variables whose values are libtpu/XLA flag strings.
+bool is_flag_string_variable(std::string_view name);
+
+// The settings that the bench client passes to the driver start at this variable: in a bench
+// startup command, it and every assignment after it are driver settings, not trainer environment.
+inline constexpr std::string_view kDriverSettingsStart = "BENCH_NAME";
+
+// A copy of a JobSet document with flag-holding strings expanded (see above). A client startup
+// block that cannot be parsed is left as a plain string.
+YAML::Node expand_for_diff(const YAML::Node& jobset);
+
+struct Difference {
+  enum class Kind { kAdded, kRemoved, kChanged, kTypeChanged };
+  Kind kind;
+  std::string path;
+  std::string old_value;  // a scalar, or the emitted YAML of a subtree (empty when added)
+  std::string new_value;  // likewise (empty when removed)
+};
+std::string_view kind_name(Difference::Kind kind);
+
+// Differences between two trees, in the order of `a` (then what only `b` has). Scalars are typed
+// as Kubernetes reads them: a quoted scalar is a string, a plain one a null, bool (YAML 1.1 words
+// too), number or string. Scalars of different types ("4" against 4, 'true' against true) are a
+// type change, whatever their text; a quoted and a plain string of the same text are equal.
+std::vector<Difference> diff_trees(const YAML::Node& a, const YAML::Node& b,
+                                   const std::string& base_path = "");
+
+}  // namespace rtb

@@ -1,0 +1,301 @@
+#include "rtb/k8s/jobset.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "rtb/base/error.h"
+#include "rtb/k8s/yaml.h"
+
+namespace rtb {
+namespace {
+
+constexpr std::string_view kProcessMain = "--process_main=";
+
+std::string_view trim(std::string_view s) {
+  std::size_t b = s.find_first_not_of(" \t\r");
+  if (b == std::string_view::npos) return {};
+  std::size_t e = s.find_last_not_of(" \t\r");
+  return s.substr(b, e - b + 1);
+}
+
+// The `--process_main=` value inside a script, found textually so that roles can be told apart
+// without parsing every JobSet's startup line.
+std::optional<std::string> find_process_main(std::string_view script) {
+  std::size_t at = script.find(kProcessMain);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::size_t start = at + kProcessMain.size();
+  std::size_t end = start;
+  while (end < script.size() && script[end] != ' ' && script[end] != '\t' && script[end] != '\n' &&
+         script[end] != '"' && script[end] != '\'' && script[end] != '\\') {
+    ++end;
+  }
+  return std::string(script.substr(start, end - start));
+}
+
+}  // namespace
+
+std::string_view role_name(Role role) {
+  switch (role) {
+    case Role::kTrainer:
+      return "trainer";
+    case Role::kOrchestrator:
+      return "orchestrator";
+    case Role::kRollout:
+      return "rollout";
+    case Role::kUnknown:
+      break;
+  }
+  return "unknown";
+}
+
+StartupBlock find_startup_block(std::string_view script) {
+  std::size_t pos = 0;
+  std::size_t line = 0;
+  std::optional<std::size_t> open_after;  // offset just after the `(` line
+  std::size_t open_line = 0;
+  while (pos <= script.size()) {
+    std::size_t end = script.find('\n', pos);
+    std::size_t stop = end == std::string_view::npos ? script.size() : end;
+    std::string_view text = trim(script.substr(pos, stop - pos));
+    if (!open_after && text == "(") {
+      open_after = stop + 1;
+      open_line = line + 1;
+    } else if (open_after && text.rfind(")", 0) == 0 &&
+               text.find("& PID=$!") != std::string_view::npos) {
+      StartupBlock block;
+      block.begin = std::min(*open_after, script.size());
+      block.end = pos == 0 ? 0 : pos - 1;
+      if (block.end < block.begin) block.end = block.begin;
+      block.first_line = open_line;
+      return block;
+    }
+    if (end == std::string_view::npos) break;
+    pos = end + 1;
+    ++line;
+  }
+  if (open_after)
+    throw Error("the startup block opened by a line `(` is never closed by `) & PID=$!`");
+  throw Error("no startup block (a line `(` ... a line `) & PID=$!`) in the client command");
+}
+
+std::string ContainerRef::name() const { return yaml::scalar_at(node, "name").value_or(""); }
+
+std::string ContainerRef::path() const {
+  return fmt::format("spec.replicatedJobs[{}].template.spec.template.spec.{}[{}]", job,
+                     init ? "initContainers" : "containers", name());
+}
+
+std::optional<YAML::Node> bash_script_node(const YAML::Node& container) {
+  YAML::Node command = yaml::lookup(container, "command");
+  if (!command.IsDefined() || !command.IsSequence() || command.size() != 3) return std::nullopt;
+  if (!command[0].IsScalar() || !command[1].IsScalar() || !command[2].IsScalar())
+    return std::nullopt;
+  std::string shell_name = command[0].Scalar();
+  if ((shell_name != "bash" && shell_name != "/bin/bash" && shell_name != "sh" &&
+       shell_name != "/bin/sh") ||
+      command[1].Scalar() != "-c") {
+    return std::nullopt;
+  }
+  return command[2];
+}
+
+std::string JobSetView::name() const {
+  return yaml::scalar_at(yaml::lookup(doc_->root, "metadata"), "name").value_or("");
+}
+
+std::vector<std::string> JobSetView::job_names() const {
+  std::vector<std::string> names;
+  YAML::Node jobs = yaml::lookup(yaml::lookup(doc_->root, "spec"), "replicatedJobs");
+  if (!jobs.IsSequence()) return names;
+  for (const auto& job : jobs) names.push_back(yaml::scalar_at(job, "name").value_or(""));
+  return names;
+}
+
+YAML::Node JobSetView::pod_spec(std::string_view job) const {
+  YAML::Node jobs = yaml::lookup(yaml::lookup(doc_->root, "spec"), "replicatedJobs");
+  if (jobs.IsSequence()) {
+    for (const auto& candidate : jobs) {
+      if (yaml::scalar_at(candidate, "name") == std::string(job)) {
+        return yaml::descend(candidate, {"template", "spec", "template", "spec"});
+      }
+    }
+  }
+  return YAML::Node(YAML::NodeType::Undefined);
+}
+
+std::vector<ContainerRef> JobSetView::containers() const {
+  std::vector<ContainerRef> out;
+  for (const std::string& job : job_names()) {
+    YAML::Node spec = pod_spec(job);
+    if (!spec.IsMap()) continue;
+    // Document order: initContainers may come before or after containers.
+    for (const auto& kv : spec) {
+      if (!kv.first.IsScalar() || !kv.second.IsSequence()) continue;
+      bool init = kv.first.Scalar() == "initContainers";
+      if (!init && kv.first.Scalar() != "containers") continue;
+      for (const auto& container : kv.second) {
+        if (container.IsMap()) out.push_back(ContainerRef{job, init, container});
+      }
+    }
+  }
+  return out;
+}
+
+std::optional<ContainerRef> JobSetView::container(std::string_view name) const {
+  for (ContainerRef& ref : containers()) {
+    if (ref.name() == name) return ref;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::pair<std::string, ContainerRef>> JobSetView::process_main() const {
+  for (ContainerRef& ref : containers()) {
+    std::optional<YAML::Node> script = bash_script_node(ref.node);
+    if (!script) continue;
+    // Look in the startup block first: text before it (a bench's embedded driver, comments)
+    // may mention other --process_main values.
+    std::string_view text = script->Scalar();
+    try {
+      StartupBlock block = find_startup_block(text);
+      if (auto main = find_process_main(text.substr(block.begin, block.end - block.begin))) {
+        return std::make_pair(*main, ref);
+      }
+    } catch (const Error&) {
+      // No startup block: fall back to the whole script.
+    }
+    if (auto main = find_process_main(text)) return std::make_pair(*main, ref);
+  }
+  return std::nullopt;
+}
+
+ClientCommand JobSetView::client(const std::string& source) const {
+  auto found = process_main();
+  if (!found) {
+    fail_at(source, static_cast<std::int64_t>(doc_->first_line),
+            "JobSet '{}' has no client container (a `bash -c` command naming --process_main=)",
+            name());
+  }
+  ClientCommand client;
+  client.container = found->second;
+  client.script_node.reset(*bash_script_node(client.container.node));
+  client.script = client.script_node.Scalar();
+  // The literal block's content starts on the line after its `|` indicator.
+  std::size_t script_line = doc_->line_of(client.script_node) + 1;
+  try {
+    client.block = find_startup_block(client.script);
+  } catch (const Error& e) {
+    fail_at(source, static_cast<std::int64_t>(script_line), "JobSet '{}', container '{}': {}",
+            name(), client.container.name(), e.message());
+  }
+  client.startup_line = script_line + client.block.first_line;
+  std::string_view block_text =
+      std::string_view(client.script)
+          .substr(client.block.begin, client.block.end - client.block.begin);
+  try {
+    client.startup = shell::parse_command(block_text);
+  } catch (const shell::SyntaxError& e) {
+    // Place the error in the input file: the block's line, and its column in the file, where the
+    // literal block's indentation precedes the script's own text.
+    std::string_view before = block_text.substr(0, e.offset());
+    auto line_in_block = static_cast<std::size_t>(std::count(before.begin(), before.end(), '\n'));
+    std::size_t line_start = before.rfind('\n');
+    std::size_t begin = line_start == std::string_view::npos ? 0 : line_start + 1;
+    std::size_t column = e.offset() - begin + 1;
+    std::size_t file_line = client.startup_line + line_in_block;
+    std::string_view script_line = block_text.substr(begin);
+    script_line = script_line.substr(0, script_line.find('\n'));
+    std::string_view input_line = doc_->input_line(file_line);
+    if (!input_line.empty() && input_line.back() == '\r') input_line.remove_suffix(1);
+    if (input_line.size() >= script_line.size() &&
+        input_line.substr(input_line.size() - script_line.size()) == script_line) {
+      column += input_line.size() - script_line.size();
+    }
+    fail_at(source, static_cast<std::int64_t>(file_line),
+            "JobSet '{}', container '{}': startup command: {} at column {}", name(),
+            client.container.name(), e.problem(), column);
+  } catch (const Error& e) {
+    fail_at(source, static_cast<std::int64_t>(client.startup_line),
+            "JobSet '{}', container '{}': startup command: {}", name(), client.container.name(),
+            e.message());
+  }
+  return client;
+}
+
+bool is_jobset(const Document& doc) {
+  return yaml::scalar_at(doc.root, "kind") == std::string("JobSet");
+}
+
+Role role_of(const JobSetView& jobset, const RoleMains& mains) {
+  auto found = jobset.process_main();
+  if (!found) return Role::kUnknown;
+  if (found->first == mains.trainer) return Role::kTrainer;
+  if (found->first == mains.orchestrator) return Role::kOrchestrator;
+  if (found->first == mains.rollout) return Role::kRollout;
+  return Role::kUnknown;
+}
+
+ChunkFilter trainer_and_orchestrator_chunks(const RoleMains& mains) {
+  return [mains](std::string_view chunk) {
+    std::optional<std::string> main = find_process_main(chunk);
+    if (!main) return true;
+    // A chunk could hold several documents' worth of text only if a separator were missing; look
+    // for each wanted role anywhere in it rather than trusting the first match.
+    for (const std::string* wanted : {&mains.trainer, &mains.orchestrator}) {
+      std::string needle = std::string(kProcessMain) + *wanted;
+      for (std::size_t at = chunk.find(needle); at != std::string_view::npos;
+           at = chunk.find(needle, at + 1)) {
+        std::size_t end = at + needle.size();
+        if (end == chunk.size() ||
+            std::string_view(" \t\n\r\"'\\").find(chunk[end]) != std::string_view::npos) {
+          return true;
+        }
+      }
+    }
+    return false;
+  };
+}
+
+Roles select_roles(const DryRun& dryrun, const RoleMains& mains) {
+  Roles roles;
+  std::vector<std::string> trainers, orchestrators, seen;
+  for (const Document& doc : dryrun.documents) {
+    if (!is_jobset(doc)) continue;
+    JobSetView view(doc);
+    auto main = view.process_main();
+    seen.push_back(fmt::format("{} (line {}, {})", view.name(), doc.first_line,
+                               main ? "--process_main=" + main->first : "no --process_main"));
+    switch (role_of(view, mains)) {
+      case Role::kTrainer:
+        trainers.push_back(fmt::format("{} (line {})", view.name(), doc.first_line));
+        if (!roles.trainer) roles.trainer = &doc;
+        break;
+      case Role::kOrchestrator:
+        orchestrators.push_back(fmt::format("{} (line {})", view.name(), doc.first_line));
+        if (!roles.orchestrator) roles.orchestrator = &doc;
+        break;
+      case Role::kRollout:
+        roles.rollouts.push_back(&doc);
+        break;
+      case Role::kUnknown:
+        break;
+    }
+  }
+  auto join = [](const std::vector<std::string>& items) {
+    return items.empty() ? std::string("none") : fmt::format("{}", fmt::join(items, ", "));
+  };
+  if (trainers.empty()) {
+    fail_at(dryrun.source, 0, "no trainer JobSet (--process_main={}); JobSets found: {}",
+            mains.trainer, join(seen));
+  }
+  if (trainers.size() > 1) {
+    fail_at(dryrun.source, 0, "more than one trainer JobSet: {}", join(trainers));
+  }
+  if (orchestrators.size() > 1) {
+    fail_at(dryrun.source, 0, "more than one orchestrator JobSet: {}", join(orchestrators));
+  }
+  return roles;
+}
+
+}  // namespace rtb

@@ -1,0 +1,1230 @@
+#include "rtb/logs/memlog.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "rtb/base/error.h"
+#include "rtb/base/io.h"
+#include "rtb/base/json.h"
+#include "rtb/base/pyliteral.h"
+#include "rtb/base/slice.h"
+
+namespace rtb {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr std::size_t kMaxOomText = 300;
+
+constexpr std::string_view kCostMarker = "Cost analysis: ";
+constexpr std::string_view kMemoryMarker = "Memory analysis: ";
+constexpr std::string_view kStatsOpen = "CompiledMemoryStats(";
+constexpr std::string_view kPeakMarker = "TRAIN-KERNEL DEVICE PEAK: ";
+constexpr std::string_view kStagingMarker = "WEIGHT-SYNC STAGING";
+constexpr std::string_view kTopologyMarker = "Config param compile_topology: ";
+constexpr std::string_view kUsageMarker = "XLA::TPU program HBM usage: ";
+// MaxText's engine report table header, blanks collapsed (maxtext_engine_compile.py).
+constexpr std::string_view kEngineTableHeader =
+    "kernel arg out alias temp resident +state total host arg host out host alias host temp "
+    "host state state not passed";
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+std::string collapse_blanks(std::string_view s) {
+  std::string out;
+  bool blank = false;
+  for (char c : trim(s)) {
+    if (c == ' ' || c == '\t') {
+      blank = true;
+      continue;
+    }
+    if (blank && !out.empty()) out += ' ';
+    blank = false;
+    out += c;
+  }
+  return out;
+}
+
+std::vector<std::string_view> split_blanks(std::string_view s) {
+  std::vector<std::string_view> out;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r')) ++i;
+    std::size_t start = i;
+    while (i < s.size() && s[i] != ' ' && s[i] != '\t' && s[i] != '\r') ++i;
+    if (i > start) out.push_back(s.substr(start, i - start));
+  }
+  return out;
+}
+
+std::optional<double> parse_double(std::string_view s) {
+  s = trim(s);
+  double value = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
+  return value;
+}
+
+// Sizes beyond this (1 EiB) are not memory sizes; bounding them keeps every sum in range.
+constexpr double kMaxBytes = 1152921504606846976.0;
+
+bool plausible_gib(double gib) { return gib >= 0 && gib * kGiB <= kMaxBytes; }
+
+long long gib_to_bytes(double gib) { return std::llround(gib * kGiB); }
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+// Cuts a UTF-8 text at most `max` bytes long without splitting a character.
+std::string cut_utf8(std::string_view s, std::size_t max) {
+  if (s.size() <= max) return std::string(s);
+  std::size_t end = max;
+  while (end > 0 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) --end;
+  return std::string(s.substr(0, end)) + "...";
+}
+
+bool is_kernel_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-' || c == '.';
+}
+
+// `--- fwd_bwd ---`, possibly after a log prefix: the kernel name, or empty.
+std::string_view section_name(std::string_view line) {
+  line = trim(line);
+  constexpr std::string_view kSuffix = " ---";
+  if (line.size() < 9 || line.substr(line.size() - kSuffix.size()) != kSuffix) return {};
+  std::string_view inner = line.substr(0, line.size() - kSuffix.size());
+  std::size_t open = inner.rfind("--- ");
+  if (open == std::string_view::npos) return {};
+  std::string_view name = inner.substr(open + 4);
+  if (name.empty() || !std::all_of(name.begin(), name.end(), is_kernel_name_char)) return {};
+  return name;
+}
+
+// The first size written after `marker` in `text` ("(100.13G)" or "21.95G of").
+std::optional<long long> size_after(std::string_view text, std::string_view marker) {
+  std::size_t at = text.find(marker);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view rest = text.substr(at + marker.size());
+  std::size_t end = 0;
+  while (end < rest.size() && rest[end] != ' ' && rest[end] != ')' && rest[end] != ',') ++end;
+  std::string_view token = rest.substr(0, end);
+  if (!token.empty() && token.back() == '.') token.remove_suffix(1);
+  return parse_byte_size(token);
+}
+
+struct StatsField {
+  std::string_view key;
+  std::optional<long long> ProgramMemory::*field;
+  bool required;
+};
+
+constexpr StatsField kStatsFields[] = {
+    {"generated_code_size_in_bytes", &ProgramMemory::generated_code, true},
+    {"argument_size_in_bytes", &ProgramMemory::argument, true},
+    {"output_size_in_bytes", &ProgramMemory::output, true},
+    {"alias_size_in_bytes", &ProgramMemory::alias, true},
+    {"temp_size_in_bytes", &ProgramMemory::temp, true},
+    {"host_generated_code_size_in_bytes", &ProgramMemory::host_generated_code, false},
+    {"host_argument_size_in_bytes", &ProgramMemory::host_argument, false},
+    {"host_output_size_in_bytes", &ProgramMemory::host_output, false},
+    {"host_alias_size_in_bytes", &ProgramMemory::host_alias, false},
+    {"host_temp_size_in_bytes", &ProgramMemory::host_temp, false},
+};
+
+// Reads `CompiledMemoryStats(k=v, ...)` (the text after the marker) into `program`. Returns an
+// error message, empty on success.
+std::string parse_stats(std::string_view text, ProgramMemory& program) {
+  text = trim(text);
+  if (text.substr(0, kStatsOpen.size()) != kStatsOpen) {
+    if (text == "None") return "Memory analysis: None (the backend gave no memory analysis)";
+    return fmt::format("Memory analysis: expected CompiledMemoryStats(...), found '{}'",
+                       cut_utf8(text, 60));
+  }
+  text.remove_prefix(kStatsOpen.size());
+  if (text.empty() || text.back() != ')') {
+    return "Memory analysis: CompiledMemoryStats(...) is cut short (no closing ')')";
+  }
+  text.remove_suffix(1);
+  ProgramMemory parsed;
+  bool after_unknown = false;
+  std::size_t start = 0;
+  for (;;) {
+    std::size_t comma = text.find(", ", start);
+    std::string_view item =
+        text.substr(start, comma == std::string_view::npos ? comma : comma - start);
+    std::size_t eq = item.find('=');
+    if (eq == std::string_view::npos) {
+      // A fragment of an unknown field's value that holds ", " itself.
+      if (!after_unknown && !trim(item).empty()) {
+        return fmt::format("Memory analysis: '{}' is not key=value", cut_utf8(item, 60));
+      }
+    } else {
+      std::string_view key = trim(item.substr(0, eq));
+      std::string_view value = trim(item.substr(eq + 1));
+      const StatsField* field = nullptr;
+      for (const StatsField& f : kStatsFields) {
+        if (f.key == key) field = &f;
+      }
+      after_unknown = field == nullptr;
+      if (field) {
+        long long number = 0;
+        auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), number);
+        if (ec != std::errc() || end != value.data() + value.size() || value.empty() ||
+            number < 0 || static_cast<double>(number) > kMaxBytes) {
+          return fmt::format("Memory analysis: {}='{}' is not a byte count", key,
+                             cut_utf8(value, 40));
+        }
+        parsed.*(field->field) = number;
+      }
+    }
+    if (comma == std::string_view::npos) break;
+    start = comma + 2;
+  }
+  for (const StatsField& f : kStatsFields) {
+    if (f.required && !(parsed.*(f.field))) {
+      return fmt::format("Memory analysis: CompiledMemoryStats has no {}", f.key);
+    }
+    program.*(f.field) = parsed.*(f.field);
+  }
+  program.resident = *program.argument + *program.output - *program.alias + *program.temp;
+  program.has_memory = true;
+  return {};
+}
+
+// Reads the dict (or one-element list of one) after `Cost analysis: `.
+std::string parse_cost(std::string_view text, std::optional<CostAnalysis>& cost) {
+  PyValue value;
+  try {
+    value = parse_py_literal(text);
+  } catch (const Error& e) {
+    return "Cost analysis: " + e.message();
+  }
+  if (value.kind == PyValue::Kind::kNone) return {};
+  const PyValue* dict = &value;
+  if (value.kind == PyValue::Kind::kList || value.kind == PyValue::Kind::kTuple) {
+    if (value.items.empty()) return {};
+    dict = &value.items[0];
+  }
+  if (dict->kind != PyValue::Kind::kDict) {
+    return fmt::format("Cost analysis: a {}, not a dict", kind_name(dict->kind));
+  }
+  CostAnalysis out;
+  auto number = [&](std::string_view key, std::optional<double>& target) {
+    const PyValue* v = dict->find(key);
+    if (v && v->is_number()) target = v->number;
+  };
+  number("flops", out.flops);
+  number("bytes accessed", out.bytes_accessed);
+  number("transcendentals", out.transcendentals);
+  number("optimal_seconds", out.optimal_seconds);
+  cost = out;
+  return {};
+}
+
+}  // namespace
+
+std::string_view memlog_kind_name(MemLogKind kind) {
+  switch (kind) {
+    case MemLogKind::kEngineCompile:
+      return "engine compile";
+    case MemLogKind::kTrainCompile:
+      return "train_compile";
+    case MemLogKind::kLiveRun:
+      return "live run";
+    case MemLogKind::kUnknown:
+      break;
+  }
+  return "unknown";
+}
+
+std::string_view memlog_kind_id(MemLogKind kind) {
+  switch (kind) {
+    case MemLogKind::kEngineCompile:
+      return "engine_compile";
+    case MemLogKind::kTrainCompile:
+      return "train_compile";
+    case MemLogKind::kLiveRun:
+      return "live_run";
+    case MemLogKind::kUnknown:
+      break;
+  }
+  return "unknown";
+}
+
+std::string_view program_source_id(ProgramSource source) {
+  switch (source) {
+    case ProgramSource::kMemoryAnalysis:
+      return "memory_analysis";
+    case ProgramSource::kEstimatedTotal:
+      return "estimated_total";
+    case ProgramSource::kTpuProgramUsage:
+      return "tpu_program_usage";
+  }
+  return "?";
+}
+
+std::optional<long long> parse_byte_size(std::string_view text) {
+  text = trim(text);
+  std::size_t end = 0;
+  while (end < text.size() && ((text[end] >= '0' && text[end] <= '9') || text[end] == '.')) ++end;
+  std::optional<double> number = parse_double(text.substr(0, end));
+  if (!number) return std::nullopt;
+  std::string_view unit = trim(text.substr(end));
+  double scale = 1;
+  if (!unit.empty() && unit != "B") {
+    constexpr std::string_view kUnits = "KMGTPE";
+    std::size_t power = kUnits.find(static_cast<char>(std::toupper(unit[0])));
+    std::string_view rest = unit.substr(1);
+    if (power == std::string_view::npos || !(rest.empty() || rest == "B" || rest == "iB")) {
+      return std::nullopt;
+    }
+    scale = std::pow(1024.0, static_cast<double>(power + 1));
+  }
+  if (!(*number * scale <= kMaxBytes)) return std::nullopt;
+  return std::llround(*number * scale);
+}
+
+struct MemLogParser::State {
+  MemLog log;
+  std::string section;             // the current `--- name ---`
+  std::size_t current = SIZE_MAX;  // index of the program the next analysis line belongs to
+  bool engine_marker = false;
+  bool train_marker = false;
+  bool in_engine_table = false;
+  std::optional<std::size_t> usage_program;  // the aggregated XLA::TPU program HBM usage row
+  std::map<std::string, int> name_counts;
+  std::vector<std::size_t> failed;  // programs whose analysis line did not parse (already reported)
+
+  std::vector<std::pair<std::size_t, std::string>> problems;
+
+  void problem(std::size_t line, const std::string& message) {
+    problems.emplace_back(line, fmt::format("{}:{}: {}", display_name(log.source), line, message));
+  }
+
+  std::size_t new_program(std::string_view base, std::size_t line, ProgramSource source) {
+    std::string name(base);
+    int n = ++name_counts[name];
+    if (n > 1) name = fmt::format("{}#{}", base, n);
+    ProgramMemory program;
+    program.name = name;
+    program.line = line;
+    program.source = source;
+    log.programs.push_back(std::move(program));
+    return log.programs.size() - 1;
+  }
+
+  bool room_for_program(std::size_t line) {
+    if (log.programs.size() < kMaxPrograms) return true;
+    if (log.programs.size() == kMaxPrograms) {
+      problem(line, fmt::format("more than {} programs; the rest are ignored", kMaxPrograms));
+    }
+    return false;
+  }
+
+  std::string default_name() const { return section.empty() ? "train_step" : section; }
+
+  // The program an analysis line adds to: the current one unless it already has that part.
+  std::optional<std::size_t> target(std::size_t line, bool for_memory) {
+    if (current != SIZE_MAX) {
+      const ProgramMemory& p = log.programs[current];
+      bool taken = for_memory ? p.has_memory : (p.cost.has_value() || p.has_memory);
+      if (!taken) return current;
+    }
+    if (!room_for_program(line)) return std::nullopt;
+    current = new_program(default_name(), line, ProgramSource::kMemoryAnalysis);
+    return current;
+  }
+
+  void on_section(std::string_view name, std::size_t line) {
+    in_engine_table = false;
+    section = std::string(name);
+    if (!room_for_program(line)) return;
+    current = new_program(name, line, ProgramSource::kMemoryAnalysis);
+  }
+
+  void on_cost(std::string_view rest, std::size_t line, bool truncated) {
+    auto index = target(line, false);
+    if (!index) return;
+    if (truncated) {
+      problem(line, fmt::format("Cost analysis: the line is longer than {} bytes", kMaxMemLogLine));
+      failed.push_back(*index);
+      return;
+    }
+    std::string error = parse_cost(rest, log.programs[*index].cost);
+    if (!error.empty()) {
+      problem(line, error);
+      failed.push_back(*index);
+    }
+  }
+
+  void on_memory(std::string_view rest, std::size_t line, bool truncated) {
+    auto index = target(line, true);
+    if (!index) return;
+    if (truncated) {
+      problem(line,
+              fmt::format("Memory analysis: the line is longer than {} bytes", kMaxMemLogLine));
+      failed.push_back(*index);
+      return;
+    }
+    std::string error = parse_stats(rest, log.programs[*index]);
+    if (!error.empty()) {
+      problem(line, error);
+      failed.push_back(*index);
+    }
+  }
+
+  // "Total estimated memory size: 100.4 GB, estimated output size: 44.5 GB, ..." and the older
+  // "Total memory size: 100.4 GB, Output size: 44.5 GB, ...".
+  void on_estimated_total(std::string_view text, std::size_t line) {
+    std::map<std::string, double> sizes;
+    std::size_t start = 0;
+    for (;;) {
+      std::size_t comma = text.find(", ", start);
+      std::string_view part =
+          trim(text.substr(start, comma == std::string_view::npos ? comma : comma - start));
+      std::string item = lower(part);
+      std::size_t colon = item.find(" size:");
+      if (colon != std::string::npos) {
+        std::string label = item.substr(0, colon);
+        for (std::string_view prefix : {"total ", "estimated "}) {
+          if (label.rfind(prefix, 0) == 0) label.erase(0, prefix.size());
+        }
+        if (label.rfind("estimated ", 0) == 0) label.erase(0, 10);
+        std::string_view value = trim(std::string_view(item).substr(colon + 6));
+        if (!value.empty() && value.back() == '.') value.remove_suffix(1);
+        if (value.size() > 3 && value.substr(value.size() - 3) == " gb") {
+          auto gib = parse_double(value.substr(0, value.size() - 3));
+          if (gib && plausible_gib(*gib)) sizes[label] = *gib;
+        }
+      }
+      if (comma == std::string_view::npos) break;
+      start = comma + 2;
+    }
+    for (std::string_view key : {"memory", "output", "temp", "argument"}) {
+      if (!sizes.count(std::string(key))) {
+        problem(line, fmt::format("a total memory size line without its {} size in GB",
+                                  key == "memory" ? "total" : key));
+        return;
+      }
+    }
+    if (!room_for_program(line)) return;
+    std::size_t index = new_program("train_step", line, ProgramSource::kEstimatedTotal);
+    ProgramMemory& p = log.programs[index];
+    p.argument = gib_to_bytes(sizes["argument"]);
+    p.output = gib_to_bytes(sizes["output"]);
+    p.temp = gib_to_bytes(sizes["temp"]);
+    p.resident = gib_to_bytes(sizes["memory"]);
+    // total = output + temp + argument - alias (max_utils), so alias is what the sum exceeds it by.
+    p.alias = std::max(0LL, *p.argument + *p.output + *p.temp - p.resident);
+    if (sizes.count("host temp")) p.host_temp = gib_to_bytes(sizes["host temp"]);
+    p.has_memory = true;
+    current = SIZE_MAX;
+  }
+
+  void on_program_usage(std::string_view text, std::size_t line) {
+    std::size_t slash = text.find('/');
+    if (slash == std::string_view::npos) return;
+    auto used = parse_byte_size(text.substr(0, slash));
+    auto capacity = parse_byte_size(text.substr(slash + 1));
+    if (!used || !capacity) {
+      problem(line, "XLA::TPU program HBM usage: expected 'USED / CAPACITY'");
+      return;
+    }
+    if (!usage_program) {
+      if (!room_for_program(line)) return;
+      usage_program = new_program("tpu_programs", line, ProgramSource::kTpuProgramUsage);
+      log.programs[*usage_program].count = 0;
+    }
+    ProgramMemory& p = log.programs[*usage_program];
+    ++p.count;
+    if (!p.has_memory || *used > p.resident) {
+      p.resident = *used;
+      p.capacity = *capacity;
+      p.line = line;
+      p.has_memory = true;
+    }
+    if (!log.capacity) log.capacity = *capacity;
+  }
+
+  void on_oom(std::string_view line_text, std::size_t line) {
+    ++log.oom_lines;
+    if (log.ooms.size() >= kMaxOomReports) return;
+    OomReport oom;
+    oom.line = line;
+    oom.program = section;
+    oom.text = cut_utf8(trim(line_text), kMaxOomText);
+    std::string lowered = lower(line_text);
+    if (auto at = line_text.find("HLO temporaries ("); at != std::string_view::npos) {
+      oom.required = size_after(line_text, "HLO temporaries (");
+      std::size_t avail = lowered.find("exceeds available ", at);
+      if (avail != std::string::npos) {
+        std::size_t space_start = avail + 18;
+        // The space's name may end the line (a cut log, or CRLF line ends).
+        std::size_t space_end =
+            std::min(lowered.find_first_of(" \t\r", space_start), lowered.size());
+        oom.memory_space = lowered.substr(space_start, space_end - space_start);
+        if (space_end < lowered.size())
+          oom.available = size_after(line_text.substr(space_end), "(");
+      }
+    }
+    if (auto at = lowered.find("memory space "); at != std::string::npos) {
+      std::size_t end = at + 13;
+      while (end < lowered.size() && std::isalnum(static_cast<unsigned char>(lowered[end]))) ++end;
+      oom.memory_space = lowered.substr(at + 13, end - at - 13);
+    }
+    // "Used 21.95G of 15.48G hbm."
+    for (std::size_t at = line_text.find("Used "); at != std::string_view::npos;
+         at = line_text.find("Used ", at + 5)) {
+      std::string_view rest = line_text.substr(at + 5);
+      std::size_t of = rest.find(" of ");
+      if (of == std::string_view::npos || of > 24) continue;
+      auto used = parse_byte_size(rest.substr(0, of));
+      std::string_view after = rest.substr(of + 4);
+      std::size_t blank = after.find(' ');
+      auto capacity = parse_byte_size(after.substr(0, blank));
+      if (!used || !capacity) continue;
+      oom.required = used;
+      oom.available = capacity;
+      if (blank != std::string_view::npos) {
+        std::string_view space = after.substr(blank + 1);
+        std::size_t end = 0;
+        while (end < space.size() && std::isalnum(static_cast<unsigned char>(space[end]))) ++end;
+        if (end > 0) oom.memory_space = lower(space.substr(0, end));
+      }
+      break;
+    }
+    // "Attempting to allocate 64.00G. That was not possible. There are 10.51G free."
+    if (line_text.find("Attempting to allocate ") != std::string_view::npos) {
+      oom.required = size_after(line_text, "Attempting to allocate ");
+      oom.available = size_after(line_text, "There are ");
+    }
+    if (oom.memory_space.empty() && lowered.find("hbm") != std::string::npos)
+      oom.memory_space = "hbm";
+    if (oom.memory_space == "hbm" && oom.available && !log.capacity) log.capacity = oom.available;
+    log.ooms.push_back(std::move(oom));
+  }
+
+  void on_table_row(std::string_view line) {
+    std::vector<std::string_view> cells = split_blanks(line);
+    if (cells.size() < 13) {
+      in_engine_table = false;
+      return;
+    }
+    std::vector<double> numbers;
+    for (std::size_t i = 1; i < 13; ++i) {
+      auto value = parse_double(cells[i]);
+      if (!value || !plausible_gib(*value)) {
+        in_engine_table = false;
+        return;
+      }
+      numbers.push_back(*value);
+    }
+    for (auto it = log.programs.rbegin(); it != log.programs.rend(); ++it) {
+      if (it->name == cells[0] && it->source == ProgramSource::kMemoryAnalysis) {
+        it->state = gib_to_bytes(numbers[5]);        // +state
+        it->host_state = gib_to_bytes(numbers[11]);  // host state
+        return;
+      }
+    }
+  }
+
+  void add_line(std::string_view line, std::size_t number, bool truncated) {
+    log.lines = number;
+    if (in_engine_table) {
+      on_table_row(line);
+      if (in_engine_table) return;
+    }
+    if (std::string_view name = section_name(line); !name.empty()) {
+      on_section(name, number);
+      return;
+    }
+    if (auto at = line.find(kCostMarker); at != std::string_view::npos) {
+      on_cost(line.substr(at + kCostMarker.size()), number, truncated);
+      return;
+    }
+    if (auto at = line.find(kMemoryMarker); at != std::string_view::npos) {
+      on_memory(line.substr(at + kMemoryMarker.size()), number, truncated);
+      return;
+    }
+    // print(compiled.memory_analysis()) without the label.
+    if (auto at = line.find(kStatsOpen); at != std::string_view::npos) {
+      on_memory(line.substr(at), number, truncated);
+      return;
+    }
+    if (line.find("+state") != std::string_view::npos &&
+        collapse_blanks(line) == kEngineTableHeader) {
+      in_engine_table = true;
+      return;
+    }
+    if (auto at = line.find(kPeakMarker); at != std::string_view::npos) {
+      std::string_view rest = line.substr(at + kPeakMarker.size());
+      std::size_t unit = rest.find(" GiB");
+      if (auto gib = parse_double(rest.substr(0, unit)); gib && plausible_gib(*gib))
+        log.device_peak = gib_to_bytes(*gib);
+      return;
+    }
+    if (auto at = line.find(kStagingMarker); at != std::string_view::npos) {
+      log.notes.push_back(cut_utf8(trim(line.substr(at)), kMaxOomText));
+      return;
+    }
+    if (auto at = line.find(kTopologyMarker); at != std::string_view::npos) {
+      std::string_view value = trim(line.substr(at + kTopologyMarker.size()));
+      if (!value.empty()) log.compile_topology = std::string(value);
+      return;
+    }
+    for (std::string_view marker : {"Total estimated memory size: ", "Total memory size: "}) {
+      if (auto at = line.find(marker); at != std::string_view::npos) {
+        on_estimated_total(line.substr(at), number);
+        return;
+      }
+    }
+    if (auto at = line.find(kUsageMarker); at != std::string_view::npos) {
+      on_program_usage(line.substr(at + kUsageMarker.size()), number);
+      return;
+    }
+    if (line.find("Starting training_engine/maxtext_engine_compile.py") != std::string_view::npos ||
+        line.find("Jitting and compiling the engine's kernels") != std::string_view::npos) {
+      engine_marker = true;
+    } else if (line.find("Starting train_compile.py") != std::string_view::npos ||
+               line.find("Finished train_compile.py") != std::string_view::npos) {
+      train_marker = true;
+    }
+    bool oom = line.find("RESOURCE_EXHAUSTED") != std::string_view::npos ||
+               line.find("exceeds available HBM") != std::string_view::npos ||
+               line.find("Ran out of memory") != std::string_view::npos;
+    if (!oom) {
+      // "Used X of Y hbm" on a line of its own (a wrapped error message).
+      std::size_t used = line.find("Used ");
+      oom = used != std::string_view::npos && line.find(" hbm", used) != std::string_view::npos &&
+            line.find(" of ", used) != std::string_view::npos;
+    }
+    if (oom) on_oom(line, number);
+  }
+
+  MemLog finish() {
+    // A `--- name ---` line is a kernel header only in an engine compile's log; elsewhere (a
+    // section of some other output) one without stats is not an error.
+    bool engine_like =
+        engine_marker ||
+        std::any_of(log.programs.begin(), log.programs.end(), [](const ProgramMemory& p) {
+          return p.source == ProgramSource::kMemoryAnalysis && (p.has_memory || p.cost.has_value());
+        });
+    std::vector<ProgramMemory> kept;
+    for (std::size_t i = 0; i < log.programs.size(); ++i) {
+      ProgramMemory& p = log.programs[i];
+      if (p.has_memory) {
+        kept.push_back(std::move(p));
+      } else if (std::find(failed.begin(), failed.end(), i) != failed.end()) {
+        continue;  // its malformed line is reported already
+      } else if (p.cost) {
+        problem(p.line, fmt::format("'{}' has a Cost analysis but no Memory analysis", p.name));
+      } else if (engine_like) {
+        problem(p.line, fmt::format("kernel '{}' has no Memory analysis", p.name));
+      }
+    }
+    log.programs = std::move(kept);
+    std::stable_sort(problems.begin(), problems.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (auto& [line, message] : problems) log.problems.push_back(std::move(message));
+    bool sections = std::any_of(log.programs.begin(), log.programs.end(), [](const auto& p) {
+      return p.source == ProgramSource::kMemoryAnalysis && p.name.rfind("train_step", 0) != 0;
+    });
+    bool analyses = std::any_of(log.programs.begin(), log.programs.end(), [](const auto& p) {
+      return p.source == ProgramSource::kMemoryAnalysis;
+    });
+    if (engine_marker || sections) {
+      log.kind = MemLogKind::kEngineCompile;
+    } else if (train_marker || analyses) {
+      log.kind = MemLogKind::kTrainCompile;
+    } else if (!log.programs.empty()) {
+      log.kind = MemLogKind::kLiveRun;
+    }
+    return std::move(log);
+  }
+};
+
+MemLogParser::MemLogParser(std::string source) : state_(std::make_unique<State>()) {
+  state_->log.source = std::move(source);
+}
+MemLogParser::~MemLogParser() = default;
+
+void MemLogParser::add_line(std::string_view line, std::size_t number, bool truncated) {
+  state_->add_line(line, number, truncated);
+}
+
+MemLog MemLogParser::finish() { return state_->finish(); }
+
+MemLog parse_memlog(std::string_view text, const std::string& source) {
+  MemLogParser parser(source);
+  std::size_t number = 0;
+  while (!text.empty()) {
+    std::size_t newline = text.find('\n');
+    std::string_view line = text.substr(0, newline);
+    bool truncated = line.size() > kMaxMemLogLine;
+    if (truncated) line = line.substr(0, kMaxMemLogLine);
+    parser.add_line(line, ++number, truncated);
+    if (newline == std::string_view::npos) break;
+    text.remove_prefix(newline + 1);
+  }
+  return parser.finish();
+}
+
+MemLog read_memlog(const std::string& path) {
+  int fd = STDIN_FILENO;
+  if (path != "-") {
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail_at(path, 0, "cannot open: {}", std::strerror(errno));
+  }
+  struct Closer {
+    int fd;
+    ~Closer() {
+      if (fd != STDIN_FILENO) ::close(fd);
+    }
+  } closer{fd};
+  MemLogParser parser(path);
+  std::vector<char> buffer(1 << 20);
+  std::string carry;  // the start of a line split across reads, at most kMaxMemLogLine bytes
+  bool carry_truncated = false;
+  std::size_t number = 0;
+  for (;;) {
+    ssize_t n = ::read(fd, buffer.data(), buffer.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail_at(display_name(path), 0, "cannot read: {}", std::strerror(errno));
+    }
+    if (n == 0) break;
+    std::string_view chunk(buffer.data(), static_cast<std::size_t>(n));
+    while (!chunk.empty()) {
+      std::size_t newline = chunk.find('\n');
+      std::string_view piece = chunk.substr(0, newline);
+      std::size_t room = kMaxMemLogLine - carry.size();
+      if (piece.size() > room) {
+        carry_truncated = true;
+        piece = piece.substr(0, room);
+      }
+      if (newline == std::string_view::npos) {
+        carry.append(piece);
+        break;
+      }
+      chunk.remove_prefix(newline + 1);
+      if (carry.empty()) {
+        parser.add_line(piece, ++number, carry_truncated);
+      } else {
+        carry.append(piece);
+        parser.add_line(carry, ++number, carry_truncated);
+        carry.clear();
+      }
+      carry_truncated = false;
+    }
+  }
+  if (!carry.empty()) parser.add_line(carry, ++number, carry_truncated);
+  return parser.finish();
+}
+
+// ---- summary --------------------------------------------------------------------------------
+
+std::optional<HbmBudget> hbm_budget(const MemLog& log, const HbmOptions& options) {
+  if (options.hbm_gib) return HbmBudget{*options.hbm_gib, "--hbm-gib"};
+  if (options.chip) {
+    const TpuType& type = find_tpu_type(*options.chip);
+    return HbmBudget{type.hbm_gib_per_device, "chip " + type.name};
+  }
+  if (log.capacity) {
+    // The log prints sizes with two decimals (94.74G); keep that rather than the bytes' rounding.
+    return HbmBudget{std::round(static_cast<double>(*log.capacity) / kGiB * 100) / 100, "log"};
+  }
+  if (log.compile_topology) {
+    std::size_t dash = log.compile_topology->rfind('-');
+    try {
+      const TpuType& type = find_tpu_type(log.compile_topology->substr(0, dash));
+      return HbmBudget{type.hbm_gib_per_device, "compile_topology " + *log.compile_topology};
+    } catch (const Error&) {
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+Summary summarize(std::vector<MemLog> logs, const HbmOptions& options) {
+  Summary summary;
+  summary.logs = std::move(logs);
+  bool any_unfit = false;
+  for (const MemLog& log : summary.logs) {
+    LogVerdict verdict;
+    verdict.hbm = hbm_budget(log, options);
+    verdict.oom = log.oom_lines > 0;
+    bool all_known = true, all_fit = true;
+    for (const ProgramMemory& program : log.programs) {
+      ProgramVerdict pv;
+      if (verdict.hbm) {
+        pv.headroom_gib = verdict.hbm->gib - static_cast<double>(program.need()) / kGiB;
+        // Compared in bytes, so a program exactly at the budget fits.
+        pv.fits = static_cast<double>(program.need()) <= verdict.hbm->gib * kGiB;
+        all_fit = all_fit && *pv.fits;
+      } else {
+        all_known = false;
+      }
+      verdict.programs.push_back(pv);
+    }
+    if (verdict.oom || !all_fit) {
+      verdict.fits = false;
+    } else if (all_known) {
+      verdict.fits = true;
+    }
+    any_unfit = any_unfit || verdict.fits == false;
+    if (summary.error.empty() && !verdict.oom) {
+      if (!log.problems.empty()) {
+        summary.error = log.problems.front();
+      } else if (log.programs.empty()) {
+        summary.error = fmt::format(
+            "{}: holds no memory analysis (no CompiledMemoryStats, total memory size or XLA::TPU "
+            "program HBM usage line) and reports no out-of-memory error",
+            display_name(log.source));
+      } else if (!verdict.hbm) {
+        summary.error = fmt::format(
+            "{}: cannot tell the HBM per device (the log states no capacity and names no "
+            "compile_topology): give --hbm-gib or --chip",
+            display_name(log.source));
+      }
+    }
+    summary.verdicts.push_back(std::move(verdict));
+  }
+  summary.exit_code = !summary.error.empty() ? 2 : any_unfit ? 1 : 0;
+  return summary;
+}
+
+namespace {
+
+std::string gib_cell(std::optional<long long> bytes) {
+  return bytes ? fmt::format("{:.2f}", static_cast<double>(*bytes) / kGiB) : "-";
+}
+
+std::string delta_gib(std::optional<long long> a, std::optional<long long> b) {
+  if (!a || !b) return "";
+  return fmt::format("{:+.2f}", static_cast<double>(*b - *a) / kGiB);
+}
+
+std::string number_cell(std::optional<double> value) {
+  return value ? fmt::format("{:.4g}", *value) : "-";
+}
+
+std::string delta_number(std::optional<double> a, std::optional<double> b) {
+  if (!a || !b || !std::isfinite(*a) || !std::isfinite(*b)) return "";
+  return fmt::format("{:+.4g}", *b - *a);
+}
+
+std::string oom_summary(const MemLog& log) {
+  if (log.oom_lines == 0) return "-";
+  // The first report that gives numbers, else the first.
+  const OomReport* best = &log.ooms.front();
+  for (const OomReport& oom : log.ooms) {
+    if (oom.required) {
+      best = &oom;
+      break;
+    }
+  }
+  std::string text = fmt::format("line {}: ", best->line);
+  if (best->required && best->available) {
+    text += fmt::format("{} {:.2f} GiB needed, {:.2f} available",
+                        best->memory_space.empty() ? "memory" : best->memory_space,
+                        static_cast<double>(*best->required) / kGiB,
+                        static_cast<double>(*best->available) / kGiB);
+  } else {
+    text += "out of memory";
+    if (!best->memory_space.empty()) text += " (" + best->memory_space + ")";
+  }
+  if (log.oom_lines > 1) text += fmt::format(" [{} lines]", log.oom_lines);
+  return text;
+}
+
+std::string verdict_text(const LogVerdict& verdict, const MemLog& log) {
+  if (verdict.oom) return "DOES NOT FIT (out of memory reported)";
+  if (!verdict.fits) return "unknown";
+  if (*verdict.fits) return "fits";
+  std::string names;
+  for (std::size_t i = 0; i < verdict.programs.size(); ++i) {
+    if (verdict.programs[i].fits == false)
+      names += (names.empty() ? "" : ", ") + log.programs[i].name;
+  }
+  return "DOES NOT FIT (" + names + ")";
+}
+
+struct Row {
+  std::string label;
+  std::vector<std::string> cells;   // one per log
+  std::vector<std::string> deltas;  // one per log after the first
+};
+
+const ProgramMemory* find_program(const MemLog& log, const std::string& name, std::size_t* index) {
+  for (std::size_t i = 0; i < log.programs.size(); ++i) {
+    if (log.programs[i].name == name) {
+      if (index) *index = i;
+      return &log.programs[i];
+    }
+  }
+  return nullptr;
+}
+
+std::vector<std::string> program_names(const Summary& summary) {
+  std::vector<std::string> names;
+  for (const MemLog& log : summary.logs) {
+    for (const ProgramMemory& p : log.programs) {
+      if (std::find(names.begin(), names.end(), p.name) == names.end()) names.push_back(p.name);
+    }
+  }
+  return names;
+}
+
+std::string json_number(std::optional<double> value) {
+  if (!value || !std::isfinite(*value)) return "null";
+  return fmt::format("{}", *value);
+}
+
+std::string json_int(std::optional<long long> value) {
+  return value ? std::to_string(*value) : "null";
+}
+
+std::string json_gib(std::optional<long long> bytes) {
+  if (!bytes) return "null";
+  return fmt::format("{:.4f}", static_cast<double>(*bytes) / kGiB);
+}
+
+std::string json_bool(std::optional<bool> value) {
+  return value ? (*value ? "true" : "false") : "null";
+}
+
+}  // namespace
+
+std::string format_summary_table(const Summary& summary) {
+  const std::size_t n = summary.logs.size();
+  std::vector<Row> rows;
+  auto add = [&](std::string label, auto cell, auto delta) {
+    Row row{std::move(label), {}, {}};
+    for (std::size_t i = 0; i < n; ++i) row.cells.push_back(cell(i));
+    for (std::size_t i = 1; i < n; ++i) row.deltas.push_back(delta(i));
+    rows.push_back(std::move(row));
+  };
+  auto no_delta = [](std::size_t) { return std::string(); };
+  add(
+      "kind", [&](std::size_t i) { return std::string(memlog_kind_name(summary.logs[i].kind)); },
+      no_delta);
+  add(
+      "HBM per device GiB",
+      [&](std::size_t i) {
+        const auto& hbm = summary.verdicts[i].hbm;
+        return hbm ? fmt::format("{:.2f} ({})", hbm->gib, hbm->source) : std::string("-");
+      },
+      no_delta);
+  for (const std::string& name : program_names(summary)) {
+    rows.push_back({name, std::vector<std::string>(n), {}});
+    rows.back().deltas.assign(n > 0 ? n - 1 : 0, "");
+    auto program = [&](std::size_t i) { return find_program(summary.logs[i], name, nullptr); };
+    auto bytes_row = [&](const std::string& label, auto getter, bool skip_if_zero) {
+      bool present = false, nonzero = false;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (const ProgramMemory* p = program(i); p && getter(*p)) {
+          present = true;
+          nonzero = nonzero || *getter(*p) != 0;
+        }
+      }
+      if (!present || (skip_if_zero && !nonzero)) return;
+      auto value = [&](std::size_t i) -> std::optional<long long> {
+        const ProgramMemory* p = program(i);
+        return p ? getter(*p) : std::nullopt;
+      };
+      add(
+          "  " + label, [&](std::size_t i) { return gib_cell(value(i)); },
+          [&](std::size_t i) { return delta_gib(value(0), value(i)); });
+    };
+    using P = ProgramMemory;
+    using Opt = std::optional<long long>;
+    bytes_row(
+        "argument", [](const P& p) -> Opt { return p.argument; }, false);
+    bytes_row(
+        "output", [](const P& p) -> Opt { return p.output; }, false);
+    bytes_row(
+        "alias", [](const P& p) -> Opt { return p.alias; }, false);
+    bytes_row(
+        "temp", [](const P& p) -> Opt { return p.temp; }, false);
+    bytes_row(
+        "generated code", [](const P& p) -> Opt { return p.generated_code; }, false);
+    bytes_row(
+        "host argument", [](const P& p) -> Opt { return p.host_argument; }, true);
+    bytes_row(
+        "host output", [](const P& p) -> Opt { return p.host_output; }, true);
+    bytes_row(
+        "host alias", [](const P& p) -> Opt { return p.host_alias; }, true);
+    bytes_row(
+        "host temp", [](const P& p) -> Opt { return p.host_temp; }, false);
+    bytes_row(
+        "resident", [](const P& p) -> Opt { return p.resident; }, false);
+    bytes_row(
+        "+state", [](const P& p) -> Opt { return p.state; }, false);
+    bool any_state = false;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (const ProgramMemory* p = program(i); p && p->state) any_state = true;
+    }
+    if (any_state)
+      bytes_row(
+          "need", [](const P& p) -> Opt { return p.need(); }, false);
+    auto verdict_of = [&](std::size_t i) -> const ProgramVerdict* {
+      std::size_t index = 0;
+      return find_program(summary.logs[i], name, &index) ? &summary.verdicts[i].programs[index]
+                                                         : nullptr;
+    };
+    add(
+        "  headroom",
+        [&](std::size_t i) {
+          const ProgramVerdict* v = verdict_of(i);
+          return v && v->headroom_gib ? fmt::format("{:.2f}", *v->headroom_gib) : std::string("-");
+        },
+        [&](std::size_t i) {
+          const ProgramVerdict* a = verdict_of(0);
+          const ProgramVerdict* b = verdict_of(i);
+          if (!a || !b || !a->headroom_gib || !b->headroom_gib) return std::string();
+          return fmt::format("{:+.2f}", *b->headroom_gib - *a->headroom_gib);
+        });
+    add(
+        "  fits",
+        [&](std::size_t i) {
+          const ProgramVerdict* v = verdict_of(i);
+          if (!v || !v->fits) return std::string("-");
+          return std::string(*v->fits ? "yes" : "NO");
+        },
+        no_delta);
+    auto cost_row = [&](const std::string& label, std::optional<double> CostAnalysis::*field) {
+      auto value = [&](std::size_t i) -> std::optional<double> {
+        const ProgramMemory* p = program(i);
+        if (!p || !p->cost) return std::nullopt;
+        return (*p->cost).*field;
+      };
+      bool present = false;
+      for (std::size_t i = 0; i < n; ++i) present = present || value(i).has_value();
+      if (!present) return;
+      add(
+          "  " + label, [&](std::size_t i) { return number_cell(value(i)); },
+          [&](std::size_t i) { return delta_number(value(0), value(i)); });
+    };
+    cost_row("flops", &CostAnalysis::flops);
+    cost_row("bytes accessed", &CostAnalysis::bytes_accessed);
+    cost_row("transcendentals", &CostAnalysis::transcendentals);
+    bool any_count = false;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (const ProgramMemory* p = program(i); p && p->source == ProgramSource::kTpuProgramUsage)
+        any_count = true;
+    }
+    if (any_count) {
+      add(
+          "  programs (largest shown)",
+          [&](std::size_t i) {
+            const ProgramMemory* p = program(i);
+            return p ? std::to_string(p->count) : std::string("-");
+          },
+          no_delta);
+    }
+  }
+  bool any_peak = std::any_of(summary.logs.begin(), summary.logs.end(),
+                              [](const MemLog& log) { return log.device_peak.has_value(); });
+  if (any_peak) {
+    add(
+        "MaxText device peak GiB",
+        [&](std::size_t i) { return gib_cell(summary.logs[i].device_peak); },
+        [&](std::size_t i) {
+          return delta_gib(summary.logs[0].device_peak, summary.logs[i].device_peak);
+        });
+  }
+  add(
+      "out of memory", [&](std::size_t i) { return oom_summary(summary.logs[i]); }, no_delta);
+  add(
+      "verdict", [&](std::size_t i) { return verdict_text(summary.verdicts[i], summary.logs[i]); },
+      no_delta);
+
+  // Column widths; the header names each log and each delta.
+  std::vector<std::string> header{"log"};
+  for (const MemLog& log : summary.logs) header.push_back(display_name(log.source));
+  for (std::size_t i = 1; i < n; ++i)
+    header.push_back("delta " + display_name(summary.logs[i].source));
+  std::vector<std::size_t> widths(header.size(), 0);
+  auto widen = [&](std::size_t column, const std::string& text) {
+    widths[column] = std::max(widths[column], text.size());
+  };
+  for (std::size_t c = 0; c < header.size(); ++c) widen(c, header[c]);
+  for (const Row& row : rows) {
+    widen(0, row.label);
+    for (std::size_t i = 0; i < row.cells.size(); ++i) widen(1 + i, row.cells[i]);
+    for (std::size_t i = 0; i < row.deltas.size(); ++i) widen(1 + n + i, row.deltas[i]);
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string out;
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      if (c > 0) out += "  ";
+      out += cells[c];
+      if (c + 1 < cells.size()) out += std::string(widths[c] - cells[c].size(), ' ');
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out + "\n";
+  };
+  std::string out = line(header);
+  for (const Row& row : rows) {
+    std::vector<std::string> cells{row.label};
+    cells.insert(cells.end(), row.cells.begin(), row.cells.end());
+    cells.insert(cells.end(), row.deltas.begin(), row.deltas.end());
+    cells.resize(header.size());
+    out += line(cells);
+  }
+  for (const MemLog& log : summary.logs) {
+    for (const std::string& note : log.notes)
+      out += fmt::format("{}: {}\n", display_name(log.source), note);
+  }
+  return out;
+}
+
+std::string format_summary_json(const Summary& summary) {
+  std::string out = "{\n  \"schema\": \"rtb.aot-summarize/1\",\n";
+  out += fmt::format("  \"exit_code\": {},\n", summary.exit_code);
+  out += fmt::format("  \"error\": {},\n",
+                     summary.error.empty() ? "null" : json::quote(summary.error));
+  bool all_fit = summary.exit_code == 0;
+  out += fmt::format("  \"fits\": {},\n",
+                     summary.exit_code == 2 ? "null" : (all_fit ? "true" : "false"));
+  out += "  \"logs\": [";
+  for (std::size_t i = 0; i < summary.logs.size(); ++i) {
+    const MemLog& log = summary.logs[i];
+    const LogVerdict& verdict = summary.verdicts[i];
+    out += i == 0 ? "\n" : ",\n";
+    out += "    {\n";
+    out += fmt::format("      \"path\": {},\n", json::quote(display_name(log.source)));
+    out += fmt::format("      \"kind\": {},\n", json::quote(memlog_kind_id(log.kind)));
+    out += fmt::format("      \"hbm_gib_per_device\": {},\n",
+                       verdict.hbm ? json_number(verdict.hbm->gib) : "null");
+    out += fmt::format("      \"hbm_source\": {},\n",
+                       verdict.hbm ? json::quote(verdict.hbm->source) : "null");
+    out += fmt::format("      \"compile_topology\": {},\n",
+                       log.compile_topology ? json::quote(*log.compile_topology) : "null");
+    out += fmt::format("      \"fits\": {},\n", json_bool(verdict.fits));
+    out += fmt::format("      \"device_peak_gib\": {},\n", json_gib(log.device_peak));
+    out += "      \"programs\": [";
+    for (std::size_t j = 0; j < log.programs.size(); ++j) {
+      const ProgramMemory& p = log.programs[j];
+      const ProgramVerdict& pv = verdict.programs[j];
+      out += j == 0 ? "\n" : ",\n";
+      out += fmt::format("        {{\"name\": {}, \"line\": {}, \"source\": {},\n",
+                         json::quote(p.name), p.line, json::quote(program_source_id(p.source)));
+      out += fmt::format(
+          "         \"bytes\": {{\"argument\": {}, \"output\": {}, \"alias\": {}, \"temp\": {}, "
+          "\"generated_code\": {}, \"host_argument\": {}, \"host_output\": {}, \"host_alias\": {}, "
+          "\"host_temp\": {}, \"host_generated_code\": {}, \"resident\": {}, \"state\": {}, "
+          "\"host_state\": {}, \"need\": {}}},\n",
+          json_int(p.argument), json_int(p.output), json_int(p.alias), json_int(p.temp),
+          json_int(p.generated_code), json_int(p.host_argument), json_int(p.host_output),
+          json_int(p.host_alias), json_int(p.host_temp), json_int(p.host_generated_code),
+          p.resident, json_int(p.state), json_int(p.host_state), p.need());
+      out += fmt::format(
+          "         \"resident_gib\": {}, \"need_gib\": {}, \"headroom_gib\": {}, \"fits\": {},\n",
+          json_gib(p.resident), json_gib(p.need()),
+          pv.headroom_gib ? fmt::format("{:.4f}", *pv.headroom_gib) : "null", json_bool(pv.fits));
+      if (p.cost) {
+        out += fmt::format(
+            "         \"cost\": {{\"flops\": {}, \"bytes_accessed\": {}, \"transcendentals\": {}, "
+            "\"optimal_seconds\": {}}}",
+            json_number(p.cost->flops), json_number(p.cost->bytes_accessed),
+            json_number(p.cost->transcendentals), json_number(p.cost->optimal_seconds));
+      } else {
+        out += "         \"cost\": null";
+      }
+      if (p.source == ProgramSource::kTpuProgramUsage) {
+        out += fmt::format(",\n         \"count\": {}, \"capacity_bytes\": {}", p.count,
+                           json_int(p.capacity));
+      }
+      out += "}";
+    }
+    out += log.programs.empty() ? "],\n" : "\n      ],\n";
+    out += "      \"oom\": [";
+    for (std::size_t j = 0; j < log.ooms.size(); ++j) {
+      const OomReport& oom = log.ooms[j];
+      out += j == 0 ? "\n" : ",\n";
+      out += fmt::format(
+          "        {{\"line\": {}, \"program\": {}, \"memory_space\": {}, \"required_bytes\": {}, "
+          "\"available_bytes\": {}, \"text\": {}}}",
+          oom.line, oom.program.empty() ? "null" : json::quote(oom.program),
+          oom.memory_space.empty() ? "null" : json::quote(oom.memory_space), json_int(oom.required),
+          json_int(oom.available), json::quote(oom.text));
+    }
+    out += log.ooms.empty() ? "],\n" : "\n      ],\n";
+    out += fmt::format("      \"oom_lines\": {},\n", log.oom_lines);
+    auto string_list = [&](const std::vector<std::string>& items) {
+      std::string list = "[";
+      for (std::size_t k = 0; k < items.size(); ++k)
+        list += (k ? ", " : "") + json::quote(items[k]);
+      return list + "]";
+    };
+    out += fmt::format("      \"notes\": {},\n", string_list(log.notes));
+    out += fmt::format("      \"problems\": {}\n", string_list(log.problems));
+    out += "    }";
+  }
+  out += summary.logs.empty() ? "],\n" : "\n  ],\n";
+  // Deltas of each further log against the first, per program both have.
+  out += "  \"deltas\": [";
+  for (std::size_t i = 1; i < summary.logs.size(); ++i) {
+    out += i == 1 ? "\n" : ",\n";
+    out += fmt::format("    {{\"log\": {}, \"against\": {}, \"programs\": [",
+                       json::quote(display_name(summary.logs[i].source)),
+                       json::quote(display_name(summary.logs[0].source)));
+    bool first = true;
+    for (const ProgramMemory& b : summary.logs[i].programs) {
+      std::size_t ia = 0, ib = 0;
+      const ProgramMemory* a = find_program(summary.logs[0], b.name, &ia);
+      find_program(summary.logs[i], b.name, &ib);
+      if (!a) continue;
+      auto diff = [](std::optional<long long> x, std::optional<long long> y) -> std::string {
+        return x && y ? std::to_string(*y - *x) : "null";
+      };
+      auto cost_diff = [&](std::optional<double> CostAnalysis::*field) -> std::string {
+        if (!a->cost || !b.cost) return "null";
+        auto x = (*a->cost).*field;
+        auto y = b.cost.value().*field;
+        if (!x || !y) return "null";
+        return json_number(*y - *x);
+      };
+      const auto& ha = summary.verdicts[0].programs[ia].headroom_gib;
+      const auto& hb = summary.verdicts[i].programs[ib].headroom_gib;
+      out += first ? "\n" : ",\n";
+      first = false;
+      out += fmt::format(
+          "      {{\"name\": {}, \"bytes\": {{\"argument\": {}, \"output\": {}, \"alias\": {}, "
+          "\"temp\": {}, \"resident\": {}, \"need\": {}}}, \"headroom_gib\": {}, \"flops\": {}, "
+          "\"bytes_accessed\": {}, \"transcendentals\": {}}}",
+          json::quote(b.name), diff(a->argument, b.argument), diff(a->output, b.output),
+          diff(a->alias, b.alias), diff(a->temp, b.temp), b.resident - a->resident,
+          b.need() - a->need(), ha && hb ? fmt::format("{:.4f}", *hb - *ha) : "null",
+          cost_diff(&CostAnalysis::flops), cost_diff(&CostAnalysis::bytes_accessed),
+          cost_diff(&CostAnalysis::transcendentals));
+    }
+    out += first ? "]}" : "\n    ]}";
+  }
+  out += summary.logs.size() > 1 ? "\n  ]\n}\n" : "]\n}\n";
+  return out;
+}
+
+}  // namespace rtb

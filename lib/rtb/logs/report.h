@@ -1,0 +1,170 @@
+// bench-report's analysis and writers: per-run step times, micro-batch times, throughput and the
+// trainer timeline (TRAINER_STEP_TIMING), comparisons against a control with bootstrap intervals
+// and verdicts, the A/A noise floor, the numerics gates, and the text / JSON / SVG outputs.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "rtb/logs/bench_stats.h"
+#include "rtb/logs/steplog.h"
+
+namespace rtb::report {
+
+// An inclusive range of step or micro-batch numbers; an open end is nullopt.
+struct Range {
+  std::optional<std::int64_t> first;
+  std::optional<std::int64_t> last;
+  bool contains(std::int64_t value) const {
+    return (!first || value >= *first) && (!last || value <= *last);
+  }
+  std::string str() const;  // "1-4", "3-last", "5"
+};
+// "A-B", "A-", "A-last" or "A" (non-negative integers, A <= B). Throws rtb::Error naming `what`.
+Range parse_range(std::string_view text, std::string_view what);
+
+// How a run's micro-batch times were measured, over the steps its figures use.
+enum class MicrobatchTiming {
+  kDevice,      // to the device's completion of each call (also TRAINER_STEP_TIMING ready times)
+  kDispatch,    // host dispatch intervals: lag the device by up to two calls (async engines)
+  kMixed,       // the steps differ: comparable with nothing
+  kUnlabelled,  // the log does not say (a driver older than the "microbatch_timing" field)
+};
+const char* microbatch_timing_name(MicrobatchTiming timing);  // "device", "unlabelled", ...
+
+// Tokens per second per chip as the seed defines it, padding included:
+// rows x tokens_per_row x micro_steps / mean seconds per step / chips.
+double padded_tokens_per_s_per_chip(std::int64_t rows, std::int64_t tokens_per_row,
+                                    std::int64_t micro_steps, double mean_step_s, double chips);
+
+struct Options {
+  std::optional<Range> steps;           // nullopt: every logged step but the first (it compiles)
+  bool include_profiled = false;        // false: profiled steps stay out of means and medians
+  Range microbatches{3, std::nullopt};  // 1-based within a step; the default skips the two
+                                        // micro-batches after the step boundary
+  bool microbatches_given = false;      // false: steps with fewer than 3 use all of theirs
+  bench::BootstrapOptions bootstrap;
+  std::optional<double> fail_if_slower_pct;
+};
+
+// The trainer-side timeline over the selected steps (TRAINER_STEP_TIMING).
+struct TimelineSummary {
+  std::size_t steps = 0;  // selected steps with a TRAINER_STEP_TIMING record
+  std::size_t microbatches = 0;
+  std::size_t ready_known = 0;
+  std::vector<double> device_s;  // micro-batches in the micro-batch range with a known time
+  std::size_t device_unknown = 0;
+  std::vector<double> idle_s;  // per step
+  std::size_t idle_unknown = 0;
+  std::vector<double> update_s;
+  std::size_t update_unknown = 0;
+  std::vector<double> sync_wait_s;
+  std::size_t sync_unknown = 0;
+  std::size_t sync_not_applicable = 0;  // steps without a weight sync (prepare: null)
+};
+
+struct RunAnalysis {
+  std::string name;
+  std::string source;
+  steplog::LogKind kind = steplog::LogKind::kUnknown;
+  bool partial = false;
+  std::string partial_reason;
+  std::vector<std::int64_t> steps_logged;  // every step with a time, a micro-batch or a timing
+  std::vector<std::int64_t> steps_used;    // selected steps with a step time
+  std::vector<double> step_s;              // their times
+  std::optional<double> step_mean;
+  double step_sd = 0.0;  // sample standard deviation
+  std::optional<bench::Interval> step_ci;
+  std::string microbatch_source;  // "BENCH_STEP", "TRAINER_STEP_TIMING" or "" (none)
+  std::vector<double> microbatch_s;
+  std::optional<double> microbatch_median;
+  std::optional<bench::Interval> microbatch_ci;
+  // How microbatch_s was measured; nullopt when the run has no micro-batch time.
+  std::optional<MicrobatchTiming> microbatch_timing;
+  std::vector<MicrobatchTiming> microbatch_timings_seen;  // the steps' modes, when mixed
+  // Padded (rows x tokens_per_row x micro-batches) and real tokens / s / chip.
+  std::optional<double> tokens_per_s_per_chip;
+  std::optional<double> real_tokens_per_s_per_chip;
+  std::string tokens_per_s_per_chip_unknown;    // why tokens_per_s_per_chip is unknown (bench runs)
+  std::vector<std::int64_t> profiled_left_out;  // selected steps left out as profiled
+  // The first logged step's time (it includes the compile): from its step line, else from
+  // BENCH_SUMMARY first_step_s (then the step number is unknown).
+  struct FirstStep {
+    std::optional<std::int64_t> step;
+    double seconds = 0.0;
+  };
+  std::optional<FirstStep> first_step;
+  TimelineSummary timeline;
+  std::optional<steplog::BenchSummary> summary;
+  std::vector<std::string> warnings;
+};
+
+struct MetricComparison {
+  bench::Comparison stats;
+  bench::Verdict verdict = bench::Verdict::kInsufficient;
+  std::optional<double> noise_floor;
+};
+
+struct RunComparison {
+  std::string run;
+  std::string control;
+  std::optional<MetricComparison> step;
+  std::optional<MetricComparison> microbatch;
+  // Why the micro-batch times were not compared (the runs time them differently); empty when
+  // they were compared or one side has none.
+  std::string microbatch_not_compared;
+};
+
+struct NoiseFloor {
+  std::string control_a;
+  std::string control_b;
+  std::optional<double> step_rel;        // |mean(A2) / mean(A1) - 1|
+  std::optional<double> microbatch_rel;  // |median(A2) / median(A1) - 1|
+};
+
+struct NumericsReport {
+  std::string reference_a;
+  std::string reference_b;
+  std::string variant;
+  bench::NumericsResult result;
+};
+
+struct Report {
+  Options options;
+  std::vector<RunAnalysis> runs;  // runs[0] is the control
+  std::vector<RunComparison> comparisons;
+  std::optional<NoiseFloor> noise_floor;
+  std::optional<NumericsReport> numerics;
+  std::vector<std::string> slower_than_allowed;  // what tripped --fail-if-slower
+  std::vector<std::string> warnings;             // every run's warnings, in order
+
+  // 1 when a numerics gate failed or --fail-if-slower tripped, else 0.
+  int exit_code() const;
+};
+
+// One run. Throws rtb::Error (naming the file) when it has no step timing at all.
+RunAnalysis analyze_run(const steplog::RunLog& log, const Options& options);
+
+struct Inputs {
+  std::vector<steplog::RunLog> runs;  // may be empty when only numerics are asked for
+  std::optional<std::pair<steplog::RunLog, steplog::RunLog>> control_pair;
+  std::vector<steplog::RunLog> numerics;  // empty, or REF1, REF2, VARIANT
+  std::vector<bench::GateSpec> gates = bench::default_gates();
+};
+
+Report build_report(const Inputs& inputs, const Options& options);
+
+std::string format_text(const Report& report);
+// The --json document, schema "rtb.bench-report/1" (see the README section of bench-report).
+std::string format_json(const Report& report);
+// One step's micro-batch timeline per run (runs[i] drawn from logs[i]): dispatch, device time,
+// idle, update and weight-sync wait. `step`: that step in every run; nullopt: each run's last
+// selected step that has a TRAINER_STEP_TIMING record.
+std::string timeline_svg(const std::vector<steplog::RunLog>& logs, const Report& report,
+                         std::optional<std::int64_t> step);
+
+}  // namespace rtb::report

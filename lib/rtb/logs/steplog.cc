@@ -1,0 +1,1003 @@
+#include "rtb/logs/steplog.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+#include "rtb/base/error.h"
+#include "rtb/base/io.h"
+
+namespace rtb::steplog {
+namespace {
+
+// ---- Value reader ------------------------------------------------------------------------------
+
+constexpr int kMaxDepth = 64;
+
+bool is_identifier_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '.';
+}
+
+class Reader {
+ public:
+  Reader(std::string_view text, Syntax syntax) : text_(text), syntax_(syntax) {}
+
+  Value parse_document() {
+    Value value = parse(0);
+    skip_space();
+    if (pos_ != text_.size()) error("unexpected text after the value");
+    return value;
+  }
+
+ private:
+  [[noreturn]] void error(std::string_view what) const { fail("{} at column {}", what, pos_ + 1); }
+
+  void skip_space() {
+    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' ||
+                                   text_[pos_] == '\n' || text_[pos_] == '\r')) {
+      ++pos_;
+    }
+  }
+
+  bool python() const { return syntax_ == Syntax::kPython; }
+
+  bool consume_word(std::string_view word) {
+    if (text_.substr(pos_, word.size()) != word) return false;
+    std::size_t end = pos_ + word.size();
+    if (end < text_.size() && is_identifier_char(text_[end])) return false;
+    pos_ = end;
+    return true;
+  }
+
+  Value parse(int depth) {
+    if (depth > kMaxDepth) error("nesting too deep");
+    skip_space();
+    if (pos_ >= text_.size()) error("unexpected end of text (truncated?)");
+    char c = text_[pos_];
+    if (c == '{') return parse_object(depth);
+    if (c == '[' || (python() && c == '(')) return parse_array(depth, c == '[' ? ']' : ')');
+    if (c == '"' || (python() && c == '\'')) {
+      Value value;
+      value.kind = Value::Kind::kString;
+      value.string = parse_string();
+      return value;
+    }
+    if (c == '-' || c == '+' || (c >= '0' && c <= '9') || c == '.') return parse_number();
+    return parse_word(depth);
+  }
+
+  Value parse_word(int depth) {
+    Value value;
+    struct Constant {
+      std::string_view word;
+      Value::Kind kind;
+      double number;
+      bool boolean;
+      bool python_only;
+    };
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
+    static constexpr Constant kConstants[] = {
+        {"null", Value::Kind::kNull, 0, false, false},
+        {"true", Value::Kind::kBool, 0, true, false},
+        {"false", Value::Kind::kBool, 0, false, false},
+        {"NaN", Value::Kind::kNumber, kNan, false, false},
+        {"Infinity", Value::Kind::kNumber, kInf, false, false},
+        {"None", Value::Kind::kNull, 0, false, true},
+        {"True", Value::Kind::kBool, 0, true, true},
+        {"False", Value::Kind::kBool, 0, false, true},
+        {"nan", Value::Kind::kNumber, kNan, false, true},
+        {"inf", Value::Kind::kNumber, kInf, false, true},
+    };
+    for (const Constant& constant : kConstants) {
+      if (constant.python_only && !python()) continue;
+      if (consume_word(constant.word)) {
+        value.kind = constant.kind;
+        value.number = constant.number;
+        value.boolean = constant.boolean;
+        return value;
+      }
+    }
+    if (python()) {
+      // A number wrapped in a call: np.float32(1.5), Array(0.5, dtype=float32), tensor(2.).
+      std::size_t start = pos_;
+      while (pos_ < text_.size() && is_identifier_char(text_[pos_])) ++pos_;
+      if (pos_ > start && pos_ < text_.size() && text_[pos_] == '(') {
+        ++pos_;
+        Value inner = parse(depth + 1);
+        skip_call_rest();
+        return inner;
+      }
+      pos_ = start;
+    }
+    error("unexpected character");
+  }
+
+  // After the first argument of a call: skips `, keyword=value ...` up to the closing ')'.
+  void skip_call_rest() {
+    int depth = 0;
+    while (pos_ < text_.size()) {
+      char c = text_[pos_];
+      if (c == '\'' || c == '"') {
+        parse_string();
+        continue;
+      }
+      if (c == '(' || c == '[' || c == '{') ++depth;
+      if (c == ')' || c == ']' || c == '}') {
+        if (depth == 0) {
+          if (c != ')') error("unbalanced call");
+          ++pos_;
+          return;
+        }
+        --depth;
+      }
+      ++pos_;
+    }
+    error("unexpected end of text in a call");
+  }
+
+  Value parse_number() {
+    std::size_t start = pos_;
+    bool negative = false;
+    if (text_[pos_] == '+' || text_[pos_] == '-') {
+      negative = text_[pos_] == '-';
+      ++pos_;
+      // -Infinity (JSON from Python), -inf (Python).
+      if (consume_word("Infinity") || (python() && consume_word("inf"))) {
+        Value value;
+        value.kind = Value::Kind::kNumber;
+        value.number = negative ? -std::numeric_limits<double>::infinity()
+                                : std::numeric_limits<double>::infinity();
+        return value;
+      }
+      if (python() && consume_word("nan")) {
+        Value value;
+        value.kind = Value::Kind::kNumber;
+        value.number = std::numeric_limits<double>::quiet_NaN();
+        return value;
+      }
+    }
+    while (pos_ < text_.size()) {
+      char c = text_[pos_];
+      if ((c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' ||
+          ((c == '+' || c == '-') && (text_[pos_ - 1] == 'e' || text_[pos_ - 1] == 'E'))) {
+        ++pos_;
+      } else {
+        break;
+      }
+    }
+    std::string_view token = text_.substr(start, pos_ - start);
+    if (!token.empty() && token.front() == '+') token.remove_prefix(1);
+    double number = 0.0;
+    auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), number);
+    if (ec != std::errc() || end != token.data() + token.size()) {
+      pos_ = start;
+      error(fmt::format("bad number '{}'",
+                        text_.substr(start, std::max<std::size_t>(1, token.size()))));
+    }
+    Value value;
+    value.kind = Value::Kind::kNumber;
+    value.number = number;
+    return value;
+  }
+
+  std::string parse_string() {
+    char quote = text_[pos_++];
+    std::string out;
+    while (pos_ < text_.size()) {
+      char c = text_[pos_++];
+      if (c == quote) return out;
+      if (c != '\\') {
+        out += c;
+        continue;
+      }
+      if (pos_ >= text_.size()) break;
+      char escaped = text_[pos_++];
+      switch (escaped) {
+        case 'n':
+          out += '\n';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'u':
+        case 'x': {
+          // Keep the code point's low byte for ASCII and '?' otherwise: these logs only use
+          // escapes in free text that bench-report does not interpret.
+          std::size_t digits = escaped == 'u' ? 4 : 2;
+          if (pos_ + digits > text_.size()) error("truncated escape");
+          unsigned code = 0;
+          auto [end, ec] =
+              std::from_chars(text_.data() + pos_, text_.data() + pos_ + digits, code, 16);
+          if (ec != std::errc() || end != text_.data() + pos_ + digits) error("bad escape");
+          pos_ += digits;
+          out += code < 0x80 ? static_cast<char>(code) : '?';
+          break;
+        }
+        default:
+          out += escaped;
+      }
+    }
+    error("unterminated string");
+  }
+
+  Value parse_array(int depth, char close) {
+    Value value;
+    value.kind = Value::Kind::kArray;
+    ++pos_;
+    skip_space();
+    if (pos_ < text_.size() && text_[pos_] == close) {
+      ++pos_;
+      return value;
+    }
+    while (true) {
+      value.array.push_back(parse(depth + 1));
+      skip_space();
+      if (pos_ >= text_.size()) error("unexpected end of text in an array (truncated?)");
+      if (text_[pos_] == ',') {
+        ++pos_;
+        skip_space();
+        if (python() && pos_ < text_.size() && text_[pos_] == close) {  // trailing comma
+          ++pos_;
+          return value;
+        }
+        continue;
+      }
+      if (text_[pos_] == close) {
+        ++pos_;
+        return value;
+      }
+      error("expected ',' or the end of the array");
+    }
+  }
+
+  Value parse_object(int depth) {
+    Value value;
+    value.kind = Value::Kind::kObject;
+    ++pos_;
+    skip_space();
+    if (pos_ < text_.size() && text_[pos_] == '}') {
+      ++pos_;
+      return value;
+    }
+    while (true) {
+      skip_space();
+      if (pos_ >= text_.size()) error("unexpected end of text in an object (truncated?)");
+      char c = text_[pos_];
+      if (!(c == '"' || (python() && c == '\''))) error("expected a quoted key");
+      std::string key = parse_string();
+      skip_space();
+      if (pos_ >= text_.size() || text_[pos_] != ':') error("expected ':' after a key");
+      ++pos_;
+      value.object.emplace_back(std::move(key), parse(depth + 1));
+      skip_space();
+      if (pos_ >= text_.size()) error("unexpected end of text in an object (truncated?)");
+      if (text_[pos_] == ',') {
+        ++pos_;
+        skip_space();
+        if (python() && pos_ < text_.size() && text_[pos_] == '}') {
+          ++pos_;
+          return value;
+        }
+        continue;
+      }
+      if (text_[pos_] == '}') {
+        ++pos_;
+        return value;
+      }
+      error("expected ',' or '}'");
+    }
+  }
+
+  std::string_view text_;
+  Syntax syntax_;
+  std::size_t pos_ = 0;
+};
+
+void flatten(const Value& value, const std::string& prefix, int depth,
+             std::map<std::string, double>& out) {
+  if (depth > kMaxDepth) return;
+  switch (value.kind) {
+    case Value::Kind::kNumber:
+      if (!prefix.empty()) out[prefix] = value.number;
+      break;
+    case Value::Kind::kBool:
+      if (!prefix.empty()) out[prefix] = value.boolean ? 1.0 : 0.0;
+      break;
+    case Value::Kind::kObject:
+      for (const auto& [key, member] : value.object) {
+        flatten(member, prefix.empty() ? key : prefix + "/" + key, depth + 1, out);
+      }
+      break;
+    default:
+      break;
+  }
+}
+
+// ---- Line helpers ------------------------------------------------------------------------------
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r' ||
+                           text.back() == '\n')) {
+    text.remove_suffix(1);
+  }
+  return text;
+}
+
+// Reads a (possibly signed) integer at the start of `text`; advances past it.
+std::optional<std::int64_t> take_int(std::string_view& text) {
+  std::int64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end == text.data()) return std::nullopt;
+  text.remove_prefix(static_cast<std::size_t>(end - text.data()));
+  return value;
+}
+
+std::optional<double> take_double(std::string_view& text) {
+  double value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end == text.data()) return std::nullopt;
+  text.remove_prefix(static_cast<std::size_t>(end - text.data()));
+  return value;
+}
+
+bool take(std::string_view& text, std::string_view literal) {
+  if (text.substr(0, literal.size()) != literal) return false;
+  text.remove_prefix(literal.size());
+  return true;
+}
+
+// A number of a JSON object member: nullopt when absent or null; throws when of another type.
+std::optional<double> number_member(const Value& object, std::string_view key) {
+  const Value* member = object.find(key);
+  if (member == nullptr || member->is_null()) return std::nullopt;
+  if (!member->is_number()) fail("\"{}\" is not a number", key);
+  return member->number;
+}
+
+// `number` (the value of `key`) as an integer; throws when it is not one.
+std::int64_t integer_of(double number, std::string_view key) {
+  if (!std::isfinite(number) || number != std::floor(number)) {
+    fail("\"{}\" is not an integer", key);
+  }
+  // Converting a double outside int64's range is undefined behaviour: refuse it first.
+  if (number < -0x1p63 || number >= 0x1p63) fail("\"{}\" is out of range", key);
+  return static_cast<std::int64_t>(number);
+}
+
+std::optional<std::int64_t> int_member(const Value& object, std::string_view key) {
+  std::optional<double> number = number_member(object, key);
+  if (!number) return std::nullopt;
+  return integer_of(*number, key);
+}
+
+// A string member: nullopt when absent or null; throws when of another type.
+std::optional<std::string> string_member(const Value& object, std::string_view key) {
+  const Value* member = object.find(key);
+  if (member == nullptr || member->is_null()) return std::nullopt;
+  if (member->kind != Value::Kind::kString) fail("\"{}\" is not a string", key);
+  return member->string;
+}
+
+std::optional<bool> bool_member(const Value& object, std::string_view key) {
+  const Value* member = object.find(key);
+  if (member == nullptr || member->is_null()) return std::nullopt;
+  if (member->kind != Value::Kind::kBool) fail("\"{}\" is not true or false", key);
+  return member->boolean;
+}
+
+// A list of integers (e.g. step numbers): empty when absent or null.
+std::vector<std::int64_t> int_list_member(const Value& object, std::string_view key) {
+  std::vector<std::int64_t> out;
+  const Value* member = object.find(key);
+  if (member == nullptr || member->is_null()) return out;
+  if (!member->is_array()) fail("\"{}\" is not a list", key);
+  for (const Value& item : member->array) {
+    if (!item.is_number()) fail("\"{}\" holds a non-number", key);
+    out.push_back(integer_of(item.number, key));
+  }
+  return out;
+}
+
+// A scalar as text ("x", 3, true); nullopt for null or absent. Lists and objects are refused.
+std::optional<std::string> scalar_text(const Value& object, std::string_view key) {
+  const Value* member = object.find(key);
+  if (member == nullptr || member->is_null()) return std::nullopt;
+  switch (member->kind) {
+    case Value::Kind::kString:
+      return member->string;
+    case Value::Kind::kBool:
+      return member->boolean ? "true" : "false";
+    case Value::Kind::kNumber:
+      return fmt::format("{:g}", member->number);
+    default:
+      fail("\"{}\" is not a string, number or boolean", key);
+  }
+}
+
+EventTiming event_timing(const Value& value, std::string_view what) {
+  if (!value.is_object()) fail("{} is not an object", what);
+  EventTiming event;
+  event.dispatch_begin_ago_s = number_member(value, "dispatch_begin_ago_s");
+  event.dispatch_end_ago_s = number_member(value, "dispatch_end_ago_s");
+  event.ready_ago_s = number_member(value, "ready_ago_s");
+  return event;
+}
+
+std::string compress_steps(const std::vector<std::int64_t>& steps) {
+  std::string out;
+  for (std::size_t i = 0; i < steps.size();) {
+    std::size_t j = i;
+    while (j + 1 < steps.size() && steps[j + 1] == steps[j] + 1) ++j;
+    if (!out.empty()) out += ",";
+    out += j == i ? std::to_string(steps[i]) : fmt::format("{}-{}", steps[i], steps[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+// ---- Value -------------------------------------------------------------------------------------
+
+Value::Value() = default;
+
+const Value* Value::find(std::string_view key) const {
+  const Value* found = nullptr;
+  for (const auto& [name, member] : object) {
+    if (name == key) found = &member;
+  }
+  return found;
+}
+
+Value parse_value(std::string_view text, Syntax syntax) {
+  // A parsed value takes tens of bytes per element: refuse absurd lines before building one.
+  if (text.size() > kMaxValueBytes) {
+    fail("{} bytes of {} in one line (at most {})", text.size(),
+         syntax == Syntax::kJson ? "JSON" : "literal", kMaxValueBytes);
+  }
+  return Reader(text, syntax).parse_document();
+}
+
+std::map<std::string, double> numeric_leaves(const Value& object) {
+  std::map<std::string, double> out;
+  flatten(object, "", 0, out);
+  return out;
+}
+
+const char* log_kind_name(LogKind kind) {
+  switch (kind) {
+    case LogKind::kBench:
+      return "bench";
+    case LogKind::kOrchestrator:
+      return "orchestrator";
+    case LogKind::kTimingOnly:
+      return "timing-only";
+    case LogKind::kUnknown:
+      break;
+  }
+  return "unknown";
+}
+
+// ---- RunLogParser ------------------------------------------------------------------------------
+
+RunLogParser::RunLogParser(std::string source) { log_.source = std::move(source); }
+
+void RunLogParser::warn(std::size_t number, const std::string& message) {
+  // A huge log of bad lines must not grow memory: keep the first ones, count the rest.
+  if (line_warnings_ >= kMaxLineWarnings) {
+    ++dropped_warnings_;
+    return;
+  }
+  ++line_warnings_;
+  log_.warnings.push_back(fmt::format("{}:{}: {}", log_.source, number, message));
+}
+
+StepRecord& RunLogParser::record(std::int64_t step, std::size_t number) {
+  StepRecord& record = steps_[step];
+  record.step = step;
+  if (record.line == 0) record.line = number;
+  return record;
+}
+
+void RunLogParser::feed(std::string_view line, std::size_t number) {
+  log_.lines = number;
+  constexpr auto npos = std::string_view::npos;
+  std::size_t at;
+  // One marker per line; the first found wins. The order puts the machine lines first.
+  if ((at = line.find("TRAINER_STEP_TIMING step=")) != npos) {
+    parse_timing(line.substr(at + 25), number);
+  } else if ((at = line.find("BENCH_STEP {")) != npos) {
+    parse_bench_step(line.substr(at + 11), number);
+  } else if ((at = line.find("BENCH_SUMMARY {")) != npos) {
+    parse_summary(line.substr(at + 14), number);
+  } else if ((at = line.find("[StepMetrics step=")) != npos) {
+    parse_step_metrics(line.substr(at + 18), number);
+  } else if ((at = line.find("Train step ")) != npos) {
+    parse_train_step(line.substr(at + 11), number);
+  } else if (line.find("[TrainerBench] ") != npos || line.find("bench_driver: failed: ") != npos) {
+    parse_driver_line(line);
+  }
+}
+
+void RunLogParser::parse_driver_line(std::string_view line) {
+  std::size_t at = line.find("bench_driver: failed: ");
+  if (at != std::string_view::npos) {
+    saw_bench_ = true;
+    log_.failure = std::string(trim(line.substr(at + 22)));
+    return;
+  }
+  at = line.find("[TrainerBench] ");
+  if (at == std::string_view::npos) return;
+  saw_bench_ = true;
+  std::string_view rest = line.substr(at + 15);
+  std::size_t marker = rest.find(": bench driver starting: ");
+  if (marker == std::string_view::npos) return;
+  if (log_.name.empty()) log_.name = std::string(trim(rest.substr(0, marker)));
+  std::string_view counts = rest.substr(marker + 25);
+  std::optional<std::int64_t> steps = take_int(counts);
+  if (steps && take(counts, " steps x ")) {
+    log_.planned_steps = steps;
+    log_.planned_micro_steps = take_int(counts);
+  }
+}
+
+void RunLogParser::parse_timing(std::string_view rest, std::size_t number) {
+  std::optional<std::int64_t> step = take_int(rest);
+  if (!step) {
+    warn(number, "TRAINER_STEP_TIMING without a step number: line skipped");
+    return;
+  }
+  if (take(rest, " unavailable:")) {
+    log_.timing_unavailable.push_back(*step);
+    return;
+  }
+  StepTiming timing;
+  timing.step = *step;
+  timing.line = number;
+  if (take(rest, " policy_version=")) {
+    timing.policy_version = take_int(rest);
+    if (!timing.policy_version) {
+      warn(number,
+           fmt::format("TRAINER_STEP_TIMING step={}: bad policy_version: line skipped", *step));
+      return;
+    }
+  }
+  if (take(rest, " rtt_s=")) {
+    std::optional<double> rtt = take_double(rest);
+    if (!rtt) {
+      warn(number, fmt::format("TRAINER_STEP_TIMING step={}: bad rtt_s: line skipped", *step));
+      return;
+    }
+    timing.rtt_s = *rtt;
+  }
+  if (!take(rest, " timing=")) {
+    warn(number, fmt::format("TRAINER_STEP_TIMING step={}: no timing= field: line skipped", *step));
+    return;
+  }
+  try {
+    Value json = parse_value(trim(rest), Syntax::kJson);
+    if (!json.is_object()) fail("the timing is not a JSON object");
+    std::optional<std::int64_t> version = int_member(json, "v");
+    if (version && *version != 1)
+      fail("schema version {} (bench-report reads version 1)", *version);
+    timing.train_step = int_member(json, "train_step");
+    const Value* mb = json.find("mb");
+    if (mb != nullptr && !mb->is_null()) {
+      if (!mb->is_array()) fail("\"mb\" is not a list");
+      for (std::size_t i = 0; i < mb->array.size(); ++i) {
+        MicroBatchTiming entry;
+        static_cast<EventTiming&>(entry) = event_timing(mb->array[i], fmt::format("mb[{}]", i));
+        entry.index = int_member(mb->array[i], "i").value_or(static_cast<std::int64_t>(i));
+        timing.mb.push_back(entry);
+      }
+    }
+    const Value* update = json.find("update");
+    if (update != nullptr && !update->is_null()) timing.update = event_timing(*update, "update");
+    const Value* prepare = json.find("prepare");
+    if (prepare != nullptr && !prepare->is_null()) {
+      if (!prepare->is_object()) fail("\"prepare\" is not an object");
+      timing.prepare = PrepareTiming{number_member(*prepare, "recv_ago_s"),
+                                     number_member(*prepare, "done_ago_s")};
+    }
+  } catch (const Error& e) {
+    warn(number,
+         fmt::format("TRAINER_STEP_TIMING step={}: malformed timing JSON ({}): line skipped", *step,
+                     e.message()));
+    return;
+  }
+  if (timings_.count(*step) != 0) {
+    warn(number, fmt::format("TRAINER_STEP_TIMING step={} again (first at line {}): the later "
+                             "line is used",
+                             *step, timings_[*step].line));
+  }
+  timings_[*step] = std::move(timing);
+}
+
+void RunLogParser::parse_bench_step(std::string_view json_text, std::size_t number) {
+  saw_bench_ = true;
+  StepRecord parsed;
+  try {
+    Value json = parse_value(trim(json_text), Syntax::kJson);
+    if (!json.is_object()) fail("not a JSON object");
+    std::optional<std::int64_t> step = int_member(json, "step");
+    if (!step) fail("no \"step\"");
+    if (*step < 0) fail("\"step\" is {}", *step);
+    parsed.step = *step;
+    auto non_negative = [&](std::string_view key) {
+      std::optional<double> value = number_member(json, key);
+      if (value && !(std::isfinite(*value) && *value >= 0)) fail("\"{}\" is {}", key, *value);
+      return value;
+    };
+    parsed.seconds = non_negative("seconds");
+    if (const Value* mb = json.find("microbatch_s"); mb != nullptr && !mb->is_null()) {
+      if (!mb->is_array()) fail("\"microbatch_s\" is not a list");
+      if (mb->array.size() > kMaxMicrobatchesPerStep) {
+        fail("{} micro-batch times in one step (at most {})", mb->array.size(),
+             kMaxMicrobatchesPerStep);
+      }
+      for (const Value& item : mb->array) {
+        if (!item.is_number()) fail("\"microbatch_s\" holds a non-number");
+        if (!(std::isfinite(item.number) && item.number >= 0)) {
+          fail("\"microbatch_s\" holds {}", item.number);
+        }
+        parsed.microbatch_s.push_back(item.number);
+      }
+    }
+    parsed.tokens = non_negative("tokens");
+    parsed.padded_tokens = non_negative("padded_tokens");
+    parsed.tokens_per_s_per_chip = non_negative("tokens_per_s_per_chip");
+    parsed.microbatch_timing = string_member(json, "microbatch_timing").value_or("");
+    parsed.microbatch_timing_source = string_member(json, "microbatch_timing_source").value_or("");
+    parsed.update = string_member(json, "update").value_or("");
+    parsed.staged = bool_member(json, "staged");
+    parsed.profiled = bool_member(json, "profiled").value_or(false);
+    if (const Value* metrics = json.find("metrics"); metrics != nullptr && metrics->is_object()) {
+      parsed.metrics = numeric_leaves(*metrics);
+    }
+  } catch (const Error& e) {
+    warn(number, fmt::format("malformed BENCH_STEP JSON ({}): line skipped", e.message()));
+    return;
+  }
+  if (auto previous = bench_step_lines_.find(parsed.step); previous != bench_step_lines_.end()) {
+    warn(number, fmt::format("BENCH_STEP step={} again (first at line {}): the later line is used",
+                             parsed.step, previous->second));
+  }
+  if (!parsed.microbatch_timing.empty() && parsed.microbatch_timing != "device" &&
+      parsed.microbatch_timing != "dispatch") {
+    // A mode this reader does not know must not be compared as if it were one it knows.
+    warn(number, fmt::format("BENCH_STEP step={}: microbatch_timing \"{}\" is neither device nor "
+                             "dispatch: its micro-batch times count as unlabelled",
+                             parsed.step, parsed.microbatch_timing));
+    parsed.microbatch_timing.clear();
+  }
+  bench_step_lines_[parsed.step] = number;
+  StepRecord& target = record(parsed.step, number);
+  target.seconds = parsed.seconds;
+  target.seconds_from = "BENCH_STEP";
+  target.microbatch_s = std::move(parsed.microbatch_s);
+  target.microbatch_timing = std::move(parsed.microbatch_timing);
+  target.microbatch_timing_source = std::move(parsed.microbatch_timing_source);
+  target.tokens = parsed.tokens;
+  target.padded_tokens = parsed.padded_tokens;
+  target.tokens_per_s_per_chip = parsed.tokens_per_s_per_chip;
+  target.update = std::move(parsed.update);
+  target.staged = parsed.staged;
+  target.profiled = parsed.profiled;
+  for (const auto& [key, value] : parsed.metrics) target.metrics[key] = value;
+}
+
+void RunLogParser::parse_summary(std::string_view json_text, std::size_t number) {
+  saw_bench_ = true;
+  BenchSummary summary;
+  summary.line = number;
+  try {
+    Value json = parse_value(trim(json_text), Syntax::kJson);
+    if (!json.is_object()) fail("not a JSON object");
+    if (const Value* name = json.find("name");
+        name != nullptr && name->kind == Value::Kind::kString) {
+      summary.name = name->string;
+    }
+    summary.steps = int_member(json, "steps");
+    summary.micro_steps = int_member(json, "micro_steps");
+    summary.rows = int_member(json, "rows");
+    summary.tokens_per_row = int_member(json, "tokens_per_row");
+    summary.chips = int_member(json, "chips");
+    summary.tokens_per_step = number_member(json, "tokens_per_step");
+    summary.first_step_s = number_member(json, "first_step_s");
+    summary.mean_step_s = number_member(json, "mean_step_s");
+    summary.median_microbatch_s = number_member(json, "median_microbatch_s");
+    summary.microbatch_timing = string_member(json, "microbatch_timing").value_or("");
+    summary.tokens_per_s_per_chip = number_member(json, "tokens_per_s_per_chip");
+    summary.real_tokens_per_s_per_chip = number_member(json, "real_tokens_per_s_per_chip");
+    summary.profiled_steps = int_list_member(json, "profiled_steps");
+    if (const Value* stage = json.find("stage_boundary"); stage != nullptr && !stage->is_null()) {
+      if (!stage->is_object()) fail("\"stage_boundary\" is not an object");
+      StageBoundary boundary;
+      boundary.requested = scalar_text(*stage, "requested");
+      boundary.resolved = scalar_text(*stage, "resolved");
+      boundary.engaged = bool_member(*stage, "engaged");
+      boundary.staged_steps = int_list_member(*stage, "staged_steps");
+      boundary.latched_off = scalar_text(*stage, "latched_off");
+      summary.stage_boundary = std::move(boundary);
+    }
+  } catch (const Error& e) {
+    warn(number, fmt::format("malformed BENCH_SUMMARY JSON ({}): line skipped", e.message()));
+    return;
+  }
+  log_.summary = std::move(summary);
+}
+
+void RunLogParser::parse_train_step(std::string_view rest, std::size_t number) {
+  // "Train step %d - loss: %s - reward_mean: %.4f - ... - step_time: %.2fs": the step, then
+  // " - key: value" pairs. Other lines that merely contain "Train step " are not ours.
+  std::optional<std::int64_t> step = take_int(rest);
+  if (!step || !take(rest, " - ")) return;
+  saw_orchestrator_ = true;
+  std::map<std::string, double> fields;
+  std::optional<double> step_time;
+  rest = trim(rest);
+  while (!rest.empty()) {
+    std::size_t separator = rest.find(" - ");
+    std::string_view item = rest.substr(0, separator);
+    rest = separator == std::string_view::npos ? std::string_view() : rest.substr(separator + 3);
+    std::size_t colon = item.find(": ");
+    if (colon == std::string_view::npos) continue;
+    std::string key(trim(item.substr(0, colon)));
+    std::string_view text = trim(item.substr(colon + 2));
+    if (key == "step_time" && !text.empty() && text.back() == 's') text.remove_suffix(1);
+    double value = 0;
+    try {
+      Value parsed = parse_value(text, Syntax::kPython);
+      if (!parsed.is_number()) continue;
+      value = parsed.number;
+    } catch (const Error&) {
+      continue;  // a field we do not read (e.g. a printed array)
+    }
+    if (key == "step_time") {
+      step_time = value;
+    } else {
+      fields[key] = value;
+    }
+  }
+  if (auto previous = train_step_lines_.find(*step); previous != train_step_lines_.end()) {
+    warn(number, fmt::format("Train step {} again (first at line {}): the later line is used",
+                             *step, previous->second));
+  }
+  train_step_lines_[*step] = number;
+  StepRecord& target = record(*step, number);
+  if (step_time && target.seconds_from != "BENCH_STEP") {
+    if (!std::isfinite(*step_time) || *step_time < 0) {
+      warn(number, fmt::format("Train step {}: step_time {} ignored", *step, *step_time));
+    } else {
+      target.seconds = step_time;
+      target.seconds_from = "Train step";
+    }
+  }
+  // StepMetrics' dict is the full record; the console line fills only what it lacks.
+  for (const auto& [key, value] : fields) target.metrics.emplace(key, value);
+}
+
+void RunLogParser::parse_step_metrics(std::string_view rest, std::size_t number) {
+  std::optional<std::int64_t> step = take_int(rest);
+  if (!step || !take(rest, "]")) return;
+  rest = trim(rest);
+  if (!take(rest, "trainer_metrics=")) return;
+  saw_orchestrator_ = true;
+  try {
+    Value dict = parse_value(rest, Syntax::kPython);
+    if (!dict.is_object()) fail("not a dict");
+    StepRecord& target = record(*step, number);
+    for (const auto& [key, value] : numeric_leaves(dict)) target.metrics[key] = value;
+  } catch (const Error& e) {
+    warn(number, fmt::format("[StepMetrics step={}]: unreadable trainer_metrics ({}): line skipped",
+                             *step, e.message()));
+  }
+}
+
+RunLog RunLogParser::finish() {
+  if (finished_) fail("RunLogParser::finish called twice");
+  finished_ = true;
+  for (auto& [step, record] : steps_) log_.steps.push_back(std::move(record));
+  for (auto& [step, timing] : timings_) log_.timings.push_back(std::move(timing));
+  std::sort(log_.timing_unavailable.begin(), log_.timing_unavailable.end());
+  log_.timing_unavailable.erase(
+      std::unique(log_.timing_unavailable.begin(), log_.timing_unavailable.end()),
+      log_.timing_unavailable.end());
+
+  if (saw_bench_) {
+    log_.kind = LogKind::kBench;
+  } else if (saw_orchestrator_) {
+    log_.kind = LogKind::kOrchestrator;
+  } else if (!log_.timings.empty()) {
+    log_.kind = LogKind::kTimingOnly;
+  }
+  if (log_.summary && !log_.summary->name.empty()) log_.name = log_.summary->name;
+  if (dropped_warnings_ > 0) {
+    log_.warnings.push_back(
+        fmt::format("{}: {} more line warnings not shown", log_.source, dropped_warnings_));
+  }
+
+  // Steps with a time: gaps between the first and last are missing steps.
+  std::vector<std::int64_t> timed;
+  for (const StepRecord& record : log_.steps) {
+    if (record.seconds) timed.push_back(record.step);
+  }
+  if (timed.size() >= 2) {
+    std::vector<std::int64_t> missing;
+    for (std::size_t i = 1; i < timed.size(); ++i) {
+      for (std::int64_t s = timed[i - 1] + 1; s < timed[i] && missing.size() < 1000; ++s) {
+        missing.push_back(s);
+      }
+    }
+    if (!missing.empty()) {
+      log_.warnings.push_back(fmt::format(
+          "{}: no step time for step{} {} (between steps {} and {})", log_.source,
+          missing.size() == 1 ? "" : "s", compress_steps(missing), timed.front(), timed.back()));
+    }
+  }
+  // Steps that have a step line but no TRAINER_STEP_TIMING, when the run logs timing at all.
+  if (!log_.timings.empty() && !timed.empty()) {
+    std::vector<std::int64_t> without;
+    std::size_t t = 0;
+    for (std::int64_t step : timed) {
+      while (t < log_.timings.size() && log_.timings[t].step < step) ++t;
+      bool has = t < log_.timings.size() && log_.timings[t].step == step;
+      bool unavailable =
+          std::binary_search(log_.timing_unavailable.begin(), log_.timing_unavailable.end(), step);
+      if (!has && !unavailable) without.push_back(step);
+    }
+    if (!without.empty()) {
+      log_.warnings.push_back(fmt::format("{}: no TRAINER_STEP_TIMING for step{} {}", log_.source,
+                                          without.size() == 1 ? "" : "s", compress_steps(without)));
+    }
+  }
+  if (!log_.timing_unavailable.empty()) {
+    log_.warnings.push_back(fmt::format("{}: TRAINER_STEP_TIMING unavailable for step{} {}",
+                                        log_.source, log_.timing_unavailable.size() == 1 ? "" : "s",
+                                        compress_steps(log_.timing_unavailable)));
+  }
+
+  // Partial: the driver failed, stopped before its summary, or logged fewer steps than planned.
+  std::vector<std::string> reasons;
+  if (!log_.failure.empty()) reasons.push_back("the driver failed: " + log_.failure);
+  std::int64_t logged = static_cast<std::int64_t>(bench_step_lines_.size());
+  if (log_.kind == LogKind::kBench) {
+    std::optional<std::int64_t> planned = log_.planned_steps;
+    if (!planned && log_.summary) planned = log_.summary->steps;
+    if (planned && logged < *planned) {
+      reasons.push_back(fmt::format("{} of {} planned steps logged", logged, *planned));
+    }
+    if (!log_.summary) reasons.push_back("no BENCH_SUMMARY (the run did not finish)");
+  }
+  if (!reasons.empty()) {
+    log_.partial = true;
+    for (std::size_t i = 0; i < reasons.size(); ++i) {
+      log_.partial_reason += (i == 0 ? "" : "; ") + reasons[i];
+    }
+  }
+  return std::move(log_);
+}
+
+RunLog parse_run_log(const std::string& path) {
+  RunLogParser parser(display_name(path));
+  for_each_line(path, [&](std::string_view line, std::size_t number) {
+    parser.feed(line, number);
+    return true;
+  });
+  return parser.finish();
+}
+
+RunLog parse_run_log_text(std::string_view text, const std::string& source) {
+  RunLogParser parser(source);
+  std::size_t number = 0;
+  while (!text.empty()) {
+    std::size_t end = text.find('\n');
+    parser.feed(text.substr(0, end), ++number);
+    if (end == std::string_view::npos) break;
+    text.remove_prefix(end + 1);
+  }
+  return parser.finish();
+}
+
+// ---- Timeline ----------------------------------------------------------------------------------
+
+StepTimeline step_timeline(const StepTiming& timing) {
+  StepTimeline out;
+  out.step = timing.step;
+  // The origin: the earliest dispatch_begin (largest ago) of the step's calls.
+  std::optional<double> origin;
+  auto widen = [&](const Ago& ago) {
+    if (ago && (!origin || *ago > *origin)) origin = *ago;
+  };
+  for (const MicroBatchTiming& mb : timing.mb) widen(mb.dispatch_begin_ago_s);
+  if (timing.update) widen(timing.update->dispatch_begin_ago_s);
+  if (!origin) {
+    for (const MicroBatchTiming& mb : timing.mb) {
+      widen(mb.dispatch_end_ago_s);
+      widen(mb.ready_ago_s);
+    }
+  }
+  double zero = origin.value_or(0.0);
+  auto at = [&](const Ago& ago) -> std::optional<double> {
+    if (!ago) return std::nullopt;
+    double t = zero - *ago;
+    out.span_end = std::max(out.span_end, t);
+    return t;
+  };
+  auto event = [&](const EventTiming& e) {
+    return TimelineEvent{at(e.dispatch_begin_ago_s), at(e.dispatch_end_ago_s), at(e.ready_ago_s)};
+  };
+
+  bool idle_known = true;
+  double idle_sum = 0;
+  std::optional<double> previous_ready;
+  for (std::size_t i = 0; i < timing.mb.size(); ++i) {
+    MicroBatchSpan span;
+    span.index = timing.mb[i].index;
+    span.at = event(timing.mb[i]);
+    if (span.at.ready) ++out.ready_known;
+    bool previous_known = i == 0 || previous_ready.has_value();
+    if (span.at.ready && previous_known) {
+      std::optional<double> start = span.at.dispatch_end;
+      if (i > 0) start = start ? std::max(*start, *previous_ready) : previous_ready;
+      if (start) span.device_s = std::max(0.0, *span.at.ready - *start);
+    }
+    if (i > 0) {
+      if (previous_ready && span.at.dispatch_begin) {
+        span.idle_before_s = std::max(0.0, *span.at.dispatch_begin - *previous_ready);
+        idle_sum += *span.idle_before_s;
+      } else {
+        idle_known = false;
+      }
+    }
+    previous_ready = span.at.ready;
+    out.mb.push_back(span);
+  }
+  if (timing.update) {
+    out.update = event(*timing.update);
+    if (!timing.mb.empty()) {
+      if (previous_ready && out.update->dispatch_begin) {
+        out.update_idle_before_s = std::max(0.0, *out.update->dispatch_begin - *previous_ready);
+        idle_sum += *out.update_idle_before_s;
+      } else {
+        idle_known = false;
+      }
+    }
+    // The micro-batch formula: the update starts on the device after its dispatch and after the
+    // last micro-batch (Tunix's doc measures from dispatch_begin, which also counts the drain of
+    // the last micro-batch).
+    std::optional<double> start = out.update->dispatch_end;
+    if (!timing.mb.empty()) {
+      start = start && previous_ready ? std::optional<double>(std::max(*start, *previous_ready))
+                                      : std::nullopt;
+    }
+    if (out.update->ready && start) out.update_s = std::max(0.0, *out.update->ready - *start);
+  }
+  if (timing.prepare) {
+    out.has_prepare = true;
+    out.prepare =
+        TimelineEvent{at(timing.prepare->recv_ago_s), std::nullopt, at(timing.prepare->done_ago_s)};
+    if (out.update && out.update->ready && out.prepare->dispatch_begin) {
+      out.sync_wait_s = std::max(0.0, *out.prepare->dispatch_begin - *out.update->ready);
+    }
+  }
+  if (idle_known && !timing.mb.empty()) out.idle_s = idle_sum;
+  return out;
+}
+
+}  // namespace rtb::steplog

@@ -1,0 +1,273 @@
+// Parsers of the per-step log lines that bench-report reads: the bench driver's BENCH_STEP and
+// BENCH_SUMMARY lines, the orchestrator's (and the driver's) TRAINER_STEP_TIMING line, and the e2e
+// orchestrator's `Train step N - loss: ...` and `[StepMetrics step=N] trainer_metrics={...}` lines.
+//
+// Every marker is found anywhere in a line, so prefixes added on the way (kubectl --prefix and
+// --timestamps, glog/absl `I1013 18:51:14.123456 140 file.py:12] `, Python logging's
+// `<asctime> - [TrainerNode] `) do not matter, and lines that carry no marker are skipped.
+// A marked line that does not parse (malformed JSON, a missing field) is skipped with a warning
+// naming the file and line; the caller decides whether what is left is enough.
+//
+// Formats (see docs/tunix-maxtext-facts.md A.3 and D, and the module docstring of
+// tools/render-bench/driver/bench_driver.py):
+//   TRAINER_STEP_TIMING step=%d policy_version=%d rtt_s=%.3f timing=<compact JSON, schema v1>
+//   TRAINER_STEP_TIMING step=N unavailable: <error>
+//   BENCH_STEP {"step":N,"seconds":S,"microbatch_s":[...],"microbatch_timing":"device",
+//               "tokens":T,"padded_tokens":P,"update":"fused","staged":B,"profiled":B,...,
+//               "metrics":{...}}
+//   BENCH_SUMMARY {"name":...,"steps":...,"micro_steps":...,"rows":...,"tokens_per_row":...,
+//                  "chips":...,"first_step_s":...,"microbatch_timing":...,
+//                  "stage_boundary":{...},...}
+// The bench driver counts steps from 0 (step 0 compiles) since it logs "microbatch_timing";
+// older drivers counted from 1. Both read the same: nothing here assumes the first step's number.
+//   Train step %d - loss: %s - reward_mean: %.4f - ... - grad_norm: %s - ... - step_time: %.2fs
+//   [StepMetrics step=%d] trainer_metrics=<Python dict repr>
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace rtb::steplog {
+
+// A BENCH_STEP line with more micro-batch times than this is refused (skipped with a warning):
+// real steps have tens of micro-batches, and every statistic resamples them thousands of times.
+inline constexpr std::size_t kMaxMicrobatchesPerStep = 4096;
+// parse_value() refuses a longer text (4096 micro-batch times and the metrics fit in ~100 KB).
+inline constexpr std::size_t kMaxValueBytes = 1 << 20;
+
+// ---- A small reader for the JSON and Python-literal payloads of those lines -------------------
+
+struct Value {
+  enum class Kind { kNull, kBool, kNumber, kString, kArray, kObject };
+  // Defined (defaulted) in the .cc: clang 14 with libstdc++ 12 rejects the implicit constructor,
+  // which instantiates std::pair<std::string, Value> while Value is still incomplete.
+  Value();
+  Kind kind = Kind::kNull;
+  bool boolean = false;
+  double number = 0.0;
+  std::string string;
+  std::vector<Value> array;
+  std::vector<std::pair<std::string, Value>> object;  // in the order written
+
+  bool is_null() const { return kind == Kind::kNull; }
+  bool is_number() const { return kind == Kind::kNumber; }
+  bool is_object() const { return kind == Kind::kObject; }
+  bool is_array() const { return kind == Kind::kArray; }
+  // The member `key` of an object (the last one if repeated), or nullptr.
+  const Value* find(std::string_view key) const;
+};
+
+enum class Syntax {
+  // JSON as Python's json.dumps writes it (NaN, Infinity and -Infinity accepted).
+  kJson,
+  // A Python literal as repr() writes it: also 'single quotes', True/False/None, nan/inf, tuples,
+  // and numbers wrapped in a call such as np.float32(1.5) or Array(0.5, dtype=float32).
+  kPython,
+};
+
+// Parses the one value that `text` holds (whitespace around it allowed). Throws rtb::Error whose
+// message says what is wrong and at which column (1-based).
+Value parse_value(std::string_view text, Syntax syntax);
+
+// Numeric leaves of an object, flattened with '/' between nested keys ({"a":{"b":1}} -> "a/b").
+// Booleans count as 0/1; strings, nulls and arrays are skipped.
+std::map<std::string, double> numeric_leaves(const Value& object);
+
+// ---- What one log holds ------------------------------------------------------------------------
+
+// One event of TRAINER_STEP_TIMING: seconds before the snapshot on the trainer host's monotonic
+// clock (larger = earlier); nullopt when the JSON has null (the event was not observed, e.g.
+// `ready` on a backend that publishes no readiness tokens) or lacks the field.
+using Ago = std::optional<double>;
+
+struct EventTiming {
+  Ago dispatch_begin_ago_s;
+  Ago dispatch_end_ago_s;
+  Ago ready_ago_s;
+};
+
+struct MicroBatchTiming : EventTiming {
+  std::int64_t index = 0;  // `i`: the RPC order within the step, 0-based
+};
+
+struct PrepareTiming {
+  Ago recv_ago_s;
+  Ago done_ago_s;
+};
+
+struct StepTiming {
+  std::int64_t step = 0;
+  std::optional<std::int64_t> policy_version;
+  double rtt_s = 0.0;
+  std::optional<std::int64_t> train_step;
+  std::vector<MicroBatchTiming> mb;
+  std::optional<EventTiming> update;     // null: no update in this step's record
+  std::optional<PrepareTiming> prepare;  // null: the step took no weight sync
+  std::size_t line = 0;
+};
+
+// One optimizer step, merged from the lines that describe it.
+struct StepRecord {
+  std::int64_t step = 0;
+  std::optional<double> seconds;  // BENCH_STEP seconds, else `Train step` step_time
+  std::string seconds_from;       // "BENCH_STEP" or "Train step"
+  std::vector<double> microbatch_s;
+  // How microbatch_s was measured: "device" (each time runs to the device's completion of that
+  // call) or "dispatch" (host dispatch intervals, which lag the device by up to two calls with an
+  // asynchronous engine); empty when the line does not say (older drivers).
+  std::string microbatch_timing;
+  std::string microbatch_timing_source;  // "step_timing", "token", "loss", "dispatch" or empty
+  std::optional<double> tokens;          // real (unpadded) tokens of the step
+  std::optional<double> padded_tokens;   // rows x tokens_per_row x micro-batches
+  std::optional<double> tokens_per_s_per_chip;
+  std::string update;          // "fused", "explicit", "deferred" or empty (not logged)
+  std::optional<bool> staged;  // the step ran with the stage boundary engaged
+  bool profiled = false;       // the step ran under the profiler (its times are inflated)
+  // Numerics: BENCH_STEP `metrics`, `Train step` fields (loss, grad_norm, ...) and StepMetrics'
+  // trainer_metrics. A value may be NaN or infinite (the orchestrator prints nan).
+  std::map<std::string, double> metrics;
+  std::size_t line = 0;
+};
+
+// BENCH_SUMMARY "stage_boundary": what was asked for and what the driver did.
+struct StageBoundary {
+  std::optional<std::string> requested;  // "auto", "on", "off", ...
+  std::optional<std::string> resolved;
+  std::optional<bool> engaged;
+  std::vector<std::int64_t> staged_steps;
+  // null when it never latched off; else the value as text (a reason or a step number).
+  std::optional<std::string> latched_off;
+};
+
+// BENCH_SUMMARY, the fields bench-report uses (absent fields stay nullopt or empty).
+struct BenchSummary {
+  std::string name;
+  std::optional<std::int64_t> steps;
+  std::optional<std::int64_t> micro_steps;
+  std::optional<std::int64_t> rows;
+  std::optional<std::int64_t> tokens_per_row;
+  std::optional<std::int64_t> chips;
+  std::optional<double> tokens_per_step;
+  std::optional<double> first_step_s;
+  std::optional<double> mean_step_s;
+  std::optional<double> median_microbatch_s;
+  std::string microbatch_timing;  // "device", "dispatch", "mixed" or empty (not logged)
+  std::optional<double> tokens_per_s_per_chip;
+  std::optional<double> real_tokens_per_s_per_chip;
+  std::vector<std::int64_t> profiled_steps;
+  std::optional<StageBoundary> stage_boundary;
+  std::size_t line = 0;
+};
+
+enum class LogKind {
+  kUnknown,       // no step line at all
+  kBench,         // bench driver output (BENCH_STEP / BENCH_SUMMARY / [TrainerBench])
+  kOrchestrator,  // e2e orchestrator output (Train step / StepMetrics)
+  kTimingOnly,    // TRAINER_STEP_TIMING lines only
+};
+const char* log_kind_name(LogKind kind);  // "unknown", "bench", "orchestrator", "timing-only"
+
+struct RunLog {
+  std::string source;  // the name used in messages (display_name of the path)
+  std::string name;    // BENCH_SUMMARY name, else the driver's start line, else empty
+  LogKind kind = LogKind::kUnknown;
+  std::vector<StepRecord> steps;                 // sorted by step, one per step
+  std::vector<StepTiming> timings;               // sorted by step, one per step
+  std::vector<std::int64_t> timing_unavailable;  // steps logged as `unavailable:`
+  std::optional<BenchSummary> summary;
+  std::optional<std::int64_t> planned_steps;        // "bench driver starting: N steps x M ..."
+  std::optional<std::int64_t> planned_micro_steps;  // (M)
+  std::string failure;  // the driver's `bench_driver: failed: ...` text, if any
+  bool partial = false;
+  std::string partial_reason;
+  std::vector<std::string> warnings;  // "file:line: what" or "file: what"
+  std::size_t lines = 0;
+
+  bool has_step_lines() const { return !steps.empty() || !timings.empty(); }
+};
+
+// Streams a log line by line. Feed every line, then finish() once.
+class RunLogParser {
+ public:
+  explicit RunLogParser(std::string source);
+  void feed(std::string_view line, std::size_t number);
+  // Sorts, merges duplicates (the last line of a step wins, with a warning), notes missing steps
+  // and decides whether the run is partial.
+  RunLog finish();
+
+ private:
+  void parse_timing(std::string_view rest, std::size_t number);
+  void parse_bench_step(std::string_view json, std::size_t number);
+  void parse_summary(std::string_view json, std::size_t number);
+  void parse_train_step(std::string_view rest, std::size_t number);
+  void parse_step_metrics(std::string_view rest, std::size_t number);
+  void parse_driver_line(std::string_view line);
+  void warn(std::size_t number, const std::string& message);
+  StepRecord& record(std::int64_t step, std::size_t number);
+
+  static constexpr std::size_t kMaxLineWarnings = 100;
+
+  RunLog log_;
+  std::size_t line_warnings_ = 0;
+  std::size_t dropped_warnings_ = 0;
+  std::map<std::int64_t, StepRecord> steps_;
+  std::map<std::int64_t, StepTiming> timings_;
+  std::map<std::int64_t, std::size_t> bench_step_lines_;
+  std::map<std::int64_t, std::size_t> train_step_lines_;
+  bool saw_bench_ = false;
+  bool saw_orchestrator_ = false;
+  bool finished_ = false;
+};
+
+// Reads a log file (or "-" for stdin) with bounded memory (rtb::for_each_line).
+RunLog parse_run_log(const std::string& path);
+// The same over text already in memory (tests); `source` names it in warnings.
+RunLog parse_run_log_text(std::string_view text, const std::string& source);
+
+// ---- The timeline of one TRAINER_STEP_TIMING record -------------------------------------------
+
+// Times in seconds after the step's first dispatch (the earliest dispatch_begin), on the
+// trainer's clock. nullopt = not observed.
+struct TimelineEvent {
+  std::optional<double> dispatch_begin;
+  std::optional<double> dispatch_end;
+  std::optional<double> ready;
+};
+
+struct MicroBatchSpan {
+  std::int64_t index = 0;  // 0-based RPC order
+  TimelineEvent at;
+  // ready - max(dispatch_end, previous ready): the device time of this micro-batch (the device
+  // runs them back to back). Unknown when ready (or the previous ready) is missing.
+  std::optional<double> device_s;
+  // max(0, dispatch_begin - previous ready): the device sat idle waiting for this call.
+  // Unknown for the first micro-batch and when the previous ready is missing.
+  std::optional<double> idle_before_s;
+};
+
+struct StepTimeline {
+  std::int64_t step = 0;
+  std::vector<MicroBatchSpan> mb;
+  std::optional<TimelineEvent> update;
+  std::optional<double> update_idle_before_s;  // max(0, update.dispatch_begin - last mb ready)
+  // update.ready - max(update.dispatch_end, last mb ready): the update's device time.
+  std::optional<double> update_s;
+  std::optional<TimelineEvent> prepare;  // dispatch_begin = recv, ready = done
+  bool has_prepare = false;              // false: the step took no weight sync
+  std::optional<double> sync_wait_s;     // prepare.recv - update.ready
+  std::size_t ready_known = 0;           // micro-batches with a ready time
+  // Sum of the idle gaps (micro-batches and the update); unknown when any gap is unknown.
+  std::optional<double> idle_s;
+  double span_end = 0.0;  // the latest known instant (for drawing)
+};
+
+StepTimeline step_timeline(const StepTiming& timing);
+
+}  // namespace rtb::steplog

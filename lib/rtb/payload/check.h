@@ -1,0 +1,100 @@
+// The checks of docs/payload-spec.md run on any payload: a file written by either builder (this
+// library's or the bench driver's NumPy one) or a payload in memory (view_payload). The arrays
+// are read row by row (routing in blocks of tokens), so memory does not grow with the rows.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rtb/payload/npy.h"
+#include "rtb/payload/builder.h"
+#include "rtb/payload/settings.h"
+#include "rtb/payload/load.h"
+
+namespace rtb {
+
+struct VerifyOptions {
+  int experts = 0;  // 0: not known; the largest expert id in the routing + 1 (with a note)
+  std::int64_t vocab = kDefaultVocab;
+  std::vector<double> targets;  // per layer, already scaled; empty: loads reported, not checked
+  std::optional<PadPosition> pad_position;  // required position; unset: either, but one for all
+  // pad_align of pad position start; unset: a moved row need only start on a multiple of 64
+  // inside its padding.
+  std::optional<std::int64_t> pad_align;
+  std::optional<AdvantageMode> advantages;  // unset: either
+  // The prompt of a segment is at most this long (0: no prompt); unset: checked only for its
+  // structure (a run of mask 0 then a run of mask 1 in every segment).
+  std::optional<std::int64_t> max_prompt_length;
+  std::int64_t pad_id = 0;
+  // The file's payload_settings: the arrays must agree with what it records (shape, real length,
+  // segments per row, final rows, old log-probs).
+  std::optional<PayloadSettings> recorded;
+  std::vector<SettingSource> settings;  // what was used and from where, for the report
+  int ep = 1;
+  double buffer_factor = 2.75;
+  int max_examples = 5;  // failures listed per check (all are counted)
+};
+
+// What verify's command line gave (unset: not given).
+struct VerifyFlags {
+  std::optional<int> experts;
+  std::optional<std::int64_t> vocab;
+  std::optional<std::vector<double>> routing_targets;  // as given, before the routing scale
+  std::string routing_targets_source;                  // where they came from
+  std::optional<double> routing_scale;
+  bool no_targets = false;
+  std::optional<PadPosition> pad_position;
+  std::optional<std::int64_t> pad_align;
+  std::optional<AdvantageMode> advantages;
+  std::optional<std::int64_t> max_prompt_length;
+};
+
+// Verify's options: each setting from the command line when given, else from the file's
+// payload_settings when recorded, else unknown (see VerifyOptions). `base` carries the options
+// that are not settings (ep, buffer factor, examples). Sets `targets_source` ("" when no target
+// table is checked). Throws rtb::Error when --routing-scale must rescale recorded targets that
+// cannot be unscaled (a recorded scale of 0).
+VerifyOptions resolve_verify_options(const VerifyFlags& flags,
+                                     const std::optional<PayloadSettings>& recorded,
+                                     VerifyOptions base, std::string* targets_source);
+
+struct CheckResult {
+  std::string name;  // "fields", "routing", ...
+  std::string what;  // one line: what the check asserts
+  std::int64_t failures = 0;
+  std::vector<std::string> examples;  // "field[row r, token t]: what is wrong"
+  bool skipped = false;
+  std::string skip_reason;
+  bool passed() const { return failures == 0; }
+};
+
+struct VerifyReport {
+  std::int64_t rows = 0;
+  std::int64_t tokens = 0;
+  int layers = 0;
+  int topk = 0;
+  int experts = 0;
+  bool has_old_logps = false;
+  std::int64_t real_rows = 0;
+  std::int64_t padding_rows = 0;  // rows without a real token (final micro-batch)
+  std::int64_t real_tokens = 0;
+  std::int64_t min_real_len = 0;
+  std::int64_t max_real_len = 0;
+  std::string pad_position;  // "end", "start", "end (no row moves)", "mixed" or "none"
+  std::vector<CheckResult> checks;
+  std::vector<LoadStats> per_layer;  // achieved, from the routing
+  std::vector<double> targets;       // checked against (empty: none)
+  std::vector<std::string> notes;
+  std::vector<SettingSource> settings;  // the settings checked against and where each came from
+  bool passed() const;
+  const CheckResult* check(const std::string& name) const;
+};
+
+// Runs every check. Throws rtb::Error only when the input cannot be read at all (a damaged file,
+// bad options); everything the spec requires of the content is a check that passes or fails.
+VerifyReport verify_payload(const ByteSource& source, const std::vector<ArrayInfo>& arrays,
+                            const VerifyOptions& options);
+
+}  // namespace rtb

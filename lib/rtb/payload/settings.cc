@@ -1,0 +1,247 @@
+#include "rtb/payload/settings.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <limits>
+
+#include "rtb/base/error.h"
+#include "rtb/base/json.h"
+
+namespace rtb {
+namespace {
+
+// The member is a few hundred bytes; a per-row segment list of a huge file stays far below this.
+constexpr std::int64_t kMaxSettingsBytes = std::int64_t{64} << 20;
+
+// "key": value pairs joined on one line.
+class ObjectLine {
+ public:
+  void add(std::string_view key, std::string_view json_value) {
+    text_ += text_.empty() ? "{" : ", ";
+    text_ += json::quote(key) + ": " + std::string(json_value);
+  }
+  std::string str() const { return text_ + "}"; }
+
+ private:
+  std::string text_;
+};
+
+std::string int_text(std::int64_t value) { return std::to_string(value); }
+
+class Reader {
+ public:
+  Reader(const YAML::Node& root, const std::string& where) : root_(root), where_(where) {}
+
+  [[noreturn]] void bad(std::string_view key, std::string_view expected) const {
+    fail_at(where_, 0, "payload_settings: \"{}\" must be {}", key, expected);
+  }
+
+  // The node of `key`, or an undefined one when absent; null counts as absent.
+  YAML::Node at(std::string_view key) const {
+    YAML::Node node = root_[std::string(key)];
+    if (!node || node.IsNull()) return YAML::Node(YAML::NodeType::Undefined);
+    return node;
+  }
+
+  std::optional<std::int64_t> integer(std::string_view key) const {
+    YAML::Node node = at(key);
+    if (!node.IsDefined()) return std::nullopt;
+    return integer_of(node, key);
+  }
+
+  std::int64_t integer_of(const YAML::Node& node, std::string_view key) const {
+    std::int64_t value = 0;
+    if (!node.IsScalar() || node.Tag() == "!" ||
+        !YAML::convert<std::int64_t>::decode(node, value)) {
+      bad(key, "an integer");
+    }
+    return value;
+  }
+
+  std::optional<double> number(std::string_view key) const {
+    YAML::Node node = at(key);
+    if (!node.IsDefined()) return std::nullopt;
+    return number_of(node, key);
+  }
+
+  double number_of(const YAML::Node& node, std::string_view key) const {
+    double value = 0;
+    if (!node.IsScalar() || node.Tag() == "!" || !YAML::convert<double>::decode(node, value) ||
+        !std::isfinite(value)) {
+      bad(key, "a number");
+    }
+    return value;
+  }
+
+  std::optional<std::string> text(std::string_view key) const {
+    YAML::Node node = at(key);
+    if (!node.IsDefined()) return std::nullopt;
+    if (!node.IsScalar()) bad(key, "a string");
+    return node.Scalar();
+  }
+
+  std::optional<bool> flag(std::string_view key) const {
+    YAML::Node node = at(key);
+    if (!node.IsDefined()) return std::nullopt;
+    if (!node.IsScalar() || node.Tag() == "!" ||
+        (node.Scalar() != "true" && node.Scalar() != "false")) {
+      bad(key, "true or false");
+    }
+    return node.Scalar() == "true";
+  }
+
+ private:
+  const YAML::Node& root_;
+  const std::string& where_;
+};
+
+}  // namespace
+
+std::optional<std::int64_t> PayloadSettings::segments_of_row(std::int64_t row) const {
+  if (segments.empty()) return std::nullopt;
+  if (!segments_per_row) return segments[0];
+  if (row < 0 || row >= static_cast<std::int64_t>(segments.size())) return std::nullopt;
+  return segments[static_cast<std::size_t>(row)];
+}
+
+std::string format_payload_settings(const Payload& p) {
+  const PayloadOptions& o = p.options;
+  ObjectLine out;
+  out.add("format", json::quote(kPayloadSettingsFormat));
+  out.add("builder", json::quote("check-payload"));
+  out.add("version", json::quote(RTB_VERSION));
+  out.add("rows", int_text(o.rows));
+  out.add("tokens", int_text(o.tokens));
+  out.add("layers", int_text(o.layers));
+  out.add("topk", int_text(o.topk));
+  out.add("experts", int_text(o.experts));
+  out.add("vocab", int_text(o.vocab));
+  out.add("pad_id", "0");
+  out.add("real_len", int_text(o.real_len));
+  out.add("segments", int_text(o.segments));
+  out.add("segments_rule", json::quote(o.segments_given ? "option" : "default"));
+  out.add("max_prompt_length", int_text(o.max_prompt_length));
+  // A regular micro-batch (every row real) records null, as the driver does without --final.
+  out.add("final_rows", o.final_rows == o.rows ? "null" : int_text(o.final_rows));
+  out.add("pad_position", json::quote(to_string(o.pad_position)));
+  out.add("pad_align", int_text(o.pad_align));
+  out.add("advantages", json::quote(to_string(o.advantages)));
+  out.add("seed", std::to_string(o.seed));
+  if (p.targets.empty()) {
+    out.add("routing_targets", "null");
+  } else {
+    std::string list = "[";
+    for (std::size_t l = 0; l < p.targets.size(); ++l) {
+      list += (l ? ", " : "") + json::number(p.targets[l]);
+    }
+    out.add("routing_targets", list + "]");
+  }
+  out.add("routing_scale", json::number(o.routing_scale));
+  out.add("routing_targets_source", json::quote(o.routing_targets_source));
+  out.add("old_logps", o.old_logps ? "true" : "false");
+  return out.str();
+}
+
+PayloadSettings parse_payload_settings(std::string_view json_text, const std::string& where) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(json_text));
+  } catch (const YAML::Exception& e) {
+    fail_at(where, 0, "payload_settings is not valid JSON: {}", e.msg);
+  }
+  if (!root.IsMap()) fail_at(where, 0, "payload_settings is not a JSON object");
+  Reader r(root, where);
+  std::optional<std::string> format = r.text("format");
+  if (format != kPayloadSettingsFormat) {
+    fail_at(where, 0, "payload_settings has format '{}', expected '{}'", format.value_or(""),
+            kPayloadSettingsFormat);
+  }
+  PayloadSettings s;
+  s.builder = r.text("builder").value_or("");
+  s.version = r.text("version").value_or("");
+  s.rows = r.integer("rows");
+  s.tokens = r.integer("tokens");
+  s.layers = r.integer("layers");
+  s.topk = r.integer("topk");
+  s.experts = r.integer("experts");
+  s.vocab = r.integer("vocab");
+  s.pad_id = r.integer("pad_id");
+  s.real_len = r.integer("real_len");
+  if (YAML::Node segments = r.at("segments"); segments.IsDefined()) {
+    if (segments.IsSequence()) {
+      s.segments_per_row = true;
+      for (const YAML::Node& value : segments)
+        s.segments.push_back(r.integer_of(value, "segments"));
+    } else {
+      s.segments.push_back(r.integer_of(segments, "segments"));
+    }
+  }
+  s.segments_rule = r.text("segments_rule").value_or("");
+  s.max_prompt_length = r.integer("max_prompt_length");
+  s.final_rows = r.integer("final_rows");
+  if (std::optional<std::string> position = r.text("pad_position")) {
+    if (*position != "end" && *position != "start") r.bad("pad_position", "\"end\" or \"start\"");
+    s.pad_position = parse_pad_position(*position);
+  }
+  s.pad_align = r.integer("pad_align");
+  if (std::optional<std::string> mode = r.text("advantages")) {
+    if (*mode != "random" && *mode != "zero") r.bad("advantages", "\"random\" or \"zero\"");
+    s.advantages = parse_advantage_mode(*mode);
+  }
+  if (YAML::Node seed = r.at("seed"); seed.IsDefined()) {
+    std::uint64_t value = 0;  // seeds use all 64 bits
+    if (!seed.IsScalar() || seed.Tag() == "!" ||
+        !YAML::convert<std::uint64_t>::decode(seed, value)) {
+      r.bad("seed", "a non-negative integer");
+    }
+    s.seed = value;
+  }
+  if (YAML::Node targets = r.at("routing_targets"); targets.IsDefined()) {
+    if (!targets.IsSequence()) r.bad("routing_targets", "a list of numbers or null");
+    std::vector<double> values;
+    for (const YAML::Node& value : targets) values.push_back(r.number_of(value, "routing_targets"));
+    s.routing_targets = std::move(values);
+  }
+  s.routing_scale = r.number("routing_scale");
+  s.routing_targets_source = r.text("routing_targets_source").value_or("");
+  s.old_logps = r.flag("old_logps");
+  for (const auto& [key, value] : {std::pair{"rows", s.rows},
+                                   {"tokens", s.tokens},
+                                   {"layers", s.layers},
+                                   {"topk", s.topk},
+                                   {"experts", s.experts},
+                                   {"vocab", s.vocab},
+                                   {"pad_align", s.pad_align}}) {
+    if (value && *value < 1) r.bad(key, "a positive integer");
+  }
+  for (const auto& [key, value] : {std::pair{"real_len", s.real_len},
+                                   {"max_prompt_length", s.max_prompt_length},
+                                   {"final_rows", s.final_rows}}) {
+    if (value && *value < 0) r.bad(key, "a non-negative integer");
+  }
+  for (std::int64_t n : s.segments) {
+    if (n < 0) r.bad("segments", "non-negative");
+  }
+  return s;
+}
+
+std::optional<PayloadSettings> read_payload_settings(const ByteSource& source,
+                                                     const std::vector<ArrayInfo>& arrays) {
+  const ArrayInfo* info = find_array(arrays, kPayloadSettingsMember);
+  if (info == nullptr) return std::nullopt;
+  if (info->dtype != DType::kUInt8 || info->shape.size() != 1) {
+    fail_at(source.name(), 0, "payload_settings is {} {}, expected a 1-D uint8 array of JSON",
+            dtype_name(info->dtype), format_shape(info->shape));
+  }
+  if (info->count > kMaxSettingsBytes) {
+    fail_at(source.name(), 0, "payload_settings holds {} bytes, more than settings can need",
+            info->count);
+  }
+  std::string text(static_cast<std::size_t>(info->count), '\0');
+  read_elements(source, *info, 0,
+                std::span(reinterpret_cast<std::uint8_t*>(text.data()), text.size()));
+  return parse_payload_settings(text, source.name());
+}
+
+}  // namespace rtb

@@ -1,0 +1,63 @@
+#include "rtb/base/compress.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "rtb/base/error.h"
+
+namespace rtb {
+namespace {
+
+TEST(Base64, Rfc4648Vectors) {
+  EXPECT_EQ(base64_encode("", 0), "");
+  EXPECT_EQ(base64_encode("f", 0), "Zg==");
+  EXPECT_EQ(base64_encode("fo", 0), "Zm8=");
+  EXPECT_EQ(base64_encode("foo", 0), "Zm9v");
+  EXPECT_EQ(base64_encode("foob", 0), "Zm9vYg==");
+  EXPECT_EQ(base64_encode("fooba", 0), "Zm9vYmE=");
+  EXPECT_EQ(base64_encode("foobar", 0), "Zm9vYmFy");
+  EXPECT_EQ(base64_encode(std::string("\xff\xfe\x00", 3), 0), "//4A");
+}
+
+TEST(Base64, WrapsLinesAndEndsWithANewline) {
+  EXPECT_EQ(base64_encode("foobar", 4), "Zm9v\nYmFy\n");
+  EXPECT_EQ(base64_encode("foob", 4), "Zm9v\nYg==\n");
+  EXPECT_EQ(base64_encode("", 4), "");
+  std::string text(1000, 'x');
+  for (char& c : text) c = static_cast<char>(&c - text.data());
+  std::string wrapped = base64_encode(text);
+  std::size_t start = 0;
+  while (start < wrapped.size()) {
+    std::size_t end = wrapped.find('\n', start);
+    ASSERT_NE(end, std::string::npos);
+    EXPECT_LE(end - start, 76u);
+    start = end + 1;
+  }
+}
+
+TEST(Gzip, RoundTripsAndShrinksText) {
+  std::string text;
+  for (int i = 0; i < 2000; ++i) text += "def step_" + std::to_string(i) + "(): return None\n";
+  std::string packed = gzip_compress(text);
+  EXPECT_LT(packed.size(), text.size() / 4);
+  ASSERT_GE(packed.size(), 2u);
+  EXPECT_EQ(static_cast<unsigned char>(packed[0]), 0x1f);  // the gzip magic, for `gzip -dc`
+  EXPECT_EQ(static_cast<unsigned char>(packed[1]), 0x8b);
+  EXPECT_EQ(gzip_decompress(packed), text);
+  EXPECT_EQ(gzip_decompress(gzip_compress("")), "");
+  std::string binary(300, '\0');
+  EXPECT_EQ(gzip_decompress(gzip_compress(binary)), binary);
+}
+
+TEST(Gzip, RejectsCorruptAndTruncatedStreams) {
+  std::string packed = gzip_compress("the bench driver, many times over: " + std::string(5000, 'a'));
+  EXPECT_THROW(gzip_decompress(packed.substr(0, packed.size() / 2)), Error);
+  EXPECT_THROW(gzip_decompress("not gzip at all"), Error);
+  std::string flipped = packed;
+  flipped[flipped.size() - 6] ^= 0x55;  // the CRC no longer matches
+  EXPECT_THROW(gzip_decompress(flipped), Error);
+}
+
+}  // namespace
+}  // namespace rtb

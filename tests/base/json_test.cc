@@ -1,0 +1,70 @@
+#include "rtb/base/json.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace rtb::json {
+namespace {
+
+TEST(Quote, EscapesQuotesBackslashesAndControlCharacters) {
+  EXPECT_EQ(quote(""), R"("")");
+  EXPECT_EQ(quote("a\"b\\c"), R"("a\"b\\c")");
+  EXPECT_EQ(quote("l1\nl2\r\t"), R"("l1\nl2\r\t")");
+  EXPECT_EQ(quote(std::string("a\0b\x1f\x7f", 5)), R"("a\u0000b\u001f\u007f")");
+}
+
+TEST(Quote, KeepsWellFormedUtf8) {
+  EXPECT_EQ(quote("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"),
+            "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"");
+}
+
+TEST(Quote, ReplacesEachInvalidByteSoTheOutputIsValidUtf8) {
+  EXPECT_EQ(quote("\xff\xfe"), R"("\ufffd\ufffd")");
+  EXPECT_EQ(quote("caf\xe9!"), R"("caf\ufffd!")");                        // Latin-1
+  EXPECT_EQ(quote("\xc0\xaf"), R"("\ufffd\ufffd")");                      // overlong '/'
+  EXPECT_EQ(quote("\xed\xa0\x80"), R"("\ufffd\ufffd\ufffd")");            // a surrogate
+  EXPECT_EQ(quote("\xf4\x90\x80\x80"), R"("\ufffd\ufffd\ufffd\ufffd")");  // above U+10FFFF
+  EXPECT_EQ(quote("ab\xe2\x82"), R"("ab\ufffd\ufffd")");                  // cut sequence
+}
+
+TEST(Number, ShortestFormAndNullForNonFinite) {
+  EXPECT_EQ(number(0.1), "0.1");
+  EXPECT_EQ(number(3.0), "3");
+  EXPECT_EQ(number(std::nan("")), "null");
+  EXPECT_EQ(number(std::numeric_limits<double>::infinity()), "null");
+}
+
+TEST(Writer, NestsIndentsAndSeparates) {
+  Writer j;
+  j.begin_object()
+      .field("name", "x")
+      .field("n", 2)
+      .field("ok", true)
+      .field("missing", std::optional<double>())
+      .list("values", std::vector<double>{1.5, 2})
+      .list("names", std::vector<std::string>{"a"})
+      .key("empty")
+      .begin_array()
+      .end_array()
+      .end_object();
+  EXPECT_EQ(j.str(), R"({
+  "name": "x",
+  "n": 2,
+  "ok": true,
+  "missing": null,
+  "values": [1.5, 2],
+  "names": [
+    "a"
+  ],
+  "empty": []
+}
+)");
+}
+
+}  // namespace
+}  // namespace rtb::json

@@ -1,0 +1,456 @@
+// Tests of diff-renders' library side: document matching (names, roles, renames), the
+// --expect-bench classification (every knob allowed, tampered benches refused), the filter and the
+// writers (diff_report.h), and diff_trees' handling of repeated keys.
+#include "rtb/bench/diff_render.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "rtb/k8s/diff.h"
+#include "rtb/bench/diff_report.h"
+#include "rtb/base/error.h"
+#include "rtb/base/io.h"
+#include "rtb/bench/render.h"
+
+namespace rtb {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+constexpr std::string_view kClient =
+    "spec.replicatedJobs[proc].template.spec.template.spec.containers[main]";
+
+std::string fixture_text() { return read_file(RTB_TESTDATA_DIR "/launch_dryrun.txt"); }
+DryRun parse(const std::string& text, const std::string& name = "test") {
+  return parse_dryrun(text, name);
+}
+
+RenderOptions bench_options(const std::string& name = "abtest-bench") {
+  RenderOptions o;
+  o.name = name;
+  o.driver_source = "print('driver')\n";
+  o.tool_version = "test";
+  return o;
+}
+
+std::string render(const RenderOptions& options) {
+  DryRun e2e = parse(fixture_text(), "launch_dryrun.txt");
+  return render_bench(e2e, options).yaml;
+}
+
+std::string replace_once(std::string text, const std::string& from, const std::string& to) {
+  std::size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
+
+ExpectBenchResult expect_bench(const std::string& bench_yaml) {
+  DryRun e2e = parse(fixture_text(), "launch_dryrun.txt");
+  DryRun bench = parse(bench_yaml, "bench.yaml");
+  return check_expect_bench(e2e, bench, RoleMains{});
+}
+
+std::vector<const BenchDifference*> unexpected(const ExpectBenchResult& result) {
+  std::vector<const BenchDifference*> out;
+  for (const BenchDifference& d : result.differences) {
+    if (!d.allowed) out.push_back(&d);
+  }
+  return out;
+}
+
+std::string describe(const ExpectBenchResult& result) {
+  std::string out;
+  for (const BenchDifference& d : result.differences) {
+    out += std::string(d.allowed ? bench_change_id(*d.allowed) : "UNEXPECTED") + " " +
+           d.difference.path + ": " + d.difference.old_value.substr(0, 80) + " -> " +
+           d.difference.new_value.substr(0, 80) + " " + d.why + "\n";
+  }
+  return out;
+}
+
+// --- names -----------------------------------------------------------------------------------
+
+TEST(ReplaceName, WholeNamesAndDerivedNamesOnly) {
+  EXPECT_EQ(replace_name("abtest-train", "abtest-train", "b"), "b");
+  EXPECT_EQ(replace_name("--worker_id=abtest-train", "abtest-train", "b"), "--worker_id=b");
+  EXPECT_EQ(replace_name("abtest-train-proc-0", "abtest-train", "b"), "b-proc-0");
+  EXPECT_EQ(replace_name("abtest-train:20000 abtest-train", "abtest-train", "b"), "b:20000 b");
+  EXPECT_EQ(replace_name("abtest-train2", "abtest-train", "b"), "abtest-train2");
+  EXPECT_EQ(replace_name("x-abtest-train", "abtest-train", "b"), "x-abtest-train");
+  EXPECT_EQ(replace_name("my_abtest-train", "abtest-train", "b"), "my_abtest-train");
+  EXPECT_EQ(replace_name("", "abtest-train", "b"), "");
+}
+
+TEST(ParseRename, OldEqualsNew) {
+  Rename r = parse_rename("abtest-train=abtest-bench");
+  EXPECT_EQ(r.from, "abtest-train");
+  EXPECT_EQ(r.to, "abtest-bench");
+  for (const char* bad : {"abtest", "=b", "a=", "a=b=c", ""}) {
+    EXPECT_THROW(parse_rename(bad), Error) << bad;
+  }
+}
+
+// --- documents ---------------------------------------------------------------------------------
+
+TEST(DiffRenders, IdenticalInputsHaveNoDifferences) {
+  DryRun a = parse(fixture_text()), b = parse(fixture_text());
+  RenderDiff diff = diff_renders(a, b, {});
+  EXPECT_EQ(diff.documents.size(), 3u);
+  EXPECT_EQ(diff.differences(), 0u);
+  for (const DocumentDiff& doc : diff.documents) {
+    EXPECT_TRUE(doc.a_name && doc.b_name) << doc.label;
+    EXPECT_GT(doc.a_line, 0u);
+  }
+  EXPECT_EQ(diff.documents[1].label, "abtest-train");
+  EXPECT_EQ(diff.documents[1].a_line, 269u);  // the line after its `---`
+}
+
+TEST(DiffRenders, ARenamedDocumentIsOnlyOnEachSideUnlessRenamed) {
+  DryRun a = parse(fixture_text());
+  DryRun b = parse(replace_once(fixture_text(), "\n  name: abtest-orch\n", "\n  name: orch-2\n"));
+  RenderDiff diff = diff_renders(a, b, {});
+  ASSERT_EQ(diff.documents.size(), 4u);
+  EXPECT_EQ(diff.documents[0].label, "abtest-orch");
+  ASSERT_EQ(diff.documents[0].differences.size(), 1u);
+  EXPECT_EQ(diff.documents[0].differences[0].kind, Difference::Kind::kRemoved);
+  EXPECT_EQ(diff.documents[0].differences[0].path, "");
+  EXPECT_THAT(diff.documents[0].differences[0].old_value, HasSubstr("abtest-orch (line 139)"));
+  EXPECT_EQ(diff.documents[3].label, "orch-2");
+  EXPECT_EQ(diff.documents[3].differences[0].kind, Difference::Kind::kAdded);
+
+  RenderDiffOptions options;
+  options.renames.push_back(parse_rename("abtest-orch=orch-2"));
+  diff = diff_renders(a, b, options);
+  ASSERT_EQ(diff.documents.size(), 3u);
+  EXPECT_EQ(diff.differences(), 0u) << "the name is all that changed";
+  EXPECT_EQ(diff.documents[0].b_name, "orch-2");
+}
+
+TEST(DiffRenders, RenameAlsoEqualsNamesInsideValues) {
+  std::string a_yaml = render(bench_options("bench-a"));
+  std::string b_yaml = render(bench_options("bench-b"));
+  DryRun a = parse(a_yaml), b = parse(b_yaml);
+  RenderDiff plain = diff_renders(a, b, {});
+  ASSERT_EQ(plain.documents.size(), 2u) << "different names: nothing matches";
+  RenderDiffOptions options;
+  options.renames.push_back({"bench-a", "bench-b"});
+  RenderDiff renamed = diff_renders(a, b, options);
+  ASSERT_EQ(renamed.documents.size(), 1u);
+  EXPECT_THAT(renamed.documents[0].differences, IsEmpty());
+}
+
+TEST(DiffRenders, ByRoleMatchesTheBenchWithTheTrainer) {
+  DryRun e2e = parse(fixture_text());
+  DryRun bench = parse(render(bench_options()));
+  RenderDiffOptions options;
+  options.by_role = true;
+  RenderDiff diff = diff_renders(e2e, bench, options);
+  ASSERT_EQ(diff.documents.size(), 3u);
+  EXPECT_EQ(diff.documents[0].label, "orchestrator");
+  EXPECT_FALSE(diff.documents[0].b_name.has_value());
+  EXPECT_EQ(diff.documents[1].label, "trainer");
+  EXPECT_EQ(diff.documents[1].a_name, "abtest-train");
+  EXPECT_EQ(diff.documents[1].b_name, "abtest-bench");
+  EXPECT_EQ(diff.documents[2].label, "rollout");
+  bool name_changed = false;
+  for (const Difference& d : diff.documents[1].differences)
+    name_changed |= d.path == "metadata.name" && d.new_value == "abtest-bench";
+  EXPECT_TRUE(name_changed);
+}
+
+TEST(DiffRenders, FlagLevelDifferenceInsideTheStartupLine) {
+  DryRun a = parse(fixture_text());
+  DryRun b =
+      parse(replace_once(fixture_text(), "ragged_buffer_factor=2.0", "ragged_buffer_factor=3"));
+  RenderDiff diff = diff_renders(a, b, {});
+  ASSERT_EQ(diff.differences(), 1u);
+  const Difference& d = diff.documents[1].differences[0];
+  EXPECT_EQ(d.path,
+            std::string(kClient) + ".startup.env.MAXTEXT_EXTRA_FLAGS[ragged_buffer_factor]");
+  EXPECT_EQ(d.old_value, "ragged_buffer_factor=2.0");
+  EXPECT_EQ(d.new_value, "ragged_buffer_factor=3");
+}
+
+TEST(DiffRoles, BenchIsATrainerThroughItsTrainerArgv) {
+  DryRun bench = parse(render(bench_options()));
+  ASSERT_EQ(bench.documents.size(), 1u);
+  EXPECT_EQ(diff_role(bench.documents[0], RoleMains{}), Role::kTrainer);
+  RoleMains other;
+  other.trainer = "some.other.main";
+  EXPECT_EQ(diff_role(bench.documents[0], other), Role::kUnknown);
+}
+
+TEST(DiffDocuments, InputWithoutAJobSetFails) {
+  DryRun deployment = parse_dryrun(read_file(RTB_TESTDATA_DIR "/diff_not_jobset.yaml"), "x.yaml");
+  try {
+    diff_documents(deployment, RoleMains{});
+    FAIL() << "accepted a Deployment";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.file(), "x.yaml");
+    EXPECT_EQ(e.line(), 1);
+    EXPECT_THAT(e.message(), HasSubstr("not a JobSet"));
+    EXPECT_THAT(e.message(), HasSubstr("Deployment 'web'"));
+  }
+  EXPECT_THROW(diff_documents(parse_dryrun("kubectl delete jobset x\n", "e"), RoleMains{}), Error);
+}
+
+// --- expect-bench ----------------------------------------------------------------------------
+
+TEST(ExpectBench, PlainRenderPasses) {
+  ExpectBenchResult result = expect_bench(render(bench_options()));
+  EXPECT_EQ(result.e2e_name, "abtest-train");
+  EXPECT_EQ(result.bench_name, "abtest-bench");
+  EXPECT_EQ(result.unexpected(), 0u) << describe(result);
+  std::vector<std::string> ids;
+  for (const BenchDifference& d : result.differences) ids.emplace_back(bench_change_id(*d.allowed));
+  for (const char* id :
+       {"name", "gang-id", "max-restarts", "client-script", "client-program", "driver-settings"}) {
+    EXPECT_NE(std::find(ids.begin(), ids.end(), id), ids.end()) << id << "\n" << describe(result);
+  }
+}
+
+TEST(ExpectBench, EveryKnobPasses) {
+  RenderOptions o = bench_options("ab-knobs");
+  o.namespace_name = "other-ns";
+  o.image = "us-docker.pkg.dev/example/other:1";
+  o.output_prefix = "gs://b/bench";
+  o.maxtext_flags = {"ragged_buffer_factor=2.75", "brand_new=1"};
+  o.maxtext_replace = {"sa_block_q=2048"};
+  o.libtpu_flags = {"--xla_tpu_scoped_vmem_limit_kib=65536", "--xla_brand_new=3"};
+  o.trainer_args = {"--compute_logps_chunk_size=1024", "--new_flag"};
+  o.trainer_args_removed = {"--profiler_steps"};
+  o.orchestrator_args = {"--max_steps=3"};
+  o.trainer_slice = "tpu7x:4x4x4";
+  o.profile_window = std::make_pair(3, 2);
+  ExpectBenchResult result = expect_bench(render(o));
+  EXPECT_EQ(result.unexpected(), 0u) << describe(result);
+  std::vector<std::string> ids;
+  for (const BenchDifference& d : result.differences) ids.emplace_back(bench_change_id(*d.allowed));
+  for (const char* id :
+       {"namespace", "image", "maxtext-flag", "libtpu-flag", "argv-flag", "trainer-slice"}) {
+    EXPECT_NE(std::find(ids.begin(), ids.end(), id), ids.end()) << id << "\n" << describe(result);
+  }
+}
+
+TEST(ExpectBench, LargerSliceAndV5pPass) {
+  RenderOptions o = bench_options();
+  o.trainer_slice = "tpu7x:8x8x8";
+  EXPECT_EQ(expect_bench(render(o)).unexpected(), 0u);
+  DryRun v5p = parse(read_file(RTB_TESTDATA_DIR "/launch_dryrun_v5p.txt"), "v5p.txt");
+  RenderOptions p = bench_options();
+  p.trainer_slice = "v5p:4x4x8";
+  p.libtpu_flags = {"--xla_tpu_dvfs_p_state=5"};
+  DryRun bench = parse(render_bench(v5p, p).yaml);
+  ExpectBenchResult result = check_expect_bench(v5p, bench, RoleMains{});
+  EXPECT_EQ(result.unexpected(), 0u) << describe(result);
+}
+
+struct Tamper {
+  const char* what;
+  std::string from, to;
+  const char* path_part;  // in the one unexpected difference's path
+  const char* why_part;   // in its why
+};
+
+TEST(ExpectBench, TamperedBenchesAreRefused) {
+  RenderOptions o = bench_options();
+  o.trainer_slice = "tpu7x:4x4x4";
+  o.libtpu_flags = {"--xla_tpu_scoped_vmem_limit_kib=65536"};
+  std::string bench = render(o);
+  std::vector<Tamper> cases = {
+      {"a priority class", "priorityClassName: medium", "priorityClassName: high",
+       "priorityClassName", "not something render-bench changes"},
+      {"maxRestarts not 0", "maxRestarts: 0", "maxRestarts: 5", "maxRestarts", "0"},
+      {"completions that do not fit the slice", "completions: 16", "completions: 17",
+       "pw-node].template.spec.completions", "gives 16"},
+      {"a libtpu flag only in the worker", "--xla_tpu_dvfs_p_state=7 --megascale",
+       "--xla_tpu_dvfs_p_state=6 --megascale", "pathways-worker].env[LIBTPU_INIT_ARGS]",
+       "--xla_tpu_dvfs_p_state=7"},
+      {"a quoted number made plain", "kueue.x-k8s.io/podset-slice-size: \"16\"",
+       "kueue.x-k8s.io/podset-slice-size: 16", "podset-slice-size", "type"},
+      {"a removed MAXTEXT item", "use_gdn_kernel=true ", "", "MAXTEXT_EXTRA_FLAGS[use_gdn_kernel]",
+       "never removes"},
+      {"an environment variable", "TF_CPP_MIN_LOG_LEVEL=0", "TF_CPP_MIN_LOG_LEVEL=1",
+       "startup.env.TF_CPP_MIN_LOG_LEVEL", "not something"},
+      {"a worker arg", "--server_port=29005", "--server_port=29006", "args[--server_port]",
+       "not something"},
+      {"a proxy arg that is no libtpu flag", "--sidecar_name=external", "--sidecar_name=other",
+       "pathways-proxy].args[--sidecar_name]", "not in the client's LIBTPU_INIT_ARGS"},
+  };
+  for (const Tamper& t : cases) {
+    SCOPED_TRACE(t.what);
+    ExpectBenchResult result = expect_bench(replace_once(bench, t.from, t.to));
+    std::vector<const BenchDifference*> bad = unexpected(result);
+    ASSERT_EQ(bad.size(), 1u) << describe(result);
+    EXPECT_THAT(bad[0]->difference.path, HasSubstr(t.path_part));
+    EXPECT_THAT(bad[0]->why + " " + std::string(kind_name(bad[0]->difference.kind)),
+                HasSubstr(t.why_part));
+  }
+}
+
+TEST(ExpectBench, NeedsOneBenchJobSet) {
+  DryRun e2e = parse(fixture_text());
+  // The e2e itself as "bench": three JobSets, one trainer: that trainer is compared, and matches.
+  EXPECT_EQ(check_expect_bench(e2e, e2e, RoleMains{}).differences.size(), 0u);
+  DryRun two = parse(render(bench_options("b-one")) + "---\n" + render(bench_options("b-two")));
+  EXPECT_THROW(check_expect_bench(e2e, two, RoleMains{}), Error);
+  DryRun no_trainer = parse(read_file(RTB_TESTDATA_DIR "/bad/no_trainer.txt"));
+  EXPECT_THROW(check_expect_bench(no_trainer, e2e, RoleMains{}), Error);
+}
+
+// --- diff_trees: repeated keys -----------------------------------------------------------------
+
+TEST(DiffTreesTypes, ResolvedTypesNotQuotes) {
+  auto kinds = [](const char* a, const char* b) {
+    std::string out;
+    for (const Difference& d : diff_trees(YAML::Load(a), YAML::Load(b)))
+      out += std::string(kind_name(d.kind)) + " " + d.old_value + " -> " + d.new_value + ";";
+    return out;
+  };
+  EXPECT_EQ(kinds("a: abc", "a: \"abc\""), "") << "the same string";
+  EXPECT_EQ(kinds("a: \"4x4x8\"", "a: 4x4x4"), "changed 4x4x8 -> 4x4x4;") << "strings both";
+  EXPECT_EQ(kinds("a: \"4\"", "a: 5"), "type-changed \"4\" -> 5;");
+  EXPECT_EQ(kinds("a: \"yes\"", "a: yes"), "type-changed \"yes\" -> yes;");
+  EXPECT_EQ(kinds("a: 1", "a: 2"), "changed 1 -> 2;");
+  EXPECT_EQ(kinds("a: ~", "a: \"\""), "type-changed null -> ;") << "a null node, a string";
+}
+
+TEST(DiffTreesRepeatedKeys, OneChangeIsReportedOnce) {
+  std::vector<Difference> found =
+      diff_trees(YAML::Load("p: a\nq: 1\np: b\n"), YAML::Load("p: a\nq: 1\np: c\n"));
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].path, "p");
+  EXPECT_EQ(found[0].new_value, "c");
+  EXPECT_THAT(diff_trees(YAML::Load("p: a\np: b\n"), YAML::Load("p: b\n")), IsEmpty())
+      << "the last of repeated keys is the value";
+}
+
+// --- filter ----------------------------------------------------------------------------------
+
+TEST(Glob, WildcardsAndLiteralBrackets) {
+  EXPECT_TRUE(glob_match("metadata.name", "metadata.name"));
+  EXPECT_FALSE(glob_match("metadata.name", "metadata.names"));
+  EXPECT_TRUE(glob_match("*", ""));
+  EXPECT_TRUE(glob_match("*.args[--xla_*]", "x.initContainers[pathways-proxy].args[--xla_a]"));
+  EXPECT_FALSE(glob_match("*.args[--xla_*]", "x.args[--sidecar_name]"));
+  EXPECT_TRUE(glob_match("a?c", "abc"));
+  EXPECT_FALSE(glob_match("a?c", "ac"));
+  EXPECT_TRUE(glob_match("a\\*c", "a*c"));
+  EXPECT_FALSE(glob_match("a\\*c", "abc"));
+  EXPECT_TRUE(glob_match("*a*b*c*", "xxaxxbxxcxx"));
+  EXPECT_FALSE(glob_match("*a*b*c", "xxaxxbxxcxx"));
+}
+
+TEST(DiffFilter, IgnoreOnlyAncestorsAndDocuments) {
+  DiffFilter filter;
+  filter.ignore("metadata.labels");
+  filter.ignore("abtest-roll:*");
+  EXPECT_FALSE(filter.keep("abtest-train", "metadata.labels[gang]"));
+  EXPECT_TRUE(filter.keep("abtest-train", "metadata.labelsx"));
+  EXPECT_FALSE(filter.keep("abtest-roll", "spec.x"));
+  EXPECT_FALSE(filter.keep("abtest-roll", "")) << "a whole document";
+  EXPECT_TRUE(filter.keep("abtest-train", "spec.x"));
+  DiffFilter only;
+  only.only("*MAXTEXT_EXTRA_FLAGS");
+  EXPECT_TRUE(only.keep("t", "a.startup.env.MAXTEXT_EXTRA_FLAGS[x]"));
+  EXPECT_FALSE(only.keep("t", "a.startup.env.LIBTPU_INIT_ARGS[x]"));
+}
+
+TEST(DiffFilter, IgnoreFile) {
+  std::string path = ::testing::TempDir() + "/diff_render_ignore.txt";
+  {
+    std::ofstream f(path);
+    f << "# accepted differences\n\n  metadata.name  \n*[--worker_id]\r\n";
+  }
+  DiffFilter filter;
+  filter.ignore_file(path);
+  EXPECT_FALSE(filter.keep("t", "metadata.name"));
+  EXPECT_FALSE(filter.keep("t", "x.startup.argv[--worker_id]"));
+  EXPECT_TRUE(filter.keep("t", "x.startup.argv[--port]"));
+  std::remove(path.c_str());
+  EXPECT_THROW(filter.ignore_file(path), Error);
+}
+
+// --- writers ---------------------------------------------------------------------------------
+
+TEST(DiffArea, Areas) {
+  EXPECT_EQ(diff_area("metadata.labels[x]"), "metadata.labels");
+  EXPECT_EQ(diff_area("spec.failurePolicy.maxRestarts"), "spec.failurePolicy");
+  EXPECT_EQ(diff_area(""), "(document)");
+  EXPECT_EQ(diff_area("spec.replicatedJobs[pw-node].template.spec.completions"),
+            "replicatedJobs[pw-node].completions");
+  EXPECT_EQ(diff_area(std::string(kClient) + ".startup.argv[--mesh_fsdp]"),
+            "replicatedJobs[proc].containers[main].startup.argv");
+  EXPECT_EQ(diff_area(std::string(kClient) + ".startup.env.MAXTEXT_EXTRA_FLAGS[x]"),
+            "replicatedJobs[proc].containers[main].startup.env.MAXTEXT_EXTRA_FLAGS");
+  EXPECT_EQ(diff_area(std::string(kClient) + ".startup.env.TPU_MIN_LOG_LEVEL"),
+            "replicatedJobs[proc].containers[main].startup.env");
+  EXPECT_EQ(diff_area("spec.replicatedJobs[pw-node].template.spec.template.spec.containers[w]"
+                      ".env[LIBTPU_INIT_ARGS].value[--xla_a]"),
+            "replicatedJobs[pw-node].containers[w].env[LIBTPU_INIT_ARGS]");
+}
+
+TEST(FormatRenderText, FlagValuesMultiLineValuesAndColour) {
+  RenderDiff diff;
+  DocumentDiff doc;
+  doc.label = "abtest-train";
+  doc.kind = "JobSet";
+  doc.differences = {
+      {Difference::Kind::kChanged, "x.LIBTPU_INIT_ARGS[--xla_foo]", "--xla_foo=1", "--xla_foo=2"},
+      {Difference::Kind::kAdded, "x.LIBTPU_INIT_ARGS[--xla_bar]", "", "--xla_bar=3"},
+      {Difference::Kind::kRemoved, "x.script", "line 1\nline 2\nline 3\n", ""},
+      {Difference::Kind::kTypeChanged, "x.n", "\"4\"", "4"},
+  };
+  diff.documents.push_back(doc);
+  RenderReport report = make_render_report("a.txt", "b.txt", diff, DiffFilter{});
+  EXPECT_EQ(format_render_text(report, {}),
+            "~ abtest-train:x.LIBTPU_INIT_ARGS[--xla_foo]: 1 -> 2\n"
+            "+ abtest-train:x.LIBTPU_INIT_ARGS[--xla_bar]: --xla_bar=3\n"
+            "- abtest-train:x.script: line 1... (3 lines)\n"
+            "! abtest-train:x.n: \"4\" -> 4\n");
+  std::string colored = format_render_text(report, {true, false});
+  EXPECT_THAT(colored, HasSubstr("\033[33m~ abtest-train:x.LIBTPU_INIT_ARGS[--xla_foo]"));
+  EXPECT_THAT(colored, HasSubstr("\033[32m+ "));
+  EXPECT_THAT(colored, HasSubstr("\033[0m\n"));
+  EXPECT_TRUE(report.failed());
+  EXPECT_THAT(
+      format_render_stat(report),
+      HasSubstr("4 differences in 1 document: 1 added, 1 removed, 1 changed, 1 type-changed"));
+
+  DiffFilter filter;
+  filter.ignore("x.LIBTPU_INIT_ARGS");
+  RenderReport filtered = make_render_report("a.txt", "b.txt", diff, filter);
+  EXPECT_EQ(filtered.ignored, 2u);
+  EXPECT_EQ(filtered.differences.size(), 2u);
+  EXPECT_THAT(format_render_json(filtered), HasSubstr("\"ignored\": 2"));
+}
+
+TEST(FormatRenderText, ExpectBenchListsOnlyUnexpectedUnlessAsked) {
+  RenderOptions o = bench_options();
+  std::string bench =
+      replace_once(render(o), "priorityClassName: medium", "priorityClassName: high");
+  ExpectBenchResult result = expect_bench(bench);
+  RenderReport report = make_expect_bench_report("e2e.txt", "bench.yaml", result, DiffFilter{});
+  EXPECT_TRUE(report.failed());
+  std::string text = format_render_text(report, {});
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
+  EXPECT_THAT(text, HasSubstr("~ trainer:spec.replicatedJobs[proc].template.spec.template.spec."
+                              "priorityClassName: medium -> high  [unexpected: "));
+  std::string all = format_render_text(report, {false, true});
+  EXPECT_THAT(all,
+              HasSubstr("~ trainer:metadata.name: abtest-train -> abtest-bench  [allowed: name]"));
+  DiffFilter filter;
+  filter.ignore("*priorityClassName");
+  EXPECT_FALSE(make_expect_bench_report("e", "b", result, filter).failed());
+}
+
+}  // namespace
+}  // namespace rtb

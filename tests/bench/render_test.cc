@@ -1,0 +1,406 @@
+#include "rtb/bench/render.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "rtb/k8s/diff.h"
+#include "rtb/base/error.h"
+#include "rtb/base/io.h"
+#include "rtb/k8s/yaml.h"
+
+namespace rtb {
+namespace {
+
+DryRun fixture() {
+  return parse_dryrun(read_file(RTB_TESTDATA_DIR "/launch_dryrun.txt"), "launch_dryrun.txt");
+}
+
+RenderOptions options() {
+  RenderOptions o;
+  o.name = "abtest-bench";
+  o.driver_source = "print('driver')\n";
+  o.tool_version = "test";
+  return o;
+}
+
+const Document& trainer_of(const DryRun& dryrun) {
+  return *select_roles(dryrun, RoleMains{}).trainer;
+}
+
+TEST(RenderTest, RecordsEveryChangeAndPassesItsOwnSelfCheck) {
+  DryRun dryrun = fixture();
+  RenderResult result = render_bench(dryrun, options());
+  EXPECT_EQ(result.trainer_name, "abtest-train");
+  bool has_name = false, has_restarts = false;
+  for (const Change& change : result.changes) {
+    has_name |= change.path == "metadata.name" && change.new_value == "abtest-bench";
+    has_restarts |= change.path == "spec.failurePolicy.maxRestarts" && change.new_value == "0";
+  }
+  EXPECT_TRUE(has_name);
+  EXPECT_TRUE(has_restarts);
+  EXPECT_NO_THROW(check_bench_against_e2e(trainer_of(dryrun).root, result.bench, result.changes));
+  // The emitted text reads back as the same tree.
+  EXPECT_TRUE(diff_trees(YAML::Load(result.yaml), result.bench).empty());
+}
+
+TEST(RenderTest, SelfCheckRefusesADifferenceNoOptionAskedFor) {
+  DryRun dryrun = fixture();
+  RenderResult result = render_bench(dryrun, options());
+  YAML::Node tampered = YAML::Clone(result.bench);
+  tampered["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]
+          ["priorityClassName"] = "high";
+  try {
+    check_bench_against_e2e(trainer_of(dryrun).root, tampered, result.changes);
+    FAIL() << "the self-check accepted an unrequested change";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("internal error: self-check"), std::string::npos) << e.what();
+    EXPECT_NE(e.message().find("priorityClassName"), std::string::npos) << e.what();
+  }
+  // A recorded change covers its path and what lies below it, nothing else.
+  std::vector<Change> changes = result.changes;
+  changes.push_back({"test",
+                     "spec.replicatedJobs[pw-node].template.spec.template.spec.priorityClassName",
+                     "", ""});
+  EXPECT_NO_THROW(check_bench_against_e2e(trainer_of(dryrun).root, tampered, changes));
+}
+
+TEST(RenderTest, SelfCheckSeesAFlagChangedInsideTheStartupLine) {
+  DryRun dryrun = fixture();
+  RenderOptions o = options();
+  o.libtpu_flags = {"--xla_tpu_scoped_vmem_limit_kib=1"};
+  RenderResult result = render_bench(dryrun, o);
+  std::vector<Change> without_libtpu;
+  for (const Change& change : result.changes) {
+    if (change.knob != "--libtpu-flag") without_libtpu.push_back(change);
+  }
+  EXPECT_THROW(check_bench_against_e2e(trainer_of(dryrun).root, result.bench, without_libtpu),
+               Error);
+}
+
+TEST(RenderTest, ValidatesJobSetNames) {
+  EXPECT_NO_THROW(validate_jobset_name("abtest-bench-2"));
+  for (const char* bad : {"", "Abc", "a_b", "a.b", "-ab", "ab-", "1ab", "a b"}) {
+    EXPECT_THROW(validate_jobset_name(bad), Error) << bad;
+  }
+  EXPECT_THROW(validate_jobset_name(std::string(64, 'a')), Error);
+  // A name that is a valid label but makes pod names longer than 63 characters.
+  RenderOptions o = options();
+  o.name = std::string(50, 'a');
+  DryRun dryrun = fixture();
+  EXPECT_THROW(render_bench(dryrun, o), Error);
+}
+
+TEST(RenderTest, HeredocTerminatorNeverOccursInTheText) {
+  EXPECT_EQ(heredoc_terminator("print(1)\n"), "BENCH_DRIVER_EOF");
+  EXPECT_EQ(heredoc_terminator("a\nBENCH_DRIVER_EOF\nb\n"), "BENCH_DRIVER_EOF_1");
+  EXPECT_EQ(heredoc_terminator("BENCH_DRIVER_EOF\nBENCH_DRIVER_EOF_1"), "BENCH_DRIVER_EOF_2");
+  EXPECT_EQ(heredoc_terminator("x BENCH_DRIVER_EOF\n"), "BENCH_DRIVER_EOF");
+}
+
+TEST(RenderTest, DriverEnvironmentStartsWithTheMarkerAndValidates) {
+  RenderOptions o = options();
+  o.driver.extra_env = {{"REAL_LEN", "1000"}};
+  auto env = driver_environment(o, "--a=1", "--b=2");
+  ASSERT_FALSE(env.empty());
+  EXPECT_EQ(env.front().first, kDriverSettingsStart);
+  EXPECT_EQ(env.front().second, "abtest-bench");
+  EXPECT_EQ(env[env.size() - 2], std::make_pair(std::string("TRAINER_ARGV"), std::string("--a=1")));
+  EXPECT_EQ(env.back(), std::make_pair(std::string("ORCH_ARGV"), std::string("--b=2")));
+  bool has_real_len = false;
+  for (const auto& [name, value] : env) has_real_len |= name == "REAL_LEN" && value == "1000";
+  EXPECT_TRUE(has_real_len);
+  for (auto tweak : std::vector<std::function<void(RenderOptions&)>>{
+           [](RenderOptions& x) { x.driver.steps = 0; },
+           [](RenderOptions& x) { x.driver.micro_steps = 0; },
+           [](RenderOptions& x) { x.driver.pad_align = 100; },
+           [](RenderOptions& x) { x.driver.routing_scale = -1; },
+           [](RenderOptions& x) {
+             x.driver.extra_env = {{"STEPS", "1"}};
+           },
+           [](RenderOptions& x) {
+             x.driver.extra_env = {{"1BAD", "1"}};
+           },
+       }) {
+    RenderOptions bad = options();
+    tweak(bad);
+    EXPECT_THROW(driver_environment(bad, "", ""), Error);
+  }
+}
+
+TEST(RenderTest, StageBoundaryAndTheOrchestratorsStagingEnvironmentReachTheDriver) {
+  RenderOptions o = options();
+  auto value_of = [](const std::vector<std::pair<std::string, std::string>>& env,
+                     const std::string& name) -> std::optional<std::string> {
+    for (const auto& [key, value] : env) {
+      if (key == name) return value;
+    }
+    return std::nullopt;
+  };
+  auto env = driver_environment(o, "", "", {{"PIPELINE_STEP_BOUNDARY", "1"}});
+  EXPECT_EQ(value_of(env, "STAGE_BOUNDARY"), "auto");
+  EXPECT_EQ(value_of(env, "ORCH_PIPELINE_STEP_BOUNDARY"), "1");
+  EXPECT_EQ(value_of(env, "ORCH_STAGE_NEXT_MICROBATCH"), std::nullopt);
+  o.driver.stage_boundary = "sometimes";
+  EXPECT_THROW(driver_environment(o, "", ""), Error);
+  o.driver.stage_boundary = "on";
+  o.driver.extra_env = {{"STAGE_BOUNDARY", "off"}};
+  EXPECT_THROW(driver_environment(o, "", ""), Error);  // its own option, not --driver-env
+
+  // From a DRY_RUN whose orchestrator sets them in its startup block.
+  std::string text = read_file(RTB_TESTDATA_DIR "/launch_dryrun.txt");
+  const std::string anchor = "ORCHESTRATOR_ID=\"abtest-orch\"";
+  std::size_t at = text.find(anchor);
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at, "PIPELINE_STEP_BOUNDARY=true STAGE_NEXT_MICROBATCH=0 ");
+  RenderResult result = render_bench(parse_dryrun(text, "staged.txt"), options());
+  EXPECT_NE(result.yaml.find("STAGE_BOUNDARY=auto"), std::string::npos);
+  EXPECT_NE(result.yaml.find("ORCH_PIPELINE_STEP_BOUNDARY=true"), std::string::npos);
+  EXPECT_NE(result.yaml.find("ORCH_STAGE_NEXT_MICROBATCH=0"), std::string::npos);
+  RenderResult plain = render_bench(fixture(), options());
+  EXPECT_EQ(plain.yaml.find("ORCH_PIPELINE_STEP_BOUNDARY"), std::string::npos);
+}
+
+std::optional<std::string> setting(const std::vector<std::pair<std::string, std::string>>& env,
+                                   const std::string& name) {
+  std::optional<std::string> found;
+  for (const auto& [key, value] : env) {
+    if (key == name) found = value;
+  }
+  return found;
+}
+
+TEST(RenderTest, PadAndRoutingSettingsAreWrittenOnlyWhenGiven) {
+  // Unset, the driver follows the e2e orchestrator's packing and its own defaults.
+  auto plain = driver_environment(options(), "", "");
+  for (const char* name :
+       {"PAD_POSITION", "PAD_ALIGN", "ROUTING", "ALLOW_FALLBACKS", "LOGPS_PASS"}) {
+    EXPECT_EQ(setting(plain, name), std::nullopt) << name;
+  }
+  RenderOptions o = options();
+  o.driver.pad_position = "start";
+  o.driver.pad_align = 2048;
+  o.driver.routing = "off";
+  o.driver.allow_fallbacks = true;
+  o.driver.logps_pass = "on";
+  auto env = driver_environment(o, "", "");
+  EXPECT_EQ(setting(env, "PAD_POSITION"), "start");
+  EXPECT_EQ(setting(env, "PAD_ALIGN"), "2048");
+  EXPECT_EQ(setting(env, "ROUTING"), "off");
+  EXPECT_EQ(setting(env, "ALLOW_FALLBACKS"), "1");
+  EXPECT_EQ(setting(env, "LOGPS_PASS"), "on");
+  for (auto tweak : std::vector<std::function<void(RenderOptions&)>>{
+           [](RenderOptions& x) { x.driver.routing = "sometimes"; },
+           [](RenderOptions& x) { x.driver.logps_pass = "1"; },
+           [](RenderOptions& x) { x.driver.pad_position = "middle"; },
+           [](RenderOptions& x) { x.driver.pad_align = 0; },
+       }) {
+    RenderOptions bad = options();
+    tweak(bad);
+    EXPECT_THROW(driver_environment(bad, "", ""), Error);
+  }
+  // Each has its own option, so --driver-env refuses it even when that option is not given.
+  for (const char* name :
+       {"PAD_POSITION", "PAD_ALIGN", "ROUTING", "ALLOW_FALLBACKS", "LOGPS_PASS"}) {
+    RenderOptions bad = options();
+    bad.driver.extra_env = {{name, "1"}};
+    try {
+      driver_environment(bad, "", "");
+      ADD_FAILURE() << name << " accepted in --driver-env";
+    } catch (const Error& e) {
+      EXPECT_NE(e.message().find("its own option"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(RenderTest, TheOrchestratorsPackingAndRoutingEnvironmentReachesTheDriver) {
+  // Startup-block assignments win; the container's env list fills in the rest.
+  std::string text = read_file(RTB_TESTDATA_DIR "/launch_dryrun.txt");
+  const std::string anchor = "ORCHESTRATOR_ID=\"abtest-orch\"";
+  std::size_t at = text.find(anchor);
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at, "PACK_PAD_POSITION=start PACK_PAD_ALIGN=512 ");
+  const std::string env_anchor =
+      "                    fieldPath: metadata.labels['jobset.sigs.k8s.io/jobset-name']\n";
+  std::size_t env_at = text.find(env_anchor);  // the orchestrator's env list comes first
+  ASSERT_NE(env_at, std::string::npos);
+  ASSERT_LT(env_at, text.find("name: abtest-train"));
+  text.insert(env_at + env_anchor.size(),
+              "              - name: RETURN_ROUTED_EXPERTS\n"
+              "                value: \"true\"\n"
+              "              - name: PACK_PAD_ALIGN\n"
+              "                value: \"64\"\n");
+  RenderResult result = render_bench(parse_dryrun(text, "packed.txt"), options());
+  std::string script = result
+                           .bench["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+                                 ["spec"]["containers"][0]["command"][2]
+                           .Scalar();
+  EXPECT_NE(script.find("ORCH_PACK_PAD_POSITION=start"), std::string::npos);
+  EXPECT_NE(script.find("ORCH_PACK_PAD_ALIGN=512"), std::string::npos);
+  EXPECT_EQ(script.find("ORCH_PACK_PAD_ALIGN=64"), std::string::npos);
+  EXPECT_NE(script.find("ORCH_RETURN_ROUTED_EXPERTS=true"), std::string::npos);
+  EXPECT_EQ(script.find("PAD_POSITION=end"), std::string::npos);
+  EXPECT_EQ(script.find(" PAD_POSITION="), std::string::npos);
+  EXPECT_EQ(script.find(" PAD_ALIGN="), std::string::npos);
+  RenderResult plain = render_bench(fixture(), options());
+  for (const char* name :
+       {"ORCH_PACK_PAD_POSITION", "ORCH_PACK_PAD_ALIGN", "ORCH_RETURN_ROUTED_EXPERTS"}) {
+    EXPECT_EQ(plain.yaml.find(name), std::string::npos) << name;
+  }
+}
+
+// The startup block's assignments of a driver script, as (name, value-as-written) pairs.
+std::vector<std::pair<std::string, std::string>> startup_assignments(const std::string& script) {
+  std::vector<std::pair<std::string, std::string>> found;
+  std::size_t begin = script.find("\n(\n");
+  std::size_t end = script.find("\n) & PID=$!");
+  if (begin == std::string::npos || end == std::string::npos) return found;
+  std::string block = script.substr(begin + 3, end - begin - 3);
+  for (std::size_t start = 0; start < block.size();) {
+    std::size_t newline = block.find('\n', start);
+    std::string line =
+        block.substr(start, newline == std::string::npos ? newline : newline - start);
+    start = newline == std::string::npos ? block.size() : newline + 1;
+    std::size_t first = line.find_first_not_of(' ');
+    std::size_t eq = line.find('=');
+    if (first == std::string::npos || eq == std::string::npos || line.back() != '\\') continue;
+    found.emplace_back(line.substr(first, eq - first), line.substr(eq + 1, line.size() - eq - 3));
+  }
+  return found;
+}
+
+TEST(RenderTest, PreflightIsACpuJobRunningTheDriverWithTheBenchClientsSettings) {
+  DryRun dryrun = fixture();
+  RenderOptions o = options();
+  o.namespace_name = "other-ns";
+  o.image = "registry.example/trainer:2";
+  o.driver.routing = "on";
+  o.driver.pad_position = "start";
+  PreflightResult preflight = render_preflight(dryrun, o);
+  const YAML::Node& job = preflight.job;
+  EXPECT_EQ(job["apiVersion"].Scalar(), "batch/v1");
+  EXPECT_EQ(job["kind"].Scalar(), "Job");
+  EXPECT_EQ(job["metadata"]["name"].Scalar(), "abtest-bench-preflight");
+  EXPECT_EQ(job["metadata"]["namespace"].Scalar(), "other-ns");
+  EXPECT_EQ(job["metadata"]["labels"]["rl-trainer-bench/bench"].Scalar(), "abtest-bench");
+  EXPECT_EQ(job["spec"]["backoffLimit"].as<int>(), 0);
+  const YAML::Node pod = job["spec"]["template"]["spec"];
+  EXPECT_EQ(pod["restartPolicy"].Scalar(), "Never");
+  EXPECT_EQ(pod["serviceAccountName"].Scalar(), "xpk-sa");
+  for (const char* scheduling : {"nodeSelector", "tolerations", "affinity", "hostNetwork"}) {
+    EXPECT_FALSE(pod[scheduling].IsDefined()) << scheduling;
+  }
+  EXPECT_EQ(preflight.yaml.find("google.com/tpu"), std::string::npos);
+  EXPECT_EQ(preflight.yaml.find("gke-tpu"), std::string::npos);
+  ASSERT_EQ(pod["containers"].size(), 1u);
+  const YAML::Node container = pod["containers"][0];
+  EXPECT_EQ(container["image"].Scalar(), "registry.example/trainer:2");
+  EXPECT_EQ(container["resources"]["requests"]["cpu"].Scalar(), "2");
+  int platforms = 0;
+  for (const YAML::Node& item : container["env"]) {
+    if (item["name"].Scalar() != "JAX_PLATFORMS") continue;
+    ++platforms;
+    EXPECT_EQ(item["value"].Scalar(), "cpu");
+  }
+  EXPECT_EQ(platforms, 1);
+  // The same script as the bench client's, with JAX_PLATFORMS=cpu and --preflight.
+  ASSERT_EQ(container["command"].size(), 3u);
+  EXPECT_EQ(container["command"][0].Scalar(), "bash");
+  EXPECT_EQ(container["command"][1].Scalar(), "-c");
+  std::string script = container["command"][2].Scalar();
+  EXPECT_NE(script.find("cat > /tmp/bench_driver.py <<'BENCH_DRIVER_EOF'\nprint('driver')\n"),
+            std::string::npos);
+  EXPECT_NE(script.find("\n  python3 /tmp/bench_driver.py --preflight\n) & PID=$!"),
+            std::string::npos);
+  std::string client_script = render_bench(dryrun, o)
+                                  .bench["spec"]["replicatedJobs"][0]["template"]["spec"]
+                                        ["template"]["spec"]["containers"][0]["command"][2]
+                                  .Scalar();
+  auto expected = startup_assignments(client_script);
+  auto driver_start = std::find_if(expected.begin(), expected.end(),
+                                   [](const auto& a) { return a.first == kDriverSettingsStart; });
+  ASSERT_NE(driver_start, expected.end());
+  expected.insert(driver_start, {"JAX_PLATFORMS", "cpu"});
+  EXPECT_EQ(startup_assignments(script), expected);
+  EXPECT_EQ(setting(expected, "ROUTING"), "on");
+  EXPECT_EQ(setting(expected, "PAD_POSITION"), "start");
+  // The emitted text reads back as the same tree.
+  EXPECT_TRUE(diff_trees(YAML::Load(preflight.yaml), job).empty());
+  // The bench's checks still apply.
+  o.driver.pad_align = 100;
+  EXPECT_THROW(render_preflight(dryrun, o), Error);
+}
+
+TEST(RenderTest, MaxtextReplaceOfAnAbsentKeyNamesIt) {
+  RenderOptions o = options();
+  o.maxtext_replace = {"no_such_key=1"};
+  DryRun dryrun = fixture();
+  try {
+    render_bench(dryrun, o);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("no_such_key"), std::string::npos) << e.what();
+  }
+}
+
+TEST(RenderTest, TrainerSliceThatDoesNotDivideTheMeshFails) {
+  RenderOptions o = options();
+  o.trainer_slice = "tpu7x:1x1x1";  // 2 devices; context 4 x expert 2 does not divide them
+  DryRun dryrun = fixture();
+  EXPECT_THROW(render_bench(dryrun, o), Error);
+}
+
+// Text that compresses poorly: pseudo-random printable characters.
+std::string incompressible(std::size_t size) {
+  std::string text;
+  std::uint64_t state = 88172645463325252ull;
+  for (std::size_t i = 0; i < size; ++i) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    text += static_cast<char>('!' + state % 90);
+    if (i % 100 == 99) text += '\n';
+  }
+  return text;
+}
+
+TEST(RenderTest, RefusesAClientScriptLinuxCannotPassAsOneArgument) {
+  RenderOptions o = options();
+  o.driver_source = incompressible(140000);
+  DryRun dryrun = fixture();
+  try {
+    render_bench(dryrun, o);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("131071 bytes"), std::string::npos) << e.what();
+  }
+  o.driver_source = std::string(100000, '#') + "\n";  // fits verbatim
+  std::string script = render_bench(dryrun, o).yaml;
+  EXPECT_NE(script.find("cat > /tmp/bench_driver.py <<'BENCH_DRIVER_EOF'"), std::string::npos);
+  // Too large verbatim but small compressed: gzip + base64, unpacked by the script.
+  o.driver_source = std::string(140000, '#') + "\n";
+  script = render_bench(dryrun, o).yaml;
+  EXPECT_EQ(script.find("cat > /tmp/bench_driver.py"), std::string::npos);
+  EXPECT_NE(script.find("base64 -d > /tmp/bench_driver.py.gz <<'BENCH_DRIVER_EOF'"),
+            std::string::npos);
+  EXPECT_NE(script.find("gzip -dc /tmp/bench_driver.py.gz > /tmp/bench_driver.py || "),
+            std::string::npos);
+}
+
+TEST(RenderTest, SummaryCountsChangesByKnob) {
+  DryRun dryrun = fixture();
+  RenderOptions o = options();
+  o.libtpu_flags = {"--xla_new=1"};
+  std::string summary = summarize_changes(render_bench(dryrun, o));
+  EXPECT_NE(summary.find("abtest-train -> abtest-bench"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("--libtpu-flag 3"), std::string::npos) << summary;
+}
+
+}  // namespace
+}  // namespace rtb

@@ -1,0 +1,634 @@
+#include "rtb/k8s/diff.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "rtb/k8s/dryrun.h"
+#include "rtb/base/error.h"
+#include "rtb/base/io.h"
+#include "rtb/k8s/yaml.h"
+
+namespace rtb {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+
+std::string testdata(const std::string& name) { return std::string(RTB_TESTDATA_DIR) + "/" + name; }
+
+const std::string kProcSpec = "spec.replicatedJobs[proc].template.spec.template.spec";
+const std::string kWorkerSpec = "spec.replicatedJobs[pw-node].template.spec.template.spec";
+
+// Replaces the only occurrence of `from` in 1-based line `line` of `text`; returns "" when the line
+// does not contain `from` exactly once, so a test notices a changed fixture.
+std::string replace_in_line(const std::string& text, std::size_t line, std::string_view from,
+                            std::string_view to) {
+  std::size_t start = 0;
+  for (std::size_t i = 1; i < line; ++i) {
+    start = text.find('\n', start);
+    if (start == std::string::npos) return "";
+    ++start;
+  }
+  std::size_t end = text.find('\n', start);
+  if (end == std::string::npos) end = text.size();
+  std::string_view content(text.data() + start, end - start);
+  std::size_t at = content.find(from);
+  if (at == std::string_view::npos || content.find(from, at + 1) != std::string_view::npos) {
+    return "";
+  }
+  std::string out = text;
+  out.replace(start + at, from.size(), to);
+  return out;
+}
+
+std::string insert_line_after(const std::string& text, std::size_t line, const std::string& added) {
+  std::size_t start = 0;
+  for (std::size_t i = 0; i < line; ++i) {
+    start = text.find('\n', start);
+    if (start == std::string::npos) return "";
+    ++start;
+  }
+  std::string out = text;
+  out.insert(start, added + "\n");
+  return out;
+}
+
+std::string fixture_text() { return read_file(testdata("launch_dryrun.txt")); }
+
+// The trainer JobSet (second document) of a DRY_RUN text.
+YAML::Node trainer_of(const std::string& text) {
+  DryRun dryrun = parse_dryrun(text, "launch_dryrun.txt");
+  if (dryrun.documents.size() != 3) return YAML::Node(YAML::NodeType::Undefined);
+  return dryrun.documents[1].root;
+}
+
+YAML::Node item_named(const YAML::Node& sequence, std::string_view name) {
+  if (sequence.IsSequence()) {
+    for (const auto& item : sequence) {
+      if (yaml::scalar_at(item, "name") == std::string(name)) return item;
+    }
+  }
+  return YAML::Node(YAML::NodeType::Undefined);
+}
+
+YAML::Node container_of(const YAML::Node& jobset, std::string_view job, std::string_view list,
+                        std::string_view name) {
+  YAML::Node job_node = item_named(yaml::descend(jobset, {"spec", "replicatedJobs"}), job);
+  YAML::Node spec = yaml::descend(job_node, {"template", "spec", "template", "spec"});
+  return item_named(yaml::lookup(spec, list), name);
+}
+
+std::vector<std::string> keys_of(const YAML::Node& map) {
+  std::vector<std::string> keys;
+  if (map.IsMap()) {
+    for (const auto& kv : map) keys.push_back(kv.first.Scalar());
+  }
+  return keys;
+}
+
+std::string describe(const std::vector<Difference>& differences) {
+  std::string out;
+  for (const Difference& d : differences) {
+    out += fmt::format("{} {} [{}] -> [{}]\n", kind_name(d.kind), d.path, d.old_value, d.new_value);
+  }
+  return out;
+}
+
+std::vector<Difference> diff_expanded(const std::string& a_text, const std::string& b_text) {
+  return diff_trees(expand_for_diff(trainer_of(a_text)), expand_for_diff(trainer_of(b_text)));
+}
+
+// --- paths and keys
+// -------------------------------------------------------------------------------
+
+TEST(DiffPaths, ChildAndItem) {
+  EXPECT_EQ(path_child("", "spec"), "spec");
+  EXPECT_EQ(path_child("spec", "replicatedJobs"), "spec.replicatedJobs");
+  EXPECT_EQ(path_child("a", "with-dash_and_9"), "a.with-dash_and_9");
+  EXPECT_EQ(path_child("metadata.labels", "kueue.x-k8s.io/queue-name"),
+            "metadata.labels[kueue.x-k8s.io/queue-name]");
+  EXPECT_EQ(path_child("a", "has space"), "a[has space]");
+  EXPECT_EQ(path_child("", "a.b"), "[a.b]");
+  EXPECT_EQ(path_child("a", ""), "a[]");
+  EXPECT_EQ(path_item("spec.containers", "main"), "spec.containers[main]");
+  EXPECT_EQ(path_item("args", "--xla_foo"), "args[--xla_foo]");
+  EXPECT_EQ(path_item("x", "3"), "x[3]");
+}
+
+TEST(SequenceItemKeys, ByName) {
+  EXPECT_THAT(sequence_item_keys(YAML::Load("- name: main\n  image: a\n- name: proxy\n")),
+              ElementsAre("main", "proxy"));
+}
+
+TEST(SequenceItemKeys, ByContainerPortWhenNamesAreAbsentOrRepeat) {
+  EXPECT_THAT(sequence_item_keys(YAML::Load("- containerPort: 8471\n- containerPort: 20002\n")),
+              ElementsAre("8471", "20002"));
+  EXPECT_THAT(sequence_item_keys(
+                  YAML::Load("- {name: p, containerPort: 1}\n- {name: p, containerPort: 2}\n")),
+              ElementsAre("1", "2"));
+}
+
+TEST(SequenceItemKeys, PositionalFallback) {
+  // Names repeat and there are no ports.
+  EXPECT_THAT(sequence_item_keys(YAML::Load("- name: a\n- name: a\n- name: b\n")),
+              ElementsAre("0", "1", "2"));
+  // One item has no name.
+  EXPECT_THAT(sequence_item_keys(YAML::Load("- name: a\n- image: b\n")), ElementsAre("0", "1"));
+  // Scalars.
+  EXPECT_THAT(sequence_item_keys(YAML::Load("[x, y, z]")), ElementsAre("0", "1", "2"));
+  // Ports repeat too.
+  EXPECT_THAT(sequence_item_keys(YAML::Load("- containerPort: 1\n- containerPort: 1\n")),
+              ElementsAre("0", "1"));
+  EXPECT_THAT(sequence_item_keys(YAML::Load("[]")), IsEmpty());
+}
+
+TEST(FlagItemKeys, DashDash) {
+  EXPECT_THAT(flag_item_keys({"--a=1", "--b", "--no-c", "--a=2", "positional", "-v", "--a",
+                              "--d=x=y", "--", "positional"},
+                             FlagStyle::kDashDash),
+              ElementsAre("--a", "--b", "--c", "--a#2", "#4", "#5", "--a#3", "--d", "#8", "#9"));
+}
+
+TEST(FlagItemKeys, KeyValue) {
+  EXPECT_THAT(flag_item_keys({"k=v", "j=1", "k=w", "bare", "k=", "x=a=b"}, FlagStyle::kKeyValue),
+              ElementsAre("k", "j", "k#2", "#3", "k#3", "x"));
+}
+
+TEST(FlagItemKeys, Empty) { EXPECT_THAT(flag_item_keys({}, FlagStyle::kDashDash), IsEmpty()); }
+
+TEST(FlagStringVariables, Names) {
+  EXPECT_TRUE(is_flag_string_variable("LIBTPU_INIT_ARGS"));
+  EXPECT_TRUE(is_flag_string_variable("XLA_FLAGS"));
+  EXPECT_FALSE(is_flag_string_variable("MAXTEXT_EXTRA_FLAGS"));
+  EXPECT_FALSE(is_flag_string_variable("libtpu_init_args"));
+  EXPECT_FALSE(is_flag_string_variable("PATH"));
+}
+
+// --- expand_for_diff
+// ------------------------------------------------------------------------------
+
+class ExpandedTrainer : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    trainer_ = trainer_of(fixture_text());
+    ASSERT_TRUE(trainer_.IsMap());
+    before_ = yaml::emit(trainer_);
+    expanded_ = expand_for_diff(trainer_);
+    main_ = container_of(expanded_, "proc", "containers", "main");
+    ASSERT_TRUE(main_.IsMap());
+    startup_ = yaml::lookup(main_, "startup");
+    ASSERT_TRUE(startup_.IsMap());
+  }
+  YAML::Node trainer_, expanded_, main_, startup_;
+  std::string before_;
+};
+
+TEST_F(ExpandedTrainer, InputIsNotModified) { EXPECT_EQ(yaml::emit(trainer_), before_); }
+
+TEST_F(ExpandedTrainer, CommandBecomesShellScriptAndStartup) {
+  EXPECT_THAT(keys_of(main_), ::testing::IsSupersetOf({"name", "command", "script", "startup"}));
+  YAML::Node command = yaml::lookup(main_, "command");
+  ASSERT_TRUE(command.IsSequence());
+  ASSERT_EQ(command.size(), 2u);
+  EXPECT_EQ(command[0].Scalar(), "bash");
+  EXPECT_EQ(command[1].Scalar(), "-c");
+  std::string script = yaml::scalar_at(main_, "script").value_or("");
+  EXPECT_THAT(script, HasSubstr("<startup>"));
+  EXPECT_THAT(script, HasSubstr("PID=$!"));
+  EXPECT_THAT(script, Not(HasSubstr("--worker_id")));
+  EXPECT_EQ(yaml::scalar_at(startup_, "program"),
+            std::optional<std::string>("python -m tunix.experimental.distributed.runtime.main"));
+}
+
+TEST_F(ExpandedTrainer, StartupEnvironment) {
+  YAML::Node env = yaml::lookup(startup_, "env");
+  ASSERT_TRUE(env.IsMap());
+  std::vector<std::string> names = keys_of(env);
+  ASSERT_EQ(names.size(), 30u);
+  EXPECT_EQ(names.front(), "PYTHONUNBUFFERED");
+  EXPECT_EQ(names.back(), "ENABLE_PJRT_COMPATIBILITY");
+  EXPECT_EQ(yaml::scalar_at(env, "ENABLE_MULTI_NUMA"), std::optional<std::string>(""));
+  EXPECT_EQ(yaml::scalar_at(env, "WEIGHT_SYNC_DISABLE_TIMEOUTS"), std::optional<std::string>("1"));
+
+  YAML::Node maxtext = yaml::lookup(env, "MAXTEXT_EXTRA_FLAGS");
+  ASSERT_TRUE(maxtext.IsMap());
+  std::vector<std::string> maxtext_keys = keys_of(maxtext);
+  ASSERT_EQ(maxtext_keys.size(), 30u);
+  EXPECT_EQ(maxtext_keys.front(), "custom_mesh_and_rule");
+  EXPECT_EQ(maxtext_keys.back(), "fp8_moe_fake_quant");
+  EXPECT_EQ(yaml::scalar_at(maxtext, "ragged_buffer_factor"),
+            std::optional<std::string>("ragged_buffer_factor=2.0"));
+
+  YAML::Node libtpu = yaml::lookup(env, "LIBTPU_INIT_ARGS");
+  ASSERT_TRUE(libtpu.IsMap());
+  std::vector<std::string> libtpu_keys = keys_of(libtpu);
+  ASSERT_EQ(libtpu_keys.size(), 15u);
+  EXPECT_EQ(libtpu_keys.front(), "--DANGEROUS_tpu_runtime_abi_verification_disabled");
+  EXPECT_EQ(yaml::scalar_at(libtpu, "--xla_tpu_scoped_vmem_limit_kib"),
+            std::optional<std::string>("--xla_tpu_scoped_vmem_limit_kib=65472"));
+}
+
+TEST_F(ExpandedTrainer, ArgvKeyedByFlag) {
+  YAML::Node argv = yaml::lookup(startup_, "argv");
+  ASSERT_TRUE(argv.IsMap());
+  std::vector<std::string> keys = keys_of(argv);
+  ASSERT_EQ(keys.size(), 58u);
+  EXPECT_THAT(
+      std::vector<std::string>(keys.begin(), keys.begin() + 4),
+      ElementsAre("--discovery_addrs", "--process_executor", "--process_main", "--worker_id"));
+  EXPECT_EQ(keys.back(), "--skip_first_n_profiler_steps");
+  EXPECT_EQ(yaml::scalar_at(argv, "--worker_id"),
+            std::optional<std::string>("--worker_id=abtest-train"));
+  EXPECT_EQ(yaml::scalar_at(argv, "--optimizer_chain_kwargs"),
+            std::optional<std::string>("--optimizer_chain_kwargs={'max_norm': 0.0625}"));
+  EXPECT_EQ(yaml::scalar_at(argv, "--mesh_fsdp"), std::optional<std::string>("--mesh_fsdp=32"));
+}
+
+TEST_F(ExpandedTrainer, ProxyArgsKeyedByFlag) {
+  YAML::Node proxy = container_of(expanded_, "proc", "initContainers", "pathways-proxy");
+  YAML::Node args = yaml::lookup(proxy, "args");
+  ASSERT_TRUE(args.IsMap());
+  std::vector<std::string> keys = keys_of(args);
+  ASSERT_EQ(keys.size(), 19u);
+  EXPECT_EQ(keys.back(), "--sidecar_name");
+  EXPECT_EQ(yaml::scalar_at(args, "--xla_tpu_dvfs_p_state"),
+            std::optional<std::string>("--xla_tpu_dvfs_p_state=7"));
+  EXPECT_EQ(yaml::scalar_at(args, "--temporary_flags_for_debugging"),
+            std::optional<std::string>("--temporary_flags_for_debugging=temporary_flag_for_"
+                                       "debugging_test_only_hold_death_ref=false"));
+}
+
+TEST_F(ExpandedTrainer, WorkerLibtpuValueExpanded) {
+  YAML::Node worker = container_of(expanded_, "pw-node", "containers", "pathways-worker");
+  YAML::Node entry = item_named(yaml::lookup(worker, "env"), "LIBTPU_INIT_ARGS");
+  YAML::Node value = yaml::lookup(entry, "value");
+  ASSERT_TRUE(value.IsMap());
+  std::vector<std::string> keys = keys_of(value);
+  ASSERT_EQ(keys.size(), 16u);
+  EXPECT_EQ(keys.front(), "--xla_tpu_use_tc_device_shape_on_sc");
+  EXPECT_EQ(yaml::scalar_at(value, "--megascale_port"),
+            std::optional<std::string>("--megascale_port=-1"));
+  // Other entries are unchanged, quoted strings included.
+  YAML::Node skip =
+      yaml::lookup(item_named(yaml::lookup(worker, "env"), "SKIP_MEGASCALE_PJRT_CLIENT"), "value");
+  ASSERT_TRUE(skip.IsScalar());
+  EXPECT_EQ(skip.Scalar(), "true");
+  EXPECT_EQ(skip.Tag(), "!");
+  // The worker's args are a flag list too.
+  YAML::Node args = yaml::lookup(worker, "args");
+  ASSERT_TRUE(args.IsMap());
+  EXPECT_EQ(yaml::scalar_at(args, "--server_port"),
+            std::optional<std::string>("--server_port=29005"));
+}
+
+TEST(ExpandForDiff, RolloutStartup) {
+  DryRun dryrun = parse_dryrun(fixture_text(), "launch_dryrun.txt");
+  YAML::Node expanded = expand_for_diff(dryrun.documents.at(2).root);
+  YAML::Node startup =
+      yaml::lookup(container_of(expanded, "proc", "containers", "main"), "startup");
+  ASSERT_TRUE(startup.IsMap());
+  YAML::Node libtpu = yaml::descend(startup, {"env", "LIBTPU_INIT_ARGS"});
+  ASSERT_TRUE(libtpu.IsMap());
+  EXPECT_EQ(libtpu.size(), 6u);  // the value's leading space makes no empty item
+  EXPECT_EQ(yaml::scalar_at(yaml::lookup(startup, "argv"), "--worker_id"),
+            std::optional<std::string>("--worker_id=abtest-roll-${JOB_INDEX}"));
+}
+
+TEST(ExpandForDiff, UnreadableStartupStaysText) {
+  for (const char* name : {"bad/unbalanced_quote.txt", "bad/no_startup_block.txt"}) {
+    SCOPED_TRACE(name);
+    DryRun dryrun = parse_dryrun(read_file(testdata(name)), name);
+    ASSERT_EQ(dryrun.documents.size(), 3u);
+    YAML::Node expanded = expand_for_diff(dryrun.documents[1].root);
+    YAML::Node main = container_of(expanded, "proc", "containers", "main");
+    ASSERT_TRUE(main.IsMap());
+    EXPECT_FALSE(yaml::lookup(main, "startup").IsDefined());
+    YAML::Node command = yaml::lookup(main, "command");
+    ASSERT_TRUE(command.IsSequence());
+    EXPECT_EQ(command.size(), 3u);
+    // Still comparable with itself.
+    EXPECT_THAT(diff_trees(expanded, expand_for_diff(dryrun.documents[1].root)), IsEmpty());
+  }
+}
+
+TEST(ExpandForDiff, NotAJobSetIsCopied) {
+  YAML::Node plain = YAML::Load("a: [1, 2]\nb: {c: \"4\"}\n");
+  YAML::Node expanded = expand_for_diff(plain);
+  EXPECT_EQ(yaml::emit(expanded), yaml::emit(plain));
+  EXPECT_THAT(diff_trees(plain, expanded), IsEmpty());
+}
+
+// --- diff_trees on the fixture
+// --------------------------------------------------------------------
+
+TEST(DiffFixture, IdenticalRendersHaveNoDifferences) {
+  std::string text = fixture_text();
+  DryRun a = parse_dryrun(text, "a");
+  DryRun b = parse_dryrun(text, "b");
+  ASSERT_EQ(a.documents.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_THAT(diff_trees(a.documents[i].root, b.documents[i].root), IsEmpty());
+    EXPECT_THAT(
+        diff_trees(expand_for_diff(a.documents[i].root), expand_for_diff(b.documents[i].root)),
+        IsEmpty());
+  }
+}
+
+TEST(DiffFixture, ChangedMaxTextItemIsOneDifference) {
+  std::string a = fixture_text();
+  std::string b = replace_in_line(a, 456, "ragged_buffer_factor=2.0", "ragged_buffer_factor=4.0");
+  ASSERT_FALSE(b.empty());
+  std::vector<Difference> found = diff_expanded(a, b);
+  ASSERT_EQ(found.size(), 1u) << describe(found);
+  EXPECT_EQ(found[0].kind, Difference::Kind::kChanged);
+  EXPECT_EQ(found[0].path,
+            "spec.replicatedJobs[proc].template.spec.template.spec.containers[main].startup.env."
+            "MAXTEXT_EXTRA_FLAGS[ragged_buffer_factor]");
+  EXPECT_EQ(found[0].old_value, "ragged_buffer_factor=2.0");
+  EXPECT_EQ(found[0].new_value, "ragged_buffer_factor=4.0");
+}
+
+TEST(DiffFixture, ChangedArgvFlagIsOneDifference) {
+  std::string a = fixture_text();
+  std::string b = replace_in_line(a, 456, "--mesh_fsdp=32", "--mesh_fsdp=16");
+  ASSERT_FALSE(b.empty());
+  std::vector<Difference> found = diff_expanded(a, b);
+  ASSERT_EQ(found.size(), 1u) << describe(found);
+  EXPECT_EQ(found[0].kind, Difference::Kind::kChanged);
+  EXPECT_EQ(found[0].path, kProcSpec + ".containers[main].startup.argv[--mesh_fsdp]");
+  EXPECT_EQ(found[0].new_value, "--mesh_fsdp=16");
+}
+
+TEST(DiffFixture, InsertedProxyFlagIsOneAddition) {
+  std::string a = fixture_text();
+  // After --temporary_flags_for_debugging (line 402), before the 14 XLA flags.
+  std::string b = insert_line_after(a, 402, "              - \"--xla_new=1\"");
+  ASSERT_FALSE(b.empty());
+  std::vector<Difference> found = diff_expanded(a, b);
+  ASSERT_EQ(found.size(), 1u) << describe(found);
+  EXPECT_EQ(found[0].kind, Difference::Kind::kAdded);
+  EXPECT_EQ(found[0].path, kProcSpec + ".initContainers[pathways-proxy].args[--xla_new]");
+  EXPECT_EQ(found[0].new_value, "--xla_new=1");
+  EXPECT_EQ(found[0].old_value, "");
+}
+
+TEST(DiffFixture, RemovedProxyFlagIsOneRemoval) {
+  std::string a = fixture_text();
+  std::string b = replace_in_line(a, 416, "              - \"--xla_tpu_dvfs_p_state=7\"", "");
+  ASSERT_FALSE(b.empty());
+  // The line is now empty, which YAML ignores inside the sequence.
+  std::vector<Difference> found = diff_expanded(a, b);
+  ASSERT_EQ(found.size(), 1u) << describe(found);
+  EXPECT_EQ(found[0].kind, Difference::Kind::kRemoved);
+  EXPECT_EQ(found[0].path,
+            kProcSpec + ".initContainers[pathways-proxy].args[--xla_tpu_dvfs_p_state]");
+  EXPECT_EQ(found[0].old_value, "--xla_tpu_dvfs_p_state=7");
+}
+
+TEST(DiffFixture, ChangedWorkerLibtpuFlag) {
+  std::string a = fixture_text();
+  std::string b = replace_in_line(a, 598, "--xla_tpu_dvfs_p_state=7", "--xla_tpu_dvfs_p_state=3");
+  ASSERT_FALSE(b.empty());
+  std::vector<Difference> found = diff_expanded(a, b);
+  ASSERT_EQ(found.size(), 1u) << describe(found);
+  EXPECT_EQ(found[0].path,
+            kWorkerSpec +
+                ".containers[pathways-worker].env[LIBTPU_INIT_ARGS].value[--xla_tpu_dvfs_p_state]");
+  EXPECT_EQ(found[0].old_value, "--xla_tpu_dvfs_p_state=7");
+  EXPECT_EQ(found[0].new_value, "--xla_tpu_dvfs_p_state=3");
+}
+
+TEST(DiffFixture, ChangedWrapperLineIsOneDifferenceInTheScript) {
+  std::string a = fixture_text();
+  // The `sleep 5` of the trainer's wrapper loop (the trainer document is lines 268-653).
+  std::size_t line = 0;
+  std::size_t start = 0;
+  for (std::size_t n = 1; start < a.size() && line == 0; ++n) {
+    std::size_t end = a.find('\n', start);
+    std::string content = a.substr(start, end - start);
+    if (n > 268 && n < 654 && content.find_first_not_of(' ') != std::string::npos &&
+        content.substr(content.find_first_not_of(' ')) == "sleep 5") {
+      line = n;
+    }
+    start = end + 1;
+  }
+  ASSERT_NE(line, 0u);
+  std::string b = replace_in_line(a, line, "sleep 5", "sleep 10");
+  ASSERT_FALSE(b.empty());
+  std::vector<Difference> found = diff_expanded(a, b);
+  ASSERT_EQ(found.size(), 1u) << describe(found);
+  EXPECT_EQ(found[0].path, kProcSpec + ".containers[main].script");
+  EXPECT_THAT(found[0].new_value, HasSubstr("sleep 10"));
+}
+
+TEST(DiffFixture, ReorderedStartupAssignmentsAreNoDifference) {
+  std::string a = fixture_text();
+  std::string b = replace_in_line(a, 456, "PYTHONUNBUFFERED=1       TUNIX_IS_INTERNAL_ENV=false",
+                                  "TUNIX_IS_INTERNAL_ENV=false       PYTHONUNBUFFERED=1");
+  ASSERT_FALSE(b.empty());
+  EXPECT_THAT(diff_expanded(a, b), IsEmpty()) << describe(diff_expanded(a, b));
+}
+
+TEST(DiffFixture, ReorderedEnvEntriesAndContainersAreNoDifference) {
+  YAML::Node a = trainer_of(fixture_text());
+  YAML::Node b = YAML::Clone(a);
+  // Reverse the worker's env list and swap the head pod's two initContainers.
+  YAML::Node worker = container_of(b, "pw-node", "containers", "pathways-worker");
+  YAML::Node env = yaml::lookup(worker, "env");
+  ASSERT_TRUE(env.IsSequence());
+  ASSERT_GT(env.size(), 3u);
+  YAML::Node reversed(YAML::NodeType::Sequence);
+  for (std::size_t i = env.size(); i-- > 0;) reversed.push_back(env[i]);
+  worker["env"] = reversed;
+  YAML::Node head = yaml::descend(item_named(yaml::descend(b, {"spec", "replicatedJobs"}), "proc"),
+                                  {"template", "spec", "template", "spec"});
+  YAML::Node init = yaml::lookup(head, "initContainers");
+  ASSERT_EQ(init.size(), 2u);
+  YAML::Node swapped(YAML::NodeType::Sequence);
+  swapped.push_back(init[1]);
+  swapped.push_back(init[0]);
+  head["initContainers"] = swapped;
+  ASSERT_NE(yaml::emit(a), yaml::emit(b));
+  EXPECT_THAT(diff_trees(a, b), IsEmpty()) << describe(diff_trees(a, b));
+  EXPECT_THAT(diff_trees(expand_for_diff(a), expand_for_diff(b)), IsEmpty());
+}
+
+// --- diff_trees on small trees
+// --------------------------------------------------------------------
+
+TEST(DiffTrees, QuotedVersusPlainIsATypeChange) {
+  std::vector<Difference> found = diff_trees(YAML::Load("a: \"4\"\n"), YAML::Load("a: 4\n"));
+  ASSERT_EQ(found.size(), 1u) << describe(found);
+  EXPECT_EQ(found[0].kind, Difference::Kind::kTypeChanged);
+  EXPECT_EQ(found[0].path, "a");
+  EXPECT_EQ(kind_name(found[0].kind), "type-changed");
+  EXPECT_NE(found[0].old_value, found[0].new_value);
+  EXPECT_THAT(diff_trees(YAML::Load("a: 'true'\n"), YAML::Load("a: true\n")), ::testing::SizeIs(1));
+  EXPECT_THAT(diff_trees(YAML::Load("a: \"4\"\n"), YAML::Load("a: '4'\n")), IsEmpty());
+}
+
+TEST(DiffTrees, ChangedScalarsAndPaths) {
+  std::vector<Difference> found =
+      diff_trees(YAML::Load("metadata:\n  labels:\n    scheduling.x-k8s.io/gang-id: \"abtest\"\n"),
+                 YAML::Load("metadata:\n  labels:\n    scheduling.x-k8s.io/gang-id: \"bench\"\n"));
+  ASSERT_EQ(found.size(), 1u) << describe(found);
+  EXPECT_EQ(found[0].kind, Difference::Kind::kChanged);
+  EXPECT_EQ(found[0].path, "metadata.labels[scheduling.x-k8s.io/gang-id]");
+  EXPECT_EQ(found[0].old_value, "abtest");
+  EXPECT_EQ(found[0].new_value, "bench");
+  EXPECT_EQ(kind_name(Difference::Kind::kChanged), "changed");
+}
+
+TEST(DiffTrees, AddedAndRemovedSubtrees) {
+  YAML::Node small = YAML::Load("x: 1\n");
+  YAML::Node big = YAML::Load("x: 1\ny:\n  z: [1, 2]\n  w: \"s\"\n");
+  std::vector<Difference> added = diff_trees(small, big);
+  ASSERT_EQ(added.size(), 1u) << describe(added);
+  EXPECT_EQ(added[0].kind, Difference::Kind::kAdded);
+  EXPECT_EQ(added[0].path, "y");
+  EXPECT_EQ(added[0].old_value, "");
+  EXPECT_THAT(added[0].new_value, HasSubstr("z: [1, 2]"));
+  EXPECT_THAT(added[0].new_value, HasSubstr("w: \"s\""));
+  EXPECT_EQ(kind_name(Difference::Kind::kAdded), "added");
+
+  std::vector<Difference> removed = diff_trees(big, small);
+  ASSERT_EQ(removed.size(), 1u) << describe(removed);
+  EXPECT_EQ(removed[0].kind, Difference::Kind::kRemoved);
+  EXPECT_EQ(removed[0].path, "y");
+  EXPECT_EQ(removed[0].new_value, "");
+  EXPECT_THAT(removed[0].old_value, HasSubstr("z: [1, 2]"));
+  EXPECT_EQ(kind_name(Difference::Kind::kRemoved), "removed");
+}
+
+TEST(DiffTrees, SequencesByNamePortAndPosition) {
+  std::vector<Difference> by_name =
+      diff_trees(YAML::Load("c:\n- name: a\n  v: 1\n- name: b\n  v: 2\n"),
+                 YAML::Load("c:\n- name: b\n  v: 3\n- name: a\n  v: 1\n- name: n\n"));
+  ASSERT_EQ(by_name.size(), 2u) << describe(by_name);
+  EXPECT_EQ(by_name[0].path, "c[b].v");
+  EXPECT_EQ(by_name[0].kind, Difference::Kind::kChanged);
+  EXPECT_EQ(by_name[1].path, "c[n]");
+  EXPECT_EQ(by_name[1].kind, Difference::Kind::kAdded);
+
+  std::vector<Difference> by_port =
+      diff_trees(YAML::Load("ports:\n- containerPort: 80\n  protocol: TCP\n- containerPort: 81\n"),
+                 YAML::Load("ports:\n- containerPort: 81\n- containerPort: 80\n  protocol: UDP\n"));
+  ASSERT_EQ(by_port.size(), 1u) << describe(by_port);
+  EXPECT_EQ(by_port[0].path, "ports[80].protocol");
+
+  std::vector<Difference> positional =
+      diff_trees(YAML::Load("v: [1, 2, 3]\n"), YAML::Load("v: [1, 5, 3, 4]\n"));
+  ASSERT_EQ(positional.size(), 2u) << describe(positional);
+  EXPECT_EQ(positional[0].path, "v[1]");
+  EXPECT_EQ(positional[0].old_value, "2");
+  EXPECT_EQ(positional[0].new_value, "5");
+  EXPECT_EQ(positional[1].path, "v[3]");
+  EXPECT_EQ(positional[1].kind, Difference::Kind::kAdded);
+}
+
+TEST(DiffTrees, TypeChangesBetweenShapes) {
+  std::vector<Difference> found = diff_trees(YAML::Load("a: [1]\nb: {c: 1}\nc: x\nd: null\n"),
+                                             YAML::Load("a: {x: 1}\nb: 1\nc: [x]\nd: 1\n"));
+  ASSERT_EQ(found.size(), 4u) << describe(found);
+  for (const Difference& d : found) EXPECT_EQ(d.kind, Difference::Kind::kTypeChanged) << d.path;
+  EXPECT_EQ(found[0].path, "a");
+  EXPECT_EQ(found[3].path, "d");
+}
+
+TEST(DiffTrees, OrderIsThatOfAThenWhatOnlyBHas) {
+  std::vector<Difference> found =
+      diff_trees(YAML::Load("z: 1\ny: 2\nx: 3\n"), YAML::Load("w: 0\nx: 4\ny: 5\nz: 6\n"));
+  std::vector<std::string> paths;
+  for (const Difference& d : found) paths.push_back(d.path);
+  EXPECT_THAT(paths, ElementsAre("z", "y", "x", "w"));
+}
+
+TEST(DiffTrees, BasePathPrefixesEveryPath) {
+  std::vector<Difference> found =
+      diff_trees(YAML::Load("a: {b: 1}\n"), YAML::Load("a: {b: 2}\n"), "doc");
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].path, "doc.a.b");
+}
+
+TEST(DiffTrees, RepeatedKeysIdenticalAreNoDifference) {
+  EXPECT_THAT(diff_trees(YAML::Load("p: a\nq: 1\np: b\n"), YAML::Load("p: a\nq: 1\np: b\n")),
+              IsEmpty());
+}
+
+// Regression: diff_trees once compared a repeated key once per occurrence in `a`, so one change
+// was reported twice (the real orchestrator repeats priorityClassName).
+TEST(DiffTrees, RepeatedKeyChangeIsReportedOnce) {
+  std::vector<Difference> found =
+      diff_trees(YAML::Load("p: a\nq: 1\np: b\n"), YAML::Load("p: a\nq: 1\np: c\n"));
+  ASSERT_EQ(found.size(), 1u) << describe(found);
+  EXPECT_EQ(found[0].path, "p");
+  EXPECT_EQ(found[0].new_value, "c");
+}
+
+// --- deep trees
+// -----------------------------------------------------------------------------------
+
+constexpr int kDeep = 100000;
+
+// A chain of `depth` nested mappings {k: {k: ... {leaf: value}}}, built without ever reassigning
+// a Node variable (which would write through into the tree).
+YAML::Node deep_maps(int depth, const std::string& leaf) {
+  std::vector<YAML::Node> chain;
+  chain.reserve(depth);
+  for (int i = 0; i < depth; ++i) chain.emplace_back(YAML::NodeType::Map);
+  for (int i = 0; i + 1 < depth; ++i) chain[i]["k"] = chain[i + 1];
+  chain[depth - 1]["leaf"] = leaf;
+  return chain[0];
+}
+
+YAML::Node deep_sequences(int depth, const std::string& leaf) {
+  std::vector<YAML::Node> chain;
+  chain.reserve(depth);
+  for (int i = 0; i < depth; ++i) chain.emplace_back(YAML::NodeType::Sequence);
+  for (int i = 0; i + 1 < depth; ++i) chain[i].push_back(chain[i + 1]);
+  chain[depth - 1].push_back(leaf);
+  return chain[0];
+}
+
+TEST(DiffDeep, DeepMappingsDoNotOverflowTheStack) {
+  YAML::Node a = deep_maps(kDeep, "old");
+  YAML::Node b = deep_maps(kDeep, "new");
+  std::vector<Difference> found = diff_trees(a, b);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].kind, Difference::Kind::kChanged);
+  EXPECT_EQ(found[0].old_value, "old");
+  EXPECT_EQ(found[0].new_value, "new");
+  EXPECT_EQ(found[0].path.size(),
+            std::string("k.").size() * (kDeep - 1) + std::string("leaf").size());
+}
+
+TEST(DiffDeep, DeepSequencesDoNotOverflowTheStack) {
+  YAML::Node a = deep_sequences(kDeep, "old");
+  YAML::Node b = deep_sequences(kDeep, "new");
+  std::vector<Difference> found = diff_trees(a, b);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].kind, Difference::Kind::kChanged);
+  EXPECT_EQ(found[0].path.size(), std::string("[0]").size() * kDeep);
+}
+
+TEST(DiffDeep, AddedLeafUnderADeepChain) {
+  YAML::Node a = deep_maps(kDeep, "v");
+  YAML::Node b = deep_maps(kDeep, "v");
+  // Add a sibling at the bottom of b, reaching it through a fresh variable per step.
+  std::vector<YAML::Node> path{b};
+  for (int i = 0; i + 1 < kDeep; ++i) path.push_back(path.back()["k"]);
+  path.back()["extra"] = "x";
+  std::vector<Difference> found = diff_trees(a, b);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].kind, Difference::Kind::kAdded);
+  EXPECT_EQ(found[0].new_value, "x");
+  EXPECT_EQ(found[0].path.substr(found[0].path.size() - 7), "k.extra");
+}
+
+}  // namespace
+}  // namespace rtb

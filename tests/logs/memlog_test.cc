@@ -1,0 +1,409 @@
+#include "rtb/logs/memlog.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "rtb/base/error.h"
+#include "rtb/base/io.h"
+
+namespace rtb {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+constexpr long long kGiB = 1LL << 30;
+
+std::string testdata(const std::string& name) { return std::string(RTB_TESTDATA_DIR) + "/" + name; }
+
+MemLog read_fixture(const std::string& name) { return read_memlog(testdata(name)); }
+
+std::vector<std::string> names(const MemLog& log) {
+  std::vector<std::string> out;
+  for (const ProgramMemory& p : log.programs) out.push_back(p.name);
+  return out;
+}
+
+std::string stats5(long long gen, long long arg, long long out, long long alias, long long temp) {
+  return fmt::format(
+      "CompiledMemoryStats(generated_code_size_in_bytes={}, argument_size_in_bytes={}, "
+      "output_size_in_bytes={}, alias_size_in_bytes={}, temp_size_in_bytes={})",
+      gen, arg, out, alias, temp);
+}
+
+TEST(MemLog, EngineCompileWithHostFieldsReportTableAndPeak) {
+  MemLog log = read_fixture("memlog_engine_compile_a.log");
+  EXPECT_THAT(log.problems, IsEmpty());
+  EXPECT_EQ(log.kind, MemLogKind::kEngineCompile);
+  EXPECT_THAT(names(log), ElementsAre("fwd_bwd", "fwd_bwd_accum", "update"));
+  const ProgramMemory& fwd = log.programs[0];
+  EXPECT_EQ(fwd.line, 11u);
+  EXPECT_EQ(fwd.generated_code, 52428800);
+  EXPECT_EQ(fwd.argument, 25 * kGiB);
+  EXPECT_EQ(fwd.output, 4 * kGiB);
+  EXPECT_EQ(fwd.alias, 0);
+  EXPECT_EQ(fwd.temp, 55 * kGiB);
+  EXPECT_EQ(fwd.host_temp, 2 * kGiB);
+  EXPECT_EQ(fwd.host_argument, 0);
+  EXPECT_EQ(fwd.resident, 84 * kGiB);
+  // +state from MaxText's table: the optimizer state fwd_bwd is not passed.
+  EXPECT_EQ(fwd.state, static_cast<long long>(8.75 * kGiB));
+  EXPECT_EQ(fwd.need(), static_cast<long long>(92.75 * kGiB));
+  ASSERT_TRUE(fwd.cost.has_value());
+  EXPECT_DOUBLE_EQ(*fwd.cost->flops, 2.125e16);
+  EXPECT_DOUBLE_EQ(*fwd.cost->bytes_accessed, 4.4e12);
+  EXPECT_DOUBLE_EQ(*fwd.cost->transcendentals, 1.3e10);
+  EXPECT_DOUBLE_EQ(*fwd.cost->optimal_seconds, -1.0);
+  const ProgramMemory& update = log.programs[2];
+  EXPECT_EQ(update.resident, (40 + 36 - 36 + 2) * kGiB);
+  EXPECT_EQ(update.state, 0);
+  EXPECT_EQ(log.device_peak, static_cast<long long>(92.75 * kGiB));
+  EXPECT_EQ(log.compile_topology, "tpu7x-256");
+  ASSERT_EQ(log.notes.size(), 1u);
+  EXPECT_THAT(log.notes[0], HasSubstr("WEIGHT-SYNC STAGING"));
+  EXPECT_EQ(log.oom_lines, 0u);
+}
+
+TEST(MemLog, OlderEngineCompileFiveFieldsAndListCost) {
+  MemLog log = read_fixture("memlog_engine_compile_5field.log");
+  EXPECT_THAT(log.problems, IsEmpty());
+  EXPECT_EQ(log.kind, MemLogKind::kEngineCompile);
+  EXPECT_THAT(names(log), ElementsAre("fwd_bwd", "accumulate", "update"));
+  EXPECT_FALSE(log.programs[0].host_temp.has_value());
+  EXPECT_FALSE(log.programs[0].state.has_value());
+  EXPECT_EQ(log.programs[0].resident, 16 * kGiB);
+  EXPECT_DOUBLE_EQ(*log.programs[0].cost->flops, 3.0e13);
+  EXPECT_EQ(log.programs[1].resident, 2 * kGiB);
+  EXPECT_EQ(log.compile_topology, "v5p-64");
+}
+
+TEST(MemLog, TrainCompileHasOneUnnamedProgram) {
+  MemLog log = read_fixture("memlog_train_compile.log");
+  EXPECT_THAT(log.problems, IsEmpty());
+  EXPECT_EQ(log.kind, MemLogKind::kTrainCompile);
+  EXPECT_THAT(names(log), ElementsAre("train_step"));
+  EXPECT_EQ(log.programs[0].resident, 16 * kGiB);
+  EXPECT_DOUBLE_EQ(*log.programs[0].cost->flops, 4.21e13);
+}
+
+TEST(MemLog, RealLiveRunExcerpts) {
+  // MaxText's docs (2026-07-20): the newer "Total estimated memory size" line.
+  MemLog newer = read_fixture("memlog_maxtext_docs_excerpts_5f0dabb4.log");
+  EXPECT_THAT(newer.problems, IsEmpty());
+  EXPECT_EQ(newer.kind, MemLogKind::kLiveRun);
+  ASSERT_THAT(names(newer), ElementsAre("train_step"));
+  const ProgramMemory& p = newer.programs[0];
+  EXPECT_EQ(p.source, ProgramSource::kEstimatedTotal);
+  EXPECT_EQ(p.line, 29u);
+  EXPECT_EQ(p.resident, std::llround(100.4 * kGiB));
+  EXPECT_EQ(p.output, std::llround(44.5 * kGiB));
+  EXPECT_EQ(p.temp, std::llround(55.9 * kGiB));
+  EXPECT_EQ(p.argument, std::llround(44.5 * kGiB));
+  EXPECT_EQ(p.host_temp, 0);
+  // 44.5 + 55.9 + 44.5 - 100.4: the donated state counted twice.
+  EXPECT_NEAR(static_cast<double>(*p.alias) / kGiB, 44.5, 1e-6);
+  EXPECT_FALSE(p.generated_code.has_value());
+  // The older "Total memory size" line of the same document.
+  MemLog older = read_fixture("memlog_maxtext_docs_excerpts_5505348a.log");
+  EXPECT_THAT(older.problems, IsEmpty());
+  ASSERT_THAT(names(older), ElementsAre("train_step"));
+  EXPECT_EQ(older.programs[0].resident, std::llround(100.4 * kGiB));
+  MemLog pr = read_fixture("memlog_maxtext_pr1904_e2e_train.log");
+  ASSERT_THAT(names(pr), ElementsAre("train_step"));
+  EXPECT_EQ(pr.programs[0].temp, std::llround(10.6 * kGiB));
+  // A bare print(memory_analysis()) from a JAX issue (GPU, jax 0.4.20).
+  MemLog bare = read_fixture("memlog_jax_issue18954_memory_analysis.log");
+  EXPECT_THAT(bare.problems, IsEmpty());
+  ASSERT_THAT(names(bare), ElementsAre("train_step"));
+  EXPECT_EQ(bare.programs[0].generated_code, 2856);
+  EXPECT_EQ(bare.programs[0].resident, 0);
+}
+
+TEST(MemLog, TpuProgramUsageLinesKeepTheLargest) {
+  MemLog log = read_fixture("memlog_live_tpu_usage.log");
+  EXPECT_THAT(log.problems, IsEmpty());
+  EXPECT_EQ(log.kind, MemLogKind::kLiveRun);
+  ASSERT_THAT(names(log), ElementsAre("tpu_programs"));
+  const ProgramMemory& p = log.programs[0];
+  EXPECT_EQ(p.count, 3u);
+  EXPECT_EQ(p.line, 4u);
+  EXPECT_EQ(p.resident, std::llround(71.94 * kGiB));
+  EXPECT_EQ(p.capacity, std::llround(94.74 * kGiB));
+  EXPECT_EQ(log.capacity, std::llround(94.74 * kGiB));
+  EXPECT_FALSE(log.compile_topology.has_value()) << "an empty Config param value is no topology";
+}
+
+TEST(MemLog, OutOfMemoryReportsInEveryShape) {
+  MemLog hlo = read_fixture("memlog_oom_engine_hlo_temporaries.log");
+  ASSERT_EQ(hlo.ooms.size(), 1u);
+  EXPECT_EQ(hlo.ooms[0].line, 6u);
+  EXPECT_EQ(hlo.ooms[0].memory_space, "hbm");
+  EXPECT_EQ(hlo.ooms[0].required, std::llround(100.13 * kGiB));
+  EXPECT_EQ(hlo.ooms[0].available, std::llround(94.74 * kGiB));
+  EXPECT_EQ(hlo.capacity, std::llround(94.74 * kGiB));
+  EXPECT_FALSE(hlo.has_analysis());
+  EXPECT_EQ(hlo.kind, MemLogKind::kEngineCompile) << "from its start line";
+
+  MemLog used = read_fixture("memlog_oom_train_compile_used_of.log");
+  ASSERT_EQ(used.ooms.size(), 1u) << "the 'Total hbm usage' breakdown is not another report";
+  EXPECT_EQ(used.ooms[0].memory_space, "hbm");
+  EXPECT_EQ(used.ooms[0].required, std::llround(21.95 * kGiB));
+  EXPECT_EQ(used.ooms[0].available, std::llround(15.48 * kGiB));
+
+  MemLog runtime = read_fixture("memlog_oom_runtime_allocate.log");
+  ASSERT_EQ(runtime.ooms.size(), 1u);
+  EXPECT_EQ(runtime.ooms[0].required, 64 * kGiB);
+  EXPECT_EQ(runtime.ooms[0].available, std::llround(10.51 * kGiB));
+  EXPECT_TRUE(runtime.has_analysis());
+
+  MemLog vmem = parse_memlog(
+      "RuntimeError: Bad StatusOr access: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran "
+      "out of memory in memory space vmem. Used 32.42M of 16.00M vmem. Exceeded vmem capacity by "
+      "16.42M\n",
+      "vmem.log");
+  ASSERT_EQ(vmem.ooms.size(), 1u);
+  EXPECT_EQ(vmem.ooms[0].memory_space, "vmem");
+  EXPECT_EQ(vmem.ooms[0].required, std::llround(32.42 * 1024 * 1024));
+  EXPECT_FALSE(vmem.capacity.has_value()) << "a VMEM size is not the HBM capacity";
+}
+
+// Found by fuzz/memlog_fuzz: a line that ends right after "exceeds available <space>" threw
+// std::out_of_range (substr at npos) instead of being read as a report without an available size.
+TEST(MemLog, OutOfMemoryLineEndingAtTheMemorySpace) {
+  for (std::string ending : {"", "\n", "\r\n"}) {
+    MemLog log = parse_memlog(
+        "RESOURCE_EXHAUSTED: Ran out of memory on HBM, the total memory required for HLO "
+        "temporaries (100.13G) exceeds available HBM" +
+            ending,
+        "cut.log");
+    ASSERT_EQ(log.ooms.size(), 1u);
+    EXPECT_EQ(log.ooms[0].memory_space, "hbm");
+    EXPECT_EQ(log.ooms[0].required, std::llround(100.13 * kGiB));
+    EXPECT_FALSE(log.ooms[0].available.has_value());
+  }
+}
+
+TEST(MemLog, StatsSplitAtTheFirstEqualsAndIgnoreExtraFields) {
+  MemLog log = parse_memlog(
+      "Memory analysis: CompiledMemoryStats(generated_code_size_in_bytes=7, "
+      "argument_size_in_bytes=100, peak_memory_in_bytes=999, output_size_in_bytes=50, "
+      "serialized_buffer_assignment_proto=b'k=v, x)', alias_size_in_bytes=20, "
+      "temp_size_in_bytes=30)\n",
+      "extra.log");
+  EXPECT_THAT(log.problems, IsEmpty());
+  ASSERT_EQ(log.programs.size(), 1u);
+  EXPECT_EQ(log.programs[0].resident, 100 + 50 - 20 + 30);
+  EXPECT_EQ(log.programs[0].generated_code, 7);
+}
+
+TEST(MemLog, MalformedInputIsAProblemWithItsLine) {
+  auto first_problem = [](const std::string& text) {
+    MemLog log = parse_memlog(text, "x.log");
+    return log.problems.empty() ? std::string("none") : log.problems.front();
+  };
+  EXPECT_THAT(first_problem("Memory analysis: " + stats5(1, 2, 3, 0, 4).substr(0, 60) + "\n"),
+              HasSubstr("x.log:1: Memory analysis: CompiledMemoryStats(...) is cut short"));
+  std::string missing =
+      "Memory analysis: CompiledMemoryStats(generated_code_size_in_bytes=1, "
+      "argument_size_in_bytes=2, output_size_in_bytes=3, alias_size_in_bytes=0)";
+  EXPECT_THAT(first_problem(missing), HasSubstr("has no temp_size_in_bytes"));
+  EXPECT_THAT(first_problem("\nMemory analysis: None\n"),
+              HasSubstr("x.log:2: Memory analysis: None"));
+  EXPECT_THAT(first_problem("Memory analysis: " + stats5(1, 9223372036854775807LL, 3, 0, 4)),
+              HasSubstr("is not a byte count"));
+  EXPECT_THAT(first_problem("Memory analysis: " + stats5(1, -2, 3, 0, 4)),
+              HasSubstr("argument_size_in_bytes='-2' is not a byte count"));
+  EXPECT_THAT(first_problem("Memory analysis: 42\n"), HasSubstr("expected CompiledMemoryStats"));
+  EXPECT_THAT(first_problem("Cost analysis: 'flops'\nMemory analysis: " + stats5(1, 1, 1, 0, 1)),
+              HasSubstr("x.log:1: Cost analysis: a str, not a dict"));
+  EXPECT_THAT(first_problem("Cost analysis: {'flops': 1.0}\n"),
+              HasSubstr("x.log:1: 'train_step' has a Cost analysis but no Memory analysis"));
+
+  MemLog truncated = read_fixture("memlog_bad_truncated_dict.log");
+  ASSERT_FALSE(truncated.problems.empty());
+  EXPECT_THAT(truncated.problems[0],
+              HasSubstr("memlog_bad_truncated_dict.log:2: Cost analysis: column 49: "
+                        "unterminated string"));
+  MemLog malformed = read_fixture("memlog_bad_malformed_stats.log");
+  ASSERT_EQ(malformed.problems.size(), 1u);
+  EXPECT_THAT(malformed.problems[0], HasSubstr(":3: Memory analysis: argument_size_in_bytes='2GB' "
+                                               "is not a byte count"));
+  EXPECT_FALSE(malformed.has_analysis());
+  MemLog headless = read_fixture("memlog_bad_header_without_stats.log");
+  ASSERT_EQ(headless.problems.size(), 1u);
+  EXPECT_THAT(headless.problems[0],
+              HasSubstr("memlog_bad_header_without_stats.log:5: kernel 'fwd_bwd_accum' has no "
+                        "Memory analysis"));
+  EXPECT_THAT(names(headless), ElementsAre("fwd_bwd", "update"));
+}
+
+TEST(MemLog, RepeatedSectionsAndLogPrefixes) {
+  std::string text =
+      "[pod/trainer-0] --- fwd_bwd ---\n"
+      "[pod/trainer-0] Memory analysis: " +
+      stats5(0, 1, 0, 0, 1) +
+      "\n"
+      "--- fwd_bwd ---\n"
+      "Memory analysis: " +
+      stats5(0, 2, 0, 0, 2) +
+      "\n"
+      "Memory analysis: " +
+      stats5(0, 3, 0, 0, 3) +
+      "\n"
+      "--- not a section\n---\n";
+  MemLog log = parse_memlog(text, "p.log");
+  EXPECT_THAT(log.problems, IsEmpty());
+  EXPECT_THAT(names(log), ElementsAre("fwd_bwd", "fwd_bwd#2", "fwd_bwd#3"));
+  EXPECT_EQ(log.programs[2].resident, 6);
+}
+
+TEST(MemLog, SectionLinesOutsideACompileAreNotKernels) {
+  MemLog log = parse_memlog(
+      "--- summary ---\nTotal memory size: 1.0 GB, Output size: 0.5 GB, "
+      "Temp size: 0.5 GB, Argument size: 0.5 GB, Host temp size: 0.0 GB.\n",
+      "live.log");
+  EXPECT_THAT(log.problems, IsEmpty());
+  EXPECT_THAT(names(log), ElementsAre("train_step"));
+  MemLog engine = parse_memlog("Jitting and compiling the engine's kernels...\n--- fwd_bwd ---\n",
+                               "engine.log");
+  ASSERT_EQ(engine.problems.size(), 1u);
+  EXPECT_THAT(engine.problems[0], HasSubstr("engine.log:2: kernel 'fwd_bwd' has no Memory"));
+}
+
+TEST(MemLog, EmptyInputHasNothing) {
+  MemLog log = read_fixture("memlog_bad_empty.log");
+  EXPECT_FALSE(log.has_analysis());
+  EXPECT_THAT(log.problems, IsEmpty());
+  EXPECT_EQ(log.lines, 0u);
+  EXPECT_EQ(log.kind, MemLogKind::kUnknown);
+}
+
+TEST(MemLog, StreamsLinesLongerThanTheBound) {
+  char path[] = "/tmp/memlog_test_XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << "--- fwd_bwd ---\nCost analysis: {'flops': [";
+    std::string block(1 << 20, '1');
+    for (std::size_t written = 0; written <= kMaxMemLogLine; written += block.size()) out << block;
+    out << "]}\nMemory analysis: " << stats5(0, 5, 0, 0, 5) << "\n";
+    for (int i = 0; i < 200000; ++i) out << "completed step: " << i << ", seconds: 1.0\n";
+  }
+  MemLog log = read_memlog(path);
+  std::remove(path);
+  ASSERT_EQ(log.problems.size(), 1u);
+  EXPECT_THAT(log.problems[0], HasSubstr(":2: Cost analysis: the line is longer than"));
+  ASSERT_THAT(names(log), ElementsAre("fwd_bwd"));
+  EXPECT_EQ(log.programs[0].resident, 10);
+  EXPECT_EQ(log.lines, 200003u);
+}
+
+TEST(MemLog, ByteSizes) {
+  EXPECT_EQ(parse_byte_size("21.95G"), std::llround(21.95 * kGiB));
+  EXPECT_EQ(parse_byte_size("530.00M"), 530LL << 20);
+  EXPECT_EQ(parse_byte_size("1.7K"), std::llround(1.7 * 1024));
+  EXPECT_EQ(parse_byte_size("0B"), 0);
+  EXPECT_EQ(parse_byte_size("64.00GiB"), 64 * kGiB);
+  EXPECT_EQ(parse_byte_size("12"), 12);
+  EXPECT_FALSE(parse_byte_size("G").has_value());
+  EXPECT_FALSE(parse_byte_size("12X").has_value());
+  EXPECT_FALSE(parse_byte_size("").has_value());
+  EXPECT_FALSE(parse_byte_size("99999999999E").has_value());
+}
+
+TEST(MemLogSummary, HbmBudgetSources) {
+  MemLog log = read_fixture("memlog_engine_compile_a.log");
+  EXPECT_EQ(hbm_budget(log, {})->source, "compile_topology tpu7x-256");
+  EXPECT_DOUBLE_EQ(hbm_budget(log, {})->gib, 94.74);
+  EXPECT_EQ(hbm_budget(log, {std::nullopt, "v5p"})->source, "chip v5p");
+  EXPECT_DOUBLE_EQ(hbm_budget(log, {80.0, "v5p"})->gib, 80.0);
+  EXPECT_THROW(hbm_budget(log, {std::nullopt, "tpu9"}), Error);
+  MemLog usage = read_fixture("memlog_live_tpu_usage.log");
+  EXPECT_EQ(hbm_budget(usage, {})->source, "log");
+  EXPECT_FALSE(hbm_budget(read_fixture("memlog_train_compile.log"), {}) == std::nullopt);  // v6e-4
+  MemLog docs = read_fixture("memlog_maxtext_docs_excerpts_5f0dabb4.log");
+  EXPECT_FALSE(hbm_budget(docs, {}).has_value());
+}
+
+TEST(MemLogSummary, ExitCodes) {
+  auto run = [](std::vector<std::string> files, HbmOptions options = {}) {
+    std::vector<MemLog> logs;
+    for (const std::string& f : files) logs.push_back(read_fixture(f));
+    return summarize(std::move(logs), options);
+  };
+  Summary fits = run({"memlog_engine_compile_a.log"});
+  EXPECT_EQ(fits.exit_code, 0) << fits.error;
+  EXPECT_NEAR(*fits.verdicts[0].programs[0].headroom_gib, 94.74 - 92.75, 1e-9);
+  EXPECT_EQ(fits.verdicts[0].programs[0].fits, true);
+
+  Summary ab = run({"memlog_engine_compile_a.log", "memlog_engine_compile_b.log"});
+  EXPECT_EQ(ab.exit_code, 1);
+  EXPECT_EQ(ab.verdicts[1].programs[0].fits, false);
+  EXPECT_EQ(ab.verdicts[1].programs[1].fits, true);
+
+  EXPECT_EQ(run({"memlog_engine_compile_a.log"}, {90.0, std::nullopt}).exit_code, 1);
+  EXPECT_EQ(run({"memlog_oom_engine_hlo_temporaries.log"}).exit_code, 1);
+  EXPECT_EQ(run({"memlog_oom_with_truncated_dict.log"}).exit_code, 1);
+  EXPECT_EQ(run({"memlog_oom_runtime_allocate.log"}).exit_code, 1);
+
+  Summary empty = run({"memlog_bad_empty.log"});
+  EXPECT_EQ(empty.exit_code, 2);
+  EXPECT_THAT(empty.error, HasSubstr("memlog_bad_empty.log: holds no memory analysis"));
+  Summary truncated = run({"memlog_engine_compile_a.log", "memlog_bad_truncated_dict.log"});
+  EXPECT_EQ(truncated.exit_code, 2);
+  EXPECT_THAT(truncated.error, HasSubstr("memlog_bad_truncated_dict.log:2:"));
+  Summary unknown_hbm = run({"memlog_maxtext_docs_excerpts_5f0dabb4.log"});
+  EXPECT_EQ(unknown_hbm.exit_code, 2);
+  EXPECT_THAT(unknown_hbm.error, HasSubstr("--hbm-gib or --chip"));
+  EXPECT_EQ(run({"memlog_maxtext_docs_excerpts_5f0dabb4.log"}, {std::nullopt, "v5p"}).exit_code, 1)
+      << "100.4 GiB does not fit in v5p's 95";
+  EXPECT_EQ(run({"memlog_maxtext_docs_excerpts_5f0dabb4.log"}, {101.0, std::nullopt}).exit_code, 0);
+}
+
+TEST(MemLogSummary, TableHasAColumnPerLogAndDeltas) {
+  std::vector<MemLog> logs;
+  logs.push_back(read_fixture("memlog_engine_compile_a.log"));
+  logs.push_back(read_fixture("memlog_engine_compile_b.log"));
+  Summary summary = summarize(std::move(logs), {});
+  std::string table = format_summary_table(summary);
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  while (start < table.size()) {
+    std::size_t end = table.find('\n', start);
+    lines.push_back(table.substr(start, end - start));
+    start = end + 1;
+  }
+  ASSERT_GE(lines.size(), 5u);
+  EXPECT_THAT(lines[0], HasSubstr("memlog_engine_compile_a.log"));
+  EXPECT_THAT(lines[0], HasSubstr("delta " + testdata("memlog_engine_compile_b.log")));
+  auto row = [&](const std::string& label, std::size_t after = 0) {
+    for (std::size_t i = after; i < lines.size(); ++i) {
+      if (lines[i].rfind(label, 0) == 0) return lines[i];
+    }
+    return std::string("missing " + label);
+  };
+  EXPECT_THAT(row("  temp"), testing::MatchesRegex("  temp +55\\.00 +58\\.50 +\\+3\\.50"));
+  EXPECT_THAT(row("  need"), testing::MatchesRegex("  need +92\\.75 +96\\.25 +\\+3\\.50"));
+  EXPECT_THAT(row("  headroom"), testing::MatchesRegex("  headroom +1\\.99 +-1\\.51 +-3\\.50"));
+  EXPECT_THAT(row("  fits"), testing::MatchesRegex("  fits +yes +NO"));
+  EXPECT_THAT(row("  flops"), testing::MatchesRegex("  flops +2\\.125e\\+16 +2\\.125e\\+16 +\\+0"));
+  EXPECT_THAT(row("verdict"), testing::MatchesRegex("verdict +fits +DOES NOT FIT \\(fwd_bwd\\)"));
+  EXPECT_THAT(row("HBM per device GiB"), HasSubstr("94.74 (compile_topology tpu7x-256)"));
+  EXPECT_THAT(table, HasSubstr("WEIGHT-SYNC STAGING"));
+  std::string json = format_summary_json(summary);
+  EXPECT_THAT(json, HasSubstr("\"schema\": \"rtb.aot-summarize/1\""));
+  EXPECT_THAT(json, HasSubstr("\"exit_code\": 1"));
+  EXPECT_THAT(json, HasSubstr("\"temp\": 3758096384"));  // the delta of fwd_bwd's temp
+}
+
+}  // namespace
+}  // namespace rtb

@@ -1,0 +1,506 @@
+#include "rtb/logs/report.h"
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "rtb/base/error.h"
+#include "rtb/logs/steplog.h"
+
+namespace rtb::report {
+namespace {
+
+using steplog::RunLog;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// A bench driver log from known times: step s (1-based) takes step_s[s-1] seconds, and its
+// micro-batches mb[s-1]. Every step carries `tokens` tokens; the summary says `chips` chips.
+RunLog bench_log(const std::string& name, const std::vector<double>& step_s,
+                 const std::vector<std::vector<double>>& mb, double tokens = 1000,
+                 std::optional<int> chips = 2, bool with_timing = false) {
+  std::string text = fmt::format(
+      "[TrainerBench] {}: bench driver starting: {} steps x {} "
+      "fwd_bwd calls\n",
+      name, step_s.size(), mb.empty() ? 0 : mb[0].size());
+  for (std::size_t s = 0; s < step_s.size(); ++s) {
+    double per_chip = tokens / step_s[s] / chips.value_or(2);
+    text += fmt::format(R"(BENCH_STEP {{"step":{},"seconds":{},"microbatch_s":[{}],"tokens":{},)"
+                        R"("tokens_per_s_per_chip":{}}})"
+                        "\n",
+                        s + 1, step_s[s], fmt::join(mb[s], ","), tokens, per_chip);
+    if (with_timing) {
+      // Back-to-back micro-batches of the given times, dispatched 0.01 s apart from t=0,
+      // snapshot at the end of an update of 0.5 s.
+      double t = 0, ready = 0;
+      std::vector<std::string> entries;
+      std::vector<std::array<double, 3>> events;
+      for (std::size_t i = 0; i < mb[s].size(); ++i) {
+        double begin = 0.01 * static_cast<double>(i), end = begin + 0.005;
+        ready = std::max(end, ready) + mb[s][i];
+        events.push_back({begin, end, ready});
+        t = ready;
+      }
+      double update_ready = t + 0.5, now = update_ready;
+      for (std::size_t i = 0; i < events.size(); ++i) {
+        entries.push_back(
+            fmt::format(R"({{"i":{},"dispatch_begin_ago_s":{:.3f},"dispatch_end_ago_s":{:.3f},)"
+                        R"("ready_ago_s":{:.3f}}})",
+                        i, now - events[i][0], now - events[i][1], now - events[i][2]));
+      }
+      text +=
+          fmt::format(R"(TRAINER_STEP_TIMING step={} policy_version={} rtt_s=0.002 timing={{"v":1,)"
+                      R"("train_step":{},"mb":[{}],"update":{{"dispatch_begin_ago_s":{:.3f},)"
+                      R"("dispatch_end_ago_s":{:.3f},"ready_ago_s":0.0}},"prepare":null}})"
+                      "\n",
+                      s + 1, s + 1, s + 1, fmt::join(entries, ","), now - 0.1, now - 0.09);
+    }
+  }
+  if (chips) {
+    text += fmt::format(R"(BENCH_SUMMARY {{"name":"{}","steps":{},"chips":{}}})"
+                        "\n",
+                        name, step_s.size(), *chips);
+  }
+  return steplog::parse_run_log_text(text, name + ".log");
+}
+
+std::vector<std::vector<double>> microbatches(std::size_t steps, std::vector<double> row) {
+  return std::vector<std::vector<double>>(steps, row);
+}
+
+// A step of the current bench driver's log (steps count from 0; step 0 compiles).
+struct Step {
+  double seconds;
+  std::vector<double> mb = {9.3, 9.2, 9.08, 9.09, 9.07};
+  std::string timing = "device";  // "" writes no microbatch_timing (older drivers)
+  bool profiled = false;
+  double tokens = 35'106'048;  // 64 rows of 60,948 real tokens, 9 micro-batches
+};
+
+// The seed's shape: 64 rows x 65,536 tokens per row x 9 micro-batches on 128 chips.
+RunLog current_log(const std::string& name, const std::vector<Step>& steps,
+                   bool with_summary = true) {
+  std::string text;
+  for (std::size_t s = 0; s < steps.size(); ++s) {
+    const Step& step = steps[s];
+    std::string timing =
+        step.timing.empty() ? "" : fmt::format(R"("microbatch_timing":"{}",)", step.timing);
+    text += fmt::format(
+        R"(I1013 18:51:14.1 140 bench.py:1] BENCH_STEP {{"step":{},"seconds":{},)"
+        R"("microbatch_s":[{}],{}"tokens":{},"padded_tokens":37748736,"update":"fused",)"
+        R"("profiled":{},"staged":false,"metrics":{{}}}})"
+        "\n",
+        s, step.seconds, fmt::join(step.mb, ","), timing, step.tokens, step.profiled);
+  }
+  if (with_summary) {
+    text += fmt::format(
+        R"(BENCH_SUMMARY {{"name":"{}","steps":{},"micro_steps":9,"rows":64,)"
+        R"("tokens_per_row":65536,"chips":128,"first_step_s":{},"microbatch_timing":"device"}})"
+        "\n",
+        name, steps.size(), steps.front().seconds);
+  }
+  return steplog::parse_run_log_text(text, name + ".log");
+}
+
+// Steps 1-4 with the given mean (the four times are mean -1.5, +0.5, +1.5, -0.5 ms).
+std::vector<Step> steady_steps(double mean, const std::string& timing = "device") {
+  std::vector<Step> steps = {{130.0}};
+  for (double offset : {-0.0015, 0.0005, 0.0015, -0.0005}) steps.push_back({mean + offset});
+  for (Step& step : steps) step.timing = timing;
+  return steps;
+}
+
+TEST(Range, Parse) {
+  Range r = parse_range("1-4", "--steps");
+  EXPECT_EQ(r.first, 1);
+  EXPECT_EQ(r.last, 4);
+  EXPECT_TRUE(r.contains(4));
+  EXPECT_FALSE(r.contains(5));
+  EXPECT_EQ(r.str(), "1-4");
+  Range open = parse_range("3-", "--microbatches");
+  EXPECT_FALSE(open.last);
+  EXPECT_TRUE(open.contains(1000));
+  EXPECT_EQ(open.str(), "3-last");
+  EXPECT_EQ(parse_range("3-last", "x").str(), "3-last");
+  EXPECT_EQ(parse_range("5", "x").str(), "5");
+  for (const char* bad : {"", "a", "4-2", "-3", "1-x", "1.5", "1--2"}) {
+    EXPECT_THROW(parse_range(bad, "--steps"), Error) << bad;
+  }
+  try {
+    parse_range("4-2", "--steps");
+  } catch (const Error& e) {
+    EXPECT_EQ(e.message(), "--steps 4-2: the range ends before it starts");
+  }
+}
+
+TEST(AnalyzeRun, KnownFiguresWithTheDefaults) {
+  // Step 1 compiles; steps 2-4 take 10, 11, 12 s; micro-batches 3..4 of each are regular.
+  RunLog log = bench_log("ctl", {40, 10, 11, 12}, microbatches(4, {3, 2, 2.5, 2.4}), 1000, 2, true);
+  RunAnalysis run = analyze_run(log, {});
+  EXPECT_EQ(run.name, "ctl");
+  EXPECT_THAT(run.steps_logged, ElementsAre(1, 2, 3, 4));
+  EXPECT_THAT(run.steps_used, ElementsAre(2, 3, 4));
+  EXPECT_DOUBLE_EQ(*run.step_mean, 11.0);
+  EXPECT_DOUBLE_EQ(run.step_sd, 1.0);
+  EXPECT_LE(run.step_ci->low, 11.0);
+  EXPECT_GE(run.step_ci->high, 11.0);
+  EXPECT_GE(run.step_ci->low, 10.0);
+  EXPECT_LE(run.step_ci->high, 12.0);
+  EXPECT_EQ(run.microbatch_source, "BENCH_STEP");
+  EXPECT_THAT(run.microbatch_s, ElementsAre(2.5, 2.4, 2.5, 2.4, 2.5, 2.4));
+  EXPECT_DOUBLE_EQ(*run.microbatch_median, 2.45);
+  // Real tokens per chip; the padded figure needs the summary's rows and tokens_per_row.
+  EXPECT_NEAR(*run.real_tokens_per_s_per_chip, 1000.0 / 11.0 / 2.0, 1e-9);
+  EXPECT_FALSE(run.tokens_per_s_per_chip);
+  EXPECT_THAT(run.tokens_per_s_per_chip_unknown, HasSubstr("no rows and tokens_per_row"));
+  EXPECT_EQ(run.microbatch_timing, MicrobatchTiming::kUnlabelled);
+  ASSERT_TRUE(run.first_step);
+  EXPECT_EQ(run.first_step->step, 1);
+  EXPECT_EQ(run.first_step->seconds, 40);
+  EXPECT_EQ(run.timeline.steps, 3u);
+  EXPECT_EQ(run.timeline.microbatches, 12u);
+  ASSERT_EQ(run.timeline.device_s.size(), 6u);
+  EXPECT_NEAR(run.timeline.device_s[0], 2.5, 1.5e-3);
+  EXPECT_NEAR(run.timeline.device_s[1], 2.4, 1.5e-3);
+  EXPECT_EQ(run.timeline.sync_not_applicable, 3u);
+  EXPECT_FALSE(run.partial);
+}
+
+TEST(AnalyzeRun, StepAndMicroBatchRanges) {
+  RunLog log = bench_log("ctl", {40, 10, 11, 12}, microbatches(4, {3, 2, 2.5, 2.4}));
+  Options options;
+  options.steps = parse_range("1-2", "--steps");
+  options.microbatches = parse_range("1-1", "--microbatches");
+  options.microbatches_given = true;
+  RunAnalysis run = analyze_run(log, options);
+  EXPECT_THAT(run.steps_used, ElementsAre(1, 2));
+  EXPECT_DOUBLE_EQ(*run.step_mean, 25.0);
+  EXPECT_THAT(run.microbatch_s, ElementsAre(3, 3));
+
+  // Steps of two micro-batches: the default range 3..last falls back to all of them; an explicit
+  // range does not.
+  RunLog short_steps = bench_log("short", {9, 5, 5}, microbatches(3, {2, 3}));
+  EXPECT_THAT(analyze_run(short_steps, {}).microbatch_s, ElementsAre(2, 3, 2, 3));
+  Options explicit_range;
+  explicit_range.microbatches = parse_range("3-", "--microbatches");
+  explicit_range.microbatches_given = true;
+  RunAnalysis none = analyze_run(short_steps, explicit_range);
+  EXPECT_TRUE(none.microbatch_s.empty());
+  EXPECT_FALSE(none.microbatch_median);
+
+  // A range that misses the log: warned, nothing used.
+  Options far;
+  far.steps = parse_range("10-12", "--steps");
+  RunAnalysis empty = analyze_run(log, far);
+  EXPECT_TRUE(empty.step_s.empty());
+  EXPECT_FALSE(empty.step_mean);
+  EXPECT_THAT(empty.warnings.back(), HasSubstr("no logged step in --steps 10-12 (logged: 1-4)"));
+  Options partly;
+  partly.steps = parse_range("3-6", "--steps");
+  EXPECT_THAT(analyze_run(log, partly).warnings.back(),
+              HasSubstr("--steps 3-6: steps 5-6 not logged"));
+
+  // One step only: it is used (there is nothing else).
+  RunLog one = bench_log("one", {7}, microbatches(1, {2, 2, 3}));
+  EXPECT_THAT(analyze_run(one, {}).steps_used, ElementsAre(1));
+}
+
+TEST(AnalyzeRun, ChipsFromTheStepLinesWithoutASummary) {
+  RunLog log = bench_log("nosummary", {40, 10, 12}, microbatches(3, {1, 1, 1}), 6000, std::nullopt);
+  RunAnalysis run = analyze_run(log, {});
+  EXPECT_TRUE(run.partial);
+  EXPECT_NEAR(*run.real_tokens_per_s_per_chip, 6000.0 / 11.0 / 2.0, 1e-9);
+  EXPECT_FALSE(run.tokens_per_s_per_chip);
+}
+
+TEST(TokensPerSecondPerChip, TheSeedsThreeFigures) {
+  // rows 64 x tokens_per_row 65536 x micro_steps 9 / s per step / 128 chips, padding included.
+  EXPECT_EQ(std::lround(padded_tokens_per_s_per_chip(64, 65536, 9, 82.671, 128)), 3567);
+  EXPECT_EQ(std::lround(padded_tokens_per_s_per_chip(64, 65536, 9, 106.30, 128)), 2774);
+  EXPECT_EQ(std::lround(padded_tokens_per_s_per_chip(64, 65536, 9, 89.77, 128)), 3285);
+
+  // The same from logs: BENCH_SUMMARY rows, tokens_per_row, micro_steps and chips, over the mean
+  // of steps 1-4 (step 0 compiles).
+  for (auto [mean, expected] : {std::pair{82.671, 3567L}, {106.30, 2774L}, {89.77, 3285L}}) {
+    RunAnalysis run = analyze_run(current_log("seed", steady_steps(mean)), {});
+    EXPECT_THAT(run.steps_used, ElementsAre(1, 2, 3, 4));
+    EXPECT_NEAR(*run.step_mean, mean, 1e-9);
+    EXPECT_EQ(std::lround(*run.tokens_per_s_per_chip), expected) << mean;
+    EXPECT_NEAR(*run.real_tokens_per_s_per_chip, 35'106'048 / mean / 128, 1e-9);
+    EXPECT_TRUE(run.tokens_per_s_per_chip_unknown.empty());
+  }
+  Inputs inputs;
+  inputs.runs.push_back(current_log("seed", steady_steps(82.671)));
+  std::string text = format_text(build_report(inputs, {}));
+  EXPECT_THAT(text, HasSubstr("tok/s/chip: rows x tokens_per_row x micro-batches (padding "
+                              "included, the seed's figure) / s/step / chips; real: the steps' "
+                              "real tokens / s/step / chips"));
+  EXPECT_THAT(text, HasSubstr("  3,567            3,318  130.000 (step 0)"));
+
+  // Without a summary, the steps' padded_tokens give the same figure.
+  RunAnalysis partial = analyze_run(current_log("nosummary", steady_steps(82.671), false), {});
+  EXPECT_FALSE(partial.tokens_per_s_per_chip);  // and no chip count either
+  EXPECT_FALSE(partial.real_tokens_per_s_per_chip);
+  EXPECT_EQ(partial.tokens_per_s_per_chip_unknown, "no chip count (BENCH_SUMMARY chips)");
+}
+
+TEST(AnalyzeRun, FirstStepIsShownApartFromTheMeans) {
+  RunAnalysis run = analyze_run(current_log("ctl", steady_steps(82.671)), {});
+  ASSERT_TRUE(run.first_step);
+  EXPECT_EQ(run.first_step->step, 0);
+  EXPECT_EQ(run.first_step->seconds, 130.0);
+  EXPECT_THAT(run.steps_used, ElementsAre(1, 2, 3, 4));
+  // --steps 1-4 is the seed's "mean of steps 1-4" of a 5-step run.
+  Options seed;
+  seed.steps = parse_range("1-4", "--steps");
+  EXPECT_NEAR(*analyze_run(current_log("ctl", steady_steps(82.671)), seed).step_mean, 82.671, 1e-9);
+}
+
+TEST(AnalyzeRun, ProfiledStepsAreLeftOutUnlessAskedFor) {
+  std::vector<Step> steps = steady_steps(82.671);
+  steps[2].seconds = 106.30;
+  steps[2].mb = {12, 12, 12, 12, 12};
+  steps[2].profiled = true;
+  RunLog log = current_log("prof", steps);
+  RunAnalysis run = analyze_run(log, {});
+  EXPECT_THAT(run.steps_used, ElementsAre(1, 3, 4));
+  EXPECT_THAT(run.profiled_left_out, ElementsAre(2));
+  EXPECT_NEAR(*run.step_mean, (82.6695 + 82.6725 + 82.6705) / 3, 1e-9);
+  EXPECT_EQ(run.microbatch_s.size(), 9u);
+  EXPECT_TRUE(run.warnings.empty());
+  Inputs inputs;
+  inputs.runs.push_back(log);
+  EXPECT_THAT(format_text(build_report(inputs, {})),
+              HasSubstr("prof: profiled step 2 left out of the figures (--include-profiled keeps "
+                        "them)\n"));
+
+  Options include;
+  include.include_profiled = true;
+  RunAnalysis all = analyze_run(log, include);
+  EXPECT_THAT(all.steps_used, ElementsAre(1, 2, 3, 4));
+  EXPECT_TRUE(all.profiled_left_out.empty());
+  EXPECT_NEAR(*all.step_mean, (82.6695 + 106.30 + 82.6725 + 82.6705) / 4, 1e-9);
+  EXPECT_EQ(all.microbatch_s.size(), 12u);
+
+  // Nothing left: no figure (not a silent fallback to the profiled steps), and a warning.
+  for (Step& step : steps) step.profiled = true;
+  RunAnalysis none = analyze_run(current_log("allprof", steps), {});
+  EXPECT_TRUE(none.steps_used.empty());
+  EXPECT_FALSE(none.step_mean);
+  EXPECT_FALSE(none.microbatch_median);
+  EXPECT_FALSE(none.tokens_per_s_per_chip);
+  ASSERT_EQ(none.warnings.size(), 1u);
+  EXPECT_EQ(none.warnings[0],
+            "allprof.log: every selected step is profiled (steps 1-4): no figures for this run; "
+            "--include-profiled uses them");
+}
+
+TEST(BuildReport, MicroBatchTimesOfDifferentModesAreNotCompared) {
+  Inputs inputs;
+  inputs.runs.push_back(current_log("ctl", steady_steps(82.671, "device")));
+  inputs.runs.push_back(current_log("var", steady_steps(89.77, "dispatch")));
+  inputs.runs.push_back(current_log("same", steady_steps(82.0, "device")));
+  std::vector<Step> mixed = steady_steps(82.671, "device");
+  mixed[3].timing = "dispatch";
+  inputs.runs.push_back(current_log("mix", mixed));
+  inputs.runs.push_back(current_log("old", steady_steps(82.671, "")));
+  Options options;
+  options.fail_if_slower_pct = 1.0;
+  Report report = build_report(inputs, options);
+  ASSERT_EQ(report.runs.size(), 5u);
+  EXPECT_EQ(report.runs[0].microbatch_timing, MicrobatchTiming::kDevice);
+  EXPECT_EQ(report.runs[1].microbatch_timing, MicrobatchTiming::kDispatch);
+  EXPECT_EQ(report.runs[3].microbatch_timing, MicrobatchTiming::kMixed);
+  EXPECT_EQ(report.runs[4].microbatch_timing, MicrobatchTiming::kUnlabelled);
+
+  const RunComparison& var = report.comparisons[0];
+  EXPECT_FALSE(var.microbatch);
+  EXPECT_EQ(var.microbatch_not_compared,
+            "not compared: ctl times micro-batches at device completion, var by dispatch "
+            "intervals");
+  ASSERT_TRUE(var.step);  // step times still compare
+  EXPECT_EQ(var.step->verdict, bench::Verdict::kSlower);
+  const RunComparison& same = report.comparisons[1];
+  EXPECT_TRUE(same.microbatch);
+  EXPECT_TRUE(same.microbatch_not_compared.empty());
+  EXPECT_FALSE(report.comparisons[2].microbatch);
+  EXPECT_EQ(report.comparisons[2].microbatch_not_compared,
+            "not compared: mix mixes micro-batch timing modes across its steps (device, "
+            "dispatch)");
+  EXPECT_EQ(report.comparisons[3].microbatch_not_compared,
+            "not compared: ctl times micro-batches at device completion, old without a label "
+            "(older driver)");
+  // --fail-if-slower looks at what was compared: var's step time only.
+  ASSERT_EQ(report.slower_than_allowed.size(), 1u);
+  EXPECT_THAT(report.slower_than_allowed[0], HasSubstr("var: s/step +8.59% slower than ctl"));
+
+  std::string text = format_text(report);
+  EXPECT_THAT(text, HasSubstr("var against ctl: 82.671 -> 89.770 s per optimizer step, mean of "
+                              "steps 1-4 (+8.59%, slower), and micro-batch times not compared: "
+                              "ctl times micro-batches at device completion, var by dispatch "
+                              "intervals\n"));
+  EXPECT_THAT(text, HasSubstr("not compared (timing modes differ)"));
+  EXPECT_THAT(text, HasSubstr("mb timing: device = each time runs to the device's completion"));
+
+  steplog::Value json = steplog::parse_value(format_json(report), steplog::Syntax::kJson);
+  const steplog::Value& first = json.find("comparisons")->array.at(0);
+  EXPECT_TRUE(first.find("microbatch")->is_null());
+  EXPECT_EQ(first.find("microbatch_not_compared")->string, var.microbatch_not_compared);
+  EXPECT_EQ(first.find("verdict")->string, "slower");
+  const steplog::Value& second = json.find("comparisons")->array.at(1);
+  EXPECT_TRUE(second.find("microbatch")->is_object());
+  EXPECT_TRUE(second.find("microbatch_not_compared")->is_null());
+  const steplog::Value& run = json.find("runs")->array.at(1);
+  EXPECT_EQ(run.find("microbatch_timing")->string, "dispatch");
+  EXPECT_EQ(run.find("first_step")->find("step")->number, 0);
+  EXPECT_EQ(std::lround(run.find("tokens_per_s_per_chip")->number), 3285);
+  EXPECT_TRUE(run.find("real_tokens_per_s_per_chip")->is_number());
+  EXPECT_TRUE(run.find("tokens_per_s_per_chip_unknown")->is_null());
+  EXPECT_EQ(run.find("summary")->find("rows")->number, 64);
+
+  // An A/A pair in two modes gives no micro-batch noise floor.
+  inputs.control_pair.emplace(current_log("a1", steady_steps(82.671, "device")),
+                              current_log("a2", steady_steps(82.68, "dispatch")));
+  Report paired = build_report(inputs, {});
+  EXPECT_TRUE(paired.noise_floor->step_rel);
+  EXPECT_FALSE(paired.noise_floor->microbatch_rel);
+  EXPECT_THAT(fmt::format("{}", fmt::join(paired.warnings, "\n")),
+              HasSubstr("--control-pair: no micro-batch noise floor: not compared: a1 times "
+                        "micro-batches at device completion, a2 by dispatch intervals"));
+}
+
+TEST(AnalyzeRun, NoStepLinesIsAnError) {
+  RunLog log = steplog::parse_run_log_text("just\nnoise\n", "empty.log");
+  try {
+    analyze_run(log, {});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.file(), "empty.log");
+    EXPECT_THAT(e.message(), HasSubstr("no step timing lines"));
+  }
+}
+
+TEST(BuildReport, ComparisonsNoiseFloorAndFailIfSlower) {
+  auto mb = microbatches(5, {3, 3, 2, 2, 2});
+  Inputs inputs;
+  inputs.runs.push_back(bench_log("ctl", {40, 10.0, 10.1, 9.9, 10.0}, mb));
+  inputs.runs.push_back(bench_log("fast", {40, 9.0, 9.1, 8.9, 9.0}, mb));
+  inputs.runs.push_back(bench_log("slow", {40, 10.4, 10.5, 10.3, 10.4}, mb));
+  inputs.runs.push_back(bench_log("ctl", {40, 10.0, 10.1, 9.9, 10.0}, mb));  // a name twice
+  Options options;
+  options.fail_if_slower_pct = 3.0;
+  Report report = build_report(inputs, options);
+  ASSERT_EQ(report.comparisons.size(), 3u);
+  const RunComparison& fast = report.comparisons[0];
+  EXPECT_EQ(fast.run, "fast");
+  EXPECT_EQ(fast.control, "ctl");
+  EXPECT_NEAR(fast.step->stats.ratio, 0.9, 1e-12);
+  EXPECT_NEAR(fast.step->stats.diff, -1.0, 1e-12);
+  EXPECT_EQ(fast.step->verdict, bench::Verdict::kFaster);
+  // The micro-batches are the same: no change.
+  EXPECT_EQ(fast.microbatch->stats.ratio, 1.0);
+  EXPECT_EQ(fast.microbatch->verdict, bench::Verdict::kNoChange);
+  EXPECT_EQ(report.comparisons[1].step->verdict, bench::Verdict::kSlower);
+  EXPECT_EQ(report.comparisons[2].run, "ctl (ctl.log)");
+  // slow is 4% slower, beyond --fail-if-slower 3.
+  ASSERT_EQ(report.slower_than_allowed.size(), 1u);
+  EXPECT_THAT(report.slower_than_allowed[0], HasSubstr("slow: s/step +4.00% slower than ctl"));
+  EXPECT_EQ(report.exit_code(), 1);
+
+  // With an A/A pair 5% apart, both differences are noise and nothing trips.
+  inputs.control_pair.emplace(bench_log("a1", {40, 10, 10.1, 9.9, 10}, mb),
+                              bench_log("a2", {40, 10.5, 10.6, 10.4, 10.5}, mb));
+  Report noisy = build_report(inputs, options);
+  EXPECT_NEAR(*noisy.noise_floor->step_rel, 0.05, 1e-12);
+  EXPECT_EQ(*noisy.noise_floor->microbatch_rel, 0.0);
+  EXPECT_EQ(noisy.comparisons[0].step->verdict, bench::Verdict::kFaster);  // 10% > 5%
+  EXPECT_EQ(noisy.comparisons[1].step->verdict, bench::Verdict::kNoise);   // 4% < 5%
+  EXPECT_TRUE(noisy.slower_than_allowed.empty());
+  EXPECT_EQ(noisy.exit_code(), 0);
+}
+
+TEST(BuildReport, Numerics) {
+  auto with_metrics = [](const std::string& name, double grad) {
+    std::string text;
+    for (int step = 1; step <= 3; ++step) {
+      text += fmt::format(
+          R"(BENCH_STEP {{"step":{},"seconds":5,"metrics":{{"loss":0.5,"gradient_norm":{},)"
+          R"("entropy":12,"log_ratio":{{"abs_mean":0.002}},"is_ratio":{{"mean":1.0}}}}}})"
+          "\n",
+          step, grad);
+    }
+    return steplog::parse_run_log_text(text, name);
+  };
+  Inputs inputs;
+  inputs.numerics = {with_metrics("r1", 2.0), with_metrics("r2", 2.0), with_metrics("v", 2.002)};
+  Report report = build_report(inputs, {});
+  ASSERT_TRUE(report.numerics);
+  EXPECT_TRUE(report.numerics->result.pass);  // 1e-3 relative, under 2e-3
+  EXPECT_EQ(report.numerics->variant, "v");
+  inputs.numerics[2] = with_metrics("v", 2.01);
+  EXPECT_FALSE(build_report(inputs, {}).numerics->result.pass);
+  EXPECT_EQ(build_report(inputs, {}).exit_code(), 1);
+  inputs.numerics[1] =
+      steplog::parse_run_log_text(R"(BENCH_STEP {"step":1,"seconds":5})", "bare.log");
+  try {
+    build_report(inputs, {});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.file(), "bare.log");
+    EXPECT_THAT(e.message(), HasSubstr("no per-step metrics"));
+  }
+}
+
+TEST(Writers, TextJsonAndSvg) {
+  auto mb = microbatches(3, {3, 3, 2, 2});
+  Inputs inputs;
+  inputs.runs.push_back(bench_log("ctl", {40, 10.0, 10.2}, mb, 1000, 2, true));
+  inputs.runs.push_back(bench_log("var", {40, 9.0, 9.2}, mb, 1000, 2, true));
+  Report report = build_report(inputs, {});
+
+  std::string text = format_text(report);
+  EXPECT_THAT(text,
+              HasSubstr("var against ctl: 10.100 -> 9.100 s per optimizer step, mean of "
+                        "steps 2-3 (-9.90%, faster), and 2.000 -> 2.000 s per regular micro-batch "
+                        "(+0.00%, no change)"));
+  EXPECT_THAT(text, HasSubstr("ctl (control)"));
+  EXPECT_THAT(text, HasSubstr("trainer timeline"));
+
+  steplog::Value json = steplog::parse_value(format_json(report), steplog::Syntax::kJson);
+  EXPECT_EQ(json.find("schema")->string, "rtb.bench-report/1");
+  const steplog::Value& runs = *json.find("runs");
+  ASSERT_EQ(runs.array.size(), 2u);
+  const steplog::Value& step = *runs.array[1].find("step_s");
+  EXPECT_EQ(runs.array[1].find("name")->string, "var");
+  EXPECT_DOUBLE_EQ(step.find("mean")->number, 9.1);
+  EXPECT_EQ(step.find("n")->number, 2);
+  EXPECT_TRUE(step.find("ci_low")->is_number());
+  EXPECT_TRUE(step.find("ci_high")->is_number());
+  EXPECT_EQ(runs.array[1].find("microbatch_s")->find("median")->number, 2);
+  EXPECT_EQ(runs.array[1].find("microbatch_s")->find("n")->number, 4);
+  const steplog::Value& comparison = json.find("comparisons")->array.at(0);
+  EXPECT_EQ(comparison.find("run")->string, "var");
+  EXPECT_NEAR(comparison.find("ratio")->number, 9.1 / 10.1, 1e-12);
+  EXPECT_EQ(comparison.find("verdict")->string, "faster");
+  EXPECT_TRUE(comparison.find("ci_low")->is_number());
+  EXPECT_EQ(comparison.find("microbatch")->find("verdict")->string, "no_change");
+  EXPECT_TRUE(json.find("noise_floor")->is_null());
+  EXPECT_TRUE(json.find("numerics")->is_null());
+  EXPECT_EQ(json.find("exit_code")->number, 0);
+
+  std::string svg = timeline_svg(inputs.runs, report, std::nullopt);
+  EXPECT_THAT(svg, HasSubstr("<svg"));
+  EXPECT_THAT(svg, HasSubstr("micro-batch 3: 2.000 s on the device"));
+  EXPECT_THAT(svg, HasSubstr(">step 3<"));
+  std::string missing = timeline_svg(inputs.runs, report, 9);
+  EXPECT_THAT(missing, HasSubstr("no TRAINER_STEP_TIMING for step 9"));
+  inputs.runs.pop_back();
+  EXPECT_THROW(timeline_svg(inputs.runs, report, std::nullopt), Error);
+}
+
+}  // namespace
+}  // namespace rtb::report

@@ -1,0 +1,526 @@
+#include "rtb/logs/steplog.h"
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "rtb/base/error.h"
+
+namespace rtb::steplog {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// ---- Value reader
+// --------------------------------------------------------------------------------
+
+TEST(ParseValue, JsonAsPythonWritesIt) {
+  Value v = parse_value(
+      R"( {"a":1,"b":[1.5,-2e-3,3E+2],"c":{"d":null,"e":true,"f":false},"s":"x\"y\\z\n\u0041"} )",
+      Syntax::kJson);
+  ASSERT_TRUE(v.is_object());
+  EXPECT_EQ(v.find("a")->number, 1.0);
+  const Value* b = v.find("b");
+  ASSERT_TRUE(b->is_array());
+  EXPECT_EQ(b->array.size(), 3u);
+  EXPECT_DOUBLE_EQ(b->array[1].number, -0.002);
+  EXPECT_DOUBLE_EQ(b->array[2].number, 300.0);
+  EXPECT_TRUE(v.find("c")->find("d")->is_null());
+  EXPECT_TRUE(v.find("c")->find("e")->boolean);
+  EXPECT_EQ(v.find("s")->string, "x\"y\\z\nA");
+  EXPECT_EQ(v.find("missing"), nullptr);
+
+  Value special = parse_value("[NaN, Infinity, -Infinity]", Syntax::kJson);
+  EXPECT_TRUE(std::isnan(special.array[0].number));
+  EXPECT_EQ(special.array[1].number, INFINITY);
+  EXPECT_EQ(special.array[2].number, -INFINITY);
+}
+
+TEST(ParseValue, RepeatedKeyFindsTheLast) {
+  Value v = parse_value(R"({"k":1,"k":2})", Syntax::kJson);
+  EXPECT_EQ(v.find("k")->number, 2.0);
+}
+
+TEST(ParseValue, ErrorsSayWhatAndWhere) {
+  auto message = [](std::string_view text, Syntax syntax = Syntax::kJson) {
+    try {
+      parse_value(text, syntax);
+    } catch (const Error& e) {
+      return e.message();
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message(R"({"v":1,"mb":[{"i":0,)"),
+            "unexpected end of text in an object (truncated?) at column 21");
+  EXPECT_THAT(message(R"({"a":1} x)"), HasSubstr("unexpected text after the value at column 9"));
+  EXPECT_THAT(message(R"({'a':1})"), HasSubstr("expected a quoted key"));
+  EXPECT_THAT(message("[1,]"), HasSubstr("unexpected character at column 4"));
+  EXPECT_THAT(message("[1.2.3]"), HasSubstr("bad number"));
+  EXPECT_THAT(message(R"("abc)"), HasSubstr("unterminated string"));
+  EXPECT_THAT(message("nan"), HasSubstr("unexpected character"));  // JSON has NaN, not nan
+  EXPECT_THAT(message(R"({"a" 1})"), HasSubstr("expected ':'"));
+  EXPECT_THAT(message(""), HasSubstr("unexpected end of text"));
+  std::string deep(200, '[');
+  EXPECT_THAT(message(deep), HasSubstr("nesting too deep"));
+}
+
+TEST(ParseValue, PythonReprLiterals) {
+  Value v = parse_value(
+      "{'loss': 0.0125, 'grad_norm': np.float32(1.5), 'kl': Array(0.25, dtype=float32), "
+      "'flag': True, 'off': False, 'none': None, 'bad': nan, 'big': inf, 'neg': -inf, "
+      "'shape': (2, 3,), \"dq\": \"it's\", 'nested': {'a': {'b': 4}},}",
+      Syntax::kPython);
+  EXPECT_DOUBLE_EQ(v.find("loss")->number, 0.0125);
+  EXPECT_DOUBLE_EQ(v.find("grad_norm")->number, 1.5);
+  EXPECT_DOUBLE_EQ(v.find("kl")->number, 0.25);
+  EXPECT_TRUE(v.find("flag")->boolean);
+  EXPECT_TRUE(v.find("none")->is_null());
+  EXPECT_TRUE(std::isnan(v.find("bad")->number));
+  EXPECT_EQ(v.find("big")->number, INFINITY);
+  EXPECT_EQ(v.find("neg")->number, -INFINITY);
+  EXPECT_EQ(v.find("shape")->array.size(), 2u);
+  EXPECT_EQ(v.find("nested")->find("a")->find("b")->number, 4.0);
+}
+
+TEST(NumericLeaves, FlattensWithSlashes) {
+  Value v = parse_value(
+      R"({"loss":0.5,"log_ratio":{"abs_mean":0.01},"on":true,"name":"x","list":[1],"n":null})",
+      Syntax::kJson);
+  std::map<std::string, double> leaves = numeric_leaves(v);
+  EXPECT_EQ(leaves.size(), 3u);
+  EXPECT_EQ(leaves["loss"], 0.5);
+  EXPECT_EQ(leaves["log_ratio/abs_mean"], 0.01);
+  EXPECT_EQ(leaves["on"], 1.0);
+}
+
+// ---- Lines
+// ---------------------------------------------------------------------------------------
+
+// A TRAINER_STEP_TIMING line from absolute trainer-clock instants (seconds), snapshot at `now`,
+// as the worker writes it: ago = now - t, rounded to 3 decimals; nullopt = null.
+struct Event {
+  double begin;
+  double end;
+  std::optional<double> ready;
+};
+
+std::string ago(double now, std::optional<double> t) {
+  return t ? fmt::format("{:.3f}", now - *t) : "null";
+}
+
+std::string timing_line(int step, double now, const std::vector<Event>& mbs,
+                        std::optional<Event> update,
+                        std::optional<std::pair<double, double>> prepare) {
+  std::string mb;
+  for (std::size_t i = 0; i < mbs.size(); ++i) {
+    mb += fmt::format(
+        R"({}{{"i":{},"dispatch_begin_ago_s":{},"dispatch_end_ago_s":{},"ready_ago_s":{}}})",
+        i == 0 ? "" : ",", i, ago(now, mbs[i].begin), ago(now, mbs[i].end), ago(now, mbs[i].ready));
+  }
+  std::string update_json =
+      update
+          ? fmt::format(R"({{"dispatch_begin_ago_s":{},"dispatch_end_ago_s":{},"ready_ago_s":{}}})",
+                        ago(now, update->begin), ago(now, update->end), ago(now, update->ready))
+          : "null";
+  std::string prepare_json = prepare
+                                 ? fmt::format(R"({{"recv_ago_s":{},"done_ago_s":{}}})",
+                                               ago(now, prepare->first), ago(now, prepare->second))
+                                 : "null";
+  return fmt::format(R"(TRAINER_STEP_TIMING step={} policy_version={} rtt_s=0.004 timing={{"v":1,)"
+                     R"("train_step":{},"mb":[{}],"update":{},"prepare":{}}})",
+                     step, step, step, mb, update_json, prepare_json);
+}
+
+RunLog parse_lines(const std::vector<std::string>& lines, const std::string& source = "run.log") {
+  std::string text;
+  for (const std::string& line : lines) text += line + "\n";
+  return parse_run_log_text(text, source);
+}
+
+TEST(RunLogParser, ReadsBenchLinesBehindAnyPrefix) {
+  RunLog log = parse_lines({
+      "[pod/ab-0/client] 2026-10-13T18:51:14.123456789Z [TrainerBench] ab-ctl: bench driver "
+      "starting: 2 steps x 3 fwd_bwd calls",
+      "I1013 18:51:15.000001 140 bench.py:1] BENCH_STEP "
+      R"({"step":1,"seconds":30.5,"microbatch_s":[25,2.5,3],"tokens":300,)"
+      R"("tokens_per_s_per_chip":2.5,"fused_update":false,"metrics":{"loss":0.5,)"
+      R"("gradient_norm":2.0,"log_ratio":{"abs_mean":0.01}}})",
+      "2026-10-13 18:51:16,123 - [TrainerNode] noise line with no marker",
+      R"(BENCH_STEP {"step":2,"seconds":8.25,"microbatch_s":[2.75,2.5,3],"tokens":300})",
+      R"(BENCH_SUMMARY {"name":"ab-ctl","steps":2,"micro_steps":3,"chips":4,)"
+      R"("tokens_per_step":300,"mean_step_s":8.25,"median_microbatch_s":3,)"
+      R"("tokens_per_s_per_chip":9.09})",
+  });
+  EXPECT_EQ(log.kind, LogKind::kBench);
+  EXPECT_EQ(log.name, "ab-ctl");
+  EXPECT_EQ(log.planned_steps, 2);
+  EXPECT_EQ(log.planned_micro_steps, 3);
+  ASSERT_EQ(log.steps.size(), 2u);
+  EXPECT_EQ(log.steps[0].step, 1);
+  EXPECT_EQ(log.steps[0].seconds, 30.5);
+  EXPECT_EQ(log.steps[0].seconds_from, "BENCH_STEP");
+  EXPECT_THAT(log.steps[0].microbatch_s, ElementsAre(25, 2.5, 3));
+  EXPECT_EQ(log.steps[0].tokens, 300);
+  EXPECT_EQ(log.steps[0].metrics.at("log_ratio/abs_mean"), 0.01);
+  EXPECT_EQ(log.steps[0].line, 2u);
+  EXPECT_EQ(log.steps[1].seconds, 8.25);
+  ASSERT_TRUE(log.summary);
+  EXPECT_EQ(log.summary->chips, 4);
+  EXPECT_EQ(log.summary->median_microbatch_s, 3);
+  EXPECT_FALSE(log.partial);
+  EXPECT_TRUE(log.warnings.empty());
+  EXPECT_EQ(log.lines, 5u);
+}
+
+TEST(RunLogParser, ReadsTheTimingContractFromStepZero) {
+  // The driver that labels its micro-batch times counts steps from 0 (step 0 compiles).
+  RunLog log = parse_lines({
+      "[pod/ab-0/client] BENCH_STEP "
+      R"({"step":0,"seconds":120.5,"microbatch_s":[40,9.3,9.1],"microbatch_timing":"device",)"
+      R"("microbatch_timing_source":"step_timing","tokens":900,"padded_tokens":1152,)"
+      R"("tokens_per_s_per_chip":2.4,"real_tokens_per_s_per_chip":1.9,"update":"fused",)"
+      R"("fused_update":true,"staged":false,"profiled":false,"train_step":1,"metrics":{}})",
+      R"(BENCH_STEP {"step":1,"seconds":82.5,"microbatch_s":[9.3,9.2,9.1],)"
+      R"("microbatch_timing":"dispatch","microbatch_timing_source":"dispatch","tokens":800,)"
+      R"("padded_tokens":1152,"update":"deferred","staged":true,"profiled":true,"new_field":[1]})",
+      R"(BENCH_STEP {"step":2,"seconds":82.7,"microbatch_s":[9.3],"microbatch_timing":"host"})",
+      R"(BENCH_SUMMARY {"name":"v2","steps":3,"micro_steps":3,"rows":4,"tokens_per_row":96,)"
+      R"("real_len":80,"chips":2,"tokens_per_step":850,"padded_tokens_per_step":1152,)"
+      R"("step_s":[120.5,82.5,82.7],"first_step_s":120.5,"steady_steps":[1,2],)"
+      R"("profiled_steps":[1],"mean_step_s":82.6,"median_microbatch_s":9.2,)"
+      R"("microbatch_timing":"mixed","tokens_per_s_per_chip":6.97,)"
+      R"("real_tokens_per_s_per_chip":5.1,"stage_boundary":{"requested":"auto",)"
+      R"("resolved":"on","engaged":true,"staged_steps":[1,2],"latched_off":null}})",
+  });
+  ASSERT_EQ(log.steps.size(), 3u);
+  const StepRecord& zero = log.steps[0];
+  EXPECT_EQ(zero.step, 0);
+  EXPECT_EQ(zero.seconds, 120.5);
+  EXPECT_EQ(zero.microbatch_timing, "device");
+  EXPECT_EQ(zero.microbatch_timing_source, "step_timing");
+  EXPECT_EQ(zero.tokens, 900);
+  EXPECT_EQ(zero.padded_tokens, 1152);
+  EXPECT_EQ(zero.update, "fused");
+  EXPECT_EQ(zero.staged, false);
+  EXPECT_FALSE(zero.profiled);
+  const StepRecord& one = log.steps[1];
+  EXPECT_EQ(one.microbatch_timing, "dispatch");
+  EXPECT_EQ(one.update, "deferred");
+  EXPECT_EQ(one.staged, true);
+  EXPECT_TRUE(one.profiled);
+  // An unknown mode is not taken for a known one.
+  EXPECT_EQ(log.steps[2].microbatch_timing, "");
+  EXPECT_FALSE(log.steps[2].staged);
+  ASSERT_EQ(log.warnings.size(), 1u);
+  EXPECT_THAT(log.warnings[0], HasSubstr("run.log:3: BENCH_STEP step=2: microbatch_timing \"host\" "
+                                         "is neither device nor dispatch"));
+  ASSERT_TRUE(log.summary);
+  const BenchSummary& summary = *log.summary;
+  EXPECT_EQ(summary.rows, 4);
+  EXPECT_EQ(summary.tokens_per_row, 96);
+  EXPECT_EQ(summary.micro_steps, 3);
+  EXPECT_EQ(summary.chips, 2);
+  EXPECT_EQ(summary.first_step_s, 120.5);
+  EXPECT_EQ(summary.microbatch_timing, "mixed");
+  EXPECT_EQ(summary.real_tokens_per_s_per_chip, 5.1);
+  EXPECT_THAT(summary.profiled_steps, ElementsAre(1));
+  ASSERT_TRUE(summary.stage_boundary);
+  EXPECT_EQ(summary.stage_boundary->requested, "auto");
+  EXPECT_EQ(summary.stage_boundary->resolved, "on");
+  EXPECT_EQ(summary.stage_boundary->engaged, true);
+  EXPECT_THAT(summary.stage_boundary->staged_steps, ElementsAre(1, 2));
+  EXPECT_FALSE(summary.stage_boundary->latched_off);
+  EXPECT_FALSE(log.partial);
+
+  // Older logs carry none of it.
+  RunLog old = parse_lines({R"(BENCH_STEP {"step":1,"seconds":30,"microbatch_s":[1]})",
+                            R"(BENCH_SUMMARY {"name":"old","steps":1,"chips":4})"});
+  EXPECT_EQ(old.steps[0].microbatch_timing, "");
+  EXPECT_FALSE(old.steps[0].padded_tokens);
+  EXPECT_FALSE(old.summary->rows);
+  EXPECT_FALSE(old.summary->stage_boundary);
+  EXPECT_EQ(old.summary->microbatch_timing, "");
+
+  // Wrong types are malformed lines, as for the older fields.
+  RunLog bad = parse_lines({R"(BENCH_STEP {"step":1,"seconds":3,"profiled":"yes"})",
+                            R"(BENCH_SUMMARY {"name":"b","stage_boundary":{"engaged":1}})",
+                            R"(BENCH_SUMMARY {"name":"b","profiled_steps":[1.5]})"});
+  EXPECT_TRUE(bad.steps.empty());
+  ASSERT_GE(bad.warnings.size(), 3u);
+  EXPECT_THAT(bad.warnings[0], HasSubstr("(\"profiled\" is not true or false)"));
+  EXPECT_THAT(bad.warnings[1], HasSubstr("(\"engaged\" is not true or false)"));
+  EXPECT_THAT(bad.warnings[2], HasSubstr("(\"profiled_steps\" is not an integer)"));
+}
+
+TEST(RunLogParser, TimingLineFromKnownInstants) {
+  // Generated from known instants: mb0 dispatched 0-0.4, ready 9.4; mb1 0.45-0.5, ready 18.4;
+  // the orchestrator sends mb2 at 20.4 (2 s idle), ready 29.4; update 20.5-20.55, ready 30.3;
+  // the previous weight sync holds prepare until 30.8, done 32.
+  double now = 32.5;
+  std::string line = timing_line(7, now, {{0, 0.4, 9.4}, {0.45, 0.5, 18.4}, {20.4, 20.46, 29.4}},
+                                 Event{29.45, 29.5, 30.3}, std::make_pair(30.8, 32.0));
+  RunLog log = parse_lines({"I1013 18:00:00.000000 1 rl_program.py:9] " + line});
+  EXPECT_EQ(log.kind, LogKind::kTimingOnly);
+  ASSERT_EQ(log.timings.size(), 1u);
+  const StepTiming& timing = log.timings[0];
+  EXPECT_EQ(timing.step, 7);
+  EXPECT_EQ(timing.policy_version, 7);
+  EXPECT_DOUBLE_EQ(timing.rtt_s, 0.004);
+  EXPECT_EQ(timing.train_step, 7);
+  ASSERT_EQ(timing.mb.size(), 3u);
+  EXPECT_DOUBLE_EQ(*timing.mb[1].dispatch_begin_ago_s, 32.05);
+  ASSERT_TRUE(timing.update && timing.prepare);
+
+  StepTimeline t = step_timeline(timing);
+  ASSERT_EQ(t.mb.size(), 3u);
+  EXPECT_NEAR(*t.mb[0].device_s, 9.0, 1e-9);   // 9.4 - 0.4
+  EXPECT_NEAR(*t.mb[1].device_s, 9.0, 1e-9);   // 18.4 - max(0.5, 9.4)
+  EXPECT_NEAR(*t.mb[2].device_s, 8.94, 1e-9);  // 29.4 - max(20.46, 18.4)
+  EXPECT_FALSE(t.mb[0].idle_before_s);
+  EXPECT_NEAR(*t.mb[1].idle_before_s, 0.0, 1e-9);    // dispatched long before 9.4
+  EXPECT_NEAR(*t.mb[2].idle_before_s, 2.0, 1e-9);    // 20.4 - 18.4
+  EXPECT_NEAR(*t.update_idle_before_s, 0.05, 1e-9);  // 29.45 - 29.4
+  EXPECT_NEAR(*t.idle_s, 2.05, 1e-9);
+  EXPECT_NEAR(*t.update_s, 0.8, 1e-9);  // 30.3 - max(29.5, 29.4)
+  EXPECT_TRUE(t.has_prepare);
+  EXPECT_NEAR(*t.sync_wait_s, 0.5, 1e-9);  // 30.8 - 30.3
+  EXPECT_EQ(t.ready_known, 3u);
+  EXPECT_NEAR(*t.mb[2].at.dispatch_begin, 20.4, 1e-9);  // origin: the first dispatch
+  EXPECT_NEAR(t.span_end, 32.0, 1e-9);
+}
+
+TEST(RunLogParser, MissingReadyIsUnknownNotZero) {
+  RunLog log = parse_lines({timing_line(3, 40, {{0, 0.4, std::nullopt}, {0.5, 0.6, std::nullopt}},
+                                        Event{0.7, 0.8, std::nullopt}, std::nullopt)});
+  StepTimeline t = step_timeline(log.timings.at(0));
+  EXPECT_EQ(t.ready_known, 0u);
+  EXPECT_FALSE(t.mb[0].device_s);
+  EXPECT_FALSE(t.mb[1].device_s);
+  EXPECT_FALSE(t.mb[1].idle_before_s);
+  EXPECT_FALSE(t.idle_s);
+  EXPECT_FALSE(t.update_s);
+  EXPECT_FALSE(t.has_prepare);
+  EXPECT_FALSE(t.sync_wait_s);
+  EXPECT_NEAR(*t.mb[1].at.dispatch_end, 0.6, 1e-9);
+
+  // One ready missing in the middle: that micro-batch and the next are unknown, the first known.
+  RunLog mixed =
+      parse_lines({timing_line(4, 40, {{0, 0.4, 9.4}, {0.5, 0.6, std::nullopt}, {0.7, 0.8, 27}},
+                               std::nullopt, std::nullopt)});
+  StepTimeline m = step_timeline(mixed.timings.at(0));
+  EXPECT_NEAR(*m.mb[0].device_s, 9.0, 1e-9);
+  EXPECT_FALSE(m.mb[1].device_s);
+  EXPECT_FALSE(m.mb[2].device_s);
+  EXPECT_EQ(m.ready_known, 2u);
+  EXPECT_FALSE(m.update);
+}
+
+TEST(RunLogParser, MalformedTimingIsSkippedWithAWarningNamingTheLine) {
+  std::string good = timing_line(1, 10, {{0, 0.4, 9.4}}, std::nullopt, std::nullopt);
+  std::string cut = timing_line(2, 10, {{0, 0.4, 9.4}}, std::nullopt, std::nullopt);
+  cut.resize(cut.size() - 30);
+  RunLog log = parse_lines({
+      good,
+      cut,
+      R"(TRAINER_STEP_TIMING step=3 policy_version=3 rtt_s=0.004 timing={"v":2,"mb":[]})",
+      R"(TRAINER_STEP_TIMING step=4 policy_version=4 rtt_s=0.004 timing={"v":1,"mb":{}})",
+      R"(TRAINER_STEP_TIMING step=5 policy_version=x rtt_s=0.004 timing={})",
+      R"(TRAINER_STEP_TIMING step=6 policy_version=6 rtt_s=0.004)",
+      R"(TRAINER_STEP_TIMING step=7 policy_version=7 rtt_s=0.004 timing={"v":1,)"
+      R"("mb":[{"ready_ago_s":"soon"}]})",
+      "TRAINER_STEP_TIMING step=8 unavailable: StatusCode.DEADLINE_EXCEEDED",
+      "TRAINER_STEP_TIMING: MaxTextTrainingEngine does not set `last_fwd_bwd_token`",
+  });
+  ASSERT_EQ(log.timings.size(), 1u);
+  EXPECT_EQ(log.timings[0].step, 1);
+  EXPECT_THAT(log.timing_unavailable, ElementsAre(8));
+  ASSERT_GE(log.warnings.size(), 6u);
+  EXPECT_THAT(log.warnings[0],
+              HasSubstr("run.log:2: TRAINER_STEP_TIMING step=2: malformed timing JSON ("));
+  EXPECT_THAT(log.warnings[0], HasSubstr("truncated?"));
+  EXPECT_THAT(log.warnings[1], HasSubstr("run.log:3: TRAINER_STEP_TIMING step=3: malformed timing "
+                                         "JSON (schema version 2"));
+  EXPECT_THAT(log.warnings[2], HasSubstr("run.log:4:"));
+  EXPECT_THAT(log.warnings[2], HasSubstr("\"mb\" is not a list"));
+  EXPECT_THAT(log.warnings[3], HasSubstr("run.log:5: TRAINER_STEP_TIMING step=5: bad "
+                                         "policy_version"));
+  EXPECT_THAT(log.warnings[4], HasSubstr("run.log:6: TRAINER_STEP_TIMING step=6: no timing="));
+  EXPECT_THAT(log.warnings[5], HasSubstr("\"ready_ago_s\" is not a number"));
+}
+
+// Found by fuzz/steplog_fuzz: an integer field beyond int64 (1e23, 1e999 is infinite) was cast
+// from double to int64, which is undefined behaviour; it is a malformed line instead.
+TEST(RunLogParser, IntegerFieldsOutOfRangeAreMalformed) {
+  RunLog log = parse_lines({
+      R"(BENCH_STEP {"step":1,"seconds":1.0,"tokens":1})",
+      R"(BENCH_STEP {"step":100000000000000000000000,"seconds":2.0,"tokens":1})",
+      R"(BENCH_STEP {"step":-9.3e18,"seconds":2.0,"tokens":1})",
+      R"(BENCH_SUMMARY {"name":"x","steps":1e30,"chips":4})",
+  });
+  ASSERT_EQ(log.steps.size(), 1u);
+  EXPECT_EQ(log.steps[0].step, 1);
+  ASSERT_GE(log.warnings.size(), 3u);
+  EXPECT_THAT(log.warnings[0], HasSubstr("run.log:2:"));
+  EXPECT_THAT(log.warnings[0], HasSubstr("\"step\" is out of range"));
+  EXPECT_THAT(log.warnings[1], HasSubstr("run.log:3:"));
+  EXPECT_THAT(log.warnings[2], HasSubstr("run.log:4:"));
+  EXPECT_THAT(log.warnings[2], HasSubstr("\"steps\" is out of range"));
+}
+
+TEST(RunLogParser, OrchestratorLines) {
+  RunLog log = parse_lines({
+      "I1013 18:00:00.1 1 rl_program.py:1] [StepMetrics step=2] trainer_metrics={'loss': 0.0125, "
+      "'grad_norm': np.float32(1.5), 'entropy': 12.4, 'pg_clipfrac': nan, 'note': 'x'}",
+      "I1013 18:00:00.2 1 rl_program.py:2] Train step 2 - loss: 0.0124999 - reward_mean: 0.4375 "
+      "- advantage_mean: 0.0000 - grad_norm: 1.5 - perplexity: 1.0126 - step_time: 98.31s",
+      "I1013 18:00:00.3 1 rl_program.py:2] Train step 3 - loss: nan - reward_mean: 0.5000 - "
+      "advantage_mean: 0.0000 - grad_norm: inf - perplexity: nan - step_time: 97.25s\r",
+      // Tunix's PeftTrainer line is not the orchestrator's: not read.
+      "I0706 16:50:26.253525 1 peft_trainer.py:474] Train step 4 training loss: 0.693147  - "
+      "training perplexity: 2.000000",
+      "[StepMetrics step=5] trainer_metrics={'loss': ",
+  });
+  EXPECT_EQ(log.kind, LogKind::kOrchestrator);
+  ASSERT_EQ(log.steps.size(), 2u);
+  const StepRecord& two = log.steps[0];
+  EXPECT_EQ(two.seconds, 98.31);
+  EXPECT_EQ(two.seconds_from, "Train step");
+  EXPECT_EQ(two.metrics.at("loss"), 0.0125);  // StepMetrics' full value wins
+  EXPECT_EQ(two.metrics.at("grad_norm"), 1.5);
+  EXPECT_EQ(two.metrics.at("reward_mean"), 0.4375);  // filled from the console line
+  EXPECT_TRUE(std::isnan(two.metrics.at("pg_clipfrac")));
+  EXPECT_EQ(two.metrics.count("note"), 0u);
+  const StepRecord& three = log.steps[1];
+  EXPECT_EQ(three.seconds, 97.25);
+  EXPECT_TRUE(std::isnan(three.metrics.at("loss")));
+  EXPECT_EQ(three.metrics.at("grad_norm"), INFINITY);
+  ASSERT_EQ(log.warnings.size(), 1u);
+  EXPECT_THAT(log.warnings[0], HasSubstr("run.log:5: [StepMetrics step=5]: unreadable"));
+}
+
+TEST(RunLogParser, DuplicatesAndMissingSteps) {
+  RunLog log = parse_lines({
+      R"(BENCH_STEP {"step":1,"seconds":30})",
+      R"(BENCH_STEP {"step":2,"seconds":8})",
+      R"(BENCH_STEP {"step":2,"seconds":9})",
+      R"(BENCH_STEP {"step":5,"seconds":8.5})",
+      R"(BENCH_STEP {"step":6,"seconds":-1})",
+      R"(BENCH_STEP {"seconds":1})",
+      R"(BENCH_STEP {"step":7,"seconds":1,"microbatch_s":["a"]})",
+      R"(BENCH_SUMMARY {"name":"x","steps":5)",
+      timing_line(1, 10, {{0, 0.4, 9.4}}, std::nullopt, std::nullopt),
+  });
+  ASSERT_EQ(log.steps.size(), 3u);
+  EXPECT_EQ(log.steps[1].seconds, 9.0);
+  std::vector<std::string> w = log.warnings;
+  ASSERT_EQ(w.size(), 7u) << fmt::format("{}", fmt::join(w, "\n"));
+  EXPECT_THAT(w[0], HasSubstr("run.log:3: BENCH_STEP step=2 again (first at line 2)"));
+  EXPECT_THAT(w[1], HasSubstr("run.log:5: malformed BENCH_STEP JSON (\"seconds\" is -1)"));
+  EXPECT_THAT(w[2], HasSubstr("run.log:6: malformed BENCH_STEP JSON (no \"step\")"));
+  EXPECT_THAT(w[3], HasSubstr("run.log:7: malformed BENCH_STEP JSON (\"microbatch_s\" holds"));
+  EXPECT_THAT(w[4], HasSubstr("run.log:8: malformed BENCH_SUMMARY JSON"));
+  EXPECT_EQ(w[5], "run.log: no step time for steps 3-4 (between steps 1 and 5)");
+  EXPECT_EQ(w[6], "run.log: no TRAINER_STEP_TIMING for steps 2,5");
+  // No summary, so the run is partial; nothing says how many steps were planned.
+  EXPECT_TRUE(log.partial);
+  EXPECT_EQ(log.partial_reason, "no BENCH_SUMMARY (the run did not finish)");
+}
+
+TEST(RunLogParser, OutOfRangeBenchStepsAreSkipped) {
+  std::string many = R"(BENCH_STEP {"step":9,"seconds":1,"microbatch_s":[)";
+  for (std::size_t i = 0; i <= kMaxMicrobatchesPerStep; ++i) many += i == 0 ? "0.1" : ",0.1";
+  many += "]}";
+  RunLog log = parse_lines({
+      R"(BENCH_STEP {"step":1,"seconds":1e999})",
+      R"(BENCH_STEP {"step":99999999999999999999999,"seconds":2.0})",
+      R"(BENCH_STEP {"step":-3,"seconds":2.0})",
+      R"(BENCH_STEP {"step":4,"seconds":2.0,"microbatch_s":[-1.0]})",
+      R"(BENCH_STEP {"step":5,"seconds":2.0,"tokens":-1})",
+      many,
+      R"(BENCH_STEP {"step":6,"seconds":2.0,"microbatch_s":[1.0],"tokens":8})",
+  });
+  ASSERT_EQ(log.steps.size(), 1u);
+  EXPECT_EQ(log.steps[0].step, 6);
+  std::string all = fmt::format("{}", fmt::join(log.warnings, "\n"));
+  EXPECT_THAT(all,
+              HasSubstr("run.log:1: malformed BENCH_STEP JSON (bad number '1e999' at column 21)"));
+  EXPECT_THAT(all, HasSubstr("run.log:2: malformed BENCH_STEP JSON (\"step\" is out of range)"));
+  EXPECT_THAT(all, HasSubstr("run.log:3: malformed BENCH_STEP JSON (\"step\" is -3)"));
+  EXPECT_THAT(all, HasSubstr("run.log:4: malformed BENCH_STEP JSON (\"microbatch_s\" holds -1)"));
+  EXPECT_THAT(all, HasSubstr("run.log:5: malformed BENCH_STEP JSON (\"tokens\" is -1)"));
+  EXPECT_THAT(all, HasSubstr("run.log:6: malformed BENCH_STEP JSON (4097 micro-batch times"));
+}
+
+TEST(RunLogParser, OversizedJsonLinesAreSkippedBeforeParsing) {
+  std::string huge = R"(BENCH_STEP {"step":1,"seconds":1,"microbatch_s":[)";
+  while (huge.size() <= kMaxValueBytes + 100) huge += "0.1,";
+  huge += "0.1]}";
+  RunLog log = parse_lines({huge, R"(BENCH_STEP {"step":2,"seconds":2})"});
+  ASSERT_EQ(log.steps.size(), 1u);
+  EXPECT_EQ(log.steps[0].step, 2);
+  ASSERT_FALSE(log.warnings.empty());
+  EXPECT_THAT(log.warnings[0], HasSubstr("bytes of JSON in one line (at most 1048576)"));
+}
+
+TEST(RunLogParser, LineWarningsAreCapped) {
+  std::vector<std::string> lines(250,
+                                 "TRAINER_STEP_TIMING step=1 policy_version=1 rtt_s=0 "
+                                 "timing={");
+  RunLog log = parse_lines(lines);
+  ASSERT_EQ(log.warnings.size(), 101u);
+  EXPECT_THAT(log.warnings[99], HasSubstr("run.log:100: "));
+  EXPECT_EQ(log.warnings[100], "run.log: 150 more line warnings not shown");
+}
+
+TEST(RunLogParser, CrashedRunIsPartial) {
+  RunLog log = parse_lines({
+      "[TrainerBench] ab-crash: bench driver starting: 5 steps x 9 fwd_bwd calls",
+      R"(BENCH_STEP {"step":1,"seconds":30})",
+      R"(BENCH_STEP {"step":2,"seconds":8})",
+      "Traceback (most recent call last):",
+      "RuntimeError: device lost",
+      "bench_driver: failed: device lost",
+  });
+  EXPECT_TRUE(log.partial);
+  EXPECT_EQ(log.failure, "device lost");
+  EXPECT_EQ(log.name, "ab-crash");
+  EXPECT_EQ(log.partial_reason,
+            "the driver failed: device lost; 2 of 5 planned steps logged; no BENCH_SUMMARY (the "
+            "run did not finish)");
+}
+
+TEST(RunLogParser, NothingToRead) {
+  RunLog log = parse_lines({"hello", "Train step is not a step line", "BENCH_STEP without json"});
+  EXPECT_EQ(log.kind, LogKind::kUnknown);
+  EXPECT_FALSE(log.has_step_lines());
+  EXPECT_TRUE(log.warnings.empty());
+}
+
+TEST(RunLogParser, FinishTwiceIsAnError) {
+  RunLogParser parser("x");
+  parser.finish();
+  EXPECT_THROW(parser.finish(), Error);
+}
+
+TEST(ParseRunLog, StreamsAFileFromTestdata) {
+  RunLog log = parse_run_log(std::string(RTB_TESTDATA_DIR) + "/bench_logs/bench_ctl.log");
+  EXPECT_EQ(log.name, "ab-ctl");
+  EXPECT_EQ(log.kind, LogKind::kBench);
+  EXPECT_EQ(log.steps.size(), 5u);
+  EXPECT_EQ(log.timings.size(), 5u);
+  EXPECT_EQ(log.timings[0].mb.size(), 9u);
+  EXPECT_FALSE(log.partial);
+  EXPECT_TRUE(log.warnings.empty()) << log.warnings.front();
+  // The noise lines of a real MaxText log (including "Train step N training loss" and
+  // "completed step: N, seconds: X") were not read as steps.
+  for (const StepRecord& record : log.steps) EXPECT_EQ(record.seconds_from, "BENCH_STEP");
+  EXPECT_THROW(parse_run_log("/nonexistent/bench.log"), Error);
+}
+
+}  // namespace
+}  // namespace rtb::steplog

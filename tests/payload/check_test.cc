@@ -1,0 +1,365 @@
+#include "rtb/payload/check.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "rtb/payload/builder.h"
+
+namespace rtb {
+namespace {
+
+using ::testing::HasSubstr;
+
+PayloadOptions options() {
+  PayloadOptions o;
+  o.rows = 3;
+  o.tokens = 256;
+  o.real_len = 200;
+  o.segments = 2;
+  o.layers = 3;
+  o.topk = 2;
+  o.experts = 8;
+  o.vocab = 500;
+  o.routing_targets = {1.0, 2.0, 3.0};
+  o.seed = 3;
+  return o;
+}
+
+class VerifyTest : public ::testing::Test {
+ protected:
+  void SetUp() override { payload_ = build_payload(options()); }
+
+  VerifyReport run(std::vector<ArrayInfo>* arrays_override = nullptr) {
+    VerifyOptions v;
+    v.experts = 8;
+    v.vocab = 500;
+    v.targets = targets_.empty() ? payload_.targets : targets_;
+    v.max_examples = 3;
+    PayloadView view = view_payload(payload_);
+    if (arrays_override != nullptr) {
+      *arrays_override = view.arrays;
+      mutate_arrays_(*arrays_override);
+      return verify_payload(*view.source, *arrays_override, v);
+    }
+    return verify_payload(*view.source, view.arrays, v);
+  }
+
+  std::size_t cell(std::int64_t row, std::int64_t token) const {
+    return static_cast<std::size_t>(row * 256 + token);
+  }
+  std::int16_t* experts(std::int64_t row, std::int64_t token, int layer) {
+    return payload_.routed_experts.data() + (cell(row, token) * 3 + layer) * 2;
+  }
+
+  // Expects exactly `check` to fail, and its first example to contain `text`.
+  void expect_only_failure(const VerifyReport& report, const std::string& check,
+                           const std::string& text) {
+    EXPECT_FALSE(report.passed());
+    for (const CheckResult& c : report.checks) {
+      if (c.name == check) {
+        EXPECT_GT(c.failures, 0) << check;
+        ASSERT_FALSE(c.examples.empty());
+        EXPECT_THAT(c.examples[0], HasSubstr(text));
+      } else {
+        EXPECT_EQ(c.failures, 0) << c.name << ": " << (c.examples.empty() ? "" : c.examples[0]);
+      }
+    }
+  }
+
+  Payload payload_;
+  std::vector<double> targets_;
+  std::function<void(std::vector<ArrayInfo>&)> mutate_arrays_;
+};
+
+TEST_F(VerifyTest, ABuiltPayloadPassesAndReportsItsShape) {
+  VerifyReport report = run();
+  EXPECT_TRUE(report.passed());
+  EXPECT_EQ(report.rows, 3);
+  EXPECT_EQ(report.tokens, 256);
+  EXPECT_EQ(report.layers, 3);
+  EXPECT_EQ(report.topk, 2);
+  EXPECT_TRUE(report.has_old_logps);
+  EXPECT_EQ(report.real_tokens, 600);
+  EXPECT_EQ(report.min_real_len, 200);
+  ASSERT_EQ(report.per_layer.size(), 3u);
+  EXPECT_NEAR(report.per_layer[2].max_over_mean, 3.0, 0.03);
+  EXPECT_EQ(report.checks.size(), 12u);
+}
+
+TEST_F(VerifyTest, RepeatedExpertInATokenIsNamed) {
+  std::int16_t* e = experts(1, 17, 2);
+  e[1] = e[0];
+  VerifyReport report = run();
+  const CheckResult* routing = report.check("routing");
+  ASSERT_NE(routing, nullptr);
+  EXPECT_EQ(routing->failures, 1);
+  EXPECT_THAT(routing->examples[0], HasSubstr("routed_experts[row 1, token 17, layer 2]"));
+  EXPECT_THAT(routing->examples[0], HasSubstr("appears twice"));
+}
+
+TEST_F(VerifyTest, ExpertOutOfRangeIsNamed) {
+  experts(0, 3, 1)[0] = 8;
+  VerifyReport report = run();
+  EXPECT_THAT(report.check("routing")->examples.at(0),
+              HasSubstr("routed_experts[row 0, token 3, layer 1] = [8, "));
+  EXPECT_THAT(report.check("routing")->examples.at(0), HasSubstr("not an expert in [0, 8)"));
+}
+
+TEST_F(VerifyTest, RoutingOnPaddingMustBeMinusOne) {
+  experts(2, 250, 0)[1] = 4;
+  expect_only_failure(run(), "padding", "routed_experts[row 2, token 250, layer 0] = [-1, 4]");
+}
+
+TEST_F(VerifyTest, NanAdvantageIsACheckFailure) {
+  payload_.advantages[cell(0, 0)] = std::numeric_limits<float>::quiet_NaN();
+  VerifyReport report = run();
+  EXPECT_THAT(report.check("advantages")->examples.at(0),
+              HasSubstr("advantages[row 0, token 0] = nan, expected a finite value"));
+  payload_.advantages[cell(0, 0)] = payload_.advantages[cell(0, 1)];
+  payload_.advantages[cell(0, 5)] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_THAT(run().check("advantages")->examples.at(0),
+              HasSubstr("advantages[row 0, token 5] = nan but segment 1 starts with"));
+}
+
+TEST_F(VerifyTest, MaskTokenIdsAndLogps) {
+  payload_.completion_mask[cell(1, 10)] = 0.5f;
+  expect_only_failure(run(), "mask", "completion_mask[row 1, token 10] = 0.5, expected 1");
+  payload_.completion_mask[cell(1, 10)] = 1.0f;
+  payload_.completion_ids[cell(2, 0)] = 500;
+  expect_only_failure(run(), "token_ids", "completion_ids[row 2, token 0] = 500");
+  payload_.completion_ids[cell(2, 0)] = 1;
+  payload_.old_per_token_logps[cell(0, 199)] = 0.25f;
+  expect_only_failure(run(), "old_logps", "old_per_token_logps[row 0, token 199] = 0.25");
+}
+
+TEST_F(VerifyTest, SegmentPositionsAndAlignment) {
+  payload_.segment_positions[cell(0, 1)] = 7;
+  expect_only_failure(run(), "segments", "segment_positions[row 0, token 1] = 7, expected 1");
+  payload_.segment_positions[cell(0, 1)] = 1;
+  // Move row 1's second segment one token earlier: off the 64 grid.
+  RowLayout layout = row_layout(payload_.options, 1);
+  std::int64_t cut = layout.segment_starts[1];
+  payload_.segment_ids[cell(1, cut - 1)] = 2;
+  payload_.advantages[cell(1, cut - 1)] = payload_.advantages[cell(1, cut)];
+  for (std::int64_t t = cut - 1; t < 200; ++t) {
+    payload_.segment_positions[cell(1, t)] = static_cast<std::int32_t>(t - cut + 1);
+  }
+  expect_only_failure(run(), "segments", "not a multiple of 64");
+}
+
+TEST_F(VerifyTest, LayoutRowsAfterPaddingRowsAndOddStarts) {
+  // Row 0 becomes a padding row while rows 1 and 2 stay real.
+  for (std::int64_t t = 0; t < 256; ++t) {
+    payload_.completion_ids[cell(0, t)] = 0;
+    payload_.completion_mask[cell(0, t)] = 0;
+    payload_.segment_ids[cell(0, t)] = 0;
+    payload_.segment_positions[cell(0, t)] = 0;
+    payload_.advantages[cell(0, t)] = 0;
+    payload_.old_per_token_logps[cell(0, t)] = 0;
+    for (int layer = 0; layer < 3; ++layer) experts(0, t, layer)[0] = experts(0, t, layer)[1] = -1;
+  }
+  targets_ = {1.0, 2.0, 3.0};
+  VerifyReport report = run();
+  EXPECT_THAT(report.check("layout")->examples.at(0),
+              HasSubstr("row 1: has 200 real tokens after row 0 which has none"));
+}
+
+TEST_F(VerifyTest, TargetsAreCheckedPerLayer) {
+  targets_ = {1.0, 2.5, 3.0};
+  expect_only_failure(run(), "routing_targets", "layer 1: max/mean 2.0000");
+  targets_ = {1.0, 2.0};
+  expect_only_failure(run(), "routing_targets", "the target table has 2 layers");
+}
+
+TEST_F(VerifyTest, MissingFieldWrongDtypeAndWrongShape) {
+  std::vector<ArrayInfo> arrays;
+  mutate_arrays_ = [](std::vector<ArrayInfo>& a) {
+    a.erase(std::remove_if(a.begin(), a.end(),
+                           [](const ArrayInfo& i) { return i.name == "prompt_mask"; }),
+            a.end());
+  };
+  expect_only_failure(run(&arrays), "fields", "prompt_mask: missing");
+  mutate_arrays_ = [](std::vector<ArrayInfo>& a) {
+    for (ArrayInfo& i : a) {
+      if (i.name == "segment_positions") i.dtype = DType::kInt64;
+    }
+  };
+  expect_only_failure(run(&arrays), "dtypes", "segment_positions: int64, expected int32");
+  mutate_arrays_ = [](std::vector<ArrayInfo>& a) {
+    for (ArrayInfo& i : a) {
+      if (i.name == "prompt_ids") i.shape = {3, 1};
+    }
+  };
+  expect_only_failure(run(&arrays), "shapes", "prompt_ids: shape [3, 1], expected [3, 0]");
+}
+
+TEST_F(VerifyTest, CountsEveryFailureButListsAFew) {
+  for (std::int64_t t = 0; t < 200; ++t) payload_.completion_ids[cell(0, t)] = 0;
+  VerifyReport report = run();
+  EXPECT_EQ(report.check("token_ids")->failures, 200);
+  EXPECT_EQ(report.check("token_ids")->examples.size(), 3u);
+}
+
+TEST_F(VerifyTest, WithoutSegmentsOrMaskContentChecksAreSkipped) {
+  std::vector<ArrayInfo> arrays;
+  mutate_arrays_ = [](std::vector<ArrayInfo>& a) {
+    a.erase(std::remove_if(a.begin(), a.end(),
+                           [](const ArrayInfo& i) {
+                             return i.name == "segment_ids" || i.name == "completion_mask";
+                           }),
+            a.end());
+  };
+  VerifyReport report = run(&arrays);
+  EXPECT_EQ(report.check("fields")->failures, 2);
+  EXPECT_TRUE(report.check("routing")->skipped);
+  EXPECT_TRUE(report.check("layout")->skipped);
+}
+
+// Layout v2 rules verify can tell from the arrays alone (no max_prompt_length known).
+class PromptVerifyTest : public VerifyTest {
+ protected:
+  void SetUp() override {
+    PayloadOptions o = options();
+    o.max_prompt_length = 40;
+    payload_ = build_payload(o);
+    layout_ = row_layout(payload_.options, 0);
+  }
+  std::int64_t prompt() const { return layout_.prompt_lengths[0]; }  // row 0, segment 1
+  RowLayout layout_;
+};
+
+TEST_F(PromptVerifyTest, APayloadWithPromptsPasses) {
+  ASSERT_GE(prompt(), 1);
+  VerifyReport report = run();
+  EXPECT_TRUE(report.passed());
+  EXPECT_EQ(report.real_tokens, 600);  // prompts are real tokens
+}
+
+TEST_F(PromptVerifyTest, MaskMustBePromptZerosThenCompletionOnes) {
+  std::size_t hole = cell(0, prompt() + 3);  // a hole in the completion, values cleared
+  payload_.completion_mask[hole] = 0.0f;
+  payload_.advantages[hole] = 0.0f;
+  payload_.old_per_token_logps[hole] = 0.0f;
+  expect_only_failure(run(), "mask", "= 0 after 3 completion tokens of segment 1");
+}
+
+TEST_F(PromptVerifyTest, ASegmentNeedsACompletionToken) {
+  RowLayout layout = row_layout(payload_.options, 1);
+  std::int64_t end = layout.segment_starts[1];
+  for (std::int64_t t = 0; t < end; ++t) {
+    payload_.completion_mask[cell(1, t)] = 0.0f;
+    payload_.advantages[cell(1, t)] = 0.0f;
+    payload_.old_per_token_logps[cell(1, t)] = 0.0f;
+  }
+  expect_only_failure(run(), "mask", "segment 1 has no completion token");
+}
+
+TEST_F(PromptVerifyTest, PromptTokensCarryNoAdvantageOrLogProb) {
+  payload_.advantages[cell(0, 0)] = 0.5f;
+  expect_only_failure(run(), "advantages", "advantages[row 0, token 0] = 0.5 on a prompt token");
+  payload_.advantages[cell(0, 0)] = 0.0f;
+  payload_.old_per_token_logps[cell(0, 0)] = -3.0f;
+  expect_only_failure(run(), "old_logps",
+                      "old_per_token_logps[row 0, token 0] = -3 on a prompt token");
+}
+
+TEST_F(PromptVerifyTest, MaskOnPaddingIsZero) {
+  payload_.completion_mask[cell(2, 230)] = 1.0f;
+  expect_only_failure(run(), "mask", "completion_mask[row 2, token 230] = 1 on padding");
+}
+
+// Options resolve against the file's record: an option wins, else the record, else unknown.
+TEST(ResolveVerifyOptions, OptionsOverrideTheRecord) {
+  PayloadSettings recorded;
+  recorded.experts = 16;
+  recorded.vocab = 1000;
+  recorded.pad_position = PadPosition::kStart;
+  recorded.pad_align = 512;
+  recorded.advantages = AdvantageMode::kZero;
+  recorded.max_prompt_length = 64;
+  recorded.routing_targets = std::vector<double>{1.5, 3.0};  // scaled by 0.5 from 2 and 5
+  recorded.routing_scale = 0.5;
+  recorded.routing_targets_source = "t.txt";
+  std::string source;
+  VerifyOptions o = resolve_verify_options({}, recorded, {}, &source);
+  EXPECT_EQ(o.experts, 16);
+  EXPECT_EQ(o.vocab, 1000);
+  EXPECT_EQ(o.pad_position, PadPosition::kStart);
+  EXPECT_EQ(o.pad_align, 512);
+  EXPECT_EQ(o.advantages, AdvantageMode::kZero);
+  EXPECT_EQ(o.max_prompt_length, 64);
+  EXPECT_EQ(o.targets, (std::vector<double>{1.5, 3.0}));
+  EXPECT_EQ(source, "t.txt (recorded in payload_settings)");
+  for (const SettingSource& s : o.settings) EXPECT_EQ(s.from, "file") << s.name;
+
+  VerifyFlags flags;
+  flags.experts = 32;
+  flags.pad_align = 64;
+  flags.routing_scale = 1.0;  // the recorded table as given: 2 and 5
+  o = resolve_verify_options(flags, recorded, {}, &source);
+  EXPECT_EQ(o.experts, 32);
+  EXPECT_EQ(o.pad_align, 64);
+  EXPECT_EQ(o.pad_position, PadPosition::kStart);
+  EXPECT_EQ(o.targets, (std::vector<double>{2.0, 5.0}));
+  auto from = [&o](const std::string& name) {
+    for (const SettingSource& s : o.settings) {
+      if (s.name == name) return s.from;
+    }
+    return std::string("absent");
+  };
+  EXPECT_EQ(from("experts"), "option");
+  EXPECT_EQ(from("pad_align"), "option");
+  EXPECT_EQ(from("vocab"), "file");
+
+  // No record (an older file): experts inferred later, no targets, no pad_align required.
+  o = resolve_verify_options({}, std::nullopt, {}, &source);
+  EXPECT_EQ(o.experts, 0);
+  EXPECT_TRUE(o.targets.empty());
+  EXPECT_EQ(source, "");
+  EXPECT_FALSE(o.pad_align.has_value());
+  EXPECT_FALSE(o.pad_position.has_value());
+}
+
+// Without the experts count, verify takes the largest expert id + 1 and says so.
+TEST_F(VerifyTest, UnknownExpertsAreInferredFromTheRouting) {
+  VerifyOptions v;
+  v.vocab = 500;
+  PayloadView view = view_payload(payload_);
+  VerifyReport report = verify_payload(*view.source, view.arrays, v);
+  EXPECT_TRUE(report.passed());
+  EXPECT_EQ(report.experts, 8);
+  ASSERT_FALSE(report.notes.empty());
+  EXPECT_THAT(report.notes.back(), HasSubstr("inferred from the largest expert id + 1"));
+  EXPECT_TRUE(report.check("routing_targets")->skipped);
+}
+
+// The arrays must agree with what payload_settings records.
+TEST_F(VerifyTest, ArraysDisagreeingWithTheRecordFail) {
+  PayloadSettings recorded = parse_payload_settings(payload_.settings_json, "p");
+  recorded.real_len = 201;
+  recorded.segments = {3};
+  VerifyOptions v;
+  v.experts = 8;
+  v.vocab = 500;
+  v.recorded = recorded;
+  PayloadView view = view_payload(payload_);
+  VerifyReport report = verify_payload(*view.source, view.arrays, v);
+  EXPECT_THAT(report.check("layout")->examples.at(0),
+              HasSubstr("200 real tokens, payload_settings records real_len 201"));
+  EXPECT_THAT(report.check("segments")->examples.at(0),
+              HasSubstr("2 segments, payload_settings records 3"));
+  recorded = parse_payload_settings(payload_.settings_json, "p");
+  recorded.rows = 4;
+  recorded.old_logps = false;
+  v.recorded = recorded;
+  report = verify_payload(*view.source, view.arrays, v);
+  EXPECT_THAT(report.check("shapes")->examples.at(0),
+              HasSubstr("payload_settings records rows 4, the arrays have 3"));
+  EXPECT_THAT(report.check("fields")->examples.at(0), HasSubstr("records old_logps false"));
+}
+
+}  // namespace
+}  // namespace rtb

@@ -1,0 +1,113 @@
+#include "rtb/payload/report.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "rtb/payload/builder.h"
+#include "rtb/payload/check.h"
+#include "rtb/payload/tiles.h"
+
+namespace rtb {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+TilesReport bench_tiles() {
+  PayloadOptions o;
+  o.rows = 1;
+  o.tokens = 65536;
+  o.layers = 1;
+  o.topk = 1;
+  o.experts = 1;
+  o.routing_targets = {1.0};
+  TileSettings s;
+  s.cp = 4;
+  s.block_q = 1024;
+  s.block_kv = 4096;
+  s.dkv_block_q = 2048;
+  s.dkv_block_kv = 2048;
+  return count_layout_tiles(resolve_payload_options(o, nullptr), s);
+}
+
+TEST(PayloadReport, TilesTextAndJson) {
+  TilesReport report = bench_tiles();
+  std::string text = format_tiles_text("rows", report);
+  EXPECT_THAT(text, HasSubstr("end    fwd        80      136      136      136      136\n"));
+  EXPECT_THAT(text, HasSubstr("start  dkv       122      116      116      116      122\n"));
+  EXPECT_THAT(text, HasSubstr("fwd 136 -> 125 (-8.1%), dkv 132 -> 122 (-7.6%)"));
+  std::string json = format_tiles_json("a \"quoted\"\nname", report);
+  EXPECT_THAT(json, HasSubstr("\"source\": \"a \\\"quoted\\\"\\nname\""));
+  EXPECT_THAT(json, HasSubstr("\"end\": {\n    \"fwd\": [80, 136, 136, 136],"));
+  EXPECT_THAT(json, HasSubstr("\"dkv\": [122, 116, 116, 116],"));
+  EXPECT_EQ(json.back(), '\n');
+}
+
+Payload small_payload() {
+  PayloadOptions o;
+  o.rows = 2;
+  o.tokens = 256;
+  o.layers = 2;
+  o.topk = 2;
+  o.experts = 8;
+  o.routing_targets = {1.0, 3.0};
+  return build_payload(o);
+}
+
+VerifyReport checks_of(const Payload& p, int ep) {
+  VerifyOptions v;
+  v.experts = 8;
+  v.targets = p.targets;
+  v.ep = ep;
+  PayloadView view = view_payload(p);
+  return verify_payload(*view.source, view.arrays, v);
+}
+
+TEST(PayloadReport, BuildTextHasTheLayerTableAndChecks) {
+  Payload p = small_payload();
+  std::string text = format_build_text(p, checks_of(p, 2), "out.npz");
+  EXPECT_THAT(text, HasSubstr("payload: 2 rows x 256 tokens, 2 layers, top-2 of 8 experts"));
+  EXPECT_THAT(text, HasSubstr("written: out.npz ("));
+  EXPECT_THAT(text, HasSubstr("ep2 max"));
+  EXPECT_THAT(text, HasSubstr("    1    3.0000    3.0"));
+  EXPECT_THAT(text, HasSubstr("checks: 12 passed, 0 failed, 0 skipped"));
+  std::string json = format_build_json(p, checks_of(p, 2), "");
+  EXPECT_THAT(json, HasSubstr("\"output\": null,"));
+  EXPECT_THAT(json, HasSubstr("\"targets\": [1, 3],"));
+  EXPECT_THAT(json, HasSubstr("\"passed\": true\n}"));
+}
+
+TEST(PayloadReport, VerifyTextListsFailuresAndCountsTheRest) {
+  Payload p = small_payload();
+  for (std::int64_t t = 0; t < 10; ++t) p.completion_ids[t] = 0;
+  VerifyOptions v;
+  v.experts = 8;
+  v.max_examples = 2;
+  PayloadView view = view_payload(p);
+  VerifyReport report = verify_payload(*view.source, view.arrays, v);
+  std::string text = format_verify_text("f.npz", report, "");
+  EXPECT_THAT(text, HasSubstr("targets: none checked"));
+  EXPECT_THAT(text, HasSubstr("token_ids        FAILED (10 failures)"));
+  EXPECT_THAT(text, HasSubstr("      completion_ids[row 0, token 1] = 0"));
+  EXPECT_THAT(text, HasSubstr("      ... and 8 more"));
+  EXPECT_THAT(text, HasSubstr("routing_targets  skipped: no target table given"));
+  std::string json = format_verify_json("f.npz", report, "");
+  EXPECT_THAT(json, HasSubstr("\"targets_source\": null"));
+  EXPECT_THAT(json, HasSubstr("\"passed\": false"));
+}
+
+TEST(PayloadReport, SvgDrawsEveryLayerAndTheBuffer) {
+  Payload p = small_payload();
+  VerifyReport report = checks_of(p, 2);
+  std::string svg = routing_load_svg("t <&>", report.per_layer, p.targets);
+  EXPECT_THAT(svg, HasSubstr("<svg"));
+  EXPECT_THAT(svg, HasSubstr("t &lt;&amp;&gt;"));
+  EXPECT_THAT(svg, HasSubstr("layer 1: target 3.0000"));
+  EXPECT_THAT(svg, HasSubstr("layer 1, rank 1:"));
+  EXPECT_THAT(svg, HasSubstr("ragged buffer: 2.75 x mean rank load"));
+  EXPECT_THAT(routing_load_svg("none", {}, {}), HasSubstr("no layers"));
+  EXPECT_THAT(routing_load_svg("measured", report.per_layer, {}), Not(HasSubstr("target ")));
+}
+
+}  // namespace
+}  // namespace rtb
