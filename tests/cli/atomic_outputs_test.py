@@ -11,6 +11,7 @@ The outputs are deterministic, so "whole" is checked by comparing bytes with the
 """
 
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -105,6 +106,34 @@ class AtomicOutputs(unittest.TestCase):
                 with open(out, "rb") as f:
                     self.assertEqual(f.read(), OLD)
                 self.assert_only(directory, "out", "a failed run leaves no temporary file")
+
+    def test_a_write_that_fails_midway_leaves_the_old_file(self):
+        # The failures above stop before an output is opened. Here the output is open and half
+        # written when the write fails: the file size limit (RLIMIT_FSIZE, SIGXFSZ ignored, so
+        # write() returns EFBIG) lets the tool write half of what it writes on a clean run.
+        for name, tool, args, _ in CASES:
+            with self.subTest(case=name):
+                size = len(self.clean_output(name, tool, args))
+                directory = self.fresh_dir(name + "_efbig")
+                out = os.path.join(directory, "out")
+                with open(out, "wb") as f:
+                    f.write(OLD)
+                limit = max(len(OLD) + 1, size // 2)
+
+                def limit_file_size(limit=limit):
+                    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+                    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+                proc = subprocess.run([os.path.join(BIN, tool)] + with_out(args, out),
+                                      capture_output=True, timeout=120,
+                                      preexec_fn=limit_file_size)
+                stderr = proc.stderr.decode(errors="replace")
+                self.assertEqual(proc.returncode, 2, stderr)
+                self.assertNotIn("Traceback", stderr)
+                self.assertIn(tool + ":", stderr)
+                with open(out, "rb") as f:
+                    self.assertEqual(f.read(), OLD, "the old file survives a failed write")
+                self.assert_only(directory, "out", "a failed write leaves no temporary file")
 
     def test_interrupted_runs_leave_the_old_file_or_the_whole_new_one(self):
         for name, tool, args, _ in CASES:
