@@ -9,9 +9,8 @@ import subprocess
 import tempfile
 import unittest
 
-BIN = os.environ.get("RTB_BIN_DIR", "")
-TESTDATA = os.environ.get("RTB_TESTDATA_DIR", "")
-PYTHON = os.environ.get("RTB_PYTHON", "/usr/bin/python3")
+from cli_common import BIN, PYTHON, TESTDATA, run_tool
+
 TOOL = os.path.join(BIN, "aot-check")
 FIXTURE = os.path.join(TESTDATA, "launch_dryrun.txt")
 V5P = os.path.join(TESTDATA, "launch_dryrun_v5p.txt")
@@ -23,6 +22,7 @@ FAKE_BASE = "/opt/maxtext/src/maxtext/configs/base.yml"
 # environment, prints the log STUB_LOG names and exits with STUB_STATUS.
 STUB = r'''
 import json, os, sys
+
 if sys.argv[1] == "-c":
     if os.environ.get("STUB_NO_MAXTEXT"):
         sys.exit(1)
@@ -43,10 +43,7 @@ sys.exit(int(os.environ.get("STUB_STATUS", "0")))
 
 
 def run(args, env=None, cwd=None):
-    full_env = dict(os.environ)
-    full_env.update(env or {})
-    proc = subprocess.run([TOOL] + args, capture_output=True, text=True, timeout=120, env=full_env, cwd=cwd)
-    return proc.returncode, proc.stdout, proc.stderr
+    return run_tool(TOOL, args, env=env, cwd=cwd)
 
 
 def make_stub(directory, name="python3"):

@@ -5,12 +5,12 @@ logs, and bad input, with their exit codes."""
 import json
 import os
 import re
-import subprocess
 import tempfile
 import unittest
 
-BIN = os.environ.get("RTB_BIN_DIR", "")
-TESTDATA = os.environ.get("RTB_TESTDATA_DIR", "")
+from cli_common import BIN, TESTDATA, run_tool
+
+
 TOOL = os.path.join(BIN, "aot-summarize")
 
 
@@ -19,8 +19,7 @@ def data(name):
 
 
 def run(args, stdin=None):
-    proc = subprocess.run([TOOL] + args, input=stdin, capture_output=True, text=True, timeout=120)
-    return proc.returncode, proc.stdout, proc.stderr
+    return run_tool(TOOL, args, stdin=stdin)
 
 
 def rows(table):

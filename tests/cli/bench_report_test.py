@@ -14,22 +14,20 @@ testdata/bench_logs/ (and their known answers, expected.json); the tests read th
 one test also runs the current driver live.
 """
 
-import contextlib
 import importlib.util
-import io
 import json
 import math
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import unittest
 import xml.etree.ElementTree as ET
 
-BIN = os.environ.get("RTB_BIN_DIR", "")
-TESTDATA = os.environ.get("RTB_TESTDATA_DIR", "")
+from cli_common import BIN, TESTDATA, run_tool
+
+
 TOOL = os.path.join(BIN, "bench-report")
 HERE = os.path.dirname(os.path.abspath(__file__))
 DRIVER = os.path.join(HERE, "..", "..", "tools", "render-bench", "driver", "bench_driver.py")
@@ -598,8 +596,7 @@ def write_fixtures(directory):
 
 
 def run(args, stdin=None):
-  proc = subprocess.run([TOOL] + args, input=stdin, capture_output=True, text=True, timeout=120)
-  return proc.returncode, proc.stdout, proc.stderr
+  return run_tool(TOOL, args, stdin=stdin)
 
 
 def log(name):

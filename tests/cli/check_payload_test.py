@@ -5,7 +5,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import tempfile
 import unittest
 import xml.etree.ElementTree as ElementTree
@@ -13,9 +12,9 @@ import zipfile
 
 import numpy as np
 
-BIN = os.environ.get("RTB_BIN_DIR", "")
-TESTDATA = os.environ.get("RTB_TESTDATA_DIR", "")
-PYTHON = os.environ.get("RTB_PYTHON", sys.executable)
+from cli_common import BIN, PYTHON, TESTDATA, run_tool
+
+
 TOOL = os.path.join(BIN, "check-payload")
 
 SMALL = ["--rows", "3", "--tokens", "1024", "--layers", "4", "--topk", "2", "--experts", "16",
@@ -32,8 +31,7 @@ SPEC = {
 
 
 def run(args, timeout=120):
-    proc = subprocess.run([TOOL] + args, capture_output=True, timeout=timeout)
-    return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+    return run_tool(TOOL, args, timeout=timeout)
 
 
 def max_rss_kib(args):

@@ -5,14 +5,14 @@ renders of it made by the built render-bench), and checks stdout, stderr and exi
 import json
 import os
 import re
-import subprocess
 import tempfile
 import unittest
 
 from json_schema import validate
 
-BIN = os.environ.get("RTB_BIN_DIR", "")
-TESTDATA = os.environ.get("RTB_TESTDATA_DIR", "")
+from cli_common import BIN, TESTDATA, run_tool
+
+
 TOOL = os.path.join(BIN, "diff-configs")
 RENDER = os.path.join(BIN, "render-bench")
 
@@ -85,12 +85,7 @@ DUMPS_SCHEMA = {
 
 
 def run(args, stdin=None, tool=TOOL, env=None):
-    full_env = dict(os.environ)
-    full_env.pop("NO_COLOR", None)
-    full_env.update(env or {})
-    proc = subprocess.run([tool] + args, input=stdin, capture_output=True, text=True, timeout=120,
-                          env=full_env)
-    return proc.returncode, proc.stdout, proc.stderr
+    return run_tool(tool, args, stdin=stdin, env=env, unset=["NO_COLOR"])
 
 
 class DiffConfigsTest(unittest.TestCase):

@@ -15,8 +15,9 @@ import yaml
 
 from json_schema import validate
 
-BIN = os.environ.get("RTB_BIN_DIR", "")
-TESTDATA = os.environ.get("RTB_TESTDATA_DIR", "")
+from cli_common import BIN, TESTDATA, run_tool
+
+
 TOOL = os.path.join(BIN, "diff-renders")
 RENDER = os.path.join(BIN, "render-bench")
 FIXTURE = os.path.join(TESTDATA, "launch_dryrun.txt")
@@ -75,12 +76,7 @@ DIFF_SCHEMA = {
 
 
 def run(args, stdin=None, env=None, tool=TOOL):
-    full_env = dict(os.environ)
-    full_env.pop("NO_COLOR", None)
-    full_env.update(env or {})
-    proc = subprocess.run([tool] + args, input=stdin, capture_output=True, text=True, timeout=120,
-                          env=full_env)
-    return proc.returncode, proc.stdout, proc.stderr
+    return run_tool(tool, args, stdin=stdin, env=env, unset=["NO_COLOR"])
 
 
 def read(path):

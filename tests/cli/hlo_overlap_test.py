@@ -4,14 +4,13 @@ its stdout (text, JSON, comparison), the SVG it writes, stderr and exit codes.""
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import unittest
 import xml.etree.ElementTree as ET
 
-BIN = os.environ.get("RTB_BIN_DIR", "")
-TESTDATA = os.environ.get("RTB_TESTDATA_DIR", "")
-PYTHON = os.environ.get("RTB_PYTHON", sys.executable)
+from cli_common import BIN, PYTHON, TESTDATA, run_tool
+
+
 TOOL = os.path.join(BIN, "hlo-overlap")
 HLO = os.path.join(TESTDATA, "hlo")
 BAD = os.path.join(HLO, "bad")
@@ -24,8 +23,7 @@ AG_BALANCE = os.path.join(HLO, "latency_hiding_scheduler__AllGatherAsyncBalance.
 
 
 def run(args, stdin=None):
-    proc = subprocess.run([TOOL] + args, input=stdin, capture_output=True, timeout=120)
-    return proc.returncode, proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8")
+    return run_tool(TOOL, args, stdin=stdin)
 
 
 class TextReport(unittest.TestCase):

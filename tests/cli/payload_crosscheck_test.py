@@ -10,16 +10,14 @@ padding rows). Random values, cut points and prompt lengths differ between the b
 
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import unittest
 
 import numpy as np
 
-BIN = os.environ.get("RTB_BIN_DIR", "")
-TESTDATA = os.environ.get("RTB_TESTDATA_DIR", "")
-PYTHON = os.environ.get("RTB_PYTHON", sys.executable)
+from cli_common import BIN, PYTHON, run_tool
+
+
 TOOL = os.path.join(BIN, "check-payload")
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 DRIVER = os.environ.get("RTB_DRIVER",
@@ -80,8 +78,7 @@ def build_args(case, driver):
 
 
 def run(command, timeout=300):
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-    return proc.returncode, proc.stdout, proc.stderr
+    return run_tool(command, timeout=timeout)
 
 
 def load(path):

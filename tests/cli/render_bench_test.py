@@ -15,8 +15,9 @@ import unittest
 
 import yaml
 
-BIN = os.environ.get("RTB_BIN_DIR", "")
-TESTDATA = os.environ.get("RTB_TESTDATA_DIR", "")
+from cli_common import BIN, TESTDATA, run_tool
+
+
 TOOL = os.path.join(BIN, "render-bench")
 FIXTURE = os.path.join(TESTDATA, "launch_dryrun.txt")
 V5P = os.path.join(TESTDATA, "launch_dryrun_v5p.txt")
@@ -77,8 +78,7 @@ def driver_text():
 
 
 def run(args, stdin=None):
-    proc = subprocess.run([TOOL] + args, input=stdin, capture_output=True, text=True, timeout=60)
-    return proc.returncode, proc.stdout, proc.stderr
+    return run_tool(TOOL, args, stdin=stdin, timeout=60)
 
 
 def load_documents(path):
