@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "rtb/bench/configlog.h"
 #include "rtb/base/error.h"
+#include "rtb/bench/configlog.h"
 
 namespace {
 

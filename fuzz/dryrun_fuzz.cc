@@ -6,11 +6,11 @@
 #include <string>
 #include <string_view>
 
-#include "rtb/bench/configlog.h"
-#include "rtb/k8s/dryrun.h"
 #include "rtb/base/error.h"
-#include "rtb/k8s/jobset.h"
+#include "rtb/bench/configlog.h"
 #include "rtb/bench/render.h"
+#include "rtb/k8s/dryrun.h"
+#include "rtb/k8s/jobset.h"
 
 namespace {
 

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "rtb/base/error.h"
-#include "rtb/logs/memlog.h"
 #include "rtb/base/pyliteral.h"
+#include "rtb/logs/memlog.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

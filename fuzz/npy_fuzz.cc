@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "rtb/base/error.h"
-#include "rtb/payload/npy.h"
 #include "rtb/payload/load.h"
+#include "rtb/payload/npy.h"
 
 namespace {
 

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "rtb/base/error.h"
-#include "rtb/payload/routing.h"
 #include "rtb/payload/load.h"
+#include "rtb/payload/routing.h"
 
 namespace {
 

@@ -51,7 +51,8 @@ TEST(Gzip, RoundTripsAndShrinksText) {
 }
 
 TEST(Gzip, RejectsCorruptAndTruncatedStreams) {
-  std::string packed = gzip_compress("the bench driver, many times over: " + std::string(5000, 'a'));
+  std::string packed =
+      gzip_compress("the bench driver, many times over: " + std::string(5000, 'a'));
   EXPECT_THROW(gzip_decompress(packed.substr(0, packed.size() / 2)), Error);
   EXPECT_THROW(gzip_decompress("not gzip at all"), Error);
   std::string flipped = packed;

@@ -6,11 +6,11 @@
 #include <chrono>
 #include <string>
 
-#include "rtb/k8s/dryrun.h"
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
-#include "rtb/k8s/jobset.h"
 #include "rtb/bench/render.h"
+#include "rtb/k8s/dryrun.h"
+#include "rtb/k8s/jobset.h"
 #include "rtb/k8s/yaml.h"
 
 namespace rtb {

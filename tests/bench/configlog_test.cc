@@ -14,13 +14,14 @@
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
 #include "rtb/bench/render.h"
+#include "test_util.h"
 
 namespace rtb {
 namespace {
 
 using ::testing::HasSubstr;
 
-std::string testdata(const std::string& name) { return std::string(RTB_TESTDATA_DIR) + "/" + name; }
+using test::testdata;
 
 const char* kDpo = "configlog_maxtext_dpo_qwen3-0.6b_tpu-v5p-8_train.log";
 const char* kGrpo = "configlog_maxtext_grpo_llama3.1-8b_config_dump.log";

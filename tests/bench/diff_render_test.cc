@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "rtb/k8s/diff.h"
-#include "rtb/bench/diff_report.h"
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
+#include "rtb/bench/diff_report.h"
 #include "rtb/bench/render.h"
+#include "rtb/k8s/diff.h"
 
 namespace rtb {
 namespace {

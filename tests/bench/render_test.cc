@@ -10,9 +10,9 @@
 #include <utility>
 #include <vector>
 
-#include "rtb/k8s/diff.h"
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
+#include "rtb/k8s/diff.h"
 #include "rtb/k8s/yaml.h"
 
 namespace rtb {

@@ -18,6 +18,7 @@
 #include "fixtures.h"
 #include "rtb/base/error.h"
 #include "rtb/hlo/report.h"
+#include "test_util.h"
 
 namespace rtb::hlo {
 namespace {
@@ -564,12 +565,7 @@ TEST(HloAnalysis, UnscheduledModuleIsFlagged) {
 // ---- bad input ----------------------------------------------------------------------------------
 
 std::string error_of(const std::string& name) {
-  try {
-    analyze_file(fixture_path("bad/" + name));
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
+  return test::error_of([&] { analyze_file(fixture_path("bad/" + name)); }).what();
 }
 
 TEST(HloBadInput, NothingUsableIsAnErrorWithFileAndLine) {

@@ -6,10 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "rtb/k8s/dryrun.h"
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
+#include "rtb/k8s/dryrun.h"
 #include "rtb/k8s/yaml.h"
+#include "test_util.h"
 
 namespace rtb {
 namespace {
@@ -19,7 +20,7 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
 
-std::string testdata(const std::string& name) { return std::string(RTB_TESTDATA_DIR) + "/" + name; }
+using test::testdata;
 
 const std::string kProcSpec = "spec.replicatedJobs[proc].template.spec.template.spec";
 const std::string kWorkerSpec = "spec.replicatedJobs[pw-node].template.spec.template.spec";

@@ -9,6 +9,7 @@
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
 #include "rtb/k8s/yaml.h"
+#include "test_util.h"
 
 namespace rtb {
 namespace {
@@ -16,7 +17,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-std::string testdata(const std::string& name) { return std::string(RTB_TESTDATA_DIR) + "/" + name; }
+using test::testdata;
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
@@ -57,12 +58,7 @@ std::string name_of(const Document& doc) {
 }
 
 Error error_of(std::string_view text, const std::string& source) {
-  try {
-    parse_dryrun(text, source);
-  } catch (const Error& error) {
-    return error;
-  }
-  return Error("(no error)");
+  return test::error_of([&] { parse_dryrun(text, source); });
 }
 
 // --- the main fixture

@@ -8,10 +8,11 @@
 #include <tuple>
 #include <vector>
 
-#include "rtb/k8s/dryrun.h"
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
+#include "rtb/k8s/dryrun.h"
 #include "rtb/k8s/yaml.h"
+#include "test_util.h"
 
 namespace rtb {
 namespace {
@@ -20,7 +21,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-std::string testdata(const std::string& name) { return std::string(RTB_TESTDATA_DIR) + "/" + name; }
+using test::testdata;
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
@@ -51,12 +52,7 @@ std::string block_text(std::string_view script, const StartupBlock& block) {
 }
 
 std::string startup_error(std::string_view script) {
-  try {
-    find_startup_block(script);
-  } catch (const Error& error) {
-    return error.message();
-  }
-  return "(no error)";
+  return test::error_of([&] { find_startup_block(script); }).message();
 }
 
 struct Loaded {
@@ -378,12 +374,8 @@ TEST(JobSetClient, NoStartupBlockReportsFileAndLine) {
 }
 
 Error client_error(const Loaded& loaded, std::size_t document) {
-  try {
-    JobSetView(loaded.dryrun.documents.at(document)).client(loaded.path);
-  } catch (const Error& error) {
-    return error;
-  }
-  return Error("(no error)");
+  return test::error_of(
+      [&] { JobSetView(loaded.dryrun.documents.at(document)).client(loaded.path); });
 }
 
 TEST(JobSetClient, UnbalancedQuoteReportsFileAndLine) {
@@ -462,12 +454,7 @@ TEST(Roles, SelectRolesOfTheMainFixture) {
 }
 
 Error select_error(const DryRun& dryrun, const RoleMains& mains) {
-  try {
-    select_roles(dryrun, mains);
-  } catch (const Error& error) {
-    return error;
-  }
-  return Error("(no error)");
+  return test::error_of([&] { select_roles(dryrun, mains); });
 }
 
 TEST(Roles, NoTrainerNamesTheJobSetsFound) {

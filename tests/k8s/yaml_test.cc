@@ -12,9 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "rtb/k8s/dryrun.h"
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
+#include "rtb/k8s/dryrun.h"
+#include "test_util.h"
 
 namespace rtb::yaml {
 namespace {
@@ -27,7 +28,7 @@ using ::testing::Not;
 using ::testing::Pair;
 using ::testing::UnorderedElementsAre;
 
-std::string testdata(const std::string& name) { return std::string(RTB_TESTDATA_DIR) + "/" + name; }
+using test::testdata;
 
 std::string escaped(std::string_view text) {
   std::string out = "'";

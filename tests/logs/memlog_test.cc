@@ -11,6 +11,7 @@
 
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
+#include "test_util.h"
 
 namespace rtb {
 namespace {
@@ -21,7 +22,7 @@ using ::testing::IsEmpty;
 
 constexpr long long kGiB = 1LL << 30;
 
-std::string testdata(const std::string& name) { return std::string(RTB_TESTDATA_DIR) + "/" + name; }
+using test::testdata;
 
 MemLog read_fixture(const std::string& name) { return read_memlog(testdata(name)); }
 

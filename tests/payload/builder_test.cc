@@ -12,9 +12,9 @@
 
 #include "rtb/base/error.h"
 #include "rtb/payload/check.h"
-#include "rtb/payload/settings.h"
-#include "rtb/payload/routing.h"
 #include "rtb/payload/load.h"
+#include "rtb/payload/routing.h"
+#include "rtb/payload/settings.h"
 
 namespace rtb {
 namespace {

@@ -13,6 +13,7 @@
 
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
+#include "test_util.h"
 
 namespace rtb {
 namespace {
@@ -21,7 +22,7 @@ namespace fs = std::filesystem;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-std::string testdata(const std::string& name) { return std::string(RTB_TESTDATA_DIR) + "/" + name; }
+using test::testdata;
 
 std::span<const std::byte> bytes_of(const std::string& s) {
   return std::as_bytes(std::span(s.data(), s.size()));

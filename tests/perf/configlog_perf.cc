@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "rtb/bench/configlog.h"
 #include "rtb/base/io.h"
+#include "rtb/bench/configlog.h"
 
 namespace {
 

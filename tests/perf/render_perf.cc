@@ -8,10 +8,10 @@
 #include <regex>
 #include <string>
 
-#include "rtb/k8s/dryrun.h"
 #include "rtb/base/io.h"
-#include "rtb/k8s/jobset.h"
 #include "rtb/bench/render.h"
+#include "rtb/k8s/dryrun.h"
+#include "rtb/k8s/jobset.h"
 
 namespace {
 

@@ -11,11 +11,11 @@
 
 #include "common/render_options.h"
 #include "common/tool.h"
-#include "rtb/bench/aot.h"
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
-#include "rtb/logs/memlog.h"
+#include "rtb/bench/aot.h"
 #include "rtb/bench/render.h"
+#include "rtb/logs/memlog.h"
 
 namespace rtb::embedded {
 std::string_view bench_driver();

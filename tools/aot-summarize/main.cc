@@ -9,8 +9,8 @@
 #include "common/tool.h"
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
-#include "rtb/logs/memlog.h"
 #include "rtb/base/slice.h"
+#include "rtb/logs/memlog.h"
 
 namespace {
 

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "common/tool.h"
-#include "rtb/logs/bench_stats.h"
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
+#include "rtb/logs/bench_stats.h"
 #include "rtb/logs/report.h"
 #include "rtb/logs/steplog.h"
 

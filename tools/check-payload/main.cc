@@ -12,13 +12,13 @@
 #include "common/tool.h"
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
-#include "rtb/payload/npy.h"
 #include "rtb/payload/builder.h"
 #include "rtb/payload/check.h"
-#include "rtb/payload/report.h"
-#include "rtb/payload/settings.h"
-#include "rtb/payload/routing.h"
 #include "rtb/payload/load.h"
+#include "rtb/payload/npy.h"
+#include "rtb/payload/report.h"
+#include "rtb/payload/routing.h"
+#include "rtb/payload/settings.h"
 #include "rtb/payload/tiles.h"
 
 namespace {

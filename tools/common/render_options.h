@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "rtb/k8s/dryrun.h"
 #include "rtb/bench/render.h"
+#include "rtb/k8s/dryrun.h"
 
 namespace rtb::tool {
 

@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "common/tool.h"
-#include "rtb/bench/configlog.h"
-#include "rtb/bench/diff_report.h"
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
+#include "rtb/bench/configlog.h"
+#include "rtb/bench/diff_report.h"
 
 namespace {
 

@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "common/tool.h"
+#include "rtb/base/error.h"
+#include "rtb/base/io.h"
 #include "rtb/bench/diff_render.h"
 #include "rtb/bench/diff_report.h"
 #include "rtb/k8s/dryrun.h"
-#include "rtb/base/error.h"
-#include "rtb/base/io.h"
 
 namespace {
 

@@ -10,9 +10,9 @@
 
 #include "common/tool.h"
 #include "rtb/base/error.h"
+#include "rtb/base/io.h"
 #include "rtb/hlo/analysis.h"
 #include "rtb/hlo/report.h"
-#include "rtb/base/io.h"
 
 namespace {
 

@@ -8,10 +8,10 @@
 
 #include "common/render_options.h"
 #include "common/tool.h"
-#include "rtb/k8s/dryrun.h"
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
 #include "rtb/bench/render.h"
+#include "rtb/k8s/dryrun.h"
 
 namespace rtb::embedded {
 std::string_view bench_driver();

@@ -13,14 +13,14 @@
 #include <ctime>
 #include <memory>
 
+#include "rtb/base/error.h"
+#include "rtb/base/json.h"
+#include "rtb/base/slice.h"
 #include "rtb/k8s/diff.h"
 #include "rtb/k8s/dryrun.h"
-#include "rtb/base/error.h"
 #include "rtb/k8s/flags.h"
 #include "rtb/k8s/jobset.h"
-#include "rtb/base/json.h"
 #include "rtb/k8s/shell.h"
-#include "rtb/base/slice.h"
 #include "rtb/k8s/yaml.h"
 
 extern char** environ;

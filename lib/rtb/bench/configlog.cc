@@ -14,11 +14,11 @@
 #include <cstring>
 #include <map>
 
-#include "rtb/k8s/diff.h"
-#include "rtb/bench/diff_render.h"
 #include "rtb/base/error.h"
-#include "rtb/k8s/flags.h"
 #include "rtb/base/io.h"
+#include "rtb/bench/diff_render.h"
+#include "rtb/k8s/diff.h"
+#include "rtb/k8s/flags.h"
 #include "rtb/k8s/yaml.h"
 
 namespace rtb {

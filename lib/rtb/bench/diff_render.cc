@@ -9,9 +9,9 @@
 #include <unordered_map>
 
 #include "rtb/base/error.h"
+#include "rtb/base/slice.h"
 #include "rtb/k8s/flags.h"
 #include "rtb/k8s/shell.h"
-#include "rtb/base/slice.h"
 #include "rtb/k8s/yaml.h"
 
 namespace rtb {

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "rtb/bench/configlog.h"
-#include "rtb/k8s/diff.h"
 #include "rtb/bench/diff_render.h"
+#include "rtb/k8s/diff.h"
 
 namespace rtb {
 

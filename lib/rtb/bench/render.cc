@@ -10,13 +10,13 @@
 #include <set>
 
 #include "rtb/base/compress.h"
-#include "rtb/k8s/diff.h"
 #include "rtb/base/error.h"
-#include "rtb/k8s/flags.h"
-#include "rtb/payload/routing.h"
-#include "rtb/k8s/shell.h"
 #include "rtb/base/slice.h"
+#include "rtb/k8s/diff.h"
+#include "rtb/k8s/flags.h"
+#include "rtb/k8s/shell.h"
 #include "rtb/k8s/yaml.h"
+#include "rtb/payload/routing.h"
 
 namespace rtb {
 namespace {

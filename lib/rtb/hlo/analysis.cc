@@ -19,9 +19,9 @@
 #include <utility>
 
 #include "rtb/base/error.h"
+#include "rtb/base/io.h"
 #include "rtb/hlo/scan.h"
 #include "rtb/hlo/syntax.h"
-#include "rtb/base/io.h"
 
 namespace rtb::hlo {
 

@@ -17,9 +17,9 @@
 #endif
 
 #include "rtb/base/error.h"
-#include "rtb/payload/settings.h"
-#include "rtb/payload/routing.h"
 #include "rtb/payload/load.h"
+#include "rtb/payload/routing.h"
+#include "rtb/payload/settings.h"
 
 namespace rtb {
 namespace {

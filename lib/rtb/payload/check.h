@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "rtb/payload/npy.h"
 #include "rtb/payload/builder.h"
-#include "rtb/payload/settings.h"
 #include "rtb/payload/load.h"
+#include "rtb/payload/npy.h"
+#include "rtb/payload/settings.h"
 
 namespace rtb {
 

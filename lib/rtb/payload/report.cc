@@ -5,8 +5,8 @@
 
 #include "rtb/base/error.h"
 #include "rtb/base/json.h"
-#include "rtb/payload/routing.h"
 #include "rtb/base/svg.h"
+#include "rtb/payload/routing.h"
 
 namespace rtb {
 namespace {

@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "rtb/payload/npy.h"
 #include "rtb/payload/builder.h"
+#include "rtb/payload/npy.h"
 
 namespace rtb {
 

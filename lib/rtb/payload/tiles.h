@@ -13,8 +13,8 @@
 #include <span>
 #include <vector>
 
-#include "rtb/payload/npy.h"
 #include "rtb/payload/builder.h"
+#include "rtb/payload/npy.h"
 
 namespace rtb {
 

@@ -1,0 +1,31 @@
+// What the C++ unit tests share.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "rtb/base/error.h"
+
+namespace rtb::test {
+
+// A fixture under testdata/ (RTB_TESTDATA_DIR is set by CMakeLists.txt).
+inline std::string testdata(std::string_view name) {
+  return std::string(RTB_TESTDATA_DIR) + "/" + std::string(name);
+}
+
+// The rtb::Error that `call` throws; a test failure (and an empty Error) when it throws none.
+template <typename Call>
+Error error_of(Call&& call) {
+  try {
+    std::forward<Call>(call)();
+  } catch (const Error& error) {
+    return error;
+  }
+  ADD_FAILURE() << "expected an rtb::Error, none was thrown";
+  return Error("", 0, "");
+}
+
+}  // namespace rtb::test
