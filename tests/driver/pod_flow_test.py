@@ -19,6 +19,9 @@ import unittest
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 
 FAKES = {
+    "maxtext/__init__.py": """
+        # Stands in for the MaxText package (the preflight imports it).
+        """,
     "tunix/utils/maxtext_utils.py": """
         def get_tokenizer_pad_id(model_id, tokenizer_path, model_dir):
           return 9
@@ -348,7 +351,11 @@ class PodFlowTest(unittest.TestCase):
     self.addCleanup(shutil.rmtree, root)
     shutil.copytree(self.root, root, dirs_exist_ok=True)
     for path in remove:
-      os.unlink(os.path.join(root, path))
+      full = os.path.join(root, path)
+      if os.path.isdir(full):
+        shutil.rmtree(full)
+      else:
+        os.unlink(full)
     for path, text in (replace or {}).items():
       with open(os.path.join(root, path), "w", encoding="utf-8") as handle:
         handle.write(textwrap.dedent(text))
@@ -547,7 +554,7 @@ class PodFlowTest(unittest.TestCase):
     result, calls, status = self.preflight(LOGP_GATES="off")
     self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
     self.assertEqual(set(status.values()), {"ok"}, status)
-    for item in ("trainer module", "TRAINER_ARGV", "TrainerWorker", "datatypes",
+    for item in ("trainer module", "TRAINER_ARGV", "MaxText", "TrainerWorker", "datatypes",
                  "orchestrator module", "ORCH_ARGV", "GRPO config", "tokenizer",
                  "batch configuration", "warm-up payload", "payload", "staged step boundary",
                  "jax"):
@@ -568,6 +575,13 @@ class PodFlowTest(unittest.TestCase):
     self.assertEqual(status["warm-up payload"], "skip")  # needs the assembler
     self.assertEqual(status["GRPO config"], "ok")  # the rest is still checked
     self.assertEqual(status["TrainerWorker"], "ok")
+
+  def test_preflight_finds_maxtext_missing(self):
+    root = self.variant(remove=["maxtext"])  # the package, not only its __init__
+    result, _, status = self.preflight(root=root)
+    self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+    self.assertEqual(status["MaxText"], "FAIL")
+    self.assertIn("cannot import maxtext", result.stdout)
 
   def test_preflight_finds_a_changed_signature(self):
     assembly = FAKES["tunix/experimental/orchestrator/batch_assembly.py"].replace(

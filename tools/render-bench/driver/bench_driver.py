@@ -102,8 +102,8 @@ function, the argument and the file (exit 1); a warm-up signature mismatch too.
 
 Preflight (on CPU in the trainer image, same environment as the pod, JAX_PLATFORMS=cpu):
   python3 bench_driver.py --preflight
-imports every module the run uses, checks each function and signature it will call, parses both
-argvs with Tunix's parsers, builds the GRPO config with LOGP_GATES applied, the batch
+imports every module the run uses (MaxText too), checks each function and signature it will
+call, parses both argvs with Tunix's parsers, builds the GRPO config with LOGP_GATES applied, the batch
 configuration, the warm-up payload and a small payload to its layout, and prints one line per
 check (`preflight: ok|FAIL|skip NAME: detail`). Builds no trainer, loads no weights. Exit 0 all
 good, 1 a problem, 2 bad settings.
@@ -3057,6 +3057,18 @@ def run_preflight(settings: Settings, out: Callable[[str], None] = emit) -> int:
                                      trainer_words, "TRAINER_ARGV")
     return f"{len(trainer_words)} words parsed by {ctx['trainer_node'].__name__}._parse_args"
 
+  def trainer_backend() -> str:
+    # The trainer factory builds the MaxText engine through tunix.utils.maxtext_utils; the
+    # preflight imports both without building anything.
+    backend = getattr(ctx["trainer_args"], "trainer_backend", "maxtext") or "maxtext"
+    if backend != "maxtext":
+      return f"--trainer_backend={backend}: no MaxText modules to check"
+    modules = []
+    for name in ("maxtext", "tunix.utils.maxtext_utils"):
+      module = import_tunix(name, "build the MaxText trainer")
+      modules.append(f"{name} ({source_file(module)})")
+    return ", ".join(modules)
+
   def trainer_worker() -> str:
     module = import_tunix("tunix.experimental.worker.trainer_worker", "build the worker")
     worker_class = require(module, "TrainerWorker", "build the worker")
@@ -3214,6 +3226,7 @@ def run_preflight(settings: Settings, out: Callable[[str], None] = emit) -> int:
 
   checks.check("trainer module", trainer_module)
   checks.check("TRAINER_ARGV", trainer_argv, needs=["trainer_node"])
+  checks.check("MaxText", trainer_backend, needs=["trainer_args"])
   checks.check("TrainerWorker", trainer_worker, needs=["trainer_args"])
   checks.check("datatypes", datatypes, needs=["worker_class"])
   checks.check("orchestrator module", orchestrator_module)
