@@ -850,7 +850,8 @@ class ThroughputTest(unittest.TestCase):
   def test_profiled_steps_stay_out_of_the_means(self):
     plan = make_plan(steps=4, micro_steps=2, window=(4, 2))
     self.assertEqual([plan.profiled(step) for step in range(4)], [False, False, True, False])
-    records = [bd.StepRecord(step, seconds, [1.0, 1.0], 10, 0.0, False, profiled=plan.profiled(step))
+    records = [bd.StepRecord(step, seconds, [1.0, 1.0], 10, 0.0, False,
+                             profiled=plan.profiled(step))
                for step, seconds in enumerate([50.0, 10.0, 99.0, 12.0])]
     summary = bd.summarize(plan, records, rows=1, tokens_per_row=8, real_len=7, segments=1,
                            final_rows=1, layers=None, topk=None, experts=None, routing=[],

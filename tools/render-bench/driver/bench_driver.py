@@ -103,8 +103,8 @@ function, the argument and the file (exit 1); a warm-up signature mismatch too.
 Preflight (on CPU in the trainer image, same environment as the pod, JAX_PLATFORMS=cpu):
   python3 bench_driver.py --preflight
 imports every module the run uses (MaxText too), checks each function and signature it will
-call, parses both argvs with Tunix's parsers, builds the GRPO config with LOGP_GATES applied, the batch
-configuration, the warm-up payload and a small payload to its layout, and prints one line per
+call, parses both argvs with Tunix's parsers, builds the GRPO config with LOGP_GATES applied, the
+batch configuration, the warm-up payload and a small payload to its layout, and prints one line per
 check (`preflight: ok|FAIL|skip NAME: detail`). Builds no trainer, loads no weights. Exit 0 all
 good, 1 a problem, 2 bad settings.
 
@@ -1745,7 +1745,9 @@ def _stage_reported_no_overlap(response: Any) -> Optional[str]:
   staged = _find_in(response, "staged")
   if staged is False:
     reason = _find_in(response, "reason")
-    return f"the worker staged nothing ({one_line(reason)})" if reason else "the worker staged nothing"
+    if reason:
+      return f"the worker staged nothing ({one_line(reason)})"
+    return "the worker staged nothing"
   overlap = _find_in(response, "overlap_s")
   if isinstance(overlap, (int, float)) and not isinstance(overlap, bool) and overlap <= 0:
     return "the stage measured no overlap with the device (the worker's overlap_s is 0)"
@@ -3053,8 +3055,8 @@ def run_preflight(settings: Settings, out: Callable[[str], None] = emit) -> int:
     return f"{module.__name__} ({source_file(module)})"
 
   def trainer_argv() -> str:
-    ctx["trainer_args"] = parse_with(ctx["trainer_node"]._parse_args,  # pylint: disable=protected-access
-                                     trainer_words, "TRAINER_ARGV")
+    parse = ctx["trainer_node"]._parse_args  # pylint: disable=protected-access
+    ctx["trainer_args"] = parse_with(parse, trainer_words, "TRAINER_ARGV")
     return f"{len(trainer_words)} words parsed by {ctx['trainer_node'].__name__}._parse_args"
 
   def trainer_backend() -> str:
@@ -3243,8 +3245,9 @@ def run_preflight(settings: Settings, out: Callable[[str], None] = emit) -> int:
   for taken in fallbacks.taken:
     out(f"preflight: FALLBACK {one_line(taken)}")
   code = checks.exit_code()
-  out(f"preflight: {'all good' if code == 0 else str(len(checks.failed)) + ' problem(s): ' + ', '.join(checks.failed)}"
-      f" (exit {code})")
+  verdict = ("all good" if code == 0 else
+             f"{len(checks.failed)} problem(s): {', '.join(checks.failed)}")
+  out(f"preflight: {verdict} (exit {code})")
   return code
 
 
