@@ -2,8 +2,10 @@
 
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 
 #include "rtb/base/error.h"
@@ -70,6 +72,21 @@ int Tool::run(int argc, char** argv, const std::function<int()>& body) {
     print_error_line(spec_.name, std::string("internal error: ") + e.what());
   }
   return kExitError;
+}
+
+CLI::Option* add_color_option(CLI::App& app, std::string& when) {
+  return app
+      .add_option("--color", when, "auto|always|never (auto: on a terminal, unless NO_COLOR)")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+}
+
+bool use_color(const std::string& when) {
+  if (when == "always") return true;
+  if (when == "never") return false;
+  const char* no_color = std::getenv("NO_COLOR");
+  if (no_color != nullptr && no_color[0] != '\0') return false;
+  return ::isatty(STDOUT_FILENO) == 1;
 }
 
 }  // namespace rtb::tool

@@ -20,6 +20,11 @@ struct Spec {
   std::string examples;  // shown at the end of --help
 };
 
+// `--color auto|always|never` (default auto) into `when`.
+CLI::Option* add_color_option(CLI::App& app, std::string& when);
+// Whether to colour stdout: always, never, or (auto) on a terminal unless NO_COLOR is set.
+bool use_color(const std::string& when);
+
 class Tool {
  public:
   explicit Tool(Spec spec);

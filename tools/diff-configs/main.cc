@@ -1,10 +1,8 @@
 // diff-configs: compares the resolved MaxText configs of two runs from their logs (`Config param
 // <key>: <value>` lines), or a log with a render's MaxText flags (see README.md).
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <optional>
 #include <regex>
 #include <string>
@@ -25,14 +23,6 @@ constexpr const char* kExamples =
   diff-configs bench.yaml bench-pod.log             # did my flags reach the resolved config?
   kubectl logs POD | diff-configs - baseline.log --json
 )";
-
-bool use_color(const std::string& when) {
-  if (when == "always") return true;
-  if (when == "never") return false;
-  const char* no_color = std::getenv("NO_COLOR");
-  if (no_color != nullptr && no_color[0] != '\0') return false;
-  return ::isatty(STDOUT_FILENO) == 1;
-}
 
 }  // namespace
 
@@ -63,9 +53,7 @@ int main(int argc, char** argv) {
   app.add_flag("--list-dumps", list_dumps, "List the config dumps of each log with their lines");
   app.add_option("--keys", keys, "REGEX: compare only keys that match (ECMAScript, search)");
   app.add_flag("--json", json, "Machine-readable output (rtb.diff-configs/1)");
-  app.add_option("--color", color, "auto|always|never (auto: on a terminal, unless NO_COLOR)")
-      ->check(CLI::IsMember({"auto", "always", "never"}))
-      ->capture_default_str();
+  rtb::tool::add_color_option(app, color);
   app.add_option("--trainer-main", mains.trainer, "--process_main of the trainer (renders)")
       ->capture_default_str();
 
@@ -122,8 +110,9 @@ int main(int argc, char** argv) {
         rtb::diff_configs(a, b, [&](std::string_view key) {
           return !pattern || std::regex_search(key.begin(), key.end(), *pattern);
         });
-    std::string out = json ? rtb::format_config_json(a, b, differences, keys)
-                           : rtb::format_config_text(differences, {use_color(color), false});
+    std::string out =
+        json ? rtb::format_config_json(a, b, differences, keys)
+             : rtb::format_config_text(differences, {rtb::tool::use_color(color), false});
     rtb::write_output("-", out);
     return differences.empty() ? rtb::tool::kExitOk : rtb::tool::kExitDifferent;
   });

@@ -2,10 +2,8 @@
 // files), flag by flag; with --expect-bench, whether a bench render changed only what render-bench
 // may change (see README.md).
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -25,14 +23,6 @@ constexpr const char* kExamples =
   diff-renders bench-a.yaml bench-b.yaml --rename ab-a=ab-b --ignore '*.startup.driver'
   diff-renders a.txt b.txt --json | jq '.differences[].path'
 )";
-
-bool use_color(const std::string& when) {
-  if (when == "always") return true;
-  if (when == "never") return false;
-  const char* no_color = std::getenv("NO_COLOR");
-  if (no_color != nullptr && no_color[0] != '\0') return false;
-  return ::isatty(STDOUT_FILENO) == 1;
-}
 
 rtb::DryRun load(const std::string& path) {
   std::string name = rtb::display_name(path);
@@ -75,9 +65,7 @@ int main(int argc, char** argv) {
                "render-bench does not make");
   app.add_flag("--show-allowed", show_allowed,
                "With --expect-bench, also list the differences render-bench is allowed to make");
-  app.add_option("--color", color, "auto|always|never (auto: on a terminal, unless NO_COLOR)")
-      ->check(CLI::IsMember({"auto", "always", "never"}))
-      ->capture_default_str();
+  rtb::tool::add_color_option(app, color);
   app.add_option("--trainer-main", mains.trainer, "--process_main of the trainer")
       ->capture_default_str();
   app.add_option("--orch-main", mains.orchestrator, "--process_main of the orchestrator")
@@ -118,7 +106,7 @@ int main(int argc, char** argv) {
     } else if (stat) {
       out = report.failed() || report.ignored ? rtb::format_render_stat(report) : "";
     } else {
-      out = rtb::format_render_text(report, {use_color(color), show_allowed});
+      out = rtb::format_render_text(report, {rtb::tool::use_color(color), show_allowed});
     }
     rtb::write_output("-", out);
     return report.failed() ? rtb::tool::kExitDifferent : rtb::tool::kExitOk;
