@@ -277,6 +277,7 @@ class BadInput(unittest.TestCase):
     def test_missing_file_and_bad_options(self):
         self.assert_error([os.path.join(BAD, "missing.hlo.txt")], r"cannot open")
         self.assert_error([], r"DUMP is required")
+        self.assert_error(["-", "-"], r"only one of the two dumps can be - \(stdin\)")
         self.assert_error([A2A, A2A, A2A], r"hlo-overlap: ")
 
     def test_nul_byte_after_complete_computations(self):

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -72,6 +73,12 @@ int Tool::run(int argc, char** argv, const std::function<int()>& body) {
     print_error_line(spec_.name, std::string("internal error: ") + e.what());
   }
   return kExitError;
+}
+
+void require_one_stdin(const std::vector<std::string>& inputs, std::string_view what) {
+  if (std::count(inputs.begin(), inputs.end(), "-") > 1) {
+    fail("only one of {} can be - (stdin)", what);
+  }
 }
 
 CLI::Option* add_color_option(CLI::App& app, std::string& when) {

@@ -5,6 +5,8 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace rtb::tool {
 
@@ -19,6 +21,10 @@ struct Spec {
   std::string summary;   // one paragraph for --help
   std::string examples;  // shown at the end of --help
 };
+
+// Fails (one line, exit 2) when more than one of `inputs` is "-": stdin can be read only once.
+// `what` names them in the message, e.g. "A and B".
+void require_one_stdin(const std::vector<std::string>& inputs, std::string_view what);
 
 // `--color auto|always|never` (default auto) into `when`.
 CLI::Option* add_color_option(CLI::App& app, std::string& when);

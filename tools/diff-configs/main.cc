@@ -65,8 +65,7 @@ int main(int argc, char** argv) {
     std::optional<std::size_t> dump = dump_number("--dump", dump_all);
     std::optional<std::size_t> dump_a = dump_number("--dump-a", dump_first);
     std::optional<std::size_t> dump_b = dump_number("--dump-b", dump_second);
-    if (inputs.size() == 2 && inputs[0] == "-" && inputs[1] == "-")
-      rtb::fail("only one of A and B can be - (stdin)");
+    rtb::tool::require_one_stdin(inputs, "A and B");
     if (list_dumps) {
       std::vector<rtb::ConfigSide> sides;
       for (const std::string& input : inputs) {

@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
 
   return tool.run(argc, argv, [&]() -> int {
-    if (a == "-" && b == "-") rtb::fail("only one of A and B can be - (stdin)");
+    rtb::tool::require_one_stdin({a, b}, "A and B");
     rtb::DiffFilter filter;
     for (const std::string& glob : ignores) filter.ignore(glob);
     for (const std::string& file : ignore_files) filter.ignore_file(file);

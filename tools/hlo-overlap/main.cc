@@ -105,9 +105,7 @@ int main(int argc, char** argv) {
     std::optional<std::int64_t> budget;
     if (fail_if_exposed) budget = parse_bytes(*fail_if_exposed);
     if (svg_file && inputs.size() == 2) rtb::fail("--svg draws one dump; give one DUMP");
-    if (inputs.size() == 2 && inputs[0] == "-" && inputs[1] == "-") {
-      rtb::fail("only one of the two dumps can be stdin (-)");
-    }
+    rtb::tool::require_one_stdin(inputs, "the two dumps");
     options.max_statement_bytes = max_statement_mib << 20;
     options.keep_schedule = svg_file.has_value();
 
