@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "rtb/base/error.h"
 
@@ -14,6 +15,19 @@ namespace rtb::test {
 // A fixture under testdata/ (RTB_TESTDATA_DIR is set by CMakeLists.txt).
 inline std::string testdata(std::string_view name) {
   return std::string(RTB_TESTDATA_DIR) + "/" + std::string(name);
+}
+
+// The lines of `text` without their '\n' (no empty last line for a trailing newline).
+inline std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
 }
 
 // The rtb::Error that `call` throws; a test failure (and an empty Error) when it throws none.
