@@ -6,13 +6,17 @@ JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
 
 APT_PACKAGES := cmake ninja-build g++ make python3 python3-numpy python3-yaml \
   libyaml-cpp-dev libcli11-dev libeigen3-dev libfmt-dev libspdlog-dev \
-  libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
+  libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev \
+  help2man dpkg-dev bash-completion
+# help2man: the man pages, generated from each tool's --help at build time; dpkg-dev: make deb's
+# dpkg-shlibdeps, which computes the package's Depends; bash-completion: the install test loads
+# the completions through its loader, as a user's shell does.
 # clang and its runtime libraries: the sanitizer build (make test-asan, make fuzz).
 FUZZ_PACKAGES := clang-14 libclang-rt-14-dev
 FUZZ_SECONDS ?= 60
 FUZZ_PARALLEL ?= $(JOBS)
 
-.PHONY: all deps build demo test test-asan fuzz ci bench format clean
+.PHONY: all deps build demo test test-asan fuzz ci bench install deb format clean
 
 all: build
 
@@ -59,6 +63,16 @@ ci: test test-asan
 bench: build
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target perf_benchmarks
 	$(BUILD_DIR)/bin/perf_benchmarks
+
+# The tools, their man pages and bash completions under PREFIX (DESTDIR=... stages them).
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD_DIR) --prefix $(PREFIX)
+
+# The Debian package, $(BUILD_DIR)/rl-trainer-bench_<version>_<arch>.deb: install it with
+# `apt install ./rl-trainer-bench_*.deb`.
+deb: build
+	cd $(BUILD_DIR) && cpack -G DEB
 
 format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')

@@ -1,0 +1,86 @@
+"""`make deb`'s package (CPack DEB): built here into a scratch directory from this build, then
+unpacked with `dpkg -x` into a scratch root: its control fields, render-bench running from the
+root, the man pages and completions in it."""
+
+import glob
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+from cli_common import BIN, run_tool
+
+TOOLS = ["aot-check", "aot-summarize", "bench-report", "check-payload", "diff-configs",
+         "diff-renders", "hlo-overlap", "render-bench"]
+
+
+class PackageTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="rtb-deb-")
+        build = os.environ["RTB_BUILD_DIR"]
+        cls.cpack = run_tool([os.environ["RTB_CPACK"], "--config",
+                              os.path.join(build, "CPackConfig.cmake"), "-G", "DEB",
+                              "-B", os.path.join(cls.dir, "out")], cwd=build)
+        cls.debs = glob.glob(os.path.join(cls.dir, "out", "*.deb"))
+        cls.root = os.path.join(cls.dir, "root")
+        if len(cls.debs) == 1:
+            subprocess.run(["dpkg", "-x", cls.debs[0], cls.root], check=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir)
+
+    def setUp(self):
+        self.assertEqual(self.cpack[0], 0, self.cpack[1] + self.cpack[2])
+        self.assertEqual(len(self.debs), 1, self.debs)
+
+    def field(self, name):
+        return subprocess.run(["dpkg-deb", "-f", self.debs[0], name], check=True,
+                              capture_output=True, text=True).stdout.strip()
+
+    def version(self):
+        code, stdout, _ = run_tool(os.path.join(BIN, "render-bench"), ["--version"])
+        self.assertEqual(code, 0)
+        return stdout.split()[-1]
+
+    def test_control_fields(self):
+        version = self.version()
+        self.assertEqual(os.path.basename(self.debs[0]),
+                         "rl-trainer-bench_%s_%s.deb" % (version, self.field("Architecture")))
+        self.assertEqual(self.field("Package"), "rl-trainer-bench")
+        self.assertEqual(self.field("Version"), version)
+        self.assertRegex(self.field("Maintainer"), r"^[^<>]+ <[^<>@\s]+@[^<>\s]+>$")
+        # Depends: dpkg-shlibdeps' packages for the shared libraries the tools link.
+        depends = [d.strip().split()[0] for d in self.field("Depends").split(",")]
+        for library_package in ["libc6", "libstdc++6", "libyaml-cpp0.7", "zlib1g"]:
+            self.assertTrue(any(d.startswith(library_package) for d in depends), depends)
+        self.assertTrue(any(re.match(r"libfmt\d", d) for d in depends), depends)
+        self.assertTrue(any(re.match(r"libspdlog", d) for d in depends), depends)
+
+    def test_render_bench_runs_from_the_unpacked_root(self):
+        render_bench = os.path.join(self.root, "usr", "bin", "render-bench")
+        code, stdout, stderr = run_tool(render_bench, ["--version"])
+        self.assertEqual(code, 0, stderr)
+        self.assertEqual(stdout, "render-bench (rl-trainer-bench) %s\n" % self.version())
+        code, stdout, stderr = run_tool(render_bench, ["--demo", "--name", "deb-check"])
+        self.assertEqual(code, 0, stderr)
+        self.assertIn("name: deb-check\n", stdout)
+        self.assertEqual(sorted(os.listdir(os.path.join(self.root, "usr", "bin"))), TOOLS)
+
+    def test_man_pages_completions_and_docs_are_in_it(self):
+        if os.environ.get("RTB_MAN_PAGES") == "1":
+            self.assertEqual(sorted(os.listdir(os.path.join(self.root, "usr/share/man/man1"))),
+                             sorted(tool + ".1.gz" for tool in TOOLS))
+        self.assertEqual(
+            sorted(os.listdir(os.path.join(self.root, "usr/share/bash-completion/completions"))),
+            TOOLS)
+        doc = os.path.join(self.root, "usr/share/doc/rl-trainer-bench")
+        for name in ["README.md", "LICENSE", "docs/render-bench.md", "docs/bench-report.md"]:
+            self.assertTrue(os.path.isfile(os.path.join(doc, name)), name)
+
+
+if __name__ == "__main__":
+    unittest.main()
