@@ -14,20 +14,20 @@
 
 namespace {
 
-void walk_jobset(const rtb::Document& doc, const rtb::RoleMains& mains) {
-  if (!rtb::is_jobset(doc)) return;
-  rtb::JobSetView view(doc);
+void walk_jobset(const rtb::k8s::Document& doc, const rtb::k8s::RoleMains& mains) {
+  if (!rtb::k8s::is_jobset(doc)) return;
+  rtb::k8s::JobSetView view(doc);
   (void)view.name();
   for (const std::string& job : view.job_names()) (void)view.pod_spec(job);
-  for (const rtb::ContainerRef& container : view.containers()) {
+  for (const rtb::k8s::ContainerRef& container : view.containers()) {
     (void)container.name();
     (void)container.path();
-    (void)rtb::bash_script_node(container.node);
+    (void)rtb::k8s::bash_script_node(container.node);
   }
   (void)view.process_main();
-  (void)rtb::role_of(view, mains);
+  (void)rtb::k8s::role_of(view, mains);
   try {
-    rtb::ClientCommand client = view.client("<fuzz>");
+    rtb::k8s::ClientCommand client = view.client("<fuzz>");
     (void)doc.input_line(client.startup_line);
   } catch (const rtb::Error&) {
   }
@@ -37,37 +37,37 @@ void walk_jobset(const rtb::Document& doc, const rtb::RoleMains& mains) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
-  rtb::RoleMains mains;
+  rtb::k8s::RoleMains mains;
   try {
     // The filtered parse that render-bench uses must not differ in what it reports as an error.
-    (void)rtb::parse_dryrun(text, "<fuzz>", rtb::trainer_and_orchestrator_chunks(mains));
+    (void)rtb::k8s::parse_dryrun(text, "<fuzz>", rtb::k8s::trainer_and_orchestrator_chunks(mains));
   } catch (const rtb::Error&) {
   }
-  rtb::DryRun dryrun;
+  rtb::k8s::DryRun dryrun;
   try {
-    dryrun = rtb::parse_dryrun(text, "<fuzz>");
+    dryrun = rtb::k8s::parse_dryrun(text, "<fuzz>");
   } catch (const rtb::Error&) {
     return 0;
   }
-  for (const rtb::Document& doc : dryrun.documents) {
+  for (const rtb::k8s::Document& doc : dryrun.documents) {
     (void)doc.line_of(doc.root);
     walk_jobset(doc, mains);
   }
   try {
-    (void)rtb::select_roles(dryrun, mains);
+    (void)rtb::k8s::select_roles(dryrun, mains);
   } catch (const rtb::Error&) {
   }
   try {
-    (void)rtb::config_from_render(dryrun, mains);
+    (void)rtb::bench::config_from_render(dryrun, mains);
   } catch (const rtb::Error&) {
   }
   try {
-    rtb::RenderOptions options;
+    rtb::bench::RenderOptions options;
     options.name = "fuzz-bench";
     options.driver_source = "import sys\nsys.exit(0)\n";
     options.tool_version = "fuzz";
-    rtb::RenderResult result = rtb::render_bench(dryrun, options);
-    (void)rtb::summarize_changes(result);
+    rtb::bench::RenderResult result = rtb::bench::render_bench(dryrun, options);
+    (void)rtb::bench::summarize_changes(result);
   } catch (const rtb::Error&) {
   }
   return 0;

@@ -21,8 +21,8 @@ namespace {
   __builtin_trap();
 }
 
-std::optional<std::string> expected_value(std::string_view item, rtb::FlagStyle style) {
-  std::optional<std::string_view> value = rtb::flag_value(item, style);
+std::optional<std::string> expected_value(std::string_view item, rtb::k8s::FlagStyle style) {
+  std::optional<std::string_view> value = rtb::k8s::flag_value(item, style);
   return value ? std::optional<std::string>(*value) : std::nullopt;
 }
 
@@ -41,16 +41,16 @@ void check_rest_unchanged(const std::vector<std::string>& before,
   }
 }
 
-void apply_edit(rtb::FlagList& list, std::uint8_t control, std::string_view item) {
-  const rtb::FlagStyle style = list.style();
+void apply_edit(rtb::k8s::FlagList& list, std::uint8_t control, std::string_view item) {
+  const rtb::k8s::FlagStyle style = list.style();
   const std::vector<std::string> before = list.items();
-  std::string_view key = rtb::flag_key(item, style);
+  std::string_view key = rtb::k8s::flag_key(item, style);
   switch (control % 4) {
     case 0: {  // upsert
       std::optional<std::size_t> append_at;
       if (control & 0x80) append_at = (control >> 2) & 0x1f;
       std::size_t count_before = list.count(key);
-      rtb::FlagList::Edit edit;
+      rtb::k8s::FlagList::Edit edit;
       try {
         edit = list.upsert(item, append_at);
       } catch (const rtb::Error&) {
@@ -62,10 +62,10 @@ void apply_edit(rtb::FlagList& list, std::uint8_t control, std::string_view item
         violated("upsert: the last item with the key is not it");
       if (list.value(key) != expected_value(item, style)) violated("upsert: value(k) != v");
       if (list.count(key) != (count_before == 0 ? 1 : count_before)) violated("upsert: count");
-      if ((edit == rtb::FlagList::Edit::kAppended) != (count_before == 0)) {
+      if ((edit == rtb::k8s::FlagList::Edit::kAppended) != (count_before == 0)) {
         violated("upsert: appended although the key was present");
       }
-      if ((edit == rtb::FlagList::Edit::kUnchanged) != (list.items() == before)) {
+      if ((edit == rtb::k8s::FlagList::Edit::kUnchanged) != (list.items() == before)) {
         violated("upsert: kUnchanged does not match the list");
       }
       check_rest_unchanged(before, list.items(), *at, count_before == 0 ? 1 : 0);
@@ -85,7 +85,7 @@ void apply_edit(rtb::FlagList& list, std::uint8_t control, std::string_view item
       break;
     }
     case 2: {  // remove
-      std::string removed_key(rtb::flag_key(item, style));
+      std::string removed_key(rtb::k8s::flag_key(item, style));
       if (removed_key.empty()) removed_key = std::string(item);
       std::size_t removed = 0;
       try {
@@ -117,13 +117,13 @@ void apply_edit(rtb::FlagList& list, std::uint8_t control, std::string_view item
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   std::string_view input(reinterpret_cast<const char*>(data) + 1, size - 1);
-  const rtb::FlagStyle style =
-      (data[0] & 1) ? rtb::FlagStyle::kKeyValue : rtb::FlagStyle::kDashDash;
+  const rtb::k8s::FlagStyle style =
+      (data[0] & 1) ? rtb::k8s::FlagStyle::kKeyValue : rtb::k8s::FlagStyle::kDashDash;
   std::size_t nul = input.find('\0');
   std::string_view text = input.substr(0, nul);
-  std::optional<rtb::FlagList> list;
+  std::optional<rtb::k8s::FlagList> list;
   try {
-    list = rtb::FlagList::parse(text, style);
+    list = rtb::k8s::FlagList::parse(text, style);
   } catch (const rtb::Error&) {
     return 0;
   }
@@ -133,7 +133,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       violated("parse kept an empty item or a blank");
     }
   }
-  if (rtb::FlagList::parse(list->str(), style).items() != list->items()) {
+  if (rtb::k8s::FlagList::parse(list->str(), style).items() != list->items()) {
     violated("parse(str()) differs");
   }
   while (nul != std::string_view::npos && nul + 1 < input.size()) {

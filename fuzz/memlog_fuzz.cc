@@ -20,18 +20,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const rtb::Error&) {
   }
   std::string_view first_line = text.substr(0, text.find('\n'));
-  (void)rtb::parse_byte_size(first_line);
+  (void)rtb::logs::parse_byte_size(first_line);
 
-  rtb::MemLog log = rtb::parse_memlog(text, "<fuzz>");
-  std::vector<rtb::MemLog> logs;
+  rtb::logs::MemLog log = rtb::logs::parse_memlog(text, "<fuzz>");
+  std::vector<rtb::logs::MemLog> logs;
   logs.push_back(log);
   logs.push_back(std::move(log));
-  rtb::HbmOptions options;
+  rtb::logs::HbmOptions options;
   if (size % 2 == 0) options.hbm_gib = 16.0 + static_cast<double>(size % 100);
   try {
-    rtb::Summary summary = rtb::summarize(std::move(logs), options);
-    (void)rtb::format_summary_table(summary);
-    (void)rtb::format_summary_json(summary);
+    rtb::logs::Summary summary = rtb::logs::summarize(std::move(logs), options);
+    (void)rtb::logs::format_summary_table(summary);
+    (void)rtb::logs::format_summary_json(summary);
   } catch (const rtb::Error&) {
   }
   return 0;

@@ -18,39 +18,41 @@
 
 namespace {
 
-void read_some_elements(const rtb::ByteSource& source, const rtb::ArrayInfo& info) {
+void read_some_elements(const rtb::payload::ByteSource& source,
+                        const rtb::payload::ArrayInfo& info) {
   const std::int64_t count = std::min<std::int64_t>(info.count, 16);
-  std::vector<std::byte> raw(static_cast<std::size_t>(count) * rtb::dtype_size(info.dtype));
-  rtb::read_elements_raw(source, info, 0, count, info.dtype, raw);
+  std::vector<std::byte> raw(static_cast<std::size_t>(count) *
+                             rtb::payload::dtype_size(info.dtype));
+  rtb::payload::read_elements_raw(source, info, 0, count, info.dtype, raw);
   if (info.count > count) {
-    rtb::read_elements_raw(source, info, info.count - count, count, info.dtype, raw);
+    rtb::payload::read_elements_raw(source, info, info.count - count, count, info.dtype, raw);
   }
-  if (info.dtype == rtb::DType::kInt16 || info.dtype == rtb::DType::kInt32 ||
-      info.dtype == rtb::DType::kInt64) {
+  if (info.dtype == rtb::payload::DType::kInt16 || info.dtype == rtb::payload::DType::kInt32 ||
+      info.dtype == rtb::payload::DType::kInt64) {
     std::vector<std::int64_t> values(static_cast<std::size_t>(count));
-    rtb::read_integers(source, info, 0, values);
+    rtb::payload::read_integers(source, info, 0, values);
   }
-  (void)rtb::format_shape(info.shape);
+  (void)rtb::payload::format_shape(info.shape);
 }
 
-void read_source(const rtb::ByteSource& source) {
-  std::vector<rtb::ArrayInfo> arrays;
+void read_source(const rtb::payload::ByteSource& source) {
+  std::vector<rtb::payload::ArrayInfo> arrays;
   try {
-    arrays = rtb::list_arrays(source);
+    arrays = rtb::payload::list_arrays(source);
   } catch (const rtb::Error&) {
     return;
   }
-  for (const rtb::ArrayInfo& info : arrays) {
+  for (const rtb::payload::ArrayInfo& info : arrays) {
     try {
       read_some_elements(source, info);
     } catch (const rtb::Error&) {
     }
   }
   try {
-    rtb::MeasureOptions options;
+    rtb::payload::MeasureOptions options;
     options.experts = 64;
     options.ep = 4;
-    (void)rtb::measure_routing(source, options);
+    (void)rtb::payload::measure_routing(source, options);
   } catch (const rtb::Error&) {
   }
 }
@@ -59,7 +61,7 @@ void read_source(const rtb::ByteSource& source) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data), size);
-  read_source(rtb::SpanSource(bytes, "<fuzz>"));
+  read_source(rtb::payload::SpanSource(bytes, "<fuzz>"));
 
   if (size % 4 == 0) {  // the pread path, on a memfd
     int fd = memfd_create("npy_fuzz", MFD_CLOEXEC);
@@ -67,7 +69,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (size == 0 || write(fd, data, size) == static_cast<ssize_t>(size)) {
       std::string path = "/proc/self/fd/" + std::to_string(fd);
       try {
-        read_source(rtb::FileSource(path));
+        read_source(rtb::payload::FileSource(path));
       } catch (const rtb::Error&) {
       }
     }

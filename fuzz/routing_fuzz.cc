@@ -26,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string_view text(reinterpret_cast<const char*>(data), size);
   std::vector<double> targets;
   try {
-    targets = rtb::parse_routing_targets(text, "<fuzz>");
+    targets = rtb::payload::parse_routing_targets(text, "<fuzz>");
   } catch (const rtb::Error&) {
     return 0;
   }
@@ -35,16 +35,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (!std::isfinite(target) || target < 1.0) violated("a target below 1 or not finite parsed");
   }
 
-  std::string table = rtb::format_routing_targets_table(targets, {"fuzz"});
+  std::string table = rtb::payload::format_routing_targets_table(targets, {"fuzz"});
   try {
-    if (rtb::parse_routing_targets(table, "<table>") != targets) violated("table round trip");
+    if (rtb::payload::parse_routing_targets(table, "<table>") != targets)
+      violated("table round trip");
   } catch (const rtb::Error& e) {
     std::fprintf(stderr, "%s\n", e.what());
     violated("the table form does not parse");
   }
-  std::string line = rtb::format_routing_targets_inline(targets);
+  std::string line = rtb::payload::format_routing_targets_inline(targets);
   try {
-    if (rtb::parse_routing_targets(line, "<inline>") != targets) violated("inline round trip");
+    if (rtb::payload::parse_routing_targets(line, "<inline>") != targets)
+      violated("inline round trip");
   } catch (const rtb::Error& e) {
     std::fprintf(stderr, "%s\n", e.what());
     violated("the inline form does not parse");
@@ -52,18 +54,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   const double scale = static_cast<double>(size % 7) / 2.0;
   try {
-    (void)rtb::scale_routing_targets(targets, scale);
+    (void)rtb::payload::scale_routing_targets(targets, scale);
   } catch (const rtb::Error&) {
   }
   const int experts = 1 + static_cast<int>(size % 512);
   const int topk = 1 + static_cast<int>(size % 8);
   try {
-    rtb::validate_routing_targets(targets, static_cast<int>(targets.size()), experts, topk);
+    rtb::payload::validate_routing_targets(targets, static_cast<int>(targets.size()), experts,
+                                           topk);
   } catch (const rtb::Error&) {
   }
   // The load profile the payload builder plants for the first target.
   try {
-    (void)rtb::expert_load_profile(4096, experts, topk, targets.front());
+    (void)rtb::payload::expert_load_profile(4096, experts, topk, targets.front());
   } catch (const rtb::Error&) {
   }
   return 0;

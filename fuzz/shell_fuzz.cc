@@ -24,13 +24,13 @@ namespace {
 void check_round_trip(const std::vector<std::string>& values) {
   std::string joined;
   try {
-    joined = rtb::shell::join(values);
+    joined = rtb::k8s::shell::join(values);
   } catch (const rtb::Error&) {
     return;  // a NUL byte: no shell word can hold it
   }
-  std::vector<rtb::shell::Word> again;
+  std::vector<rtb::k8s::shell::Word> again;
   try {
-    again = rtb::shell::split(joined);
+    again = rtb::k8s::shell::split(joined);
   } catch (const rtb::Error& e) {
     std::fprintf(stderr, "split of quoted words failed: %s\n", e.what());
     violated("quoted words do not split");
@@ -52,14 +52,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check_round_trip({std::string(text)});
   }
 
-  std::vector<rtb::shell::Word> words;
+  std::vector<rtb::k8s::shell::Word> words;
   try {
-    words = rtb::shell::split(text);
+    words = rtb::k8s::shell::split(text);
   } catch (const rtb::Error&) {
     return 0;
   }
   std::vector<std::string> values;
-  for (const rtb::shell::Word& word : words) {
+  for (const rtb::k8s::shell::Word& word : words) {
     if (word.offset > text.size() || text.substr(word.offset, word.source.size()) != word.source) {
       violated("a word's source is not its text in the input");
     }
@@ -67,9 +67,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   check_round_trip(values);
 
-  rtb::shell::SimpleCommand command;
+  rtb::k8s::shell::SimpleCommand command;
   try {
-    command = rtb::shell::parse_command(text);
+    command = rtb::k8s::shell::parse_command(text);
   } catch (const rtb::Error&) {
     return 0;  // a leading NAME+=value
   }

@@ -12,18 +12,19 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
 
-  for (rtb::steplog::Syntax syntax : {rtb::steplog::Syntax::kJson, rtb::steplog::Syntax::kPython}) {
+  for (rtb::logs::steplog::Syntax syntax :
+       {rtb::logs::steplog::Syntax::kJson, rtb::logs::steplog::Syntax::kPython}) {
     try {
-      rtb::steplog::Value value = rtb::steplog::parse_value(text, syntax);
-      if (value.is_object()) (void)rtb::steplog::numeric_leaves(value);
+      rtb::logs::steplog::Value value = rtb::logs::steplog::parse_value(text, syntax);
+      if (value.is_object()) (void)rtb::logs::steplog::numeric_leaves(value);
     } catch (const rtb::Error&) {
     }
   }
 
-  rtb::steplog::RunLog log = rtb::steplog::parse_run_log_text(text, "<fuzz>");
-  for (const rtb::steplog::StepTiming& timing : log.timings) {
-    (void)rtb::steplog::step_timeline(timing);
+  rtb::logs::steplog::RunLog log = rtb::logs::steplog::parse_run_log_text(text, "<fuzz>");
+  for (const rtb::logs::steplog::StepTiming& timing : log.timings) {
+    (void)rtb::logs::steplog::step_timeline(timing);
   }
-  (void)rtb::steplog::log_kind_name(log.kind);
+  (void)rtb::logs::steplog::log_kind_name(log.kind);
   return 0;
 }

@@ -13,7 +13,7 @@
 #include "rtb/k8s/jobset.h"
 #include "rtb/k8s/yaml.h"
 
-namespace rtb {
+namespace rtb::bench {
 namespace {
 
 using ::testing::ElementsAre;
@@ -24,7 +24,7 @@ using ::testing::Pair;
 std::string fixture(const std::string& name) { return std::string(RTB_TESTDATA_DIR) + "/" + name; }
 
 RenderResult render(RenderOptions options, const std::string& file = "launch_dryrun.txt") {
-  DryRun dryrun = parse_dryrun(read_file(fixture(file)), file);
+  k8s::DryRun dryrun = k8s::parse_dryrun(read_file(fixture(file)), file);
   if (options.name.empty()) options.name = "aot-bench";
   options.driver_source = "print('driver')\n";
   options.tool_version = "test";
@@ -206,8 +206,8 @@ TEST(Aot, ErrorsForMeshSliceAndInput) {
   // A slice that names no known topology.
   RenderResult rendered = render({});
   YAML::Node bench = YAML::Clone(rendered.bench);
-  Document doc{bench, 0};
-  auto rm = JobSetView(doc).container("pathways-rm");
+  k8s::Document doc{bench, 0};
+  auto rm = k8s::JobSetView(doc).container("pathways-rm");
   ASSERT_TRUE(rm.has_value());
   YAML::Node args = rm->node["args"];
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -221,8 +221,9 @@ TEST(Aot, ErrorsForMeshSliceAndInput) {
                                        "unknown TPU type 'tpu9'"));
   }
   // The e2e trainer itself is not a bench render.
-  DryRun dryrun = parse_dryrun(read_file(fixture("launch_dryrun.txt")), "launch_dryrun.txt");
-  Roles roles = select_roles(dryrun, RoleMains{});
+  k8s::DryRun dryrun =
+      k8s::parse_dryrun(read_file(fixture("launch_dryrun.txt")), "launch_dryrun.txt");
+  k8s::Roles roles = select_roles(dryrun, k8s::RoleMains{});
   try {
     plan_aot(roles.trainer->root, {});
     FAIL() << "no error";
@@ -291,4 +292,4 @@ TEST(Aot, Helpers) {
 }
 
 }  // namespace
-}  // namespace rtb
+}  // namespace rtb::bench

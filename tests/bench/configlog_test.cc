@@ -16,7 +16,7 @@
 #include "rtb/bench/render.h"
 #include "test_util.h"
 
-namespace rtb {
+namespace rtb::bench {
 namespace {
 
 using ::testing::HasSubstr;
@@ -293,8 +293,9 @@ TEST(CanonicalValue, MeaningNotPrinting) {
 // --- renders -----------------------------------------------------------------------------------
 
 TEST(ConfigFromRender, E2eTrainerFlags) {
-  DryRun dryrun = parse_dryrun(read_file(testdata("launch_dryrun.txt")), "launch_dryrun.txt");
-  std::vector<ConfigSetting> settings = config_from_render(dryrun, RoleMains{});
+  k8s::DryRun dryrun =
+      k8s::parse_dryrun(read_file(testdata("launch_dryrun.txt")), "launch_dryrun.txt");
+  std::vector<ConfigSetting> settings = config_from_render(dryrun, k8s::RoleMains{});
   auto values = as_map(settings);
   EXPECT_EQ(values["ragged_buffer_factor"], "2.0");
   EXPECT_EQ(values["custom_mesh_and_rule"], "cp-as-ep");
@@ -314,15 +315,16 @@ TEST(ConfigFromRender, E2eTrainerFlags) {
 }
 
 TEST(ConfigFromRender, BenchRenderReadsTrainerArgvAndEditedFlags) {
-  DryRun e2e = parse_dryrun(read_file(testdata("launch_dryrun.txt")), "launch_dryrun.txt");
+  k8s::DryRun e2e =
+      k8s::parse_dryrun(read_file(testdata("launch_dryrun.txt")), "launch_dryrun.txt");
   RenderOptions o;
   o.name = "abtest-bench";
   o.driver_source = "print('driver')\n";
   o.maxtext_flags = {"ragged_buffer_factor=2.75"};
   o.trainer_slice = "tpu7x:4x4x4";
   o.profile_window = std::make_pair(3, 2);
-  DryRun bench = parse_dryrun(render_bench(e2e, o).yaml, "bench.yaml");
-  auto values = as_map(config_from_render(bench, RoleMains{}));
+  k8s::DryRun bench = k8s::parse_dryrun(render_bench(e2e, o).yaml, "bench.yaml");
+  auto values = as_map(config_from_render(bench, k8s::RoleMains{}));
   EXPECT_EQ(values["ragged_buffer_factor"], "2.75");
   EXPECT_EQ(values["ici_fsdp_parallelism"], "16");
   EXPECT_EQ(values["run_name"], "abtest-bench");
@@ -331,8 +333,9 @@ TEST(ConfigFromRender, BenchRenderReadsTrainerArgvAndEditedFlags) {
 }
 
 TEST(ConfigFromRender, NoTrainerFails) {
-  DryRun dryrun = parse_dryrun(read_file(testdata("bad/no_trainer.txt")), "no_trainer.txt");
-  EXPECT_THROW(config_from_render(dryrun, RoleMains{}), Error);
+  k8s::DryRun dryrun =
+      k8s::parse_dryrun(read_file(testdata("bad/no_trainer.txt")), "no_trainer.txt");
+  EXPECT_THROW(config_from_render(dryrun, k8s::RoleMains{}), Error);
 }
 
 TEST(MaxTextKeyOfFlag, Mapping) {
@@ -405,4 +408,4 @@ TEST(ConfigLogScanner, NulByteInAValueIsAnErrorWithItsLine) {
 }
 
 }  // namespace
-}  // namespace rtb
+}  // namespace rtb::bench

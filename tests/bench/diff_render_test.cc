@@ -18,7 +18,7 @@
 #include "rtb/bench/render.h"
 #include "rtb/k8s/diff.h"
 
-namespace rtb {
+namespace rtb::bench {
 namespace {
 
 using ::testing::HasSubstr;
@@ -28,8 +28,8 @@ constexpr std::string_view kClient =
     "spec.replicatedJobs[proc].template.spec.template.spec.containers[main]";
 
 std::string fixture_text() { return read_file(RTB_TESTDATA_DIR "/launch_dryrun.txt"); }
-DryRun parse(const std::string& text, const std::string& name = "test") {
-  return parse_dryrun(text, name);
+k8s::DryRun parse(const std::string& text, const std::string& name = "test") {
+  return k8s::parse_dryrun(text, name);
 }
 
 RenderOptions bench_options(const std::string& name = "abtest-bench") {
@@ -41,7 +41,7 @@ RenderOptions bench_options(const std::string& name = "abtest-bench") {
 }
 
 std::string render(const RenderOptions& options) {
-  DryRun e2e = parse(fixture_text(), "launch_dryrun.txt");
+  k8s::DryRun e2e = parse(fixture_text(), "launch_dryrun.txt");
   return render_bench(e2e, options).yaml;
 }
 
@@ -53,9 +53,9 @@ std::string replace_once(std::string text, const std::string& from, const std::s
 }
 
 ExpectBenchResult expect_bench(const std::string& bench_yaml) {
-  DryRun e2e = parse(fixture_text(), "launch_dryrun.txt");
-  DryRun bench = parse(bench_yaml, "bench.yaml");
-  return check_expect_bench(e2e, bench, RoleMains{});
+  k8s::DryRun e2e = parse(fixture_text(), "launch_dryrun.txt");
+  k8s::DryRun bench = parse(bench_yaml, "bench.yaml");
+  return check_expect_bench(e2e, bench, k8s::RoleMains{});
 }
 
 std::vector<const BenchDifference*> unexpected(const ExpectBenchResult& result) {
@@ -101,7 +101,7 @@ TEST(ParseRename, OldEqualsNew) {
 // --- documents ---------------------------------------------------------------------------------
 
 TEST(DiffRenders, IdenticalInputsHaveNoDifferences) {
-  DryRun a = parse(fixture_text()), b = parse(fixture_text());
+  k8s::DryRun a = parse(fixture_text()), b = parse(fixture_text());
   RenderDiff diff = diff_renders(a, b, {});
   EXPECT_EQ(diff.documents.size(), 3u);
   EXPECT_EQ(diff.differences(), 0u);
@@ -114,17 +114,18 @@ TEST(DiffRenders, IdenticalInputsHaveNoDifferences) {
 }
 
 TEST(DiffRenders, ARenamedDocumentIsOnlyOnEachSideUnlessRenamed) {
-  DryRun a = parse(fixture_text());
-  DryRun b = parse(replace_once(fixture_text(), "\n  name: abtest-orch\n", "\n  name: orch-2\n"));
+  k8s::DryRun a = parse(fixture_text());
+  k8s::DryRun b =
+      parse(replace_once(fixture_text(), "\n  name: abtest-orch\n", "\n  name: orch-2\n"));
   RenderDiff diff = diff_renders(a, b, {});
   ASSERT_EQ(diff.documents.size(), 4u);
   EXPECT_EQ(diff.documents[0].label, "abtest-orch");
   ASSERT_EQ(diff.documents[0].differences.size(), 1u);
-  EXPECT_EQ(diff.documents[0].differences[0].kind, Difference::Kind::kRemoved);
+  EXPECT_EQ(diff.documents[0].differences[0].kind, k8s::Difference::Kind::kRemoved);
   EXPECT_EQ(diff.documents[0].differences[0].path, "");
   EXPECT_THAT(diff.documents[0].differences[0].old_value, HasSubstr("abtest-orch (line 139)"));
   EXPECT_EQ(diff.documents[3].label, "orch-2");
-  EXPECT_EQ(diff.documents[3].differences[0].kind, Difference::Kind::kAdded);
+  EXPECT_EQ(diff.documents[3].differences[0].kind, k8s::Difference::Kind::kAdded);
 
   RenderDiffOptions options;
   options.renames.push_back(parse_rename("abtest-orch=orch-2"));
@@ -137,7 +138,7 @@ TEST(DiffRenders, ARenamedDocumentIsOnlyOnEachSideUnlessRenamed) {
 TEST(DiffRenders, RenameAlsoEqualsNamesInsideValues) {
   std::string a_yaml = render(bench_options("bench-a"));
   std::string b_yaml = render(bench_options("bench-b"));
-  DryRun a = parse(a_yaml), b = parse(b_yaml);
+  k8s::DryRun a = parse(a_yaml), b = parse(b_yaml);
   RenderDiff plain = diff_renders(a, b, {});
   ASSERT_EQ(plain.documents.size(), 2u) << "different names: nothing matches";
   RenderDiffOptions options;
@@ -148,8 +149,8 @@ TEST(DiffRenders, RenameAlsoEqualsNamesInsideValues) {
 }
 
 TEST(DiffRenders, ByRoleMatchesTheBenchWithTheTrainer) {
-  DryRun e2e = parse(fixture_text());
-  DryRun bench = parse(render(bench_options()));
+  k8s::DryRun e2e = parse(fixture_text());
+  k8s::DryRun bench = parse(render(bench_options()));
   RenderDiffOptions options;
   options.by_role = true;
   RenderDiff diff = diff_renders(e2e, bench, options);
@@ -161,18 +162,18 @@ TEST(DiffRenders, ByRoleMatchesTheBenchWithTheTrainer) {
   EXPECT_EQ(diff.documents[1].b_name, "abtest-bench");
   EXPECT_EQ(diff.documents[2].label, "rollout");
   bool name_changed = false;
-  for (const Difference& d : diff.documents[1].differences)
+  for (const k8s::Difference& d : diff.documents[1].differences)
     name_changed |= d.path == "metadata.name" && d.new_value == "abtest-bench";
   EXPECT_TRUE(name_changed);
 }
 
 TEST(DiffRenders, FlagLevelDifferenceInsideTheStartupLine) {
-  DryRun a = parse(fixture_text());
-  DryRun b =
+  k8s::DryRun a = parse(fixture_text());
+  k8s::DryRun b =
       parse(replace_once(fixture_text(), "ragged_buffer_factor=2.0", "ragged_buffer_factor=3"));
   RenderDiff diff = diff_renders(a, b, {});
   ASSERT_EQ(diff.differences(), 1u);
-  const Difference& d = diff.documents[1].differences[0];
+  const k8s::Difference& d = diff.documents[1].differences[0];
   EXPECT_EQ(d.path,
             std::string(kClient) + ".startup.env.MAXTEXT_EXTRA_FLAGS[ragged_buffer_factor]");
   EXPECT_EQ(d.old_value, "ragged_buffer_factor=2.0");
@@ -180,18 +181,19 @@ TEST(DiffRenders, FlagLevelDifferenceInsideTheStartupLine) {
 }
 
 TEST(DiffRoles, BenchIsATrainerThroughItsTrainerArgv) {
-  DryRun bench = parse(render(bench_options()));
+  k8s::DryRun bench = parse(render(bench_options()));
   ASSERT_EQ(bench.documents.size(), 1u);
-  EXPECT_EQ(diff_role(bench.documents[0], RoleMains{}), Role::kTrainer);
-  RoleMains other;
+  EXPECT_EQ(diff_role(bench.documents[0], k8s::RoleMains{}), k8s::Role::kTrainer);
+  k8s::RoleMains other;
   other.trainer = "some.other.main";
-  EXPECT_EQ(diff_role(bench.documents[0], other), Role::kUnknown);
+  EXPECT_EQ(diff_role(bench.documents[0], other), k8s::Role::kUnknown);
 }
 
 TEST(DiffDocuments, InputWithoutAJobSetFails) {
-  DryRun deployment = parse_dryrun(read_file(RTB_TESTDATA_DIR "/diff_not_jobset.yaml"), "x.yaml");
+  k8s::DryRun deployment =
+      k8s::parse_dryrun(read_file(RTB_TESTDATA_DIR "/diff_not_jobset.yaml"), "x.yaml");
   try {
-    diff_documents(deployment, RoleMains{});
+    diff_documents(deployment, k8s::RoleMains{});
     FAIL() << "accepted a Deployment";
   } catch (const Error& e) {
     EXPECT_EQ(e.file(), "x.yaml");
@@ -199,7 +201,8 @@ TEST(DiffDocuments, InputWithoutAJobSetFails) {
     EXPECT_THAT(e.message(), HasSubstr("not a JobSet"));
     EXPECT_THAT(e.message(), HasSubstr("Deployment 'web'"));
   }
-  EXPECT_THROW(diff_documents(parse_dryrun("kubectl delete jobset x\n", "e"), RoleMains{}), Error);
+  EXPECT_THROW(
+      diff_documents(k8s::parse_dryrun("kubectl delete jobset x\n", "e"), k8s::RoleMains{}), Error);
 }
 
 // --- expect-bench ----------------------------------------------------------------------------
@@ -244,12 +247,12 @@ TEST(ExpectBench, LargerSliceAndV5pPass) {
   RenderOptions o = bench_options();
   o.trainer_slice = "tpu7x:8x8x8";
   EXPECT_EQ(expect_bench(render(o)).unexpected(), 0u);
-  DryRun v5p = parse(read_file(RTB_TESTDATA_DIR "/launch_dryrun_v5p.txt"), "v5p.txt");
+  k8s::DryRun v5p = parse(read_file(RTB_TESTDATA_DIR "/launch_dryrun_v5p.txt"), "v5p.txt");
   RenderOptions p = bench_options();
   p.trainer_slice = "v5p:4x4x8";
   p.libtpu_flags = {"--xla_tpu_dvfs_p_state=5"};
-  DryRun bench = parse(render_bench(v5p, p).yaml);
-  ExpectBenchResult result = check_expect_bench(v5p, bench, RoleMains{});
+  k8s::DryRun bench = parse(render_bench(v5p, p).yaml);
+  ExpectBenchResult result = check_expect_bench(v5p, bench, k8s::RoleMains{});
   EXPECT_EQ(result.unexpected(), 0u) << describe(result);
 }
 
@@ -297,13 +300,14 @@ TEST(ExpectBench, TamperedBenchesAreRefused) {
 }
 
 TEST(ExpectBench, NeedsOneBenchJobSet) {
-  DryRun e2e = parse(fixture_text());
+  k8s::DryRun e2e = parse(fixture_text());
   // The e2e itself as "bench": three JobSets, one trainer: that trainer is compared, and matches.
-  EXPECT_EQ(check_expect_bench(e2e, e2e, RoleMains{}).differences.size(), 0u);
-  DryRun two = parse(render(bench_options("b-one")) + "---\n" + render(bench_options("b-two")));
-  EXPECT_THROW(check_expect_bench(e2e, two, RoleMains{}), Error);
-  DryRun no_trainer = parse(read_file(RTB_TESTDATA_DIR "/bad/no_trainer.txt"));
-  EXPECT_THROW(check_expect_bench(no_trainer, e2e, RoleMains{}), Error);
+  EXPECT_EQ(check_expect_bench(e2e, e2e, k8s::RoleMains{}).differences.size(), 0u);
+  k8s::DryRun two =
+      parse(render(bench_options("b-one")) + "---\n" + render(bench_options("b-two")));
+  EXPECT_THROW(check_expect_bench(e2e, two, k8s::RoleMains{}), Error);
+  k8s::DryRun no_trainer = parse(read_file(RTB_TESTDATA_DIR "/bad/no_trainer.txt"));
+  EXPECT_THROW(check_expect_bench(no_trainer, e2e, k8s::RoleMains{}), Error);
 }
 
 // --- diff_trees: repeated keys -----------------------------------------------------------------
@@ -311,7 +315,7 @@ TEST(ExpectBench, NeedsOneBenchJobSet) {
 TEST(DiffTreesTypes, ResolvedTypesNotQuotes) {
   auto kinds = [](const char* a, const char* b) {
     std::string out;
-    for (const Difference& d : diff_trees(YAML::Load(a), YAML::Load(b)))
+    for (const k8s::Difference& d : k8s::diff_trees(YAML::Load(a), YAML::Load(b)))
       out += std::string(kind_name(d.kind)) + " " + d.old_value + " -> " + d.new_value + ";";
     return out;
   };
@@ -324,12 +328,12 @@ TEST(DiffTreesTypes, ResolvedTypesNotQuotes) {
 }
 
 TEST(DiffTreesRepeatedKeys, OneChangeIsReportedOnce) {
-  std::vector<Difference> found =
-      diff_trees(YAML::Load("p: a\nq: 1\np: b\n"), YAML::Load("p: a\nq: 1\np: c\n"));
+  std::vector<k8s::Difference> found =
+      k8s::diff_trees(YAML::Load("p: a\nq: 1\np: b\n"), YAML::Load("p: a\nq: 1\np: c\n"));
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].path, "p");
   EXPECT_EQ(found[0].new_value, "c");
-  EXPECT_THAT(diff_trees(YAML::Load("p: a\np: b\n"), YAML::Load("p: b\n")), IsEmpty())
+  EXPECT_THAT(k8s::diff_trees(YAML::Load("p: a\np: b\n"), YAML::Load("p: b\n")), IsEmpty())
       << "the last of repeated keys is the value";
 }
 
@@ -404,10 +408,11 @@ TEST(FormatRenderText, FlagValuesMultiLineValuesAndColour) {
   doc.label = "abtest-train";
   doc.kind = "JobSet";
   doc.differences = {
-      {Difference::Kind::kChanged, "x.LIBTPU_INIT_ARGS[--xla_foo]", "--xla_foo=1", "--xla_foo=2"},
-      {Difference::Kind::kAdded, "x.LIBTPU_INIT_ARGS[--xla_bar]", "", "--xla_bar=3"},
-      {Difference::Kind::kRemoved, "x.script", "line 1\nline 2\nline 3\n", ""},
-      {Difference::Kind::kTypeChanged, "x.n", "\"4\"", "4"},
+      {k8s::Difference::Kind::kChanged, "x.LIBTPU_INIT_ARGS[--xla_foo]", "--xla_foo=1",
+       "--xla_foo=2"},
+      {k8s::Difference::Kind::kAdded, "x.LIBTPU_INIT_ARGS[--xla_bar]", "", "--xla_bar=3"},
+      {k8s::Difference::Kind::kRemoved, "x.script", "line 1\nline 2\nline 3\n", ""},
+      {k8s::Difference::Kind::kTypeChanged, "x.n", "\"4\"", "4"},
   };
   diff.documents.push_back(doc);
   RenderReport report = make_render_report("a.txt", "b.txt", diff, DiffFilter{});
@@ -453,4 +458,4 @@ TEST(FormatRenderText, ExpectBenchListsOnlyUnexpectedUnlessAsked) {
 }
 
 }  // namespace
-}  // namespace rtb
+}  // namespace rtb::bench

@@ -15,11 +15,11 @@
 #include "rtb/k8s/diff.h"
 #include "rtb/k8s/yaml.h"
 
-namespace rtb {
+namespace rtb::bench {
 namespace {
 
-DryRun fixture() {
-  return parse_dryrun(read_file(RTB_TESTDATA_DIR "/launch_dryrun.txt"), "launch_dryrun.txt");
+k8s::DryRun fixture() {
+  return k8s::parse_dryrun(read_file(RTB_TESTDATA_DIR "/launch_dryrun.txt"), "launch_dryrun.txt");
 }
 
 RenderOptions options() {
@@ -30,12 +30,12 @@ RenderOptions options() {
   return o;
 }
 
-const Document& trainer_of(const DryRun& dryrun) {
-  return *select_roles(dryrun, RoleMains{}).trainer;
+const k8s::Document& trainer_of(const k8s::DryRun& dryrun) {
+  return *select_roles(dryrun, k8s::RoleMains{}).trainer;
 }
 
 TEST(RenderTest, RecordsEveryChangeAndPassesItsOwnSelfCheck) {
-  DryRun dryrun = fixture();
+  k8s::DryRun dryrun = fixture();
   RenderResult result = render_bench(dryrun, options());
   EXPECT_EQ(result.trainer_name, "abtest-train");
   bool has_name = false, has_restarts = false;
@@ -47,11 +47,11 @@ TEST(RenderTest, RecordsEveryChangeAndPassesItsOwnSelfCheck) {
   EXPECT_TRUE(has_restarts);
   EXPECT_NO_THROW(check_bench_against_e2e(trainer_of(dryrun).root, result.bench, result.changes));
   // The emitted text reads back as the same tree.
-  EXPECT_TRUE(diff_trees(YAML::Load(result.yaml), result.bench).empty());
+  EXPECT_TRUE(k8s::diff_trees(YAML::Load(result.yaml), result.bench).empty());
 }
 
 TEST(RenderTest, SelfCheckRefusesADifferenceNoOptionAskedFor) {
-  DryRun dryrun = fixture();
+  k8s::DryRun dryrun = fixture();
   RenderResult result = render_bench(dryrun, options());
   YAML::Node tampered = YAML::Clone(result.bench);
   tampered["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]
@@ -72,7 +72,7 @@ TEST(RenderTest, SelfCheckRefusesADifferenceNoOptionAskedFor) {
 }
 
 TEST(RenderTest, SelfCheckSeesAFlagChangedInsideTheStartupLine) {
-  DryRun dryrun = fixture();
+  k8s::DryRun dryrun = fixture();
   RenderOptions o = options();
   o.libtpu_flags = {"--xla_tpu_scoped_vmem_limit_kib=1"};
   RenderResult result = render_bench(dryrun, o);
@@ -93,7 +93,7 @@ TEST(RenderTest, ValidatesJobSetNames) {
   // A name that is a valid label but makes pod names longer than 63 characters.
   RenderOptions o = options();
   o.name = std::string(50, 'a');
-  DryRun dryrun = fixture();
+  k8s::DryRun dryrun = fixture();
   EXPECT_THROW(render_bench(dryrun, o), Error);
 }
 
@@ -109,7 +109,7 @@ TEST(RenderTest, DriverEnvironmentStartsWithTheMarkerAndValidates) {
   o.driver.extra_env = {{"REAL_LEN", "1000"}};
   auto env = driver_environment(o, "--a=1", "--b=2");
   ASSERT_FALSE(env.empty());
-  EXPECT_EQ(env.front().first, kDriverSettingsStart);
+  EXPECT_EQ(env.front().first, k8s::kDriverSettingsStart);
   EXPECT_EQ(env.front().second, "abtest-bench");
   EXPECT_EQ(env[env.size() - 2], std::make_pair(std::string("TRAINER_ARGV"), std::string("--a=1")));
   EXPECT_EQ(env.back(), std::make_pair(std::string("ORCH_ARGV"), std::string("--b=2")));
@@ -159,7 +159,7 @@ TEST(RenderTest, StageBoundaryAndTheOrchestratorsStagingEnvironmentReachTheDrive
   std::size_t at = text.find(anchor);
   ASSERT_NE(at, std::string::npos);
   text.insert(at, "PIPELINE_STEP_BOUNDARY=true STAGE_NEXT_MICROBATCH=0 ");
-  RenderResult result = render_bench(parse_dryrun(text, "staged.txt"), options());
+  RenderResult result = render_bench(k8s::parse_dryrun(text, "staged.txt"), options());
   EXPECT_NE(result.yaml.find("STAGE_BOUNDARY=auto"), std::string::npos);
   EXPECT_NE(result.yaml.find("ORCH_PIPELINE_STEP_BOUNDARY=true"), std::string::npos);
   EXPECT_NE(result.yaml.find("ORCH_STAGE_NEXT_MICROBATCH=0"), std::string::npos);
@@ -236,7 +236,7 @@ TEST(RenderTest, TheOrchestratorsPackingAndRoutingEnvironmentReachesTheDriver) {
               "                value: \"true\"\n"
               "              - name: PACK_PAD_ALIGN\n"
               "                value: \"64\"\n");
-  RenderResult result = render_bench(parse_dryrun(text, "packed.txt"), options());
+  RenderResult result = render_bench(k8s::parse_dryrun(text, "packed.txt"), options());
   std::string script = result
                            .bench["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
                                  ["spec"]["containers"][0]["command"][2]
@@ -276,7 +276,7 @@ std::vector<std::pair<std::string, std::string>> startup_assignments(const std::
 }
 
 TEST(RenderTest, PreflightIsACpuJobRunningTheDriverWithTheBenchClientsSettings) {
-  DryRun dryrun = fixture();
+  k8s::DryRun dryrun = fixture();
   RenderOptions o = options();
   o.namespace_name = "other-ns";
   o.image = "registry.example/trainer:2";
@@ -323,15 +323,16 @@ TEST(RenderTest, PreflightIsACpuJobRunningTheDriverWithTheBenchClientsSettings) 
                                         ["template"]["spec"]["containers"][0]["command"][2]
                                   .Scalar();
   auto expected = startup_assignments(client_script);
-  auto driver_start = std::find_if(expected.begin(), expected.end(),
-                                   [](const auto& a) { return a.first == kDriverSettingsStart; });
+  auto driver_start = std::find_if(expected.begin(), expected.end(), [](const auto& a) {
+    return a.first == k8s::kDriverSettingsStart;
+  });
   ASSERT_NE(driver_start, expected.end());
   expected.insert(driver_start, {"JAX_PLATFORMS", "cpu"});
   EXPECT_EQ(startup_assignments(script), expected);
   EXPECT_EQ(setting(expected, "ROUTING"), "on");
   EXPECT_EQ(setting(expected, "PAD_POSITION"), "start");
   // The emitted text reads back as the same tree.
-  EXPECT_TRUE(diff_trees(YAML::Load(preflight.yaml), job).empty());
+  EXPECT_TRUE(k8s::diff_trees(YAML::Load(preflight.yaml), job).empty());
   // The bench's checks still apply.
   o.driver.pad_align = 100;
   EXPECT_THROW(render_preflight(dryrun, o), Error);
@@ -340,7 +341,7 @@ TEST(RenderTest, PreflightIsACpuJobRunningTheDriverWithTheBenchClientsSettings) 
 TEST(RenderTest, MaxtextReplaceOfAnAbsentKeyNamesIt) {
   RenderOptions o = options();
   o.maxtext_replace = {"no_such_key=1"};
-  DryRun dryrun = fixture();
+  k8s::DryRun dryrun = fixture();
   try {
     render_bench(dryrun, o);
     FAIL();
@@ -352,7 +353,7 @@ TEST(RenderTest, MaxtextReplaceOfAnAbsentKeyNamesIt) {
 TEST(RenderTest, TrainerSliceThatDoesNotDivideTheMeshFails) {
   RenderOptions o = options();
   o.trainer_slice = "tpu7x:1x1x1";  // 2 devices; context 4 x expert 2 does not divide them
-  DryRun dryrun = fixture();
+  k8s::DryRun dryrun = fixture();
   EXPECT_THROW(render_bench(dryrun, o), Error);
 }
 
@@ -373,7 +374,7 @@ std::string incompressible(std::size_t size) {
 TEST(RenderTest, RefusesAClientScriptLinuxCannotPassAsOneArgument) {
   RenderOptions o = options();
   o.driver_source = incompressible(140000);
-  DryRun dryrun = fixture();
+  k8s::DryRun dryrun = fixture();
   try {
     render_bench(dryrun, o);
     FAIL();
@@ -394,7 +395,7 @@ TEST(RenderTest, RefusesAClientScriptLinuxCannotPassAsOneArgument) {
 }
 
 TEST(RenderTest, SummaryCountsChangesByKnob) {
-  DryRun dryrun = fixture();
+  k8s::DryRun dryrun = fixture();
   RenderOptions o = options();
   o.libtpu_flags = {"--xla_new=1"};
   std::string summary = summarize_changes(render_bench(dryrun, o));
@@ -403,4 +404,4 @@ TEST(RenderTest, SummaryCountsChangesByKnob) {
 }
 
 }  // namespace
-}  // namespace rtb
+}  // namespace rtb::bench

@@ -12,7 +12,7 @@
 #include "rtb/k8s/yaml.h"
 #include "test_util.h"
 
-namespace rtb {
+namespace rtb::k8s {
 namespace {
 
 using ::testing::ElementsAre;
@@ -632,4 +632,4 @@ TEST(DiffDeep, AddedLeafUnderADeepChain) {
 }
 
 }  // namespace
-}  // namespace rtb
+}  // namespace rtb::k8s

@@ -11,7 +11,7 @@
 #include "rtb/k8s/yaml.h"
 #include "test_util.h"
 
-namespace rtb {
+namespace rtb::k8s {
 namespace {
 
 using ::testing::ElementsAre;
@@ -329,4 +329,4 @@ TEST(DryRunBytes, BinaryLogOutputBetweenDocumentsIsSkippedAndUtf8IsKept) {
 }
 
 }  // namespace
-}  // namespace rtb
+}  // namespace rtb::k8s

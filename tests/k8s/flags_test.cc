@@ -6,7 +6,7 @@
 #include "rtb/base/error.h"
 #include "rtb/k8s/shell.h"
 
-namespace rtb {
+namespace rtb::k8s {
 namespace {
 
 using ::testing::ElementsAre;
@@ -250,4 +250,4 @@ TEST(FlagList, ArgvWithQuotedValuesFromTheStartupLine) {
 }
 
 }  // namespace
-}  // namespace rtb
+}  // namespace rtb::k8s

@@ -14,7 +14,7 @@
 #include "rtb/k8s/yaml.h"
 #include "test_util.h"
 
-namespace rtb {
+namespace rtb::k8s {
 namespace {
 
 using ::testing::ElementsAre;
@@ -569,4 +569,4 @@ TEST(JobSetNoMutation, AssigningContainerRefsLeavesTheDocumentUnchanged) {
 }
 
 }  // namespace
-}  // namespace rtb
+}  // namespace rtb::k8s

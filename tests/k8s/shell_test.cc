@@ -13,7 +13,7 @@
 
 #include "rtb/base/error.h"
 
-namespace rtb::shell {
+namespace rtb::k8s::shell {
 namespace {
 
 namespace fs = std::filesystem;
@@ -390,7 +390,7 @@ TEST(ShellQuote, ShortestSafeForm) {
   EXPECT_EQ(join({}), "");
 }
 
-// Random byte strings (1..255), biased towards the bytes that matter to shells.
+// logs::Random byte strings (1..255), biased towards the bytes that matter to shells.
 std::vector<std::string> random_values(std::uint32_t seed, int count) {
   std::mt19937 random(seed);
   const std::string special = "'\"\\$`\n\t !#~*?[]{}()<>|&;=-%\r";
@@ -626,4 +626,4 @@ TEST_F(ShellProcessTest, SplitAgreesWithBashOnRandomCommandLines) {
 }
 
 }  // namespace
-}  // namespace rtb::shell
+}  // namespace rtb::k8s::shell

@@ -17,7 +17,7 @@
 #include "rtb/k8s/dryrun.h"
 #include "test_util.h"
 
-namespace rtb::yaml {
+namespace rtb::k8s::yaml {
 namespace {
 
 namespace fs = std::filesystem;
@@ -1015,4 +1015,4 @@ TEST(CheckLimits, DryRunRefusesAnAliasBombInAnObjectDocument) {
 }
 
 }  // namespace
-}  // namespace rtb::yaml
+}  // namespace rtb::k8s::yaml

@@ -8,7 +8,7 @@
 
 #include "rtb/base/error.h"
 
-namespace rtb::bench {
+namespace rtb::logs {
 namespace {
 
 using ::testing::ElementsAre;
@@ -263,4 +263,4 @@ TEST(Numerics, FindMetric) {
 }
 
 }  // namespace
-}  // namespace rtb::bench
+}  // namespace rtb::logs

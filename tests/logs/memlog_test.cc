@@ -13,7 +13,7 @@
 #include "rtb/base/io.h"
 #include "test_util.h"
 
-namespace rtb {
+namespace rtb::logs {
 namespace {
 
 using ::testing::ElementsAre;
@@ -407,4 +407,4 @@ TEST(MemLogSummary, TableHasAColumnPerLogAndDeltas) {
 }
 
 }  // namespace
-}  // namespace rtb
+}  // namespace rtb::logs

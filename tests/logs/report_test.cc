@@ -11,7 +11,7 @@
 #include "rtb/base/error.h"
 #include "rtb/logs/steplog.h"
 
-namespace rtb::report {
+namespace rtb::logs::report {
 namespace {
 
 using steplog::RunLog;
@@ -323,7 +323,7 @@ TEST(BuildReport, MicroBatchTimesOfDifferentModesAreNotCompared) {
             "not compared: ctl times micro-batches at device completion, var by dispatch "
             "intervals");
   ASSERT_TRUE(var.step);  // step times still compare
-  EXPECT_EQ(var.step->verdict, bench::Verdict::kSlower);
+  EXPECT_EQ(var.step->verdict, logs::Verdict::kSlower);
   const RunComparison& same = report.comparisons[1];
   EXPECT_TRUE(same.microbatch);
   EXPECT_TRUE(same.microbatch_not_compared.empty());
@@ -400,11 +400,11 @@ TEST(BuildReport, ComparisonsNoiseFloorAndFailIfSlower) {
   EXPECT_EQ(fast.control, "ctl");
   EXPECT_NEAR(fast.step->stats.ratio, 0.9, 1e-12);
   EXPECT_NEAR(fast.step->stats.diff, -1.0, 1e-12);
-  EXPECT_EQ(fast.step->verdict, bench::Verdict::kFaster);
+  EXPECT_EQ(fast.step->verdict, logs::Verdict::kFaster);
   // The micro-batches are the same: no change.
   EXPECT_EQ(fast.microbatch->stats.ratio, 1.0);
-  EXPECT_EQ(fast.microbatch->verdict, bench::Verdict::kNoChange);
-  EXPECT_EQ(report.comparisons[1].step->verdict, bench::Verdict::kSlower);
+  EXPECT_EQ(fast.microbatch->verdict, logs::Verdict::kNoChange);
+  EXPECT_EQ(report.comparisons[1].step->verdict, logs::Verdict::kSlower);
   EXPECT_EQ(report.comparisons[2].run, "ctl (ctl.log)");
   // slow is 4% slower, beyond --fail-if-slower 3.
   ASSERT_EQ(report.slower_than_allowed.size(), 1u);
@@ -417,8 +417,8 @@ TEST(BuildReport, ComparisonsNoiseFloorAndFailIfSlower) {
   Report noisy = build_report(inputs, options);
   EXPECT_NEAR(*noisy.noise_floor->step_rel, 0.05, 1e-12);
   EXPECT_EQ(*noisy.noise_floor->microbatch_rel, 0.0);
-  EXPECT_EQ(noisy.comparisons[0].step->verdict, bench::Verdict::kFaster);  // 10% > 5%
-  EXPECT_EQ(noisy.comparisons[1].step->verdict, bench::Verdict::kNoise);   // 4% < 5%
+  EXPECT_EQ(noisy.comparisons[0].step->verdict, logs::Verdict::kFaster);  // 10% > 5%
+  EXPECT_EQ(noisy.comparisons[1].step->verdict, logs::Verdict::kNoise);   // 4% < 5%
   EXPECT_TRUE(noisy.slower_than_allowed.empty());
   EXPECT_EQ(noisy.exit_code(), 0);
 }
@@ -503,4 +503,4 @@ TEST(Writers, TextJsonAndSvg) {
 }
 
 }  // namespace
-}  // namespace rtb::report
+}  // namespace rtb::logs::report

@@ -10,7 +10,7 @@
 
 #include "rtb/base/error.h"
 
-namespace rtb::steplog {
+namespace rtb::logs::steplog {
 namespace {
 
 using ::testing::ElementsAre;
@@ -523,4 +523,4 @@ TEST(ParseRunLog, StreamsAFileFromTestdata) {
 }
 
 }  // namespace
-}  // namespace rtb::steplog
+}  // namespace rtb::logs::steplog

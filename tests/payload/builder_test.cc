@@ -16,7 +16,7 @@
 #include "rtb/payload/routing.h"
 #include "rtb/payload/settings.h"
 
-namespace rtb {
+namespace rtb::payload {
 namespace {
 
 using ::testing::ElementsAre;
@@ -550,4 +550,4 @@ TEST(LoadProfile, ProductionShapeHitsTheDefaultTableWithinOnePercent) {
 }
 
 }  // namespace
-}  // namespace rtb
+}  // namespace rtb::payload

@@ -8,7 +8,7 @@
 
 #include "rtb/payload/builder.h"
 
-namespace rtb {
+namespace rtb::payload {
 namespace {
 
 using ::testing::HasSubstr;
@@ -362,4 +362,4 @@ TEST_F(VerifyTest, ArraysDisagreeingWithTheRecordFail) {
 }
 
 }  // namespace
-}  // namespace rtb
+}  // namespace rtb::payload

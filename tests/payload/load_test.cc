@@ -11,7 +11,7 @@
 #include "rtb/base/error.h"
 #include "rtb/payload/npy.h"
 
-namespace rtb {
+namespace rtb::payload {
 namespace {
 
 namespace fs = std::filesystem;
@@ -181,4 +181,4 @@ TEST_F(MeasureTest, RepeatedExpertsAreCounted) {
 }
 
 }  // namespace
-}  // namespace rtb
+}  // namespace rtb::payload

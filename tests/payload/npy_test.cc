@@ -15,7 +15,7 @@
 #include "rtb/base/io.h"
 #include "test_util.h"
 
-namespace rtb {
+namespace rtb::payload {
 namespace {
 
 namespace fs = std::filesystem;
@@ -268,4 +268,4 @@ TEST(NpyFormat, NamesAndShapes) {
 }
 
 }  // namespace
-}  // namespace rtb
+}  // namespace rtb::payload

@@ -7,7 +7,7 @@
 #include "rtb/payload/check.h"
 #include "rtb/payload/tiles.h"
 
-namespace rtb {
+namespace rtb::payload {
 namespace {
 
 using ::testing::HasSubstr;
@@ -110,4 +110,4 @@ TEST(PayloadReport, SvgDrawsEveryLayerAndTheBuffer) {
 }
 
 }  // namespace
-}  // namespace rtb
+}  // namespace rtb::payload

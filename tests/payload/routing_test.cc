@@ -11,7 +11,7 @@
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
 
-namespace rtb {
+namespace rtb::payload {
 namespace {
 
 using ::testing::ElementsAre;
@@ -197,4 +197,4 @@ TEST(DefaultRoutingTable, ReproducesItsDocumentedDerivation) {
 }
 
 }  // namespace
-}  // namespace rtb
+}  // namespace rtb::payload

@@ -10,7 +10,7 @@
 #include "rtb/base/error.h"
 #include "rtb/payload/builder.h"
 
-namespace rtb {
+namespace rtb::payload {
 namespace {
 
 using ::testing::ElementsAre;
@@ -148,4 +148,4 @@ TEST(AttentionTiles, PayloadFileGivesTheSameCountsAsTheLayout) {
 }
 
 }  // namespace
-}  // namespace rtb
+}  // namespace rtb::payload

@@ -2,7 +2,8 @@
 // 64 rows x 65,536 tokens x 60 layers x top-10 of 512 experts, int16: 5 GB, with the bench's
 // 60,948 real tokens per row and the built-in Qwen3.5-397B-A17B target table. In one run:
 //   - PayloadMemset:        a plain memset of the same bytes into a fresh allocation (the floor);
-//   - PayloadBuildRouting:  rtb::build_routing into a fresh allocation, all cores and one core;
+//   - PayloadBuildRouting:  rtb::payload::build_routing into a fresh allocation, all cores and one
+//   core;
 //                           counters: over_memset (time / memset time, goal <= 3) and
 //                           peak_over_output (peak RSS growth / output bytes, goal <= 1.1);
 //   - PayloadNumpyRouting:  the driver's NumPy builder (fill_routing of
@@ -58,20 +59,20 @@ Shape bench_shape() {
   return s;
 }
 
-rtb::PayloadOptions bench_options(const Shape& s, int threads) {
-  rtb::PayloadOptions o;
+rtb::payload::PayloadOptions bench_options(const Shape& s, int threads) {
+  rtb::payload::PayloadOptions o;
   o.rows = s.rows;
   o.tokens = s.tokens;
   o.layers = s.layers;
   o.topk = s.topk;
   o.experts = s.experts;
-  std::vector<double> table = rtb::default_routing_targets();
+  std::vector<double> table = rtb::payload::default_routing_targets();
   for (int l = 0; l < s.layers; ++l) {
     double target = l < static_cast<int>(table.size()) ? table[l] : 8.0;
     o.routing_targets.push_back(std::min(target, static_cast<double>(s.experts) / s.topk));
   }
   o.threads = threads;
-  return rtb::resolve_payload_options(o, nullptr);
+  return rtb::payload::resolve_payload_options(o, nullptr);
 }
 
 // Peak RSS since the last reset_peak_rss(), in bytes (Linux: clear_refs 5 resets VmHWM).
@@ -113,18 +114,18 @@ struct Best {
 };
 
 // Touches every page of a fresh allocation (so later writes measure the writing, not the faults).
-rtb::LargeArray<std::int16_t> touched_array(const Shape& s) {
-  rtb::LargeArray<std::int16_t> out(s.bytes() / sizeof(std::int16_t));
+rtb::payload::LargeArray<std::int16_t> touched_array(const Shape& s) {
+  rtb::payload::LargeArray<std::int16_t> out(s.bytes() / sizeof(std::int16_t));
   std::memset(out.data(), 0, s.bytes());
   return out;
 }
 
-double time_memset(const Shape& s, bool fresh, rtb::LargeArray<std::int16_t>* warm) {
+double time_memset(const Shape& s, bool fresh, rtb::payload::LargeArray<std::int16_t>* warm) {
   auto start = Clock::now();
-  rtb::LargeArray<std::int16_t> own;
+  rtb::payload::LargeArray<std::int16_t> own;
   std::int16_t* data = nullptr;
   if (fresh) {
-    own = rtb::LargeArray<std::int16_t>(s.bytes() / sizeof(std::int16_t));
+    own = rtb::payload::LargeArray<std::int16_t>(s.bytes() / sizeof(std::int16_t));
     data = own.data();
   } else {
     data = warm->data();
@@ -135,18 +136,18 @@ double time_memset(const Shape& s, bool fresh, rtb::LargeArray<std::int16_t>* wa
   return since(start);
 }
 
-double time_build(const rtb::PayloadOptions& o, const Shape& s, bool fresh,
-                  rtb::LargeArray<std::int16_t>* warm, double* peak_over_output) {
+double time_build(const rtb::payload::PayloadOptions& o, const Shape& s, bool fresh,
+                  rtb::payload::LargeArray<std::int16_t>* warm, double* peak_over_output) {
   double before = rss_bytes();
   reset_peak_rss();
   auto start = Clock::now();
   std::int64_t real_tokens = o.final_rows * o.real_len;
-  auto loads = rtb::plan_expert_loads(
-      o, rtb::scale_routing_targets(o.routing_targets, o.routing_scale), real_tokens);
-  rtb::LargeArray<std::int16_t> own;
-  if (fresh) own = rtb::LargeArray<std::int16_t>(s.bytes() / sizeof(std::int16_t));
-  rtb::LargeArray<std::int16_t>& out = fresh ? own : *warm;
-  rtb::build_routing(o, loads, out.span());
+  auto loads = rtb::payload::plan_expert_loads(
+      o, rtb::payload::scale_routing_targets(o.routing_targets, o.routing_scale), real_tokens);
+  rtb::payload::LargeArray<std::int16_t> own;
+  if (fresh) own = rtb::payload::LargeArray<std::int16_t>(s.bytes() / sizeof(std::int16_t));
+  rtb::payload::LargeArray<std::int16_t>& out = fresh ? own : *warm;
+  rtb::payload::build_routing(o, loads, out.span());
   benchmark::DoNotOptimize(out.data());
   benchmark::ClobberMemory();
   double seconds = since(start);
@@ -158,7 +159,7 @@ double time_build(const rtb::PayloadOptions& o, const Shape& s, bool fresh,
 void PayloadMemset(benchmark::State& state) {
   Shape s = bench_shape();
   bool fresh = state.range(0) == 1;
-  rtb::LargeArray<std::int16_t> warm;
+  rtb::payload::LargeArray<std::int16_t> warm;
   if (!fresh) warm = touched_array(s);
   for (auto _ : state) {
     double seconds = time_memset(s, fresh, &warm);
@@ -181,8 +182,8 @@ BENCHMARK(PayloadMemset)
 void PayloadBuildRouting(benchmark::State& state) {
   Shape s = bench_shape();
   bool fresh = state.range(0) == 1;
-  rtb::PayloadOptions o = bench_options(s, static_cast<int>(state.range(1)));
-  rtb::LargeArray<std::int16_t> warm;
+  rtb::payload::PayloadOptions o = bench_options(s, static_cast<int>(state.range(1)));
+  rtb::payload::LargeArray<std::int16_t> warm;
   if (!fresh) warm = touched_array(s);
   double peak = 0;
   for (auto _ : state) {
@@ -250,7 +251,7 @@ double json_number(const std::string& text, const std::string& key) {
 
 void PayloadNumpyRouting(benchmark::State& state) {
   Shape s = bench_shape();
-  rtb::PayloadOptions o = bench_options(s, 0);
+  rtb::payload::PayloadOptions o = bench_options(s, 0);
   fs::path driver = driver_path();
   if (!fs::exists(driver)) {
     state.SkipWithError(("driver not found: " + driver.string()).c_str());
@@ -262,7 +263,7 @@ void PayloadNumpyRouting(benchmark::State& state) {
   std::string command =
       fmt::format("/usr/bin/python3 '{}' '{}' {} {} {} {} {} '{}' 2>&1", script.string(),
                   driver.string(), s.rows, s.tokens, s.layers, s.topk, s.experts,
-                  rtb::format_routing_targets_inline(o.routing_targets));
+                  rtb::payload::format_routing_targets_inline(o.routing_targets));
   std::string output;
   double fresh = 0, touched = 0, peak_kib = 0, base_kib = 0;
   for (auto _ : state) {
@@ -285,7 +286,7 @@ void PayloadNumpyRouting(benchmark::State& state) {
   fs::remove(script);
   for (bool f : {true, false}) {
     if (Best::get().cpp[f] > 0) continue;
-    rtb::LargeArray<std::int16_t> warm;
+    rtb::payload::LargeArray<std::int16_t> warm;
     if (!f) warm = touched_array(s);
     for (int i = 0; i < 2; ++i) Best::note(Best::get().cpp[f], time_build(o, s, f, &warm, nullptr));
   }

@@ -33,15 +33,15 @@ const std::string& input() {
 }
 
 void BM_RenderBench1MB(benchmark::State& state) {
-  rtb::RenderOptions options;
+  rtb::bench::RenderOptions options;
   options.name = "abtest-bench";
   options.driver_source = "print('driver')\n";
   options.libtpu_flags = {"--xla_tpu_scoped_vmem_limit_kib=65536"};
   options.trainer_slice = "tpu7x:4x4x4";
   for (auto _ : state) {
-    rtb::DryRun dryrun =
-        rtb::parse_dryrun(input(), "perf", rtb::trainer_and_orchestrator_chunks(options.mains));
-    rtb::RenderResult result = rtb::render_bench(dryrun, options);
+    rtb::k8s::DryRun dryrun = rtb::k8s::parse_dryrun(
+        input(), "perf", rtb::k8s::trainer_and_orchestrator_chunks(options.mains));
+    rtb::bench::RenderResult result = rtb::bench::render_bench(dryrun, options);
     benchmark::DoNotOptimize(result.yaml.data());
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * input().size()));

@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
   CLI::App& app = tool.app();
   rtb::tool::RenderKnobs knobs;
   knobs.options.name = "aot-bench";
-  rtb::AotOptions aot;
+  rtb::bench::AotOptions aot;
   std::string output = "-";
   bool print = false, run = false, json = false, explain = false;
   std::optional<double> hbm_gib;
@@ -82,21 +82,22 @@ int main(int argc, char** argv) {
 
   return tool.run(argc, argv, [&]() -> int {
     if (print && run) rtb::fail("give --print or --run, not both");
-    rtb::DryRun dryrun = rtb::tool::load_dryrun(knobs, rtb::embedded::demo_dryrun());
+    rtb::k8s::DryRun dryrun = rtb::tool::load_dryrun(knobs, rtb::embedded::demo_dryrun());
     rtb::tool::finish_render_options(knobs, rtb::embedded::bench_driver());
     for (const std::string& warning : dryrun.warnings) spdlog::info("{}", warning);
-    rtb::RenderResult rendered = rtb::render_bench(dryrun, knobs.options);
+    rtb::bench::RenderResult rendered = rtb::bench::render_bench(dryrun, knobs.options);
     for (const std::string& warning : rendered.warnings) spdlog::info("{}", warning);
 
     aot.source = dryrun.source;
     aot.tool_version = RTB_VERSION;
-    if (run && !aot.log) aot.log = rtb::aot_log_path(std::chrono::system_clock::now());
-    rtb::AotPlan plan = rtb::plan_aot(rendered.bench, aot);
+    if (run && !aot.log) aot.log = rtb::bench::aot_log_path(std::chrono::system_clock::now());
+    rtb::bench::AotPlan plan = rtb::bench::plan_aot(rendered.bench, aot);
     for (const std::string& note : plan.notes) spdlog::info("{}", note);
-    if (explain) std::fputs(rtb::explain_aot_keys(plan).c_str(), stderr);
+    if (explain) std::fputs(rtb::bench::explain_aot_keys(plan).c_str(), stderr);
 
     if (!run) {
-      rtb::write_output(output, json ? rtb::aot_plan_json(plan, aot) : rtb::aot_script(plan, aot));
+      rtb::write_output(
+          output, json ? rtb::bench::aot_plan_json(plan, aot) : rtb::bench::aot_script(plan, aot));
       return rtb::tool::kExitOk;
     }
 
@@ -105,21 +106,22 @@ int main(int argc, char** argv) {
         "--run needs a Python with MaxText: {} cannot import {} (install MaxText, Tunix and "
         "libtpu, or name such an interpreter with --python; --print writes the script to run "
         "elsewhere)",
-        aot.python, rtb::kEngineCompileModule);
-    if (rtb::run_quiet({aot.python, "-c", std::string(rtb::maxtext_probe_code())}) != 0)
+        aot.python, rtb::bench::kEngineCompileModule);
+    if (rtb::bench::run_quiet({aot.python, "-c", std::string(rtb::bench::maxtext_probe_code())}) !=
+        0)
       rtb::fail("{}", no_maxtext);
     spdlog::info("compiling for {}; log {}", plan.compile_topology, *aot.log);
-    int status = rtb::run_bash(rtb::aot_script(plan, aot));
-    if (status == rtb::kAotNoMaxText && !exists(*aot.log)) rtb::fail("{}", no_maxtext);
+    int status = rtb::bench::run_bash(rtb::bench::aot_script(plan, aot));
+    if (status == rtb::bench::kAotNoMaxText && !exists(*aot.log)) rtb::fail("{}", no_maxtext);
     if (!exists(*aot.log)) {
       rtb::fail("the compile script exited with status {} before writing {}", status, *aot.log);
     }
-    rtb::HbmOptions hbm;
+    rtb::logs::HbmOptions hbm;
     hbm.hbm_gib = hbm_gib;
     if (!hbm_gib) hbm.chip = plan.chip;
-    std::vector<rtb::MemLog> logs;
-    logs.push_back(rtb::read_memlog(*aot.log));
-    rtb::Summary summary = rtb::summarize(std::move(logs), hbm);
+    std::vector<rtb::logs::MemLog> logs;
+    logs.push_back(rtb::logs::read_memlog(*aot.log));
+    rtb::logs::Summary summary = rtb::logs::summarize(std::move(logs), hbm);
     if (summary.exit_code == rtb::tool::kExitError) {
       if (status != 0) {
         rtb::fail("the compile exited with status {} and its log {} reports no memory analysis: {}",
@@ -128,8 +130,8 @@ int main(int argc, char** argv) {
       throw rtb::Error(summary.error);
     }
     for (const std::string& problem : summary.logs.front().problems) spdlog::warn("{}", problem);
-    rtb::write_output(
-        output, json ? rtb::format_summary_json(summary) : rtb::format_summary_table(summary));
+    rtb::write_output(output, json ? rtb::logs::format_summary_json(summary)
+                                   : rtb::logs::format_summary_table(summary));
     return summary.exit_code;
   });
 }

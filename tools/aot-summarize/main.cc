@@ -54,19 +54,19 @@ int main(int argc, char** argv) {
 
   return tool.run(argc, argv, [&]() -> int {
     if (chip) rtb::find_tpu_type(*chip);  // an unknown chip is an option error, before any log
-    std::vector<rtb::MemLog> logs;
-    for (const std::string& path : paths) logs.push_back(rtb::read_memlog(path));
-    rtb::Summary summary = rtb::summarize(std::move(logs), {hbm_gib, chip});
+    std::vector<rtb::logs::MemLog> logs;
+    for (const std::string& path : paths) logs.push_back(rtb::logs::read_memlog(path));
+    rtb::logs::Summary summary = rtb::logs::summarize(std::move(logs), {hbm_gib, chip});
     if (summary.exit_code == rtb::tool::kExitError) {
-      if (json) rtb::write_output(output, rtb::format_summary_json(summary));
+      if (json) rtb::write_output(output, rtb::logs::format_summary_json(summary));
       throw rtb::Error(summary.error);
     }
     // A log that reports out of memory may still hold malformed lines: warn about them.
-    for (const rtb::MemLog& log : summary.logs) {
+    for (const rtb::logs::MemLog& log : summary.logs) {
       for (const std::string& problem : log.problems) spdlog::warn("{}", problem);
     }
-    rtb::write_output(
-        output, json ? rtb::format_summary_json(summary) : rtb::format_summary_table(summary));
+    rtb::write_output(output, json ? rtb::logs::format_summary_json(summary)
+                                   : rtb::logs::format_summary_table(summary));
     return summary.exit_code;
   });
 }

@@ -37,19 +37,19 @@ std::pair<std::string, std::string> split_assignment(const std::string& text,
   return {text.substr(0, eq), text.substr(eq + 1)};
 }
 
-rtb::bench::GateSpec& find_gate(std::vector<rtb::bench::GateSpec>& gates, const std::string& name,
-                                const std::string& option) {
+rtb::logs::GateSpec& find_gate(std::vector<rtb::logs::GateSpec>& gates, const std::string& name,
+                               const std::string& option) {
   std::string names;
-  for (rtb::bench::GateSpec& gate : gates) {
+  for (rtb::logs::GateSpec& gate : gates) {
     if (gate.name == name) return gate;
     names += (names.empty() ? "" : ", ") + gate.name;
   }
   rtb::fail("{}: no gate named '{}' (gates: {})", option, name, names);
 }
 
-void apply_limit(std::vector<rtb::bench::GateSpec>& gates, const std::string& text) {
+void apply_limit(std::vector<rtb::logs::GateSpec>& gates, const std::string& text) {
   auto [name, value] = split_assignment(text, "--limit");
-  rtb::bench::GateSpec& gate = find_gate(gates, name, "--limit " + text);
+  rtb::logs::GateSpec& gate = find_gate(gates, name, "--limit " + text);
   if (value == "off") {
     gate.enabled = false;
     return;
@@ -63,23 +63,23 @@ void apply_limit(std::vector<rtb::bench::GateSpec>& gates, const std::string& te
   gate.enabled = true;
 }
 
-void apply_metric(std::vector<rtb::bench::GateSpec>& gates, const std::string& text) {
+void apply_metric(std::vector<rtb::logs::GateSpec>& gates, const std::string& text) {
   auto [name, key] = split_assignment(text, "--metric");
-  rtb::bench::GateSpec& gate = find_gate(gates, name, "--metric " + text);
-  if (gate.kind == rtb::bench::GateKind::kFinite) {
+  rtb::logs::GateSpec& gate = find_gate(gates, name, "--metric " + text);
+  if (gate.kind == rtb::logs::GateKind::kFinite) {
     gate.keys.push_back(key);  // one more metric that must stay finite
   } else {
     gate.keys = {key};
   }
 }
 
-std::string list_gates(const std::vector<rtb::bench::GateSpec>& gates) {
+std::string list_gates(const std::vector<rtb::logs::GateSpec>& gates) {
   std::string out;
-  for (const rtb::bench::GateSpec& gate : gates) {
+  for (const rtb::logs::GateSpec& gate : gates) {
     std::string keys;
     for (const std::string& key : gate.keys) keys += (keys.empty() ? "" : ", ") + key;
     if (keys.empty()) keys = "every metric the other gates use";
-    std::string limit = gate.kind == rtb::bench::GateKind::kFinite
+    std::string limit = gate.kind == rtb::logs::GateKind::kFinite
                             ? fmt::format("{:g} steps", gate.limit)
                             : fmt::format("{:g} {}", gate.limit, gate_kind_name(gate.kind));
     out += fmt::format("{}: {} (metric: {}){}\n    {}\n", gate.name, limit, keys,
@@ -91,21 +91,21 @@ std::string list_gates(const std::vector<rtb::bench::GateSpec>& gates) {
 // Parses each distinct path once; "-" (stdin) may appear only once.
 class Logs {
  public:
-  rtb::steplog::RunLog get(const std::string& path) {
+  rtb::logs::steplog::RunLog get(const std::string& path) {
     if (path == "-") {
       if (stdin_used_) rtb::fail("- (stdin) can be given only once");
       stdin_used_ = true;
-      return rtb::steplog::parse_run_log(path);
+      return rtb::logs::steplog::parse_run_log(path);
     }
     auto found = cache_.find(path);
     if (found != cache_.end()) return found->second;
-    rtb::steplog::RunLog log = rtb::steplog::parse_run_log(path);
+    rtb::logs::steplog::RunLog log = rtb::logs::steplog::parse_run_log(path);
     cache_.emplace(path, log);
     return log;
   }
 
  private:
-  std::map<std::string, rtb::steplog::RunLog> cache_;
+  std::map<std::string, rtb::logs::steplog::RunLog> cache_;
   bool stdin_used_ = false;
 };
 
@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
   std::optional<std::int64_t> svg_step;
   std::optional<double> fail_if_slower;
   bool json = false, show_gates = false;
-  rtb::report::Options options;
+  rtb::logs::report::Options options;
 
   app.add_option("RUN", runs, "Logs, or - for stdin; the first is the control");
   app.add_option("--steps", steps,
@@ -167,7 +167,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
 
   return tool.run(argc, argv, [&]() -> int {
-    rtb::report::Inputs inputs;
+    rtb::logs::report::Inputs inputs;
     for (const std::string& text : limits) apply_limit(inputs.gates, text);
     for (const std::string& text : metrics) apply_metric(inputs.gates, text);
     if (show_gates) {
@@ -177,9 +177,9 @@ int main(int argc, char** argv) {
     if (runs.empty() && numerics.empty()) {
       rtb::fail("give at least one RUN log, or --numerics REF1 REF2 VARIANT (see --help)");
     }
-    if (!steps.empty()) options.steps = rtb::report::parse_range(steps, "--steps");
+    if (!steps.empty()) options.steps = rtb::logs::report::parse_range(steps, "--steps");
     if (!microbatches.empty()) {
-      options.microbatches = rtb::report::parse_range(microbatches, "--microbatches");
+      options.microbatches = rtb::logs::report::parse_range(microbatches, "--microbatches");
       options.microbatches_given = true;
     }
     if (fail_if_slower) {
@@ -203,14 +203,14 @@ int main(int argc, char** argv) {
     }
     for (const std::string& path : numerics) inputs.numerics.push_back(logs.get(path));
 
-    rtb::report::Report report = rtb::report::build_report(inputs, options);
+    rtb::logs::report::Report report = rtb::logs::report::build_report(inputs, options);
     for (const std::string& warning : report.warnings) spdlog::warn("{}", warning);
 
     if (!svg_file.empty()) {
-      rtb::write_output(svg_file, rtb::report::timeline_svg(inputs.runs, report, svg_step));
+      rtb::write_output(svg_file, rtb::logs::report::timeline_svg(inputs.runs, report, svg_step));
     }
-    rtb::write_output(output,
-                      json ? rtb::report::format_json(report) : rtb::report::format_text(report));
+    rtb::write_output(output, json ? rtb::logs::report::format_json(report)
+                                   : rtb::logs::report::format_text(report));
     for (const std::string& line : report.slower_than_allowed) spdlog::error("{}", line);
     if (report.numerics && !report.numerics->result.pass) {
       spdlog::error("numerics: a gate failed");

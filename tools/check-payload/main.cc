@@ -53,10 +53,10 @@ std::vector<double> load_targets(const std::string& argument, std::string* sourc
   }
   if (path.empty()) {
     *source = "--routing-targets (inline)";
-    return rtb::parse_routing_targets(argument, "--routing-targets");
+    return rtb::payload::parse_routing_targets(argument, "--routing-targets");
   }
   *source = rtb::display_name(path);
-  return rtb::parse_routing_targets(rtb::read_file(path), rtb::display_name(path));
+  return rtb::payload::parse_routing_targets(rtb::read_file(path), rtb::display_name(path));
 }
 
 // Where the report goes: stdout, or stderr when stdout carries the payload itself (-o -).
@@ -75,7 +75,7 @@ struct LayoutFlags {
 };
 
 // The options that lay rows out, shared by build and tiles.
-void add_layout_options(CLI::App* cmd, rtb::PayloadOptions& o, bool required) {
+void add_layout_options(CLI::App* cmd, rtb::payload::PayloadOptions& o, bool required) {
   cmd->add_option("--rows", o.rows, "Rows of the micro-batch (R)")->required(required);
   cmd->add_option("--tokens", o.tokens, "Token budget per row (T, max_seq_token_per_tpu)")
       ->required(required);
@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 
   // --- build ---
-  rtb::PayloadOptions build;
+  rtb::payload::PayloadOptions build;
   LayoutFlags build_flags;
   std::string build_output, build_targets, build_svg;
   bool build_json = false;
@@ -170,7 +170,7 @@ int main(int argc, char** argv) {
 
   // --- verify ---
   std::string verify_file, verify_targets, verify_svg, verify_pad, verify_advantages;
-  rtb::VerifyOptions verify;
+  rtb::payload::VerifyOptions verify;
   int verify_experts = 0;
   std::int64_t verify_vocab = 0, verify_pad_align = 0, verify_prompt = 0;
   double verify_scale = 1.0;
@@ -218,7 +218,7 @@ int main(int argc, char** argv) {
 
   // --- measure ---
   std::string measure_file, measure_output, measure_svg;
-  rtb::MeasureOptions measure;
+  rtb::payload::MeasureOptions measure;
   bool measure_json = false;
   CLI::App* measure_cmd = app.add_subcommand(
       "measure", "Per-layer loads of a routed-experts array; writes a target table");
@@ -244,8 +244,8 @@ int main(int argc, char** argv) {
 
   // --- tiles ---
   std::string tiles_file;
-  rtb::TileSettings tiles;
-  rtb::PayloadOptions tiles_layout;
+  rtb::payload::TileSettings tiles;
+  rtb::payload::PayloadOptions tiles_layout;
   tiles_layout.rows = 1;
   bool tiles_json = false;
   CLI::App* tiles_cmd =
@@ -263,15 +263,15 @@ int main(int argc, char** argv) {
   return tool.run(argc, argv, [&]() -> int {
     if (build_cmd->parsed()) {
       // 1. Options: the target table (default: the built-in one for 60 layers).
-      build.pad_position = rtb::parse_pad_position(build_flags.pad_position);
-      build.advantages = rtb::parse_advantage_mode(build_flags.advantages);
+      build.pad_position = rtb::payload::parse_pad_position(build_flags.pad_position);
+      build.advantages = rtb::payload::parse_advantage_mode(build_flags.advantages);
       build.old_logps = !build_flags.no_old_logps;
       build.segments_given = build_cmd->count("--segments") > 0;
-      std::string targets_source = rtb::kDefaultRoutingTableName;
+      std::string targets_source = rtb::payload::kDefaultRoutingTableName;
       if (!build_targets.empty()) {
         build.routing_targets = load_targets(build_targets, &targets_source);
       } else {
-        build.routing_targets = rtb::default_routing_targets();
+        build.routing_targets = rtb::payload::default_routing_targets();
         if (build.layers != static_cast<int>(build.routing_targets.size())) {
           rtb::fail("the built-in routing table is for {} layers; give --routing-targets for {}",
                     build.routing_targets.size(), build.layers);
@@ -284,11 +284,11 @@ int main(int argc, char** argv) {
                                          : targets_source;
       // 2. Build.
       auto start = Clock::now();
-      rtb::Payload payload = rtb::build_payload(build);
+      rtb::payload::Payload payload = rtb::payload::build_payload(build);
       spdlog::info("built in {:.2f} s", seconds_since(start));
       for (const std::string& w : payload.warnings) spdlog::warn("{}", w);
       // 3. Check it as verify would, on the arrays in memory.
-      rtb::VerifyOptions checks;
+      rtb::payload::VerifyOptions checks;
       checks.experts = payload.options.experts;
       checks.vocab = payload.options.vocab;
       checks.targets = payload.targets;
@@ -297,43 +297,48 @@ int main(int argc, char** argv) {
       checks.advantages = payload.options.advantages;
       checks.max_prompt_length = payload.options.max_prompt_length;
       // Read back what the file will record, so a build also checks its own settings.
-      checks.recorded = rtb::parse_payload_settings(payload.settings_json, "payload_settings");
+      checks.recorded =
+          rtb::payload::parse_payload_settings(payload.settings_json, "payload_settings");
       checks.ep = build_ep;
       checks.buffer_factor = build_buffer;
       checks.max_examples = build_examples;
-      rtb::PayloadView view = rtb::view_payload(payload);
+      rtb::payload::PayloadView view = rtb::payload::view_payload(payload);
       start = Clock::now();
-      rtb::VerifyReport report = rtb::verify_payload(*view.source, view.arrays, checks);
+      rtb::payload::VerifyReport report =
+          rtb::payload::verify_payload(*view.source, view.arrays, checks);
       spdlog::info("checked in {:.2f} s", seconds_since(start));
       // 4. Write, report.
       if (!build_output.empty()) {
         start = Clock::now();
-        rtb::write_payload(payload, build_output);
+        rtb::payload::write_payload(payload, build_output);
         spdlog::info("wrote {} in {:.2f} s", rtb::display_name(build_output), seconds_since(start));
       }
       std::string shown = build_output == "-" ? "<stdout>" : build_output;
-      print_report(build_json ? rtb::format_build_json(payload, report, shown)
-                              : rtb::format_build_text(payload, report, shown),
+      print_report(build_json ? rtb::payload::format_build_json(payload, report, shown)
+                              : rtb::payload::format_build_text(payload, report, shown),
                    build_output == "-");
       if (!build_svg.empty()) {
         rtb::write_output(build_svg,
-                          rtb::routing_load_svg("check-payload build: target vs achieved",
-                                                report.per_layer, payload.targets));
+                          rtb::payload::routing_load_svg("check-payload build: target vs achieved",
+                                                         report.per_layer, payload.targets));
       }
       return report.passed() ? rtb::tool::kExitOk : rtb::tool::kExitCheckFailed;
     }
 
     if (verify_cmd->parsed()) {
-      rtb::FileSource source(verify_file);
-      std::vector<rtb::ArrayInfo> arrays = rtb::list_arrays(source);
-      std::optional<rtb::PayloadSettings> recorded = rtb::read_payload_settings(source, arrays);
-      rtb::VerifyFlags flags;
+      rtb::payload::FileSource source(verify_file);
+      std::vector<rtb::payload::ArrayInfo> arrays = rtb::payload::list_arrays(source);
+      std::optional<rtb::payload::PayloadSettings> recorded =
+          rtb::payload::read_payload_settings(source, arrays);
+      rtb::payload::VerifyFlags flags;
       auto given = [&](const char* option) { return verify_cmd->count(option) > 0; };
       if (given("--experts")) flags.experts = verify_experts;
       if (given("--vocab")) flags.vocab = verify_vocab;
-      if (given("--pad-position")) flags.pad_position = rtb::parse_pad_position(verify_pad);
+      if (given("--pad-position"))
+        flags.pad_position = rtb::payload::parse_pad_position(verify_pad);
       if (given("--pad-align")) flags.pad_align = verify_pad_align;
-      if (given("--advantages")) flags.advantages = rtb::parse_advantage_mode(verify_advantages);
+      if (given("--advantages"))
+        flags.advantages = rtb::payload::parse_advantage_mode(verify_advantages);
       if (given("--max-prompt-length")) flags.max_prompt_length = verify_prompt;
       if (given("--routing-scale")) flags.routing_scale = verify_scale;
       flags.no_targets = verify_no_targets;
@@ -341,32 +346,34 @@ int main(int argc, char** argv) {
         flags.routing_targets = load_targets(verify_targets, &flags.routing_targets_source);
       }
       std::string targets_source;
-      verify = rtb::resolve_verify_options(flags, recorded, verify, &targets_source);
+      verify = rtb::payload::resolve_verify_options(flags, recorded, verify, &targets_source);
       if (!recorded) {
         spdlog::info("{} has no payload_settings: checking what the arrays show",
                      rtb::display_name(verify_file));
       }
       auto start = Clock::now();
-      rtb::VerifyReport report = rtb::verify_payload(source, arrays, verify);
+      rtb::payload::VerifyReport report = rtb::payload::verify_payload(source, arrays, verify);
       spdlog::info("verified in {:.2f} s", seconds_since(start));
       std::string name = rtb::display_name(verify_file);
-      rtb::write_output("-", verify_json ? rtb::format_verify_json(name, report, targets_source)
-                                         : rtb::format_verify_text(name, report, targets_source));
+      rtb::write_output("-", verify_json
+                                 ? rtb::payload::format_verify_json(name, report, targets_source)
+                                 : rtb::payload::format_verify_text(name, report, targets_source));
       if (!verify_svg.empty()) {
-        rtb::write_output(verify_svg, rtb::routing_load_svg("check-payload verify: " + name,
-                                                            report.per_layer, report.targets));
+        rtb::write_output(verify_svg,
+                          rtb::payload::routing_load_svg("check-payload verify: " + name,
+                                                         report.per_layer, report.targets));
       }
       return report.passed() ? rtb::tool::kExitOk : rtb::tool::kExitCheckFailed;
     }
 
     if (measure_cmd->parsed()) {
-      rtb::FileSource source(measure_file);
+      rtb::payload::FileSource source(measure_file);
       // Experts: the option, else what a payload file records, else the default.
       measure.experts_from = "default";
       if (measure_cmd->count("--experts") > 0) {
         measure.experts_from = "option";
-      } else if (std::optional<rtb::PayloadSettings> recorded =
-                     rtb::read_payload_settings(source, rtb::list_arrays(source));
+      } else if (std::optional<rtb::payload::PayloadSettings> recorded =
+                     rtb::payload::read_payload_settings(source, rtb::payload::list_arrays(source));
                  recorded && recorded->experts) {
         if (*recorded->experts > 32767)
           rtb::fail("payload_settings records {} experts", *recorded->experts);
@@ -374,19 +381,19 @@ int main(int argc, char** argv) {
         measure.experts_from = "file";
       }
       auto start = Clock::now();
-      rtb::MeasureReport report = rtb::measure_routing(source, measure);
+      rtb::payload::MeasureReport report = rtb::payload::measure_routing(source, measure);
       spdlog::info("measured in {:.2f} s", seconds_since(start));
       std::string name = rtb::display_name(measure_file);
       if (!measure_output.empty()) {
-        rtb::write_output(measure_output, rtb::format_measured_table(name, report));
+        rtb::write_output(measure_output, rtb::payload::format_measured_table(name, report));
       }
       std::string table = measure_output == "-" ? "<stdout>" : measure_output;
-      print_report(measure_json ? rtb::format_measure_json(name, report, table)
-                                : rtb::format_measure_text(name, report, table),
+      print_report(measure_json ? rtb::payload::format_measure_json(name, report, table)
+                                : rtb::payload::format_measure_text(name, report, table),
                    measure_output == "-");
       if (!measure_svg.empty()) {
-        rtb::write_output(measure_svg, rtb::routing_load_svg("check-payload measure: " + name,
-                                                             report.per_layer, {}));
+        rtb::write_output(measure_svg, rtb::payload::routing_load_svg(
+                                           "check-payload measure: " + name, report.per_layer, {}));
       }
       return rtb::tool::kExitOk;
     }
@@ -395,11 +402,11 @@ int main(int argc, char** argv) {
     if (tiles.dkv_block_q == 0) tiles.dkv_block_q = tiles.block_q;
     if (tiles.dkv_block_kv == 0) tiles.dkv_block_kv = tiles.block_kv;
     tiles.pad_align = tiles_layout.pad_align;
-    if (tiles.pad_align < 1 || tiles.pad_align % rtb::kSegmentAlign != 0) {
-      rtb::fail("--pad-align must be a positive multiple of {} (got {})", rtb::kSegmentAlign,
-                tiles.pad_align);
+    if (tiles.pad_align < 1 || tiles.pad_align % rtb::payload::kSegmentAlign != 0) {
+      rtb::fail("--pad-align must be a positive multiple of {} (got {})",
+                rtb::payload::kSegmentAlign, tiles.pad_align);
     }
-    rtb::TilesReport report;
+    rtb::payload::TilesReport report;
     std::string source_name;
     if (!tiles_file.empty()) {
       for (const char* option :
@@ -408,7 +415,7 @@ int main(int argc, char** argv) {
           rtb::fail("{} describes rows to lay out; with FILE the rows come from the file", option);
         }
       }
-      report = rtb::count_payload_tiles(rtb::FileSource(tiles_file), tiles);
+      report = rtb::payload::count_payload_tiles(rtb::payload::FileSource(tiles_file), tiles);
       source_name = rtb::display_name(tiles_file);
     } else {
       if (tiles_cmd->count("--tokens") == 0) rtb::fail("give a payload FILE or --tokens");
@@ -418,15 +425,16 @@ int main(int argc, char** argv) {
       tiles_layout.experts = 1;
       tiles_layout.routing_targets = {1.0};
       std::vector<std::string> warnings;
-      rtb::PayloadOptions resolved = rtb::resolve_payload_options(tiles_layout, &warnings);
+      rtb::payload::PayloadOptions resolved =
+          rtb::payload::resolve_payload_options(tiles_layout, &warnings);
       for (const std::string& w : warnings) spdlog::warn("{}", w);
-      report = rtb::count_layout_tiles(resolved, tiles);
+      report = rtb::payload::count_layout_tiles(resolved, tiles);
       source_name =
           fmt::format("rows laid out from options ({} real tokens, {} {})", resolved.real_len,
                       resolved.segments, resolved.segments == 1 ? "segment" : "segments");
     }
-    rtb::write_output("-", tiles_json ? rtb::format_tiles_json(source_name, report)
-                                      : rtb::format_tiles_text(source_name, report));
+    rtb::write_output("-", tiles_json ? rtb::payload::format_tiles_json(source_name, report)
+                                      : rtb::payload::format_tiles_text(source_name, report));
     return rtb::tool::kExitOk;
   });
 }

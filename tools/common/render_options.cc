@@ -35,7 +35,7 @@ std::pair<std::string, std::string> parse_env(const std::string& text) {
 }  // namespace
 
 void add_render_options(CLI::App& app, RenderKnobs& knobs, NameOption name) {
-  RenderOptions& options = knobs.options;
+  rtb::bench::RenderOptions& options = knobs.options;
   app.add_option("DRYRUN", knobs.input, "DRY_RUN output of the launcher, or - for stdin");
   app.add_flag("--demo", knobs.demo, "Use the embedded example DRY_RUN (no DRYRUN argument)");
   CLI::Option* name_option =
@@ -120,7 +120,7 @@ void add_render_options(CLI::App& app, RenderKnobs& knobs, NameOption name) {
 }
 
 void finish_render_options(RenderKnobs& knobs, std::string_view embedded_driver) {
-  RenderOptions& options = knobs.options;
+  rtb::bench::RenderOptions& options = knobs.options;
   options.driver_source = driver_source(knobs, embedded_driver);
   options.tool_version = RTB_VERSION;
   options.logps_chunk = knobs.logps_chunk;
@@ -134,8 +134,8 @@ void finish_render_options(RenderKnobs& knobs, std::string_view embedded_driver)
     options.driver.extra_env.push_back(parse_env(item));
   }
   if (!knobs.routing_file.empty()) {
-    options.driver.routing_targets =
-        parse_routing_targets(read_file(knobs.routing_file), display_name(knobs.routing_file));
+    options.driver.routing_targets = rtb::payload::parse_routing_targets(
+        read_file(knobs.routing_file), display_name(knobs.routing_file));
     options.driver.routing_targets_source = knobs.routing_file;
   }
 }
@@ -144,11 +144,11 @@ std::string driver_source(const RenderKnobs& knobs, std::string_view embedded_dr
   return knobs.driver_file ? read_file(*knobs.driver_file) : std::string(embedded_driver);
 }
 
-DryRun load_dryrun(const RenderKnobs& knobs, std::string_view demo_text) {
+k8s::DryRun load_dryrun(const RenderKnobs& knobs, std::string_view demo_text) {
   if (knobs.demo == !knobs.input.empty()) fail("give either a DRYRUN file (or -) or --demo");
   std::string source = knobs.demo ? "<embedded demo DRY_RUN>" : display_name(knobs.input);
   std::string text = knobs.demo ? std::string(demo_text) : read_file(knobs.input);
-  return parse_dryrun(text, source, trainer_and_orchestrator_chunks(knobs.options.mains));
+  return rtb::k8s::parse_dryrun(text, source, trainer_and_orchestrator_chunks(knobs.options.mains));
 }
 
 }  // namespace rtb::tool

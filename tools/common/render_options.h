@@ -13,9 +13,9 @@
 
 namespace rtb::tool {
 
-// What the options parse into; finish() turns it into RenderOptions.
+// What the options parse into; finish() turns it into bench::RenderOptions.
 struct RenderKnobs {
-  RenderOptions options;
+  bench::RenderOptions options;
   std::string input;  // DRYRUN positional ("-": stdin)
   bool demo = false;  // --demo: the embedded example DRY_RUN
   std::string routing_file;
@@ -43,6 +43,6 @@ std::string driver_source(const RenderKnobs& knobs, std::string_view embedded_dr
 
 // Reads and parses the DRY_RUN (or the embedded demo, `demo_text`), keeping only the trainer and
 // orchestrator documents. Throws rtb::Error.
-DryRun load_dryrun(const RenderKnobs& knobs, std::string_view demo_text);
+k8s::DryRun load_dryrun(const RenderKnobs& knobs, std::string_view demo_text);
 
 }  // namespace rtb::tool

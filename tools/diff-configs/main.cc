@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
   std::optional<std::string> keys;
   std::string color = "auto";
   bool list_dumps = false, json = false;
-  rtb::RoleMains mains;
+  rtb::k8s::RoleMains mains;
 
   app.add_option("A B", inputs, "Two logs or renders (- for stdin); one with --list-dumps")
       ->required()
@@ -67,20 +67,20 @@ int main(int argc, char** argv) {
     std::optional<std::size_t> dump_b = dump_number("--dump-b", dump_second);
     rtb::tool::require_one_stdin(inputs, "A and B");
     if (list_dumps) {
-      std::vector<rtb::ConfigSide> sides;
+      std::vector<rtb::bench::ConfigSide> sides;
       for (const std::string& input : inputs) {
-        rtb::ConfigLogOptions options;
+        rtb::bench::ConfigLogOptions options;
         options.list_only = true;
-        rtb::ConfigSide side = rtb::read_config_side(input, options, mains);
-        if (side.kind == rtb::ConfigSide::Kind::kLog && side.dumps.empty()) {
+        rtb::bench::ConfigSide side = rtb::bench::read_config_side(input, options, mains);
+        if (side.kind == rtb::bench::ConfigSide::Kind::kLog && side.dumps.empty()) {
           rtb::fail_at(side.source, 0,
                        "no `Config param` line: not a MaxText log, or one whose "
                        "config was not logged");
         }
         sides.push_back(std::move(side));
       }
-      rtb::write_output("-",
-                        json ? rtb::format_dump_list_json(sides) : rtb::format_dump_list(sides));
+      rtb::write_output("-", json ? rtb::bench::format_dump_list_json(sides)
+                                  : rtb::bench::format_dump_list(sides));
       return rtb::tool::kExitOk;
     }
     if (inputs.size() != 2) rtb::fail("give two inputs A and B (or --list-dumps)");
@@ -92,26 +92,26 @@ int main(int argc, char** argv) {
         rtb::fail("--keys {}: not a regular expression: {}", *keys, e.what());
       }
     }
-    rtb::ConfigLogOptions a_options, b_options;
+    rtb::bench::ConfigLogOptions a_options, b_options;
     a_options.dump = dump_a ? dump_a : dump;
     b_options.dump = dump_b ? dump_b : dump;
-    rtb::ConfigSide a = rtb::read_config_side(inputs[0], a_options, mains);
-    rtb::ConfigSide b = rtb::read_config_side(inputs[1], b_options, mains);
-    for (const rtb::ConfigSide* side : {&a, &b}) {
-      if (side->kind == rtb::ConfigSide::Kind::kLog) {
+    rtb::bench::ConfigSide a = rtb::bench::read_config_side(inputs[0], a_options, mains);
+    rtb::bench::ConfigSide b = rtb::bench::read_config_side(inputs[1], b_options, mains);
+    for (const rtb::bench::ConfigSide* side : {&a, &b}) {
+      if (side->kind == rtb::bench::ConfigSide::Kind::kLog) {
         spdlog::info("{}: dump {} of {}, {} keys", side->source, side->dump, side->dumps.size(),
                      side->settings.size());
       } else {
         spdlog::info("{}: a render, {} MaxText settings", side->source, side->settings.size());
       }
     }
-    std::vector<rtb::ConfigDifference> differences =
-        rtb::diff_configs(a, b, [&](std::string_view key) {
+    std::vector<rtb::bench::ConfigDifference> differences =
+        rtb::bench::diff_configs(a, b, [&](std::string_view key) {
           return !pattern || std::regex_search(key.begin(), key.end(), *pattern);
         });
     std::string out =
-        json ? rtb::format_config_json(a, b, differences, keys)
-             : rtb::format_config_text(differences, {rtb::tool::use_color(color), false});
+        json ? rtb::bench::format_config_json(a, b, differences, keys)
+             : rtb::bench::format_config_text(differences, {rtb::tool::use_color(color), false});
     rtb::write_output("-", out);
     return differences.empty() ? rtb::tool::kExitOk : rtb::tool::kExitDifferent;
   });

@@ -24,9 +24,9 @@ constexpr const char* kExamples =
   diff-renders a.txt b.txt --json | jq '.differences[].path'
 )";
 
-rtb::DryRun load(const std::string& path) {
+rtb::k8s::DryRun load(const std::string& path) {
   std::string name = rtb::display_name(path);
-  rtb::DryRun dryrun = rtb::parse_dryrun(rtb::read_file(path), name);
+  rtb::k8s::DryRun dryrun = rtb::k8s::parse_dryrun(rtb::read_file(path), name);
   for (const std::string& warning : dryrun.warnings) spdlog::info("{}", warning);
   return dryrun;
 }
@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
   std::string a, b, color = "auto";
   std::vector<std::string> renames, ignores, ignore_files, onlys;
   bool by_role = false, json = false, stat = false, expect_bench = false, show_allowed = false;
-  rtb::RoleMains mains;
+  rtb::k8s::RoleMains mains;
 
   app.add_option("A", a, "First render (DRY_RUN output or JobSet YAML), or -")->required();
   app.add_option("B", b, "Second render, or -")->required();
@@ -75,38 +75,39 @@ int main(int argc, char** argv) {
 
   return tool.run(argc, argv, [&]() -> int {
     rtb::tool::require_one_stdin({a, b}, "A and B");
-    rtb::DiffFilter filter;
+    rtb::bench::DiffFilter filter;
     for (const std::string& glob : ignores) filter.ignore(glob);
     for (const std::string& file : ignore_files) filter.ignore_file(file);
     for (const std::string& glob : onlys) filter.only(glob);
-    rtb::RenderDiffOptions options;
+    rtb::bench::RenderDiffOptions options;
     options.by_role = by_role;
     options.mains = mains;
-    for (const std::string& rename : renames) options.renames.push_back(rtb::parse_rename(rename));
+    for (const std::string& rename : renames)
+      options.renames.push_back(rtb::bench::parse_rename(rename));
     if (expect_bench && (by_role || !renames.empty()))
       rtb::fail("--expect-bench matches the trainer and the bench itself: drop --by-role/--rename");
 
-    rtb::DryRun left = load(a);
-    rtb::DryRun right = load(b);
-    rtb::RenderReport report;
+    rtb::k8s::DryRun left = load(a);
+    rtb::k8s::DryRun right = load(b);
+    rtb::bench::RenderReport report;
     if (expect_bench) {
-      rtb::ExpectBenchResult result = rtb::check_expect_bench(left, right, mains);
-      report = rtb::make_expect_bench_report(left.source, right.source, result, filter);
+      rtb::bench::ExpectBenchResult result = rtb::bench::check_expect_bench(left, right, mains);
+      report = rtb::bench::make_expect_bench_report(left.source, right.source, result, filter);
       spdlog::info(
           "--expect-bench: {} -> {}: {} differences, {} allowed, {} unexpected, {} ignored",
           result.e2e_name, result.bench_name, report.differences.size() + report.ignored,
           report.differences.size() - report.unexpected(), report.unexpected(), report.ignored);
     } else {
-      rtb::RenderDiff diff = rtb::diff_renders(left, right, options);
-      report = rtb::make_render_report(left.source, right.source, diff, filter);
+      rtb::bench::RenderDiff diff = rtb::bench::diff_renders(left, right, options);
+      report = rtb::bench::make_render_report(left.source, right.source, diff, filter);
     }
     std::string out;
     if (json) {
-      out = rtb::format_render_json(report);
+      out = rtb::bench::format_render_json(report);
     } else if (stat) {
-      out = report.failed() || report.ignored ? rtb::format_render_stat(report) : "";
+      out = report.failed() || report.ignored ? rtb::bench::format_render_stat(report) : "";
     } else {
-      out = rtb::format_render_text(report, {rtb::tool::use_color(color), show_allowed});
+      out = rtb::bench::format_render_text(report, {rtb::tool::use_color(color), show_allowed});
     }
     rtb::write_output("-", out);
     return report.failed() ? rtb::tool::kExitDifferent : rtb::tool::kExitOk;

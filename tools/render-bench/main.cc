@@ -66,32 +66,32 @@ int main(int argc, char** argv) {
       return rtb::tool::kExitOk;
     }
     if (knobs.options.name.empty()) rtb::fail("--name is required (the bench JobSet's name)");
-    rtb::DryRun dryrun = rtb::tool::load_dryrun(knobs, rtb::embedded::demo_dryrun());
+    rtb::k8s::DryRun dryrun = rtb::tool::load_dryrun(knobs, rtb::embedded::demo_dryrun());
     rtb::tool::finish_render_options(knobs, rtb::embedded::bench_driver());
     // Input quirks (a repeated key in some document) do not change the bench: -v shows them.
     for (const std::string& warning : dryrun.warnings) spdlog::info("{}", warning);
-    rtb::RenderResult result;  // the bench, whose changes --explain and --summary describe
+    rtb::bench::RenderResult result;  // the bench, whose changes --explain and --summary describe
     std::string text;
     if (preflight) {
-      rtb::PreflightResult rendered = rtb::render_preflight(dryrun, knobs.options);
+      rtb::bench::PreflightResult rendered = rtb::bench::render_preflight(dryrun, knobs.options);
       result = std::move(rendered.bench);
       text = std::move(rendered.yaml);
     } else {
-      result = rtb::render_bench(dryrun, knobs.options);
+      result = rtb::bench::render_bench(dryrun, knobs.options);
       text = result.yaml;
     }
     for (const std::string& warning : result.warnings) spdlog::warn("{}", warning);
     rtb::write_output(output, text);
 
     if (explain) {
-      for (const rtb::Change& change : result.changes) {
+      for (const rtb::bench::Change& change : result.changes) {
         std::fprintf(stderr, "%s: %s: %s -> %s\n", change.knob.c_str(), change.path.c_str(),
                      change.old_value.empty() ? "(absent)" : change.old_value.c_str(),
                      change.new_value.empty() ? "(removed)" : change.new_value.c_str());
       }
     }
     if (summary || knobs.demo) {
-      std::fprintf(stderr, "%s\n", rtb::summarize_changes(result).c_str());
+      std::fprintf(stderr, "%s\n", rtb::bench::summarize_changes(result).c_str());
     }
     return rtb::tool::kExitOk;
   });

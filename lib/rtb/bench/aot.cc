@@ -25,7 +25,7 @@
 
 extern char** environ;
 
-namespace rtb {
+namespace rtb::bench {
 namespace {
 
 constexpr std::string_view kSource = "the bench render";
@@ -68,7 +68,7 @@ std::optional<bool> parse_bool(std::string_view text) {
 class Args {
  public:
   Args(std::string name, const std::vector<std::string>& words)
-      : name_(std::move(name)), flags_(FlagStyle::kDashDash, words) {}
+      : name_(std::move(name)), flags_(k8s::FlagStyle::kDashDash, words) {}
 
   bool has(std::string_view key) const { return flags_.contains(key); }
   std::optional<std::string> text(std::string_view key) const { return flags_.value(key); }
@@ -84,8 +84,8 @@ class Args {
     auto at = flags_.find(key);
     if (!at) return fallback;
     const std::string& item = flags_.items()[*at];
-    if (is_negated(item, FlagStyle::kDashDash)) return false;
-    auto value = flag_value(item, FlagStyle::kDashDash);
+    if (is_negated(item, k8s::FlagStyle::kDashDash)) return false;
+    auto value = flag_value(item, k8s::FlagStyle::kDashDash);
     if (!value) return true;
     auto parsed = parse_bool(*value);
     if (!parsed) fail("{} {}: not a boolean", name_, item);
@@ -94,7 +94,7 @@ class Args {
 
  private:
   std::string name_;
-  FlagList flags_;
+  k8s::FlagList flags_;
 };
 
 std::string yaml_single_quoted(std::string_view text) {
@@ -114,9 +114,9 @@ std::string comment_safe(std::string_view text) {
 }
 
 // The trainer slice: pathways-rm's --instance_type, else the accelerator and topology labels.
-std::string trainer_slice_text(const JobSetView& view) {
+std::string trainer_slice_text(const k8s::JobSetView& view) {
   if (auto rm = view.container("pathways-rm")) {
-    YAML::Node args = yaml::lookup(rm->node, "args");
+    YAML::Node args = k8s::yaml::lookup(rm->node, "args");
     std::optional<std::string> found;
     if (args.IsSequence()) {
       for (const auto& arg : args) {
@@ -127,19 +127,21 @@ std::string trainer_slice_text(const JobSetView& view) {
     if (found) return *found;
   }
   std::optional<std::string> accelerator, topology;
-  YAML::Node jobs = yaml::lookup(yaml::lookup(view.document().root, "spec"), "replicatedJobs");
+  YAML::Node jobs =
+      k8s::yaml::lookup(k8s::yaml::lookup(view.document().root, "spec"), "replicatedJobs");
   if (jobs.IsSequence()) {
     for (const auto& job : jobs) {
-      YAML::Node pod = yaml::lookup(yaml::lookup(job, "template"), "spec");
-      pod = yaml::lookup(pod, "template");
-      for (YAML::Node map : {yaml::lookup(yaml::lookup(pod, "metadata"), "annotations"),
-                             yaml::lookup(yaml::lookup(pod, "metadata"), "labels"),
-                             yaml::lookup(yaml::lookup(pod, "spec"), "nodeSelector")}) {
+      YAML::Node pod = k8s::yaml::lookup(k8s::yaml::lookup(job, "template"), "spec");
+      pod = k8s::yaml::lookup(pod, "template");
+      for (YAML::Node map : {k8s::yaml::lookup(k8s::yaml::lookup(pod, "metadata"), "annotations"),
+                             k8s::yaml::lookup(k8s::yaml::lookup(pod, "metadata"), "labels"),
+                             k8s::yaml::lookup(k8s::yaml::lookup(pod, "spec"), "nodeSelector")}) {
         if (!map.IsMap()) continue;
-        if (auto v = yaml::scalar_at(map, "cloud.google.com/gke-tpu-accelerator")) accelerator = v;
+        if (auto v = k8s::yaml::scalar_at(map, "cloud.google.com/gke-tpu-accelerator"))
+          accelerator = v;
         for (std::string_view key :
              {"cloud.google.com/gke-tpu-topology", "cloud.google.com/gke-tpu-slice-topology"}) {
-          if (auto v = yaml::scalar_at(map, key)) topology = v;
+          if (auto v = k8s::yaml::scalar_at(map, key)) topology = v;
         }
       }
     }
@@ -173,22 +175,22 @@ class Planner {
   }
   void note(std::string text) { plan_.notes.push_back(std::move(text)); }
 
-  const shell::Assignment* env(std::string_view name) const {
-    const shell::Assignment* found = nullptr;
-    for (const shell::Assignment& a : trainer_env_) {
+  const k8s::shell::Assignment* env(std::string_view name) const {
+    const k8s::shell::Assignment* found = nullptr;
+    for (const k8s::shell::Assignment& a : trainer_env_) {
       if (a.name == name) found = &a;
     }
     return found;
   }
 
   void read_client() {
-    JobSetView view(bench_);
+    k8s::JobSetView view(bench_);
     plan_.bench_name = view.name();
-    ClientCommand client = view.client(std::string(kSource));
+    k8s::ClientCommand client = view.client(std::string(kSource));
     bool in_driver = false;
     std::optional<std::string> trainer_argv, orch_argv;
-    for (const shell::Assignment& a : client.startup.env) {
-      if (a.name == kDriverSettingsStart) in_driver = true;
+    for (const k8s::shell::Assignment& a : client.startup.env) {
+      if (a.name == k8s::kDriverSettingsStart) in_driver = true;
       if (!in_driver) {
         trainer_env_.push_back(a);
       } else if (a.name == "TRAINER_ARGV") {
@@ -206,7 +208,7 @@ class Planner {
     auto words = [](const std::string& text, std::string_view name) {
       std::vector<std::string> out;
       try {
-        for (const shell::Word& w : shell::split(text)) out.push_back(w.value);
+        for (const k8s::shell::Word& w : k8s::shell::split(text)) out.push_back(w.value);
       } catch (const Error& e) {
         fail("{}: {}", name, e.message());
       }
@@ -217,7 +219,7 @@ class Planner {
   }
 
   void read_slice() {
-    JobSetView view(bench_);
+    k8s::JobSetView view(bench_);
     std::string text = trainer_slice_text(view);
     std::optional<Slice> slice;
     try {
@@ -441,14 +443,14 @@ class Planner {
   }
 
   void add_extra_flags() {
-    const shell::Assignment* extra = env("MAXTEXT_EXTRA_FLAGS");
+    const k8s::shell::Assignment* extra = env("MAXTEXT_EXTRA_FLAGS");
     if (!extra) return;
     if (extra->expands) {
       note("MAXTEXT_EXTRA_FLAGS contains a shell expansion; its items are passed as written");
     }
-    FlagList items(FlagStyle::kKeyValue, {});
+    k8s::FlagList items(k8s::FlagStyle::kKeyValue, {});
     try {
-      items = FlagList::parse(extra->value, FlagStyle::kKeyValue);
+      items = k8s::FlagList::parse(extra->value, k8s::FlagStyle::kKeyValue);
     } catch (const Error& e) {
       fail("MAXTEXT_EXTRA_FLAGS: {}", e.message());
     }
@@ -536,7 +538,7 @@ class Planner {
       chunk_origin = "COMPUTE_LOGPS_CHUNK_SIZE";
     }
     if (const auto* extra = env("MAXTEXT_EXTRA_FLAGS")) {
-      FlagList items = FlagList::parse(extra->value, FlagStyle::kKeyValue);
+      k8s::FlagList items = k8s::FlagList::parse(extra->value, k8s::FlagStyle::kKeyValue);
       if (auto v = items.value("compute_logps_chunk_size")) {
         plan_.logps_chunk = parse_integer(*v, "MAXTEXT_EXTRA_FLAGS compute_logps_chunk_size");
         chunk_origin = "MAXTEXT_EXTRA_FLAGS";
@@ -569,7 +571,7 @@ class Planner {
     // options, which is how MaxText's compile tools apply flags to the programs they compile.
     std::vector<std::string> xla_flags, runtime_flags;
     if (const auto* libtpu = env("LIBTPU_INIT_ARGS")) {
-      FlagList flags = FlagList::parse(libtpu->value, FlagStyle::kDashDash);
+      k8s::FlagList flags = k8s::FlagList::parse(libtpu->value, k8s::FlagStyle::kDashDash);
       for (const std::string& item : flags.items()) {
         (item.rfind("--xla_", 0) == 0 ? xla_flags : runtime_flags).push_back(item);
       }
@@ -590,7 +592,7 @@ class Planner {
       key(item.substr(0, eq), item.substr(eq + 1), "--compile-key");
     }
     // The compile's environment: the trainer's, less the run's cache settings.
-    for (const shell::Assignment& a : trainer_env_) {
+    for (const k8s::shell::Assignment& a : trainer_env_) {
       if (withheld_variable(a.name)) continue;
       if (a.expands) {
         note(fmt::format("{} is not passed: its value needs a shell expansion on the pod", a.name));
@@ -669,10 +671,10 @@ class Planner {
     plan_.packed_rows = plan_.max_seq_token_per_tpu > 0 ? rows : 0;
   }
 
-  Document bench_;
+  k8s::Document bench_;
   const AotOptions& options_;
   AotPlan plan_;
-  std::vector<shell::Assignment> trainer_env_;
+  std::vector<k8s::shell::Assignment> trainer_env_;
   std::unique_ptr<Args> trainer_, orch_;
 };
 
@@ -754,20 +756,20 @@ std::string aot_script(const AotPlan& plan, const AotOptions& options) {
                    plan.chip);
   for (const std::string& n : plan.notes) s += "# note: " + comment_safe(n) + "\n";
   s += "set -uo pipefail\n\n";
-  s += "PYTHON=" + shell::quote(options.python) + "\n";
+  s += "PYTHON=" + k8s::shell::quote(options.python) + "\n";
   if (options.log) {
-    s += "LOG=" + shell::quote(*options.log) + "\n";
+    s += "LOG=" + k8s::shell::quote(*options.log) + "\n";
   } else {
     s += "LOG=\"logs/aot-bench-$(date -u +%Y%m%dT%H%M%SZ).log\"\n";
   }
-  std::string probe = shell::quote(maxtext_probe_code());
+  std::string probe = k8s::shell::quote(maxtext_probe_code());
   std::string missing = fmt::format(
       "  echo \"aot-check: $PYTHON cannot import {} (run this where MaxText, Tunix and libtpu are "
       "installed, or set PYTHON)\" >&2\n  exit {}\n",
       kEngineCompileModule, kAotNoMaxText);
   if (options.base_config) {
     s += "if ! \"$PYTHON\" -c " + probe + " >/dev/null 2>&1; then\n" + missing + "fi\n";
-    s += "BASE_CONFIG=" + shell::quote(*options.base_config) + "\n";
+    s += "BASE_CONFIG=" + k8s::shell::quote(*options.base_config) + "\n";
   } else {
     s += "if ! BASE_CONFIG=$(\"$PYTHON\" -c " + probe + " 2>/dev/null); then\n" + missing + "fi\n";
   }
@@ -775,9 +777,9 @@ std::string aot_script(const AotPlan& plan, const AotOptions& options) {
   s +=
       fmt::format("echo \"aot-check: compiling for {}; log: $LOG\" >&2\n\n", plan.compile_topology);
   std::vector<std::string> lines;
-  for (const auto& [name, value] : plan.env) lines.push_back(name + "=" + shell::quote(value));
+  for (const auto& [name, value] : plan.env) lines.push_back(name + "=" + k8s::shell::quote(value));
   lines.push_back("\"$PYTHON\" -m " + std::string(kEngineCompileModule) + " \"$BASE_CONFIG\"");
-  for (const AotKey& k : plan.keys) lines.push_back(shell::quote(k.key + "=" + k.value));
+  for (const AotKey& k : plan.keys) lines.push_back(k8s::shell::quote(k.key + "=" + k.value));
   for (std::size_t i = 0; i < lines.size(); ++i) {
     s += (i == 0 ? "" : "  ") + lines[i] + " \\\n";
   }
@@ -876,4 +878,4 @@ int run_quiet(const std::vector<std::string>& command) {
   return WEXITSTATUS(status);
 }
 
-}  // namespace rtb
+}  // namespace rtb::bench

@@ -7,7 +7,7 @@
 //
 // plan_aot() reads a rendered bench JobSet (render.h), so every render-bench knob applies to the
 // compile exactly as it applies to the bench. aot_script() writes the plan as a bash script in
-// which every value from the render is quoted with shell::quote.
+// which every value from the render is quoted with k8s::shell::quote.
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-namespace rtb {
+namespace rtb::bench {
 
 inline constexpr std::string_view kEngineCompileModule =
     "maxtext.training_engine.maxtext_engine_compile";
@@ -100,4 +100,4 @@ int run_bash(const std::string& script);
 // when it cannot be started.
 int run_quiet(const std::vector<std::string>& argv);
 
-}  // namespace rtb
+}  // namespace rtb::bench

@@ -21,7 +21,7 @@
 #include "rtb/k8s/flags.h"
 #include "rtb/k8s/yaml.h"
 
-namespace rtb {
+namespace rtb::bench {
 namespace {
 
 constexpr std::string_view kMarker = "Config param ";
@@ -619,14 +619,15 @@ std::optional<std::string> maxtext_key_of_flag(std::string_view key) {
   return std::nullopt;
 }
 
-std::vector<ConfigSetting> config_from_render(const DryRun& dryrun, const RoleMains& mains) {
+std::vector<ConfigSetting> config_from_render(const k8s::DryRun& dryrun,
+                                              const k8s::RoleMains& mains) {
   std::vector<DiffDocument> docs = diff_documents(dryrun, mains);
   const DiffDocument* trainer = nullptr;
   std::size_t jobsets = 0;
   for (const DiffDocument& doc : docs) {
     if (doc.kind != "JobSet") continue;
     ++jobsets;
-    if (doc.role == Role::kTrainer) {
+    if (doc.role == k8s::Role::kTrainer) {
       if (trainer) {
         fail_at(dryrun.source, static_cast<std::int64_t>(doc.doc->first_line),
                 "more than one trainer JobSet ({} and {})", trainer->name, doc.name);
@@ -643,19 +644,19 @@ std::vector<ConfigSetting> config_from_render(const DryRun& dryrun, const RoleMa
     fail_at(dryrun.source, 0, "no trainer JobSet (--process_main={})", mains.trainer);
   }
   // Parse the client on the document itself first: its errors carry input lines.
-  ClientCommand client = JobSetView(*trainer->doc).client(dryrun.source);
+  k8s::ClientCommand client = k8s::JobSetView(*trainer->doc).client(dryrun.source);
   std::size_t line = client.startup_line;
-  YAML::Node expanded = expand_for_diff(trainer->doc->root);
+  YAML::Node expanded = k8s::expand_for_diff(trainer->doc->root);
   YAML::Node startup;
   for (std::string_view list : {"initContainers", "containers"}) {
-    YAML::Node jobs = yaml::lookup(yaml::lookup(expanded, "spec"), "replicatedJobs");
+    YAML::Node jobs = k8s::yaml::lookup(k8s::yaml::lookup(expanded, "spec"), "replicatedJobs");
     for (const auto& job : jobs) {
-      YAML::Node containers =
-          yaml::lookup(yaml::descend(job, {"template", "spec", "template", "spec"}), list);
+      YAML::Node containers = k8s::yaml::lookup(
+          k8s::yaml::descend(job, {"template", "spec", "template", "spec"}), list);
       if (!containers.IsSequence()) continue;
       for (const auto& container : containers) {
-        if (yaml::scalar_at(container, "name") == client.container.name())
-          startup.reset(yaml::lookup(container, "startup"));
+        if (k8s::yaml::scalar_at(container, "name") == client.container.name())
+          startup.reset(k8s::yaml::lookup(container, "startup"));
       }
     }
   }
@@ -667,15 +668,16 @@ std::vector<ConfigSetting> config_from_render(const DryRun& dryrun, const RoleMa
   // The argv: what Tunix maps to MaxText keys.
   std::map<std::string, std::string> argv;  // flag key -> value, the last occurrence winning
   std::map<std::string, std::string> argv_items;
-  YAML::Node argv_node = yaml::lookup(startup, "argv");
+  YAML::Node argv_node = k8s::yaml::lookup(startup, "argv");
   if (argv_node.IsMap()) {
     for (const auto& kv : argv_node) {
       const std::string& item = kv.second.Scalar();
-      std::string_view key = flag_key(item, FlagStyle::kDashDash);
+      std::string_view key = flag_key(item, k8s::FlagStyle::kDashDash);
       if (key.empty()) continue;
-      auto value = flag_value(item, FlagStyle::kDashDash);
+      auto value = flag_value(item, k8s::FlagStyle::kDashDash);
       argv[std::string(key)] =
-          value ? std::string(*value) : (is_negated(item, FlagStyle::kDashDash) ? "false" : "true");
+          value ? std::string(*value)
+                : (is_negated(item, k8s::FlagStyle::kDashDash) ? "false" : "true");
       argv_items[std::string(key)] = item;
     }
   }
@@ -709,12 +711,12 @@ std::vector<ConfigSetting> config_from_render(const DryRun& dryrun, const RoleMa
     }
   }
   // MAXTEXT_EXTRA_FLAGS, appended last by Tunix: it overrides.
-  YAML::Node extra = yaml::descend(startup, {"env", "MAXTEXT_EXTRA_FLAGS"});
+  YAML::Node extra = k8s::yaml::descend(startup, {"env", "MAXTEXT_EXTRA_FLAGS"});
   if (extra.IsMap()) {
     for (const auto& kv : extra) {
       const std::string& item = kv.second.Scalar();
-      std::string_view key = flag_key(item, FlagStyle::kKeyValue);
-      auto value = flag_value(item, FlagStyle::kKeyValue);
+      std::string_view key = flag_key(item, k8s::FlagStyle::kKeyValue);
+      auto value = flag_value(item, k8s::FlagStyle::kKeyValue);
       if (key.empty() || !value) continue;
       settings[std::string(key)] = {std::string(key), std::string(*value), line,
                                     "MAXTEXT_EXTRA_FLAGS " + item};
@@ -726,7 +728,7 @@ std::vector<ConfigSetting> config_from_render(const DryRun& dryrun, const RoleMa
 }
 
 ConfigSide read_config_side(const std::string& path, const ConfigLogOptions& options,
-                            const RoleMains& mains) {
+                            const k8s::RoleMains& mains) {
   Input input(path);
   std::string name = display_name(path);
   std::vector<char> buffer(kBlockSize);
@@ -741,7 +743,7 @@ ConfigSide read_config_side(const std::string& path, const ConfigLogOptions& opt
       text.append(buffer.data(), n);
     }
     side.kind = ConfigSide::Kind::kRender;
-    side.settings = config_from_render(parse_dryrun(text, name), mains);
+    side.settings = config_from_render(k8s::parse_dryrun(text, name), mains);
     return side;
   }
   ConfigLogScanner scanner(options);
@@ -825,4 +827,4 @@ std::vector<ConfigDifference> diff_configs(const ConfigSide& a, const ConfigSide
   return out;
 }
 
-}  // namespace rtb
+}  // namespace rtb::bench

@@ -22,7 +22,7 @@
 #include "rtb/k8s/dryrun.h"
 #include "rtb/k8s/jobset.h"
 
-namespace rtb {
+namespace rtb::bench {
 
 // The key and value of a `Config param <key>: <value>` line (value without a trailing '\r'), or
 // nullopt when the line is not one. A line ending in `<key>:` has the empty value.
@@ -119,7 +119,8 @@ std::optional<std::string> maxtext_key_of_flag(std::string_view key);
 // maxtext_key_of_flag() (only where Tunix passes them: sizes > 0, paths non-empty), the derived
 // max_target_length, then MAXTEXT_EXTRA_FLAGS, which Tunix appends last (so it wins). Sorted by
 // key. Throws rtb::Error when there is no trainer JobSet or its startup command cannot be read.
-std::vector<ConfigSetting> config_from_render(const DryRun& dryrun, const RoleMains& mains);
+std::vector<ConfigSetting> config_from_render(const k8s::DryRun& dryrun,
+                                              const k8s::RoleMains& mains);
 
 // One side of diff-configs: a log's selected dump, or a render's MaxText settings.
 struct ConfigSide {
@@ -134,7 +135,7 @@ struct ConfigSide {
 // Reads a side, telling a render (a YAML document with `kind:` / `apiVersion:` at column 0 in the
 // first MiB, and no `Config param` there) from a log. Logs are streamed.
 ConfigSide read_config_side(const std::string& path, const ConfigLogOptions& options,
-                            const RoleMains& mains);
+                            const k8s::RoleMains& mains);
 
 // --- comparing ---------------------------------------------------------------------------------
 
@@ -158,4 +159,4 @@ std::vector<ConfigDifference> diff_configs(
     const ConfigSide& a, const ConfigSide& b,
     const std::function<bool(std::string_view)>& keep_key = nullptr);
 
-}  // namespace rtb
+}  // namespace rtb::bench

@@ -14,7 +14,7 @@
 #include "rtb/k8s/shell.h"
 #include "rtb/k8s/yaml.h"
 
-namespace rtb {
+namespace rtb::bench {
 namespace {
 
 bool is_word_char(char c) {
@@ -69,7 +69,7 @@ void rename_scalars(const YAML::Node& tree, const std::string& from, const std::
       std::string replaced = replace_name(node.Scalar(), from, to);
       if (replaced == node.Scalar()) continue;
       if (node.Tag() == "!") {
-        yaml::set_string(node, replaced);
+        k8s::yaml::set_string(node, replaced);
       } else {
         node = replaced;
       }
@@ -99,21 +99,21 @@ struct ExpandedContainer {
 
 std::vector<ExpandedContainer> expanded_containers(const YAML::Node& tree) {
   std::vector<ExpandedContainer> out;
-  YAML::Node jobs = yaml::lookup(yaml::lookup(tree, "spec"), "replicatedJobs");
+  YAML::Node jobs = k8s::yaml::lookup(k8s::yaml::lookup(tree, "spec"), "replicatedJobs");
   if (!jobs.IsSequence()) return out;
-  std::vector<std::string> job_keys = sequence_item_keys(jobs);
+  std::vector<std::string> job_keys = k8s::sequence_item_keys(jobs);
   for (std::size_t i = 0; i < jobs.size(); ++i) {
-    YAML::Node pod = yaml::descend(jobs[i], {"template", "spec", "template", "spec"});
+    YAML::Node pod = k8s::yaml::descend(jobs[i], {"template", "spec", "template", "spec"});
     if (!pod.IsMap()) continue;
     std::string pod_path =
-        path_item("spec.replicatedJobs", job_keys[i]) + ".template.spec.template.spec";
+        k8s::path_item("spec.replicatedJobs", job_keys[i]) + ".template.spec.template.spec";
     for (std::string_view list : {"initContainers", "containers"}) {
-      YAML::Node containers = yaml::lookup(pod, list);
+      YAML::Node containers = k8s::yaml::lookup(pod, list);
       if (!containers.IsSequence()) continue;
-      std::vector<std::string> keys = sequence_item_keys(containers);
+      std::vector<std::string> keys = k8s::sequence_item_keys(containers);
       for (std::size_t j = 0; j < containers.size(); ++j) {
-        out.push_back({job_keys[i], yaml::scalar_at(containers[j], "name").value_or(""),
-                       path_item(path_child(pod_path, list), keys[j]), containers[j]});
+        out.push_back({job_keys[i], k8s::yaml::scalar_at(containers[j], "name").value_or(""),
+                       k8s::path_item(k8s::path_child(pod_path, list), keys[j]), containers[j]});
       }
     }
   }
@@ -162,29 +162,29 @@ class BenchClassifier {
       : bench_(bench), e2e_name_(std::move(e2e_name)), bench_name_(std::move(bench_name)) {
     containers_ = expanded_containers(bench_);
     for (const ExpandedContainer& c : containers_) {
-      YAML::Node startup = yaml::lookup(c.node, "startup");
+      YAML::Node startup = k8s::yaml::lookup(c.node, "startup");
       // The bench client is the one with driver settings; else any client with a startup block.
       if (startup.IsMap() &&
-          (client_path_.empty() || yaml::lookup(startup, "driver").IsDefined())) {
+          (client_path_.empty() || k8s::yaml::lookup(startup, "driver").IsDefined())) {
         client_path_ = c.path;
         client_ = c.node;
       }
       if (c.name == "pathways-proxy") proxy_ = c;
       if (c.name == "pathways-worker") worker_ = c;
       if (c.name == "pathways-rm") rm_ = c;
-      YAML::Node resources = yaml::lookup(c.node, "resources");
+      YAML::Node resources = k8s::yaml::lookup(c.node, "resources");
       for (std::string_view kind : {"requests", "limits"}) {
-        if (yaml::lookup(yaml::lookup(resources, kind), "google.com/tpu").IsDefined())
+        if (k8s::yaml::lookup(k8s::yaml::lookup(resources, kind), "google.com/tpu").IsDefined())
           tpu_jobs_.insert(c.job);
       }
     }
     read_slice();
   }
 
-  BenchDifference classify(const Difference& d) const {
+  BenchDifference classify(const k8s::Difference& d) const {
     BenchDifference out{d, std::nullopt, ""};
     const std::string& p = d.path;
-    using Kind = Difference::Kind;
+    using Kind = k8s::Difference::Kind;
     bool changed = d.kind == Kind::kChanged;
     bool added_or_changed = changed || d.kind == Kind::kAdded;
     auto allow = [&](BenchChange change) {
@@ -209,9 +209,9 @@ class BenchClassifier {
       return refuse("render-bench sets maxRestarts to 0");
     }
     if (p == "spec.failurePolicy" && d.kind == Kind::kAdded) {
-      YAML::Node policy = yaml::lookup(yaml::lookup(bench_, "spec"), "failurePolicy");
+      YAML::Node policy = k8s::yaml::lookup(k8s::yaml::lookup(bench_, "spec"), "failurePolicy");
       if (policy.IsMap() && policy.size() == 1 &&
-          yaml::scalar_at(policy, "maxRestarts") == std::string("0")) {
+          k8s::yaml::scalar_at(policy, "maxRestarts") == std::string("0")) {
         return allow(BenchChange::kMaxRestarts);
       }
       return refuse("render-bench adds only maxRestarts: 0");
@@ -258,22 +258,23 @@ class BenchClassifier {
     if (!client_path_.empty()) {
       places.push_back({"the client's LIBTPU_INIT_ARGS",
                         client_path_ + ".startup.env.LIBTPU_INIT_ARGS",
-                        yaml::descend(client_, {"startup", "env", "LIBTPU_INIT_ARGS"})});
+                        k8s::yaml::descend(client_, {"startup", "env", "LIBTPU_INIT_ARGS"})});
     }
     if (proxy_)
-      places.push_back(
-          {"the pathways-proxy args", proxy_->path + ".args", yaml::lookup(proxy_->node, "args")});
+      places.push_back({"the pathways-proxy args", proxy_->path + ".args",
+                        k8s::yaml::lookup(proxy_->node, "args")});
     if (worker_) {
       YAML::Node value;
-      YAML::Node env = yaml::lookup(worker_->node, "env");
+      YAML::Node env = k8s::yaml::lookup(worker_->node, "env");
       if (env.IsSequence()) {
         for (const auto& entry : env) {
-          if (yaml::scalar_at(entry, "name") == std::string("LIBTPU_INIT_ARGS"))
-            value.reset(yaml::lookup(entry, "value"));
+          if (k8s::yaml::scalar_at(entry, "name") == std::string("LIBTPU_INIT_ARGS"))
+            value.reset(k8s::yaml::lookup(entry, "value"));
         }
       }
       places.push_back({"the pathways-worker's LIBTPU_INIT_ARGS",
-                        path_item(worker_->path + ".env", "LIBTPU_INIT_ARGS") + ".value", value});
+                        k8s::path_item(worker_->path + ".env", "LIBTPU_INIT_ARGS") + ".value",
+                        value});
     }
     return places;
   }
@@ -290,11 +291,11 @@ class BenchClassifier {
     return std::nullopt;
   }
 
-  std::optional<BenchDifference> classify_libtpu(const Difference& d, const std::string& p,
+  std::optional<BenchDifference> classify_libtpu(const k8s::Difference& d, const std::string& p,
                                                  std::string_view item) const {
     std::vector<LibtpuPlace> places = libtpu_places();
     std::string worker_entry =
-        worker_ ? path_item(worker_->path + ".env", "LIBTPU_INIT_ARGS") : std::string();
+        worker_ ? k8s::path_item(worker_->path + ".env", "LIBTPU_INIT_ARGS") : std::string();
     const LibtpuPlace* place = nullptr;
     bool whole = false;
     for (const LibtpuPlace& candidate : places) {
@@ -309,13 +310,13 @@ class BenchClassifier {
     }
     if (!place) return std::nullopt;
     BenchDifference out{d, std::nullopt, ""};
-    if (d.kind == Difference::Kind::kRemoved) {
+    if (d.kind == k8s::Difference::Kind::kRemoved) {
       out.why = "render-bench never removes a libtpu flag";
       return out;
     }
     if (whole) {
       // A whole flag string the e2e did not have: each of its flags must be everywhere.
-      if (d.kind != Difference::Kind::kAdded || !place->flags.IsMap()) {
+      if (d.kind != k8s::Difference::Kind::kAdded || !place->flags.IsMap()) {
         out.why = "not something render-bench changes";
         return out;
       }
@@ -345,7 +346,7 @@ class BenchClassifier {
   void read_slice() {
     try {
       if (rm_) {
-        if (auto item = effective_item(yaml::lookup(rm_->node, "args"), "--instance_type")) {
+        if (auto item = effective_item(k8s::yaml::lookup(rm_->node, "args"), "--instance_type")) {
           slice_.emplace(Slice::parse(item->substr(item->find('=') + 1)));
           slice_source_ = "pathways-rm --instance_type";
           return;
@@ -363,7 +364,7 @@ class BenchClassifier {
     }
   }
 
-  std::optional<BenchDifference> classify_slice(const Difference& d, const std::string& p,
+  std::optional<BenchDifference> classify_slice(const k8s::Difference& d, const std::string& p,
                                                 std::string_view item) const {
     std::optional<std::string> expected;  // the bench slice's value of this field
     bool slice_field = false;
@@ -402,7 +403,7 @@ class BenchClassifier {
     }
     if (!slice_field) return std::nullopt;
     BenchDifference out{d, std::nullopt, ""};
-    if (d.kind != Difference::Kind::kChanged) {
+    if (d.kind != k8s::Difference::Kind::kChanged) {
       out.why = "render-bench changes slice fields in place, never adds or removes them";
     } else if (!s) {
       out.why = fmt::format("the bench's slice cannot be told ({})",
@@ -459,38 +460,39 @@ std::string replace_name(std::string_view text, std::string_view from, std::stri
   return out;
 }
 
-Role diff_role(const Document& doc, const RoleMains& mains) {
-  JobSetView view(doc);
-  Role role = role_of(view, mains);
-  if (role != Role::kUnknown || !view.process_main()) return role;
+k8s::Role diff_role(const k8s::Document& doc, const k8s::RoleMains& mains) {
+  k8s::JobSetView view(doc);
+  k8s::Role role = role_of(view, mains);
+  if (role != k8s::Role::kUnknown || !view.process_main()) return role;
   try {
-    ClientCommand client = view.client("");
-    for (const shell::Assignment& assignment : client.startup.env) {
+    k8s::ClientCommand client = view.client("");
+    for (const k8s::shell::Assignment& assignment : client.startup.env) {
       if (assignment.name != "TRAINER_ARGV") continue;
-      for (const shell::Word& word : shell::split(assignment.value)) {
+      for (const k8s::shell::Word& word : k8s::shell::split(assignment.value)) {
         if (word.value.rfind("--process_main=", 0) != 0) continue;
         std::string main = word.value.substr(15);
-        if (main == mains.trainer) return Role::kTrainer;
-        if (main == mains.orchestrator) return Role::kOrchestrator;
-        if (main == mains.rollout) return Role::kRollout;
+        if (main == mains.trainer) return k8s::Role::kTrainer;
+        if (main == mains.orchestrator) return k8s::Role::kOrchestrator;
+        if (main == mains.rollout) return k8s::Role::kRollout;
       }
     }
   } catch (const Error&) {
     // Not a readable client: the role stays unknown.
   }
-  return Role::kUnknown;
+  return k8s::Role::kUnknown;
 }
 
-std::vector<DiffDocument> diff_documents(const DryRun& input, const RoleMains& mains) {
+std::vector<DiffDocument> diff_documents(const k8s::DryRun& input, const k8s::RoleMains& mains) {
   std::vector<DiffDocument> out;
   std::vector<std::string> others;
   bool any_jobset = false;
-  for (const Document& doc : input.documents) {
-    auto kind = yaml::scalar_at(doc.root, "kind");
+  for (const k8s::Document& doc : input.documents) {
+    auto kind = k8s::yaml::scalar_at(doc.root, "kind");
     if (!kind) continue;
-    DiffDocument entry{&doc, *kind,
-                       yaml::scalar_at(yaml::lookup(doc.root, "metadata"), "name").value_or(""),
-                       Role::kUnknown};
+    DiffDocument entry{
+        &doc, *kind,
+        k8s::yaml::scalar_at(k8s::yaml::lookup(doc.root, "metadata"), "name").value_or(""),
+        k8s::Role::kUnknown};
     if (*kind == "JobSet") {
       any_jobset = true;
       entry.role = diff_role(doc, mains);
@@ -515,7 +517,8 @@ std::size_t RenderDiff::differences() const {
   return n;
 }
 
-RenderDiff diff_renders(const DryRun& a, const DryRun& b, const RenderDiffOptions& options) {
+RenderDiff diff_renders(const k8s::DryRun& a, const k8s::DryRun& b,
+                        const RenderDiffOptions& options) {
   std::vector<DiffDocument> a_docs = diff_documents(a, options.mains);
   std::vector<DiffDocument> b_docs = diff_documents(b, options.mains);
   // Matching keys: the role (by_role) or kind/name, made unique with #N in input order.
@@ -530,7 +533,7 @@ RenderDiff diff_renders(const DryRun& a, const DryRun& b, const RenderDiffOption
         }
       }
       std::string key, label;
-      if (options.by_role && doc.kind == "JobSet" && doc.role != Role::kUnknown) {
+      if (options.by_role && doc.kind == "JobSet" && doc.role != k8s::Role::kUnknown) {
         key = label = std::string(role_name(doc.role));
       } else {
         key = doc.kind + "/" + name;
@@ -561,16 +564,16 @@ RenderDiff diff_renders(const DryRun& a, const DryRun& b, const RenderDiffOption
     entry.a_line = x.doc->first_line;
     auto it = b_index.find(a_keys[i].first);
     if (it == b_index.end()) {
-      entry.differences.push_back({Difference::Kind::kRemoved, "", describe_document(x), ""});
+      entry.differences.push_back({k8s::Difference::Kind::kRemoved, "", describe_document(x), ""});
     } else {
       const DiffDocument& y = b_docs[it->second];
       b_matched[it->second] = true;
       entry.b_name = y.name;
       entry.b_line = y.doc->first_line;
-      YAML::Node left = expand_for_diff(x.doc->root);
-      YAML::Node right = expand_for_diff(y.doc->root);
+      YAML::Node left = k8s::expand_for_diff(x.doc->root);
+      YAML::Node right = k8s::expand_for_diff(y.doc->root);
       for (const Rename& rename : options.renames) rename_scalars(right, rename.to, rename.from);
-      entry.differences = diff_trees(left, right);
+      entry.differences = k8s::diff_trees(left, right);
     }
     out.documents.push_back(std::move(entry));
   }
@@ -582,7 +585,7 @@ RenderDiff diff_renders(const DryRun& a, const DryRun& b, const RenderDiffOption
     entry.kind = y.kind;
     entry.b_name = y.name;
     entry.b_line = y.doc->first_line;
-    entry.differences.push_back({Difference::Kind::kAdded, "", "", describe_document(y)});
+    entry.differences.push_back({k8s::Difference::Kind::kAdded, "", "", describe_document(y)});
     out.documents.push_back(std::move(entry));
   }
   return out;
@@ -625,16 +628,16 @@ std::size_t ExpectBenchResult::unexpected() const {
       differences.begin(), differences.end(), [](const BenchDifference& d) { return !d.allowed; }));
 }
 
-ExpectBenchResult check_expect_bench(const DryRun& e2e, const DryRun& bench,
-                                     const RoleMains& mains) {
-  Roles roles = select_roles(e2e, mains);
-  const Document& trainer = *roles.trainer;
+ExpectBenchResult check_expect_bench(const k8s::DryRun& e2e, const k8s::DryRun& bench,
+                                     const k8s::RoleMains& mains) {
+  k8s::Roles roles = select_roles(e2e, mains);
+  const k8s::Document& trainer = *roles.trainer;
   std::vector<DiffDocument> bench_docs = diff_documents(bench, mains);
   std::vector<const DiffDocument*> jobsets, trainers;
   for (const DiffDocument& doc : bench_docs) {
     if (doc.kind != "JobSet") continue;
     jobsets.push_back(&doc);
-    if (doc.role == Role::kTrainer) trainers.push_back(&doc);
+    if (doc.role == k8s::Role::kTrainer) trainers.push_back(&doc);
   }
   const DiffDocument* bench_doc = nullptr;
   if (trainers.size() == 1) {
@@ -649,16 +652,16 @@ ExpectBenchResult check_expect_bench(const DryRun& e2e, const DryRun& bench,
             "--expect-bench needs one bench JobSet, found {}", fmt::join(names, ", "));
   }
   ExpectBenchResult result;
-  result.e2e_name = JobSetView(trainer).name();
+  result.e2e_name = k8s::JobSetView(trainer).name();
   result.bench_name = bench_doc->name;
   result.e2e_line = trainer.first_line;
   result.bench_line = bench_doc->doc->first_line;
-  YAML::Node left = expand_for_diff(trainer.root);
-  YAML::Node right = expand_for_diff(bench_doc->doc->root);
+  YAML::Node left = k8s::expand_for_diff(trainer.root);
+  YAML::Node right = k8s::expand_for_diff(bench_doc->doc->root);
   BenchClassifier classifier(right, result.e2e_name, result.bench_name);
-  for (const Difference& d : diff_trees(left, right))
+  for (const k8s::Difference& d : k8s::diff_trees(left, right))
     result.differences.push_back(classifier.classify(d));
   return result;
 }
 
-}  // namespace rtb
+}  // namespace rtb::bench

@@ -14,7 +14,7 @@
 #include "rtb/k8s/dryrun.h"
 #include "rtb/k8s/jobset.h"
 
-namespace rtb {
+namespace rtb::bench {
 
 // --rename OLD=NEW: B's name NEW counts as A's name OLD.
 struct Rename {
@@ -32,24 +32,24 @@ std::string replace_name(std::string_view text, std::string_view from, std::stri
 // The role of a JobSet for diffing: role_of(), and for a bench render (whose client runs the bench
 // driver, so its script first names --process_main in the driver's text) the role that the
 // --process_main in TRAINER_ARGV names.
-Role diff_role(const Document& doc, const RoleMains& mains);
+k8s::Role diff_role(const k8s::Document& doc, const k8s::RoleMains& mains);
 
 // A document of one input as diff-renders sees it: every YAML mapping with a `kind`.
 struct DiffDocument {
-  const Document* doc = nullptr;
+  const k8s::Document* doc = nullptr;
   std::string kind;
   std::string name;
-  Role role = Role::kUnknown;
+  k8s::Role role = k8s::Role::kUnknown;
 };
 
 // The Kubernetes documents of an input. Throws rtb::Error (the input's name and a line) when none
 // of them is a JobSet.
-std::vector<DiffDocument> diff_documents(const DryRun& input, const RoleMains& mains);
+std::vector<DiffDocument> diff_documents(const k8s::DryRun& input, const k8s::RoleMains& mains);
 
 struct RenderDiffOptions {
   bool by_role = false;  // match JobSets by role (trainer, orchestrator, rollout), not by name
   std::vector<Rename> renames;
-  RoleMains mains;
+  k8s::RoleMains mains;
 };
 
 // One matched pair of documents, or a document that only one side has.
@@ -61,7 +61,7 @@ struct DocumentDiff {
   std::optional<std::string> a_name, b_name;  // absent on the side that lacks the document
   std::size_t a_line = 0, b_line = 0;         // first input line of the document (0: absent)
   // For a document on one side only, one difference with the empty path.
-  std::vector<Difference> differences;
+  std::vector<k8s::Difference> differences;
 };
 
 struct RenderDiff {
@@ -69,7 +69,8 @@ struct RenderDiff {
   std::size_t differences() const;
 };
 
-RenderDiff diff_renders(const DryRun& a, const DryRun& b, const RenderDiffOptions& options);
+RenderDiff diff_renders(const k8s::DryRun& a, const k8s::DryRun& b,
+                        const RenderDiffOptions& options);
 
 // --- expect-bench ------------------------------------------------------------------------------
 
@@ -93,7 +94,7 @@ enum class BenchChange {
 std::string_view bench_change_id(BenchChange change);  // "name", "gang-id", ...
 
 struct BenchDifference {
-  Difference difference;
+  k8s::Difference difference;
   std::optional<BenchChange> allowed;  // nullopt: not something render-bench changes
   std::string why;                     // for an unexpected difference: why it is not allowed
 };
@@ -108,7 +109,7 @@ struct ExpectBenchResult {
 // Compares the trainer of the e2e DRY_RUN `e2e` with the bench JobSet in `bench` (its trainer by
 // role, or its only JobSet) and classifies each difference. Throws rtb::Error when either side has
 // no such JobSet.
-ExpectBenchResult check_expect_bench(const DryRun& e2e, const DryRun& bench,
-                                     const RoleMains& mains);
+ExpectBenchResult check_expect_bench(const k8s::DryRun& e2e, const k8s::DryRun& bench,
+                                     const k8s::RoleMains& mains);
 
-}  // namespace rtb
+}  // namespace rtb::bench

@@ -9,34 +9,34 @@
 #include "rtb/base/io.h"
 #include "rtb/base/json.h"
 
-namespace rtb {
+namespace rtb::bench {
 namespace {
 
 constexpr std::string_view kReset = "\033[0m";
 
-std::string_view color_of(Difference::Kind kind) {
+std::string_view color_of(k8s::Difference::Kind kind) {
   switch (kind) {
-    case Difference::Kind::kAdded:
+    case k8s::Difference::Kind::kAdded:
       return "\033[32m";
-    case Difference::Kind::kRemoved:
+    case k8s::Difference::Kind::kRemoved:
       return "\033[31m";
-    case Difference::Kind::kChanged:
+    case k8s::Difference::Kind::kChanged:
       return "\033[33m";
-    case Difference::Kind::kTypeChanged:
+    case k8s::Difference::Kind::kTypeChanged:
       return "\033[35m";
   }
   return "";
 }
 
-char sign_of(Difference::Kind kind) {
+char sign_of(k8s::Difference::Kind kind) {
   switch (kind) {
-    case Difference::Kind::kAdded:
+    case k8s::Difference::Kind::kAdded:
       return '+';
-    case Difference::Kind::kRemoved:
+    case k8s::Difference::Kind::kRemoved:
       return '-';
-    case Difference::Kind::kChanged:
+    case k8s::Difference::Kind::kChanged:
       return '~';
-    case Difference::Kind::kTypeChanged:
+    case k8s::Difference::Kind::kTypeChanged:
       return '!';
   }
   return '~';
@@ -62,13 +62,13 @@ std::string_view last_item(std::string_view path) {
 }
 
 // What a line says after the path.
-std::string detail(const Difference& d) {
+std::string detail(const k8s::Difference& d) {
   switch (d.kind) {
-    case Difference::Kind::kAdded:
+    case k8s::Difference::Kind::kAdded:
       return one_line(d.new_value);
-    case Difference::Kind::kRemoved:
+    case k8s::Difference::Kind::kRemoved:
       return one_line(d.old_value);
-    case Difference::Kind::kChanged: {
+    case k8s::Difference::Kind::kChanged: {
       // A changed flag item: its values, as `--xla_foo: 1 -> 2` reads.
       std::string_view key = last_item(d.path);
       if (!key.empty()) {
@@ -80,7 +80,7 @@ std::string detail(const Difference& d) {
       }
       return fmt::format("{} -> {}", one_line(d.old_value), one_line(d.new_value));
     }
-    case Difference::Kind::kTypeChanged:
+    case k8s::Difference::Kind::kTypeChanged:
       return fmt::format("{} -> {}", one_line(d.old_value), one_line(d.new_value));
   }
   return "";
@@ -130,18 +130,18 @@ std::string json_line(std::size_t line) { return line == 0 ? "null" : std::to_st
 
 struct Counts {
   std::size_t added = 0, removed = 0, changed = 0, type_changed = 0;
-  void add(Difference::Kind kind) {
+  void add(k8s::Difference::Kind kind) {
     switch (kind) {
-      case Difference::Kind::kAdded:
+      case k8s::Difference::Kind::kAdded:
         ++added;
         break;
-      case Difference::Kind::kRemoved:
+      case k8s::Difference::Kind::kRemoved:
         ++removed;
         break;
-      case Difference::Kind::kChanged:
+      case k8s::Difference::Kind::kChanged:
         ++changed;
         break;
-      case Difference::Kind::kTypeChanged:
+      case k8s::Difference::Kind::kTypeChanged:
         ++type_changed;
         break;
     }
@@ -233,7 +233,7 @@ RenderReport make_render_report(std::string a_source, std::string b_source, cons
   for (const DocumentDiff& doc : diff.documents) {
     ReportedDocument summary{doc.label,  doc.kind,   doc.a_name, doc.b_name,
                              doc.a_line, doc.b_line, 0};
-    for (const Difference& d : doc.differences) {
+    for (const k8s::Difference& d : doc.differences) {
       if (!filter.keep(doc.label, d.path)) {
         ++report.ignored;
         continue;
@@ -271,11 +271,11 @@ std::string format_render_text(const RenderReport& report, const TextStyle& styl
   std::string out;
   for (const ReportedDifference& r : report.differences) {
     if (report.expect_bench && r.allowed && !style.show_allowed) continue;
-    const Difference& d = r.difference;
+    const k8s::Difference& d = r.difference;
     std::string line;
     if (d.path.empty()) {
       // A whole document on one side only.
-      bool only_a = d.kind == Difference::Kind::kRemoved;
+      bool only_a = d.kind == k8s::Difference::Kind::kRemoved;
       line = fmt::format("{} {}: only in {}: {}", sign_of(d.kind), r.document,
                          only_a ? report.a_source : report.b_source,
                          only_a ? d.old_value : d.new_value);
@@ -391,9 +391,9 @@ std::string format_render_json(const RenderReport& report) {
   out += "  \"differences\": [";
   for (std::size_t i = 0; i < report.differences.size(); ++i) {
     const ReportedDifference& r = report.differences[i];
-    const Difference& d = r.difference;
-    bool has_old = d.kind != Difference::Kind::kAdded;
-    bool has_new = d.kind != Difference::Kind::kRemoved;
+    const k8s::Difference& d = r.difference;
+    bool has_old = d.kind != k8s::Difference::Kind::kAdded;
+    bool has_new = d.kind != k8s::Difference::Kind::kRemoved;
     out += fmt::format(
         "{}\n    {{\"document\": {}, \"path\": {}, \"kind\": \"{}\", \"old\": {}, \"new\": {}",
         i ? "," : "", json::quote(r.document), json::quote(d.path), kind_name(d.kind),
@@ -431,14 +431,14 @@ std::string format_config_text(const std::vector<ConfigDifference>& differences,
   std::string out;
   for (const ConfigDifference& d : differences) {
     std::string line;
-    Difference::Kind kind = Difference::Kind::kChanged;
+    k8s::Difference::Kind kind = k8s::Difference::Kind::kChanged;
     switch (d.kind) {
       case ConfigDifference::Kind::kAdded:
-        kind = Difference::Kind::kAdded;
+        kind = k8s::Difference::Kind::kAdded;
         line = fmt::format("+ {}: {}", d.key, one_line(d.b->value));
         break;
       case ConfigDifference::Kind::kRemoved:
-        kind = Difference::Kind::kRemoved;
+        kind = k8s::Difference::Kind::kRemoved;
         line = fmt::format("- {}: {}", d.key, one_line(d.a->value));
         break;
       case ConfigDifference::Kind::kChanged:
@@ -538,4 +538,4 @@ std::string format_dump_list_json(const std::vector<ConfigSide>& sides) {
   return out;
 }
 
-}  // namespace rtb
+}  // namespace rtb::bench

@@ -13,7 +13,7 @@
 #include "rtb/bench/diff_render.h"
 #include "rtb/k8s/diff.h"
 
-namespace rtb {
+namespace rtb::bench {
 
 // Globs over paths and keys: `*` matches any run of characters, `?` one character and `\c` the
 // character c; everything else stands for itself, `[` and `]` included (paths use them).
@@ -40,7 +40,7 @@ class DiffFilter {
 
 struct ReportedDifference {
   std::string document;  // the document's label (diff_render.h)
-  Difference difference;
+  k8s::Difference difference;
   std::optional<BenchChange> allowed;  // --expect-bench: the render-bench change it is
   std::string why;                     // --expect-bench: why an unexpected one is not allowed
 };
@@ -99,4 +99,4 @@ std::string format_config_json(const ConfigSide& a, const ConfigSide& b,
 std::string format_dump_list(const std::vector<ConfigSide>& sides);
 std::string format_dump_list_json(const std::vector<ConfigSide>& sides);
 
-}  // namespace rtb
+}  // namespace rtb::bench

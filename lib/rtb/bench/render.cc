@@ -18,7 +18,7 @@
 #include "rtb/k8s/yaml.h"
 #include "rtb/payload/routing.h"
 
-namespace rtb {
+namespace rtb::bench {
 namespace {
 
 constexpr std::string_view kDriverPath = "/tmp/bench_driver.py";
@@ -40,7 +40,7 @@ bool resolves_to_non_string(std::string_view value) {
 // Sets a scalar to a string, keeping its quoting unless plain text would change the type.
 void assign_string(YAML::Node node, const std::string& value) {
   if (node.Tag() == "!" || resolves_to_non_string(value)) {
-    yaml::set_string(node, value);
+    k8s::yaml::set_string(node, value);
   } else {
     node = value;
   }
@@ -77,7 +77,7 @@ void visit_scalars(
     } else if (item.node.IsMap()) {
       for (const auto& kv : item.node) {
         std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "";
-        pending.push_back({kv.second, path_child(item.path, key), key});
+        pending.push_back({kv.second, k8s::path_child(item.path, key), key});
       }
     } else if (item.node.IsSequence()) {
       std::vector<std::string> keys;
@@ -86,12 +86,12 @@ void visit_scalars(
         // Container args are compared flag by flag (diff.h), so name them the same way.
         std::vector<std::string> items;
         for (const auto& x : item.node) items.push_back(x.IsScalar() ? x.Scalar() : "");
-        keys = flag_item_keys(items, FlagStyle::kDashDash);
+        keys = flag_item_keys(items, k8s::FlagStyle::kDashDash);
       } else {
-        keys = sequence_item_keys(item.node);
+        keys = k8s::sequence_item_keys(item.node);
       }
       for (std::size_t i = 0; i < item.node.size(); ++i) {
-        pending.push_back({item.node[i], path_item(item.path, keys[i]), item.key});
+        pending.push_back({item.node[i], k8s::path_item(item.path, keys[i]), item.key});
       }
     }
   }
@@ -120,11 +120,11 @@ void validate_dns_label(std::string_view option, const std::string& name, bool l
 // The kOrchestratorDriverEnv variables the e2e orchestrator sets, from its startup block's
 // assignments (the last one wins, as in bash) or else its container's env list.
 std::vector<std::pair<std::string, std::string>> orchestrator_driver_env(
-    const ClientCommand& orchestrator) {
+    const k8s::ClientCommand& orchestrator) {
   std::vector<std::pair<std::string, std::string>> found;
   for (std::string_view name : kOrchestratorDriverEnv) {
     std::optional<std::string> value;
-    for (const shell::Assignment& assignment : orchestrator.startup.env) {
+    for (const k8s::shell::Assignment& assignment : orchestrator.startup.env) {
       if (assignment.name == name) value = assignment.value;
     }
     YAML::Node env = orchestrator.container.node["env"];
@@ -212,7 +212,7 @@ std::string driver_script(const DriverLaunch& launch, std::string driver,
 
 class Renderer {
  public:
-  Renderer(const DryRun& dryrun, const RenderOptions& options)
+  Renderer(const k8s::DryRun& dryrun, const RenderOptions& options)
       : dryrun_(dryrun), options_(options) {}
 
   RenderResult run();
@@ -240,31 +240,31 @@ class Renderer {
   void check_names_fit();
 
   // The trainer's environment assignment `name`, or nullptr.
-  shell::Assignment* env_assignment(std::string_view name);
+  k8s::shell::Assignment* env_assignment(std::string_view name);
   void set_env(std::string_view name, const std::string& value, const std::string& knob);
-  void edit_flag_list(FlagList& list, const std::string& item, const std::string& knob,
+  void edit_flag_list(k8s::FlagList& list, const std::string& item, const std::string& knob,
                       const std::string& path, bool must_exist,
                       std::optional<std::size_t> append_at = std::nullopt);
 
-  const DryRun& dryrun_;
+  const k8s::DryRun& dryrun_;
   const RenderOptions& options_;
   RenderResult result_;
-  const Document* e2e_trainer_ = nullptr;  // in the DRY_RUN, unchanged
-  Document bench_;
+  const k8s::Document* e2e_trainer_ = nullptr;  // in the DRY_RUN, unchanged
+  k8s::Document bench_;
   std::string old_name_;
-  ClientCommand client_;  // of the bench document (a copy of the trainer's)
-  std::vector<shell::Assignment> env_;
+  k8s::ClientCommand client_;  // of the bench document (a copy of the trainer's)
+  std::vector<k8s::shell::Assignment> env_;
   std::set<std::string> edited_env_;  // names whose value the bench changes
   std::vector<std::string> program_;
-  FlagList trainer_argv_{FlagStyle::kDashDash, {}};
-  FlagList orch_argv_{FlagStyle::kDashDash, {}};
+  k8s::FlagList trainer_argv_{k8s::FlagStyle::kDashDash, {}};
+  k8s::FlagList orch_argv_{k8s::FlagStyle::kDashDash, {}};
   std::string orch_argv_path_;
   std::vector<std::pair<std::string, std::string>> orch_driver_env_;
   std::vector<std::string> trainer_env_words_;     // the client's own assignments, for bash
   std::vector<std::string> driver_setting_words_;  // the driver settings, for bash
 };
 
-shell::Assignment* Renderer::env_assignment(std::string_view name) {
+k8s::shell::Assignment* Renderer::env_assignment(std::string_view name) {
   // The last assignment of a name is the one bash uses.
   for (auto it = env_.rbegin(); it != env_.rend(); ++it) {
     if (it->name == name) return &*it;
@@ -273,7 +273,7 @@ shell::Assignment* Renderer::env_assignment(std::string_view name) {
 }
 
 void Renderer::set_env(std::string_view name, const std::string& value, const std::string& knob) {
-  shell::Assignment* assignment = env_assignment(name);
+  k8s::shell::Assignment* assignment = env_assignment(name);
   std::string path = client_path(".startup.env") + "." + std::string(name);
   if (assignment) {
     if (assignment->value == value) return;
@@ -286,13 +286,14 @@ void Renderer::set_env(std::string_view name, const std::string& value, const st
   edited_env_.insert(std::string(name));
 }
 
-void Renderer::edit_flag_list(FlagList& list, const std::string& item, const std::string& knob,
+void Renderer::edit_flag_list(k8s::FlagList& list, const std::string& item, const std::string& knob,
                               const std::string& path, bool must_exist,
                               std::optional<std::size_t> append_at) {
   std::string_view key = flag_key(item, list.style());
   if (key.empty()) {
-    fail("{} {}: not a flag ({})", knob, item,
-         list.style() == FlagStyle::kKeyValue ? "KEY=VALUE" : "--KEY=VALUE, --KEY or --no-KEY");
+    fail(
+        "{} {}: not a flag ({})", knob, item,
+        list.style() == k8s::FlagStyle::kKeyValue ? "KEY=VALUE" : "--KEY=VALUE, --KEY or --no-KEY");
   }
   std::optional<std::size_t> at = list.find(key);
   std::string old_value = at ? list.items()[*at] : "";
@@ -302,36 +303,36 @@ void Renderer::edit_flag_list(FlagList& list, const std::string& item, const std
     list.upsert(item, append_at);
   }
   if (old_value == item) return;
-  std::string name = (list.style() == FlagStyle::kDashDash ? "--" : "") + std::string(key);
-  record(knob, path_item(path, name), old_value, item);
+  std::string name = (list.style() == k8s::FlagStyle::kDashDash ? "--" : "") + std::string(key);
+  record(knob, k8s::path_item(path, name), old_value, item);
 }
 
 void Renderer::read_inputs() {
-  Roles roles = select_roles(dryrun_, options_.mains);
+  k8s::Roles roles = select_roles(dryrun_, options_.mains);
   e2e_trainer_ = roles.trainer;
-  const Document& trainer = *roles.trainer;
+  const k8s::Document& trainer = *roles.trainer;
   if (!roles.orchestrator) {
     fail_at(dryrun_.source, 0,
             "no orchestrator JobSet (--process_main={}): the bench driver needs its argv",
             options_.mains.orchestrator);
   }
   // Parse on the original documents first, so errors carry their input lines.
-  JobSetView(trainer).client(dryrun_.source);
-  ClientCommand orchestrator = JobSetView(*roles.orchestrator).client(dryrun_.source);
+  k8s::JobSetView(trainer).client(dryrun_.source);
+  k8s::ClientCommand orchestrator = k8s::JobSetView(*roles.orchestrator).client(dryrun_.source);
 
-  bench_ = Document(YAML::Clone(trainer.root), trainer.first_line, trainer.text);
-  JobSetView view(bench_);
+  bench_ = k8s::Document(YAML::Clone(trainer.root), trainer.first_line, trainer.text);
+  k8s::JobSetView view(bench_);
   old_name_ = view.name();
   result_.trainer_name = old_name_;
   client_ = view.client(dryrun_.source);
   env_ = client_.startup.env;
-  if (env_assignment(kDriverSettingsStart)) {
+  if (env_assignment(k8s::kDriverSettingsStart)) {
     fail_at(dryrun_.source, static_cast<std::int64_t>(client_.startup_line),
             "the trainer's environment already sets {}, which the bench client uses",
-            kDriverSettingsStart);
+            k8s::kDriverSettingsStart);
   }
   std::vector<std::string> argv;
-  for (const shell::Word& word : client_.startup.words) {
+  for (const k8s::shell::Word& word : client_.startup.words) {
     if (argv.empty() && word.value.rfind("--", 0) != 0) {
       program_.push_back(word.value);
     } else {
@@ -348,21 +349,21 @@ void Renderer::read_inputs() {
     fail_at(dryrun_.source, static_cast<std::int64_t>(client_.startup_line),
             "the trainer's startup command has no program");
   }
-  trainer_argv_ = FlagList(FlagStyle::kDashDash, argv);
+  trainer_argv_ = k8s::FlagList(k8s::FlagStyle::kDashDash, argv);
   std::vector<std::string> orch_argv;
   bool in_argv = false;
-  for (const shell::Word& word : orchestrator.startup.words) {
+  for (const k8s::shell::Word& word : orchestrator.startup.words) {
     in_argv = in_argv || word.value.rfind("--", 0) == 0;
     if (in_argv) orch_argv.push_back(word.value);
   }
-  orch_argv_ = FlagList(FlagStyle::kDashDash, orch_argv);
+  orch_argv_ = k8s::FlagList(k8s::FlagStyle::kDashDash, orch_argv);
   orch_argv_path_ = client_path(".startup.driver.ORCH_ARGV");
   orch_driver_env_ = orchestrator_driver_env(orchestrator);
 }
 
 void Renderer::rename() {
   const std::string& name = options_.name;
-  YAML::Node metadata = yaml::lookup(bench_.root, "metadata");
+  YAML::Node metadata = k8s::yaml::lookup(bench_.root, "metadata");
   std::string command_path = client_path(".command");
   // Every scalar that is exactly the trainer's name: metadata.name, label-selector values.
   visit_scalars(
@@ -375,18 +376,18 @@ void Renderer::rename() {
   // Flags whose value is the trainer's name (--worker_id=...).
   std::vector<std::string> items = trainer_argv_.items();
   for (const std::string& item : items) {
-    auto value = flag_value(item, FlagStyle::kDashDash);
+    auto value = flag_value(item, k8s::FlagStyle::kDashDash);
     if (value && *value == old_name_) {
-      std::string key(flag_key(item, FlagStyle::kDashDash));
+      std::string key(flag_key(item, k8s::FlagStyle::kDashDash));
       edit_flag_list(trainer_argv_, fmt::format("--{}={}", key, name), "--name",
                      client_path(".startup.argv"), true);
     }
   }
-  for (const shell::Assignment& assignment : client_.startup.env) {
+  for (const k8s::shell::Assignment& assignment : client_.startup.env) {
     if (assignment.value == old_name_) set_env(assignment.name, name, "--name");
   }
   if (options_.namespace_name) {
-    YAML::Node ns = yaml::lookup(metadata, "namespace");
+    YAML::Node ns = k8s::yaml::lookup(metadata, "namespace");
     std::string old = ns.IsDefined() && ns.IsScalar() ? ns.Scalar() : "";
     if (old != *options_.namespace_name) {
       record("--namespace", "metadata.namespace", old, *options_.namespace_name);
@@ -406,21 +407,21 @@ void Renderer::set_scheduling_fields() {
       [&](YAML::Node node, const std::string& path, std::string_view key) {
         if (key != "scheduling.x-k8s.io/gang-id" || node.Scalar() == options_.name) return;
         record("render", path, node.Scalar(), options_.name);
-        yaml::set_string(node, options_.name);
+        k8s::yaml::set_string(node, options_.name);
       });
   // maxRestarts 0: a failed bench is read and fixed, never restarted.
-  YAML::Node spec = yaml::lookup(bench_.root, "spec");
+  YAML::Node spec = k8s::yaml::lookup(bench_.root, "spec");
   if (!spec.IsMap())
     fail_at(dryrun_.source, static_cast<std::int64_t>(bench_.first_line),
             "the trainer JobSet has no spec");
-  YAML::Node policy = yaml::lookup(spec, "failurePolicy");
+  YAML::Node policy = k8s::yaml::lookup(spec, "failurePolicy");
   if (!policy.IsDefined() || policy.IsNull()) {
     record("render", "spec.failurePolicy", "", "maxRestarts: 0");
     YAML::Node created(YAML::NodeType::Map);
     created["maxRestarts"] = 0;
     spec["failurePolicy"] = created;
   } else {
-    YAML::Node restarts = yaml::lookup(policy, "maxRestarts");
+    YAML::Node restarts = k8s::yaml::lookup(policy, "maxRestarts");
     std::string old = restarts.IsDefined() && restarts.IsScalar() ? restarts.Scalar() : "";
     if (old != "0") {
       record("render", "spec.failurePolicy.maxRestarts", old, "0");
@@ -428,7 +429,7 @@ void Renderer::set_scheduling_fields() {
     }
   }
   if (options_.image) {
-    YAML::Node image = yaml::lookup(client_.container.node, "image");
+    YAML::Node image = k8s::yaml::lookup(client_.container.node, "image");
     std::string old = image.IsDefined() && image.IsScalar() ? image.Scalar() : "";
     if (old != *options_.image) {
       record("--image", client_path(".image"), old, *options_.image);
@@ -439,12 +440,13 @@ void Renderer::set_scheduling_fields() {
 
 void Renderer::edit_maxtext_flags() {
   if (options_.maxtext_flags.empty() && options_.maxtext_replace.empty()) return;
-  shell::Assignment* current = env_assignment("MAXTEXT_EXTRA_FLAGS");
+  k8s::shell::Assignment* current = env_assignment("MAXTEXT_EXTRA_FLAGS");
   if (!current && !options_.maxtext_replace.empty()) {
     fail("--maxtext-replace {}: the trainer has no MAXTEXT_EXTRA_FLAGS",
          options_.maxtext_replace.front());
   }
-  FlagList flags = FlagList::parse(current ? current->value : "", FlagStyle::kKeyValue);
+  k8s::FlagList flags =
+      k8s::FlagList::parse(current ? current->value : "", k8s::FlagStyle::kKeyValue);
   std::string path = client_path(".startup.env.MAXTEXT_EXTRA_FLAGS");
   std::size_t before = result_.changes.size();
   for (const std::string& item : options_.maxtext_replace) {
@@ -471,7 +473,7 @@ void Renderer::edit_maxtext_flags() {
 void Renderer::edit_libtpu_flags() {
   if (options_.libtpu_flags.empty()) return;
   for (const std::string& item : options_.libtpu_flags) {
-    if (flag_key(item, FlagStyle::kDashDash).empty()) {
+    if (flag_key(item, k8s::FlagStyle::kDashDash).empty()) {
       fail("--libtpu-flag {}: not a flag (--KEY=VALUE)", item);
     }
     // libtpu splits its flag string on blanks, so a value cannot hold one.
@@ -481,8 +483,9 @@ void Renderer::edit_libtpu_flags() {
   }
   // 1. The client: LIBTPU_INIT_ARGS inside the startup environment.
   {
-    shell::Assignment* current = env_assignment("LIBTPU_INIT_ARGS");
-    FlagList flags = FlagList::parse(current ? current->value : "", FlagStyle::kDashDash);
+    k8s::shell::Assignment* current = env_assignment("LIBTPU_INIT_ARGS");
+    k8s::FlagList flags =
+        k8s::FlagList::parse(current ? current->value : "", k8s::FlagStyle::kDashDash);
     std::string path = client_path(".startup.env.LIBTPU_INIT_ARGS");
     std::size_t before = result_.changes.size();
     for (const std::string& item : options_.libtpu_flags)
@@ -498,15 +501,15 @@ void Renderer::edit_libtpu_flags() {
       edited_env_.insert("LIBTPU_INIT_ARGS");
     }
   }
-  JobSetView view(bench_);
+  k8s::JobSetView view(bench_);
   // 2. The pathways proxy: one args item per flag, new ones after the last --xla item.
   if (auto proxy = view.container("pathways-proxy")) {
-    YAML::Node args = yaml::lookup(proxy->node, "args");
+    YAML::Node args = k8s::yaml::lookup(proxy->node, "args");
     std::vector<std::string> items;
     if (args.IsSequence()) {
       for (const auto& item : args) items.push_back(item.IsScalar() ? item.Scalar() : "");
     }
-    FlagList flags(FlagStyle::kDashDash, items);
+    k8s::FlagList flags(k8s::FlagStyle::kDashDash, items);
     std::string path = proxy->path() + ".args";
     for (const std::string& item : options_.libtpu_flags) {
       std::size_t append_at = flags.items().size();
@@ -522,7 +525,7 @@ void Renderer::edit_libtpu_flags() {
       if (old != items.end() && args.IsSequence()) {
         rebuilt.push_back(args[static_cast<std::size_t>(old - items.begin())]);
       } else {
-        rebuilt.push_back(yaml::string_scalar(flags.items()[i]));
+        rebuilt.push_back(k8s::yaml::string_scalar(flags.items()[i]));
       }
     }
     proxy->node["args"] = rebuilt;
@@ -535,30 +538,30 @@ void Renderer::edit_libtpu_flags() {
   // 3. The pathways workers: env LIBTPU_INIT_ARGS, created where absent.
   if (auto worker = view.container("pathways-worker")) {
     std::string env_path = worker->path() + ".env";
-    if (!yaml::lookup(worker->node, "env").IsSequence())
+    if (!k8s::yaml::lookup(worker->node, "env").IsSequence())
       worker->node["env"] = YAML::Node(YAML::NodeType::Sequence);
-    YAML::Node env = yaml::lookup(worker->node, "env");
+    YAML::Node env = k8s::yaml::lookup(worker->node, "env");
     std::optional<YAML::Node> entry;  // the last entry of that name, as Kubernetes uses
     for (const YAML::Node& candidate : env) {
-      if (yaml::scalar_at(candidate, "name") == std::string("LIBTPU_INIT_ARGS"))
+      if (k8s::yaml::scalar_at(candidate, "name") == std::string("LIBTPU_INIT_ARGS"))
         entry.emplace(candidate);
     }
     if (!entry || !entry->IsMap()) {
-      FlagList flags(FlagStyle::kDashDash, {});
+      k8s::FlagList flags(k8s::FlagStyle::kDashDash, {});
       for (const std::string& item : options_.libtpu_flags) flags.upsert(item);
       YAML::Node created(YAML::NodeType::Map);
       created["name"] = "LIBTPU_INIT_ARGS";
-      created["value"] = yaml::string_scalar(flags.str());
+      created["value"] = k8s::yaml::string_scalar(flags.str());
       env.push_back(created);
-      record("--libtpu-flag", path_item(env_path, "LIBTPU_INIT_ARGS"), "", flags.str());
+      record("--libtpu-flag", k8s::path_item(env_path, "LIBTPU_INIT_ARGS"), "", flags.str());
     } else {
-      YAML::Node value = yaml::lookup(*entry, "value");
-      FlagList flags = FlagList::parse(value.IsDefined() && value.IsScalar() ? value.Scalar() : "",
-                                       FlagStyle::kDashDash);
-      std::string path = path_item(env_path, "LIBTPU_INIT_ARGS") + ".value";
+      YAML::Node value = k8s::yaml::lookup(*entry, "value");
+      k8s::FlagList flags = k8s::FlagList::parse(
+          value.IsDefined() && value.IsScalar() ? value.Scalar() : "", k8s::FlagStyle::kDashDash);
+      std::string path = k8s::path_item(env_path, "LIBTPU_INIT_ARGS") + ".value";
       for (const std::string& item : options_.libtpu_flags)
         edit_flag_list(flags, item, "--libtpu-flag", path, false);
-      (*entry)["value"] = yaml::string_scalar(flags.str());
+      (*entry)["value"] = k8s::yaml::string_scalar(flags.str());
     }
   } else {
     result_.warnings.push_back(
@@ -574,13 +577,13 @@ void Renderer::edit_argv() {
     edit_flag_list(trainer_argv_, item, "--trainer-arg", argv_path, false);
   }
   for (const std::string& item : options_.trainer_args_removed) {
-    std::string_view key = flag_key(item, FlagStyle::kDashDash);
+    std::string_view key = flag_key(item, k8s::FlagStyle::kDashDash);
     if (key.empty()) fail("--trainer-arg-remove {}: not a flag (--KEY)", item);
     auto at = trainer_argv_.find(key);
     if (!at) fail("--trainer-arg-remove {}: the trainer's argv has no --{}", item, key);
     std::string old = trainer_argv_.items()[*at];
     trainer_argv_.remove(key);
-    record("--trainer-arg-remove", path_item(argv_path, "--" + std::string(key)), old, "");
+    record("--trainer-arg-remove", k8s::path_item(argv_path, "--" + std::string(key)), old, "");
   }
   for (const std::string& item : options_.orchestrator_args) {
     edit_flag_list(orch_argv_, item, "--orch-arg", orch_argv_path_, false);
@@ -599,7 +602,7 @@ void Renderer::edit_argv() {
     // Wherever the e2e passes it; the trainer's argv when it passes it nowhere.
     bool anywhere = false;
     if (auto* maxtext = env_assignment("MAXTEXT_EXTRA_FLAGS")) {
-      FlagList flags = FlagList::parse(maxtext->value, FlagStyle::kKeyValue);
+      k8s::FlagList flags = k8s::FlagList::parse(maxtext->value, k8s::FlagStyle::kKeyValue);
       if (flags.contains("compute_logps_chunk_size")) {
         edit_flag_list(flags, "compute_logps_chunk_size=" + value, "--logps-chunk",
                        client_path(".startup.env.MAXTEXT_EXTRA_FLAGS"), true);
@@ -623,12 +626,12 @@ void Renderer::edit_trainer_slice() {
   if (!options_.trainer_slice) return;
   const std::string knob = "--trainer-slice";
   Slice target = Slice::parse(*options_.trainer_slice);
-  JobSetView view(bench_);
+  k8s::JobSetView view(bench_);
   // The current slice: pathways-rm's --instance_type, else the accelerator and topology labels.
   std::optional<Slice> current;
   std::string rm_path;
   if (auto rm = view.container("pathways-rm")) {
-    YAML::Node args = yaml::lookup(rm->node, "args");
+    YAML::Node args = k8s::yaml::lookup(rm->node, "args");
     if (args.IsSequence()) {
       for (const auto& arg : args) {
         if (arg.IsScalar() && arg.Scalar().rfind("--instance_type=", 0) == 0) {
@@ -673,10 +676,10 @@ void Renderer::edit_trainer_slice() {
   std::string new_partition = "gke-tpu-partition-" + target.partition().str() + "-";
   // The TPU worker jobs: pods that request google.com/tpu.
   std::set<std::string> tpu_jobs;
-  for (const ContainerRef& container : view.containers()) {
-    YAML::Node resources = yaml::lookup(container.node, "resources");
+  for (const k8s::ContainerRef& container : view.containers()) {
+    YAML::Node resources = k8s::yaml::lookup(container.node, "resources");
     for (std::string_view kind : {"requests", "limits"}) {
-      if (yaml::lookup(yaml::lookup(resources, kind), "google.com/tpu").IsDefined())
+      if (k8s::yaml::lookup(k8s::yaml::lookup(resources, kind), "google.com/tpu").IsDefined())
         tpu_jobs.insert(container.job);
     }
   }
@@ -711,16 +714,16 @@ void Renderer::edit_trainer_slice() {
         }
       });
   // Keys that name the partition (node affinity keys are values, but labels may be keys).
-  YAML::Node jobs = yaml::lookup(yaml::lookup(bench_.root, "spec"), "replicatedJobs");
-  std::vector<std::string> job_keys = sequence_item_keys(jobs);
+  YAML::Node jobs = k8s::yaml::lookup(k8s::yaml::lookup(bench_.root, "spec"), "replicatedJobs");
+  std::vector<std::string> job_keys = k8s::sequence_item_keys(jobs);
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     if (!tpu_jobs.count(job_keys[i])) continue;
-    std::string job_path = path_item("spec.replicatedJobs", job_keys[i]) + ".template.spec";
-    YAML::Node job_spec = yaml::lookup(yaml::lookup(jobs[i], "template"), "spec");
+    std::string job_path = k8s::path_item("spec.replicatedJobs", job_keys[i]) + ".template.spec";
+    YAML::Node job_spec = k8s::yaml::lookup(k8s::yaml::lookup(jobs[i], "template"), "spec");
     for (std::string_view field : {"completions", "parallelism"}) {
-      YAML::Node node = yaml::lookup(job_spec, field);
+      YAML::Node node = k8s::yaml::lookup(job_spec, field);
       if (node.IsDefined() && node.IsScalar() && node.Scalar() != int_text(target.hosts())) {
-        record(knob, path_child(job_path, field), node.Scalar(), int_text(target.hosts()));
+        record(knob, k8s::path_child(job_path, field), node.Scalar(), int_text(target.hosts()));
         node = target.hosts();
       }
     }
@@ -772,7 +775,7 @@ void Renderer::edit_trainer_slice() {
       fail("--trainer-slice: the trainer argument {} still names the old topology {}", item,
            old_topology);
   }
-  for (const shell::Assignment& assignment : env_) {
+  for (const k8s::shell::Assignment& assignment : env_) {
     if (keeps_old(assignment.value)) {
       fail("--trainer-slice: the trainer's environment {} still names the old topology {}",
            assignment.name, old_topology);
@@ -794,21 +797,21 @@ void Renderer::set_driver_and_profiler() {
 }
 
 void Renderer::build_client_command() {
-  std::string trainer_argv = shell::join(trainer_argv_.items());
-  std::string orch_argv = shell::join(orch_argv_.items());
+  std::string trainer_argv = k8s::shell::join(trainer_argv_.items());
+  std::string orch_argv = k8s::shell::join(orch_argv_.items());
   trainer_env_words_.clear();
-  for (const shell::Assignment& assignment : env_) {
+  for (const k8s::shell::Assignment& assignment : env_) {
     // Unedited assignments are written as the e2e wrote them, so their expansions still happen.
     if (!edited_env_.count(assignment.name) && !assignment.source.empty()) {
       trainer_env_words_.push_back(assignment.source);
     } else {
-      trainer_env_words_.push_back(assignment.name + "=" + shell::quote(assignment.value));
+      trainer_env_words_.push_back(assignment.name + "=" + k8s::shell::quote(assignment.value));
     }
   }
   driver_setting_words_.clear();
   for (const auto& [name, value] :
        driver_environment(options_, trainer_argv, orch_argv, orch_driver_env_)) {
-    driver_setting_words_.push_back(name + "=" + shell::quote(value));
+    driver_setting_words_.push_back(name + "=" + k8s::shell::quote(value));
   }
   DriverLaunch launch{"bench client",
                       "the trainer program under the bench driver",
@@ -816,9 +819,9 @@ void Renderer::build_client_command() {
                       {"python3", std::string(kDriverPath)}};
   launch.assignments.insert(launch.assignments.end(), driver_setting_words_.begin(),
                             driver_setting_words_.end());
-  yaml::set_string(client_.script_node,
-                   driver_script(launch, options_.driver_source, options_.tool_version));
-  std::string old_program = shell::join(program_);
+  k8s::yaml::set_string(client_.script_node,
+                        driver_script(launch, options_.driver_source, options_.tool_version));
+  std::string old_program = k8s::shell::join(program_);
   record("render", client_path(".script"), "e2e wrapper",
          "bench wrapper writing " + std::string(kDriverPath));
   record("render", client_path(".startup.program"), old_program,
@@ -829,19 +832,19 @@ void Renderer::build_client_command() {
 void Renderer::check_names_fit() {
   // JobSet names its Jobs <jobset>-<replicatedJob>-<index> and their pods
   // <job>-<pod index>-<5 random characters>; both must stay within 63 characters.
-  JobSetView view(bench_);
-  YAML::Node jobs = yaml::lookup(yaml::lookup(bench_.root, "spec"), "replicatedJobs");
+  k8s::JobSetView view(bench_);
+  YAML::Node jobs = k8s::yaml::lookup(k8s::yaml::lookup(bench_.root, "spec"), "replicatedJobs");
   if (!jobs.IsSequence()) return;
   for (const auto& job : jobs) {
-    std::string job_name = yaml::scalar_at(job, "name").value_or("");
+    std::string job_name = k8s::yaml::scalar_at(job, "name").value_or("");
     auto number = [&](const YAML::Node& map, std::string_view key) {
-      auto text = yaml::scalar_at(map, key);
+      auto text = k8s::yaml::scalar_at(map, key);
       long long value = 1;
       if (text) std::from_chars(text->data(), text->data() + text->size(), value);
       return std::max(1LL, value);
     };
     long long replicas = number(job, "replicas");
-    YAML::Node job_spec = yaml::lookup(yaml::lookup(job, "template"), "spec");
+    YAML::Node job_spec = k8s::yaml::lookup(k8s::yaml::lookup(job, "template"), "spec");
     long long pods = std::max(number(job_spec, "completions"), number(job_spec, "parallelism"));
     std::string longest_job = fmt::format("{}-{}-{}", options_.name, job_name, replicas - 1);
     std::string longest_pod = fmt::format("{}-{}-xxxxx", longest_job, pods - 1);
@@ -884,15 +887,15 @@ RenderResult Renderer::run() {
   check_names_fit();
   check_bench_against_e2e(e2e_trainer_->root, bench_.root, result_.changes);
   result_.bench = bench_.root;
-  result_.yaml = yaml::emit(bench_.root);
+  result_.yaml = k8s::yaml::emit(bench_.root);
   return std::move(result_);
 }
 
 YAML::Node Renderer::preflight_job() const {
   std::string name = options_.name + std::string(kPreflightSuffix);
   validate_dns_label("--name", name, true);
-  JobSetView view(bench_);
-  YAML::Node image = yaml::lookup(client_.container.node, "image");
+  k8s::JobSetView view(bench_);
+  YAML::Node image = k8s::yaml::lookup(client_.container.node, "image");
   if (!image.IsDefined() || !image.IsScalar() || image.Scalar().empty()) {
     fail("the trainer's client container has no image: give --image for the preflight");
   }
@@ -907,33 +910,33 @@ YAML::Node Renderer::preflight_job() const {
   std::string script = driver_script(launch, options_.driver_source, options_.tool_version);
 
   YAML::Node labels(YAML::NodeType::Map);
-  labels["rl-trainer-bench/bench"] = yaml::string_scalar(options_.name);
+  labels["rl-trainer-bench/bench"] = k8s::yaml::string_scalar(options_.name);
   labels["rl-trainer-bench/role"] = "preflight";
 
   YAML::Node container(YAML::NodeType::Map);
   container["name"] = "preflight";
-  container["image"] = yaml::string_scalar(image.Scalar());
-  if (auto policy = yaml::scalar_at(client_.container.node, "imagePullPolicy")) {
-    container["imagePullPolicy"] = yaml::string_scalar(*policy);
+  container["image"] = k8s::yaml::string_scalar(image.Scalar());
+  if (auto policy = k8s::yaml::scalar_at(client_.container.node, "imagePullPolicy")) {
+    container["imagePullPolicy"] = k8s::yaml::string_scalar(*policy);
   }
   YAML::Node command(YAML::NodeType::Sequence);
   command.push_back("bash");
   command.push_back("-c");
-  command.push_back(yaml::string_scalar(script));
+  command.push_back(k8s::yaml::string_scalar(script));
   container["command"] = command;
   // The client's env list with JAX_PLATFORMS=cpu in place of its platform (proxy,cpu on Pathways).
   auto cpu_platform = [] {
     YAML::Node entry(YAML::NodeType::Map);
     entry["name"] = "JAX_PLATFORMS";
-    entry["value"] = yaml::string_scalar("cpu");
+    entry["value"] = k8s::yaml::string_scalar("cpu");
     return entry;
   };
   YAML::Node env(YAML::NodeType::Sequence);
   bool platform_set = false;
-  YAML::Node client_env = yaml::lookup(client_.container.node, "env");
+  YAML::Node client_env = k8s::yaml::lookup(client_.container.node, "env");
   if (client_env.IsSequence()) {
     for (const YAML::Node& item : client_env) {
-      if (yaml::scalar_at(item, "name") != std::string("JAX_PLATFORMS")) {
+      if (k8s::yaml::scalar_at(item, "name") != std::string("JAX_PLATFORMS")) {
         env.push_back(YAML::Clone(item));
       } else if (!platform_set) {
         env.push_back(cpu_platform());
@@ -945,18 +948,18 @@ YAML::Node Renderer::preflight_job() const {
   container["env"] = env;
   // Enough to import Tunix and MaxText and build a small payload; no accelerator.
   YAML::Node requests(YAML::NodeType::Map);
-  requests["cpu"] = yaml::string_scalar("2");
+  requests["cpu"] = k8s::yaml::string_scalar("2");
   requests["memory"] = "8Gi";
   container["resources"]["requests"] = requests;
 
   YAML::Node pod_spec(YAML::NodeType::Map);
   pod_spec["restartPolicy"] = "Never";
   YAML::Node trainer_pod = view.pod_spec(client_.container.job);
-  if (auto account = yaml::scalar_at(trainer_pod, "serviceAccountName")) {
-    pod_spec["serviceAccountName"] = yaml::string_scalar(*account);
+  if (auto account = k8s::yaml::scalar_at(trainer_pod, "serviceAccountName")) {
+    pod_spec["serviceAccountName"] = k8s::yaml::string_scalar(*account);
   }
   // The same image, so the same credentials to pull it.
-  YAML::Node pull_secrets = yaml::lookup(trainer_pod, "imagePullSecrets");
+  YAML::Node pull_secrets = k8s::yaml::lookup(trainer_pod, "imagePullSecrets");
   if (pull_secrets.IsDefined() && !pull_secrets.IsNull()) {
     pod_spec["imagePullSecrets"] = YAML::Clone(pull_secrets);
   }
@@ -967,9 +970,9 @@ YAML::Node Renderer::preflight_job() const {
   YAML::Node job(YAML::NodeType::Map);
   job["apiVersion"] = "batch/v1";
   job["kind"] = "Job";
-  job["metadata"]["name"] = yaml::string_scalar(name);
-  if (auto ns = yaml::scalar_at(yaml::lookup(bench_.root, "metadata"), "namespace")) {
-    job["metadata"]["namespace"] = yaml::string_scalar(*ns);
+  job["metadata"]["name"] = k8s::yaml::string_scalar(name);
+  if (auto ns = k8s::yaml::scalar_at(k8s::yaml::lookup(bench_.root, "metadata"), "namespace")) {
+    job["metadata"]["namespace"] = k8s::yaml::string_scalar(*ns);
   }
   job["metadata"]["labels"] = labels;
   job["spec"]["backoffLimit"] = 0;
@@ -982,8 +985,8 @@ YAML::Node Renderer::preflight_job() const {
 
 void check_bench_against_e2e(const YAML::Node& e2e_trainer, const YAML::Node& bench,
                              const std::vector<Change>& changes) {
-  for (const Difference& difference :
-       diff_trees(expand_for_diff(e2e_trainer), expand_for_diff(bench))) {
+  for (const k8s::Difference& difference :
+       k8s::diff_trees(k8s::expand_for_diff(e2e_trainer), k8s::expand_for_diff(bench))) {
     if (!covered(difference.path, changes)) {
       fail(
           "internal error: self-check: the bench differs from the e2e trainer at {} ({} -> {}), "
@@ -1004,10 +1007,10 @@ std::string summarize_changes(const RenderResult& result) {
     else
       ++it->second;
   }
-  std::string out =
-      fmt::format("{} -> {}: {} changes:", result.trainer_name,
-                  yaml::scalar_at(yaml::lookup(result.bench, "metadata"), "name").value_or(""),
-                  result.changes.size());
+  std::string out = fmt::format(
+      "{} -> {}: {} changes:", result.trainer_name,
+      k8s::yaml::scalar_at(k8s::yaml::lookup(result.bench, "metadata"), "name").value_or(""),
+      result.changes.size());
   for (std::size_t i = 0; i < counts.size(); ++i) {
     out += fmt::format("{} {} {}", i == 0 ? "" : ",", counts[i].first, counts[i].second);
   }
@@ -1055,13 +1058,13 @@ std::vector<std::pair<std::string, std::string>> driver_environment(
   check_choice("--routing", d.routing);
   check_choice("--logps-pass", d.logps_pass);
   std::vector<double> targets =
-      d.routing_targets.empty() ? default_routing_targets() : d.routing_targets;
+      d.routing_targets.empty() ? payload::default_routing_targets() : d.routing_targets;
   std::vector<std::pair<std::string, std::string>> env = {
-      {std::string(kDriverSettingsStart), options.name},
+      {std::string(k8s::kDriverSettingsStart), options.name},
       {"STEPS", std::to_string(d.steps)},
       {"MICRO_STEPS", std::to_string(d.micro_steps)},
       {"SEED", std::to_string(d.seed)},
-      {"ROUTING_TARGETS", format_routing_targets_inline(targets)},
+      {"ROUTING_TARGETS", payload::format_routing_targets_inline(targets)},
       {"ROUTING_SCALE", fmt::format("{}", d.routing_scale)},
       {"LOGP_GATES", d.logp_gates ? "on" : "off"},
       {"ADVANTAGES", d.advantages},
@@ -1100,17 +1103,17 @@ std::vector<std::pair<std::string, std::string>> driver_environment(
   return env;
 }
 
-RenderResult render_bench(const DryRun& dryrun, const RenderOptions& options) {
+RenderResult render_bench(const k8s::DryRun& dryrun, const RenderOptions& options) {
   return Renderer(dryrun, options).run();
 }
 
-PreflightResult render_preflight(const DryRun& dryrun, const RenderOptions& options) {
+PreflightResult render_preflight(const k8s::DryRun& dryrun, const RenderOptions& options) {
   Renderer renderer(dryrun, options);
   PreflightResult result;
   result.bench = renderer.run();
   result.job = renderer.preflight_job();
-  result.yaml = yaml::emit(result.job);
+  result.yaml = k8s::yaml::emit(result.job);
   return result;
 }
 
-}  // namespace rtb
+}  // namespace rtb::bench

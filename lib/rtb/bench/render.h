@@ -14,7 +14,7 @@
 #include "rtb/k8s/dryrun.h"
 #include "rtb/k8s/jobset.h"
 
-namespace rtb {
+namespace rtb::bench {
 
 // Settings the bench driver reads from its environment (see the driver's module docstring).
 struct DriverSettings {
@@ -52,7 +52,7 @@ struct RenderOptions {
   std::optional<int> logps_chunk;                     // compute_logps_chunk_size
   std::optional<std::pair<int, int>> profile_window;  // START:COUNT in fwd_bwd calls
   DriverSettings driver;
-  RoleMains mains;
+  k8s::RoleMains mains;
   std::string driver_source;  // bench_driver.py
   std::string tool_version;   // written into the client script's header comment
 };
@@ -82,7 +82,7 @@ void validate_jobset_name(const std::string& name);
 
 // Renders the bench JobSet. Throws rtb::Error for bad input or options; a difference from the e2e
 // trainer that no option asked for is an internal error (rtb::Error starting "internal error").
-RenderResult render_bench(const DryRun& dryrun, const RenderOptions& options);
+RenderResult render_bench(const k8s::DryRun& dryrun, const RenderOptions& options);
 
 // The preflight: a one-pod CPU Job (batch/v1) named <bench name>-preflight that runs
 // `python3 /tmp/bench_driver.py --preflight` in the bench client's image, namespace and service
@@ -98,7 +98,7 @@ inline constexpr std::string_view kPreflightSuffix = "-preflight";
 
 // Renders the bench (with every check render_bench makes) and the preflight Job of its client.
 // Throws rtb::Error as render_bench does.
-PreflightResult render_preflight(const DryRun& dryrun, const RenderOptions& options);
+PreflightResult render_preflight(const k8s::DryRun& dryrun, const RenderOptions& options);
 
 // Compares the e2e trainer with a bench JobSet flag by flag (diff.h) and throws rtb::Error
 // ("internal error: self-check: ...") for the first difference that no recorded change covers: a
@@ -115,8 +115,8 @@ inline constexpr std::string_view kOrchestratorDriverEnv[] = {
     "RETURN_ROUTED_EXPERTS"};
 
 // The driver settings as the environment assignments of the client command, in order, starting
-// with kDriverSettingsStart. `orch_env`: the kOrchestratorDriverEnv values the e2e orchestrator
-// sets (name, value).
+// with k8s::kDriverSettingsStart. `orch_env`: the kOrchestratorDriverEnv values the e2e
+// orchestrator sets (name, value).
 std::vector<std::pair<std::string, std::string>> driver_environment(
     const RenderOptions& options, const std::string& trainer_argv, const std::string& orch_argv,
     const std::vector<std::pair<std::string, std::string>>& orch_env = {});
@@ -124,4 +124,4 @@ std::vector<std::pair<std::string, std::string>> driver_environment(
 // A heredoc terminator that does not occur as a line of `text`.
 std::string heredoc_terminator(std::string_view text);
 
-}  // namespace rtb
+}  // namespace rtb::bench

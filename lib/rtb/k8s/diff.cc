@@ -13,7 +13,7 @@
 #include "rtb/k8s/shell.h"
 #include "rtb/k8s/yaml.h"
 
-namespace rtb {
+namespace rtb::k8s {
 namespace {
 
 // Marks the mappings that expand_for_diff() makes of flag lists.
@@ -366,4 +366,4 @@ std::vector<Difference> diff_trees(const YAML::Node& a, const YAML::Node& b,
   return out;
 }
 
-}  // namespace rtb
+}  // namespace rtb::k8s

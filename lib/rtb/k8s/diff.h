@@ -16,7 +16,7 @@
 
 #include "rtb/k8s/flags.h"
 
-namespace rtb {
+namespace rtb::k8s {
 
 // Path segments: `.key` for keys made of [A-Za-z0-9_-], `[key]` for any other key or list item key.
 std::string path_child(const std::string& parent, std::string_view key);
@@ -57,4 +57,4 @@ std::string_view kind_name(Difference::Kind kind);
 std::vector<Difference> diff_trees(const YAML::Node& a, const YAML::Node& b,
                                    const std::string& base_path = "");
 
-}  // namespace rtb
+}  // namespace rtb::k8s

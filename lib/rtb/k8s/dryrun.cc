@@ -8,7 +8,7 @@
 #include "rtb/base/utf8.h"
 #include "rtb/k8s/yaml.h"
 
-namespace rtb {
+namespace rtb::k8s {
 namespace {
 
 bool is_separator(std::string_view line) {
@@ -127,4 +127,4 @@ DryRun parse_dryrun(std::string_view text, const std::string& source, const Chun
   return out;
 }
 
-}  // namespace rtb
+}  // namespace rtb::k8s

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-namespace rtb {
+namespace rtb::k8s {
 
 struct Document {
   YAML::Node root;           // a mapping
@@ -53,4 +53,4 @@ using ChunkFilter = std::function<bool(std::string_view chunk)>;
 DryRun parse_dryrun(std::string_view text, const std::string& source,
                     const ChunkFilter& keep = nullptr);
 
-}  // namespace rtb
+}  // namespace rtb::k8s

@@ -4,7 +4,7 @@
 
 #include "rtb/base/error.h"
 
-namespace rtb {
+namespace rtb::k8s {
 namespace {
 
 constexpr std::string_view kBlanks = " \t\n";
@@ -142,4 +142,4 @@ std::string FlagList::display(std::string_view key) const {
   return style_ == FlagStyle::kDashDash ? "--" + std::string(key) : std::string(key);
 }
 
-}  // namespace rtb
+}  // namespace rtb::k8s

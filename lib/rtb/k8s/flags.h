@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-namespace rtb {
+namespace rtb::k8s {
 
 enum class FlagStyle { kDashDash, kKeyValue };
 
@@ -72,4 +72,4 @@ class FlagList {
   std::vector<std::string> items_;
 };
 
-}  // namespace rtb
+}  // namespace rtb::k8s

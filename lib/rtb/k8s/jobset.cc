@@ -8,7 +8,7 @@
 #include "rtb/base/error.h"
 #include "rtb/k8s/yaml.h"
 
-namespace rtb {
+namespace rtb::k8s {
 namespace {
 
 constexpr std::string_view kProcessMain = "--process_main=";
@@ -298,4 +298,4 @@ Roles select_roles(const DryRun& dryrun, const RoleMains& mains) {
   return roles;
 }
 
-}  // namespace rtb
+}  // namespace rtb::k8s

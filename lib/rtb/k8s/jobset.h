@@ -12,7 +12,7 @@
 #include "rtb/k8s/dryrun.h"
 #include "rtb/k8s/shell.h"
 
-namespace rtb {
+namespace rtb::k8s {
 
 enum class Role { kTrainer, kOrchestrator, kRollout, kUnknown };
 std::string_view role_name(Role role);
@@ -124,4 +124,4 @@ Roles select_roles(const DryRun& dryrun, const RoleMains& mains);
 // `bash`, `-c` and the script of a container's command, or nullopt when it is not of that form.
 std::optional<YAML::Node> bash_script_node(const YAML::Node& container);
 
-}  // namespace rtb
+}  // namespace rtb::k8s

@@ -7,7 +7,7 @@
 #include "rtb/base/error.h"
 #include "rtb/base/utf8.h"
 
-namespace rtb::shell {
+namespace rtb::k8s::shell {
 namespace {
 
 bool is_blank(char c) { return c == ' ' || c == '\t'; }
@@ -392,4 +392,4 @@ SimpleCommand parse_command(std::string_view text) {
   return command;
 }
 
-}  // namespace rtb::shell
+}  // namespace rtb::k8s::shell

@@ -14,7 +14,7 @@
 
 #include "rtb/base/error.h"
 
-namespace rtb::shell {
+namespace rtb::k8s::shell {
 
 // A syntax error in shell text: what() is "<problem> at column C" (or "line L, column C"),
 // counted in the text that was parsed; offset() lets a caller place it in a larger file.
@@ -78,4 +78,4 @@ struct SimpleCommand {
 // leading `NAME+=value`, which this model cannot represent.
 SimpleCommand parse_command(std::string_view text);
 
-}  // namespace rtb::shell
+}  // namespace rtb::k8s::shell

@@ -8,7 +8,7 @@
 #include "rtb/base/json.h"
 #include "rtb/base/utf8.h"
 
-namespace rtb::yaml {
+namespace rtb::k8s::yaml {
 namespace {
 
 constexpr std::string_view kIndicators = "-?:,[]{}#&*!|>'\"%@`";
@@ -352,4 +352,4 @@ void check_limits(const YAML::Node& root, const std::string& source, std::size_t
   }
 }
 
-}  // namespace rtb::yaml
+}  // namespace rtb::k8s::yaml

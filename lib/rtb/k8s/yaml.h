@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-namespace rtb::yaml {
+namespace rtb::k8s::yaml {
 
 // Emits `root` as a block-style YAML document (no `---`, ends with a newline). Unlike yaml-cpp's
 // own emitter it keeps types and shapes across a load/emit round trip:
@@ -64,4 +64,4 @@ void check_limits(const YAML::Node& root, const std::string& source, std::size_t
 // characters (it says nothing about the type a plain scalar resolves to).
 bool plain_is_safe(std::string_view value, bool in_flow);
 
-}  // namespace rtb::yaml
+}  // namespace rtb::k8s::yaml

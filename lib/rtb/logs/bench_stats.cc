@@ -10,7 +10,7 @@
 #include "rtb/base/error.h"
 #include "rtb/base/stats.h"
 
-namespace rtb::bench {
+namespace rtb::logs {
 namespace {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
@@ -419,4 +419,4 @@ NumericsResult evaluate_numerics(const MetricSteps& reference_a, const MetricSte
   return out;
 }
 
-}  // namespace rtb::bench
+}  // namespace rtb::logs

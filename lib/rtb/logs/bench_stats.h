@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace rtb::bench {
+namespace rtb::logs {
 
 // ---- Samples
 // -------------------------------------------------------------------------------------
@@ -146,4 +146,4 @@ struct NumericsResult {
 NumericsResult evaluate_numerics(const MetricSteps& reference_a, const MetricSteps& reference_b,
                                  const MetricSteps& variant, const std::vector<GateSpec>& gates);
 
-}  // namespace rtb::bench
+}  // namespace rtb::logs

@@ -17,7 +17,7 @@
 #include "rtb/base/pyliteral.h"
 #include "rtb/base/slice.h"
 
-namespace rtb {
+namespace rtb::logs {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
@@ -1227,4 +1227,4 @@ std::string format_summary_json(const Summary& summary) {
   return out;
 }
 
-}  // namespace rtb
+}  // namespace rtb::logs

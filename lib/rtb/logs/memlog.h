@@ -28,7 +28,7 @@
 #include <string_view>
 #include <vector>
 
-namespace rtb {
+namespace rtb::logs {
 
 enum class MemLogKind { kUnknown, kEngineCompile, kTrainCompile, kLiveRun };
 std::string_view memlog_kind_name(MemLogKind kind);  // "engine compile", ...
@@ -168,4 +168,4 @@ std::string format_summary_table(const Summary& summary);
 // The --json document, schema "rtb.aot-summarize/1" (README).
 std::string format_summary_json(const Summary& summary);
 
-}  // namespace rtb
+}  // namespace rtb::logs

@@ -14,10 +14,9 @@
 #include "rtb/base/stats.h"
 #include "rtb/base/svg.h"
 
-namespace rtb::report {
+namespace rtb::logs::report {
 namespace {
 
-using bench::Verdict;
 using steplog::RunLog;
 
 // ---- Small helpers -----------------------------------------------------------------------------
@@ -171,20 +170,19 @@ std::optional<double> bench_chips(const RunLog& log) {
 }
 
 std::optional<MetricComparison> compare(const std::vector<double>& control,
-                                        const std::vector<double>& variant,
-                                        bench::Statistic statistic,
+                                        const std::vector<double>& variant, Statistic statistic,
                                         std::optional<double> noise_floor, const Options& options) {
   if (control.empty() || variant.empty()) return std::nullopt;
-  if (!(bench::compute(statistic, control) > 0.0)) return std::nullopt;
+  if (!(compute(statistic, control) > 0.0)) return std::nullopt;
   MetricComparison out;
-  out.stats = bench::bootstrap_compare(control, variant, statistic, options.bootstrap);
+  out.stats = bootstrap_compare(control, variant, statistic, options.bootstrap);
   out.noise_floor = noise_floor;
-  out.verdict = bench::classify(out.stats, noise_floor);
+  out.verdict = classify(out.stats, noise_floor);
   return out;
 }
 
-bench::MetricSteps metric_steps(const RunLog& log, const Options& options) {
-  bench::MetricSteps out;
+MetricSteps metric_steps(const RunLog& log, const Options& options) {
+  MetricSteps out;
   for (const steplog::StepRecord& record : log.steps) {
     if (record.metrics.empty()) continue;
     if (options.steps && !options.steps->contains(record.step)) continue;
@@ -389,8 +387,8 @@ RunAnalysis analyze_run(const RunLog& log, const Options& options) {
   }
   if (!run.step_s.empty()) {
     run.step_mean = mean_of(run.step_s);
-    run.step_sd = bench::sample_stddev(run.step_s);
-    run.step_ci = bench::bootstrap_interval(run.step_s, bench::Statistic::kMean, options.bootstrap);
+    run.step_sd = sample_stddev(run.step_s);
+    run.step_ci = bootstrap_interval(run.step_s, Statistic::kMean, options.bootstrap);
   }
 
   // Micro-batches: the driver's times when the log has them, else device times.
@@ -449,8 +447,7 @@ RunAnalysis analyze_run(const RunLog& log, const Options& options) {
   }
   if (!run.microbatch_s.empty()) {
     run.microbatch_median = stats::median(run.microbatch_s);
-    run.microbatch_ci =
-        bench::bootstrap_interval(run.microbatch_s, bench::Statistic::kMedian, options.bootstrap);
+    run.microbatch_ci = bootstrap_interval(run.microbatch_s, Statistic::kMedian, options.bootstrap);
   }
   if (timeline.steps > 0 && timeline.ready_known == 0 && timeline.microbatches > 0) {
     run.warnings.push_back(fmt::format(
@@ -533,12 +530,11 @@ Report build_report(const Inputs& inputs, const Options& options) {
       step_floor = report.noise_floor->step_rel;
       mb_floor = report.noise_floor->microbatch_rel;
     }
-    comparison.step =
-        compare(control.step_s, run.step_s, bench::Statistic::kMean, step_floor, options);
+    comparison.step = compare(control.step_s, run.step_s, Statistic::kMean, step_floor, options);
     comparison.microbatch_not_compared = refusal(control, run);
     if (comparison.microbatch_not_compared.empty()) {
-      comparison.microbatch = compare(control.microbatch_s, run.microbatch_s,
-                                      bench::Statistic::kMedian, mb_floor, options);
+      comparison.microbatch =
+          compare(control.microbatch_s, run.microbatch_s, Statistic::kMedian, mb_floor, options);
     }
     if (comparison.microbatch && control.microbatch_source != run.microbatch_source) {
       report.warnings.push_back(fmt::format(
@@ -563,10 +559,10 @@ Report build_report(const Inputs& inputs, const Options& options) {
   if (!inputs.numerics.empty()) {
     if (inputs.numerics.size() != 3) fail("--numerics takes REF1 REF2 VARIANT");
     NumericsReport numerics;
-    std::vector<bench::MetricSteps> steps;
+    std::vector<MetricSteps> steps;
     std::vector<std::string> labels;
     for (const RunLog& log : inputs.numerics) {
-      bench::MetricSteps per_step = metric_steps(log, options);
+      MetricSteps per_step = metric_steps(log, options);
       if (per_step.empty()) {
         fail_at(log.source, 0,
                 "no per-step metrics (BENCH_STEP \"metrics\", `Train step N - loss: ...` or "
@@ -585,7 +581,7 @@ Report build_report(const Inputs& inputs, const Options& options) {
     numerics.reference_b = labels[1];
     numerics.variant = labels[2];
     try {
-      numerics.result = bench::evaluate_numerics(steps[0], steps[1], steps[2], inputs.gates);
+      numerics.result = evaluate_numerics(steps[0], steps[1], steps[2], inputs.gates);
     } catch (const Error& e) {
       fail("--numerics {} {} {}: {}", inputs.numerics[0].source, inputs.numerics[1].source,
            inputs.numerics[2].source, e.message());
@@ -627,12 +623,12 @@ std::string ci_title(const Options& options) {
   return fmt::format("{:g}% CI", options.bootstrap.confidence * 100);
 }
 
-std::string ci_text(const std::optional<bench::Interval>& ci) {
+std::string ci_text(const std::optional<Interval>& ci) {
   if (!ci) return "";
   return fmt::format("[{}, {}]", seconds(ci->low), seconds(ci->high));
 }
 
-std::string ratio_ci_text(const bench::Interval& ci) {
+std::string ratio_ci_text(const Interval& ci) {
   return fmt::format("[{:.4f}, {:.4f}]", ci.low, ci.high);
 }
 
@@ -644,7 +640,7 @@ std::string timeline_cell(const std::vector<double>& values, std::size_t unknown
 }
 
 void format_numerics(const NumericsReport& numerics, std::string& out) {
-  const bench::NumericsResult& result = numerics.result;
+  const NumericsResult& result = numerics.result;
   out +=
       fmt::format("\nnumerics: {} against the references {} and {} (steps {})\n", numerics.variant,
                   numerics.reference_a, numerics.reference_b, compress(result.steps));
@@ -652,8 +648,8 @@ void format_numerics(const NumericsReport& numerics, std::string& out) {
       {"gate", "metric", "kind", "variant", "references' own", "limit", "worst step", "result"},
       {true, true, true, false, false, false, false, true});
   std::size_t failed = 0, enabled = 0;
-  for (const bench::GateResult& gate : result.gates) {
-    bool finite = gate.kind == bench::GateKind::kFinite;
+  for (const GateResult& gate : result.gates) {
+    bool finite = gate.kind == GateKind::kFinite;
     auto value = [&](const std::optional<double>& v) -> std::string {
       if (!v) return "-";
       if (finite) return fmt::format("{:.0f} steps", *v);
@@ -665,27 +661,25 @@ void format_numerics(const NumericsReport& numerics, std::string& out) {
       metric =
           fmt::format("{} metrics", std::count(gate.metric.begin(), gate.metric.end(), ',') + 1);
     }
-    if (gate.status != bench::GateResult::Status::kOff) ++enabled;
-    if (gate.status == bench::GateResult::Status::kFail ||
-        gate.status == bench::GateResult::Status::kMissing) {
+    if (gate.status != GateResult::Status::kOff) ++enabled;
+    if (gate.status == GateResult::Status::kFail || gate.status == GateResult::Status::kMissing) {
       ++failed;
     }
-    std::string status = bench::gate_status_name(gate.status);
-    table.add({gate.name, metric, bench::gate_kind_name(gate.kind), value(gate.deviation),
+    std::string status = gate_status_name(gate.status);
+    table.add({gate.name, metric, gate_kind_name(gate.kind), value(gate.deviation),
                finite ? "-" : value(gate.reference_noise), limit,
                gate.worst_step ? std::to_string(*gate.worst_step) : "-", status});
   }
   out += table.str();
-  for (const bench::GateResult& gate : result.gates) {
+  for (const GateResult& gate : result.gates) {
     if (!gate.detail.empty()) out += fmt::format("  {}: {}\n", gate.name, gate.detail);
   }
   if (failed == 0) {
     out += fmt::format("all {} gates pass\n", enabled);
   } else {
     std::string names;
-    for (const bench::GateResult& gate : result.gates) {
-      if (gate.status == bench::GateResult::Status::kFail ||
-          gate.status == bench::GateResult::Status::kMissing) {
+    for (const GateResult& gate : result.gates) {
+      if (gate.status == GateResult::Status::kFail || gate.status == GateResult::Status::kMissing) {
         names += (names.empty() ? "" : ", ") + gate.name;
       }
     }
@@ -789,12 +783,12 @@ std::string format_text(const Report& report) {
       std::vector<std::string> row = {c.run};
       for (const auto* metric : {&c.step, &c.microbatch}) {
         if (*metric) {
-          const bench::Comparison& s = (*metric)->stats;
+          const Comparison& s = (*metric)->stats;
           row.push_back(fmt::format("{} -> {} ({})", seconds(s.control), seconds(s.variant),
                                     percent(s.ratio)));
           row.push_back(fmt::format("{:.4f}", s.ratio));
           row.push_back(ratio_ci_text(s.ratio_ci));
-          row.push_back(bench::verdict_label((*metric)->verdict));
+          row.push_back(verdict_label((*metric)->verdict));
         } else if (metric == &c.microbatch && !c.microbatch_not_compared.empty()) {
           row.insert(row.end(), {"not compared (timing modes differ)", "-", "-", "-"});
         } else {
@@ -814,13 +808,13 @@ std::string format_text(const Report& report) {
             "{} -> {} s per optimizer step, mean of steps {} ({}, {})",
             seconds(c.step->stats.control), seconds(c.step->stats.variant),
             control_steps == run_steps ? control_steps : control_steps + " / " + run_steps,
-            percent(c.step->stats.ratio), bench::verdict_label(c.step->verdict)));
+            percent(c.step->stats.ratio), verdict_label(c.step->verdict)));
       }
       if (c.microbatch) {
-        parts.push_back(fmt::format(
-            "{} -> {} s per regular micro-batch ({}, {})", seconds(c.microbatch->stats.control),
-            seconds(c.microbatch->stats.variant), percent(c.microbatch->stats.ratio),
-            bench::verdict_label(c.microbatch->verdict)));
+        parts.push_back(
+            fmt::format("{} -> {} s per regular micro-batch ({}, {})",
+                        seconds(c.microbatch->stats.control), seconds(c.microbatch->stats.variant),
+                        percent(c.microbatch->stats.ratio), verdict_label(c.microbatch->verdict)));
       } else if (!c.microbatch_not_compared.empty()) {
         parts.push_back("micro-batch times " + c.microbatch_not_compared);
       }
@@ -890,7 +884,7 @@ std::string format_text(const Report& report) {
 
 namespace {
 
-void interval_fields(Json& j, const std::optional<bench::Interval>& ci) {
+void interval_fields(Json& j, const std::optional<Interval>& ci) {
   j.field("ci_low", ci ? std::optional<double>(ci->low) : std::nullopt);
   j.field("ci_high", ci ? std::optional<double>(ci->high) : std::nullopt);
 }
@@ -900,16 +894,16 @@ void comparison_fields(Json& j, const std::optional<MetricComparison>& metric) {
     j.key("control").null().key("value").null().key("ratio").null();
     j.key("ci_low").null().key("ci_high").null();
     j.key("diff_s").null().key("diff_ci_low").null().key("diff_ci_high").null();
-    j.field("verdict", bench::verdict_name(Verdict::kInsufficient));
+    j.field("verdict", verdict_name(Verdict::kInsufficient));
     j.key("noise_floor").null();
     return;
   }
-  const bench::Comparison& s = metric->stats;
+  const Comparison& s = metric->stats;
   j.field("control", s.control).field("value", s.variant).field("ratio", s.ratio);
   j.field("ci_low", s.ratio_ci.low).field("ci_high", s.ratio_ci.high);
   j.field("diff_s", s.diff).field("diff_ci_low", s.diff_ci.low);
   j.field("diff_ci_high", s.diff_ci.high);
-  j.field("verdict", bench::verdict_name(metric->verdict));
+  j.field("verdict", verdict_name(metric->verdict));
   j.field("noise_floor", metric->noise_floor);
 }
 
@@ -1082,18 +1076,18 @@ std::string format_json(const Report& report) {
     j.field("variant", n.variant);
     j.list("steps", n.result.steps);
     j.key("gates").begin_array();
-    for (const bench::GateResult& gate : n.result.gates) {
+    for (const GateResult& gate : n.result.gates) {
       j.begin_object();
       j.field("name", gate.name);
       j.key("metric");
       gate.metric.empty() ? j.null() : j.value(gate.metric);
-      j.field("kind", bench::gate_kind_name(gate.kind));
+      j.field("kind", gate_kind_name(gate.kind));
       j.field("limit", gate.limit);
       j.field("value", gate.deviation);
       j.field("references", gate.reference_noise);
       j.field("worst_step", gate.worst_step);
       j.field("steps", gate.steps);
-      j.field("status", bench::gate_status_name(gate.status));
+      j.field("status", gate_status_name(gate.status));
       j.key("detail");
       gate.detail.empty() ? j.null() : j.value(gate.detail);
       j.end_object();
@@ -1323,4 +1317,4 @@ std::string timeline_svg(const std::vector<RunLog>& logs, const Report& report,
   return doc.str();
 }
 
-}  // namespace rtb::report
+}  // namespace rtb::logs::report

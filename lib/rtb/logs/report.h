@@ -13,7 +13,7 @@
 #include "rtb/logs/bench_stats.h"
 #include "rtb/logs/steplog.h"
 
-namespace rtb::report {
+namespace rtb::logs::report {
 
 // An inclusive range of step or micro-batch numbers; an open end is nullopt.
 struct Range {
@@ -47,7 +47,7 @@ struct Options {
   Range microbatches{3, std::nullopt};  // 1-based within a step; the default skips the two
                                         // micro-batches after the step boundary
   bool microbatches_given = false;      // false: steps with fewer than 3 use all of theirs
-  bench::BootstrapOptions bootstrap;
+  BootstrapOptions bootstrap;
   std::optional<double> fail_if_slower_pct;
 };
 
@@ -78,11 +78,11 @@ struct RunAnalysis {
   std::vector<double> step_s;              // their times
   std::optional<double> step_mean;
   double step_sd = 0.0;  // sample standard deviation
-  std::optional<bench::Interval> step_ci;
+  std::optional<Interval> step_ci;
   std::string microbatch_source;  // "BENCH_STEP", "TRAINER_STEP_TIMING" or "" (none)
   std::vector<double> microbatch_s;
   std::optional<double> microbatch_median;
-  std::optional<bench::Interval> microbatch_ci;
+  std::optional<Interval> microbatch_ci;
   // How microbatch_s was measured; nullopt when the run has no micro-batch time.
   std::optional<MicrobatchTiming> microbatch_timing;
   std::vector<MicrobatchTiming> microbatch_timings_seen;  // the steps' modes, when mixed
@@ -104,8 +104,8 @@ struct RunAnalysis {
 };
 
 struct MetricComparison {
-  bench::Comparison stats;
-  bench::Verdict verdict = bench::Verdict::kInsufficient;
+  Comparison stats;
+  Verdict verdict = Verdict::kInsufficient;
   std::optional<double> noise_floor;
 };
 
@@ -130,7 +130,7 @@ struct NumericsReport {
   std::string reference_a;
   std::string reference_b;
   std::string variant;
-  bench::NumericsResult result;
+  NumericsResult result;
 };
 
 struct Report {
@@ -153,7 +153,7 @@ struct Inputs {
   std::vector<steplog::RunLog> runs;  // may be empty when only numerics are asked for
   std::optional<std::pair<steplog::RunLog, steplog::RunLog>> control_pair;
   std::vector<steplog::RunLog> numerics;  // empty, or REF1, REF2, VARIANT
-  std::vector<bench::GateSpec> gates = bench::default_gates();
+  std::vector<GateSpec> gates = default_gates();
 };
 
 Report build_report(const Inputs& inputs, const Options& options);
@@ -167,4 +167,4 @@ std::string format_json(const Report& report);
 std::string timeline_svg(const std::vector<steplog::RunLog>& logs, const Report& report,
                          std::optional<std::int64_t> step);
 
-}  // namespace rtb::report
+}  // namespace rtb::logs::report

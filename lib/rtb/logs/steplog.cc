@@ -10,7 +10,7 @@
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
 
-namespace rtb::steplog {
+namespace rtb::logs::steplog {
 namespace {
 
 // ---- Value reader ------------------------------------------------------------------------------
@@ -1000,4 +1000,4 @@ StepTimeline step_timeline(const StepTiming& timing) {
   return out;
 }
 
-}  // namespace rtb::steplog
+}  // namespace rtb::logs::steplog

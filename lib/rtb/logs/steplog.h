@@ -34,7 +34,7 @@
 #include <utility>
 #include <vector>
 
-namespace rtb::steplog {
+namespace rtb::logs::steplog {
 
 // A BENCH_STEP line with more micro-batch times than this is refused (skipped with a warning):
 // real steps have tens of micro-batches, and every statistic resamples them thousands of times.
@@ -270,4 +270,4 @@ struct StepTimeline {
 
 StepTimeline step_timeline(const StepTiming& timing);
 
-}  // namespace rtb::steplog
+}  // namespace rtb::logs::steplog

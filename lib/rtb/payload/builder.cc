@@ -21,7 +21,7 @@
 #include "rtb/payload/routing.h"
 #include "rtb/payload/settings.h"
 
-namespace rtb {
+namespace rtb::payload {
 namespace {
 
 // --- seeded randomness
@@ -69,7 +69,7 @@ class SplitMix {
  public:
   explicit SplitMix(std::uint64_t key) : state_(key) {}
   std::uint64_t next() { return finalize(state_ += kGolden); }
-  std::uint64_t below(std::uint64_t n) { return rtb::below(next(), n); }
+  std::uint64_t below(std::uint64_t n) { return payload::below(next(), n); }
 
  private:
   std::uint64_t state_;
@@ -632,4 +632,4 @@ PayloadView view_payload(const Payload& payload) {
   return {std::move(source), std::move(arrays)};
 }
 
-}  // namespace rtb
+}  // namespace rtb::payload

@@ -39,7 +39,7 @@
 
 #include "rtb/payload/npy.h"
 
-namespace rtb {
+namespace rtb::payload {
 
 inline constexpr std::int64_t kSegmentAlign = 64;       // the GatedDeltaNet chunk
 inline constexpr std::int64_t kDefaultPadAlign = 4096;  // the largest Splash block of the recipe
@@ -183,4 +183,4 @@ struct PayloadView {
 };
 PayloadView view_payload(const Payload& payload);
 
-}  // namespace rtb
+}  // namespace rtb::payload

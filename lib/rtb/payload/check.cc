@@ -7,7 +7,7 @@
 #include "rtb/base/error.h"
 #include "rtb/payload/routing.h"
 
-namespace rtb {
+namespace rtb::payload {
 namespace {
 
 enum CheckId {
@@ -907,4 +907,4 @@ VerifyReport verify_payload(const ByteSource& source, const std::vector<ArrayInf
   return Verifier(source, arrays, options).run();
 }
 
-}  // namespace rtb
+}  // namespace rtb::payload

@@ -13,7 +13,7 @@
 #include "rtb/payload/npy.h"
 #include "rtb/payload/settings.h"
 
-namespace rtb {
+namespace rtb::payload {
 
 struct VerifyOptions {
   int experts = 0;  // 0: not known; the largest expert id in the routing + 1 (with a note)
@@ -97,4 +97,4 @@ struct VerifyReport {
 VerifyReport verify_payload(const ByteSource& source, const std::vector<ArrayInfo>& arrays,
                             const VerifyOptions& options);
 
-}  // namespace rtb
+}  // namespace rtb::payload

@@ -7,7 +7,7 @@
 #include "rtb/base/error.h"
 #include "rtb/base/stats.h"
 
-namespace rtb {
+namespace rtb::payload {
 namespace {
 
 // max/mean of the continuous profile exp(-beta * r / (E - 1)), r = 0..E-1.
@@ -268,4 +268,4 @@ MeasureReport measure_routing(const ByteSource& source, const MeasureOptions& op
   return report;
 }
 
-}  // namespace rtb
+}  // namespace rtb::payload

@@ -10,7 +10,7 @@
 
 #include "rtb/payload/npy.h"
 
-namespace rtb {
+namespace rtb::payload {
 
 // The load profile (docs/payload-spec.md leaves its shape to the builder; this is ours):
 // with N tokens, E experts and K per token (N*K assignments, mean load N*K/E), the r-th most
@@ -122,4 +122,4 @@ class LoadCounter {
   std::vector<std::int64_t> tokens_;
 };
 
-}  // namespace rtb
+}  // namespace rtb::payload

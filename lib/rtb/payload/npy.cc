@@ -16,7 +16,7 @@
 
 #include "rtb/base/error.h"
 
-namespace rtb {
+namespace rtb::payload {
 
 static_assert(std::endian::native == std::endian::little,
               "the .npy reader and writer assume a little-endian host");
@@ -860,4 +860,4 @@ void NpzWriter::finish() {
   finished_ = true;
 }
 
-}  // namespace rtb
+}  // namespace rtb::payload

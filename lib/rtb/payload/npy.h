@@ -15,7 +15,7 @@
 
 #include "rtb/base/io.h"  // OutputStream
 
-namespace rtb {
+namespace rtb::payload {
 
 enum class DType { kInt16, kInt32, kInt64, kFloat32, kFloat64, kBool, kUInt8 };
 
@@ -55,8 +55,8 @@ constexpr DType dtype_of<std::uint8_t>() {
 // "[64, 65536, 60, 10]".
 std::string format_shape(const std::vector<std::int64_t>& shape);
 
-// Random-access bytes: a span in memory or a file read with pread (never mapped or slurped, so a
-// reader's memory does not grow with the file). Reads outside the source throw rtb::Error.
+// logs::Random-access bytes: a span in memory or a file read with pread (never mapped or slurped,
+// so a reader's memory does not grow with the file). Reads outside the source throw rtb::Error.
 class ByteSource {
  public:
   virtual ~ByteSource() = default;
@@ -184,4 +184,4 @@ class NpzWriter {
   bool finished_ = false;
 };
 
-}  // namespace rtb
+}  // namespace rtb::payload

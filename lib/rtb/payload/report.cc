@@ -8,7 +8,7 @@
 #include "rtb/base/svg.h"
 #include "rtb/payload/routing.h"
 
-namespace rtb {
+namespace rtb::payload {
 namespace {
 
 using Json = json::Writer;
@@ -475,4 +475,4 @@ std::string routing_load_svg(const std::string& title, const std::vector<LoadSta
   return doc.str();
 }
 
-}  // namespace rtb
+}  // namespace rtb::payload

@@ -10,7 +10,7 @@
 #include "rtb/payload/load.h"
 #include "rtb/payload/tiles.h"
 
-namespace rtb {
+namespace rtb::payload {
 
 // build: the payload's shape, the output file (empty: none) and the per-layer table of targets
 // against what was written, then the checks.
@@ -44,4 +44,4 @@ std::string format_tiles_json(const std::string& source, const TilesReport& repo
 std::string routing_load_svg(const std::string& title, const std::vector<LoadStats>& layers,
                              const std::vector<double>& targets);
 
-}  // namespace rtb
+}  // namespace rtb::payload

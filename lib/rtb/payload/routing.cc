@@ -13,7 +13,7 @@ namespace rtb::embedded {
 std::string_view default_routing_table();
 }  // namespace rtb::embedded
 
-namespace rtb {
+namespace rtb::payload {
 namespace {
 
 std::string_view trim(std::string_view s) {
@@ -243,4 +243,4 @@ std::vector<double> default_routing_targets() {
   return parse_routing_targets(default_routing_table_text(), kDefaultRoutingTableName);
 }
 
-}  // namespace rtb
+}  // namespace rtb::payload

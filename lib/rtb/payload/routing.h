@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-namespace rtb {
+namespace rtb::payload {
 
 // Parses a target table. Accepted forms (a file holds exactly one of them):
 //   - one number per line: line i (counting only lines with a value) is layer i;
@@ -44,4 +44,4 @@ inline constexpr const char* kDefaultRoutingTableName = "qwen3.5-397b-a17b.txt (
 // The default table, parsed (60 targets).
 std::vector<double> default_routing_targets();
 
-}  // namespace rtb
+}  // namespace rtb::payload

@@ -8,7 +8,7 @@
 #include "rtb/base/error.h"
 #include "rtb/base/json.h"
 
-namespace rtb {
+namespace rtb::payload {
 namespace {
 
 // The member is a few hundred bytes; a per-row segment list of a huge file stays far below this.
@@ -244,4 +244,4 @@ std::optional<PayloadSettings> read_payload_settings(const ByteSource& source,
   return parse_payload_settings(text, source.name());
 }
 
-}  // namespace rtb
+}  // namespace rtb::payload

@@ -13,7 +13,7 @@
 #include "rtb/payload/builder.h"
 #include "rtb/payload/npy.h"
 
-namespace rtb {
+namespace rtb::payload {
 
 inline constexpr std::string_view kPayloadSettingsMember = "payload_settings";
 inline constexpr std::string_view kPayloadSettingsFormat = "rtb.payload-settings/1";
@@ -63,4 +63,4 @@ struct SettingSource {
   std::string from;
 };
 
-}  // namespace rtb
+}  // namespace rtb::payload

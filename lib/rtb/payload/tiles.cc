@@ -4,7 +4,7 @@
 
 #include "rtb/base/error.h"
 
-namespace rtb {
+namespace rtb::payload {
 namespace {
 
 struct BlockRange {
@@ -144,4 +144,4 @@ TilesReport count_layout_tiles(const PayloadOptions& resolved, const TileSetting
   return counter.report();
 }
 
-}  // namespace rtb
+}  // namespace rtb::payload

@@ -16,7 +16,7 @@
 #include "rtb/payload/builder.h"
 #include "rtb/payload/npy.h"
 
-namespace rtb {
+namespace rtb::payload {
 
 // Computed tiles per context rank for one row's segment ids (T = segment_ids.size(), which must
 // be a multiple of 2 cp). Throws rtb::Error for cp < 1, blocks < 1 or an uneven split.
@@ -74,4 +74,4 @@ TilesReport count_payload_tiles(const ByteSource& source, const TileSettings& se
 // Tiles of the rows the builder would lay out for `resolved` options (no routing is built).
 TilesReport count_layout_tiles(const PayloadOptions& resolved, const TileSettings& settings);
 
-}  // namespace rtb
+}  // namespace rtb::payload
