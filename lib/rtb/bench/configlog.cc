@@ -16,6 +16,7 @@
 
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
+#include "rtb/base/literal.h"
 #include "rtb/bench/diff_render.h"
 #include "rtb/k8s/diff.h"
 #include "rtb/k8s/flags.h"
@@ -126,139 +127,35 @@ std::string canonical_bare(std::string_view text) {
   return "s:" + std::string(text);
 }
 
-// Parses the Python/YAML-flow literals MaxText prints and flags are written in: lists, tuples,
-// dicts, quoted strings and bare words. Recursion is bounded by kMaxDepth.
-class ValueParser {
- public:
-  explicit ValueParser(std::string_view text) : text_(text) {}
-
-  std::optional<std::string> parse_all() {
-    auto value = parse_value(0, false);
-    skip_blanks();
-    if (!value || pos_ != text_.size()) return std::nullopt;
-    return value;
-  }
-
- private:
-  static constexpr int kMaxDepth = 64;
-
-  void skip_blanks() {
-    while (pos_ < text_.size() && is_blank(text_[pos_])) ++pos_;
-  }
-
-  std::optional<std::string> parse_value(int depth, bool dict_key) {
-    if (depth > kMaxDepth) return std::nullopt;
-    skip_blanks();
-    if (pos_ >= text_.size()) return std::nullopt;
-    char c = text_[pos_];
-    if (c == '[' || c == '(') return parse_sequence(depth, c == '[' ? ']' : ')');
-    if (c == '{') return parse_dict(depth);
-    if (c == '\'' || c == '"') return parse_quoted();
-    std::size_t start = pos_;
-    while (pos_ < text_.size()) {
-      char d = text_[pos_];
-      if (d == ',' || d == ']' || d == ')' || d == '}' || d == '[' || d == '(' || d == '{' ||
-          (dict_key && d == ':')) {
-        break;
-      }
-      ++pos_;
+// The canonical form of a literal read with bare words (the Python and YAML-flow literals
+// MaxText prints and flags are written in): words mean what canonical_bare() says, dicts compare
+// in any key order. Recursion is bounded by the parser's nesting limit.
+std::string canonical_literal(const Literal& value) {
+  switch (value.kind) {
+    case Literal::Kind::kString:
+      return "s:" + value.text;
+    case Literal::Kind::kList:
+    case Literal::Kind::kTuple: {
+      std::string out = "[";
+      for (std::size_t i = 0; i < value.items.size(); ++i)
+        out += (i ? "," : "") + canonical_literal(value.items[i]);
+      return out + "]";
     }
-    std::string_view word = trim(text_.substr(start, pos_ - start));
-    if (word.empty()) return std::nullopt;
-    return canonical_bare(word);
-  }
-
-  std::optional<std::string> parse_quoted() {
-    char quote = text_[pos_++];
-    std::string out = "s:";
-    while (pos_ < text_.size() && text_[pos_] != quote) {
-      char c = text_[pos_++];
-      if (c == '\\' && pos_ < text_.size()) {
-        char e = text_[pos_++];
-        switch (e) {
-          case 'n':
-            out += '\n';
-            break;
-          case 't':
-            out += '\t';
-            break;
-          case 'r':
-            out += '\r';
-            break;
-          case '\\':
-          case '\'':
-          case '"':
-            out += e;
-            break;
-          default:
-            out += '\\';
-            out += e;
-        }
-      } else {
-        out += c;
-      }
+    case Literal::Kind::kDict: {
+      std::vector<std::pair<std::string, std::string>> entries;
+      for (const auto& [key, item] : value.entries)
+        entries.emplace_back(canonical_literal(key), canonical_literal(item));
+      std::stable_sort(entries.begin(), entries.end(),
+                       [](const auto& x, const auto& y) { return x.first < y.first; });
+      std::string out = "{";
+      for (std::size_t i = 0; i < entries.size(); ++i)
+        out += (i ? "," : "") + entries[i].first + ":" + entries[i].second;
+      return out + "}";
     }
-    if (pos_ >= text_.size()) return std::nullopt;
-    ++pos_;
-    return out;
+    default:  // with bare words, every other scalar is a word
+      return canonical_bare(value.text);
   }
-
-  std::optional<std::string> parse_sequence(int depth, char close) {
-    ++pos_;
-    std::vector<std::string> items;
-    for (;;) {
-      skip_blanks();
-      if (pos_ < text_.size() && text_[pos_] == close) break;
-      auto item = parse_value(depth + 1, false);
-      if (!item) return std::nullopt;
-      items.push_back(std::move(*item));
-      skip_blanks();
-      if (pos_ < text_.size() && text_[pos_] == ',') {
-        ++pos_;
-        continue;
-      }
-      if (pos_ < text_.size() && text_[pos_] == close) break;
-      return std::nullopt;
-    }
-    ++pos_;
-    std::string out = "[";
-    for (std::size_t i = 0; i < items.size(); ++i) out += (i ? "," : "") + items[i];
-    return out + "]";
-  }
-
-  std::optional<std::string> parse_dict(int depth) {
-    ++pos_;
-    std::vector<std::pair<std::string, std::string>> entries;
-    for (;;) {
-      skip_blanks();
-      if (pos_ < text_.size() && text_[pos_] == '}') break;
-      auto key = parse_value(depth + 1, true);
-      skip_blanks();
-      if (!key || pos_ >= text_.size() || text_[pos_] != ':') return std::nullopt;
-      ++pos_;
-      auto value = parse_value(depth + 1, false);
-      if (!value) return std::nullopt;
-      entries.emplace_back(std::move(*key), std::move(*value));
-      skip_blanks();
-      if (pos_ < text_.size() && text_[pos_] == ',') {
-        ++pos_;
-        continue;
-      }
-      if (pos_ < text_.size() && text_[pos_] == '}') break;
-      return std::nullopt;
-    }
-    ++pos_;
-    std::stable_sort(entries.begin(), entries.end(),
-                     [](const auto& x, const auto& y) { return x.first < y.first; });
-    std::string out = "{";
-    for (std::size_t i = 0; i < entries.size(); ++i)
-      out += (i ? "," : "") + entries[i].first + ":" + entries[i].second;
-    return out + "}";
-  }
-
-  std::string_view text_;
-  std::size_t pos_ = 0;
-};
+}
 
 // --- renders ----------------------------------------------------------------------------------
 
@@ -769,7 +666,10 @@ std::string canonical_config_value(std::string_view value) {
   if (text.empty()) return "s:";
   char first = text.front();
   if (first == '[' || first == '(' || first == '{' || first == '\'' || first == '"') {
-    if (auto parsed = ValueParser(text).parse_all()) return *parsed;
+    try {
+      return canonical_literal(parse_literal(text, {.bare_words = true}));
+    } catch (const Error&) {
+    }
     // Not a literal after all: compare the text without its blanks outside quotes.
     std::string out = "t:";
     for (char c : text) {
