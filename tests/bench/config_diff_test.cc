@@ -86,15 +86,6 @@ TEST(ConfigFromRender, NoTrainerFails) {
   EXPECT_THROW(config_from_render(dryrun, k8s::RoleMains{}), Error);
 }
 
-TEST(MaxTextKeyOfFlag, Mapping) {
-  EXPECT_EQ(maxtext_key_of_flag("maxtext_ckpt_path"), "load_parameters_path");
-  EXPECT_EQ(maxtext_key_of_flag("maxtext_attention"), "attention");
-  EXPECT_EQ(maxtext_key_of_flag("mesh_tp"), "ici_tensor_parallelism");
-  EXPECT_EQ(maxtext_key_of_flag("worker_id"), "run_name");
-  EXPECT_FALSE(maxtext_key_of_flag("maxtext_"));
-  EXPECT_FALSE(maxtext_key_of_flag("port"));
-}
-
 // --- comparing -----------------------------------------------------------------------------------
 
 TEST(DiffConfigs, LogsAddedRemovedChanged) {

@@ -9,6 +9,7 @@
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
 #include "rtb/bench/diff_render.h"
+#include "rtb/bench/trainer_config.h"
 #include "rtb/k8s/diff.h"
 #include "rtb/k8s/flags.h"
 #include "rtb/k8s/yaml.h"
@@ -17,25 +18,6 @@ namespace rtb::bench {
 namespace {
 
 // --- renders ----------------------------------------------------------------------------------
-
-std::optional<long long> as_integer(const std::string& text) {
-  long long value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
-}
-
-// Flags whose MaxText key Tunix sets only when the value is positive (0 means "not set").
-bool only_when_positive(std::string_view flag) {
-  return flag == "maxtext_padded_moe_mlp_dim" || flag == "rollout_mesh_tp" ||
-         flag == "base_num_kv_heads" || flag == "profiler_steps";
-}
-
-// Flags whose MaxText key Tunix sets only when the profiler runs (--profiler_steps > 0).
-bool profiler_flag(std::string_view flag) {
-  return flag == "profiler_steps" || flag == "skip_first_n_profiler_steps" ||
-         flag == "profiler_period";
-}
 
 // A render, not a log: Kubernetes YAML at column 0 and no config line in the first bytes.
 bool looks_like_render(std::string_view head) {
@@ -52,36 +34,6 @@ bool looks_like_render(std::string_view head) {
 }  // namespace
 
 // --- renders -----------------------------------------------------------------------------------
-
-std::optional<std::string> maxtext_key_of_flag(std::string_view key) {
-  static const std::map<std::string_view, std::string_view> kKeys = {
-      {"maxtext_model_name", "model_name"},
-      {"maxtext_ckpt_path", "load_parameters_path"},
-      {"maxtext_load_parameters_path", "load_parameters_path"},
-      {"maxtext_output_directory", "base_output_directory"},
-      {"maxtext_padded_moe_mlp_dim", "padded_base_moe_mlp_dim"},
-      {"worker_id", "run_name"},
-      {"mesh_fsdp", "ici_fsdp_parallelism"},
-      {"mesh_tp", "ici_tensor_parallelism"},
-      {"mesh_expert", "ici_expert_parallelism"},
-      {"mesh_context", "ici_context_parallelism"},
-      {"learning_rate", "learning_rate"},
-      {"optimizer_learning_rate", "learning_rate"},
-      {"rollout_mesh_tp", "rollout_tensor_parallelism"},
-      {"base_num_kv_heads", "base_num_kv_heads"},
-      {"prefuse_moe_weights", "prefuse_moe_weights"},
-      {"use_weight_converter", "use_weight_converter"},
-      {"profiler_steps", "profiler_steps"},
-      {"skip_first_n_profiler_steps", "skip_first_n_steps_for_profiler"},
-      {"profiler_period", "profile_periodically_period"},
-  };
-  auto it = kKeys.find(key);
-  if (it != kKeys.end()) return std::string(it->second);
-  constexpr std::string_view kPrefix = "maxtext_";
-  if (key.size() > kPrefix.size() && key.compare(0, kPrefix.size(), kPrefix) == 0)
-    return std::string(key.substr(kPrefix.size()));
-  return std::nullopt;
-}
 
 std::vector<ConfigSetting> config_from_render(const k8s::DryRun& dryrun,
                                               const k8s::RoleMains& mains) {
@@ -128,63 +80,20 @@ std::vector<ConfigSetting> config_from_render(const k8s::DryRun& dryrun,
     fail_at(dryrun.source, static_cast<std::int64_t>(line),
             "the trainer's startup command cannot be read");
   }
-  std::map<std::string, ConfigSetting> settings;
-  // The argv: what Tunix maps to MaxText keys.
-  std::map<std::string, std::string> argv;  // flag key -> value, the last occurrence winning
-  std::map<std::string, std::string> argv_items;
+  std::vector<std::string> argv, extra;
   YAML::Node argv_node = k8s::yaml::lookup(startup, "argv");
   if (argv_node.IsMap()) {
-    for (const auto& kv : argv_node) {
-      const std::string& item = kv.second.Scalar();
-      std::string_view key = flag_key(item, k8s::FlagStyle::kDashDash);
-      if (key.empty()) continue;
-      auto value = flag_value(item, k8s::FlagStyle::kDashDash);
-      argv[std::string(key)] =
-          value ? std::string(*value)
-                : (is_negated(item, k8s::FlagStyle::kDashDash) ? "false" : "true");
-      argv_items[std::string(key)] = item;
-    }
+    for (const auto& kv : argv_node) argv.push_back(kv.second.Scalar());
   }
-  bool profiling =
-      argv.count("profiler_steps") && as_integer(argv["profiler_steps"]).value_or(0) > 0;
-  for (const auto& [flag, value] : argv) {
-    auto key = maxtext_key_of_flag(flag);
-    if (!key) continue;
-    if (only_when_positive(flag) && as_integer(value).value_or(0) <= 0) continue;
-    if (profiler_flag(flag) && !profiling) continue;
-    if ((flag == "maxtext_ckpt_path" || flag == "maxtext_load_parameters_path") && value.empty())
-      continue;
-    settings[*key] = {*key, value, line, argv_items[flag]};
+  YAML::Node extra_node = k8s::yaml::descend(startup, {"env", "MAXTEXT_EXTRA_FLAGS"});
+  if (extra_node.IsMap()) {
+    for (const auto& kv : extra_node) extra.push_back(kv.second.Scalar());
   }
-  // max_target_length: the rows the trainer is fed, at least prompt + response.
-  if (argv.count("max_prompt_length") && argv.count("max_response_length")) {
-    auto prompt = as_integer(argv["max_prompt_length"]);
-    auto response = as_integer(argv["max_response_length"]);
-    if (prompt && response) {
-      long long length = *prompt + *response;
-      std::string origin =
-          argv_items["max_prompt_length"] + " " + argv_items["max_response_length"];
-      if (argv.count("max_seq_token_per_tpu")) {
-        auto packed = as_integer(argv["max_seq_token_per_tpu"]);
-        if (packed && *packed > length) {
-          length = *packed;
-          origin = argv_items["max_seq_token_per_tpu"];
-        }
-      }
-      settings["max_target_length"] = {"max_target_length", std::to_string(length), line, origin};
-    }
-  }
-  // MAXTEXT_EXTRA_FLAGS, appended last by Tunix: it overrides.
-  YAML::Node extra = k8s::yaml::descend(startup, {"env", "MAXTEXT_EXTRA_FLAGS"});
-  if (extra.IsMap()) {
-    for (const auto& kv : extra) {
-      const std::string& item = kv.second.Scalar();
-      std::string_view key = flag_key(item, k8s::FlagStyle::kKeyValue);
-      auto value = flag_value(item, k8s::FlagStyle::kKeyValue);
-      if (key.empty() || !value) continue;
-      settings[std::string(key)] = {std::string(key), std::string(*value), line,
-                                    "MAXTEXT_EXTRA_FLAGS " + item};
-    }
+  // MAXTEXT_EXTRA_FLAGS, appended last by Tunix, overrides what the argv sets.
+  std::map<std::string, ConfigSetting> settings;
+  for (const std::vector<TrainerKey>& keys :
+       {trainer_keys_from_argv(argv), extra_flag_keys(extra)}) {
+    for (const TrainerKey& k : keys) settings[k.key] = {k.key, k.value, line, k.origin};
   }
   std::vector<ConfigSetting> out;
   for (auto& [key, setting] : settings) out.push_back(std::move(setting));

@@ -25,18 +25,10 @@ using logs::ConfigSetting;
 
 // --- renders as a side -------------------------------------------------------------------------
 
-// The MaxText key that a trainer argv flag sets (Tunix's run_trainer_node / build_maxtext_config):
-// `--maxtext_model_name` -> model_name, `--maxtext_ckpt_path` -> load_parameters_path,
-// `--maxtext_output_directory` -> base_output_directory, `--maxtext_padded_moe_mlp_dim` ->
-// padded_base_moe_mlp_dim, any other `--maxtext_X` -> X, `--mesh_fsdp|tp|expert|context` ->
-// ici_fsdp|tensor|expert|context_parallelism, `--worker_id` -> run_name, ...; nullopt for flags
-// that set no MaxText key. `key` is the flag's key without dashes.
-std::optional<std::string> maxtext_key_of_flag(std::string_view key);
-
-// The trainer's MaxText settings in a DRY_RUN or a bench render: the argv flags mapped by
-// maxtext_key_of_flag() (only where Tunix passes them: sizes > 0, paths non-empty), the derived
-// max_target_length, then MAXTEXT_EXTRA_FLAGS, which Tunix appends last (so it wins). Sorted by
-// key. Throws rtb::Error when there is no trainer JobSet or its startup command cannot be read.
+// The trainer's MaxText settings in a DRY_RUN or a bench render: the keys its argv sets
+// (trainer_keys_from_argv()), then MAXTEXT_EXTRA_FLAGS, which Tunix appends last (so it wins).
+// Sorted by key. Throws rtb::Error when there is no trainer JobSet or its startup command cannot be
+// read.
 std::vector<ConfigSetting> config_from_render(const k8s::DryRun& dryrun,
                                               const k8s::RoleMains& mains);
 
