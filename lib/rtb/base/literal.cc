@@ -377,28 +377,17 @@ const Literal* Literal::find(std::string_view key) const {
 }
 
 std::string_view kind_name(Literal::Kind kind, LiteralSyntax syntax) {
-  bool json = syntax == LiteralSyntax::kJson;
-  switch (kind) {
-    case Kind::kNone:
-      return json ? "null" : "None";
-    case Kind::kBool:
-      return json ? "boolean" : "bool";
-    case Kind::kInt:
-      return json ? "number" : "int";
-    case Kind::kFloat:
-      return json ? "number" : "float";
-    case Kind::kString:
-      return json ? "string" : "str";
-    case Kind::kList:
-      return json ? "array" : "list";
-    case Kind::kTuple:
-      return "tuple";
-    case Kind::kDict:
-      return json ? "object" : "dict";
-    case Kind::kWord:
-      return "word";
-  }
-  return "?";
+  struct Names {
+    std::string_view python, json;
+  };
+  // In the order of Literal::Kind.
+  static constexpr Names kNames[] = {
+      {"None", "null"},    {"bool", "boolean"}, {"int", "number"},
+      {"float", "number"}, {"str", "string"},   {"list", "array"},
+      {"tuple", "tuple"},  {"dict", "object"},  {"word", "word"},
+  };
+  const Names& names = kNames[static_cast<std::size_t>(kind)];
+  return syntax == LiteralSyntax::kJson ? names.json : names.python;
 }
 
 Literal parse_literal(std::string_view text, const LiteralOptions& options) {
