@@ -47,7 +47,8 @@ std::uint64_t Reader::varint(const char* what_is_read) {
   std::size_t start = position_;
   std::uint64_t value = 0;
   if (!decode_varint(data_, position_, value)) {
-    fail("{}: bad varint ({}) at byte {}: {}", what_, what_is_read, offset() - (position_ - start),
+    fail("binary HloProto: {}: bad varint ({}) at byte {}: {}", what_, what_is_read,
+         offset() - (position_ - start),
          position_ >= data_.size() ? "the message ends inside it" : "longer than 10 bytes");
   }
   return value;
@@ -60,7 +61,7 @@ bool Reader::next(Field& field) {
   auto type = static_cast<unsigned>(key & 7);
   std::uint64_t number = key >> 3;
   if (number == 0 || number > 0x1fffffff) {
-    fail("{}: invalid field number {} at byte {}", what_, number, field.offset);
+    fail("binary HloProto: {}: invalid field number {} at byte {}", what_, number, field.offset);
   }
   field.number = static_cast<std::uint32_t>(number);
   field.value = 0;
@@ -74,8 +75,8 @@ bool Reader::next(Field& field) {
     case 5: {
       std::size_t size = type == 1 ? 8 : 4;
       if (data_.size() - position_ < size) {
-        fail("{}: field {} ends past the end of the message at byte {}", what_, number,
-             field.offset);
+        fail("binary HloProto: {}: field {} ends past the end of the message at byte {}", what_,
+             number, field.offset);
       }
       std::uint64_t value = 0;
       for (std::size_t i = 0; i < size; ++i) {
@@ -91,8 +92,10 @@ bool Reader::next(Field& field) {
       std::uint64_t length = varint("length");
       std::uint64_t left = data_.size() - position_;
       if (length > left) {
-        fail("{}: field {} at byte {} has length {}, past the end of the message ({} bytes left)",
-             what_, number, field.offset, length, left);
+        fail(
+            "binary HloProto: {}: field {} at byte {} has length {}, past the end of the message "
+            "({} bytes left)",
+            what_, number, field.offset, length, left);
       }
       field.type = WireType::kLength;
       field.bytes = data_.substr(position_, static_cast<std::size_t>(length));
@@ -100,23 +103,25 @@ bool Reader::next(Field& field) {
       return true;
     }
     default:
-      fail("{}: field {} at byte {} has wire type {} ({}), which HloProto does not use", what_,
-           number, field.offset, type, type == 3 || type == 4 ? "a group" : "invalid");
+      fail(
+          "binary HloProto: {}: field {} at byte {} has wire type {} ({}), which HloProto does not "
+          "use",
+          what_, number, field.offset, type, type == 3 || type == 4 ? "a group" : "invalid");
   }
 }
 
 void expect_type(const Field& field, WireType type, std::string_view what, std::string_view name) {
   if (field.type == type) return;
-  fail("{}.{} (field {}) at byte {} has wire type {}, expected {}", what, name, field.number,
-       field.offset, type_name(static_cast<unsigned>(field.type)),
+  fail("binary HloProto: {}.{} (field {}) at byte {} has wire type {}, expected {}", what, name,
+       field.number, field.offset, type_name(static_cast<unsigned>(field.type)),
        type_name(static_cast<unsigned>(type)));
 }
 
 PackedVarints::PackedVarints(const Field& field, std::string_view what, std::string_view name)
     : data_(field.bytes), offset_(field.offset), what_(what), name_(name) {
   if (field.type != WireType::kLength) {
-    fail("{}.{} (field {}) at byte {} has wire type {}, expected varint or packed", what, name,
-         field.number, field.offset, type_name(static_cast<unsigned>(field.type)));
+    fail("binary HloProto: {}.{} (field {}) at byte {} has wire type {}, expected varint or packed",
+         what, name, field.number, field.offset, type_name(static_cast<unsigned>(field.type)));
   }
 }
 
@@ -124,8 +129,8 @@ bool PackedVarints::next(std::uint64_t& value) {
   if (position_ >= data_.size()) return false;
   std::size_t start = position_;
   if (!decode_varint(data_, position_, value)) {
-    fail("{}.{}: bad varint in a packed list at byte {} of the field at byte {}", what_, name_,
-         start, offset_);
+    fail("binary HloProto: {}.{}: bad varint in a packed list at byte {} of the field at byte {}",
+         what_, name_, start, offset_);
   }
   return true;
 }
