@@ -72,7 +72,9 @@ int main(int argc, char** argv) {
   rtb::hlo::ReportOptions report;
   std::size_t max_statement_mib = options.max_statement_bytes >> 20;
 
-  app.add_option("DUMP", inputs, "HLO text dump (- for stdin); give two for an A/B comparison")
+  app.add_option("DUMP", inputs,
+                 "HLO text dump or binary HloProto (*.hlo.pb) (- for stdin); give two for an A/B "
+                 "comparison")
       ->required()
       ->expected(1, 2);
   app.add_flag("--json", json, "Print the JSON document instead of the text report");

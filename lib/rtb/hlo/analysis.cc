@@ -20,6 +20,7 @@
 
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
+#include "rtb/hlo/proto.h"
 #include "rtb/hlo/scan.h"
 #include "rtb/hlo/syntax.h"
 
@@ -1713,10 +1714,12 @@ class Analyzer {
 }  // namespace
 
 Analysis analyze_file(const std::string& path, const Options& options) {
-  FileSource source(path);
   Analyzer analyzer(display_name(path), options);
   try {
-    return analyzer.run(source);
+    HloInput input = open_hlo_input(path);  // HLO text, or a binary HloProto rendered as text
+    Analysis analysis = analyzer.run(*input.source);
+    if (input.format == InputFormat::kBinaryProto) analysis.bytes_read = input.proto_bytes;
+    return analysis;
   } catch (const Error& e) {
     throw e.in_file(display_name(path));
   }
