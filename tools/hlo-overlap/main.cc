@@ -11,6 +11,7 @@
 #include "common/tool.h"
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
+#include "rtb/base/text.h"
 #include "rtb/hlo/analysis.h"
 #include "rtb/hlo/report.h"
 
@@ -162,8 +163,8 @@ int main(int argc, char** argv) {
       if (budget && a.total_collectives.exposed_bytes > *budget) {
         spdlog::error("{}: exposed collective bytes {} ({}) exceed the budget {} ({})", a.file,
                       a.total_collectives.exposed_bytes,
-                      rtb::hlo::human_bytes(a.total_collectives.exposed_bytes), *budget,
-                      rtb::hlo::human_bytes(*budget));
+                      rtb::human_bytes(a.total_collectives.exposed_bytes), *budget,
+                      rtb::human_bytes(*budget));
         exit_code = rtb::tool::kExitCheckFailed;
       }
     }

@@ -9,6 +9,7 @@
 
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
+#include "rtb/base/text.h"
 
 namespace rtb::logs::steplog {
 namespace {
@@ -329,14 +330,8 @@ void flatten(const Value& value, const std::string& prefix, int depth,
 
 // ---- Line helpers ------------------------------------------------------------------------------
 
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r' ||
-                           text.back() == '\n')) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
+// Leading " \t" only (a value never starts with a line end), trailing ones too.
+std::string_view trim(std::string_view text) { return trim_back(trim_front(text, " \t")); }
 
 // Reads a (possibly signed) integer at the start of `text`; advances past it.
 std::optional<std::int64_t> take_int(std::string_view& text) {
