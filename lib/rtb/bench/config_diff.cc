@@ -120,15 +120,8 @@ ConfigSide read_config_side(const std::string& path, const ConfigLogOptions& opt
 // --- comparing -----------------------------------------------------------------------------------
 
 std::string_view config_kind_name(ConfigDifference::Kind kind) {
-  switch (kind) {
-    case ConfigDifference::Kind::kAdded:
-      return "added";
-    case ConfigDifference::Kind::kRemoved:
-      return "removed";
-    case ConfigDifference::Kind::kChanged:
-      return "changed";
-  }
-  return "changed";
+  static constexpr std::string_view kNames[] = {"added", "removed", "changed"};  // Kind's order
+  return kNames[static_cast<std::size_t>(kind)];
 }
 
 std::vector<ConfigDifference> diff_configs(const ConfigSide& a, const ConfigSide& b,

@@ -542,7 +542,7 @@ void RunLogParser::parse_completed_step(std::string_view rest, std::size_t numbe
     std::string key(trim(item.substr(0, colon)));
     double value = 0;
     try {
-      Value parsed = parse_value(trim(item.substr(colon + 2)), Syntax::kPython);
+      Literal parsed = parse_value(trim(item.substr(colon + 2)), LiteralSyntax::kPython);
       if (!parsed.is_number()) continue;
       value = parsed.number;
     } catch (const Error&) {
@@ -600,7 +600,7 @@ void RunLogParser::parse_peft_step(std::int64_t step, std::string_view rest, std
       if (c == ' ') c = '_';  // "training loss" -> "training_loss"
     }
     try {
-      Value parsed = parse_value(trim(item.substr(colon + 2)), Syntax::kPython);
+      Literal parsed = parse_value(trim(item.substr(colon + 2)), LiteralSyntax::kPython);
       if (!parsed.is_number()) continue;
       fields[key] = parsed.number;
       any = true;
