@@ -1,6 +1,5 @@
 #include "rtb/logs/report_json.h"
 
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -10,16 +9,6 @@
 
 namespace rtb::logs::report {
 namespace {
-
-using ::testing::HasSubstr;
-
-// Two bench runs of three steps (the first compiles), the second 10% faster per step.
-Report two_runs(Inputs& inputs) {
-  auto mb = microbatches(3, {3, 3, 2, 2});
-  inputs.runs.push_back(bench_log("ctl", {40, 10.0, 10.2}, mb, 1000, 2, true));
-  inputs.runs.push_back(bench_log("var", {40, 9.0, 9.2}, mb, 1000, 2, true));
-  return build_report(inputs, {});
-}
 
 TEST(ReportJson, RunsAndComparisons) {
   Inputs inputs;

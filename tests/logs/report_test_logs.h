@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "rtb/logs/report.h"
 #include "rtb/logs/steplog.h"
 
 namespace rtb::logs::report {
@@ -66,6 +67,15 @@ inline steplog::RunLog bench_log(const std::string& name, const std::vector<doub
 
 inline std::vector<std::vector<double>> microbatches(std::size_t steps, std::vector<double> row) {
   return std::vector<std::vector<double>>(steps, row);
+}
+
+// Two bench runs of three steps (the first compiles), the second 10% faster per step; `inputs`
+// keeps the logs the report was built from.
+inline Report two_runs(Inputs& inputs) {
+  auto mb = microbatches(3, {3, 3, 2, 2});
+  inputs.runs.push_back(bench_log("ctl", {40, 10.0, 10.2}, mb, 1000, 2, true));
+  inputs.runs.push_back(bench_log("var", {40, 9.0, 9.2}, mb, 1000, 2, true));
+  return build_report(inputs, {});
 }
 
 }  // namespace rtb::logs::report

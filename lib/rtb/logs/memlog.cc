@@ -269,15 +269,8 @@ std::string_view memlog_kind_name(MemLogKind kind) { return kind_names(kind).nam
 std::string_view memlog_kind_id(MemLogKind kind) { return kind_names(kind).id; }
 
 std::string_view program_source_id(ProgramSource source) {
-  switch (source) {
-    case ProgramSource::kMemoryAnalysis:
-      return "memory_analysis";
-    case ProgramSource::kEstimatedTotal:
-      return "estimated_total";
-    case ProgramSource::kTpuProgramUsage:
-      return "tpu_program_usage";
-  }
-  return "?";
+  constexpr std::string_view kIds[] = {"memory_analysis", "estimated_total", "tpu_program_usage"};
+  return kIds[static_cast<std::size_t>(source)];
 }
 
 std::optional<long long> parse_byte_size(std::string_view text) {

@@ -108,6 +108,29 @@ std::string json_gib(std::optional<long long> bytes) {
                           : std::nullopt);
 }
 
+using Bytes = std::optional<long long>;
+
+// The byte rows of a program in the table, in order; host rows that are zero in every log (no
+// host offload) are left out.
+struct ByteRow {
+  const char* label;
+  Bytes (*get)(const ProgramMemory&);
+  bool hide_if_zero;
+};
+constexpr ByteRow kByteRows[] = {
+    {"argument", [](const ProgramMemory& p) -> Bytes { return p.argument; }, false},
+    {"output", [](const ProgramMemory& p) -> Bytes { return p.output; }, false},
+    {"alias", [](const ProgramMemory& p) -> Bytes { return p.alias; }, false},
+    {"temp", [](const ProgramMemory& p) -> Bytes { return p.temp; }, false},
+    {"generated code", [](const ProgramMemory& p) -> Bytes { return p.generated_code; }, false},
+    {"host argument", [](const ProgramMemory& p) -> Bytes { return p.host_argument; }, true},
+    {"host output", [](const ProgramMemory& p) -> Bytes { return p.host_output; }, true},
+    {"host alias", [](const ProgramMemory& p) -> Bytes { return p.host_alias; }, true},
+    {"host temp", [](const ProgramMemory& p) -> Bytes { return p.host_temp; }, false},
+    {"resident", [](const ProgramMemory& p) -> Bytes { return p.resident; }, false},
+    {"+state", [](const ProgramMemory& p) -> Bytes { return p.state; }, false},
+};
+
 }  // namespace
 
 std::string format_summary_table(const Summary& summary) {
@@ -151,37 +174,17 @@ std::string format_summary_table(const Summary& summary) {
           "  " + label, [&](std::size_t i) { return gib_cell(value(i)); },
           [&](std::size_t i) { return delta_gib(value(0), value(i)); });
     };
-    using P = ProgramMemory;
-    using Opt = std::optional<long long>;
-    bytes_row(
-        "argument", [](const P& p) -> Opt { return p.argument; }, false);
-    bytes_row(
-        "output", [](const P& p) -> Opt { return p.output; }, false);
-    bytes_row(
-        "alias", [](const P& p) -> Opt { return p.alias; }, false);
-    bytes_row(
-        "temp", [](const P& p) -> Opt { return p.temp; }, false);
-    bytes_row(
-        "generated code", [](const P& p) -> Opt { return p.generated_code; }, false);
-    bytes_row(
-        "host argument", [](const P& p) -> Opt { return p.host_argument; }, true);
-    bytes_row(
-        "host output", [](const P& p) -> Opt { return p.host_output; }, true);
-    bytes_row(
-        "host alias", [](const P& p) -> Opt { return p.host_alias; }, true);
-    bytes_row(
-        "host temp", [](const P& p) -> Opt { return p.host_temp; }, false);
-    bytes_row(
-        "resident", [](const P& p) -> Opt { return p.resident; }, false);
-    bytes_row(
-        "+state", [](const P& p) -> Opt { return p.state; }, false);
+    for (const ByteRow& byte_row : kByteRows) {
+      bytes_row(byte_row.label, byte_row.get, byte_row.hide_if_zero);
+    }
     bool any_state = false;
     for (std::size_t i = 0; i < n; ++i) {
       if (const ProgramMemory* p = program(i); p && p->state) any_state = true;
     }
-    if (any_state)
+    if (any_state) {
       bytes_row(
-          "need", [](const P& p) -> Opt { return p.need(); }, false);
+          "need", [](const ProgramMemory& p) -> Bytes { return p.need(); }, false);
+    }
     auto verdict_of = [&](std::size_t i) -> const ProgramVerdict* {
       std::size_t index = 0;
       return find_program(summary.logs[i], name, &index) ? &summary.verdicts[i].programs[index]

@@ -30,6 +30,32 @@ double mean_of(const std::vector<double>& values) { return stats::mean(values); 
 
 // ---- Analysis ----------------------------------------------------------------------------------
 
+// The words for each timing mode: its name (JSON and the table), how a run times its
+// micro-batches, and what the mode means.
+struct TimingWords {
+  MicrobatchTiming timing;
+  const char* name;
+  const char* phrase;
+  const char* meaning;
+};
+constexpr TimingWords kTimingWords[] = {
+    {MicrobatchTiming::kDevice, "device", "at device completion",
+     "each time runs to the device's completion of its call"},
+    {MicrobatchTiming::kDispatch, "dispatch", "by dispatch intervals",
+     "host dispatch intervals (lag the device by up to two calls)"},
+    {MicrobatchTiming::kMixed, "mixed", "in mixed modes",
+     "the steps differ (compared with nothing)"},
+    {MicrobatchTiming::kUnlabelled, "unlabelled", "without a label (older driver)",
+     "the log does not say (older driver)"},
+};
+
+const TimingWords& timing_words(MicrobatchTiming timing) {
+  for (const TimingWords& words : kTimingWords) {
+    if (words.timing == timing) return words;
+  }
+  return kTimingWords[std::size(kTimingWords) - 1];
+}
+
 std::vector<std::int64_t> logged_steps(const RunLog& log) {
   std::set<std::int64_t> steps;
   for (const steplog::StepRecord& record : log.steps) {
@@ -97,19 +123,7 @@ MicrobatchTiming step_timing_mode(const steplog::StepRecord& record) {
 }
 
 // How a run times its micro-batches, for people ("ctl times micro-batches at device completion").
-std::string timing_phrase(MicrobatchTiming timing) {
-  switch (timing) {
-    case MicrobatchTiming::kDevice:
-      return "at device completion";
-    case MicrobatchTiming::kDispatch:
-      return "by dispatch intervals";
-    case MicrobatchTiming::kMixed:
-      return "in mixed modes";
-    case MicrobatchTiming::kUnlabelled:
-      break;
-  }
-  return "without a label (older driver)";
-}
+std::string timing_phrase(MicrobatchTiming timing) { return timing_words(timing).phrase; }
 
 std::string modes_text(const std::vector<MicrobatchTiming>& modes) {
   std::string out;
@@ -171,18 +185,10 @@ Range parse_range(std::string_view text, std::string_view what) {
 
 // ---- Report ------------------------------------------------------------------------------------
 
-const char* microbatch_timing_name(MicrobatchTiming timing) {
-  switch (timing) {
-    case MicrobatchTiming::kDevice:
-      return "device";
-    case MicrobatchTiming::kDispatch:
-      return "dispatch";
-    case MicrobatchTiming::kMixed:
-      return "mixed";
-    case MicrobatchTiming::kUnlabelled:
-      break;
-  }
-  return "unlabelled";
+const char* microbatch_timing_name(MicrobatchTiming timing) { return timing_words(timing).name; }
+
+const char* microbatch_timing_meaning(MicrobatchTiming timing) {
+  return timing_words(timing).meaning;
 }
 
 double padded_tokens_per_s_per_chip(std::int64_t rows, std::int64_t tokens_per_row,

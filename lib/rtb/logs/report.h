@@ -35,6 +35,8 @@ enum class MicrobatchTiming {
   kUnlabelled,  // the log does not say (a driver older than the "microbatch_timing" field)
 };
 const char* microbatch_timing_name(MicrobatchTiming timing);  // "device", "unlabelled", ...
+// What a mode means: "the log does not say (older driver)", ...
+const char* microbatch_timing_meaning(MicrobatchTiming timing);
 
 // Tokens per second per chip as the seed defines it, padding included:
 // rows x tokens_per_row x micro_steps / mean seconds per step / chips.

@@ -153,21 +153,8 @@ std::string format_text(const Report& report) {
     }
     std::vector<std::string> legend;
     for (MicrobatchTiming mode : modes) {
-      switch (mode) {
-        case MicrobatchTiming::kDevice:
-          legend.push_back("device = each time runs to the device's completion of its call");
-          break;
-        case MicrobatchTiming::kDispatch:
-          legend.push_back(
-              "dispatch = host dispatch intervals (lag the device by up to two calls)");
-          break;
-        case MicrobatchTiming::kMixed:
-          legend.push_back("mixed = the steps differ (compared with nothing)");
-          break;
-        case MicrobatchTiming::kUnlabelled:
-          legend.push_back("unlabelled = the log does not say (older driver)");
-          break;
-      }
+      legend.push_back(
+          fmt::format("{} = {}", microbatch_timing_name(mode), microbatch_timing_meaning(mode)));
     }
     out +=
         "first step s: the first logged step, which includes the compile (not in the default "
