@@ -66,5 +66,27 @@ TEST(Writer, NestsIndentsAndSeparates) {
 )");
 }
 
+TEST(Writer, InlineContainersWrapAndKeepTheBlockIndent) {
+  Writer j;
+  j.begin_object().key("items").begin_array();
+  j.begin_inline_object().field("a", 1).field("b", "x");
+  j.wrap().key("c").begin_inline_array().value(1).value(2).end_array();
+  j.end_object();
+  j.begin_inline_object().key("inner").begin_array().value(true).end_array().end_object();
+  j.begin_inline_object().key("none").begin_inline_array().end_array().end_object();
+  j.end_array().end_object();
+  EXPECT_EQ(j.str(), R"({
+  "items": [
+    {"a": 1, "b": "x",
+     "c": [1, 2]},
+    {"inner": [
+      true
+    ]},
+    {"none": []}
+  ]
+}
+)");
+}
+
 }  // namespace
 }  // namespace rtb::json

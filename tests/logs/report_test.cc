@@ -8,8 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "logs/report_test_logs.h"
 #include "rtb/base/error.h"
-#include "rtb/base/literal.h"
+#include "rtb/logs/report_json.h"
+#include "rtb/logs/report_text.h"
 #include "rtb/logs/steplog.h"
 
 namespace rtb::logs::report {
@@ -18,60 +20,6 @@ namespace {
 using steplog::RunLog;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-// A bench driver log from known times: step s (1-based) takes step_s[s-1] seconds, and its
-// micro-batches mb[s-1]. Every step carries `tokens` tokens; the summary says `chips` chips.
-RunLog bench_log(const std::string& name, const std::vector<double>& step_s,
-                 const std::vector<std::vector<double>>& mb, double tokens = 1000,
-                 std::optional<int> chips = 2, bool with_timing = false) {
-  std::string text = fmt::format(
-      "[TrainerBench] {}: bench driver starting: {} steps x {} "
-      "fwd_bwd calls\n",
-      name, step_s.size(), mb.empty() ? 0 : mb[0].size());
-  for (std::size_t s = 0; s < step_s.size(); ++s) {
-    double per_chip = tokens / step_s[s] / chips.value_or(2);
-    text += fmt::format(R"(BENCH_STEP {{"step":{},"seconds":{},"microbatch_s":[{}],"tokens":{},)"
-                        R"("tokens_per_s_per_chip":{}}})"
-                        "\n",
-                        s + 1, step_s[s], fmt::join(mb[s], ","), tokens, per_chip);
-    if (with_timing) {
-      // Back-to-back micro-batches of the given times, dispatched 0.01 s apart from t=0,
-      // snapshot at the end of an update of 0.5 s.
-      double t = 0, ready = 0;
-      std::vector<std::string> entries;
-      std::vector<std::array<double, 3>> events;
-      for (std::size_t i = 0; i < mb[s].size(); ++i) {
-        double begin = 0.01 * static_cast<double>(i), end = begin + 0.005;
-        ready = std::max(end, ready) + mb[s][i];
-        events.push_back({begin, end, ready});
-        t = ready;
-      }
-      double update_ready = t + 0.5, now = update_ready;
-      for (std::size_t i = 0; i < events.size(); ++i) {
-        entries.push_back(
-            fmt::format(R"({{"i":{},"dispatch_begin_ago_s":{:.3f},"dispatch_end_ago_s":{:.3f},)"
-                        R"("ready_ago_s":{:.3f}}})",
-                        i, now - events[i][0], now - events[i][1], now - events[i][2]));
-      }
-      text +=
-          fmt::format(R"(TRAINER_STEP_TIMING step={} policy_version={} rtt_s=0.002 timing={{"v":1,)"
-                      R"("train_step":{},"mb":[{}],"update":{{"dispatch_begin_ago_s":{:.3f},)"
-                      R"("dispatch_end_ago_s":{:.3f},"ready_ago_s":0.0}},"prepare":null}})"
-                      "\n",
-                      s + 1, s + 1, s + 1, fmt::join(entries, ","), now - 0.1, now - 0.09);
-    }
-  }
-  if (chips) {
-    text += fmt::format(R"(BENCH_SUMMARY {{"name":"{}","steps":{},"chips":{}}})"
-                        "\n",
-                        name, step_s.size(), *chips);
-  }
-  return steplog::parse_run_log_text(text, name + ".log");
-}
-
-std::vector<std::vector<double>> microbatches(std::size_t steps, std::vector<double> row) {
-  return std::vector<std::vector<double>>(steps, row);
-}
 
 // A step of the current bench driver's log (steps count from 0; step 0 compiles).
 struct Step {
@@ -454,53 +402,6 @@ TEST(BuildReport, Numerics) {
     EXPECT_EQ(e.file(), "bare.log");
     EXPECT_THAT(e.message(), HasSubstr("no per-step metrics"));
   }
-}
-
-TEST(Writers, TextJsonAndSvg) {
-  auto mb = microbatches(3, {3, 3, 2, 2});
-  Inputs inputs;
-  inputs.runs.push_back(bench_log("ctl", {40, 10.0, 10.2}, mb, 1000, 2, true));
-  inputs.runs.push_back(bench_log("var", {40, 9.0, 9.2}, mb, 1000, 2, true));
-  Report report = build_report(inputs, {});
-
-  std::string text = format_text(report);
-  EXPECT_THAT(text,
-              HasSubstr("var against ctl: 10.100 -> 9.100 s per optimizer step, mean of "
-                        "steps 2-3 (-9.90%, faster), and 2.000 -> 2.000 s per regular micro-batch "
-                        "(+0.00%, no change)"));
-  EXPECT_THAT(text, HasSubstr("ctl (control)"));
-  EXPECT_THAT(text, HasSubstr("trainer timeline"));
-
-  Literal json = parse_json(format_json(report));
-  EXPECT_EQ(json.find("schema")->text, "rtb.bench-report/1");
-  const Literal& runs = *json.find("runs");
-  ASSERT_EQ(runs.items.size(), 2u);
-  const Literal& step = *runs.items[1].find("step_s");
-  EXPECT_EQ(runs.items[1].find("name")->text, "var");
-  EXPECT_DOUBLE_EQ(step.find("mean")->number, 9.1);
-  EXPECT_EQ(step.find("n")->number, 2);
-  EXPECT_TRUE(step.find("ci_low")->is_number());
-  EXPECT_TRUE(step.find("ci_high")->is_number());
-  EXPECT_EQ(runs.items[1].find("microbatch_s")->find("median")->number, 2);
-  EXPECT_EQ(runs.items[1].find("microbatch_s")->find("n")->number, 4);
-  const Literal& comparison = json.find("comparisons")->items.at(0);
-  EXPECT_EQ(comparison.find("run")->text, "var");
-  EXPECT_NEAR(comparison.find("ratio")->number, 9.1 / 10.1, 1e-12);
-  EXPECT_EQ(comparison.find("verdict")->text, "faster");
-  EXPECT_TRUE(comparison.find("ci_low")->is_number());
-  EXPECT_EQ(comparison.find("microbatch")->find("verdict")->text, "no_change");
-  EXPECT_TRUE(json.find("noise_floor")->is_null());
-  EXPECT_TRUE(json.find("numerics")->is_null());
-  EXPECT_EQ(json.find("exit_code")->number, 0);
-
-  std::string svg = timeline_svg(inputs.runs, report, std::nullopt);
-  EXPECT_THAT(svg, HasSubstr("<svg"));
-  EXPECT_THAT(svg, HasSubstr("micro-batch 3: 2.000 s on the device"));
-  EXPECT_THAT(svg, HasSubstr(">step 3<"));
-  std::string missing = timeline_svg(inputs.runs, report, 9);
-  EXPECT_THAT(missing, HasSubstr("no TRAINER_STEP_TIMING for step 9"));
-  inputs.runs.pop_back();
-  EXPECT_THROW(timeline_svg(inputs.runs, report, std::nullopt), Error);
 }
 
 }  // namespace

@@ -15,7 +15,7 @@
 #include "rtb/base/io.h"
 #include "rtb/bench/aot.h"
 #include "rtb/bench/render.h"
-#include "rtb/logs/memlog.h"
+#include "rtb/logs/memlog_format.h"
 
 namespace rtb::embedded {
 std::string_view bench_driver();

@@ -10,7 +10,7 @@
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
 #include "rtb/base/slice.h"
-#include "rtb/logs/memlog.h"
+#include "rtb/logs/memlog_format.h"
 
 namespace {
 

@@ -13,6 +13,9 @@
 #include "rtb/base/io.h"
 #include "rtb/logs/bench_stats.h"
 #include "rtb/logs/report.h"
+#include "rtb/logs/report_json.h"
+#include "rtb/logs/report_svg.h"
+#include "rtb/logs/report_text.h"
 #include "rtb/logs/steplog.h"
 
 namespace {

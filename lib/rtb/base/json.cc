@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "rtb/base/utf8.h"
@@ -76,29 +77,47 @@ void Writer::separate() {
     after_key_ = false;
     return;
   }
-  if (!first_.empty()) {
-    if (!first_.back()) out_ += ',';
-    first_.back() = false;
+  if (open_.empty()) return;
+  Container& container = open_.back();
+  if (!container.empty) out_ += ',';
+  if (container.inline_) {
+    if (wrap_ && !container.empty) {
+      out_ += '\n';
+      out_.append(container.column, ' ');
+    } else if (!container.empty) {
+      out_ += ' ';
+    }
+  } else {
     out_ += '\n';
-    out_.append(2 * first_.size(), ' ');
+    out_.append(2 * block_depth(), ' ');
   }
+  container.empty = false;
+  wrap_ = false;
 }
 
-Writer& Writer::open(char bracket) {
+std::size_t Writer::block_depth() const {
+  return static_cast<std::size_t>(
+      std::count_if(open_.begin(), open_.end(), [](const Container& c) { return !c.inline_; }));
+}
+
+Writer& Writer::open(char bracket, bool inline_container) {
   separate();
   out_ += bracket;
-  first_.push_back(true);
+  std::size_t line_start = out_.rfind('\n');
+  line_start = line_start == std::string::npos ? 0 : line_start + 1;
+  open_.push_back({true, inline_container, out_.size() - line_start});
   return *this;
 }
 
 Writer& Writer::close(char bracket) {
-  bool empty = first_.back();
-  first_.pop_back();
-  if (!empty) {
+  Container closed = open_.back();
+  open_.pop_back();
+  if (!closed.empty && !closed.inline_) {
     out_ += '\n';
-    out_.append(2 * first_.size(), ' ');
+    out_.append(2 * block_depth(), ' ');
   }
   out_ += bracket;
+  wrap_ = false;
   return *this;
 }
 

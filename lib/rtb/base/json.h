@@ -23,12 +23,22 @@ std::string number(double value);
 // Writes pretty-printed JSON (two-space indent) in one pass:
 //   Writer j; j.begin_object().field("a", 1).key("b").begin_array().value("x").end_array()
 //    .end_object(); j.str()
+// An inline container is written on one line, `{"a": 1, "b": [2, 3]}`, for small records in long
+// lists; wrap() breaks it before its next item, aligned after its opening bracket. A block
+// container opened inside an inline one is indented as if the inline one were not there.
 class Writer {
  public:
-  Writer& begin_object() { return open('{'); }
+  Writer& begin_object() { return open('{', false); }
   Writer& end_object() { return close('}'); }
-  Writer& begin_array() { return open('['); }
+  Writer& begin_array() { return open('[', false); }
   Writer& end_array() { return close(']'); }
+  Writer& begin_inline_object() { return open('{', true); }
+  Writer& begin_inline_array() { return open('[', true); }
+  // Inside an inline container: the next item starts a new line.
+  Writer& wrap() {
+    wrap_ = true;
+    return *this;
+  }
   Writer& key(std::string_view name);
   Writer& value(std::string_view text) { return raw(quote(text)); }
   Writer& value(const char* text) { return value(std::string_view(text)); }
@@ -72,13 +82,20 @@ class Writer {
   std::string str() const { return out_ + "\n"; }
 
  private:
+  struct Container {
+    bool empty = true;       // nothing written in it yet
+    bool inline_ = false;    // on one line
+    std::size_t column = 0;  // inline: where its items start after wrap()
+  };
   void separate();
-  Writer& open(char bracket);
+  Writer& open(char bracket, bool inline_container);
   Writer& close(char bracket);
+  std::size_t block_depth() const;
 
   std::string out_;
-  std::vector<bool> first_;  // per open container: nothing written in it yet
+  std::vector<Container> open_;  // the containers open, outermost first
   bool after_key_ = false;
+  bool wrap_ = false;
 };
 
 }  // namespace rtb::json

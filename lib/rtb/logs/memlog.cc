@@ -13,15 +13,12 @@
 
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
-#include "rtb/base/json.h"
 #include "rtb/base/literal.h"
-#include "rtb/base/slice.h"
 #include "rtb/base/text.h"
 
 namespace rtb::logs {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr std::size_t kMaxOomText = 300;
 
 constexpr std::string_view kCostMarker = "Cost analysis: ";
@@ -77,9 +74,9 @@ std::optional<double> parse_double(std::string_view s) {
 // Sizes beyond this (1 EiB) are not memory sizes; bounding them keeps every sum in range.
 constexpr double kMaxBytes = 1152921504606846976.0;
 
-bool plausible_gib(double gib) { return gib >= 0 && gib * kGiB <= kMaxBytes; }
+bool plausible_gib(double gib) { return gib >= 0 && gib * kBytesPerGiB <= kMaxBytes; }
 
-long long gib_to_bytes(double gib) { return std::llround(gib * kGiB); }
+long long gib_to_bytes(double gib) { return std::llround(gib * kBytesPerGiB); }
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -238,44 +235,36 @@ std::string parse_cost(std::string_view text, std::optional<CostAnalysis>& cost)
 
 }  // namespace
 
-std::string_view memlog_kind_name(MemLogKind kind) {
-  switch (kind) {
-    case MemLogKind::kEngineCompile:
-      return "engine compile";
-    case MemLogKind::kTrainCompile:
-      return "train_compile";
-    case MemLogKind::kLiveRun:
-      return "live run";
-    case MemLogKind::kUnknown:
-      break;
+namespace {
+
+struct KindNames {
+  MemLogKind kind;
+  std::string_view name;  // for people
+  std::string_view id;    // for JSON
+};
+constexpr KindNames kKindNames[] = {
+    {MemLogKind::kEngineCompile, "engine compile", "engine_compile"},
+    {MemLogKind::kTrainCompile, "train_compile", "train_compile"},
+    {MemLogKind::kLiveRun, "live run", "live_run"},
+    {MemLogKind::kUnknown, "unknown", "unknown"},
+};
+
+const KindNames& kind_names(MemLogKind kind) {
+  for (const KindNames& names : kKindNames) {
+    if (names.kind == kind) return names;
   }
-  return "unknown";
+  return kKindNames[std::size(kKindNames) - 1];
 }
 
-std::string_view memlog_kind_id(MemLogKind kind) {
-  switch (kind) {
-    case MemLogKind::kEngineCompile:
-      return "engine_compile";
-    case MemLogKind::kTrainCompile:
-      return "train_compile";
-    case MemLogKind::kLiveRun:
-      return "live_run";
-    case MemLogKind::kUnknown:
-      break;
-  }
-  return "unknown";
-}
+}  // namespace
+
+std::string_view memlog_kind_name(MemLogKind kind) { return kind_names(kind).name; }
+
+std::string_view memlog_kind_id(MemLogKind kind) { return kind_names(kind).id; }
 
 std::string_view program_source_id(ProgramSource source) {
-  switch (source) {
-    case ProgramSource::kMemoryAnalysis:
-      return "memory_analysis";
-    case ProgramSource::kEstimatedTotal:
-      return "estimated_total";
-    case ProgramSource::kTpuProgramUsage:
-      return "tpu_program_usage";
-  }
-  return "?";
+  constexpr std::string_view kIds[] = {"memory_analysis", "estimated_total", "tpu_program_usage"};
+  return kIds[static_cast<std::size_t>(source)];
 }
 
 std::optional<long long> parse_byte_size(std::string_view text) {
@@ -734,491 +723,6 @@ MemLog read_memlog(const std::string& path) {
   }
   if (!carry.empty()) parser.add_line(carry, ++number, carry_truncated);
   return parser.finish();
-}
-
-// ---- summary --------------------------------------------------------------------------------
-
-std::optional<HbmBudget> hbm_budget(const MemLog& log, const HbmOptions& options) {
-  if (options.hbm_gib) return HbmBudget{*options.hbm_gib, "--hbm-gib"};
-  if (options.chip) {
-    const TpuType& type = find_tpu_type(*options.chip);
-    return HbmBudget{type.hbm_gib_per_device, "chip " + type.name};
-  }
-  if (log.capacity) {
-    // The log prints sizes with two decimals (94.74G); keep that rather than the bytes' rounding.
-    return HbmBudget{std::round(static_cast<double>(*log.capacity) / kGiB * 100) / 100, "log"};
-  }
-  if (log.compile_topology) {
-    std::size_t dash = log.compile_topology->rfind('-');
-    try {
-      const TpuType& type = find_tpu_type(log.compile_topology->substr(0, dash));
-      return HbmBudget{type.hbm_gib_per_device, "compile_topology " + *log.compile_topology};
-    } catch (const Error&) {
-      return std::nullopt;
-    }
-  }
-  return std::nullopt;
-}
-
-Summary summarize(std::vector<MemLog> logs, const HbmOptions& options) {
-  Summary summary;
-  summary.logs = std::move(logs);
-  bool any_unfit = false;
-  for (const MemLog& log : summary.logs) {
-    LogVerdict verdict;
-    verdict.hbm = hbm_budget(log, options);
-    verdict.oom = log.oom_lines > 0;
-    bool all_known = true, all_fit = true;
-    for (const ProgramMemory& program : log.programs) {
-      ProgramVerdict pv;
-      if (verdict.hbm) {
-        pv.headroom_gib = verdict.hbm->gib - static_cast<double>(program.need()) / kGiB;
-        // Compared in bytes, so a program exactly at the budget fits.
-        pv.fits = static_cast<double>(program.need()) <= verdict.hbm->gib * kGiB;
-        all_fit = all_fit && *pv.fits;
-      } else {
-        all_known = false;
-      }
-      verdict.programs.push_back(pv);
-    }
-    if (verdict.oom || !all_fit) {
-      verdict.fits = false;
-    } else if (all_known) {
-      verdict.fits = true;
-    }
-    any_unfit = any_unfit || verdict.fits == false;
-    if (summary.error.empty() && !verdict.oom) {
-      if (!log.problems.empty()) {
-        summary.error = log.problems.front();
-      } else if (log.programs.empty()) {
-        summary.error = fmt::format(
-            "{}: holds no memory analysis (no CompiledMemoryStats, total memory size or XLA::TPU "
-            "program HBM usage line) and reports no out-of-memory error",
-            display_name(log.source));
-      } else if (!verdict.hbm) {
-        summary.error = fmt::format(
-            "{}: cannot tell the HBM per device (the log states no capacity and names no "
-            "compile_topology): give --hbm-gib or --chip",
-            display_name(log.source));
-      }
-    }
-    summary.verdicts.push_back(std::move(verdict));
-  }
-  summary.exit_code = !summary.error.empty() ? 2 : any_unfit ? 1 : 0;
-  return summary;
-}
-
-namespace {
-
-std::string gib_cell(std::optional<long long> bytes) {
-  return bytes ? fmt::format("{:.2f}", static_cast<double>(*bytes) / kGiB) : "-";
-}
-
-std::string delta_gib(std::optional<long long> a, std::optional<long long> b) {
-  if (!a || !b) return "";
-  return fmt::format("{:+.2f}", static_cast<double>(*b - *a) / kGiB);
-}
-
-std::string number_cell(std::optional<double> value) {
-  return value ? fmt::format("{:.4g}", *value) : "-";
-}
-
-std::string delta_number(std::optional<double> a, std::optional<double> b) {
-  if (!a || !b || !std::isfinite(*a) || !std::isfinite(*b)) return "";
-  return fmt::format("{:+.4g}", *b - *a);
-}
-
-std::string oom_summary(const MemLog& log) {
-  if (log.oom_lines == 0) return "-";
-  // The first report that gives numbers, else the first.
-  const OomReport* best = &log.ooms.front();
-  for (const OomReport& oom : log.ooms) {
-    if (oom.required) {
-      best = &oom;
-      break;
-    }
-  }
-  std::string text = fmt::format("line {}: ", best->line);
-  if (best->required && best->available) {
-    text += fmt::format("{} {:.2f} GiB needed, {:.2f} available",
-                        best->memory_space.empty() ? "memory" : best->memory_space,
-                        static_cast<double>(*best->required) / kGiB,
-                        static_cast<double>(*best->available) / kGiB);
-  } else {
-    text += "out of memory";
-    if (!best->memory_space.empty()) text += " (" + best->memory_space + ")";
-  }
-  if (log.oom_lines > 1) text += fmt::format(" [{} lines]", log.oom_lines);
-  return text;
-}
-
-std::string verdict_text(const LogVerdict& verdict, const MemLog& log) {
-  if (verdict.oom) return "DOES NOT FIT (out of memory reported)";
-  if (!verdict.fits) return "unknown";
-  if (*verdict.fits) return "fits";
-  std::string names;
-  for (std::size_t i = 0; i < verdict.programs.size(); ++i) {
-    if (verdict.programs[i].fits == false)
-      names += (names.empty() ? "" : ", ") + log.programs[i].name;
-  }
-  return "DOES NOT FIT (" + names + ")";
-}
-
-struct Row {
-  std::string label;
-  std::vector<std::string> cells;   // one per log
-  std::vector<std::string> deltas;  // one per log after the first
-};
-
-const ProgramMemory* find_program(const MemLog& log, const std::string& name, std::size_t* index) {
-  for (std::size_t i = 0; i < log.programs.size(); ++i) {
-    if (log.programs[i].name == name) {
-      if (index) *index = i;
-      return &log.programs[i];
-    }
-  }
-  return nullptr;
-}
-
-std::vector<std::string> program_names(const Summary& summary) {
-  std::vector<std::string> names;
-  for (const MemLog& log : summary.logs) {
-    for (const ProgramMemory& p : log.programs) {
-      if (std::find(names.begin(), names.end(), p.name) == names.end()) names.push_back(p.name);
-    }
-  }
-  return names;
-}
-
-std::string json_number(std::optional<double> value) {
-  if (!value || !std::isfinite(*value)) return "null";
-  return fmt::format("{}", *value);
-}
-
-std::string json_int(std::optional<long long> value) {
-  return value ? std::to_string(*value) : "null";
-}
-
-std::string json_gib(std::optional<long long> bytes) {
-  if (!bytes) return "null";
-  return fmt::format("{:.4f}", static_cast<double>(*bytes) / kGiB);
-}
-
-std::string json_bool(std::optional<bool> value) {
-  return value ? (*value ? "true" : "false") : "null";
-}
-
-}  // namespace
-
-std::string format_summary_table(const Summary& summary) {
-  const std::size_t n = summary.logs.size();
-  std::vector<Row> rows;
-  auto add = [&](std::string label, auto cell, auto delta) {
-    Row row{std::move(label), {}, {}};
-    for (std::size_t i = 0; i < n; ++i) row.cells.push_back(cell(i));
-    for (std::size_t i = 1; i < n; ++i) row.deltas.push_back(delta(i));
-    rows.push_back(std::move(row));
-  };
-  auto no_delta = [](std::size_t) { return std::string(); };
-  add(
-      "kind", [&](std::size_t i) { return std::string(memlog_kind_name(summary.logs[i].kind)); },
-      no_delta);
-  add(
-      "HBM per device GiB",
-      [&](std::size_t i) {
-        const auto& hbm = summary.verdicts[i].hbm;
-        return hbm ? fmt::format("{:.2f} ({})", hbm->gib, hbm->source) : std::string("-");
-      },
-      no_delta);
-  for (const std::string& name : program_names(summary)) {
-    rows.push_back({name, std::vector<std::string>(n), {}});
-    rows.back().deltas.assign(n > 0 ? n - 1 : 0, "");
-    auto program = [&](std::size_t i) { return find_program(summary.logs[i], name, nullptr); };
-    auto bytes_row = [&](const std::string& label, auto getter, bool skip_if_zero) {
-      bool present = false, nonzero = false;
-      for (std::size_t i = 0; i < n; ++i) {
-        if (const ProgramMemory* p = program(i); p && getter(*p)) {
-          present = true;
-          nonzero = nonzero || *getter(*p) != 0;
-        }
-      }
-      if (!present || (skip_if_zero && !nonzero)) return;
-      auto value = [&](std::size_t i) -> std::optional<long long> {
-        const ProgramMemory* p = program(i);
-        return p ? getter(*p) : std::nullopt;
-      };
-      add(
-          "  " + label, [&](std::size_t i) { return gib_cell(value(i)); },
-          [&](std::size_t i) { return delta_gib(value(0), value(i)); });
-    };
-    using P = ProgramMemory;
-    using Opt = std::optional<long long>;
-    bytes_row(
-        "argument", [](const P& p) -> Opt { return p.argument; }, false);
-    bytes_row(
-        "output", [](const P& p) -> Opt { return p.output; }, false);
-    bytes_row(
-        "alias", [](const P& p) -> Opt { return p.alias; }, false);
-    bytes_row(
-        "temp", [](const P& p) -> Opt { return p.temp; }, false);
-    bytes_row(
-        "generated code", [](const P& p) -> Opt { return p.generated_code; }, false);
-    bytes_row(
-        "host argument", [](const P& p) -> Opt { return p.host_argument; }, true);
-    bytes_row(
-        "host output", [](const P& p) -> Opt { return p.host_output; }, true);
-    bytes_row(
-        "host alias", [](const P& p) -> Opt { return p.host_alias; }, true);
-    bytes_row(
-        "host temp", [](const P& p) -> Opt { return p.host_temp; }, false);
-    bytes_row(
-        "resident", [](const P& p) -> Opt { return p.resident; }, false);
-    bytes_row(
-        "+state", [](const P& p) -> Opt { return p.state; }, false);
-    bool any_state = false;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (const ProgramMemory* p = program(i); p && p->state) any_state = true;
-    }
-    if (any_state)
-      bytes_row(
-          "need", [](const P& p) -> Opt { return p.need(); }, false);
-    auto verdict_of = [&](std::size_t i) -> const ProgramVerdict* {
-      std::size_t index = 0;
-      return find_program(summary.logs[i], name, &index) ? &summary.verdicts[i].programs[index]
-                                                         : nullptr;
-    };
-    add(
-        "  headroom",
-        [&](std::size_t i) {
-          const ProgramVerdict* v = verdict_of(i);
-          return v && v->headroom_gib ? fmt::format("{:.2f}", *v->headroom_gib) : std::string("-");
-        },
-        [&](std::size_t i) {
-          const ProgramVerdict* a = verdict_of(0);
-          const ProgramVerdict* b = verdict_of(i);
-          if (!a || !b || !a->headroom_gib || !b->headroom_gib) return std::string();
-          return fmt::format("{:+.2f}", *b->headroom_gib - *a->headroom_gib);
-        });
-    add(
-        "  fits",
-        [&](std::size_t i) {
-          const ProgramVerdict* v = verdict_of(i);
-          if (!v || !v->fits) return std::string("-");
-          return std::string(*v->fits ? "yes" : "NO");
-        },
-        no_delta);
-    auto cost_row = [&](const std::string& label, std::optional<double> CostAnalysis::*field) {
-      auto value = [&](std::size_t i) -> std::optional<double> {
-        const ProgramMemory* p = program(i);
-        if (!p || !p->cost) return std::nullopt;
-        return (*p->cost).*field;
-      };
-      bool present = false;
-      for (std::size_t i = 0; i < n; ++i) present = present || value(i).has_value();
-      if (!present) return;
-      add(
-          "  " + label, [&](std::size_t i) { return number_cell(value(i)); },
-          [&](std::size_t i) { return delta_number(value(0), value(i)); });
-    };
-    cost_row("flops", &CostAnalysis::flops);
-    cost_row("bytes accessed", &CostAnalysis::bytes_accessed);
-    cost_row("transcendentals", &CostAnalysis::transcendentals);
-    bool any_count = false;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (const ProgramMemory* p = program(i); p && p->source == ProgramSource::kTpuProgramUsage)
-        any_count = true;
-    }
-    if (any_count) {
-      add(
-          "  programs (largest shown)",
-          [&](std::size_t i) {
-            const ProgramMemory* p = program(i);
-            return p ? std::to_string(p->count) : std::string("-");
-          },
-          no_delta);
-    }
-  }
-  bool any_peak = std::any_of(summary.logs.begin(), summary.logs.end(),
-                              [](const MemLog& log) { return log.device_peak.has_value(); });
-  if (any_peak) {
-    add(
-        "MaxText device peak GiB",
-        [&](std::size_t i) { return gib_cell(summary.logs[i].device_peak); },
-        [&](std::size_t i) {
-          return delta_gib(summary.logs[0].device_peak, summary.logs[i].device_peak);
-        });
-  }
-  add(
-      "out of memory", [&](std::size_t i) { return oom_summary(summary.logs[i]); }, no_delta);
-  add(
-      "verdict", [&](std::size_t i) { return verdict_text(summary.verdicts[i], summary.logs[i]); },
-      no_delta);
-
-  // Column widths; the header names each log and each delta.
-  std::vector<std::string> header{"log"};
-  for (const MemLog& log : summary.logs) header.push_back(display_name(log.source));
-  for (std::size_t i = 1; i < n; ++i)
-    header.push_back("delta " + display_name(summary.logs[i].source));
-  std::vector<std::size_t> widths(header.size(), 0);
-  auto widen = [&](std::size_t column, const std::string& text) {
-    widths[column] = std::max(widths[column], text.size());
-  };
-  for (std::size_t c = 0; c < header.size(); ++c) widen(c, header[c]);
-  for (const Row& row : rows) {
-    widen(0, row.label);
-    for (std::size_t i = 0; i < row.cells.size(); ++i) widen(1 + i, row.cells[i]);
-    for (std::size_t i = 0; i < row.deltas.size(); ++i) widen(1 + n + i, row.deltas[i]);
-  }
-  auto line = [&](const std::vector<std::string>& cells) {
-    std::string out;
-    for (std::size_t c = 0; c < cells.size(); ++c) {
-      if (c > 0) out += "  ";
-      out += cells[c];
-      if (c + 1 < cells.size()) out += std::string(widths[c] - cells[c].size(), ' ');
-    }
-    while (!out.empty() && out.back() == ' ') out.pop_back();
-    return out + "\n";
-  };
-  std::string out = line(header);
-  for (const Row& row : rows) {
-    std::vector<std::string> cells{row.label};
-    cells.insert(cells.end(), row.cells.begin(), row.cells.end());
-    cells.insert(cells.end(), row.deltas.begin(), row.deltas.end());
-    cells.resize(header.size());
-    out += line(cells);
-  }
-  for (const MemLog& log : summary.logs) {
-    for (const std::string& note : log.notes)
-      out += fmt::format("{}: {}\n", display_name(log.source), note);
-  }
-  return out;
-}
-
-std::string format_summary_json(const Summary& summary) {
-  std::string out = "{\n  \"schema\": \"rtb.aot-summarize/1\",\n";
-  out += fmt::format("  \"exit_code\": {},\n", summary.exit_code);
-  out += fmt::format("  \"error\": {},\n",
-                     summary.error.empty() ? "null" : json::quote(summary.error));
-  bool all_fit = summary.exit_code == 0;
-  out += fmt::format("  \"fits\": {},\n",
-                     summary.exit_code == 2 ? "null" : (all_fit ? "true" : "false"));
-  out += "  \"logs\": [";
-  for (std::size_t i = 0; i < summary.logs.size(); ++i) {
-    const MemLog& log = summary.logs[i];
-    const LogVerdict& verdict = summary.verdicts[i];
-    out += i == 0 ? "\n" : ",\n";
-    out += "    {\n";
-    out += fmt::format("      \"path\": {},\n", json::quote(display_name(log.source)));
-    out += fmt::format("      \"kind\": {},\n", json::quote(memlog_kind_id(log.kind)));
-    out += fmt::format("      \"hbm_gib_per_device\": {},\n",
-                       verdict.hbm ? json_number(verdict.hbm->gib) : "null");
-    out += fmt::format("      \"hbm_source\": {},\n",
-                       verdict.hbm ? json::quote(verdict.hbm->source) : "null");
-    out += fmt::format("      \"compile_topology\": {},\n",
-                       log.compile_topology ? json::quote(*log.compile_topology) : "null");
-    out += fmt::format("      \"fits\": {},\n", json_bool(verdict.fits));
-    out += fmt::format("      \"device_peak_gib\": {},\n", json_gib(log.device_peak));
-    out += "      \"programs\": [";
-    for (std::size_t j = 0; j < log.programs.size(); ++j) {
-      const ProgramMemory& p = log.programs[j];
-      const ProgramVerdict& pv = verdict.programs[j];
-      out += j == 0 ? "\n" : ",\n";
-      out += fmt::format("        {{\"name\": {}, \"line\": {}, \"source\": {},\n",
-                         json::quote(p.name), p.line, json::quote(program_source_id(p.source)));
-      out += fmt::format(
-          "         \"bytes\": {{\"argument\": {}, \"output\": {}, \"alias\": {}, \"temp\": {}, "
-          "\"generated_code\": {}, \"host_argument\": {}, \"host_output\": {}, \"host_alias\": {}, "
-          "\"host_temp\": {}, \"host_generated_code\": {}, \"resident\": {}, \"state\": {}, "
-          "\"host_state\": {}, \"need\": {}}},\n",
-          json_int(p.argument), json_int(p.output), json_int(p.alias), json_int(p.temp),
-          json_int(p.generated_code), json_int(p.host_argument), json_int(p.host_output),
-          json_int(p.host_alias), json_int(p.host_temp), json_int(p.host_generated_code),
-          p.resident, json_int(p.state), json_int(p.host_state), p.need());
-      out += fmt::format(
-          "         \"resident_gib\": {}, \"need_gib\": {}, \"headroom_gib\": {}, \"fits\": {},\n",
-          json_gib(p.resident), json_gib(p.need()),
-          pv.headroom_gib ? fmt::format("{:.4f}", *pv.headroom_gib) : "null", json_bool(pv.fits));
-      if (p.cost) {
-        out += fmt::format(
-            "         \"cost\": {{\"flops\": {}, \"bytes_accessed\": {}, \"transcendentals\": {}, "
-            "\"optimal_seconds\": {}}}",
-            json_number(p.cost->flops), json_number(p.cost->bytes_accessed),
-            json_number(p.cost->transcendentals), json_number(p.cost->optimal_seconds));
-      } else {
-        out += "         \"cost\": null";
-      }
-      if (p.source == ProgramSource::kTpuProgramUsage) {
-        out += fmt::format(",\n         \"count\": {}, \"capacity_bytes\": {}", p.count,
-                           json_int(p.capacity));
-      }
-      out += "}";
-    }
-    out += log.programs.empty() ? "],\n" : "\n      ],\n";
-    out += "      \"oom\": [";
-    for (std::size_t j = 0; j < log.ooms.size(); ++j) {
-      const OomReport& oom = log.ooms[j];
-      out += j == 0 ? "\n" : ",\n";
-      out += fmt::format(
-          "        {{\"line\": {}, \"program\": {}, \"memory_space\": {}, \"required_bytes\": {}, "
-          "\"available_bytes\": {}, \"text\": {}}}",
-          oom.line, oom.program.empty() ? "null" : json::quote(oom.program),
-          oom.memory_space.empty() ? "null" : json::quote(oom.memory_space), json_int(oom.required),
-          json_int(oom.available), json::quote(oom.text));
-    }
-    out += log.ooms.empty() ? "],\n" : "\n      ],\n";
-    out += fmt::format("      \"oom_lines\": {},\n", log.oom_lines);
-    auto string_list = [&](const std::vector<std::string>& items) {
-      std::string list = "[";
-      for (std::size_t k = 0; k < items.size(); ++k)
-        list += (k ? ", " : "") + json::quote(items[k]);
-      return list + "]";
-    };
-    out += fmt::format("      \"notes\": {},\n", string_list(log.notes));
-    out += fmt::format("      \"problems\": {}\n", string_list(log.problems));
-    out += "    }";
-  }
-  out += summary.logs.empty() ? "],\n" : "\n  ],\n";
-  // Deltas of each further log against the first, per program both have.
-  out += "  \"deltas\": [";
-  for (std::size_t i = 1; i < summary.logs.size(); ++i) {
-    out += i == 1 ? "\n" : ",\n";
-    out += fmt::format("    {{\"log\": {}, \"against\": {}, \"programs\": [",
-                       json::quote(display_name(summary.logs[i].source)),
-                       json::quote(display_name(summary.logs[0].source)));
-    bool first = true;
-    for (const ProgramMemory& b : summary.logs[i].programs) {
-      std::size_t ia = 0, ib = 0;
-      const ProgramMemory* a = find_program(summary.logs[0], b.name, &ia);
-      find_program(summary.logs[i], b.name, &ib);
-      if (!a) continue;
-      auto diff = [](std::optional<long long> x, std::optional<long long> y) -> std::string {
-        return x && y ? std::to_string(*y - *x) : "null";
-      };
-      auto cost_diff = [&](std::optional<double> CostAnalysis::*field) -> std::string {
-        if (!a->cost || !b.cost) return "null";
-        auto x = (*a->cost).*field;
-        auto y = b.cost.value().*field;
-        if (!x || !y) return "null";
-        return json_number(*y - *x);
-      };
-      const auto& ha = summary.verdicts[0].programs[ia].headroom_gib;
-      const auto& hb = summary.verdicts[i].programs[ib].headroom_gib;
-      out += first ? "\n" : ",\n";
-      first = false;
-      out += fmt::format(
-          "      {{\"name\": {}, \"bytes\": {{\"argument\": {}, \"output\": {}, \"alias\": {}, "
-          "\"temp\": {}, \"resident\": {}, \"need\": {}}}, \"headroom_gib\": {}, \"flops\": {}, "
-          "\"bytes_accessed\": {}, \"transcendentals\": {}}}",
-          json::quote(b.name), diff(a->argument, b.argument), diff(a->output, b.output),
-          diff(a->alias, b.alias), diff(a->temp, b.temp), b.resident - a->resident,
-          b.need() - a->need(), ha && hb ? fmt::format("{:.4f}", *hb - *ha) : "null",
-          cost_diff(&CostAnalysis::flops), cost_diff(&CostAnalysis::bytes_accessed),
-          cost_diff(&CostAnalysis::transcendentals));
-    }
-    out += first ? "]}" : "\n    ]}";
-  }
-  out += summary.logs.size() > 1 ? "\n  ]\n}\n" : "]\n}\n";
-  return out;
 }
 
 }  // namespace rtb::logs

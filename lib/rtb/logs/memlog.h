@@ -92,6 +92,8 @@ struct MemLog {
   bool has_analysis() const { return !programs.empty(); }
 };
 
+inline constexpr double kBytesPerGiB =
+    1024.0 * 1024.0 * 1024.0;  // the log's G and GB are 2^30 bytes
 inline constexpr std::size_t kMaxOomReports = 20;
 inline constexpr std::size_t kMaxPrograms = 10000;
 // Lines longer than this are cut; a cut line that holds an analysis is a problem.
@@ -121,51 +123,5 @@ MemLog read_memlog(const std::string& path);
 
 // "21.95G", "530.00M", "1.7K", "0B", "64.00GiB": XLA's human-readable sizes (powers of 1024).
 std::optional<long long> parse_byte_size(std::string_view text);
-
-// ---- the summary of one or more logs (aot-summarize) ----
-
-struct HbmOptions {
-  std::optional<double> hbm_gib;    // --hbm-gib
-  std::optional<std::string> chip;  // --chip: the chip table's HBM per device
-};
-
-struct HbmBudget {
-  double gib = 0;
-  std::string source;  // "--hbm-gib", "chip tpu7x", "log", "compile_topology tpu7x-256"
-};
-
-// A log's HBM per device: --hbm-gib, else --chip, else the capacity the log states, else the chip
-// of its compile_topology; nullopt when none of them is known. Throws rtb::Error for an unknown
-// --chip.
-std::optional<HbmBudget> hbm_budget(const MemLog& log, const HbmOptions& options);
-
-struct ProgramVerdict {
-  std::optional<double> headroom_gib;  // HBM - need
-  std::optional<bool> fits;
-};
-
-struct LogVerdict {
-  std::optional<HbmBudget> hbm;
-  std::vector<ProgramVerdict> programs;  // parallel to MemLog::programs
-  bool oom = false;
-  std::optional<bool> fits;  // false: an OOM or a program that does not fit; nullopt: unknown
-};
-
-struct Summary {
-  std::vector<MemLog> logs;
-  std::vector<LogVerdict> verdicts;
-  int exit_code = 0;  // 0 everything fits, 1 something does not (or OOM), 2 error
-  std::string error;  // for exit code 2: one line, "file:line: what is wrong"
-};
-
-// Judges every log: an error (exit 2) for a log with problems or without any analysis, unless
-// it reports an out-of-memory error; 1 when a log reports OOM or a program needs more than the
-// HBM; 0 when every program fits.
-Summary summarize(std::vector<MemLog> logs, const HbmOptions& options);
-
-// A table: one column per log, then one delta column per further log against the first.
-std::string format_summary_table(const Summary& summary);
-// The --json document, schema "rtb.aot-summarize/1" (README).
-std::string format_summary_json(const Summary& summary);
 
 }  // namespace rtb::logs

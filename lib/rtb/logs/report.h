@@ -35,6 +35,8 @@ enum class MicrobatchTiming {
   kUnlabelled,  // the log does not say (a driver older than the "microbatch_timing" field)
 };
 const char* microbatch_timing_name(MicrobatchTiming timing);  // "device", "unlabelled", ...
+// What a mode means: "the log does not say (older driver)", ...
+const char* microbatch_timing_meaning(MicrobatchTiming timing);
 
 // Tokens per second per chip as the seed defines it, padding included:
 // rows x tokens_per_row x micro_steps / mean seconds per step / chips.
@@ -157,14 +159,5 @@ struct Inputs {
 };
 
 Report build_report(const Inputs& inputs, const Options& options);
-
-std::string format_text(const Report& report);
-// The --json document, schema "rtb.bench-report/1" (see the README section of bench-report).
-std::string format_json(const Report& report);
-// One step's micro-batch timeline per run (runs[i] drawn from logs[i]): dispatch, device time,
-// idle, update and weight-sync wait. `step`: that step in every run; nullopt: each run's last
-// selected step that has a TRAINER_STEP_TIMING record.
-std::string timeline_svg(const std::vector<steplog::RunLog>& logs, const Report& report,
-                         std::optional<std::int64_t> step);
 
 }  // namespace rtb::logs::report

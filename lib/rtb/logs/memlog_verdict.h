@@ -1,0 +1,52 @@
+// The verdict on one or more memory logs (aot-summarize, aot-check --run): the HBM per device each
+// is judged against, each program's headroom, and whether everything fits.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rtb/logs/memlog.h"
+
+namespace rtb::logs {
+
+struct HbmOptions {
+  std::optional<double> hbm_gib;    // --hbm-gib
+  std::optional<std::string> chip;  // --chip: the chip table's HBM per device
+};
+
+struct HbmBudget {
+  double gib = 0;
+  std::string source;  // "--hbm-gib", "chip tpu7x", "log", "compile_topology tpu7x-256"
+};
+
+// A log's HBM per device: --hbm-gib, else --chip, else the capacity the log states, else the chip
+// of its compile_topology; nullopt when none of them is known. Throws rtb::Error for an unknown
+// --chip.
+std::optional<HbmBudget> hbm_budget(const MemLog& log, const HbmOptions& options);
+
+struct ProgramVerdict {
+  std::optional<double> headroom_gib;  // HBM - need
+  std::optional<bool> fits;
+};
+
+struct LogVerdict {
+  std::optional<HbmBudget> hbm;
+  std::vector<ProgramVerdict> programs;  // parallel to MemLog::programs
+  bool oom = false;
+  std::optional<bool> fits;  // false: an OOM or a program that does not fit; nullopt: unknown
+};
+
+struct Summary {
+  std::vector<MemLog> logs;
+  std::vector<LogVerdict> verdicts;
+  int exit_code = 0;  // 0 everything fits, 1 something does not (or OOM), 2 error
+  std::string error;  // for exit code 2: one line, "file:line: what is wrong"
+};
+
+// Judges every log: an error (exit 2) for a log with problems or without any analysis, unless
+// it reports an out-of-memory error; 1 when a log reports OOM or a program needs more than the
+// HBM; 0 when every program fits.
+Summary summarize(std::vector<MemLog> logs, const HbmOptions& options);
+
+}  // namespace rtb::logs

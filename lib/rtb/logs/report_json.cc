@@ -1,0 +1,244 @@
+#include "rtb/logs/report_json.h"
+
+#include "rtb/base/json.h"
+#include "rtb/base/stats.h"
+
+namespace rtb::logs::report {
+using Json = json::Writer;
+
+// ---- JSON --------------------------------------------------------------------------------------
+
+namespace {
+
+void interval_fields(Json& j, const std::optional<Interval>& ci) {
+  j.field("ci_low", ci ? std::optional<double>(ci->low) : std::nullopt);
+  j.field("ci_high", ci ? std::optional<double>(ci->high) : std::nullopt);
+}
+
+void comparison_fields(Json& j, const std::optional<MetricComparison>& metric) {
+  if (!metric) {
+    j.key("control").null().key("value").null().key("ratio").null();
+    j.key("ci_low").null().key("ci_high").null();
+    j.key("diff_s").null().key("diff_ci_low").null().key("diff_ci_high").null();
+    j.field("verdict", verdict_name(Verdict::kInsufficient));
+    j.key("noise_floor").null();
+    return;
+  }
+  const Comparison& s = metric->stats;
+  j.field("control", s.control).field("value", s.variant).field("ratio", s.ratio);
+  j.field("ci_low", s.ratio_ci.low).field("ci_high", s.ratio_ci.high);
+  j.field("diff_s", s.diff).field("diff_ci_low", s.diff_ci.low);
+  j.field("diff_ci_high", s.diff_ci.high);
+  j.field("verdict", verdict_name(metric->verdict));
+  j.field("noise_floor", metric->noise_floor);
+}
+
+void summary_stat(Json& j, std::string_view name, const std::vector<double>& values,
+                  std::size_t unknown, bool median) {
+  j.key(name).begin_object();
+  if (values.empty()) {
+    j.key(median ? "median" : "mean").null();
+  } else {
+    j.field(median ? "median" : "mean", median ? stats::median(values) : stats::mean(values));
+  }
+  j.field("n", values.size()).field("unknown", unknown);
+  j.end_object();
+}
+
+}  // namespace
+
+std::string format_json(const Report& report) {
+  const Options& options = report.options;
+  Json j;
+  j.begin_object();
+  j.field("schema", "rtb.bench-report/1");
+  j.key("options").begin_object();
+  if (options.steps) {
+    j.field("steps", options.steps->str());
+  } else {
+    j.field("steps", "all-but-first");
+  }
+  j.field("microbatches", options.microbatches.str());
+  j.field("resamples", options.bootstrap.resamples);
+  j.field("confidence", options.bootstrap.confidence);
+  j.field("seed", static_cast<std::int64_t>(options.bootstrap.seed));
+  j.field("fail_if_slower_pct", options.fail_if_slower_pct);
+  j.field("include_profiled", options.include_profiled);
+  j.end_object();
+
+  j.key("runs").begin_array();
+  for (const RunAnalysis& run : report.runs) {
+    j.begin_object();
+    j.field("name", run.name).field("source", run.source);
+    j.field("format", steplog::log_kind_name(run.kind));
+    j.field("partial", run.partial);
+    j.key("partial_reason");
+    run.partial ? j.value(run.partial_reason) : j.null();
+    j.list("steps_logged", run.steps_logged);
+    j.list("steps_used", run.steps_used);
+    j.key("step_s").begin_object();
+    j.field("mean", run.step_mean)
+        .field("sd", run.step_mean ? std::optional<double>(run.step_sd) : std::nullopt);
+    j.field("n", run.step_s.size());
+    interval_fields(j, run.step_ci);
+    j.list("values", run.step_s);
+    j.end_object();
+    j.key("microbatch_s").begin_object();
+    j.field("median", run.microbatch_median).field("n", run.microbatch_s.size());
+    interval_fields(j, run.microbatch_ci);
+    j.key("source");
+    run.microbatch_source.empty() ? j.null() : j.value(run.microbatch_source);
+    j.end_object();
+    j.key("microbatch_timing");
+    run.microbatch_timing ? j.value(microbatch_timing_name(*run.microbatch_timing)) : j.null();
+    j.list("profiled_steps_left_out", run.profiled_left_out);
+    j.key("first_step");
+    if (run.first_step) {
+      j.begin_object();
+      j.field("step", run.first_step->step).field("seconds", run.first_step->seconds);
+      j.end_object();
+    } else {
+      j.null();
+    }
+    j.field("tokens_per_s_per_chip", run.tokens_per_s_per_chip);
+    j.field("real_tokens_per_s_per_chip", run.real_tokens_per_s_per_chip);
+    j.key("tokens_per_s_per_chip_unknown");
+    run.tokens_per_s_per_chip_unknown.empty() ? j.null()
+                                              : j.value(run.tokens_per_s_per_chip_unknown);
+    const TimelineSummary& t = run.timeline;
+    j.key("timeline").begin_object();
+    j.field("steps", t.steps).field("microbatches", t.microbatches);
+    j.field("ready_known", t.ready_known);
+    summary_stat(j, "device_s", t.device_s, t.device_unknown, true);
+    summary_stat(j, "idle_s_per_step", t.idle_s, t.idle_unknown, false);
+    summary_stat(j, "update_s", t.update_s, t.update_unknown, false);
+    j.key("sync_wait_s").begin_object();
+    if (t.sync_wait_s.empty()) {
+      j.key("mean").null();
+    } else {
+      j.field("mean", stats::mean(t.sync_wait_s));
+    }
+    j.field("n", t.sync_wait_s.size()).field("unknown", t.sync_unknown);
+    j.field("not_applicable", t.sync_not_applicable);
+    j.end_object();
+    j.end_object();
+    j.key("summary");
+    if (run.summary) {
+      j.begin_object();
+      j.field("mean_step_s", run.summary->mean_step_s);
+      j.field("median_microbatch_s", run.summary->median_microbatch_s);
+      j.field("tokens_per_s_per_chip", run.summary->tokens_per_s_per_chip);
+      j.field("real_tokens_per_s_per_chip", run.summary->real_tokens_per_s_per_chip);
+      j.field("chips", run.summary->chips);
+      j.field("rows", run.summary->rows);
+      j.field("tokens_per_row", run.summary->tokens_per_row);
+      j.field("micro_steps", run.summary->micro_steps);
+      j.field("first_step_s", run.summary->first_step_s);
+      j.key("microbatch_timing");
+      run.summary->microbatch_timing.empty() ? j.null() : j.value(run.summary->microbatch_timing);
+      j.key("stage_boundary");
+      if (const auto& stage = run.summary->stage_boundary) {
+        auto text = [&](std::string_view key, const std::optional<std::string>& value) {
+          j.key(key);
+          value ? j.value(*value) : j.null();
+        };
+        j.begin_object();
+        text("requested", stage->requested);
+        text("resolved", stage->resolved);
+        j.key("engaged");
+        stage->engaged ? j.value(*stage->engaged) : j.null();
+        j.list("staged_steps", stage->staged_steps);
+        text("latched_off", stage->latched_off);
+        j.end_object();
+      } else {
+        j.null();
+      }
+      j.end_object();
+    } else {
+      j.null();
+    }
+    j.list("warnings", run.warnings);
+    j.end_object();
+  }
+  j.end_array();
+
+  j.key("comparisons").begin_array();
+  for (const RunComparison& c : report.comparisons) {
+    j.begin_object();
+    j.field("run", c.run).field("against", c.control);
+    j.field("metric", "step_s");
+    comparison_fields(j, c.step);
+    j.key("microbatch");
+    if (c.microbatch_not_compared.empty()) {
+      j.begin_object();
+      comparison_fields(j, c.microbatch);
+      j.end_object();
+      j.key("microbatch_not_compared").null();
+    } else {
+      j.null();
+      j.field("microbatch_not_compared", c.microbatch_not_compared);
+    }
+    j.end_object();
+  }
+  j.end_array();
+
+  j.key("noise_floor");
+  if (report.noise_floor) {
+    j.begin_object();
+    j.field("control_a", report.noise_floor->control_a);
+    j.field("control_b", report.noise_floor->control_b);
+    j.field("step_rel", report.noise_floor->step_rel);
+    j.field("microbatch_rel", report.noise_floor->microbatch_rel);
+    j.end_object();
+  } else {
+    j.null();
+  }
+
+  j.key("numerics");
+  if (report.numerics) {
+    const NumericsReport& n = *report.numerics;
+    j.begin_object();
+    j.field("reference_a", n.reference_a).field("reference_b", n.reference_b);
+    j.field("variant", n.variant);
+    j.list("steps", n.result.steps);
+    j.key("gates").begin_array();
+    for (const GateResult& gate : n.result.gates) {
+      j.begin_object();
+      j.field("name", gate.name);
+      j.key("metric");
+      gate.metric.empty() ? j.null() : j.value(gate.metric);
+      j.field("kind", gate_kind_name(gate.kind));
+      j.field("limit", gate.limit);
+      j.field("value", gate.deviation);
+      j.field("references", gate.reference_noise);
+      j.field("worst_step", gate.worst_step);
+      j.field("steps", gate.steps);
+      j.field("status", gate_status_name(gate.status));
+      j.key("detail");
+      gate.detail.empty() ? j.null() : j.value(gate.detail);
+      j.end_object();
+    }
+    j.end_array();
+    j.field("pass", n.result.pass);
+    j.end_object();
+  } else {
+    j.null();
+  }
+
+  j.key("fail_if_slower");
+  if (options.fail_if_slower_pct) {
+    j.begin_object();
+    j.field("pct", *options.fail_if_slower_pct);
+    j.field("tripped", !report.slower_than_allowed.empty());
+    j.list("messages", report.slower_than_allowed);
+    j.end_object();
+  } else {
+    j.null();
+  }
+  j.list("warnings", report.warnings);
+  j.field("exit_code", report.exit_code());
+  j.end_object();
+  return j.str();
+}
+
+}  // namespace rtb::logs::report

@@ -1,0 +1,287 @@
+#include "rtb/logs/report_text.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "rtb/base/error.h"
+#include "rtb/base/stats.h"
+#include "rtb/logs/report_format.h"
+#include "rtb/logs/text_table.h"
+
+namespace rtb::logs::report {
+namespace {
+double mean_of(const std::vector<double>& values) { return stats::mean(values); }
+
+std::string run_label(const RunAnalysis& run) {
+  return run.partial ? run.name + " (partial)" : run.name;
+}
+}  // namespace
+
+// ---- Text --------------------------------------------------------------------------------------
+
+namespace {
+
+const RunAnalysis& find_run(const Report& report, const std::string& name) {
+  for (const RunAnalysis& run : report.runs) {
+    if (run.name == name) return run;
+  }
+  fail("no run named {}", name);
+}
+
+std::string steps_phrase(const Options& options) {
+  return options.steps ? "steps " + options.steps->str()
+                       : "every step but the first (which compiles)";
+}
+
+std::string ci_title(const Options& options) {
+  return fmt::format("{:g}% CI", options.bootstrap.confidence * 100);
+}
+
+std::string ci_text(const std::optional<Interval>& ci) {
+  if (!ci) return "";
+  return fmt::format("[{}, {}]", seconds(ci->low), seconds(ci->high));
+}
+
+std::string ratio_ci_text(const Interval& ci) {
+  return fmt::format("[{:.4f}, {:.4f}]", ci.low, ci.high);
+}
+
+std::string timeline_cell(const std::vector<double>& values, std::size_t unknown, bool median) {
+  if (values.empty()) return unknown > 0 ? "unknown" : "-";
+  std::string text = seconds(median ? stats::median(values) : mean_of(values));
+  if (unknown > 0) text += fmt::format(" ({} unknown)", unknown);
+  return text;
+}
+
+void format_numerics(const NumericsReport& numerics, std::string& out) {
+  const NumericsResult& result = numerics.result;
+  out +=
+      fmt::format("\nnumerics: {} against the references {} and {} (steps {})\n", numerics.variant,
+                  numerics.reference_a, numerics.reference_b, compress(result.steps));
+  TextTable table(
+      {"gate", "metric", "kind", "variant", "references' own", "limit", "worst step", "result"},
+      {true, true, true, false, false, false, false, true});
+  std::size_t failed = 0, enabled = 0;
+  for (const GateResult& gate : result.gates) {
+    bool finite = gate.kind == GateKind::kFinite;
+    auto value = [&](const std::optional<double>& v) -> std::string {
+      if (!v) return "-";
+      if (finite) return fmt::format("{:.0f} steps", *v);
+      return scientific(*v);
+    };
+    std::string limit = finite ? fmt::format("{:.0f} steps", gate.limit) : scientific(gate.limit);
+    std::string metric = gate.metric.empty() ? "-" : gate.metric;
+    if (finite && !gate.metric.empty()) {
+      metric =
+          fmt::format("{} metrics", std::count(gate.metric.begin(), gate.metric.end(), ',') + 1);
+    }
+    if (gate.status != GateResult::Status::kOff) ++enabled;
+    if (gate.status == GateResult::Status::kFail || gate.status == GateResult::Status::kMissing) {
+      ++failed;
+    }
+    std::string status = gate_status_name(gate.status);
+    table.add({gate.name, metric, gate_kind_name(gate.kind), value(gate.deviation),
+               finite ? "-" : value(gate.reference_noise), limit,
+               gate.worst_step ? std::to_string(*gate.worst_step) : "-", status});
+  }
+  out += table.str();
+  for (const GateResult& gate : result.gates) {
+    if (!gate.detail.empty()) out += fmt::format("  {}: {}\n", gate.name, gate.detail);
+  }
+  if (failed == 0) {
+    out += fmt::format("all {} gates pass\n", enabled);
+  } else {
+    std::string names;
+    for (const GateResult& gate : result.gates) {
+      if (gate.status == GateResult::Status::kFail || gate.status == GateResult::Status::kMissing) {
+        names += (names.empty() ? "" : ", ") + gate.name;
+      }
+    }
+    out += fmt::format("{} of {} gates fail: {}\n", failed, enabled, names);
+  }
+}
+
+}  // namespace
+
+std::string format_text(const Report& report) {
+  std::string out;
+  const Options& options = report.options;
+  if (!report.runs.empty()) {
+    out += fmt::format(
+        "s/step: mean over {}; micro-batch: median of micro-batches {} of those steps; "
+        "{:g}% bootstrap CIs ({} resamples, seed {})\n\n",
+        steps_phrase(options), options.microbatches.str(), options.bootstrap.confidence * 100,
+        options.bootstrap.resamples, options.bootstrap.seed);
+    out +=
+        "tok/s/chip: rows x tokens_per_row x micro-batches (padding included, the seed's figure) "
+        "/ s/step / chips; real: the steps' real tokens / s/step / chips\n\n";
+    TextTable runs(
+        {"run", "log", "steps", "s/step", ci_title(options), "micro-batch s", ci_title(options),
+         "n", "mb timing", "tok/s/chip", "real tok/s/chip", "first step s"},
+        {true, true, true, false, false, false, false, false, true});
+    auto throughput = [](const std::optional<double>& value) {
+      return value ? grouped(*value) : std::string("-");
+    };
+    for (std::size_t i = 0; i < report.runs.size(); ++i) {
+      const RunAnalysis& run = report.runs[i];
+      std::string label = run_label(run) + (i == 0 && report.runs.size() > 1 ? " (control)" : "");
+      std::string step = run.step_mean ? fmt::format("{} ± {}", seconds(*run.step_mean),
+                                                     spread(run.step_sd, *run.step_mean))
+                                       : "unknown";
+      std::string mb = run.microbatch_median ? seconds(*run.microbatch_median) : "unknown";
+      std::string first = "-";
+      if (run.first_step) {
+        first = seconds(run.first_step->seconds);
+        if (run.first_step->step) first += fmt::format(" (step {})", *run.first_step->step);
+      }
+      runs.add({label, steplog::log_kind_name(run.kind), compress(run.steps_used), step,
+                ci_text(run.step_ci), mb, ci_text(run.microbatch_ci),
+                run.microbatch_s.empty() ? "0" : std::to_string(run.microbatch_s.size()),
+                run.microbatch_timing ? microbatch_timing_name(*run.microbatch_timing) : "-",
+                throughput(run.tokens_per_s_per_chip), throughput(run.real_tokens_per_s_per_chip),
+                first});
+    }
+    out += runs.str();
+
+    // Notes, one line each: the timing modes present, profiled steps, unknown throughput.
+    std::set<MicrobatchTiming> modes;
+    for (const RunAnalysis& run : report.runs) {
+      if (run.microbatch_timing) modes.insert(*run.microbatch_timing);
+    }
+    std::vector<std::string> legend;
+    for (MicrobatchTiming mode : modes) {
+      legend.push_back(
+          fmt::format("{} = {}", microbatch_timing_name(mode), microbatch_timing_meaning(mode)));
+    }
+    out +=
+        "first step s: the first logged step, which includes the compile (not in the default "
+        "means)\n";
+    if (!legend.empty()) out += "mb timing: " + fmt::format("{}", fmt::join(legend, "; ")) + "\n";
+    for (const RunAnalysis& run : report.runs) {
+      if (run.profiled_left_out.empty()) continue;
+      out += fmt::format(
+          "{}: profiled step{} {} left out of the figures (--include-profiled "
+          "keeps them)\n",
+          run.name, run.profiled_left_out.size() == 1 ? "" : "s", compress(run.profiled_left_out));
+    }
+    std::map<std::string, std::vector<std::string>> unknown_throughput;  // reason -> runs
+    for (const RunAnalysis& run : report.runs) {
+      if (!run.tokens_per_s_per_chip_unknown.empty()) {
+        unknown_throughput[run.tokens_per_s_per_chip_unknown].push_back(run.name);
+      }
+    }
+    for (const auto& [reason, names] : unknown_throughput) {
+      out += fmt::format("tok/s/chip unknown for {}: {}\n", fmt::join(names, ", "), reason);
+    }
+  }
+
+  if (!report.comparisons.empty()) {
+    out += fmt::format("\nagainst the control {}:\n", report.runs.front().name);
+    TextTable table({"run", "s/step", "ratio", ci_title(options), "verdict", "micro-batch s",
+                     "ratio", ci_title(options), "verdict"},
+                    {true, false, false, false, true, false, false, false, true});
+    for (const RunComparison& c : report.comparisons) {
+      std::vector<std::string> row = {c.run};
+      for (const auto* metric : {&c.step, &c.microbatch}) {
+        if (*metric) {
+          const Comparison& s = (*metric)->stats;
+          row.push_back(fmt::format("{} -> {} ({})", seconds(s.control), seconds(s.variant),
+                                    percent(s.ratio)));
+          row.push_back(fmt::format("{:.4f}", s.ratio));
+          row.push_back(ratio_ci_text(s.ratio_ci));
+          row.push_back(verdict_label((*metric)->verdict));
+        } else if (metric == &c.microbatch && !c.microbatch_not_compared.empty()) {
+          row.insert(row.end(), {"not compared (timing modes differ)", "-", "-", "-"});
+        } else {
+          row.insert(row.end(), {"unknown", "-", "-", "-"});
+        }
+      }
+      table.add(std::move(row));
+    }
+    out += table.str();
+    out += "\n";
+    for (const RunComparison& c : report.comparisons) {
+      std::vector<std::string> parts;
+      if (c.step) {
+        std::string control_steps = compress(report.runs.front().steps_used);
+        std::string run_steps = compress(find_run(report, c.run).steps_used);
+        parts.push_back(fmt::format(
+            "{} -> {} s per optimizer step, mean of steps {} ({}, {})",
+            seconds(c.step->stats.control), seconds(c.step->stats.variant),
+            control_steps == run_steps ? control_steps : control_steps + " / " + run_steps,
+            percent(c.step->stats.ratio), verdict_label(c.step->verdict)));
+      }
+      if (c.microbatch) {
+        parts.push_back(
+            fmt::format("{} -> {} s per regular micro-batch ({}, {})",
+                        seconds(c.microbatch->stats.control), seconds(c.microbatch->stats.variant),
+                        percent(c.microbatch->stats.ratio), verdict_label(c.microbatch->verdict)));
+      } else if (!c.microbatch_not_compared.empty()) {
+        parts.push_back("micro-batch times " + c.microbatch_not_compared);
+      }
+      if (parts.empty()) {
+        out += fmt::format("{} against {}: nothing to compare\n", c.run, c.control);
+      } else {
+        out += fmt::format("{} against {}: {}\n", c.run, c.control,
+                           parts.size() == 1 ? parts[0] : parts[0] + ", and " + parts[1]);
+      }
+    }
+  }
+
+  if (report.noise_floor) {
+    const NoiseFloor& floor = report.noise_floor.value();
+    out += fmt::format(
+        "A/A noise floor ({} vs {}): {} per step, {} per micro-batch; smaller significant "
+        "differences are reported as noise\n",
+        floor.control_a, floor.control_b,
+        floor.step_rel ? fmt::format("{:.3f}%", *floor.step_rel * 100) : "unknown",
+        floor.microbatch_rel ? fmt::format("{:.3f}%", *floor.microbatch_rel * 100) : "unknown");
+  }
+
+  bool any_timeline = false;
+  for (const RunAnalysis& run : report.runs) any_timeline |= run.timeline.steps > 0;
+  if (any_timeline) {
+    out += fmt::format("\ntrainer timeline (TRAINER_STEP_TIMING over the same steps):\n");
+    TextTable table(
+        {"run", "device s/micro-batch", "idle s/step", "update s", "sync wait s", "ready times"});
+    for (const RunAnalysis& run : report.runs) {
+      const TimelineSummary& t = run.timeline;
+      if (t.steps == 0) {
+        table.add({run.name, "no TRAINER_STEP_TIMING", "", "", "", ""});
+        continue;
+      }
+      std::string sync = t.sync_wait_s.empty() && t.sync_unknown == 0
+                             ? "n/a (no sync)"
+                             : timeline_cell(t.sync_wait_s, t.sync_unknown, false);
+      std::string ready = fmt::format("{}/{}", t.ready_known, t.microbatches);
+      if (t.ready_known == 0 && t.microbatches > 0) ready += " (not published)";
+      table.add({run.name, timeline_cell(t.device_s, t.device_unknown, true),
+                 timeline_cell(t.idle_s, t.idle_unknown, false),
+                 timeline_cell(t.update_s, t.update_unknown, false), sync, ready});
+    }
+    out += table.str();
+  }
+
+  bool any_partial = false;
+  for (const RunAnalysis& run : report.runs) {
+    if (!run.partial) continue;
+    if (!any_partial) out += "\n";
+    any_partial = true;
+    out += fmt::format("{} is partial: {}; its figures use the {} step{} it logged\n", run.name,
+                       run.partial_reason, run.steps_logged.size(),
+                       run.steps_logged.size() == 1 ? "" : "s");
+  }
+
+  if (report.numerics) format_numerics(*report.numerics, out);
+
+  if (!report.slower_than_allowed.empty()) {
+    out += "\n";
+    for (const std::string& line : report.slower_than_allowed) out += "FAIL: " + line + "\n";
+  }
+  return out;
+}
+
+}  // namespace rtb::logs::report

@@ -1,0 +1,70 @@
+#include "rtb/logs/memlog_verdict.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "rtb/base/error.h"
+#include "test_util.h"
+
+namespace rtb::logs {
+namespace {
+
+using test::testdata;
+using ::testing::HasSubstr;
+
+MemLog read_fixture(const std::string& name) { return read_memlog(testdata(name)); }
+
+TEST(MemLogSummary, HbmBudgetSources) {
+  MemLog log = read_fixture("memlog_engine_compile_a.log");
+  EXPECT_EQ(hbm_budget(log, {})->source, "compile_topology tpu7x-256");
+  EXPECT_DOUBLE_EQ(hbm_budget(log, {})->gib, 94.74);
+  EXPECT_EQ(hbm_budget(log, {std::nullopt, "v5p"})->source, "chip v5p");
+  EXPECT_DOUBLE_EQ(hbm_budget(log, {80.0, "v5p"})->gib, 80.0);
+  EXPECT_THROW(hbm_budget(log, {std::nullopt, "tpu9"}), Error);
+  MemLog usage = read_fixture("memlog_live_tpu_usage.log");
+  EXPECT_EQ(hbm_budget(usage, {})->source, "log");
+  EXPECT_FALSE(hbm_budget(read_fixture("memlog_train_compile.log"), {}) == std::nullopt);  // v6e-4
+  MemLog docs = read_fixture("memlog_maxtext_docs_excerpts_5f0dabb4.log");
+  EXPECT_FALSE(hbm_budget(docs, {}).has_value());
+}
+
+TEST(MemLogSummary, ExitCodes) {
+  auto run = [](std::vector<std::string> files, HbmOptions options = {}) {
+    std::vector<MemLog> logs;
+    for (const std::string& f : files) logs.push_back(read_fixture(f));
+    return summarize(std::move(logs), options);
+  };
+  Summary fits = run({"memlog_engine_compile_a.log"});
+  EXPECT_EQ(fits.exit_code, 0) << fits.error;
+  EXPECT_NEAR(*fits.verdicts[0].programs[0].headroom_gib, 94.74 - 92.75, 1e-9);
+  EXPECT_EQ(fits.verdicts[0].programs[0].fits, true);
+
+  Summary ab = run({"memlog_engine_compile_a.log", "memlog_engine_compile_b.log"});
+  EXPECT_EQ(ab.exit_code, 1);
+  EXPECT_EQ(ab.verdicts[1].programs[0].fits, false);
+  EXPECT_EQ(ab.verdicts[1].programs[1].fits, true);
+
+  EXPECT_EQ(run({"memlog_engine_compile_a.log"}, {90.0, std::nullopt}).exit_code, 1);
+  EXPECT_EQ(run({"memlog_oom_engine_hlo_temporaries.log"}).exit_code, 1);
+  EXPECT_EQ(run({"memlog_oom_with_truncated_dict.log"}).exit_code, 1);
+  EXPECT_EQ(run({"memlog_oom_runtime_allocate.log"}).exit_code, 1);
+
+  Summary empty = run({"memlog_bad_empty.log"});
+  EXPECT_EQ(empty.exit_code, 2);
+  EXPECT_THAT(empty.error, HasSubstr("memlog_bad_empty.log: holds no memory analysis"));
+  Summary truncated = run({"memlog_engine_compile_a.log", "memlog_bad_truncated_dict.log"});
+  EXPECT_EQ(truncated.exit_code, 2);
+  EXPECT_THAT(truncated.error, HasSubstr("memlog_bad_truncated_dict.log:2:"));
+  Summary unknown_hbm = run({"memlog_maxtext_docs_excerpts_5f0dabb4.log"});
+  EXPECT_EQ(unknown_hbm.exit_code, 2);
+  EXPECT_THAT(unknown_hbm.error, HasSubstr("--hbm-gib or --chip"));
+  EXPECT_EQ(run({"memlog_maxtext_docs_excerpts_5f0dabb4.log"}, {std::nullopt, "v5p"}).exit_code, 1)
+      << "100.4 GiB does not fit in v5p's 95";
+  EXPECT_EQ(run({"memlog_maxtext_docs_excerpts_5f0dabb4.log"}, {101.0, std::nullopt}).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace rtb::logs
