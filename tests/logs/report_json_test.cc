@@ -26,7 +26,7 @@ TEST(ReportJson, RunsAndComparisons) {
   EXPECT_TRUE(step.find("ci_high")->is_number());
   EXPECT_EQ(runs.items[1].find("microbatch_s")->find("median")->number, 2);
   EXPECT_EQ(runs.items[1].find("microbatch_s")->find("n")->number, 4);
-  const Literal& comparison = json.find("comparisons")->array.at(0);
+  const Literal& comparison = json.find("comparisons")->items.at(0);
   EXPECT_EQ(comparison.find("run")->text, "var");
   EXPECT_NEAR(comparison.find("ratio")->number, 9.1 / 10.1, 1e-12);
   EXPECT_EQ(comparison.find("verdict")->text, "faster");
