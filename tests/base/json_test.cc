@@ -66,5 +66,26 @@ TEST(Writer, NestsIndentsAndSeparates) {
 )");
 }
 
+TEST(Writer, OneLineContainersInsideAnIndentedDocument) {
+  using Layout = Writer::Layout;
+  Writer j;
+  j.begin_object().key("one").begin_object(Layout::kOneLine).field("a", 1).key("b");
+  j.begin_array().value("x").value("y").end_array().key("c").begin_object().end_object();
+  j.end_object();  // one
+  j.key("items").begin_array();
+  j.begin_object(Layout::kOneLine).field("n", 1).key("more").begin_array(Layout::kIndented);
+  j.begin_object(Layout::kOneLine).field("k", 2).end_object();
+  j.end_array().end_object().end_array().end_object();
+  EXPECT_EQ(j.str(), R"({
+  "one": {"a": 1, "b": ["x", "y"], "c": {}},
+  "items": [
+    {"n": 1, "more": [
+      {"k": 2}
+    ]}
+  ]
+}
+)");
+}
+
 }  // namespace
 }  // namespace rtb::json

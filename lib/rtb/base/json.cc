@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "rtb/base/utf8.h"
@@ -76,27 +77,39 @@ void Writer::separate() {
     after_key_ = false;
     return;
   }
-  if (!first_.empty()) {
-    if (!first_.back()) out_ += ',';
-    first_.back() = false;
-    out_ += '\n';
-    out_.append(2 * first_.size(), ' ');
-  }
+  if (first_.empty()) return;
+  bool one_line = layout_.back() == Layout::kOneLine;
+  if (!first_.back()) out_ += one_line ? ", " : ",";
+  first_.back() = false;
+  if (one_line) return;
+  out_ += '\n';
+  out_.append(2 * indented_depth(), ' ');
 }
 
-Writer& Writer::open(char bracket) {
+std::size_t Writer::indented_depth() const {
+  return static_cast<std::size_t>(std::count(layout_.begin(), layout_.end(), Layout::kIndented));
+}
+
+Writer::Layout Writer::inherited_layout() const {
+  return layout_.empty() ? Layout::kIndented : layout_.back();
+}
+
+Writer& Writer::open(char bracket, Layout layout) {
   separate();
   out_ += bracket;
   first_.push_back(true);
+  layout_.push_back(layout);
   return *this;
 }
 
 Writer& Writer::close(char bracket) {
   bool empty = first_.back();
+  bool one_line = layout_.back() == Layout::kOneLine;
   first_.pop_back();
-  if (!empty) {
+  layout_.pop_back();
+  if (!empty && !one_line) {
     out_ += '\n';
-    out_.append(2 * first_.size(), ' ');
+    out_.append(2 * indented_depth(), ' ');
   }
   out_ += bracket;
   return *this;

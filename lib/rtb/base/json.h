@@ -23,11 +23,16 @@ std::string number(double value);
 // Writes pretty-printed JSON (two-space indent) in one pass:
 //   Writer j; j.begin_object().field("a", 1).key("b").begin_array().value("x").end_array()
 //    .end_object(); j.str()
+// A container opened with Layout::kOneLine is written on one line, `{"a": 1, "b": [2, 3]}`, and
+// so is what it holds unless a nested container asks for kIndented.
 class Writer {
  public:
-  Writer& begin_object() { return open('{'); }
+  enum class Layout { kIndented, kOneLine };
+  Writer& begin_object() { return open('{', inherited_layout()); }
+  Writer& begin_object(Layout layout) { return open('{', layout); }
   Writer& end_object() { return close('}'); }
-  Writer& begin_array() { return open('['); }
+  Writer& begin_array() { return open('[', inherited_layout()); }
+  Writer& begin_array(Layout layout) { return open('[', layout); }
   Writer& end_array() { return close(']'); }
   Writer& key(std::string_view name);
   Writer& value(std::string_view text) { return raw(quote(text)); }
@@ -73,11 +78,14 @@ class Writer {
 
  private:
   void separate();
-  Writer& open(char bracket);
+  Layout inherited_layout() const;
+  std::size_t indented_depth() const;  // one-line containers add no indentation
+  Writer& open(char bracket, Layout layout);
   Writer& close(char bracket);
 
   std::string out_;
-  std::vector<bool> first_;  // per open container: nothing written in it yet
+  std::vector<bool> first_;     // per open container: nothing written in it yet
+  std::vector<Layout> layout_;  // per open container
   bool after_key_ = false;
 };
 
