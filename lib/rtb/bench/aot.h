@@ -5,6 +5,7 @@
 // mesh, micro-batch and log-prob chunk, the orchestrator's GRPO options (compile_engine_loss=grpo),
 // its libtpu flags, and the trainer slice as compile_topology with one slice.
 //
+// Modules: aot_input (reading the render), aot_plan (plan_aot), aot_format (script, JSON, explain).
 // plan_aot() reads a rendered bench JobSet (render.h), so every render-bench knob applies to the
 // compile exactly as it applies to the bench. aot_script() writes the plan as a bash script in
 // which every value from the render is quoted with k8s::shell::quote.
@@ -18,6 +19,8 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "rtb/base/process.h"
 
 namespace rtb::bench {
 
@@ -92,12 +95,12 @@ std::string_view maxtext_probe_code();
 // Python's str() of a float (0.25, 1.0, 1e-05).
 std::string python_float(double value);
 
-// Runs `bash -c script` with the tool's stdin, stdout and stderr; returns its exit status
-// (128 + N when a signal N ended it). Throws rtb::Error when bash cannot be started.
-int run_bash(const std::string& script);
-
-// Runs a program found on PATH with stdout and stderr discarded; returns its exit status, 127
-// when it cannot be started.
-int run_quiet(const std::vector<std::string>& argv);
+// Runs `bash -c script` (its $0 "aot-check") with the tool's stdin, stdout and stderr; returns its
+// exit status (128 + N when a signal N ended it). Throws rtb::Error when bash cannot be started.
+inline int run_bash(const std::string& script) {
+  return run_process({"bash", "-c", script, "aot-check"});
+}
+// Runs a program found on PATH with stdout and stderr discarded (base/process.h).
+using rtb::run_quiet;
 
 }  // namespace rtb::bench
