@@ -183,10 +183,11 @@ TEST(DiffRenders, FlagLevelDifferenceInsideTheStartupLine) {
 TEST(DiffRoles, BenchIsATrainerThroughItsTrainerArgv) {
   k8s::DryRun bench = parse(render(bench_options()));
   ASSERT_EQ(bench.documents.size(), 1u);
-  EXPECT_EQ(diff_role(bench.documents[0], k8s::RoleMains{}), k8s::Role::kTrainer);
+  EXPECT_EQ(k8s::role_of(k8s::JobSetView(bench.documents[0]), k8s::RoleMains{}),
+            k8s::Role::kTrainer);
   k8s::RoleMains other;
   other.trainer = "some.other.main";
-  EXPECT_EQ(diff_role(bench.documents[0], other), k8s::Role::kUnknown);
+  EXPECT_EQ(k8s::role_of(k8s::JobSetView(bench.documents[0]), other), k8s::Role::kUnknown);
 }
 
 TEST(DiffDocuments, InputWithoutAJobSetFails) {
