@@ -179,9 +179,18 @@ class BenchClassifier {
       return allow(BenchChange::kName);
     }
     std::string_view item = last_item_key(p);
-    if (item == kGangIdLabel && changed) {
+    if (item == kGangIdLabel && added_or_changed) {
       if (d.new_value == bench_name_) return allow(BenchChange::kGangId);
       return refuse(fmt::format("the gang-id label must be the bench's name {}", bench_name_));
+    }
+    if (p == "metadata.labels" && d.kind == Kind::kAdded) {
+      // Labels the e2e trainer did not have: render-bench adds only the gang-id label.
+      YAML::Node labels = k8s::yaml::lookup(k8s::yaml::lookup(bench_, "metadata"), "labels");
+      if (labels.IsMap() && labels.size() == 1 &&
+          k8s::yaml::scalar_at(labels, kGangIdLabel) == bench_name_) {
+        return allow(BenchChange::kGangId);
+      }
+      return refuse(fmt::format("render-bench adds only the gang-id label {}", bench_name_));
     }
     if (p == "spec.failurePolicy.maxRestarts" && added_or_changed) {
       if (d.new_value == "0") return allow(BenchChange::kMaxRestarts);

@@ -403,14 +403,33 @@ void Renderer::rename() {
 }
 
 void Renderer::set_scheduling_fields() {
-  // The gang-id label: the bench's pods form their own gang.
+  // The gang-id label: the bench's pods form their own gang, also when the e2e trainer names
+  // none (then the JobSet's own labels get one, as the seed's renderer did).
+  bool has_gang_id = false;
   visit_scalars(
       bench_.root, "", [](const std::string&) { return false; },
       [&](YAML::Node node, const std::string& path, std::string_view key) {
-        if (key != kGangIdLabel || node.Scalar() == options_.name) return;
+        if (key != kGangIdLabel) return;
+        has_gang_id = true;
+        if (node.Scalar() == options_.name) return;
         record("render", path, node.Scalar(), options_.name);
         k8s::yaml::set_string(node, options_.name);
       });
+  if (!has_gang_id) {
+    YAML::Node metadata = k8s::yaml::lookup(bench_.root, "metadata");
+    YAML::Node labels = k8s::yaml::lookup(metadata, "labels");
+    if (!metadata.IsMap() || (labels.IsDefined() && !labels.IsNull() && !labels.IsMap())) {
+      fail_at(dryrun_.source, static_cast<std::int64_t>(bench_.first_line),
+              "the trainer JobSet's metadata.labels is not a mapping");
+    }
+    if (!labels.IsDefined() || labels.IsNull()) {
+      record("render", "metadata.labels", "", fmt::format("{}: {}", kGangIdLabel, options_.name));
+      metadata["labels"] = YAML::Node(YAML::NodeType::Map);
+    } else {
+      record("render", k8s::path_child("metadata.labels", kGangIdLabel), "", options_.name);
+    }
+    metadata["labels"][std::string(kGangIdLabel)] = k8s::yaml::string_scalar(options_.name);
+  }
   // maxRestarts 0: a failed bench is read and fixed, never restarted.
   YAML::Node spec = k8s::yaml::lookup(bench_.root, "spec");
   if (!spec.IsMap())
