@@ -28,6 +28,8 @@ inline constexpr std::string_view kEngineCompileModule =
     "maxtext.training_engine.maxtext_engine_compile";
 // The exit status of an AOT script whose Python has no MaxText engine compile.
 inline constexpr int kAotNoMaxText = 3;
+// The log-prob chunk the compile uses when the render sets none (the seed's aot_check default).
+inline constexpr long long kAotDefaultLogpsChunk = 512;
 
 struct AotOptions {
   std::string python = "python3";
@@ -38,7 +40,14 @@ struct AotOptions {
   std::vector<std::string> compile_keys;  // KEY=VALUE, passed last (they win)
   std::string source;                     // the DRY_RUN's name, for the script's header
   std::string tool_version;
+  // compute_logps_chunk_size when the render sets it nowhere (argv, environment,
+  // MAXTEXT_EXTRA_FLAGS); see aot_logps_chunk_default().
+  long long default_logps_chunk = kAotDefaultLogpsChunk;
 };
+
+// The default chunk from the AOT_LOGPS_CHUNK_SIZE environment value: unset or empty gives
+// kAotDefaultLogpsChunk. Throws rtb::Error for a value that is not an integer >= 0.
+long long aot_logps_chunk_default(const char* env_value);
 
 struct AotKey {
   std::string key;

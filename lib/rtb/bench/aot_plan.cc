@@ -378,7 +378,8 @@ class Planner {
     plan_.grpo_config = grpo_config();
     key("compile_engine_grpo_config", plan_.grpo_config, "orchestrator argv");
     // compute_logps_chunk_size: the trainer argv, else where else the e2e passes it.
-    std::string chunk_origin = "run_trainer_node default";
+    std::string chunk_origin = "aot-check default (the render sets no chunk)";
+    plan_.logps_chunk = options_.default_logps_chunk;
     if (const auto* v = env("COMPUTE_LOGPS_CHUNK_SIZE")) {
       plan_.logps_chunk = parse_integer(v->value, "COMPUTE_LOGPS_CHUNK_SIZE");
       chunk_origin = "COMPUTE_LOGPS_CHUNK_SIZE";
@@ -526,6 +527,13 @@ class Planner {
 };
 
 }  // namespace
+
+long long aot_logps_chunk_default(const char* env_value) {
+  if (env_value == nullptr || *env_value == '\0') return kAotDefaultLogpsChunk;
+  long long value = parse_integer(env_value, "AOT_LOGPS_CHUNK_SIZE");
+  if (value < 0) fail("AOT_LOGPS_CHUNK_SIZE={}: negative", value);
+  return value;
+}
 
 AotPlan plan_aot(const YAML::Node& bench, const AotOptions& options) {
   return Planner(bench, options).run();
