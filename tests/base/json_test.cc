@@ -66,14 +66,24 @@ TEST(Writer, NestsIndentsAndSeparates) {
 )");
 }
 
-TEST(Writer, InlineContainersWrapAndKeepTheBlockIndent) {
+TEST(Writer, OneLineContainersWrapAndKeepTheBlockIndent) {
+  using Layout = Writer::Layout;
   Writer j;
   j.begin_object().key("items").begin_array();
-  j.begin_inline_object().field("a", 1).field("b", "x");
-  j.wrap().key("c").begin_inline_array().value(1).value(2).end_array();
+  j.begin_object(Layout::kOneLine).field("a", 1).field("b", "x");
+  j.wrap().key("c").begin_array(Layout::kOneLine).value(1).value(2).end_array();
   j.end_object();
-  j.begin_inline_object().key("inner").begin_array().value(true).end_array().end_object();
-  j.begin_inline_object().key("none").begin_inline_array().end_array().end_object();
+  j.begin_object(Layout::kOneLine)
+      .key("inner")
+      .begin_array(Layout::kIndented)
+      .value(true)
+      .end_array()
+      .end_object();
+  j.begin_object(Layout::kOneLine)
+      .key("none")
+      .begin_array(Layout::kOneLine)
+      .end_array()
+      .end_object();
   j.end_array().end_object();
   EXPECT_EQ(j.str(), R"({
   "items": [
@@ -83,6 +93,27 @@ TEST(Writer, InlineContainersWrapAndKeepTheBlockIndent) {
       true
     ]},
     {"none": []}
+  ]
+}
+)");
+}
+
+TEST(Writer, OneLineContainersInsideAnIndentedDocument) {
+  using Layout = Writer::Layout;
+  Writer j;
+  j.begin_object().key("one").begin_object(Layout::kOneLine).field("a", 1).key("b");
+  j.begin_array().value("x").value("y").end_array().key("c").begin_object().end_object();
+  j.end_object();  // one
+  j.key("items").begin_array();
+  j.begin_object(Layout::kOneLine).field("n", 1).key("more").begin_array(Layout::kIndented);
+  j.begin_object(Layout::kOneLine).field("k", 2).end_object();
+  j.end_array().end_object().end_array().end_object();
+  EXPECT_EQ(j.str(), R"({
+  "one": {"a": 1, "b": ["x", "y"], "c": {}},
+  "items": [
+    {"n": 1, "more": [
+      {"k": 2}
+    ]}
   ]
 }
 )");

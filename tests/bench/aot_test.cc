@@ -293,3 +293,35 @@ TEST(Aot, Helpers) {
 
 }  // namespace
 }  // namespace rtb::bench
+
+namespace rtb::bench {
+namespace {
+
+// The seed's default: a render that sets no chunk compiles log-probs in chunks of 512.
+TEST(Aot, LogpsChunkDefaultWhenTheRenderSetsNone) {
+  RenderOptions no_chunk;
+  no_chunk.trainer_args_removed = {"--compute_logps_chunk_size"};
+  AotPlan p = plan(no_chunk);
+  EXPECT_EQ(p.logps_chunk, kAotDefaultLogpsChunk);
+  EXPECT_EQ(value_of(p, "compile_engine_logps_chunk_size"), "512");
+  EXPECT_EQ(origin_of(p, "compile_engine_logps_chunk_size"),
+            "aot-check default (the render sets no chunk)");
+  AotOptions other;
+  other.default_logps_chunk = 0;  // AOT_LOGPS_CHUNK_SIZE=0: whole-sequence logits
+  EXPECT_EQ(plan(no_chunk, other).logps_chunk, 0);
+  // A chunk the render sets wins over the default.
+  other.default_logps_chunk = 2048;
+  EXPECT_EQ(plan({}, other).logps_chunk, 512);
+}
+
+TEST(Aot, LogpsChunkDefaultFromTheEnvironment) {
+  EXPECT_EQ(aot_logps_chunk_default(nullptr), kAotDefaultLogpsChunk);
+  EXPECT_EQ(aot_logps_chunk_default(""), kAotDefaultLogpsChunk);
+  EXPECT_EQ(aot_logps_chunk_default("1024"), 1024);
+  EXPECT_EQ(aot_logps_chunk_default("0"), 0);
+  EXPECT_THROW(aot_logps_chunk_default("big"), Error);
+  EXPECT_THROW(aot_logps_chunk_default("-1"), Error);
+}
+
+}  // namespace
+}  // namespace rtb::bench

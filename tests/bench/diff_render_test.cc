@@ -17,6 +17,7 @@
 #include "rtb/bench/diff_report.h"
 #include "rtb/bench/render.h"
 #include "rtb/k8s/diff.h"
+#include "rtb/k8s/yaml.h"
 
 namespace rtb::bench {
 namespace {
@@ -183,10 +184,11 @@ TEST(DiffRenders, FlagLevelDifferenceInsideTheStartupLine) {
 TEST(DiffRoles, BenchIsATrainerThroughItsTrainerArgv) {
   k8s::DryRun bench = parse(render(bench_options()));
   ASSERT_EQ(bench.documents.size(), 1u);
-  EXPECT_EQ(diff_role(bench.documents[0], k8s::RoleMains{}), k8s::Role::kTrainer);
+  EXPECT_EQ(k8s::role_of(k8s::JobSetView(bench.documents[0]), k8s::RoleMains{}),
+            k8s::Role::kTrainer);
   k8s::RoleMains other;
   other.trainer = "some.other.main";
-  EXPECT_EQ(diff_role(bench.documents[0], other), k8s::Role::kUnknown);
+  EXPECT_EQ(k8s::role_of(k8s::JobSetView(bench.documents[0]), other), k8s::Role::kUnknown);
 }
 
 TEST(DiffDocuments, InputWithoutAJobSetFails) {
@@ -217,6 +219,41 @@ TEST(ExpectBench, PlainRenderPasses) {
   for (const char* id :
        {"name", "gang-id", "max-restarts", "client-script", "client-program", "driver-settings"}) {
     EXPECT_NE(std::find(ids.begin(), ids.end(), id), ids.end()) << id << "\n" << describe(result);
+  }
+}
+
+// The seed's default: a trainer without a gang-id label gets one, and --expect-bench allows it.
+TEST(ExpectBench, AGangIdLabelAddedWhereTheTrainerHadNone) {
+  std::string without_label = fixture_text();
+  for (std::size_t at; (at = without_label.find("    scheduling.x-k8s.io/gang-id: \"abtest\"\n")) !=
+                       std::string::npos;) {
+    without_label.erase(at, std::string("    scheduling.x-k8s.io/gang-id: \"abtest\"\n").size());
+  }
+  // Once with other labels kept, once with no labels at all.
+  std::string without_labels = replace_once(
+      without_label,
+      "  labels:\n    kueue.x-k8s.io/queue-name: multislice-queue\nspec:\n  coordinator",
+      "spec:\n  coordinator");
+  for (const std::string& text : {without_label, without_labels}) {
+    k8s::DryRun e2e = parse(text, "e2e.txt");
+    RenderResult rendered = render_bench(e2e, bench_options());
+    EXPECT_EQ(
+        k8s::yaml::scalar_at(rendered.bench["metadata"]["labels"], "scheduling.x-k8s.io/gang-id"),
+        std::string("abtest-bench"));
+    k8s::DryRun bench = parse(rendered.yaml, "bench.yaml");
+    ExpectBenchResult result = check_expect_bench(e2e, bench, k8s::RoleMains{});
+    EXPECT_EQ(result.unexpected(), 0u) << describe(result);
+    bool gang_id = false;
+    for (const BenchDifference& d : result.differences)
+      gang_id |=
+          d.allowed == BenchChange::kGangId && d.difference.kind == k8s::Difference::Kind::kAdded;
+    EXPECT_TRUE(gang_id) << describe(result);
+    // Another value, or another label added beside it, is not what render-bench adds.
+    YAML::Node tampered = YAML::Clone(rendered.bench);
+    tampered["metadata"]["labels"]["scheduling.x-k8s.io/gang-id"] = "someone-else";
+    tampered["metadata"]["labels"]["extra"] = "x";
+    k8s::DryRun tampered_bench = parse(k8s::yaml::emit(tampered), "bench.yaml");
+    EXPECT_GT(check_expect_bench(e2e, tampered_bench, k8s::RoleMains{}).unexpected(), 0u);
   }
 }
 

@@ -470,6 +470,34 @@ TEST(Roles, NoDocumentsAtAll) {
   EXPECT_THAT(select_error(not_yaml.dryrun, RoleMains{}).message(), HasSubstr("no trainer"));
 }
 
+TEST(Roles, AnInputWithoutAJobSetSaysWhatItHolds) {
+  DryRun deployment =
+      parse_dryrun("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n", "x.yaml");
+  Error error = select_error(deployment, RoleMains{});
+  EXPECT_EQ(error.file(), "x.yaml");
+  EXPECT_EQ(error.line(), 1);
+  EXPECT_THAT(error.message(), HasSubstr("no trainer JobSet"));
+  EXPECT_THAT(error.message(), HasSubstr("not a JobSet: the input holds Deployment 'web'"));
+}
+
+TEST(Roles, ALoneJobSetIsTheTrainerOnlyWhenAskedFor) {
+  Loaded main = load("launch_dryrun.txt");
+  RoleMains other;
+  other.trainer = "my.own.trainer.main";
+  other.orchestrator = "my.own.orchestrator.main";
+  other.rollout = "my.own.rollout.main";
+  DryRun lone = main.dryrun;
+  lone.documents = {main.dryrun.documents[1]};
+  EXPECT_THAT(select_error(lone, other).message(), HasSubstr("no trainer"));
+  Roles roles = select_roles(lone, other, {.lone_jobset_is_trainer = true});
+  EXPECT_EQ(roles.trainer, &lone.documents[0]);
+  // With two JobSets of no known role, neither is the trainer.
+  EXPECT_THAT(test::error_of([&] {
+                select_roles(main.dryrun, other, {.lone_jobset_is_trainer = true});
+              }).message(),
+              HasSubstr("no trainer"));
+}
+
 TEST(Roles, TwoTrainersNamesBoth) {
   Loaded bad = load("bad/two_trainers.txt");
   Error error = select_error(bad.dryrun, RoleMains{});

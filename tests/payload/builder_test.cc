@@ -294,6 +294,21 @@ TEST(PayloadBuild, AdvantagesOnePerSegmentOrZero) {
   EXPECT_EQ(verify(zero, v).check("advantages")->failures, 9);  // 3 segments x 3 rows
 }
 
+TEST(CheckPadAlign, APositiveMultipleOfTheSegmentAlignment) {
+  EXPECT_NO_THROW(check_pad_align(kSegmentAlign));
+  EXPECT_NO_THROW(check_pad_align(kDefaultPadAlign));
+  for (std::int64_t bad : {std::int64_t{0}, std::int64_t{-64}, std::int64_t{100}}) {
+    try {
+      check_pad_align(bad);
+      ADD_FAILURE() << "accepted pad_align " << bad;
+    } catch (const Error& e) {
+      EXPECT_THAT(e.message(), HasSubstr("--pad-align must be a positive multiple of the segment "
+                                         "alignment 64 (got " +
+                                         std::to_string(bad) + ")"));
+    }
+  }
+}
+
 // Pad position start writes every row further right by its padding rounded down to pad_align;
 // every per-token value moves with its token.
 TEST(PayloadBuild, PadStartIsEndMovedRight) {

@@ -119,6 +119,15 @@ TEST(ScaleRoutingTargets, StretchesAroundOne) {
   EXPECT_THROW(scale_routing_targets({2.0}, std::numeric_limits<double>::infinity()), Error);
 }
 
+TEST(CheckRoutingScale, FiniteAndNotNegative) {
+  EXPECT_NO_THROW(check_routing_scale(0.0));
+  EXPECT_NO_THROW(check_routing_scale(2.5));
+  EXPECT_THAT(error_of([] { check_routing_scale(-1); }).message(),
+              HasSubstr("routing scale -1 is invalid"));
+  EXPECT_THROW(check_routing_scale(std::nan("")), Error);
+  EXPECT_THROW(check_routing_scale(-std::numeric_limits<double>::infinity()), Error);
+}
+
 TEST(FormatRoutingTargets, InlineRoundTripsExactly) {
   std::vector<double> targets = {1.0, 0.1 + 1.0, 10.0 / 3.0, 7.9491, 51.2, 1.0000000000000002};
   std::string text = format_routing_targets_inline(targets);

@@ -80,7 +80,7 @@ void Writer::separate() {
   if (open_.empty()) return;
   Container& container = open_.back();
   if (!container.empty) out_ += ',';
-  if (container.inline_) {
+  if (container.layout == Layout::kOneLine) {
     if (wrap_ && !container.empty) {
       out_ += '\n';
       out_.append(container.column, ' ');
@@ -89,32 +89,37 @@ void Writer::separate() {
     }
   } else {
     out_ += '\n';
-    out_.append(2 * block_depth(), ' ');
+    out_.append(2 * indented_depth(), ' ');
   }
   container.empty = false;
   wrap_ = false;
 }
 
-std::size_t Writer::block_depth() const {
-  return static_cast<std::size_t>(
-      std::count_if(open_.begin(), open_.end(), [](const Container& c) { return !c.inline_; }));
+std::size_t Writer::indented_depth() const {
+  return static_cast<std::size_t>(std::count_if(open_.begin(), open_.end(), [](const Container& c) {
+    return c.layout == Layout::kIndented;
+  }));
 }
 
-Writer& Writer::open(char bracket, bool inline_container) {
+Writer::Layout Writer::inherited_layout() const {
+  return open_.empty() ? Layout::kIndented : open_.back().layout;
+}
+
+Writer& Writer::open(char bracket, Layout layout) {
   separate();
   out_ += bracket;
   std::size_t line_start = out_.rfind('\n');
   line_start = line_start == std::string::npos ? 0 : line_start + 1;
-  open_.push_back({true, inline_container, out_.size() - line_start});
+  open_.push_back({true, layout, out_.size() - line_start});
   return *this;
 }
 
 Writer& Writer::close(char bracket) {
   Container closed = open_.back();
   open_.pop_back();
-  if (!closed.empty && !closed.inline_) {
+  if (!closed.empty && closed.layout == Layout::kIndented) {
     out_ += '\n';
-    out_.append(2 * block_depth(), ' ');
+    out_.append(2 * indented_depth(), ' ');
   }
   out_ += bracket;
   wrap_ = false;

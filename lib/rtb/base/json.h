@@ -23,18 +23,20 @@ std::string number(double value);
 // Writes pretty-printed JSON (two-space indent) in one pass:
 //   Writer j; j.begin_object().field("a", 1).key("b").begin_array().value("x").end_array()
 //    .end_object(); j.str()
-// An inline container is written on one line, `{"a": 1, "b": [2, 3]}`, for small records in long
-// lists; wrap() breaks it before its next item, aligned after its opening bracket. A block
-// container opened inside an inline one is indented as if the inline one were not there.
+// A container opened with Layout::kOneLine is written on one line, `{"a": 1, "b": [2, 3]}`, and
+// so is what it holds unless a nested container asks for kIndented (which is then indented as if
+// the one-line containers around it were not there). For small records in long lists; wrap()
+// breaks a one-line container before its next item, aligned after its opening bracket.
 class Writer {
  public:
-  Writer& begin_object() { return open('{', false); }
+  enum class Layout { kIndented, kOneLine };
+  Writer& begin_object() { return open('{', inherited_layout()); }
+  Writer& begin_object(Layout layout) { return open('{', layout); }
   Writer& end_object() { return close('}'); }
-  Writer& begin_array() { return open('[', false); }
+  Writer& begin_array() { return open('[', inherited_layout()); }
+  Writer& begin_array(Layout layout) { return open('[', layout); }
   Writer& end_array() { return close(']'); }
-  Writer& begin_inline_object() { return open('{', true); }
-  Writer& begin_inline_array() { return open('[', true); }
-  // Inside an inline container: the next item starts a new line.
+  // Inside a one-line container: the next item starts a new line.
   Writer& wrap() {
     wrap_ = true;
     return *this;
@@ -83,14 +85,15 @@ class Writer {
 
  private:
   struct Container {
-    bool empty = true;       // nothing written in it yet
-    bool inline_ = false;    // on one line
-    std::size_t column = 0;  // inline: where its items start after wrap()
+    bool empty = true;  // nothing written in it yet
+    Layout layout = Layout::kIndented;
+    std::size_t column = 0;  // one-line: where its items start after wrap()
   };
   void separate();
-  Writer& open(char bracket, bool inline_container);
+  Layout inherited_layout() const;
+  std::size_t indented_depth() const;  // one-line containers add no indentation
+  Writer& open(char bracket, Layout layout);
   Writer& close(char bracket);
-  std::size_t block_depth() const;
 
   std::string out_;
   std::vector<Container> open_;  // the containers open, outermost first

@@ -5,6 +5,7 @@
 // mesh, micro-batch and log-prob chunk, the orchestrator's GRPO options (compile_engine_loss=grpo),
 // its libtpu flags, and the trainer slice as compile_topology with one slice.
 //
+// Modules: aot_input (reading the render), aot_plan (plan_aot), aot_format (script, JSON, explain).
 // plan_aot() reads a rendered bench JobSet (render.h), so every render-bench knob applies to the
 // compile exactly as it applies to the bench. aot_script() writes the plan as a bash script in
 // which every value from the render is quoted with k8s::shell::quote.
@@ -19,12 +20,16 @@
 #include <utility>
 #include <vector>
 
+#include "rtb/base/process.h"
+
 namespace rtb::bench {
 
 inline constexpr std::string_view kEngineCompileModule =
     "maxtext.training_engine.maxtext_engine_compile";
 // The exit status of an AOT script whose Python has no MaxText engine compile.
 inline constexpr int kAotNoMaxText = 3;
+// The log-prob chunk the compile uses when the render sets none (the seed's aot_check default).
+inline constexpr long long kAotDefaultLogpsChunk = 512;
 
 struct AotOptions {
   std::string python = "python3";
@@ -35,7 +40,14 @@ struct AotOptions {
   std::vector<std::string> compile_keys;  // KEY=VALUE, passed last (they win)
   std::string source;                     // the DRY_RUN's name, for the script's header
   std::string tool_version;
+  // compute_logps_chunk_size when the render sets it nowhere (argv, environment,
+  // MAXTEXT_EXTRA_FLAGS); see aot_logps_chunk_default().
+  long long default_logps_chunk = kAotDefaultLogpsChunk;
 };
+
+// The default chunk from the AOT_LOGPS_CHUNK_SIZE environment value: unset or empty gives
+// kAotDefaultLogpsChunk. Throws rtb::Error for a value that is not an integer >= 0.
+long long aot_logps_chunk_default(const char* env_value);
 
 struct AotKey {
   std::string key;
@@ -92,12 +104,12 @@ std::string_view maxtext_probe_code();
 // Python's str() of a float (0.25, 1.0, 1e-05).
 std::string python_float(double value);
 
-// Runs `bash -c script` with the tool's stdin, stdout and stderr; returns its exit status
-// (128 + N when a signal N ended it). Throws rtb::Error when bash cannot be started.
-int run_bash(const std::string& script);
-
-// Runs a program found on PATH with stdout and stderr discarded; returns its exit status, 127
-// when it cannot be started.
-int run_quiet(const std::vector<std::string>& argv);
+// Runs `bash -c script` (its $0 "aot-check") with the tool's stdin, stdout and stderr; returns its
+// exit status (128 + N when a signal N ended it). Throws rtb::Error when bash cannot be started.
+inline int run_bash(const std::string& script) {
+  return run_process({"bash", "-c", script, "aot-check"});
+}
+// Runs a program found on PATH with stdout and stderr discarded (base/process.h).
+using rtb::run_quiet;
 
 }  // namespace rtb::bench

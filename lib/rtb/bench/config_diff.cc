@@ -8,10 +8,10 @@
 
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
-#include "rtb/bench/diff_render.h"
 #include "rtb/bench/trainer_config.h"
 #include "rtb/k8s/diff.h"
 #include "rtb/k8s/flags.h"
+#include "rtb/k8s/jobset.h"
 #include "rtb/k8s/yaml.h"
 
 namespace rtb::bench {
@@ -37,32 +37,12 @@ bool looks_like_render(std::string_view head) {
 
 std::vector<ConfigSetting> config_from_render(const k8s::DryRun& dryrun,
                                               const k8s::RoleMains& mains) {
-  std::vector<DiffDocument> docs = diff_documents(dryrun, mains);
-  const DiffDocument* trainer = nullptr;
-  std::size_t jobsets = 0;
-  for (const DiffDocument& doc : docs) {
-    if (doc.kind != "JobSet") continue;
-    ++jobsets;
-    if (doc.role == k8s::Role::kTrainer) {
-      if (trainer) {
-        fail_at(dryrun.source, static_cast<std::int64_t>(doc.doc->first_line),
-                "more than one trainer JobSet ({} and {})", trainer->name, doc.name);
-      }
-      trainer = &doc;
-    }
-  }
-  if (!trainer && jobsets == 1) {
-    for (const DiffDocument& doc : docs) {
-      if (doc.kind == "JobSet") trainer = &doc;
-    }
-  }
-  if (!trainer) {
-    fail_at(dryrun.source, 0, "no trainer JobSet (--process_main={})", mains.trainer);
-  }
+  const k8s::Document& trainer =
+      *k8s::select_roles(dryrun, mains, {.lone_jobset_is_trainer = true}).trainer;
   // Parse the client on the document itself first: its errors carry input lines.
-  k8s::ClientCommand client = k8s::JobSetView(*trainer->doc).client(dryrun.source);
+  k8s::ClientCommand client = k8s::JobSetView(trainer).client(dryrun.source);
   std::size_t line = client.startup_line;
-  YAML::Node expanded = k8s::expand_for_diff(trainer->doc->root);
+  YAML::Node expanded = k8s::expand_for_diff(trainer.root);
   YAML::Node startup;
   for (std::string_view list : {"initContainers", "containers"}) {
     YAML::Node jobs = k8s::yaml::lookup(k8s::yaml::lookup(expanded, "spec"), "replicatedJobs");

@@ -4,12 +4,14 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <set>
 #include <unordered_map>
 
 #include "rtb/base/error.h"
 #include "rtb/base/slice.h"
+#include "rtb/bench/render_table.h"
 #include "rtb/k8s/flags.h"
 #include "rtb/k8s/shell.h"
 #include "rtb/k8s/yaml.h"
@@ -120,34 +122,11 @@ std::vector<ExpandedContainer> expanded_containers(const YAML::Node& tree) {
   return out;
 }
 
-// The first scalar found under any of `keys` anywhere in the tree.
-std::optional<std::string> find_scalar_under(const YAML::Node& tree,
-                                             const std::vector<std::string_view>& keys) {
-  std::vector<YAML::Node> pending{tree};
-  while (!pending.empty()) {
-    YAML::Node node = pending.back();
-    pending.pop_back();
-    if (node.IsMap()) {
-      for (const auto& kv : node) {
-        if (kv.second.IsScalar() &&
-            std::find(keys.begin(), keys.end(), kv.first.Scalar()) != keys.end()) {
-          return kv.second.Scalar();
-        }
-        pending.push_back(kv.second);
-      }
-    } else if (node.IsSequence()) {
-      for (const auto& item : node) pending.push_back(item);
-    }
-  }
-  return std::nullopt;
-}
-
 // Replaces every `gke-tpu-partition-<TOPOLOGY>-` in `text` by the partition `partition`.
 std::string with_partition(std::string text, const std::string& partition) {
-  static constexpr std::string_view kPrefix = "gke-tpu-partition-";
-  for (std::size_t at = text.find(kPrefix); at != std::string::npos;
-       at = text.find(kPrefix, at + 1)) {
-    std::size_t start = at + kPrefix.size();
+  for (std::size_t at = text.find(kPartitionPrefix); at != std::string::npos;
+       at = text.find(kPartitionPrefix, at + 1)) {
+    std::size_t start = at + kPartitionPrefix.size();
     std::size_t end = start;
     while (end < text.size() && ((text[end] >= '0' && text[end] <= '9') || text[end] == 'x')) ++end;
     if (end == start || end >= text.size() || text[end] != '-') continue;
@@ -156,9 +135,13 @@ std::string with_partition(std::string text, const std::string& partition) {
   return text;
 }
 
+// The differences render-bench may make (render_table.h), re-derived from the bench itself: an
+// oracle independent of render.cc's edits.
 class BenchClassifier {
  public:
-  BenchClassifier(const YAML::Node& bench, std::string e2e_name, std::string bench_name)
+  // `bench`: the bench JobSet as expand_for_diff() gives it; `raw`: as rendered.
+  BenchClassifier(const YAML::Node& bench, const k8s::Document& raw, std::string e2e_name,
+                  std::string bench_name)
       : bench_(bench), e2e_name_(std::move(e2e_name)), bench_name_(std::move(bench_name)) {
     containers_ = expanded_containers(bench_);
     for (const ExpandedContainer& c : containers_) {
@@ -169,16 +152,12 @@ class BenchClassifier {
         client_path_ = c.path;
         client_ = c.node;
       }
-      if (c.name == "pathways-proxy") proxy_ = c;
-      if (c.name == "pathways-worker") worker_ = c;
-      if (c.name == "pathways-rm") rm_ = c;
-      YAML::Node resources = k8s::yaml::lookup(c.node, "resources");
-      for (std::string_view kind : {"requests", "limits"}) {
-        if (k8s::yaml::lookup(k8s::yaml::lookup(resources, kind), "google.com/tpu").IsDefined())
-          tpu_jobs_.insert(c.job);
-      }
+      if (c.name == kProxyContainer) proxy_ = c;
+      if (c.name == kWorkerContainer) worker_ = c;
     }
-    read_slice();
+    k8s::JobSetView view(raw);
+    tpu_jobs_ = tpu_jobs(view);
+    read_slice(view);
   }
 
   BenchDifference classify(const k8s::Difference& d) const {
@@ -200,9 +179,18 @@ class BenchClassifier {
       return allow(BenchChange::kName);
     }
     std::string_view item = last_item_key(p);
-    if (item == "scheduling.x-k8s.io/gang-id" && changed) {
+    if (item == kGangIdLabel && added_or_changed) {
       if (d.new_value == bench_name_) return allow(BenchChange::kGangId);
       return refuse(fmt::format("the gang-id label must be the bench's name {}", bench_name_));
+    }
+    if (p == "metadata.labels" && d.kind == Kind::kAdded) {
+      // Labels the e2e trainer did not have: render-bench adds only the gang-id label.
+      YAML::Node labels = k8s::yaml::lookup(k8s::yaml::lookup(bench_, "metadata"), "labels");
+      if (labels.IsMap() && labels.size() == 1 &&
+          k8s::yaml::scalar_at(labels, kGangIdLabel) == bench_name_) {
+        return allow(BenchChange::kGangId);
+      }
+      return refuse(fmt::format("render-bench adds only the gang-id label {}", bench_name_));
     }
     if (p == "spec.failurePolicy.maxRestarts" && added_or_changed) {
       if (d.new_value == "0") return allow(BenchChange::kMaxRestarts);
@@ -226,13 +214,14 @@ class BenchClassifier {
       if (under(p, c + ".script")) return allow(BenchChange::kClientScript);
       if (p == c + ".startup.program") return allow(BenchChange::kClientProgram);
       if (under(p, c + ".startup.driver")) return allow(BenchChange::kDriverSettings);
-      std::string maxtext = c + ".startup.env.MAXTEXT_EXTRA_FLAGS";
+      std::string env = c + ".startup.env.";
+      std::string maxtext = env + std::string(kMaxTextFlagsEnv);
       if (under(p, maxtext)) {
         if (!added_or_changed)
           return refuse("render-bench never removes a MAXTEXT_EXTRA_FLAGS item");
         return allow(BenchChange::kMaxTextFlag);
       }
-      if (p == c + ".startup.env.COMPUTE_LOGPS_CHUNK_SIZE" && changed) {
+      if (p == env + std::string(kLogpsChunkEnv) && changed) {
         return allow(BenchChange::kLogpsChunk);
       }
       std::string argv = c + ".startup.argv";
@@ -256,25 +245,24 @@ class BenchClassifier {
   std::vector<LibtpuPlace> libtpu_places() const {
     std::vector<LibtpuPlace> places;
     if (!client_path_.empty()) {
-      places.push_back({"the client's LIBTPU_INIT_ARGS",
-                        client_path_ + ".startup.env.LIBTPU_INIT_ARGS",
-                        k8s::yaml::descend(client_, {"startup", "env", "LIBTPU_INIT_ARGS"})});
+      places.push_back({fmt::format("the client's {}", kLibtpuEnv),
+                        client_path_ + ".startup.env." + std::string(kLibtpuEnv),
+                        k8s::yaml::descend(client_, {"startup", "env", kLibtpuEnv})});
     }
     if (proxy_)
-      places.push_back({"the pathways-proxy args", proxy_->path + ".args",
+      places.push_back({fmt::format("the {} args", kProxyContainer), proxy_->path + ".args",
                         k8s::yaml::lookup(proxy_->node, "args")});
     if (worker_) {
       YAML::Node value;
       YAML::Node env = k8s::yaml::lookup(worker_->node, "env");
       if (env.IsSequence()) {
         for (const auto& entry : env) {
-          if (k8s::yaml::scalar_at(entry, "name") == std::string("LIBTPU_INIT_ARGS"))
+          if (k8s::yaml::scalar_at(entry, "name") == std::string(kLibtpuEnv))
             value.reset(k8s::yaml::lookup(entry, "value"));
         }
       }
-      places.push_back({"the pathways-worker's LIBTPU_INIT_ARGS",
-                        k8s::path_item(worker_->path + ".env", "LIBTPU_INIT_ARGS") + ".value",
-                        value});
+      places.push_back({fmt::format("the {}'s {}", kWorkerContainer, kLibtpuEnv),
+                        k8s::path_item(worker_->path + ".env", kLibtpuEnv) + ".value", value});
     }
     return places;
   }
@@ -295,7 +283,7 @@ class BenchClassifier {
                                                  std::string_view item) const {
     std::vector<LibtpuPlace> places = libtpu_places();
     std::string worker_entry =
-        worker_ ? k8s::path_item(worker_->path + ".env", "LIBTPU_INIT_ARGS") : std::string();
+        worker_ ? k8s::path_item(worker_->path + ".env", kLibtpuEnv) : std::string();
     const LibtpuPlace* place = nullptr;
     bool whole = false;
     for (const LibtpuPlace& candidate : places) {
@@ -343,22 +331,12 @@ class BenchClassifier {
     return out;
   }
 
-  void read_slice() {
+  void read_slice(const k8s::JobSetView& view) {
+    std::optional<TrainerSlice> found = find_trainer_slice(view);
+    if (!found) return;
     try {
-      if (rm_) {
-        if (auto item = effective_item(k8s::yaml::lookup(rm_->node, "args"), "--instance_type")) {
-          slice_.emplace(Slice::parse(item->substr(item->find('=') + 1)));
-          slice_source_ = "pathways-rm --instance_type";
-          return;
-        }
-      }
-      auto accelerator = find_scalar_under(bench_, {"cloud.google.com/gke-tpu-accelerator"});
-      auto topology = find_scalar_under(
-          bench_, {"cloud.google.com/gke-tpu-slice-topology", "cloud.google.com/gke-tpu-topology"});
-      if (accelerator && topology) {
-        slice_.emplace(find_tpu_type(*accelerator), Topology::parse(*topology));
-        slice_source_ = "the accelerator and topology labels";
-      }
+      slice_.emplace(Slice::parse(found->text));
+      slice_source_ = found->source;
     } catch (const Error& e) {
       slice_error_ = e.message();
     }
@@ -373,22 +351,12 @@ class BenchClassifier {
       expected = std::move(value);
     };
     const Slice* s = slice_ ? &*slice_ : nullptr;
-    if (item == "cloud.google.com/gke-tpu-slice-topology" ||
-        item == "cloud.google.com/gke-tpu-topology") {
+    if (std::optional<SliceField> field = bench::slice_field(item)) {
       slice_field = true;
-      if (s) expect(s->topology().str());
-    } else if (item == "kueue.x-k8s.io/podset-slice-size") {
+      if (s) expect(slice_field_value(*s, *field));
+    } else if (base_flag_key(item) == kInstanceTypeFlag) {
       slice_field = true;
-      if (s) expect(std::to_string(s->partition_hosts()));
-    } else if (item == "cloud.google.com/gke-tpu-accelerator") {
-      slice_field = true;
-      if (s) expect(s->type().gke_accelerator);
-    } else if (item == "google.com/tpu") {
-      slice_field = true;
-      if (s) expect(std::to_string(s->chips_per_host()));
-    } else if (base_flag_key(item) == "--instance_type") {
-      slice_field = true;
-      if (s) expect("--instance_type=" + s->instance_type());
+      if (s) expect(fmt::format("{}={}", kInstanceTypeFlag, s->instance_type()));
     } else if (p.rfind("spec.replicatedJobs[", 0) == 0 &&
                (p.ends_with("].template.spec.completions") ||
                 p.ends_with("].template.spec.parallelism"))) {
@@ -397,7 +365,7 @@ class BenchClassifier {
         slice_field = true;
         if (s) expect(std::to_string(s->hosts()));
       }
-    } else if (d.old_value.find("gke-tpu-partition-") != std::string::npos) {
+    } else if (d.old_value.find(kPartitionPrefix) != std::string::npos) {
       slice_field = true;
       if (s) expect(with_partition(d.old_value, s->partition().str()));
     }
@@ -424,7 +392,7 @@ class BenchClassifier {
   std::vector<ExpandedContainer> containers_;
   std::string client_path_;
   YAML::Node client_;
-  std::optional<ExpandedContainer> proxy_, worker_, rm_;
+  std::optional<ExpandedContainer> proxy_, worker_;
   std::set<std::string> tpu_jobs_;
   std::optional<Slice> slice_;
   std::string slice_source_, slice_error_;
@@ -460,28 +428,6 @@ std::string replace_name(std::string_view text, std::string_view from, std::stri
   return out;
 }
 
-k8s::Role diff_role(const k8s::Document& doc, const k8s::RoleMains& mains) {
-  k8s::JobSetView view(doc);
-  k8s::Role role = role_of(view, mains);
-  if (role != k8s::Role::kUnknown || !view.process_main()) return role;
-  try {
-    k8s::ClientCommand client = view.client("");
-    for (const k8s::shell::Assignment& assignment : client.startup.env) {
-      if (assignment.name != "TRAINER_ARGV") continue;
-      for (const k8s::shell::Word& word : k8s::shell::split(assignment.value)) {
-        if (word.value.rfind("--process_main=", 0) != 0) continue;
-        std::string main = word.value.substr(15);
-        if (main == mains.trainer) return k8s::Role::kTrainer;
-        if (main == mains.orchestrator) return k8s::Role::kOrchestrator;
-        if (main == mains.rollout) return k8s::Role::kRollout;
-      }
-    }
-  } catch (const Error&) {
-    // Not a readable client: the role stays unknown.
-  }
-  return k8s::Role::kUnknown;
-}
-
 std::vector<DiffDocument> diff_documents(const k8s::DryRun& input, const k8s::RoleMains& mains) {
   std::vector<DiffDocument> out;
   std::vector<std::string> others;
@@ -495,7 +441,7 @@ std::vector<DiffDocument> diff_documents(const k8s::DryRun& input, const k8s::Ro
         k8s::Role::kUnknown};
     if (*kind == "JobSet") {
       any_jobset = true;
-      entry.role = diff_role(doc, mains);
+      entry.role = k8s::role_of(k8s::JobSetView(doc), mains);
     } else {
       others.push_back(fmt::format("{} '{}' (line {})", entry.kind, entry.name, doc.first_line));
     }
@@ -554,73 +500,57 @@ RenderDiff diff_renders(const k8s::DryRun& a, const k8s::DryRun& b,
   for (std::size_t i = 0; i < b_keys.size(); ++i) b_index.emplace(b_keys[i].first, i);
   std::vector<bool> b_matched(b_docs.size(), false);
 
+  // A document of one side (a or b, the other absent), or a matched pair.
+  auto document_diff = [](const std::string& label, const DiffDocument* a, const DiffDocument* b) {
+    DocumentDiff entry;
+    entry.label = label;
+    entry.kind = (a ? a : b)->kind;
+    if (a) {
+      entry.a_name = a->name;
+      entry.a_line = a->doc->first_line;
+    }
+    if (b) {
+      entry.b_name = b->name;
+      entry.b_line = b->doc->first_line;
+    }
+    if (!b)
+      entry.differences.push_back({k8s::Difference::Kind::kRemoved, "", describe_document(*a), ""});
+    if (!a)
+      entry.differences.push_back({k8s::Difference::Kind::kAdded, "", "", describe_document(*b)});
+    return entry;
+  };
   RenderDiff out;
   for (std::size_t i = 0; i < a_docs.size(); ++i) {
-    const DiffDocument& x = a_docs[i];
-    DocumentDiff entry;
-    entry.label = a_keys[i].second;
-    entry.kind = x.kind;
-    entry.a_name = x.name;
-    entry.a_line = x.doc->first_line;
     auto it = b_index.find(a_keys[i].first);
     if (it == b_index.end()) {
-      entry.differences.push_back({k8s::Difference::Kind::kRemoved, "", describe_document(x), ""});
-    } else {
-      const DiffDocument& y = b_docs[it->second];
-      b_matched[it->second] = true;
-      entry.b_name = y.name;
-      entry.b_line = y.doc->first_line;
-      YAML::Node left = k8s::expand_for_diff(x.doc->root);
-      YAML::Node right = k8s::expand_for_diff(y.doc->root);
-      for (const Rename& rename : options.renames) rename_scalars(right, rename.to, rename.from);
-      entry.differences = k8s::diff_trees(left, right);
+      out.documents.push_back(document_diff(a_keys[i].second, &a_docs[i], nullptr));
+      continue;
     }
+    const DiffDocument& y = b_docs[it->second];
+    b_matched[it->second] = true;
+    DocumentDiff entry = document_diff(a_keys[i].second, &a_docs[i], &y);
+    YAML::Node left = k8s::expand_for_diff(a_docs[i].doc->root);
+    YAML::Node right = k8s::expand_for_diff(y.doc->root);
+    for (const Rename& rename : options.renames) rename_scalars(right, rename.to, rename.from);
+    entry.differences = k8s::diff_trees(left, right);
     out.documents.push_back(std::move(entry));
   }
   for (std::size_t i = 0; i < b_docs.size(); ++i) {
-    if (b_matched[i]) continue;
-    const DiffDocument& y = b_docs[i];
-    DocumentDiff entry;
-    entry.label = b_keys[i].second;
-    entry.kind = y.kind;
-    entry.b_name = y.name;
-    entry.b_line = y.doc->first_line;
-    entry.differences.push_back({k8s::Difference::Kind::kAdded, "", "", describe_document(y)});
-    out.documents.push_back(std::move(entry));
+    if (!b_matched[i])
+      out.documents.push_back(document_diff(b_keys[i].second, nullptr, &b_docs[i]));
   }
   return out;
 }
 
 std::string_view bench_change_id(BenchChange change) {
-  switch (change) {
-    case BenchChange::kName:
-      return "name";
-    case BenchChange::kGangId:
-      return "gang-id";
-    case BenchChange::kMaxRestarts:
-      return "max-restarts";
-    case BenchChange::kNamespace:
-      return "namespace";
-    case BenchChange::kImage:
-      return "image";
-    case BenchChange::kClientScript:
-      return "client-script";
-    case BenchChange::kClientProgram:
-      return "client-program";
-    case BenchChange::kDriverSettings:
-      return "driver-settings";
-    case BenchChange::kMaxTextFlag:
-      return "maxtext-flag";
-    case BenchChange::kLibtpuFlag:
-      return "libtpu-flag";
-    case BenchChange::kArgvFlag:
-      return "argv-flag";
-    case BenchChange::kLogpsChunk:
-      return "logps-chunk";
-    case BenchChange::kTrainerSlice:
-      return "trainer-slice";
-  }
-  return "unknown";
+  // In BenchChange's order.
+  static constexpr std::string_view kIds[] = {
+      "name",          "gang-id",        "max-restarts",    "namespace",    "image",
+      "client-script", "client-program", "driver-settings", "maxtext-flag", "libtpu-flag",
+      "argv-flag",     "logps-chunk",    "trainer-slice"};
+  static_assert(std::size(kIds) == static_cast<std::size_t>(BenchChange::kTrainerSlice) + 1);
+  auto index = static_cast<std::size_t>(change);
+  return index < std::size(kIds) ? kIds[index] : "unknown";
 }
 
 std::size_t ExpectBenchResult::unexpected() const {
@@ -632,33 +562,16 @@ ExpectBenchResult check_expect_bench(const k8s::DryRun& e2e, const k8s::DryRun& 
                                      const k8s::RoleMains& mains) {
   k8s::Roles roles = select_roles(e2e, mains);
   const k8s::Document& trainer = *roles.trainer;
-  std::vector<DiffDocument> bench_docs = diff_documents(bench, mains);
-  std::vector<const DiffDocument*> jobsets, trainers;
-  for (const DiffDocument& doc : bench_docs) {
-    if (doc.kind != "JobSet") continue;
-    jobsets.push_back(&doc);
-    if (doc.role == k8s::Role::kTrainer) trainers.push_back(&doc);
-  }
-  const DiffDocument* bench_doc = nullptr;
-  if (trainers.size() == 1) {
-    bench_doc = trainers.front();
-  } else if (trainers.empty() && jobsets.size() == 1) {
-    bench_doc = jobsets.front();
-  } else {
-    std::vector<std::string> names;
-    for (const DiffDocument* doc : trainers.empty() ? jobsets : trainers)
-      names.push_back(describe_document(*doc));
-    fail_at(bench.source, static_cast<std::int64_t>(jobsets.front()->doc->first_line),
-            "--expect-bench needs one bench JobSet, found {}", fmt::join(names, ", "));
-  }
+  const k8s::Document& bench_doc =
+      *k8s::select_roles(bench, mains, {.lone_jobset_is_trainer = true}).trainer;
   ExpectBenchResult result;
   result.e2e_name = k8s::JobSetView(trainer).name();
-  result.bench_name = bench_doc->name;
+  result.bench_name = k8s::JobSetView(bench_doc).name();
   result.e2e_line = trainer.first_line;
-  result.bench_line = bench_doc->doc->first_line;
+  result.bench_line = bench_doc.first_line;
   YAML::Node left = k8s::expand_for_diff(trainer.root);
-  YAML::Node right = k8s::expand_for_diff(bench_doc->doc->root);
-  BenchClassifier classifier(right, result.e2e_name, result.bench_name);
+  YAML::Node right = k8s::expand_for_diff(bench_doc.root);
+  BenchClassifier classifier(right, bench_doc, result.e2e_name, result.bench_name);
   for (const k8s::Difference& d : k8s::diff_trees(left, right))
     result.differences.push_back(classifier.classify(d));
   return result;

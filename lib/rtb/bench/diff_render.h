@@ -29,17 +29,12 @@ Rename parse_rename(std::string_view text);
 // from a JobSet name (`abtest-train-proc-0`) follow it, another name (`abtest-train2`) does not.
 std::string replace_name(std::string_view text, std::string_view from, std::string_view to);
 
-// The role of a JobSet for diffing: role_of(), and for a bench render (whose client runs the bench
-// driver, so its script first names --process_main in the driver's text) the role that the
-// --process_main in TRAINER_ARGV names.
-k8s::Role diff_role(const k8s::Document& doc, const k8s::RoleMains& mains);
-
 // A document of one input as diff-renders sees it: every YAML mapping with a `kind`.
 struct DiffDocument {
   const k8s::Document* doc = nullptr;
   std::string kind;
   std::string name;
-  k8s::Role role = k8s::Role::kUnknown;
+  k8s::Role role = k8s::Role::kUnknown;  // k8s::role_of
 };
 
 // The Kubernetes documents of an input. Throws rtb::Error (the input's name and a line) when none
@@ -107,8 +102,8 @@ struct ExpectBenchResult {
 };
 
 // Compares the trainer of the e2e DRY_RUN `e2e` with the bench JobSet in `bench` (its trainer by
-// role, or its only JobSet) and classifies each difference. Throws rtb::Error when either side has
-// no such JobSet.
+// role, or its only JobSet: k8s::select_roles) and classifies each difference. Throws rtb::Error
+// when either side has no such JobSet.
 ExpectBenchResult check_expect_bench(const k8s::DryRun& e2e, const k8s::DryRun& bench,
                                      const k8s::RoleMains& mains);
 

@@ -14,33 +14,26 @@ namespace {
 
 constexpr std::string_view kReset = "\033[0m";
 
-std::string_view color_of(k8s::Difference::Kind kind) {
+// How each kind of difference is shown: its ANSI color and its sign.
+struct KindStyle {
+  std::string_view color;
+  char sign;
+};
+KindStyle style_of(k8s::Difference::Kind kind) {
   switch (kind) {
     case k8s::Difference::Kind::kAdded:
-      return "\033[32m";
+      return {"\033[32m", '+'};
     case k8s::Difference::Kind::kRemoved:
-      return "\033[31m";
+      return {"\033[31m", '-'};
     case k8s::Difference::Kind::kChanged:
-      return "\033[33m";
+      return {"\033[33m", '~'};
     case k8s::Difference::Kind::kTypeChanged:
-      return "\033[35m";
+      return {"\033[35m", '!'};
   }
-  return "";
+  return {"", '~'};
 }
-
-char sign_of(k8s::Difference::Kind kind) {
-  switch (kind) {
-    case k8s::Difference::Kind::kAdded:
-      return '+';
-    case k8s::Difference::Kind::kRemoved:
-      return '-';
-    case k8s::Difference::Kind::kChanged:
-      return '~';
-    case k8s::Difference::Kind::kTypeChanged:
-      return '!';
-  }
-  return '~';
-}
+std::string_view color_of(k8s::Difference::Kind kind) { return style_of(kind).color; }
+char sign_of(k8s::Difference::Kind kind) { return style_of(kind).sign; }
 
 // A value for a one-line report: a multi-line value shows its first line and its line count.
 std::string one_line(std::string_view value) {
@@ -122,11 +115,12 @@ std::string join_segments(const std::vector<std::string_view>& parts, std::size_
 
 // --- JSON ----------------------------------------------------------------------------------------
 
-std::string json_optional(const std::optional<std::string>& text) {
-  return text ? json::quote(*text) : "null";
-}
+using Layout = json::Writer::Layout;
 
-std::string json_line(std::size_t line) { return line == 0 ? "null" : std::to_string(line); }
+// A line number, null for 0 (no line).
+std::optional<std::size_t> json_line(std::size_t line) {
+  return line == 0 ? std::nullopt : std::optional<std::size_t>(line);
+}
 
 struct Counts {
   std::size_t added = 0, removed = 0, changed = 0, type_changed = 0;
@@ -373,54 +367,63 @@ std::string format_render_stat(const RenderReport& report) {
 std::string format_render_json(const RenderReport& report) {
   Counts counts;
   for (const ReportedDifference& r : report.differences) counts.add(r.difference.kind);
-  std::string out = "{\n";
-  out += "  \"schema\": \"rtb.diff-renders/1\",\n";
-  out += fmt::format("  \"mode\": \"{}\",\n", report.expect_bench ? "expect-bench" : "diff");
-  out += fmt::format("  \"a\": {},\n  \"b\": {},\n", json::quote(report.a_source),
-                     json::quote(report.b_source));
-  out += "  \"documents\": [";
-  for (std::size_t i = 0; i < report.documents.size(); ++i) {
-    const ReportedDocument& d = report.documents[i];
-    out += fmt::format(
-        "{}\n    {{\"document\": {}, \"kind\": {}, \"a_name\": {}, \"b_name\": {}, "
-        "\"a_line\": {}, \"b_line\": {}, \"differences\": {}}}",
-        i ? "," : "", json::quote(d.label), json::quote(d.kind), json_optional(d.a_name),
-        json_optional(d.b_name), json_line(d.a_line), json_line(d.b_line), d.differences);
+  json::Writer j;
+  j.begin_object()
+      .field("schema", "rtb.diff-renders/1")
+      .field("mode", report.expect_bench ? "expect-bench" : "diff")
+      .field("a", report.a_source)
+      .field("b", report.b_source);
+  j.key("documents").begin_array();
+  for (const ReportedDocument& d : report.documents) {
+    j.begin_object(Layout::kOneLine)
+        .field("document", d.label)
+        .field("kind", d.kind)
+        .field("a_name", d.a_name)
+        .field("b_name", d.b_name)
+        .field("a_line", json_line(d.a_line))
+        .field("b_line", json_line(d.b_line))
+        .field("differences", d.differences)
+        .end_object();
   }
-  out += report.documents.empty() ? "],\n" : "\n  ],\n";
-  out += "  \"differences\": [";
-  for (std::size_t i = 0; i < report.differences.size(); ++i) {
-    const ReportedDifference& r = report.differences[i];
+  j.end_array().key("differences").begin_array();
+  for (const ReportedDifference& r : report.differences) {
     const k8s::Difference& d = r.difference;
-    bool has_old = d.kind != k8s::Difference::Kind::kAdded;
-    bool has_new = d.kind != k8s::Difference::Kind::kRemoved;
-    out += fmt::format(
-        "{}\n    {{\"document\": {}, \"path\": {}, \"kind\": \"{}\", \"old\": {}, \"new\": {}",
-        i ? "," : "", json::quote(r.document), json::quote(d.path), kind_name(d.kind),
-        has_old ? json::quote(d.old_value) : "null", has_new ? json::quote(d.new_value) : "null");
+    auto side = [](bool present, const std::string& value) {
+      return present ? std::optional<std::string>(value) : std::nullopt;
+    };
+    j.begin_object(Layout::kOneLine)
+        .field("document", r.document)
+        .field("path", d.path)
+        .field("kind", kind_name(d.kind))
+        .field("old", side(d.kind != k8s::Difference::Kind::kAdded, d.old_value))
+        .field("new", side(d.kind != k8s::Difference::Kind::kRemoved, d.new_value));
     if (report.expect_bench) {
-      out += fmt::format(", \"allowed\": {}, \"change\": {}, \"why\": {}",
-                         r.allowed ? "true" : "false",
-                         r.allowed ? json::quote(bench_change_id(*r.allowed)) : "null",
-                         r.allowed ? "null" : json::quote(r.why));
+      j.field("allowed", r.allowed.has_value());
+      if (r.allowed) {
+        j.field("change", bench_change_id(*r.allowed)).key("why").null();
+      } else {
+        j.key("change").null().field("why", r.why);
+      }
     }
-    out += "}";
+    j.end_object();
   }
-  out += report.differences.empty() ? "],\n" : "\n  ],\n";
-  out += fmt::format(
-      "  \"summary\": {{\"added\": {}, \"removed\": {}, \"changed\": {}, \"type-changed\": {}, "
-      "\"total\": {}, \"ignored\": {}",
-      counts.added, counts.removed, counts.changed, counts.type_changed, counts.total(),
-      report.ignored);
+  j.end_array();
+  j.key("summary")
+      .begin_object(Layout::kOneLine)
+      .field("added", counts.added)
+      .field("removed", counts.removed)
+      .field("changed", counts.changed)
+      .field("type-changed", counts.type_changed)
+      .field("total", counts.total())
+      .field("ignored", report.ignored);
   if (report.expect_bench) {
-    out += fmt::format(", \"allowed\": {}, \"unexpected\": {}",
-                       report.differences.size() - report.unexpected(), report.unexpected());
+    j.field("allowed", report.differences.size() - report.unexpected())
+        .field("unexpected", report.unexpected());
   }
-  out += "},\n";
+  j.end_object();
   std::string_view result = report.expect_bench ? (report.failed() ? "fail" : "pass")
                                                 : (report.failed() ? "different" : "same");
-  out += fmt::format("  \"result\": \"{}\"\n}}\n", result);
-  return out;
+  return j.field("result", result).end_object().str();
 }
 
 // --- diff-configs
@@ -456,17 +459,33 @@ std::string format_config_text(const std::vector<ConfigDifference>& differences,
 
 namespace {
 
-std::string json_side(const ConfigSide& side) {
+// The dump a log side used; null for a render, or a log without one.
+std::optional<std::size_t> json_dump(const ConfigSide& side) {
   bool log = side.kind == ConfigSide::Kind::kLog;
-  return fmt::format("{{\"source\": {}, \"kind\": \"{}\", \"dump\": {}, \"keys\": {}}}",
-                     json::quote(side.source), log ? "log" : "render",
-                     log && side.dump ? std::to_string(side.dump) : "null", side.settings.size());
+  return log && side.dump ? std::optional<std::size_t>(side.dump) : std::nullopt;
 }
 
-std::string json_setting_fields(const std::optional<ConfigSetting>& s, std::string_view prefix) {
-  return fmt::format("\"{}\": {}, \"{}_line\": {}, \"{}_origin\": {}", prefix,
-                     s ? json::quote(s->value) : "null", prefix, s ? json_line(s->line) : "null",
-                     prefix, s && !s->origin.empty() ? json::quote(s->origin) : "null");
+void json_side(json::Writer& j, std::string_view name, const ConfigSide& side) {
+  j.key(name)
+      .begin_object(Layout::kOneLine)
+      .field("source", side.source)
+      .field("kind", side.kind == ConfigSide::Kind::kLog ? "log" : "render")
+      .field("dump", json_dump(side))
+      .field("keys", side.settings.size())
+      .end_object();
+}
+
+// "<prefix>", "<prefix>_line" and "<prefix>_origin" of one side's setting.
+void json_setting_fields(json::Writer& j, const std::optional<ConfigSetting>& s,
+                         const std::string& prefix) {
+  std::optional<std::string> value, origin;
+  std::optional<std::size_t> line;
+  if (s) {
+    value = s->value;
+    line = json_line(s->line);
+    if (!s->origin.empty()) origin = s->origin;
+  }
+  j.field(prefix, value).field(prefix + "_line", line).field(prefix + "_origin", origin);
 }
 
 }  // namespace
@@ -475,25 +494,29 @@ std::string format_config_json(const ConfigSide& a, const ConfigSide& b,
                                const std::vector<ConfigDifference>& differences,
                                const std::optional<std::string>& keys_regex) {
   std::size_t added = 0, removed = 0, changed = 0;
-  std::string out = "{\n  \"schema\": \"rtb.diff-configs/1\",\n";
-  out += fmt::format("  \"a\": {},\n  \"b\": {},\n", json_side(a), json_side(b));
-  out += fmt::format("  \"keys\": {},\n", json_optional(keys_regex));
-  out += "  \"differences\": [";
-  for (std::size_t i = 0; i < differences.size(); ++i) {
-    const ConfigDifference& d = differences[i];
+  json::Writer j;
+  j.begin_object().field("schema", "rtb.diff-configs/1");
+  json_side(j, "a", a);
+  json_side(j, "b", b);
+  j.field("keys", keys_regex).key("differences").begin_array();
+  for (const ConfigDifference& d : differences) {
     added += d.kind == ConfigDifference::Kind::kAdded;
     removed += d.kind == ConfigDifference::Kind::kRemoved;
     changed += d.kind == ConfigDifference::Kind::kChanged;
-    out += fmt::format("{}\n    {{\"key\": {}, \"kind\": \"{}\", {}, {}}}", i ? "," : "",
-                       json::quote(d.key), config_kind_name(d.kind),
-                       json_setting_fields(d.a, "old"), json_setting_fields(d.b, "new"));
+    j.begin_object(Layout::kOneLine).field("key", d.key).field("kind", config_kind_name(d.kind));
+    json_setting_fields(j, d.a, "old");
+    json_setting_fields(j, d.b, "new");
+    j.end_object();
   }
-  out += differences.empty() ? "],\n" : "\n  ],\n";
-  out += fmt::format(
-      "  \"summary\": {{\"added\": {}, \"removed\": {}, \"changed\": {}, \"total\": {}}},\n", added,
-      removed, changed, differences.size());
-  out += fmt::format("  \"result\": \"{}\"\n}}\n", differences.empty() ? "same" : "different");
-  return out;
+  j.end_array()
+      .key("summary")
+      .begin_object(Layout::kOneLine)
+      .field("added", added)
+      .field("removed", removed)
+      .field("changed", changed)
+      .field("total", differences.size())
+      .end_object();
+  return j.field("result", differences.empty() ? "same" : "different").end_object().str();
 }
 
 std::string format_dump_list(const std::vector<ConfigSide>& sides) {
@@ -516,26 +539,32 @@ std::string format_dump_list(const std::vector<ConfigSide>& sides) {
 }
 
 std::string format_dump_list_json(const std::vector<ConfigSide>& sides) {
-  std::string out = "{\n  \"schema\": \"rtb.diff-configs.dumps/1\",\n  \"inputs\": [";
-  for (std::size_t s = 0; s < sides.size(); ++s) {
-    const ConfigSide& side = sides[s];
-    bool log = side.kind == ConfigSide::Kind::kLog;
-    out += fmt::format("{}\n    {{\"source\": {}, \"kind\": \"{}\", \"default\": {}, \"dumps\": [",
-                       s ? "," : "", json::quote(side.source), log ? "log" : "render",
-                       log && side.dump ? std::to_string(side.dump) : "null");
-    for (std::size_t i = 0; i < side.dumps.size(); ++i) {
-      const ConfigDumpInfo& d = side.dumps[i];
-      out += fmt::format(
-          "{}\n      {{\"number\": {}, \"first_line\": {}, \"last_line\": {}, \"keys\": {}, "
-          "\"first_key\": {}, \"last_key\": {}, \"complete\": {}, \"reason\": {}}}",
-          i ? "," : "", d.number, d.first_line, d.last_line, d.params, json::quote(d.first_key),
-          json::quote(d.last_key), d.complete ? "true" : "false",
-          d.complete ? "null" : json::quote(d.incomplete_reason));
+  json::Writer j;
+  j.begin_object().field("schema", "rtb.diff-configs.dumps/1").key("inputs").begin_array();
+  for (const ConfigSide& side : sides) {
+    j.begin_object(Layout::kOneLine)
+        .field("source", side.source)
+        .field("kind", side.kind == ConfigSide::Kind::kLog ? "log" : "render")
+        .field("default", json_dump(side))
+        .key("dumps")
+        .begin_array(Layout::kIndented);
+    for (const ConfigDumpInfo& d : side.dumps) {
+      std::optional<std::string> reason;
+      if (!d.complete) reason = d.incomplete_reason;
+      j.begin_object(Layout::kOneLine)
+          .field("number", d.number)
+          .field("first_line", d.first_line)
+          .field("last_line", d.last_line)
+          .field("keys", d.params)
+          .field("first_key", d.first_key)
+          .field("last_key", d.last_key)
+          .field("complete", d.complete)
+          .field("reason", reason)
+          .end_object();
     }
-    out += side.dumps.empty() ? "]}" : "\n    ]}";
+    j.end_array().end_object();
   }
-  out += sides.empty() ? "]\n}\n" : "\n  ]\n}\n";
-  return out;
+  return j.end_array().end_object().str();
 }
 
 }  // namespace rtb::bench

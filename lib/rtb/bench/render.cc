@@ -12,10 +12,12 @@
 #include "rtb/base/compress.h"
 #include "rtb/base/error.h"
 #include "rtb/base/slice.h"
+#include "rtb/bench/render_table.h"
 #include "rtb/k8s/diff.h"
 #include "rtb/k8s/flags.h"
 #include "rtb/k8s/shell.h"
 #include "rtb/k8s/yaml.h"
+#include "rtb/payload/builder.h"
 #include "rtb/payload/routing.h"
 
 namespace rtb::bench {
@@ -401,14 +403,33 @@ void Renderer::rename() {
 }
 
 void Renderer::set_scheduling_fields() {
-  // The gang-id label: the bench's pods form their own gang.
+  // The gang-id label: the bench's pods form their own gang, also when the e2e trainer names
+  // none (then the JobSet's own labels get one, as the seed's renderer did).
+  bool has_gang_id = false;
   visit_scalars(
       bench_.root, "", [](const std::string&) { return false; },
       [&](YAML::Node node, const std::string& path, std::string_view key) {
-        if (key != "scheduling.x-k8s.io/gang-id" || node.Scalar() == options_.name) return;
+        if (key != kGangIdLabel) return;
+        has_gang_id = true;
+        if (node.Scalar() == options_.name) return;
         record("render", path, node.Scalar(), options_.name);
         k8s::yaml::set_string(node, options_.name);
       });
+  if (!has_gang_id) {
+    YAML::Node metadata = k8s::yaml::lookup(bench_.root, "metadata");
+    YAML::Node labels = k8s::yaml::lookup(metadata, "labels");
+    if (!metadata.IsMap() || (labels.IsDefined() && !labels.IsNull() && !labels.IsMap())) {
+      fail_at(dryrun_.source, static_cast<std::int64_t>(bench_.first_line),
+              "the trainer JobSet's metadata.labels is not a mapping");
+    }
+    if (!labels.IsDefined() || labels.IsNull()) {
+      record("render", "metadata.labels", "", fmt::format("{}: {}", kGangIdLabel, options_.name));
+      metadata["labels"] = YAML::Node(YAML::NodeType::Map);
+    } else {
+      record("render", k8s::path_child("metadata.labels", kGangIdLabel), "", options_.name);
+    }
+    metadata["labels"][std::string(kGangIdLabel)] = k8s::yaml::string_scalar(options_.name);
+  }
   // maxRestarts 0: a failed bench is read and fixed, never restarted.
   YAML::Node spec = k8s::yaml::lookup(bench_.root, "spec");
   if (!spec.IsMap())
@@ -440,14 +461,14 @@ void Renderer::set_scheduling_fields() {
 
 void Renderer::edit_maxtext_flags() {
   if (options_.maxtext_flags.empty() && options_.maxtext_replace.empty()) return;
-  k8s::shell::Assignment* current = env_assignment("MAXTEXT_EXTRA_FLAGS");
+  k8s::shell::Assignment* current = env_assignment(kMaxTextFlagsEnv);
   if (!current && !options_.maxtext_replace.empty()) {
     fail("--maxtext-replace {}: the trainer has no MAXTEXT_EXTRA_FLAGS",
          options_.maxtext_replace.front());
   }
   k8s::FlagList flags =
       k8s::FlagList::parse(current ? current->value : "", k8s::FlagStyle::kKeyValue);
-  std::string path = client_path(".startup.env.MAXTEXT_EXTRA_FLAGS");
+  std::string path = client_path(".startup.env." + std::string(kMaxTextFlagsEnv));
   std::size_t before = result_.changes.size();
   for (const std::string& item : options_.maxtext_replace) {
     try {
@@ -463,11 +484,11 @@ void Renderer::edit_maxtext_flags() {
     // A new variable: record it whole rather than item by item.
     result_.changes.resize(before);
     record("--maxtext-flag", path, "", flags.str());
-    env_.push_back({"MAXTEXT_EXTRA_FLAGS", flags.str(), "", false});
+    env_.push_back({std::string(kMaxTextFlagsEnv), flags.str(), "", false});
   } else {
     current->value = flags.str();
   }
-  edited_env_.insert("MAXTEXT_EXTRA_FLAGS");
+  edited_env_.insert(std::string(kMaxTextFlagsEnv));
 }
 
 void Renderer::edit_libtpu_flags() {
@@ -483,10 +504,10 @@ void Renderer::edit_libtpu_flags() {
   }
   // 1. The client: LIBTPU_INIT_ARGS inside the startup environment.
   {
-    k8s::shell::Assignment* current = env_assignment("LIBTPU_INIT_ARGS");
+    k8s::shell::Assignment* current = env_assignment(kLibtpuEnv);
     k8s::FlagList flags =
         k8s::FlagList::parse(current ? current->value : "", k8s::FlagStyle::kDashDash);
-    std::string path = client_path(".startup.env.LIBTPU_INIT_ARGS");
+    std::string path = client_path(".startup.env." + std::string(kLibtpuEnv));
     std::size_t before = result_.changes.size();
     for (const std::string& item : options_.libtpu_flags)
       edit_flag_list(flags, item, "--libtpu-flag", path, false);
@@ -496,14 +517,14 @@ void Renderer::edit_libtpu_flags() {
       } else {
         result_.changes.resize(before);
         record("--libtpu-flag", path, "", flags.str());
-        env_.push_back({"LIBTPU_INIT_ARGS", flags.str(), "", false});
+        env_.push_back({std::string(kLibtpuEnv), flags.str(), "", false});
       }
-      edited_env_.insert("LIBTPU_INIT_ARGS");
+      edited_env_.insert(std::string(kLibtpuEnv));
     }
   }
   k8s::JobSetView view(bench_);
   // 2. The pathways proxy: one args item per flag, new ones after the last --xla item.
-  if (auto proxy = view.container("pathways-proxy")) {
+  if (auto proxy = view.container(kProxyContainer)) {
     YAML::Node args = k8s::yaml::lookup(proxy->node, "args");
     std::vector<std::string> items;
     if (args.IsSequence()) {
@@ -531,43 +552,43 @@ void Renderer::edit_libtpu_flags() {
     proxy->node["args"] = rebuilt;
   } else {
     result_.warnings.push_back(
-        fmt::format("{}: the trainer JobSet has no pathways-proxy container; "
+        fmt::format("{}: the trainer JobSet has no {} container; "
                     "--libtpu-flag reaches the client and workers only",
-                    dryrun_.source));
+                    dryrun_.source, kProxyContainer));
   }
   // 3. The pathways workers: env LIBTPU_INIT_ARGS, created where absent.
-  if (auto worker = view.container("pathways-worker")) {
+  if (auto worker = view.container(kWorkerContainer)) {
     std::string env_path = worker->path() + ".env";
     if (!k8s::yaml::lookup(worker->node, "env").IsSequence())
       worker->node["env"] = YAML::Node(YAML::NodeType::Sequence);
     YAML::Node env = k8s::yaml::lookup(worker->node, "env");
     std::optional<YAML::Node> entry;  // the last entry of that name, as Kubernetes uses
     for (const YAML::Node& candidate : env) {
-      if (k8s::yaml::scalar_at(candidate, "name") == std::string("LIBTPU_INIT_ARGS"))
+      if (k8s::yaml::scalar_at(candidate, "name") == std::string(kLibtpuEnv))
         entry.emplace(candidate);
     }
     if (!entry || !entry->IsMap()) {
       k8s::FlagList flags(k8s::FlagStyle::kDashDash, {});
       for (const std::string& item : options_.libtpu_flags) flags.upsert(item);
       YAML::Node created(YAML::NodeType::Map);
-      created["name"] = "LIBTPU_INIT_ARGS";
+      created["name"] = std::string(kLibtpuEnv);
       created["value"] = k8s::yaml::string_scalar(flags.str());
       env.push_back(created);
-      record("--libtpu-flag", k8s::path_item(env_path, "LIBTPU_INIT_ARGS"), "", flags.str());
+      record("--libtpu-flag", k8s::path_item(env_path, kLibtpuEnv), "", flags.str());
     } else {
       YAML::Node value = k8s::yaml::lookup(*entry, "value");
       k8s::FlagList flags = k8s::FlagList::parse(
           value.IsDefined() && value.IsScalar() ? value.Scalar() : "", k8s::FlagStyle::kDashDash);
-      std::string path = k8s::path_item(env_path, "LIBTPU_INIT_ARGS") + ".value";
+      std::string path = k8s::path_item(env_path, kLibtpuEnv) + ".value";
       for (const std::string& item : options_.libtpu_flags)
         edit_flag_list(flags, item, "--libtpu-flag", path, false);
       (*entry)["value"] = k8s::yaml::string_scalar(flags.str());
     }
   } else {
     result_.warnings.push_back(
-        fmt::format("{}: the trainer JobSet has no pathways-worker container; "
+        fmt::format("{}: the trainer JobSet has no {} container; "
                     "--libtpu-flag reaches the client and proxy only",
-                    dryrun_.source));
+                    dryrun_.source, kWorkerContainer));
   }
 }
 
@@ -601,18 +622,18 @@ void Renderer::edit_argv() {
     std::string value = std::to_string(*options_.logps_chunk);
     // Wherever the e2e passes it; the trainer's argv when it passes it nowhere.
     bool anywhere = false;
-    if (auto* maxtext = env_assignment("MAXTEXT_EXTRA_FLAGS")) {
+    if (auto* maxtext = env_assignment(kMaxTextFlagsEnv)) {
       k8s::FlagList flags = k8s::FlagList::parse(maxtext->value, k8s::FlagStyle::kKeyValue);
       if (flags.contains("compute_logps_chunk_size")) {
         edit_flag_list(flags, "compute_logps_chunk_size=" + value, "--logps-chunk",
-                       client_path(".startup.env.MAXTEXT_EXTRA_FLAGS"), true);
+                       client_path(".startup.env." + std::string(kMaxTextFlagsEnv)), true);
         maxtext->value = flags.str();
-        edited_env_.insert("MAXTEXT_EXTRA_FLAGS");
+        edited_env_.insert(std::string(kMaxTextFlagsEnv));
         anywhere = true;
       }
     }
-    if (env_assignment("COMPUTE_LOGPS_CHUNK_SIZE")) {
-      set_env("COMPUTE_LOGPS_CHUNK_SIZE", value, "--logps-chunk");
+    if (env_assignment(kLogpsChunkEnv)) {
+      set_env(kLogpsChunkEnv, value, "--logps-chunk");
       anywhere = true;
     }
     if (trainer_argv_.contains("compute_logps_chunk_size") || !anywhere) {
@@ -627,38 +648,13 @@ void Renderer::edit_trainer_slice() {
   const std::string knob = "--trainer-slice";
   Slice target = Slice::parse(*options_.trainer_slice);
   k8s::JobSetView view(bench_);
-  // The current slice: pathways-rm's --instance_type, else the accelerator and topology labels.
-  std::optional<Slice> current;
-  std::string rm_path;
-  if (auto rm = view.container("pathways-rm")) {
-    YAML::Node args = k8s::yaml::lookup(rm->node, "args");
-    if (args.IsSequence()) {
-      for (const auto& arg : args) {
-        if (arg.IsScalar() && arg.Scalar().rfind("--instance_type=", 0) == 0) {
-          current = Slice::parse(arg.Scalar().substr(16));
-        }
-      }
-    }
+  std::optional<TrainerSlice> found = find_trainer_slice(view);
+  if (!found) {
+    fail(
+        "--trainer-slice: cannot tell the trainer's current slice (no pathways-rm "
+        "--instance_type, no gke-tpu-accelerator and topology labels)");
   }
-  if (!current) {
-    std::optional<std::string> accelerator, topology;
-    visit_scalars(
-        bench_.root, "", [](const std::string&) { return false; },
-        [&](YAML::Node node, const std::string&, std::string_view key) {
-          if (key == "cloud.google.com/gke-tpu-accelerator") accelerator = node.Scalar();
-          if (key == "cloud.google.com/gke-tpu-slice-topology" ||
-              key == "cloud.google.com/gke-tpu-topology") {
-            topology = node.Scalar();
-          }
-        });
-    if (!accelerator || !topology) {
-      fail(
-          "--trainer-slice: cannot tell the trainer's current slice (no pathways-rm "
-          "--instance_type, "
-          "no gke-tpu-accelerator and topology labels)");
-    }
-    current = Slice(find_tpu_type(*accelerator), Topology::parse(*topology));
-  }
+  std::optional<Slice> current = Slice::parse(found->text);
   // The mesh: FSDP fills the devices left by context x expert x tensor.
   auto mesh_axis = [&](std::string_view key) {
     auto value = trainer_argv_.value(key);
@@ -672,38 +668,24 @@ void Renderer::edit_trainer_slice() {
     fail("--trainer-slice {}: {}", *options_.trainer_slice, e.message());
   }
   std::string old_topology = current->topology().str();
-  std::string old_partition = "gke-tpu-partition-" + current->partition().str() + "-";
-  std::string new_partition = "gke-tpu-partition-" + target.partition().str() + "-";
-  // The TPU worker jobs: pods that request google.com/tpu.
-  std::set<std::string> tpu_jobs;
-  for (const k8s::ContainerRef& container : view.containers()) {
-    YAML::Node resources = k8s::yaml::lookup(container.node, "resources");
-    for (std::string_view kind : {"requests", "limits"}) {
-      if (k8s::yaml::lookup(k8s::yaml::lookup(resources, kind), "google.com/tpu").IsDefined())
-        tpu_jobs.insert(container.job);
-    }
-  }
+  std::string old_partition = fmt::format("{}{}-", kPartitionPrefix, current->partition().str());
+  std::string new_partition = fmt::format("{}{}-", kPartitionPrefix, target.partition().str());
+  std::set<std::string> tpu_job_names = tpu_jobs(view);
   auto set_field = [&](YAML::Node node, const std::string& path, const std::string& value) {
     if (node.Scalar() == value) return;
     record(knob, path, node.Scalar(), value);
     assign_string(node, value);
   };
   std::string command_path = client_path(".command");
+  std::string instance_type_prefix = std::string(kInstanceTypeFlag) + "=";
   visit_scalars(
       bench_.root, "", [&](const std::string& path) { return path == command_path; },
       [&](YAML::Node node, const std::string& path, std::string_view key) {
         const std::string& value = node.Scalar();
-        if (key == "cloud.google.com/gke-tpu-slice-topology" ||
-            key == "cloud.google.com/gke-tpu-topology") {
-          set_field(node, path, target.topology().str());
-        } else if (key == "kueue.x-k8s.io/podset-slice-size") {
-          set_field(node, path, int_text(target.partition_hosts()));
-        } else if (key == "cloud.google.com/gke-tpu-accelerator") {
-          set_field(node, path, target.type().gke_accelerator);
-        } else if (key == "google.com/tpu") {
-          set_field(node, path, int_text(target.chips_per_host()));
-        } else if (value.rfind("--instance_type=", 0) == 0) {
-          set_field(node, path, "--instance_type=" + target.instance_type());
+        if (std::optional<SliceField> field = slice_field(key)) {
+          set_field(node, path, slice_field_value(target, *field));
+        } else if (value.rfind(instance_type_prefix, 0) == 0) {
+          set_field(node, path, instance_type_prefix + target.instance_type());
         } else if (value.find(old_partition) != std::string::npos) {
           std::string replaced = value;
           for (std::size_t at = replaced.find(old_partition); at != std::string::npos;
@@ -717,7 +699,7 @@ void Renderer::edit_trainer_slice() {
   YAML::Node jobs = k8s::yaml::lookup(k8s::yaml::lookup(bench_.root, "spec"), "replicatedJobs");
   std::vector<std::string> job_keys = k8s::sequence_item_keys(jobs);
   for (std::size_t i = 0; i < jobs.size(); ++i) {
-    if (!tpu_jobs.count(job_keys[i])) continue;
+    if (!tpu_job_names.count(job_keys[i])) continue;
     std::string job_path = k8s::path_item("spec.replicatedJobs", job_keys[i]) + ".template.spec";
     YAML::Node job_spec = k8s::yaml::lookup(k8s::yaml::lookup(jobs[i], "template"), "spec");
     for (std::string_view field : {"completions", "parallelism"}) {
@@ -1046,14 +1028,11 @@ std::vector<std::pair<std::string, std::string>> driver_environment(
   };
   if (d.steps < 1) fail("--steps {}: must be at least 1", d.steps);
   if (d.micro_steps < 1) fail("--micro-steps {}: must be at least 1", d.micro_steps);
-  if (d.routing_scale < 0) fail("--routing-scale {}: must be >= 0", d.routing_scale);
-  if (d.advantages != "random" && d.advantages != "zero")
-    fail("--advantages {}: random or zero", d.advantages);
-  if (d.pad_position && *d.pad_position != "end" && *d.pad_position != "start")
-    fail("--pad-position {}: end or start", *d.pad_position);
-  if (d.pad_align && (*d.pad_align <= 0 || *d.pad_align % 64 != 0)) {
-    fail("--pad-align {}: must be a positive multiple of the segment alignment 64", *d.pad_align);
-  }
+  // The payload's own checks, so that the driver gets only what check-payload accepts.
+  payload::check_routing_scale(d.routing_scale);
+  payload::parse_advantage_mode(d.advantages);
+  if (d.pad_position) payload::parse_pad_position(*d.pad_position);
+  if (d.pad_align) payload::check_pad_align(*d.pad_align);
   check_choice("--stage-boundary", d.stage_boundary);
   check_choice("--routing", d.routing);
   check_choice("--logps-pass", d.logps_pass);

@@ -221,13 +221,40 @@ bool is_jobset(const Document& doc) {
   return yaml::scalar_at(doc.root, "kind") == std::string("JobSet");
 }
 
+namespace {
+
+Role role_of_main(std::string_view main, const RoleMains& mains) {
+  if (main == mains.trainer) return Role::kTrainer;
+  if (main == mains.orchestrator) return Role::kOrchestrator;
+  if (main == mains.rollout) return Role::kRollout;
+  return Role::kUnknown;
+}
+
+// The role the --process_main in a bench client's TRAINER_ARGV names.
+Role bench_client_role(const JobSetView& jobset, const RoleMains& mains) {
+  try {
+    ClientCommand client = jobset.client("");
+    for (const shell::Assignment& assignment : client.startup.env) {
+      if (assignment.name != "TRAINER_ARGV") continue;
+      for (const shell::Word& word : shell::split(assignment.value)) {
+        if (word.value.rfind(kProcessMain, 0) != 0) continue;
+        Role role = role_of_main(std::string_view(word.value).substr(kProcessMain.size()), mains);
+        if (role != Role::kUnknown) return role;
+      }
+    }
+  } catch (const Error&) {
+    // Not a readable client: the role stays unknown.
+  }
+  return Role::kUnknown;
+}
+
+}  // namespace
+
 Role role_of(const JobSetView& jobset, const RoleMains& mains) {
   auto found = jobset.process_main();
   if (!found) return Role::kUnknown;
-  if (found->first == mains.trainer) return Role::kTrainer;
-  if (found->first == mains.orchestrator) return Role::kOrchestrator;
-  if (found->first == mains.rollout) return Role::kRollout;
-  return Role::kUnknown;
+  Role role = role_of_main(found->first, mains);
+  return role != Role::kUnknown ? role : bench_client_role(jobset, mains);
 }
 
 ChunkFilter trainer_and_orchestrator_chunks(const RoleMains& mains) {
@@ -251,11 +278,21 @@ ChunkFilter trainer_and_orchestrator_chunks(const RoleMains& mains) {
   };
 }
 
-Roles select_roles(const DryRun& dryrun, const RoleMains& mains) {
+Roles select_roles(const DryRun& dryrun, const RoleMains& mains, RoleSelection selection) {
   Roles roles;
-  std::vector<std::string> trainers, orchestrators, seen;
+  std::vector<std::string> trainers, orchestrators, seen, others;
+  const Document* lone_jobset = nullptr;
   for (const Document& doc : dryrun.documents) {
-    if (!is_jobset(doc)) continue;
+    if (!is_jobset(doc)) {
+      if (auto kind = yaml::scalar_at(doc.root, "kind")) {
+        others.push_back(
+            fmt::format("{} '{}' (line {})", *kind,
+                        yaml::scalar_at(yaml::lookup(doc.root, "metadata"), "name").value_or(""),
+                        doc.first_line));
+      }
+      continue;
+    }
+    lone_jobset = seen.empty() ? &doc : nullptr;
     JobSetView view(doc);
     auto main = view.process_main();
     seen.push_back(fmt::format("{} (line {}, {})", view.name(), doc.first_line,
@@ -279,6 +316,15 @@ Roles select_roles(const DryRun& dryrun, const RoleMains& mains) {
   auto join = [](const std::vector<std::string>& items) {
     return items.empty() ? std::string("none") : fmt::format("{}", fmt::join(items, ", "));
   };
+  if (trainers.empty() && selection.lone_jobset_is_trainer && lone_jobset && seen.size() == 1) {
+    roles.trainer = lone_jobset;
+    return roles;
+  }
+  if (trainers.empty() && seen.empty() && !others.empty()) {
+    fail_at(dryrun.source, static_cast<std::int64_t>(dryrun.documents.front().first_line),
+            "no trainer JobSet (--process_main={}): not a JobSet: the input holds {}",
+            mains.trainer, join(others));
+  }
   if (trainers.empty()) {
     fail_at(dryrun.source, 0, "no trainer JobSet (--process_main={}); JobSets found: {}",
             mains.trainer, join(seen));

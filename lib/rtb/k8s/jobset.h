@@ -104,6 +104,9 @@ class JobSetView {
 };
 
 bool is_jobset(const Document& doc);
+// The role the first --process_main of the JobSet's scripts names; for a bench render (whose
+// client runs the bench driver, so its script first names --process_main in the driver's text)
+// the role that the --process_main in its client's TRAINER_ARGV names.
 Role role_of(const JobSetView& jobset, const RoleMains& mains);
 
 struct Roles {
@@ -117,9 +120,16 @@ struct Roles {
 // reported). Rollout chunks are not parsed.
 ChunkFilter trainer_and_orchestrator_chunks(const RoleMains& mains);
 
-// Picks the JobSets of each role. Throws rtb::Error naming what was found when there is no trainer
-// or more than one (or more than one orchestrator).
-Roles select_roles(const DryRun& dryrun, const RoleMains& mains);
+struct RoleSelection {
+  // An input whose only JobSet has no known role (a bench rendered with other --process_main
+  // values, a JobSet file of one trainer) gives that JobSet as the trainer.
+  bool lone_jobset_is_trainer = false;
+};
+
+// Picks the JobSets of each role (role_of). Throws rtb::Error naming what was found when there is
+// no trainer or more than one (or more than one orchestrator), and what the input holds instead
+// when it has no JobSet.
+Roles select_roles(const DryRun& dryrun, const RoleMains& mains, RoleSelection selection = {});
 
 // `bash`, `-c` and the script of a container's command, or nullopt when it is not of that form.
 std::optional<YAML::Node> bash_script_node(const YAML::Node& container);

@@ -109,6 +109,7 @@ std::string json_gib(std::optional<long long> bytes) {
 }
 
 using Bytes = std::optional<long long>;
+constexpr json::Writer::Layout kOneLine = json::Writer::Layout::kOneLine;
 
 // The byte rows of a program in the table, in order; host rows that are zero in every log (no
 // host offload) are left out.
@@ -305,9 +306,9 @@ std::string format_summary_json(const Summary& summary) {
     for (std::size_t k = 0; k < log.programs.size(); ++k) {
       const ProgramMemory& p = log.programs[k];
       const ProgramVerdict& pv = verdict.programs[k];
-      j.begin_inline_object();
+      j.begin_object(kOneLine);
       j.field("name", p.name).field("line", p.line).field("source", program_source_id(p.source));
-      j.wrap().key("bytes").begin_inline_object();
+      j.wrap().key("bytes").begin_object(kOneLine);
       j.field("argument", bytes(p.argument)).field("output", bytes(p.output));
       j.field("alias", bytes(p.alias)).field("temp", bytes(p.temp));
       j.field("generated_code", bytes(p.generated_code));
@@ -323,7 +324,7 @@ std::string format_summary_json(const Summary& summary) {
       j.field("fits", pv.fits);
       j.wrap().key("cost");
       if (p.cost) {
-        j.begin_inline_object();
+        j.begin_object(kOneLine);
         j.field("flops", p.cost->flops).field("bytes_accessed", p.cost->bytes_accessed);
         j.field("transcendentals", p.cost->transcendentals);
         j.field("optimal_seconds", p.cost->optimal_seconds);
@@ -339,7 +340,7 @@ std::string format_summary_json(const Summary& summary) {
     j.end_array();
     j.key("oom").begin_array();
     for (const OomReport& oom : log.ooms) {
-      j.begin_inline_object();
+      j.begin_object(kOneLine);
       j.field("line", oom.line);
       j.key("program");
       oom.program.empty() ? j.null() : j.value(oom.program);
@@ -353,7 +354,7 @@ std::string format_summary_json(const Summary& summary) {
     j.end_array();
     j.field("oom_lines", log.oom_lines);
     auto string_list = [&](std::string_view name, const std::vector<std::string>& items) {
-      j.key(name).begin_inline_array();
+      j.key(name).begin_array(kOneLine);
       for (const std::string& item : items) j.value(item);
       j.end_array();
     };
@@ -365,10 +366,10 @@ std::string format_summary_json(const Summary& summary) {
   // Deltas of each further log against the first, per program both have.
   j.key("deltas").begin_array();
   for (std::size_t i = 1; i < summary.logs.size(); ++i) {
-    j.begin_inline_object();
+    j.begin_object(kOneLine);
     j.field("log", display_name(summary.logs[i].source));
     j.field("against", display_name(summary.logs[0].source));
-    j.key("programs").begin_array();
+    j.key("programs").begin_array(json::Writer::Layout::kIndented);
     for (const ProgramMemory& b : summary.logs[i].programs) {
       std::size_t ia = 0, ib = 0;
       const ProgramMemory* a = find_program(summary.logs[0], b.name, &ia);
@@ -386,9 +387,9 @@ std::string format_summary_json(const Summary& summary) {
       };
       const auto& ha = summary.verdicts[0].programs[ia].headroom_gib;
       const auto& hb = summary.verdicts[i].programs[ib].headroom_gib;
-      j.begin_inline_object();
+      j.begin_object(kOneLine);
       j.field("name", b.name);
-      j.key("bytes").begin_inline_object();
+      j.key("bytes").begin_object(kOneLine);
       j.field("argument", diff(a->argument, b.argument)).field("output", diff(a->output, b.output));
       j.field("alias", diff(a->alias, b.alias)).field("temp", diff(a->temp, b.temp));
       j.field("resident", bytes(b.resident - a->resident));

@@ -381,6 +381,13 @@ std::int64_t default_real_length(std::int64_t tokens) {
   return std::max<std::int64_t>(1, tokens - padding);
 }
 
+void check_pad_align(std::int64_t pad_align) {
+  if (pad_align < 1 || pad_align % kSegmentAlign != 0) {
+    fail("--pad-align must be a positive multiple of the segment alignment {} (got {})",
+         kSegmentAlign, pad_align);
+  }
+}
+
 std::int64_t pad_start_shift(std::int64_t tokens, std::int64_t real_len, std::int64_t pad_align) {
   return (tokens - real_len) / pad_align * pad_align;
 }
@@ -422,10 +429,7 @@ PayloadOptions resolve_payload_options(PayloadOptions o, std::vector<std::string
   if (o.final_rows < 0 || o.final_rows > o.rows) {
     fail("--final-rows must be in 0..{} (the rows; got {})", o.rows, o.final_rows);
   }
-  if (o.pad_align < 1 || o.pad_align % kSegmentAlign != 0) {
-    fail("--pad-align must be a positive multiple of the segment alignment {} (got {})",
-         kSegmentAlign, o.pad_align);
-  }
+  check_pad_align(o.pad_align);
   if (o.routing_targets.empty()) fail("no routing targets given");
   validate_routing_targets(scale_routing_targets(o.routing_targets, o.routing_scale), o.layers,
                            o.experts, o.topk);

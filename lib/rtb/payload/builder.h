@@ -94,6 +94,10 @@ PayloadOptions resolve_payload_options(PayloadOptions options, std::vector<std::
 // down to a multiple of pad_align (0 when it has less padding than that).
 std::int64_t pad_start_shift(std::int64_t tokens, std::int64_t real_len, std::int64_t pad_align);
 
+// The one check of a pad_align (render-bench, check-payload, the builder): a positive multiple
+// of kSegmentAlign. Throws rtb::Error otherwise.
+void check_pad_align(std::int64_t pad_align);
+
 // Where the real tokens and segments of one row lie.
 struct RowLayout {
   std::int64_t start = 0;   // first real position

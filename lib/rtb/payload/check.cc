@@ -136,9 +136,7 @@ class Verifier {
     if (o_.ep < 1 || (o_.experts > 0 && o_.experts % o_.ep != 0)) {
       fail("expert parallelism {} does not divide {} experts into equal groups", o_.ep, o_.experts);
     }
-    if (o_.pad_align && (*o_.pad_align < 1 || *o_.pad_align % kSegmentAlign != 0)) {
-      fail("--pad-align must be a positive multiple of {} (got {})", kSegmentAlign, *o_.pad_align);
-    }
+    if (o_.pad_align) check_pad_align(*o_.pad_align);
     if (o_.max_prompt_length && *o_.max_prompt_length < 0) {
       fail("--max-prompt-length must be at least 0 (got {})", *o_.max_prompt_length);
     }

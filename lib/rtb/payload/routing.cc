@@ -169,10 +169,14 @@ std::vector<double> parse_routing_targets(std::string_view text, const std::stri
   return targets;
 }
 
-std::vector<double> scale_routing_targets(const std::vector<double>& targets, double scale) {
+void check_routing_scale(double scale) {
   if (!std::isfinite(scale) || scale < 0) {
     fail("routing scale {} is invalid (it must be a finite number >= 0)", scale);
   }
+}
+
+std::vector<double> scale_routing_targets(const std::vector<double>& targets, double scale) {
+  check_routing_scale(scale);
   std::vector<double> scaled;
   scaled.reserve(targets.size());
   for (double target : targets) scaled.push_back(1.0 + scale * (target - 1.0));

@@ -20,8 +20,10 @@ namespace rtb::payload {
 std::vector<double> parse_routing_targets(std::string_view text, const std::string& source_name);
 
 // ROUTING_SCALE: t' = 1 + scale * (t - 1) for every target. scale must be finite and >= 0
-// (0 gives a uniform load everywhere). Throws rtb::Error otherwise.
+// (0 gives a uniform load everywhere): check_routing_scale. Throws rtb::Error otherwise.
 std::vector<double> scale_routing_targets(const std::vector<double>& targets, double scale);
+// The one check of a routing scale (render-bench, check-payload, the builder). Throws rtb::Error.
+void check_routing_scale(double scale);
 
 // Comma-separated, each value in the shortest form that parses back to the same double.
 std::string format_routing_targets_inline(const std::vector<double>& targets);

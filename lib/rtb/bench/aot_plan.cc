@@ -1,34 +1,21 @@
-#include "rtb/bench/aot.h"
-
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
+// plan_aot: the compile's keys, environment and notes from a bench render (aot.h).
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <charconv>
-#include <cstring>
-#include <ctime>
-#include <memory>
 
 #include "rtb/base/error.h"
-#include "rtb/base/json.h"
 #include "rtb/base/slice.h"
-#include "rtb/k8s/diff.h"
+#include "rtb/bench/aot.h"
+#include "rtb/bench/aot_input.h"
 #include "rtb/k8s/dryrun.h"
 #include "rtb/k8s/flags.h"
 #include "rtb/k8s/jobset.h"
 #include "rtb/k8s/shell.h"
-#include "rtb/k8s/yaml.h"
-
-extern char** environ;
 
 namespace rtb::bench {
 namespace {
-
-constexpr std::string_view kSource = "the bench render";
 
 // Environment variables of the trainer that the compile does not get: the run's persistent
 // compilation cache (a workstation compile must not read or write it) and the platform choice.
@@ -37,65 +24,6 @@ bool withheld_variable(std::string_view name) {
          name.rfind("JAX_PERSISTENT_CACHE", 0) == 0 || name == "JAX_PLATFORMS" ||
          name == "MAXTEXT_EXTRA_FLAGS";
 }
-
-long long parse_integer(std::string_view text, std::string_view what) {
-  long long value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || text.empty())
-    fail("{}={}: not an integer", what, text);
-  return value;
-}
-
-void check_number(std::string_view text, std::string_view what) {
-  double value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || text.empty())
-    fail("{}={}: not a number", what, text);
-}
-
-// Python's str2bool as run_trainer_node reads its boolean flags.
-std::optional<bool> parse_bool(std::string_view text) {
-  std::string lowered(text);
-  for (char& c : lowered) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (lowered == "yes" || lowered == "true" || lowered == "t" || lowered == "y" || lowered == "1")
-    return true;
-  if (lowered == "no" || lowered == "false" || lowered == "f" || lowered == "n" || lowered == "0")
-    return false;
-  return std::nullopt;
-}
-
-// Reads argparse-style flags: the last occurrence of a key wins.
-class Args {
- public:
-  Args(std::string name, const std::vector<std::string>& words)
-      : name_(std::move(name)), flags_(k8s::FlagStyle::kDashDash, words) {}
-
-  bool has(std::string_view key) const { return flags_.contains(key); }
-  std::optional<std::string> text(std::string_view key) const { return flags_.value(key); }
-  std::string text_or(std::string_view key, std::string fallback) const {
-    return text(key).value_or(std::move(fallback));
-  }
-  long long integer(std::string_view key, long long fallback) const {
-    auto value = text(key);
-    return value ? parse_integer(*value, fmt::format("{} --{}", name_, key)) : fallback;
-  }
-  // `--k` (true), `--no-k` (false), `--k=V` (str2bool), absent (fallback).
-  bool boolean(std::string_view key, bool fallback) const {
-    auto at = flags_.find(key);
-    if (!at) return fallback;
-    const std::string& item = flags_.items()[*at];
-    if (is_negated(item, k8s::FlagStyle::kDashDash)) return false;
-    auto value = flag_value(item, k8s::FlagStyle::kDashDash);
-    if (!value) return true;
-    auto parsed = parse_bool(*value);
-    if (!parsed) fail("{} {}: not a boolean", name_, item);
-    return *parsed;
-  }
-
- private:
-  std::string name_;
-  k8s::FlagList flags_;
-};
 
 std::string yaml_single_quoted(std::string_view text) {
   std::string out = "'";
@@ -106,61 +34,14 @@ std::string yaml_single_quoted(std::string_view text) {
   return out + "'";
 }
 
-// Text safe inside a `#` comment line: no line breaks or other control characters.
-std::string comment_safe(std::string_view text) {
-  std::string out;
-  for (char c : text) out += static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? '?' : c;
-  return out;
-}
-
-// The trainer slice: pathways-rm's --instance_type, else the accelerator and topology labels.
-std::string trainer_slice_text(const k8s::JobSetView& view) {
-  if (auto rm = view.container("pathways-rm")) {
-    YAML::Node args = k8s::yaml::lookup(rm->node, "args");
-    std::optional<std::string> found;
-    if (args.IsSequence()) {
-      for (const auto& arg : args) {
-        if (arg.IsScalar() && arg.Scalar().rfind("--instance_type=", 0) == 0)
-          found = arg.Scalar().substr(16);
-      }
-    }
-    if (found) return *found;
-  }
-  std::optional<std::string> accelerator, topology;
-  YAML::Node jobs =
-      k8s::yaml::lookup(k8s::yaml::lookup(view.document().root, "spec"), "replicatedJobs");
-  if (jobs.IsSequence()) {
-    for (const auto& job : jobs) {
-      YAML::Node pod = k8s::yaml::lookup(k8s::yaml::lookup(job, "template"), "spec");
-      pod = k8s::yaml::lookup(pod, "template");
-      for (YAML::Node map : {k8s::yaml::lookup(k8s::yaml::lookup(pod, "metadata"), "annotations"),
-                             k8s::yaml::lookup(k8s::yaml::lookup(pod, "metadata"), "labels"),
-                             k8s::yaml::lookup(k8s::yaml::lookup(pod, "spec"), "nodeSelector")}) {
-        if (!map.IsMap()) continue;
-        if (auto v = k8s::yaml::scalar_at(map, "cloud.google.com/gke-tpu-accelerator"))
-          accelerator = v;
-        for (std::string_view key :
-             {"cloud.google.com/gke-tpu-topology", "cloud.google.com/gke-tpu-slice-topology"}) {
-          if (auto v = k8s::yaml::scalar_at(map, key)) topology = v;
-        }
-      }
-    }
-  }
-  if (!accelerator || !topology) {
-    fail(
-        "cannot tell the trainer slice: no pathways-rm --instance_type and no "
-        "gke-tpu-accelerator / gke-tpu-topology labels");
-  }
-  return *accelerator + ":" + *topology;
-}
-
 class Planner {
  public:
   Planner(const YAML::Node& bench, const AotOptions& options)
-      : bench_{bench, 0}, options_(options) {}
+      : bench_{bench, 0}, options_(options), client_(read_bench_client(bench)) {
+    plan_.bench_name = client_.bench_name;
+  }
 
   AotPlan run() {
-    read_client();
     read_slice();
     add_trainer_keys();
     add_extra_flags();
@@ -177,45 +58,10 @@ class Planner {
 
   const k8s::shell::Assignment* env(std::string_view name) const {
     const k8s::shell::Assignment* found = nullptr;
-    for (const k8s::shell::Assignment& a : trainer_env_) {
+    for (const k8s::shell::Assignment& a : client_.trainer_env) {
       if (a.name == name) found = &a;
     }
     return found;
-  }
-
-  void read_client() {
-    k8s::JobSetView view(bench_);
-    plan_.bench_name = view.name();
-    k8s::ClientCommand client = view.client(std::string(kSource));
-    bool in_driver = false;
-    std::optional<std::string> trainer_argv, orch_argv;
-    for (const k8s::shell::Assignment& a : client.startup.env) {
-      if (a.name == k8s::kDriverSettingsStart) in_driver = true;
-      if (!in_driver) {
-        trainer_env_.push_back(a);
-      } else if (a.name == "TRAINER_ARGV") {
-        trainer_argv = a.value;
-      } else if (a.name == "ORCH_ARGV") {
-        orch_argv = a.value;
-      }
-    }
-    if (!trainer_argv || !orch_argv) {
-      fail(
-          "{} is not a bench JobSet: its client sets no TRAINER_ARGV and ORCH_ARGV (render it "
-          "with the render-bench knobs, not from the e2e trainer)",
-          plan_.bench_name);
-    }
-    auto words = [](const std::string& text, std::string_view name) {
-      std::vector<std::string> out;
-      try {
-        for (const k8s::shell::Word& w : k8s::shell::split(text)) out.push_back(w.value);
-      } catch (const Error& e) {
-        fail("{}: {}", name, e.message());
-      }
-      return out;
-    };
-    trainer_ = std::make_unique<Args>("trainer argv", words(*trainer_argv, "TRAINER_ARGV"));
-    orch_ = std::make_unique<Args>("orchestrator argv", words(*orch_argv, "ORCH_ARGV"));
   }
 
   void read_slice() {
@@ -238,7 +84,7 @@ class Planner {
   // The keys Tunix's build_maxtext_config passes for run_trainer_node's argv and environment
   // (google/tunix tunix/utils/maxtext_utils.py, run_trainer_node.py), in its order.
   void add_trainer_keys() {
-    const Args& t = *trainer_;
+    const Args& t = client_.trainer;
     std::string tunix = "Tunix";
     key("model_name", t.text_or("maxtext_model_name", "qwen3-0.6b"),
         t.has("maxtext_model_name") ? "--maxtext_model_name" : "run_trainer_node default");
@@ -434,8 +280,8 @@ class Planner {
   }
 
   void compare_with_orchestrator(std::string_view flag, long long trainer, long long fallback) {
-    long long orch = orch_->integer(flag, fallback);
-    if (orch_->has(flag) && orch != trainer) {
+    long long orch = client_.orchestrator.integer(flag, fallback);
+    if (client_.orchestrator.has(flag) && orch != trainer) {
       note(fmt::format(
           "the trainer has --{}={} but the orchestrator --{}={}; the compile follows the trainer",
           flag, trainer, flag, orch));
@@ -464,7 +310,7 @@ class Planner {
   // versions have too (with the orchestrator's defaults, which differ from GRPOConfig's: beta is
   // 0.0 there), the others only when the orchestrator argv gives them.
   std::string grpo_config() {
-    const Args& o = *orch_;
+    const Args& o = client_.orchestrator;
     std::vector<std::pair<std::string, std::string>> entries;
     auto number = [&](std::string_view flag, std::string fallback) {
       std::string value = o.text_or(flag, std::move(fallback));
@@ -532,7 +378,8 @@ class Planner {
     plan_.grpo_config = grpo_config();
     key("compile_engine_grpo_config", plan_.grpo_config, "orchestrator argv");
     // compute_logps_chunk_size: the trainer argv, else where else the e2e passes it.
-    std::string chunk_origin = "run_trainer_node default";
+    std::string chunk_origin = "aot-check default (the render sets no chunk)";
+    plan_.logps_chunk = options_.default_logps_chunk;
     if (const auto* v = env("COMPUTE_LOGPS_CHUNK_SIZE")) {
       plan_.logps_chunk = parse_integer(v->value, "COMPUTE_LOGPS_CHUNK_SIZE");
       chunk_origin = "COMPUTE_LOGPS_CHUNK_SIZE";
@@ -544,8 +391,8 @@ class Planner {
         chunk_origin = "MAXTEXT_EXTRA_FLAGS";
       }
     }
-    if (trainer_->has("compute_logps_chunk_size")) {
-      plan_.logps_chunk = trainer_->integer("compute_logps_chunk_size", 0);
+    if (client_.trainer.has("compute_logps_chunk_size")) {
+      plan_.logps_chunk = client_.trainer.integer("compute_logps_chunk_size", 0);
       chunk_origin = "--compute_logps_chunk_size";
     }
     if (plan_.logps_chunk < 0) fail("compute_logps_chunk_size={}: negative", plan_.logps_chunk);
@@ -553,13 +400,15 @@ class Planner {
     if (plan_.max_seq_token_per_tpu > 0) {
       key("compile_engine_max_seq_token_per_tpu", std::to_string(plan_.max_seq_token_per_tpu),
           "--max_seq_token_per_tpu");
-      plan_.max_segments_per_packed_row = orch_->integer("max_segments_per_packed_row", 0);
+      plan_.max_segments_per_packed_row =
+          client_.orchestrator.integer("max_segments_per_packed_row", 0);
       if (plan_.max_segments_per_packed_row > 0) {
         key("compile_engine_max_segments_per_packed_row",
             std::to_string(plan_.max_segments_per_packed_row),
             "orchestrator --max_segments_per_packed_row");
       }
-      long long orch_budget = orch_->integer("max_seq_token_per_tpu", plan_.max_seq_token_per_tpu);
+      long long orch_budget =
+          client_.orchestrator.integer("max_seq_token_per_tpu", plan_.max_seq_token_per_tpu);
       if (orch_budget != plan_.max_seq_token_per_tpu) {
         note(fmt::format(
             "the orchestrator packs rows of {} tokens but the trainer declares {}; the compile "
@@ -592,7 +441,7 @@ class Planner {
       key(item.substr(0, eq), item.substr(eq + 1), "--compile-key");
     }
     // The compile's environment: the trainer's, less the run's cache settings.
-    for (const k8s::shell::Assignment& a : trainer_env_) {
+    for (const k8s::shell::Assignment& a : client_.trainer_env) {
       if (withheld_variable(a.name)) continue;
       if (a.expands) {
         note(fmt::format("{} is not passed: its value needs a shell expansion on the pod", a.name));
@@ -673,23 +522,18 @@ class Planner {
 
   k8s::Document bench_;
   const AotOptions& options_;
+  BenchClient client_;
   AotPlan plan_;
-  std::vector<k8s::shell::Assignment> trainer_env_;
-  std::unique_ptr<Args> trainer_, orch_;
 };
 
-std::string mesh_text(const AotPlan& plan) {
-  std::string out;
-  long long product = 1;
-  for (const auto& [axis, value] : plan.mesh) {
-    product *= value;
-    if (value == 1) continue;
-    out += (out.empty() ? "" : " x ") + fmt::format("{} {}", axis, value);
-  }
-  return fmt::format("{} = {} devices", out.empty() ? "1" : out, product);
-}
-
 }  // namespace
+
+long long aot_logps_chunk_default(const char* env_value) {
+  if (env_value == nullptr || *env_value == '\0') return kAotDefaultLogpsChunk;
+  long long value = parse_integer(env_value, "AOT_LOGPS_CHUNK_SIZE");
+  if (value < 0) fail("AOT_LOGPS_CHUNK_SIZE={}: negative", value);
+  return value;
+}
 
 AotPlan plan_aot(const YAML::Node& bench, const AotOptions& options) {
   return Planner(bench, options).run();
@@ -701,181 +545,6 @@ std::string python_float(double value) {
   std::string text(buffer, ec == std::errc() ? end : buffer);
   if (text.find_first_of(".eEn") == std::string::npos) text += ".0";  // n: inf, nan
   return text;
-}
-
-std::string_view maxtext_probe_code() {
-  return "import importlib.util as u, os, sys; "
-         "e = u.find_spec(\"maxtext.training_engine.maxtext_engine_compile\"); "
-         "c = u.find_spec(\"maxtext.configs\"); "
-         "e and c or sys.exit(1); "
-         "print(os.path.join(list(c.submodule_search_locations)[0], \"base.yml\"))";
-}
-
-std::string aot_log_path(std::chrono::system_clock::time_point now) {
-  std::time_t t = std::chrono::system_clock::to_time_t(now);
-  std::tm utc{};
-  gmtime_r(&t, &utc);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &utc);
-  return fmt::format("logs/aot-bench-{}.log", stamp);
-}
-
-std::string explain_aot_keys(const AotPlan& plan) {
-  std::string out;
-  for (const AotKey& k : plan.keys) out += fmt::format("{}={}  <- {}\n", k.key, k.value, k.origin);
-  for (const auto& [name, value] : plan.env) out += fmt::format("env {}={}\n", name, value);
-  return out;
-}
-
-std::string aot_script(const AotPlan& plan, const AotOptions& options) {
-  std::string s = "#!/usr/bin/env bash\n";
-  s += fmt::format(
-      "# AOT memory check rendered by aot-check {} from {}: MaxText's trainer-engine compile of\n"
-      "# the bench trainer {}, on abstract weights (no TPU needed: a CPU host with MaxText, Tunix\n"
-      "# and libtpu installed).\n",
-      comment_safe(options.tool_version), comment_safe(options.source), plan.bench_name);
-  s += fmt::format("#   trainer slice  {}: compile_topology={}, {} chips, {} devices, 1 slice\n",
-                   plan.slice, plan.compile_topology, plan.chips, plan.devices);
-  s += fmt::format("#   mesh           {}\n", mesh_text(plan));
-  s += fmt::format(
-      "#   micro-batch    {} sequences (per_device_batch_size={}) of {} prompt + {} response "
-      "tokens\n",
-      plan.train_micro_batch_size, plan.per_device_batch_size, plan.max_prompt_length,
-      plan.max_response_length);
-  if (plan.max_seq_token_per_tpu > 0) {
-    s += fmt::format("#   packing        {} rows of {} tokens per micro-batch", plan.packed_rows,
-                     plan.max_seq_token_per_tpu);
-    if (plan.max_segments_per_packed_row > 0)
-      s += fmt::format(", at most {} segments each", plan.max_segments_per_packed_row);
-    s += "\n";
-  }
-  s += plan.logps_chunk > 0
-           ? fmt::format("#   log-probs      chunks of {} tokens\n", plan.logps_chunk)
-           : "#   log-probs      not chunked (whole-sequence logits)\n";
-  s += fmt::format("#   HBM            {} GiB per device ({})\n", plan.hbm_gib_per_device,
-                   plan.chip);
-  for (const std::string& n : plan.notes) s += "# note: " + comment_safe(n) + "\n";
-  s += "set -uo pipefail\n\n";
-  s += "PYTHON=" + k8s::shell::quote(options.python) + "\n";
-  if (options.log) {
-    s += "LOG=" + k8s::shell::quote(*options.log) + "\n";
-  } else {
-    s += "LOG=\"logs/aot-bench-$(date -u +%Y%m%dT%H%M%SZ).log\"\n";
-  }
-  std::string probe = k8s::shell::quote(maxtext_probe_code());
-  std::string missing = fmt::format(
-      "  echo \"aot-check: $PYTHON cannot import {} (run this where MaxText, Tunix and libtpu are "
-      "installed, or set PYTHON)\" >&2\n  exit {}\n",
-      kEngineCompileModule, kAotNoMaxText);
-  if (options.base_config) {
-    s += "if ! \"$PYTHON\" -c " + probe + " >/dev/null 2>&1; then\n" + missing + "fi\n";
-    s += "BASE_CONFIG=" + k8s::shell::quote(*options.base_config) + "\n";
-  } else {
-    s += "if ! BASE_CONFIG=$(\"$PYTHON\" -c " + probe + " 2>/dev/null); then\n" + missing + "fi\n";
-  }
-  s += "mkdir -p -- \"$(dirname -- \"$LOG\")\" || exit 2\n";
-  s +=
-      fmt::format("echo \"aot-check: compiling for {}; log: $LOG\" >&2\n\n", plan.compile_topology);
-  std::vector<std::string> lines;
-  for (const auto& [name, value] : plan.env) lines.push_back(name + "=" + k8s::shell::quote(value));
-  lines.push_back("\"$PYTHON\" -m " + std::string(kEngineCompileModule) + " \"$BASE_CONFIG\"");
-  for (const AotKey& k : plan.keys) lines.push_back(k8s::shell::quote(k.key + "=" + k.value));
-  for (std::size_t i = 0; i < lines.size(); ++i) {
-    s += (i == 0 ? "" : "  ") + lines[i] + " \\\n";
-  }
-  s += "  2>&1 | tee -- \"$LOG\" >&2\n";
-  s += "STATUS=${PIPESTATUS[0]}\n";
-  s += fmt::format(
-      "echo \"aot-check: the compile exited with status $STATUS; summarize it with: aot-summarize "
-      "--chip {} $LOG\" >&2\n",
-      plan.chip);
-  s += "exit \"$STATUS\"\n";
-  return s;
-}
-
-std::string aot_plan_json(const AotPlan& plan, const AotOptions& options) {
-  std::string out = "{\n  \"schema\": \"rtb.aot-check/1\",\n";
-  out += fmt::format("  \"bench\": {},\n", json::quote(plan.bench_name));
-  out += fmt::format("  \"module\": {},\n", json::quote(kEngineCompileModule));
-  out += fmt::format("  \"python\": {},\n", json::quote(options.python));
-  out += fmt::format("  \"base_config\": {},\n",
-                     options.base_config ? json::quote(*options.base_config) : "null");
-  out += fmt::format("  \"log\": {},\n", options.log ? json::quote(*options.log) : "null");
-  out += fmt::format("  \"slice\": {},\n", json::quote(plan.slice));
-  out += fmt::format("  \"chip\": {},\n", json::quote(plan.chip));
-  out += fmt::format("  \"compile_topology\": {},\n", json::quote(plan.compile_topology));
-  out += fmt::format("  \"chips\": {},\n  \"devices\": {},\n", plan.chips, plan.devices);
-  out += fmt::format("  \"hbm_gib_per_device\": {},\n", plan.hbm_gib_per_device);
-  out += "  \"mesh\": {";
-  for (std::size_t i = 0; i < plan.mesh.size(); ++i)
-    out += fmt::format("{}{}: {}", i ? ", " : "", json::quote(plan.mesh[i].first),
-                       plan.mesh[i].second);
-  out += "},\n";
-  out += fmt::format(
-      "  \"micro_batch\": {{\"sequences\": {}, \"per_device_batch_size\": {}, "
-      "\"max_prompt_length\": {}, \"max_response_length\": {}, \"packed_row_tokens\": {}, "
-      "\"packed_rows\": {}, \"max_segments_per_packed_row\": {}}},\n",
-      plan.train_micro_batch_size, json::quote(plan.per_device_batch_size), plan.max_prompt_length,
-      plan.max_response_length, plan.max_seq_token_per_tpu, plan.packed_rows,
-      plan.max_segments_per_packed_row);
-  out += fmt::format("  \"logps_chunk_size\": {},\n", plan.logps_chunk);
-  out += fmt::format("  \"grpo_config\": {},\n", json::quote(plan.grpo_config));
-  out += "  \"env\": [";
-  for (std::size_t i = 0; i < plan.env.size(); ++i) {
-    out += fmt::format("{}\n    {{\"name\": {}, \"value\": {}}}", i ? "," : "",
-                       json::quote(plan.env[i].first), json::quote(plan.env[i].second));
-  }
-  out += plan.env.empty() ? "],\n" : "\n  ],\n";
-  out += "  \"keys\": [";
-  for (std::size_t i = 0; i < plan.keys.size(); ++i) {
-    const AotKey& k = plan.keys[i];
-    out += fmt::format("{}\n    {{\"key\": {}, \"value\": {}, \"from\": {}}}", i ? "," : "",
-                       json::quote(k.key), json::quote(k.value), json::quote(k.origin));
-  }
-  out += plan.keys.empty() ? "],\n" : "\n  ],\n";
-  out += "  \"notes\": [";
-  for (std::size_t i = 0; i < plan.notes.size(); ++i)
-    out += fmt::format("{}{}", i ? ", " : "", json::quote(plan.notes[i]));
-  out += "]\n}\n";
-  return out;
-}
-
-int run_bash(const std::string& script) {
-  std::vector<std::string> args{"bash", "-c", script, "aot-check"};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  int rc = posix_spawnp(&pid, "bash", nullptr, nullptr, argv.data(), environ);
-  if (rc != 0) fail("cannot start bash: {}", std::strerror(rc));
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) fail("waiting for bash: {}", std::strerror(errno));
-  }
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return WEXITSTATUS(status);
-}
-
-int run_quiet(const std::vector<std::string>& command) {
-  if (command.empty()) return 127;
-  std::vector<std::string> args = command;
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  pid_t pid = 0;
-  int rc = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) return 127;
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return 127;
-  }
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return WEXITSTATUS(status);
 }
 
 }  // namespace rtb::bench
