@@ -26,6 +26,10 @@ NOT_JOBSET = os.path.join(TESTDATA, "diff_not_jobset.yaml")
 CLIENT = "spec.replicatedJobs[proc].template.spec.template.spec.containers[main]"
 PROXY = "spec.replicatedJobs[proc].template.spec.template.spec.initContainers[pathways-proxy]"
 WORKER = "spec.replicatedJobs[pw-node].template.spec.template.spec.containers[pathways-worker]"
+# Real xpk renders at several commits and a `kubectl get -o yaml` built from one (SOURCES.md).
+XPK = os.path.join(TESTDATA, "diff_renders")
+XPK_254 = os.path.join(XPK, "xpk_pathways_v5p-8_at_254bbe3f.yaml")
+XPK_LIVE = os.path.join(XPK, "xpk_pathways_v5p-8_at_254bbe3f_kubectl_get.yaml")
 
 # The --json document (README: diff-renders, "JSON output"), as a JSON Schema subset that
 # json_schema.validate() understands.
@@ -65,11 +69,12 @@ DIFF_SCHEMA = {
             }}},
         "summary": {
             "type": "object",
-            "required": ["added", "removed", "changed", "type-changed", "total", "ignored"],
+            "required": ["added", "removed", "changed", "type-changed", "total", "ignored",
+                         "server_fields_hidden"],
             "additionalProperties": False,
             "properties": {k: {"type": "integer"} for k in
                            ["added", "removed", "changed", "type-changed", "total", "ignored",
-                            "allowed", "unexpected"]}},
+                            "server_fields_hidden", "allowed", "unexpected"]}},
         "result": {"enum": ["same", "different", "pass", "fail"]},
     },
 }
@@ -212,7 +217,8 @@ class DiffRendersTest(unittest.TestCase):
         total = int(lines[-1].split()[0])
         self.assertEqual(total, sum(int(re.split(r" {2,}", l.strip())[2]) for l in lines[:-1]))
         text, _ = self.diff(FIXTURE, V5P, rc=1)
-        self.assertEqual(total, len(text.splitlines()))
+        # One line per difference; indented lines below one (leaves, line diffs) belong to it.
+        self.assertEqual(total, len([l for l in text.splitlines() if not l.startswith(" ")]))
 
     def test_json_schema(self):
         bench = self.bench("json.yaml", "--trainer-slice", "tpu7x:4x4x4")
@@ -395,6 +401,107 @@ class DiffRendersTest(unittest.TestCase):
         self.assert_error(["--expect-bench", "--by-role", FIXTURE, FIXTURE], "--expect-bench")
         self.assert_error(["--expect-bench", os.path.join(TESTDATA, "bad", "no_trainer.txt"), FIXTURE],
                           "no trainer JobSet")
+
+    # --- issue 16: real renders ------------------------------------------------------------------
+
+    def test_added_subtree_shows_its_leaves(self):
+        # xpk 254bbe3f added a tolerations list to the worker of 678d7a9f.
+        out, _ = self.diff(os.path.join(XPK, "xpk_pathways_v5p-8_at_678d7a9f.yaml"), XPK_254, rc=1)
+        self.assertEqual(out, "+ golden-workload:spec.replicatedJobs[worker].template.spec.template"
+                              ".spec.tolerations:\n"
+                              "    [0].operator: Exists\n"
+                              "    [0].key: google.com/tpu\n")
+        # 84e22e26 moved an annotation between template levels: removed here, added there.
+        out, _ = self.diff(os.path.join(XPK, "xpk_pathways_v5p-8_at_678d7a9f.yaml"),
+                           os.path.join(XPK, "xpk_pathways_v5p-8_at_84e22e26.yaml"), rc=1)
+        self.assertIn("- golden-workload:spec.replicatedJobs[pathways-head].template.metadata:\n"
+                      "    annotations[alpha.jobset.sigs.k8s.io/exclusive-topology]: "
+                      "kubernetes.io/hostname\n", out)
+        self.assertNotIn("...", out)
+
+    def test_whole_containers_list_leaves_and_long_lists_are_cut(self):
+        old = os.path.join(XPK, "xpk_super-slicing_at_bcbe4479.yaml")
+        new = os.path.join(XPK, "xpk_super-slicing_at_254bbe3f.yaml")
+        out, _ = self.diff(old, new, rc=1)
+        self.assertIn("    command[2]: echo XPK Start: $(date);... (16 lines)\n", out)
+        self.assertRegex(out, r"\n    onExitCodes\.values: \[42, 127, [^\n]*, \.\.\.\] \(130 items\)\n")
+        # --json keeps whole values (the subtree as YAML).
+        doc = json.loads(self.diff(old, new, "--json", rc=1)[0])
+        added = [d for d in doc["differences"] if d["path"].endswith("containers[jax-tpu-2]")]
+        self.assertEqual(len(added), 1)
+        self.assertIn("exit $EXIT_CODE", added[0]["new"])
+
+    def test_null_mapping_against_a_mapping_is_its_entries(self):
+        out, _ = self.diff(os.path.join(XPK, "xpk_non-pathways_v5p-8_at_84e22e26.yaml"),
+                           os.path.join(XPK, "xpk_sub-slicing_at_254bbe3f.yaml"), rc=1)
+        self.assertNotIn("!", out)
+        self.assertIn("- golden-workload:metadata.annotations[alpha.jobset.sigs.k8s.io/exclusive-topology]: "
+                      "cloud.google.com/gke-nodepool\n", out)
+        self.assertIn("+ golden-workload:spec.replicatedJobs[slice-job].template.spec.template.metadata"
+                      ".annotations[cloud.google.com/gke-tpu-slice-topology]: 2x4\n", out)
+
+    def test_changed_script_is_a_line_diff(self):
+        source = os.path.join(XPK, "xpk_super-slicing_at_254bbe3f.yaml")
+        text = read(source).replace("(bash hello)", "(bash hello --steps=20)")
+        edited = self.write("xpk_script_edited.yaml", text)
+        out, _ = self.diff(source, edited, rc=1)
+        path = ("golden-workload:spec.replicatedJobs[slice-job].template.spec.template.spec"
+                ".containers[jax-tpu-1].command[2]")
+        self.assertIn(f"~ {path}: 16 lines -> 16 lines\n"
+                      "    @@ -3,5 +3,5 @@\n"
+                      "      trap _sigterm SIGTERM;\n", out)
+        self.assertIn("    - (bash hello) & PID=$!;\n    + (bash hello --steps=20) & PID=$!;\n", out)
+        self.assertNotIn("(16 lines)", out)
+        doc = json.loads(self.diff(source, edited, "--json", rc=1)[0])
+        self.assertEqual(len(doc["differences"]), 2)
+        self.assertIn("exit $EXIT_CODE", doc["differences"][0]["old"])
+        self.assertIn("(bash hello --steps=20)", doc["differences"][0]["new"])
+
+    def test_flag_in_any_command_line_string(self):
+        # An env value (not a known flag variable) and a container's bash -c args: one flag each.
+        source = os.path.join(XPK, "xpk_super-slicing_at_254bbe3f.yaml")
+        text = read(source)
+        flags = " ".join(f"--xla_knob_{i}=true" for i in range(40))
+        env = ("                env:\n                - name: TRAIN_CMD\n"
+               f"                  value: \"python3 -m maxtext.train base.yml steps=10 --lr 0.1 {flags}\"\n")
+        anchor = "                env: \n"  # xpk writes an empty env (null), trailing blank
+        self.assertEqual(text.count(anchor), 2)
+        old = self.write("cmd_a.yaml", text.replace(anchor, env, 1))
+        new = self.write("cmd_b.yaml", text.replace(anchor, env.replace("--lr 0.1", "--lr 0.2")
+                                                   .replace("steps=10", "steps=12"), 1))
+        out, _ = self.diff(old, new, rc=1)
+        prefix = ("~ golden-workload:spec.replicatedJobs[slice-job].template.spec.template.spec"
+                  ".containers[jax-tpu-1].env[TRAIN_CMD].value")
+        self.assertEqual(out, f"{prefix}[steps]: 10 -> 12\n{prefix}[--lr]: 0.1 -> 0.2\n")
+
+    def test_kubectl_get_of_the_applied_render(self):
+        out, _ = self.diff(XPK_254, XPK_LIVE, rc=0)
+        self.assertEqual(out.count("\n"), 1, out)
+        self.assertTrue(out.startswith("(8 server-populated fields not compared, --server-fields "
+                                       "shows them: golden-workload:metadata.creationTimestamp, "), out)
+        self.assertIn("golden-workload:status", out)
+        out, _ = self.diff(XPK_254, XPK_LIVE, "--server-fields", rc=1)
+        for field in ("metadata.uid", "metadata.resourceVersion", "metadata.generation",
+                      "metadata.creationTimestamp", "metadata.managedFields", "status",
+                      "metadata.namespace",
+                      "metadata.annotations:\n    [kubectl.kubernetes.io/last-applied-configuration]"):
+            self.assertIn(f"+ golden-workload:{field}", out)
+        self.assertNotIn("not compared", out)
+        # A real change against the live object is still found, the server fields still hidden.
+        out, _ = self.diff(os.path.join(XPK, "xpk_pathways_v5p-8_at_678d7a9f.yaml"), XPK_LIVE, rc=1)
+        self.assertTrue(out.startswith("+ golden-workload:spec.replicatedJobs[worker].template.spec"
+                                       ".template.spec.tolerations:\n"), out)
+        self.assertIn("(8 server-populated fields not compared", out)
+        doc = json.loads(self.diff(XPK_254, XPK_LIVE, "--json", rc=0)[0])
+        validate(DIFF_SCHEMA, doc)
+        self.assertEqual(doc["summary"]["server_fields_hidden"], 8)
+        self.assertEqual(doc["summary"]["total"], 0)
+        out, _ = self.diff(XPK_254, XPK_LIVE, "--stat", rc=0)
+        self.assertIn("; 8 server-populated hidden", out)
+
+    def test_invalid_real_render_is_one_line_error(self):
+        bad = os.path.join(XPK, "xpk_pathways_v5p-8_at_989ba245_invalid.yaml")
+        self.assert_error([XPK_254, bad], f"diff-renders: {bad}:171: invalid YAML")
 
     def test_help_and_version(self):
         out, _ = self.diff("--help", rc=0)

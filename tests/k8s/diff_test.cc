@@ -633,3 +633,133 @@ TEST(DiffDeep, AddedLeafUnderADeepChain) {
 
 }  // namespace
 }  // namespace rtb::k8s
+
+// --- issue 16: command lines in any string, null collections, subtree leaves --------------------
+
+namespace rtb::k8s {
+namespace {
+
+using test::testdata;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+std::string one_line_each(const std::vector<Difference>& found) {
+  std::string out;
+  for (const Difference& d : found) {
+    out += std::string(kind_name(d.kind)) + " " + d.path + ": " + d.old_value + " -> " +
+           d.new_value + "\n";
+  }
+  return out;
+}
+
+YAML::Node string_map(std::string_view key, std::string_view value) {
+  YAML::Node map(YAML::NodeType::Map);
+  map[std::string(key)] = yaml::string_scalar(std::string(value));
+  return map;
+}
+
+TEST(CommandLineAsFlags, KeysFlagsValuesAndWords) {
+  std::optional<YAML::Node> flags = command_line_as_flags(
+      "cd /app && python3 -m maxtext.train base.yml steps=10 --lr 0.1 --no-remat --a=1 --a=2");
+  ASSERT_TRUE(flags.has_value());
+  std::vector<std::string> keys;
+  for (const auto& kv : *flags) keys.push_back(kv.first.Scalar() + "=" + kv.second.Scalar());
+  EXPECT_THAT(keys, ElementsAre("#0=cd", "#1=/app", "&&=&&", "#2=python3", "-m=-m maxtext.train",
+                                "#3=base.yml", "steps=steps=10", "--lr=--lr 0.1",
+                                "--remat=--no-remat", "--a=--a=1", "--a#2=--a=2"));
+}
+
+TEST(CommandLineAsFlags, NotACommandLine) {
+  EXPECT_FALSE(command_line_as_flags("python -m tunix.main"))
+      << "no long flag nor name=value: a program, compared whole";
+  EXPECT_FALSE(command_line_as_flags("--only-one-word"));
+  EXPECT_FALSE(command_line_as_flags("echo a;\necho --b=1")) << "several lines: a script";
+  EXPECT_FALSE(command_line_as_flags("python x.py --msg 'unterminated"));
+  EXPECT_FALSE(command_line_as_flags("just some words"));
+}
+
+TEST(DiffTreesCommandLines, AChangedFlagInAnyStringIsThatFlag) {
+  // An env value that is not one of the known flag variables, an args item that is a bash -c
+  // script: one changed flag each, not two 1,000-character lines.
+  std::string flags;
+  for (int i = 0; i < 40; ++i) flags += " --xla_flag_number_" + std::to_string(i) + "=true";
+  std::string old_command = "python3 train.py --steps 10" + flags + " 2>&1 | tee /tmp/log";
+  std::string new_command = "python3 train.py --steps 20" + flags + " 2>&1 | tee /tmp/log";
+  ASSERT_GT(old_command.size(), 1000u);
+  std::vector<Difference> found =
+      diff_trees(string_map("TRAIN_CMD", old_command), string_map("TRAIN_CMD", new_command));
+  EXPECT_EQ(one_line_each(found), "changed TRAIN_CMD[--steps]: --steps 10 -> --steps 20\n");
+
+  found = diff_trees(string_map("s", "echo start; python3 -m maxtext.train a.yml steps=5 x=1"),
+                     string_map("s", "echo start; python3 -m maxtext.train a.yml steps=5 x=2"));
+  EXPECT_EQ(one_line_each(found), "changed s[x]: x=1 -> x=2\n");
+
+  // Only one side reads as a command line: the whole values, as before.
+  found = diff_trees(string_map("s", "python3 a.py --a=1"), string_map("s", "python3 'a.py"));
+  EXPECT_EQ(one_line_each(found), "changed s: python3 a.py --a=1 -> python3 'a.py\n");
+  // A program without flags stays one value.
+  found = diff_trees(string_map("s", "python -m a"), string_map("s", "python3 /tmp/b.py"));
+  EXPECT_EQ(one_line_each(found), "changed s: python -m a -> python3 /tmp/b.py\n");
+  // A flag added and one removed.
+  found = diff_trees(string_map("s", "run --a=1 --b=2"), string_map("s", "run --a=1 --c=3"));
+  EXPECT_EQ(one_line_each(found), "removed s[--b]: --b=2 -> \nadded s[--c]:  -> --c=3\n");
+}
+
+TEST(DiffTreesNullCollections, EmptyAgainstFilledIsEntriesNotATypeChange) {
+  std::vector<Difference> found =
+      diff_trees(YAML::Load("metadata:\n  annotations:\n  labels: {a: b}\n"),
+                 YAML::Load("metadata:\n  annotations: {x/y: z}\n  labels:\n"));
+  EXPECT_EQ(one_line_each(found),
+            "added metadata.annotations[x/y]:  -> z\nremoved metadata.labels.a: b -> \n");
+  EXPECT_THAT(diff_trees(YAML::Load("a:\nb: ~\n"), YAML::Load("a: {}\nb: []\n")), IsEmpty())
+      << "an empty value is an empty collection";
+  found = diff_trees(YAML::Load("a:\n"), YAML::Load("a: 1\n"));
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].kind, Difference::Kind::kTypeChanged) << "null against a scalar still is";
+}
+
+TEST(DiffTreesSubtrees, AddedSubtreesCarryTheirNodeAndLeaves) {
+  // xpk 254bbe3f (2026-03-18) added a tolerations list to the worker of 678d7a9f (03-17).
+  DryRun old_render =
+      parse_dryrun(read_file(testdata("diff_renders/xpk_pathways_v5p-8_at_678d7a9f.yaml")), "a");
+  DryRun new_render =
+      parse_dryrun(read_file(testdata("diff_renders/xpk_pathways_v5p-8_at_254bbe3f.yaml")), "b");
+  std::vector<Difference> found = diff_trees(expand_for_diff(old_render.documents[0].root),
+                                             expand_for_diff(new_render.documents[0].root));
+  ASSERT_EQ(found.size(), 1u) << one_line_each(found);
+  EXPECT_EQ(found[0].kind, Difference::Kind::kAdded);
+  EXPECT_EQ(found[0].path, "spec.replicatedJobs[worker].template.spec.template.spec.tolerations");
+  ASSERT_TRUE(found[0].subtree.IsSequence());
+  Leaves leaves = subtree_leaves(found[0].subtree, 10);
+  ASSERT_EQ(leaves.total, 2u);
+  EXPECT_EQ(leaves.shown[0].path + ": " + leaves.shown[0].value, "[0].operator: Exists");
+  EXPECT_EQ(leaves.shown[1].path + ": " + leaves.shown[1].value, "[0].key: google.com/tpu");
+}
+
+TEST(SubtreeLeaves, PathsValuesListsAndLimit) {
+  YAML::Node tree = YAML::Load(
+      "name: c\nenv:\nempty: {}\nnone: []\nvalues: [1, 2, 3]\n"
+      "command: [bash, -c, \"a\\nb\\n\"]\nports: [{containerPort: 80}, {containerPort: 81}]\n"
+      "labels: {a/b: x}\n");
+  Leaves leaves = subtree_leaves(tree, 100);
+  std::vector<std::string> lines;
+  for (const Leaf& leaf : leaves.shown) lines.push_back(leaf.path + ": " + leaf.value);
+  EXPECT_THAT(lines, ElementsAre("name: c", "env: null", "empty: {}", "none: []",
+                                 "values: [1, 2, 3]", "command[0]: bash", "command[1]: -c",
+                                 "command[2]: a\nb\n", "ports[80].containerPort: 80",
+                                 "ports[81].containerPort: 81", "labels[a/b]: x"));
+  std::string long_list = "v: [";
+  for (int i = 0; i < 215; ++i) long_list += (i ? ", " : "") + std::to_string(100 + i);
+  YAML::Node list = YAML::Load(long_list + "]\n");
+  Leaves cut = subtree_leaves(list, 100);
+  ASSERT_EQ(cut.total, 1u);
+  EXPECT_THAT(cut.shown[0].value, ::testing::StartsWith("[100, 101, "));
+  EXPECT_THAT(cut.shown[0].value, ::testing::EndsWith(", ...] (215 items)"));
+  EXPECT_LE(cut.shown[0].value.size(), 130u);
+  Leaves limited = subtree_leaves(tree, 3);
+  EXPECT_EQ(limited.shown.size(), 3u);
+  EXPECT_EQ(limited.total, 11u);
+}
+
+}  // namespace
+}  // namespace rtb::k8s

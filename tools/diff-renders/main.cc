@@ -44,7 +44,8 @@ int main(int argc, char** argv) {
   CLI::App& app = tool.app();
   std::string a, b, color = "auto";
   std::vector<std::string> renames, ignores, ignore_files, onlys;
-  bool by_role = false, json = false, stat = false, expect_bench = false, show_allowed = false;
+  bool by_role = false, json = false, stat = false, expect_bench = false, show_allowed = false,
+       server_fields = false;
   rtb::k8s::RoleMains mains;
 
   app.add_option("A", a, "First render (DRY_RUN output or JobSet YAML), or -")->required();
@@ -60,6 +61,10 @@ int main(int argc, char** argv) {
   auto* json_flag = app.add_flag("--json", json, "Machine-readable output (rtb.diff-renders/1)");
   app.add_flag("--stat", stat, "Counts by document and area instead of the differences")
       ->excludes(json_flag);
+  app.add_flag(
+      "--server-fields", server_fields,
+      "Also compare what the API server fills in (status, metadata uid, resourceVersion, "
+      "managedFields, last-applied annotation, ...): left out by default, as kubectl diff");
   app.add_flag("--expect-bench", expect_bench,
                "A is an e2e DRY_RUN, B a bench render of it: fail only on differences "
                "render-bench does not make");
@@ -82,6 +87,7 @@ int main(int argc, char** argv) {
     rtb::bench::RenderDiffOptions options;
     options.by_role = by_role;
     options.mains = mains;
+    options.server_fields = server_fields;
     for (const std::string& rename : renames)
       options.renames.push_back(rtb::bench::parse_rename(rename));
     if (expect_bench && (by_role || !renames.empty()))
@@ -105,7 +111,9 @@ int main(int argc, char** argv) {
     if (json) {
       out = rtb::bench::format_render_json(report);
     } else if (stat) {
-      out = report.failed() || report.ignored ? rtb::bench::format_render_stat(report) : "";
+      out = report.failed() || report.ignored || !report.hidden_server_fields.empty()
+                ? rtb::bench::format_render_stat(report)
+                : "";
     } else {
       out = rtb::bench::format_render_text(report, {rtb::tool::use_color(color), show_allowed});
     }

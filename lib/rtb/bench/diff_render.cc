@@ -13,6 +13,7 @@
 #include "rtb/base/slice.h"
 #include "rtb/bench/render_table.h"
 #include "rtb/k8s/flags.h"
+#include "rtb/k8s/server_fields.h"
 #include "rtb/k8s/shell.h"
 #include "rtb/k8s/yaml.h"
 
@@ -532,6 +533,7 @@ RenderDiff diff_renders(const k8s::DryRun& a, const k8s::DryRun& b,
     YAML::Node left = k8s::expand_for_diff(a_docs[i].doc->root);
     YAML::Node right = k8s::expand_for_diff(y.doc->root);
     for (const Rename& rename : options.renames) rename_scalars(right, rename.to, rename.from);
+    if (!options.server_fields) entry.hidden_server_fields = k8s::hide_server_fields(left, right);
     entry.differences = k8s::diff_trees(left, right);
     out.documents.push_back(std::move(entry));
   }

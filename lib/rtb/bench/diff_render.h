@@ -45,6 +45,8 @@ struct RenderDiffOptions {
   bool by_role = false;  // match JobSets by role (trainer, orchestrator, rollout), not by name
   std::vector<Rename> renames;
   k8s::RoleMains mains;
+  // Compare the fields the API server fills in (server_fields.h); by default they are left out.
+  bool server_fields = false;
 };
 
 // One matched pair of documents, or a document that only one side has.
@@ -57,6 +59,9 @@ struct DocumentDiff {
   std::size_t a_line = 0, b_line = 0;         // first input line of the document (0: absent)
   // For a document on one side only, one difference with the empty path.
   std::vector<k8s::Difference> differences;
+  // Server-populated fields that differ and were left out (without
+  // RenderDiffOptions::server_fields).
+  std::vector<std::string> hidden_server_fields;
 };
 
 struct RenderDiff {

@@ -8,6 +8,7 @@
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
 #include "rtb/base/json.h"
+#include "rtb/k8s/line_diff.h"
 
 namespace rtb::bench {
 namespace {
@@ -65,16 +66,85 @@ std::string detail(const k8s::Difference& d) {
       // A changed flag item: its values, as `--xla_foo: 1 -> 2` reads.
       std::string_view key = last_item(d.path);
       if (!key.empty()) {
-        std::string prefix = std::string(key) + "=";
-        if (d.old_value.rfind(prefix, 0) == 0 && d.new_value.rfind(prefix, 0) == 0) {
-          return fmt::format("{} -> {}", one_line(d.old_value.substr(prefix.size())),
-                             one_line(d.new_value.substr(prefix.size())));
+        // `--k=v`, `k=v`, and `--k v` (a flag of a command line with its value word).
+        for (char separator : {'=', ' '}) {
+          std::string prefix = std::string(key) + separator;
+          if (d.old_value.rfind(prefix, 0) == 0 && d.new_value.rfind(prefix, 0) == 0) {
+            return fmt::format("{} -> {}", one_line(d.old_value.substr(prefix.size())),
+                               one_line(d.new_value.substr(prefix.size())));
+          }
         }
       }
       return fmt::format("{} -> {}", one_line(d.old_value), one_line(d.new_value));
     }
     case k8s::Difference::Kind::kTypeChanged:
       return fmt::format("{} -> {}", one_line(d.old_value), one_line(d.new_value));
+  }
+  return "";
+}
+
+// --- what goes under a difference's line ------------------------------------------------------
+
+constexpr std::size_t kDetailIndent = 4;
+// More leaves of an added or removed subtree than this are counted, not listed.
+constexpr std::size_t kMaxLeaves = 40;
+
+struct DetailLine {
+  std::string text;
+  std::string_view color;  // "" for none
+};
+
+std::string paint(const std::string& line, std::string_view color, bool use_color) {
+  if (!use_color || color.empty()) return line + "\n";
+  return fmt::format("{}{}{}\n", color, line, kReset);
+}
+
+std::size_t line_count(std::string_view value) { return k8s::split_lines(value).size(); }
+
+bool multi_line(const k8s::Difference& d) {
+  return d.kind == k8s::Difference::Kind::kChanged &&
+         (d.old_value.find('\n') != std::string::npos ||
+          d.new_value.find('\n') != std::string::npos);
+}
+
+// The lines shown under a difference: a changed multi-line value as a line diff, an added or
+// removed subtree as its leaves, each with its path relative to the difference's.
+std::vector<DetailLine> detail_below(const k8s::Difference& d) {
+  std::vector<DetailLine> out;
+  if (multi_line(d)) {
+    for (std::string& text : k8s::format_line_diff(k8s::line_diff(d.old_value, d.new_value))) {
+      std::string_view color = text[0] == '+'   ? color_of(k8s::Difference::Kind::kAdded)
+                               : text[0] == '-' ? color_of(k8s::Difference::Kind::kRemoved)
+                                                : "";
+      out.push_back({std::move(text), color});
+    }
+  } else if (d.subtree.IsDefined()) {
+    k8s::Leaves leaves = k8s::subtree_leaves(d.subtree, kMaxLeaves);
+    for (const k8s::Leaf& leaf : leaves.shown)
+      out.push_back({fmt::format("{}: {}", leaf.path, one_line(leaf.value)), ""});
+    if (leaves.total > leaves.shown.size()) {
+      out.push_back({fmt::format("... {} more (--json has the whole value)",
+                                 leaves.total - leaves.shown.size()),
+                     ""});
+    }
+  }
+  return out;
+}
+
+// The last line of the text output when server-populated fields were left out.
+std::string server_fields_note(const RenderReport& report) {
+  std::size_t n = report.hidden_server_fields.size();
+  std::string names;
+  for (const std::string& path : report.hidden_server_fields)
+    names += (names.empty() ? "" : ", ") + path;
+  return fmt::format("({} server-populated field{} not compared, --server-fields shows {}: {})", n,
+                     n == 1 ? "" : "s", n == 1 ? "it" : "them", names);
+}
+
+// What the line of a difference with lines below it says after the path.
+std::string detail_heading(const k8s::Difference& d) {
+  if (multi_line(d)) {
+    return fmt::format("{} lines -> {} lines", line_count(d.old_value), line_count(d.new_value));
   }
   return "";
 }
@@ -235,6 +305,8 @@ RenderReport make_render_report(std::string a_source, std::string b_source, cons
       report.differences.push_back({doc.label, d, std::nullopt, ""});
       ++summary.differences;
     }
+    for (const std::string& path : doc.hidden_server_fields)
+      report.hidden_server_fields.push_back(doc.label + ":" + path);
     report.documents.push_back(std::move(summary));
   }
   return report;
@@ -266,6 +338,7 @@ std::string format_render_text(const RenderReport& report, const TextStyle& styl
   for (const ReportedDifference& r : report.differences) {
     if (report.expect_bench && r.allowed && !style.show_allowed) continue;
     const k8s::Difference& d = r.difference;
+    std::vector<DetailLine> below = d.path.empty() ? std::vector<DetailLine>() : detail_below(d);
     std::string line;
     if (d.path.empty()) {
       // A whole document on one side only.
@@ -274,18 +347,20 @@ std::string format_render_text(const RenderReport& report, const TextStyle& styl
                          only_a ? report.a_source : report.b_source,
                          only_a ? d.old_value : d.new_value);
     } else {
-      line = fmt::format("{} {}:{}: {}", sign_of(d.kind), r.document, d.path, detail(d));
+      line = fmt::format("{} {}:{}:", sign_of(d.kind), r.document, d.path);
+      std::string summary = detail(d);
+      if (!below.empty()) summary = detail_heading(d);
+      if (!summary.empty()) line += " " + summary;
     }
     if (report.expect_bench) {
       line += r.allowed ? fmt::format("  [allowed: {}]", bench_change_id(*r.allowed))
                         : fmt::format("  [unexpected: {}]", r.why);
     }
-    if (style.color) {
-      out += fmt::format("{}{}{}\n", color_of(d.kind), line, kReset);
-    } else {
-      out += line + "\n";
-    }
+    out += paint(line, color_of(d.kind), style.color);
+    for (const DetailLine& more : below)
+      out += paint(std::string(kDetailIndent, ' ') + more.text, more.color, style.color);
   }
+  if (!report.hidden_server_fields.empty()) out += server_fields_note(report) + "\n";
   return out;
 }
 
@@ -361,6 +436,8 @@ std::string format_render_stat(const RenderReport& report) {
     out += fmt::format("; {} allowed", report.differences.size() - report.unexpected());
   }
   if (report.ignored > 0) out += fmt::format("; {} ignored", report.ignored);
+  if (!report.hidden_server_fields.empty())
+    out += fmt::format("; {} server-populated hidden", report.hidden_server_fields.size());
   return out + "\n";
 }
 
@@ -415,7 +492,9 @@ std::string format_render_json(const RenderReport& report) {
       .field("changed", counts.changed)
       .field("type-changed", counts.type_changed)
       .field("total", counts.total())
-      .field("ignored", report.ignored);
+      .field("ignored", report.ignored)
+      .field("server_fields_hidden",
+             static_cast<std::uint64_t>(report.hidden_server_fields.size()));
   if (report.expect_bench) {
     j.field("allowed", report.differences.size() - report.unexpected())
         .field("unexpected", report.unexpected());

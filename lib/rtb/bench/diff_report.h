@@ -58,7 +58,9 @@ struct RenderReport {
   std::vector<ReportedDocument> documents;
   std::vector<ReportedDifference> differences;  // kept by the filter
   std::size_t ignored = 0;                      // left out by the filter
-  std::size_t unexpected() const;               // --expect-bench: kept and not allowed
+  // Server-populated fields that differ and were left out (`doc:path`; diff_render.h).
+  std::vector<std::string> hidden_server_fields;
+  std::size_t unexpected() const;  // --expect-bench: kept and not allowed
   // The exit status: differences (or, with --expect-bench, unexpected ones) remain.
   bool failed() const;
 };
@@ -76,8 +78,11 @@ struct TextStyle {
 
 // One line per difference: `~ doc:path: old -> new`, `+ doc:path: new`, `- doc:path: old`,
 // `! doc:path: old -> new` (type change). A changed flag shows its values (`...[--xla_foo]: 1 ->
-// 2`); a multi-line value shows its first line and its line count. --expect-bench: only unexpected
-// differences (with show_allowed, the allowed ones too), each with why. Empty when nothing is left.
+// 2`). Indented under its line: a changed multi-line value's line diff (`N lines -> M lines`,
+// then hunks), an added or removed mapping or list's leaves (`[0].key: value`, relative paths).
+// Other multi-line values show their first line and their line count. --expect-bench: only
+// unexpected differences (with show_allowed, the allowed ones too), each with why. A last line
+// counts the hidden server-populated fields, if any. Empty when nothing is left.
 std::string format_render_text(const RenderReport& report, const TextStyle& style);
 // Counts by document and area (diff_area), then a total line.
 std::string format_render_stat(const RenderReport& report);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <optional>
 #include <set>
@@ -18,6 +19,8 @@ namespace {
 
 // Marks the mappings that expand_for_diff() makes of flag lists.
 constexpr std::string_view kFlagMapTag = "!rtb-flags";
+// Marks the mappings that diff_trees() makes of command lines; their items are not split again.
+constexpr std::string_view kCommandMapTag = "!rtb-command";
 
 bool is_simple_key(std::string_view key) {
   if (key.empty()) return false;
@@ -208,7 +211,68 @@ ScalarType scalar_type(const YAML::Node& node) {
 struct Frame {
   YAML::Node a, b;
   std::string path;
+  bool command_item = false;  // an item of a split command line: never split again
 };
+
+bool is_shell_operator(char c) {
+  return std::string_view(";&|<>()").find(c) != std::string_view::npos;
+}
+
+// A word that starts a flag: `-x`, `--name` (not `-`, `--`, nor a negative number).
+bool starts_flag(std::string_view word) {
+  if (word.size() < 2 || word[0] != '-') return false;
+  std::string_view body = word.substr(word[1] == '-' ? 2 : 1);
+  return !body.empty() && body[0] != '=' && !(body[0] >= '0' && body[0] <= '9') && body[0] != '.';
+}
+
+// `name=value` with an identifier-like name (MaxText's `steps=10`, an assignment `A=1`).
+std::string_view assignment_name(std::string_view word) {
+  std::size_t equals = word.find('=');
+  if (equals == std::string_view::npos || equals == 0) return {};
+  std::string_view name = word.substr(0, equals);
+  bool first_ok =
+      (name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z') || name[0] == '_';
+  if (!first_ok) return {};
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '-';
+    if (!ok) return {};
+  }
+  return name;
+}
+
+// The words of one line of shell as bash splits them, where operators (`;`, `&&`, `|`, `>`, ...)
+// between simple commands become words of their own. nullopt when the text is not one line of
+// shell (unterminated quotes, a newline that ends a command, or too many commands to be one).
+std::optional<std::vector<std::string>> shell_line_words(std::string_view text) {
+  constexpr std::size_t kMaxCommands = 256;  // bounds the re-parsing below
+  std::vector<std::string> words;
+  std::size_t start = 0;
+  for (std::size_t commands = 0; commands < kMaxCommands; ++commands) {
+    std::string_view rest = text.substr(start);
+    std::size_t stop = 0;
+    try {
+      for (const shell::Word& word : shell::split(rest)) words.push_back(word.value);
+      return words;
+    } catch (const shell::SyntaxError& error) {
+      stop = error.offset();
+      if (stop >= rest.size() || !is_shell_operator(rest[stop])) return std::nullopt;
+    } catch (const Error&) {
+      return std::nullopt;
+    }
+    try {
+      for (const shell::Word& word : shell::split(rest.substr(0, stop)))
+        words.push_back(word.value);
+    } catch (const Error&) {
+      return std::nullopt;
+    }
+    std::size_t end = stop;
+    while (end < rest.size() && is_shell_operator(rest[end])) ++end;
+    words.emplace_back(rest.substr(stop, end - stop));
+    start += end;
+  }
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -278,6 +342,96 @@ YAML::Node expand_for_diff(const YAML::Node& jobset) {
   return copy;
 }
 
+std::optional<YAML::Node> command_line_as_flags(std::string_view text) {
+  constexpr std::size_t kMaxLength = 1 << 20;  // a command line, not a data blob
+  if (text.size() > kMaxLength || text.find('\n') != std::string_view::npos) return std::nullopt;
+  std::optional<std::vector<std::string>> words = shell_line_words(text);
+  if (!words || words->size() < 2) return std::nullopt;
+  YAML::Node map(YAML::NodeType::Map);
+  map.SetTag(std::string(kCommandMapTag));
+  std::unordered_map<std::string, int> seen;
+  bool any_flag = false;
+  std::size_t positional = 0;
+  for (std::size_t i = 0; i < words->size(); ++i) {
+    const std::string& word = (*words)[i];
+    std::string key, item = word;
+    if (starts_flag(word)) {
+      bool long_flag = word[1] == '-';
+      key = long_flag ? "--" + std::string(flag_key(word, FlagStyle::kDashDash))
+                      : word.substr(0, word.find('='));
+      any_flag = any_flag || long_flag;
+      // `--steps 10`: the value word belongs to its flag, so a changed value is that flag's.
+      std::size_t next = i + 1;
+      if (word.find('=') == std::string::npos && next < words->size() &&
+          !starts_flag((*words)[next]) && !(*words)[next].empty() &&
+          !is_shell_operator((*words)[next][0])) {
+        item += " " + (*words)[next];
+        i = next;
+      }
+    } else if (std::string_view name = assignment_name(word); !name.empty()) {
+      key = std::string(name);
+      any_flag = true;
+    } else if (!word.empty() && is_shell_operator(word[0])) {
+      key = word;
+    } else {
+      key = fmt::format("#{}", positional++);
+    }
+    add_unique(map, seen, key, yaml::string_scalar(item));
+  }
+  if (!any_flag) return std::nullopt;
+  return map;
+}
+
+Leaves subtree_leaves(const YAML::Node& tree, std::size_t limit) {
+  constexpr std::size_t kFlowWidth = 100;
+  Leaves out;
+  auto add = [&](std::string path, std::string value) {
+    if (out.shown.size() < limit) out.shown.push_back({std::move(path), std::move(value)});
+    ++out.total;
+  };
+  // Explicit stack, pushed in reverse so leaves come out in document order.
+  std::vector<std::pair<YAML::Node, std::string>> pending{{tree, ""}};
+  while (!pending.empty()) {
+    auto [node, path] = std::move(pending.back());
+    pending.pop_back();
+    if (!node.IsDefined() || node.IsNull()) {
+      add(path, "null");
+    } else if (node.IsScalar()) {
+      add(path, node.Scalar());
+    } else if (node.size() == 0) {
+      add(path, node.IsMap() ? "{}" : "[]");
+    } else if (node.IsSequence() &&
+               std::all_of(node.begin(), node.end(), [](const YAML::Node& item) {
+                 return item.IsScalar() && item.Scalar().find('\n') == std::string::npos;
+               })) {
+      std::string flow = "[";
+      std::size_t shown = 0;
+      for (const auto& item : node) {
+        if (shown > 0 && flow.size() + item.Scalar().size() > kFlowWidth) break;
+        flow += (shown++ ? ", " : "") + item.Scalar();
+      }
+      flow += shown < node.size() ? fmt::format(", ...] ({} items)", node.size()) : "]";
+      add(path, flow);
+    } else {
+      std::vector<std::pair<YAML::Node, std::string>> children;
+      if (node.IsMap()) {
+        bool flag_map = node.Tag() == kFlagMapTag || node.Tag() == kCommandMapTag;
+        for (const auto& kv : node) {
+          const std::string& key = kv.first.Scalar();
+          children.emplace_back(kv.second, flag_map ? path_item(path, key) : path_child(path, key));
+        }
+      } else {
+        std::vector<std::string> keys = sequence_item_keys(node);
+        for (std::size_t i = 0; i < node.size(); ++i)
+          children.emplace_back(node[i], path_item(path, keys[i]));
+      }
+      for (auto it = children.rbegin(); it != children.rend(); ++it)
+        pending.push_back(std::move(*it));
+    }
+  }
+  return out;
+}
+
 std::string_view kind_name(Difference::Kind kind) {
   switch (kind) {
     case Difference::Kind::kAdded:
@@ -300,12 +454,21 @@ std::vector<Difference> diff_trees(const YAML::Node& a, const YAML::Node& b,
   while (!pending.empty()) {
     Frame frame = std::move(pending.back());
     pending.pop_back();
-    const YAML::Node& x = frame.a;
-    const YAML::Node& y = frame.b;
+    YAML::Node x = frame.a;
+    YAML::Node y = frame.b;
+    // An empty value (`annotations:` with nothing after it) against a mapping or a list is that
+    // collection empty, so its entries are added or removed one by one, not a type change.
+    if (x.IsDefined() && x.IsNull() && (y.IsMap() || y.IsSequence())) x = YAML::Node(y.Type());
+    if (y.IsDefined() && y.IsNull() && (x.IsMap() || x.IsSequence())) y = YAML::Node(x.Type());
     bool x_present = x.IsDefined(), y_present = y.IsDefined();
     if (!x_present || !y_present) {
-      if (x_present) out.push_back({Difference::Kind::kRemoved, frame.path, describe(x), ""});
-      if (y_present) out.push_back({Difference::Kind::kAdded, frame.path, "", describe(y)});
+      auto subtree = [](const YAML::Node& node) {
+        return node.IsMap() || node.IsSequence() ? node : YAML::Node(YAML::NodeType::Undefined);
+      };
+      if (x_present)
+        out.push_back({Difference::Kind::kRemoved, frame.path, describe(x), "", subtree(x)});
+      if (y_present)
+        out.push_back({Difference::Kind::kAdded, frame.path, "", describe(y), subtree(y)});
       continue;
     }
     if (x.Type() != y.Type()) {
@@ -322,6 +485,17 @@ std::vector<Difference> diff_trees(const YAML::Node& a, const YAML::Node& b,
                        x_quoted ? "\"" + x.Scalar() + "\"" : x.Scalar(),
                        y_quoted ? "\"" + y.Scalar() + "\"" : y.Scalar()});
       } else if (x.Scalar() != y.Scalar()) {
+        // A command line in any string (an env value, a `bash -c` script, an args item): flag by
+        // flag when both sides read as one.
+        if (x_type == ScalarType::kString && !frame.command_item) {
+          std::optional<YAML::Node> x_flags = command_line_as_flags(x.Scalar());
+          std::optional<YAML::Node> y_flags =
+              x_flags ? command_line_as_flags(y.Scalar()) : std::nullopt;
+          if (x_flags && y_flags) {
+            pending.push_back({*x_flags, *y_flags, frame.path});
+            continue;
+          }
+        }
         out.push_back({Difference::Kind::kChanged, frame.path, x.Scalar(), y.Scalar()});
       }
       continue;
@@ -337,10 +511,12 @@ std::vector<Difference> diff_trees(const YAML::Node& a, const YAML::Node& b,
       for (const auto& kv : y) {
         if (in_x.insert(kv.first.Scalar()).second) keys.push_back(kv.first.Scalar());
       }
-      bool flag_map = x.Tag() == kFlagMapTag || y.Tag() == kFlagMapTag;
+      bool command_map = x.Tag() == kCommandMapTag;
+      bool flag_map = x.Tag() == kFlagMapTag || y.Tag() == kFlagMapTag || command_map;
       for (const std::string& key : keys) {
         children.push_back({yaml::lookup(x, key), yaml::lookup(y, key),
-                            flag_map ? path_item(frame.path, key) : path_child(frame.path, key)});
+                            flag_map ? path_item(frame.path, key) : path_child(frame.path, key),
+                            command_map});
       }
     } else if (x.IsSequence()) {
       std::vector<std::string> x_keys = sequence_item_keys(x), y_keys = sequence_item_keys(y);

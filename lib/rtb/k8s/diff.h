@@ -10,6 +10,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,19 +42,47 @@ inline constexpr std::string_view kDriverSettingsStart = "BENCH_NAME";
 // block that cannot be parsed is left as a plain string.
 YAML::Node expand_for_diff(const YAML::Node& jobset);
 
+// A string that reads as a line of shell with flags (`--name`, `--name=v`, `--name v` or
+// `name=v`), as a mapping compared like the flag lists above: `--name` ->
+// the item as written (`--name v` for a separate value word), `name` for `name=v`, `#0`, `#1` for
+// the other words in order, operators (`;`, `&&`) by themselves, repeats as `key#2`. nullopt for
+// anything else: no long flag nor `name=v` word, fewer than two words, several lines, or text
+// that bash would not split (an unterminated quote).
+std::optional<YAML::Node> command_line_as_flags(std::string_view text);
+
 struct Difference {
   enum class Kind { kAdded, kRemoved, kChanged, kTypeChanged };
   Kind kind;
   std::string path;
   std::string old_value;  // a scalar, or the emitted YAML of a subtree (empty when added)
   std::string new_value;  // likewise (empty when removed)
+  // For an added or removed mapping or list: that subtree (else undefined), so that a report can
+  // show its leaves (subtree_leaves) rather than its YAML.
+  YAML::Node subtree{YAML::NodeType::Undefined};
 };
 std::string_view kind_name(Difference::Kind kind);
+
+// A leaf of a subtree: its path relative to the subtree's (`[0].operator`, `annotations[a/b]`,
+// "" for the subtree itself when it is a scalar) and its value on one line: a scalar as written
+// (multi-line ones included), `null`, `{}`, `[]`, or a list of scalars in flow style (`[1, 2]`,
+// cut after about 100 characters with the item count: `[42, 127, ...] (215 items)`).
+struct Leaf {
+  std::string path;
+  std::string value;
+};
+struct Leaves {
+  std::vector<Leaf> shown;  // the first `limit`, in document order
+  std::size_t total = 0;    // all of them
+};
+Leaves subtree_leaves(const YAML::Node& tree, std::size_t limit);
 
 // Differences between two trees, in the order of `a` (then what only `b` has). Scalars are typed
 // as Kubernetes reads them: a quoted scalar is a string, a plain one a null, bool (YAML 1.1 words
 // too), number or string. Scalars of different types ("4" against 4, 'true' against true) are a
-// type change, whatever their text; a quoted and a plain string of the same text are equal.
+// type change, whatever their text; a quoted and a plain string of the same text are equal. An
+// empty value (null) against a mapping or list is that collection empty: its entries are added or
+// removed. Two strings that both read as command lines (command_line_as_flags) are compared flag
+// by flag, the flags' paths below the string's (`value[--steps]`).
 std::vector<Difference> diff_trees(const YAML::Node& a, const YAML::Node& b,
                                    const std::string& base_path = "");
 
