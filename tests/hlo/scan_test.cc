@@ -54,7 +54,7 @@ TEST(HloScan, PrefixXorMarksBytesInsideQuotes) {
 std::vector<Statement> split_all(const std::string& text, std::size_t max_read,
                                  SplitEnd* end_out = nullptr, std::size_t block = 4096,
                                  std::vector<std::string>* texts = nullptr) {
-  MemorySource source(text, max_read);
+  MemorySource source(text, "<test>", max_read);
   SplitOptions options;
   options.block_bytes = block;
   std::vector<Statement> out;
@@ -120,7 +120,7 @@ TEST(HloScan, StatementLongerThanTheLimitStopsWithItsLine) {
   std::string text = "HloModule m\n\nENTRY %e {\n  %x = f32[] constant(0), note=\"";
   text += std::string(3000, 'a');
   text += "\"\n}\n";
-  MemorySource source(text);
+  MemorySource source(text, "<test>");
   SplitOptions options;
   options.block_bytes = 256;
   options.max_statement_bytes = 1000;
@@ -168,7 +168,7 @@ TEST(HloScan, MappedAndReadFilesGiveTheSameStatements) {
   ::close(fd);
   std::ofstream(path, std::ios::binary) << text;
   auto digest = [&](bool map) {
-    FileSource source(path, map);
+    FileSource source(path, map ? FileAccess::kMapped : FileAccess::kStream);
     EXPECT_EQ(source.contiguous().empty(), !map);
     std::size_t count = 0;
     std::size_t hash = 0;
@@ -232,7 +232,7 @@ TEST(HloScan, NextPieceStartFindsTheLineAfterAComputationsEnd) {
 // depended on the alignment, and so did a statement up to 63 bytes over the length limit.
 TEST(HloScan, ErrorsDoNotDependOnWhereChunksFall) {
   auto split = [](const std::string& text, std::size_t max_statement) {
-    MemorySource source(text);
+    MemorySource source(text, "<test>");
     SplitOptions options;
     options.threads = 1;
     options.max_statement_bytes = max_statement;
@@ -295,7 +295,7 @@ using Seen =
 // Every statement a split delivers (text, line, depth after, opcode, note count), and its end.
 Seen split_with(const std::string& text, int threads, std::size_t piece_bytes, bool filtered,
                 SplitEnd* end_out) {
-  MemorySource source(text);
+  MemorySource source(text, "<test>");
   SplitOptions options;
   options.threads = threads;
   options.piece_bytes = piece_bytes;
@@ -379,7 +379,7 @@ TEST(HloScan, FilterDropsAndNotesStatements) {
   std::size_t counted[2] = {0, 0};
   std::size_t annotated_seen[2] = {0, 0};
   for (int threads : {1, 2}) {
-    MemorySource source(text);
+    MemorySource source(text, "<test>");
     SplitOptions options;
     options.threads = threads;
     fixtures::CountingFilter filter(parameter_or_no_head);
@@ -408,7 +408,7 @@ TEST(HloScan, FilterDropsAndNotesStatements) {
 TEST(HloScan, PipelinedModeStopsWhenTheCallbackThrows) {
   std::string text;
   while (text.size() < (8u << 20)) text += read_fixture("handwritten_multiline.hlo.txt");
-  MemorySource source(text);
+  MemorySource source(text, "<test>");
   SplitOptions options;
   options.threads = 2;
   int seen = 0;

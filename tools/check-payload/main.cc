@@ -326,7 +326,7 @@ int main(int argc, char** argv) {
     }
 
     if (verify_cmd->parsed()) {
-      rtb::payload::FileSource source(verify_file);
+      rtb::FileSource source(verify_file, rtb::FileAccess::kRandom);
       std::vector<rtb::payload::ArrayInfo> arrays = rtb::payload::list_arrays(source);
       std::optional<rtb::payload::PayloadSettings> recorded =
           rtb::payload::read_payload_settings(source, arrays);
@@ -367,7 +367,7 @@ int main(int argc, char** argv) {
     }
 
     if (measure_cmd->parsed()) {
-      rtb::payload::FileSource source(measure_file);
+      rtb::FileSource source(measure_file, rtb::FileAccess::kRandom);
       // Experts: the option, else what a payload file records, else the default.
       measure.experts_from = "default";
       if (measure_cmd->count("--experts") > 0) {
@@ -415,7 +415,8 @@ int main(int argc, char** argv) {
           rtb::fail("{} describes rows to lay out; with FILE the rows come from the file", option);
         }
       }
-      report = rtb::payload::count_payload_tiles(rtb::payload::FileSource(tiles_file), tiles);
+      report = rtb::payload::count_payload_tiles(
+          rtb::FileSource(tiles_file, rtb::FileAccess::kRandom), tiles);
       source_name = rtb::display_name(tiles_file);
     } else {
       if (tiles_cmd->count("--tokens") == 0) rtb::fail("give a payload FILE or --tokens");

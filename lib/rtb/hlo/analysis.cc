@@ -561,6 +561,7 @@ struct OpenComputation {
 class HeaderCheckSource : public ByteSource {
  public:
   explicit HeaderCheckSource(ByteSource& inner) : inner_(inner) {}
+  const std::string& name() const override { return inner_.name(); }
   std::size_t read(char* buffer, std::size_t capacity) override {
     std::size_t n = inner_.read(buffer, capacity);
     if (!checked_) check(std::string_view(buffer, n), n == 0);
@@ -1693,7 +1694,7 @@ Analysis analyze_file(const std::string& path, const Options& options) {
 
 Analysis analyze_text(std::string_view text, const std::string& name, const Options& options,
                       std::size_t max_read) {
-  MemorySource source(text, max_read);
+  MemorySource source(text, name, max_read);
   Analyzer analyzer(name, options);
   try {
     return analyzer.run(source);

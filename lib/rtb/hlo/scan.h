@@ -21,58 +21,9 @@
 #include <string>
 #include <string_view>
 
+#include "rtb/base/io.h"
+
 namespace rtb::hlo {
-
-// Where the bytes come from: a file descriptor (a file or stdin) or a string in memory (tests).
-class ByteSource {
- public:
-  virtual ~ByteSource() = default;
-  // Reads up to `capacity` bytes into `buffer`; returns 0 at the end. Throws rtb::Error.
-  virtual std::size_t read(char* buffer, std::size_t capacity) = 0;
-  // The whole input as one region when the source has it without copying (a memory-mapped
-  // regular file, text in memory), else empty: then the splitter uses read().
-  virtual std::string_view contiguous() { return {}; }
-  // The splitter will not look at bytes before `offset` of contiguous() again (a mapping drops
-  // them from memory, which keeps the resident set bounded on huge files).
-  virtual void release(std::size_t offset) { (void)offset; }
-};
-
-class MemorySource : public ByteSource {
- public:
-  // `max_read` limits each read so tests can exercise statements split across reads; with a
-  // limit the source also stops offering contiguous(), so the read() path is the one tested.
-  explicit MemorySource(std::string_view text, std::size_t max_read = SIZE_MAX)
-      : text_(text), max_read_(max_read) {}
-  std::size_t read(char* buffer, std::size_t capacity) override;
-  std::string_view contiguous() override {
-    return max_read_ == SIZE_MAX ? text_ : std::string_view();
-  }
-
- private:
-  std::string_view text_;
-  std::size_t max_read_;
-};
-
-class FileSource : public ByteSource {
- public:
-  // Opens `path` ("-" = stdin). A non-empty regular file is memory-mapped (read-only) unless
-  // `map` is false; anything else is read in blocks. Throws rtb::Error naming the file.
-  explicit FileSource(const std::string& path, bool map = true);
-  ~FileSource() override;
-  FileSource(const FileSource&) = delete;
-  FileSource& operator=(const FileSource&) = delete;
-  std::size_t read(char* buffer, std::size_t capacity) override;
-  std::string_view contiguous() override;
-  void release(std::size_t offset) override;
-
- private:
-  std::string name_;
-  int fd_;
-  bool owned_;
-  char* mapping_ = nullptr;
-  std::size_t mapped_size_ = 0;
-  std::size_t released_ = 0;  // bytes at the start of the mapping already dropped
-};
 
 // Raw character classes of 64 bytes, one bit per byte (bit i = byte i).
 struct ChunkMasks {
