@@ -769,7 +769,6 @@ std::optional<HbmBudget> hbm_budget(const MemLog& log, const HbmOptions& options
 Summary summarize(std::vector<MemLog> logs, const HbmOptions& options) {
   Summary summary;
   summary.logs = std::move(logs);
-  bool any_unfit = false;
   for (const MemLog& log : summary.logs) {
     LogVerdict verdict;
     verdict.hbm = hbm_budget(log, options);
@@ -792,26 +791,29 @@ Summary summarize(std::vector<MemLog> logs, const HbmOptions& options) {
     } else if (all_known) {
       verdict.fits = true;
     }
-    any_unfit = any_unfit || verdict.fits == false;
-    if (summary.error.empty() && !verdict.oom) {
+    if (!summary.error && !verdict.oom) {
       if (!log.problems.empty()) {
-        summary.error = log.problems.front();
+        summary.error = Error(log.problems.front());
       } else if (log.programs.empty()) {
-        summary.error = fmt::format(
-            "{}: holds no memory analysis (no CompiledMemoryStats, total memory size or XLA::TPU "
-            "program HBM usage line) and reports no out-of-memory error",
-            display_name(log.source));
+        summary.error = Error(display_name(log.source), 0,
+                              "holds no memory analysis (no CompiledMemoryStats, total memory "
+                              "size or XLA::TPU program HBM usage line) and reports no "
+                              "out-of-memory error");
       } else if (!verdict.hbm) {
-        summary.error = fmt::format(
-            "{}: cannot tell the HBM per device (the log states no capacity and names no "
-            "compile_topology): give --hbm-gib or --chip",
-            display_name(log.source));
+        summary.error = Error(display_name(log.source), 0,
+                              "cannot tell the HBM per device (the log states no capacity and "
+                              "names no compile_topology): give --hbm-gib or --chip");
       }
     }
     summary.verdicts.push_back(std::move(verdict));
   }
-  summary.exit_code = !summary.error.empty() ? 2 : any_unfit ? 1 : 0;
   return summary;
+}
+
+Outcome Summary::outcome() const {
+  if (error) return Outcome::kError;
+  return outcome_of(std::any_of(verdicts.begin(), verdicts.end(),
+                                [](const LogVerdict& verdict) { return verdict.fits == false; }));
 }
 
 namespace {
@@ -1102,12 +1104,13 @@ std::string format_summary_table(const Summary& summary) {
 
 std::string format_summary_json(const Summary& summary) {
   std::string out = "{\n  \"schema\": \"rtb.aot-summarize/1\",\n";
-  out += fmt::format("  \"exit_code\": {},\n", summary.exit_code);
+  Outcome outcome = summary.outcome();
+  out += fmt::format("  \"exit_code\": {},\n", exit_code(outcome));
   out += fmt::format("  \"error\": {},\n",
-                     summary.error.empty() ? "null" : json::quote(summary.error));
-  bool all_fit = summary.exit_code == 0;
-  out += fmt::format("  \"fits\": {},\n",
-                     summary.exit_code == 2 ? "null" : (all_fit ? "true" : "false"));
+                     summary.error ? json::quote(summary.error->what()) : "null");
+  out += fmt::format("  \"fits\": {},\n", outcome == Outcome::kError  ? "null"
+                                          : outcome == Outcome::kPass ? "true"
+                                                                      : "false");
   out += "  \"logs\": [";
   for (std::size_t i = 0; i < summary.logs.size(); ++i) {
     const MemLog& log = summary.logs[i];
