@@ -15,6 +15,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // ---- Value reader
 // --------------------------------------------------------------------------------
@@ -505,6 +506,92 @@ TEST(RunLogParser, FinishTwiceIsAnError) {
   RunLogParser parser("x");
   parser.finish();
   EXPECT_THROW(parser.finish(), Error);
+}
+
+TEST(RunLogParser, MaxTextCompletedStepLines) {
+  RunLog log = parse_lines({
+      "Elastic utils: Elastic training enabled.",
+      "I0813 17:19:31.548687 1 metric_logger.py:226] completed step: 0, seconds: 49.537, "
+      "TFLOP/s/device: 5.103, Tokens/s/device: 330.743, total_weights: 131072, loss: 12.977, "
+      "lm_loss: 12.977, perplexity: 432317.375",
+      "(pid=12, ip=10.0.0.1) completed step: 1, seconds: 0.159, TFLOP/s/device: 43.430, loss: "
+      "220.774",
+      "completed step: 2, ...",
+      "completed step: 1, seconds: 0.166, TFLOP/s/device: 41.524, loss: 217.296\r",
+  });
+  EXPECT_EQ(log.kind, LogKind::kMaxText);
+  EXPECT_STREQ(log_kind_name(log.kind), "maxtext");
+  ASSERT_EQ(log.steps.size(), 2u);
+  const StepRecord& zero = log.steps[0];
+  EXPECT_EQ(zero.seconds, 49.537);
+  EXPECT_EQ(zero.seconds_from, "completed step");
+  EXPECT_EQ(zero.tflops_per_device, 5.103);
+  EXPECT_EQ(zero.tokens_per_s_per_device, 330.743);
+  EXPECT_EQ(zero.metrics.at("loss"), 12.977);
+  EXPECT_EQ(zero.metrics.at("total_weights"), 131072);
+  // The old format (no Tokens/s) and a step logged again after a restore: the later line wins.
+  const StepRecord& one = log.steps[1];
+  EXPECT_EQ(one.seconds, 0.166);
+  EXPECT_EQ(one.tflops_per_device, 41.524);
+  EXPECT_FALSE(one.tokens_per_s_per_device.has_value());
+  ASSERT_EQ(log.warnings.size(), 2u);
+  EXPECT_THAT(log.warnings[0], HasSubstr("run.log:4: completed step 2 without a readable"));
+  EXPECT_THAT(log.warnings[1], HasSubstr("run.log:5: completed step 1 again (first at line 3)"));
+}
+
+TEST(RunLogParser, MaxTextLinesInABenchLogAreNotItsSteps) {
+  RunLog log = parse_lines({
+      "[TrainerBench] ab: bench driver starting: 2 steps x 1 fwd_bwd calls",
+      "completed step: 7, seconds: 1.0, TFLOP/s/device: 1.0, loss: 1.0",
+      "completed step: 7, seconds: 1.0, TFLOP/s/device: 1.0, loss: 1.0",
+  });
+  EXPECT_EQ(log.kind, LogKind::kBench);
+  EXPECT_TRUE(log.steps.empty());
+  for (const std::string& warning : log.warnings) EXPECT_THAT(warning, Not(HasSubstr("again")));
+}
+
+TEST(RunLogParser, TunixPeftLines) {
+  RunLog log = parse_lines({
+      "I0706 16:50:26.253525 1 peft_trainer.py:474] Train step 4 training loss: 0.693147  - "
+      "training perplexity: 2.000000",
+      "I0706 16:50:27.0 1 peft_trainer.py:480] Train step 4 eval loss: 0.7 - eval perplexity: 2.01",
+      "Train step 5 training loss: 0.5  - training perplexity: 1.65",
+  });
+  EXPECT_EQ(log.kind, LogKind::kTunixPeft);
+  EXPECT_STREQ(log_kind_name(log.kind), "tunix-peft");
+  ASSERT_EQ(log.steps.size(), 2u);
+  EXPECT_FALSE(log.steps[0].seconds.has_value());  // Tunix logs no step time
+  EXPECT_EQ(log.steps[0].metrics.at("training_loss"), 0.693147);
+  EXPECT_EQ(log.steps[0].metrics.at("eval_perplexity"), 2.01);
+  EXPECT_EQ(log.steps[1].metrics.at("training_perplexity"), 1.65);
+}
+
+TEST(ParseRunLog, RealMaxTextLogs) {
+  const std::string dir = std::string(RTB_TESTDATA_DIR) + "/maxtext_steplogs/";
+  // 30 steps of a Gemma-4 run on TPU7x-8 behind absl prefixes, among ~900 other lines.
+  RunLog before = parse_run_log(dir + "maxtext_gemma4_before_full.log");
+  EXPECT_EQ(before.kind, LogKind::kMaxText);
+  ASSERT_EQ(before.steps.size(), 30u);
+  EXPECT_EQ(before.steps.front().step, 0);
+  EXPECT_EQ(before.steps.back().step, 29);
+  EXPECT_EQ(before.steps[1].seconds, 123.805);  // compile
+  EXPECT_EQ(before.steps[8].seconds, 14.265);   // profiler collection
+  EXPECT_EQ(before.steps[2].tokens_per_s_per_device, 568257.492);
+  EXPECT_TRUE(before.warnings.empty()) << before.warnings.front();
+  RunLog old_format = parse_run_log(dir + "maxtext_old_format.log");
+  ASSERT_EQ(old_format.steps.size(), 2u);
+  EXPECT_EQ(old_format.steps[0].step, 8);
+  EXPECT_EQ(old_format.steps[0].tflops_per_device, 43.430);
+  RunLog elided = parse_run_log(dir + "maxtext_elided_step.log");
+  EXPECT_TRUE(elided.steps.empty());
+  ASSERT_EQ(elided.warnings.size(), 1u);
+  EXPECT_THAT(elided.warnings[0], HasSubstr("completed step 101 without a readable `seconds`"));
+  RunLog started = parse_run_log(dir + "maxtext_getting_started.log");
+  EXPECT_EQ(started.kind, LogKind::kMaxText);
+  EXPECT_GE(started.steps.size(), 3u);
+  RunLog peft = parse_run_log(dir + "tunix_peft_written.log");
+  EXPECT_EQ(peft.kind, LogKind::kTunixPeft);
+  EXPECT_EQ(peft.steps.size(), 4u);
 }
 
 TEST(ParseRunLog, StreamsAFileFromTestdata) {

@@ -16,6 +16,7 @@
 
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
+#include "rtb/base/text.h"
 #include "rtb/bench/diff_render.h"
 #include "rtb/k8s/diff.h"
 #include "rtb/k8s/flags.h"
@@ -58,12 +59,6 @@ std::size_t count_newlines(const char* begin, const char* end) {
     if (p == nullptr) break;
   }
   return n;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_blank(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_blank(s.back())) s.remove_suffix(1);
-  return s;
 }
 
 // --- canonical values ----------------------------------------------------------------------------

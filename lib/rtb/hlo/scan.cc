@@ -22,6 +22,7 @@
 #endif
 
 #include "rtb/base/error.h"
+#include "rtb/base/text.h"
 #include "rtb/hlo/syntax.h"
 
 namespace rtb::hlo {

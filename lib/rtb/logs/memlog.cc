@@ -16,6 +16,7 @@
 #include "rtb/base/json.h"
 #include "rtb/base/pyliteral.h"
 #include "rtb/base/slice.h"
+#include "rtb/base/text.h"
 
 namespace rtb::logs {
 namespace {
@@ -35,15 +36,8 @@ constexpr std::string_view kEngineTableHeader =
     "kernel arg out alias temp resident +state total host arg host out host alias host temp "
     "host state state not passed";
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
+// The blanks of a log line: ' ', '\t' and the '\r' of a CRLF file.
+std::string_view trim(std::string_view s) { return rtb::trim(s, kLineBlanks); }
 
 std::string collapse_blanks(std::string_view s) {
   std::string out;

@@ -9,6 +9,7 @@
 
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
+#include "rtb/base/text.h"
 
 namespace rtb::logs::steplog {
 namespace {
@@ -329,14 +330,8 @@ void flatten(const Value& value, const std::string& prefix, int depth,
 
 // ---- Line helpers ------------------------------------------------------------------------------
 
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r' ||
-                           text.back() == '\n')) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
+// Leading " \t" only (a value never starts with a line end), trailing ones too.
+std::string_view trim(std::string_view text) { return trim_back(trim_front(text, " \t")); }
 
 // Reads a (possibly signed) integer at the start of `text`; advances past it.
 std::optional<std::int64_t> take_int(std::string_view& text) {
@@ -487,6 +482,10 @@ const char* log_kind_name(LogKind kind) {
       return "orchestrator";
     case LogKind::kTimingOnly:
       return "timing-only";
+    case LogKind::kMaxText:
+      return "maxtext";
+    case LogKind::kTunixPeft:
+      return "tunix-peft";
     case LogKind::kUnknown:
       break;
   }
@@ -527,6 +526,8 @@ void RunLogParser::feed(std::string_view line, std::size_t number) {
     parse_summary(line.substr(at + 14), number);
   } else if ((at = line.find("[StepMetrics step=")) != npos) {
     parse_step_metrics(line.substr(at + 18), number);
+  } else if ((at = line.find("completed step: ")) != npos) {
+    parse_completed_step(line.substr(at + 16), number);
   } else if ((at = line.find("Train step ")) != npos) {
     parse_train_step(line.substr(at + 11), number);
   } else if (line.find("[TrainerBench] ") != npos || line.find("bench_driver: failed: ") != npos) {
@@ -746,6 +747,10 @@ void RunLogParser::parse_train_step(std::string_view rest, std::size_t number) {
   // "Train step %d - loss: %s - reward_mean: %.4f - ... - step_time: %.2fs": the step, then
   // " - key: value" pairs. Other lines that merely contain "Train step " are not ours.
   std::optional<std::int64_t> step = take_int(rest);
+  if (step && (rest.starts_with(" training ") || rest.starts_with(" eval "))) {
+    parse_peft_step(*step, rest.substr(1), number);
+    return;
+  }
   if (!step || !take(rest, " - ")) return;
   saw_orchestrator_ = true;
   std::map<std::string, double> fields;
@@ -809,9 +814,121 @@ void RunLogParser::parse_step_metrics(std::string_view rest, std::size_t number)
   }
 }
 
+void RunLogParser::maxtext_warning(std::size_t number, std::string message) {
+  if (maxtext_warnings_.size() < kMaxLineWarnings) {
+    maxtext_warnings_.emplace_back(number, std::move(message));
+  } else {
+    ++maxtext_warnings_dropped_;
+  }
+}
+
+void RunLogParser::parse_completed_step(std::string_view rest, std::size_t number) {
+  // "N, key: value, key: value, ...": MaxText's metric_logger. Keys as MaxText writes them.
+  std::optional<std::int64_t> step = take_int(rest);
+  if (!step || !take(rest, ",")) return;
+  saw_maxtext_ = true;
+  std::optional<double> seconds;
+  std::optional<double> tflops;
+  std::optional<double> tokens_per_s;
+  std::map<std::string, double> fields;
+  rest = trim(rest);
+  while (!rest.empty()) {
+    std::size_t separator = rest.find(", ");
+    std::string_view item = rest.substr(0, separator);
+    rest = separator == std::string_view::npos ? std::string_view() : rest.substr(separator + 2);
+    std::size_t colon = item.find(": ");
+    if (colon == std::string_view::npos) continue;
+    std::string key(trim(item.substr(0, colon)));
+    double value = 0;
+    try {
+      Value parsed = parse_value(trim(item.substr(colon + 2)), Syntax::kPython);
+      if (!parsed.is_number()) continue;
+      value = parsed.number;
+    } catch (const Error&) {
+      continue;
+    }
+    if (key == "seconds") {
+      seconds = value;
+    } else if (key == "TFLOP/s/device") {
+      tflops = value;
+    } else if (key == "Tokens/s/device") {
+      tokens_per_s = value;
+    } else {
+      fields[key] = value;
+    }
+  }
+  if (!seconds) {
+    maxtext_warning(
+        number, fmt::format("completed step {} without a readable `seconds`: line skipped", *step));
+    return;
+  }
+  if (!std::isfinite(*seconds) || *seconds < 0) {
+    maxtext_warning(number, fmt::format("completed step {}: seconds {} ignored", *step, *seconds));
+    return;
+  }
+  if (auto previous = completed_step_lines_.find(*step); previous != completed_step_lines_.end()) {
+    // A restart that restores a checkpoint logs the steps after it again.
+    maxtext_warning(
+        number, fmt::format("completed step {} again (first at line {}): the later line is used",
+                            *step, previous->second));
+  }
+  completed_step_lines_[*step] = number;
+  StepRecord& target = maxtext_steps_[*step];
+  target = StepRecord();
+  target.step = *step;
+  target.line = number;
+  target.seconds = seconds;
+  target.seconds_from = "completed step";
+  target.tflops_per_device = tflops;
+  target.tokens_per_s_per_device = tokens_per_s;
+  for (const auto& [key, value] : fields) target.metrics[key] = value;
+}
+
+void RunLogParser::parse_peft_step(std::int64_t step, std::string_view rest, std::size_t number) {
+  // "training loss: L  - training perplexity: P" or "eval loss: L - eval perplexity: P".
+  std::map<std::string, double> fields;
+  bool any = false;
+  while (!rest.empty()) {
+    std::size_t separator = rest.find(" - ");
+    std::string_view item = trim(rest.substr(0, separator));
+    rest = separator == std::string_view::npos ? std::string_view() : rest.substr(separator + 3);
+    std::size_t colon = item.find(": ");
+    if (colon == std::string_view::npos) return;  // not Tunix's line
+    std::string key(trim(item.substr(0, colon)));
+    for (char& c : key) {
+      if (c == ' ') c = '_';  // "training loss" -> "training_loss"
+    }
+    try {
+      Value parsed = parse_value(trim(item.substr(colon + 2)), Syntax::kPython);
+      if (!parsed.is_number()) continue;
+      fields[key] = parsed.number;
+      any = true;
+    } catch (const Error&) {
+      continue;
+    }
+  }
+  if (!any) return;
+  saw_peft_ = true;
+  StepRecord& target = peft_steps_[step];
+  target.step = step;
+  target.line = number;
+  for (const auto& [key, value] : fields) target.metrics[key] = value;
+}
+
 RunLog RunLogParser::finish() {
   if (finished_) fail("RunLogParser::finish called twice");
   finished_ = true;
+  // MaxText's and Tunix PEFT's lines make the run only in a log that has none of the lines above:
+  // a bench or e2e log may carry them from other code in the same pod, and they are not its steps.
+  if (!saw_bench_ && !saw_orchestrator_ && timings_.empty() && steps_.empty()) {
+    steps_ = saw_maxtext_ ? std::move(maxtext_steps_) : std::move(peft_steps_);
+    if (saw_maxtext_) {
+      for (const auto& [number, message] : maxtext_warnings_) warn(number, message);
+      dropped_warnings_ += maxtext_warnings_dropped_;
+    }
+  } else {
+    saw_maxtext_ = saw_peft_ = false;
+  }
   for (auto& [step, record] : steps_) log_.steps.push_back(std::move(record));
   for (auto& [step, timing] : timings_) log_.timings.push_back(std::move(timing));
   std::sort(log_.timing_unavailable.begin(), log_.timing_unavailable.end());
@@ -823,6 +940,10 @@ RunLog RunLogParser::finish() {
     log_.kind = LogKind::kBench;
   } else if (saw_orchestrator_) {
     log_.kind = LogKind::kOrchestrator;
+  } else if (saw_maxtext_) {
+    log_.kind = LogKind::kMaxText;
+  } else if (saw_peft_) {
+    log_.kind = LogKind::kTunixPeft;
   } else if (!log_.timings.empty()) {
     log_.kind = LogKind::kTimingOnly;
   }

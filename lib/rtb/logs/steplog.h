@@ -22,6 +22,18 @@
 // older drivers counted from 1. Both read the same: nothing here assumes the first step's number.
 //   Train step %d - loss: %s - reward_mean: %.4f - ... - grad_norm: %s - ... - step_time: %.2fs
 //   [StepMetrics step=%d] trainer_metrics=<Python dict repr>
+// MaxText's own step line (metric_logger; the first form since Tokens/s was added):
+//   completed step: N, seconds: S, TFLOP/s/device: X, Tokens/s/device: Y, total_weights: W,
+//     loss: L[, lm_loss: ..., perplexity: ..., moe_lb_loss: ...]
+//   completed step: N, seconds: S, TFLOP/s/device: X, loss: L
+// `seconds` is the host's time between this step's completion and the previous one's as the host
+// saw it: with asynchronous dispatch single steps read far off (0.03 s beside 3.3 s) while their
+// mean over many steps is the device's pace.
+// Tunix's PEFT trainer (tunix/sft/peft_trainer.py) logs losses only, no step time:
+//   Train step N training loss: L  - training perplexity: P
+//   Train step N eval loss: L - eval perplexity: P
+// These two make a run only in a log without any of the lines above (a bench pod may print
+// MaxText's lines from other code; they are not the bench's steps).
 #pragma once
 
 #include <cstddef>
@@ -116,8 +128,9 @@ struct StepTiming {
 // One optimizer step, merged from the lines that describe it.
 struct StepRecord {
   std::int64_t step = 0;
-  std::optional<double> seconds;  // BENCH_STEP seconds, else `Train step` step_time
-  std::string seconds_from;       // "BENCH_STEP" or "Train step"
+  std::optional<double> seconds;  // BENCH_STEP seconds, else `Train step` step_time, else
+                                  // MaxText's `completed step` seconds
+  std::string seconds_from;       // "BENCH_STEP", "Train step" or "completed step"
   std::vector<double> microbatch_s;
   // How microbatch_s was measured: "device" (each time runs to the device's completion of that
   // call) or "dispatch" (host dispatch intervals, which lag the device by up to two calls with an
@@ -127,6 +140,9 @@ struct StepRecord {
   std::optional<double> tokens;          // real (unpadded) tokens of the step
   std::optional<double> padded_tokens;   // rows x tokens_per_row x micro-batches
   std::optional<double> tokens_per_s_per_chip;
+  // MaxText's `completed step` figures, per device as MaxText computes them from `seconds`.
+  std::optional<double> tflops_per_device;
+  std::optional<double> tokens_per_s_per_device;
   std::string update;          // "fused", "explicit", "deferred" or empty (not logged)
   std::optional<bool> staged;  // the step ran with the stage boundary engaged
   bool profiled = false;       // the step ran under the profiler (its times are inflated)
@@ -171,8 +187,11 @@ enum class LogKind {
   kBench,         // bench driver output (BENCH_STEP / BENCH_SUMMARY / [TrainerBench])
   kOrchestrator,  // e2e orchestrator output (Train step / StepMetrics)
   kTimingOnly,    // TRAINER_STEP_TIMING lines only
+  kMaxText,       // MaxText's `completed step:` lines (a pre-training or SFT run)
+  kTunixPeft,     // Tunix's PEFT trainer `Train step N training loss:` lines (no step times)
 };
-const char* log_kind_name(LogKind kind);  // "unknown", "bench", "orchestrator", "timing-only"
+// "unknown", "bench", "orchestrator", "timing-only", "maxtext", "tunix-peft"
+const char* log_kind_name(LogKind kind);
 
 struct RunLog {
   std::string source;  // the name used in messages (display_name of the path)
@@ -208,6 +227,9 @@ class RunLogParser {
   void parse_summary(std::string_view json, std::size_t number);
   void parse_train_step(std::string_view rest, std::size_t number);
   void parse_step_metrics(std::string_view rest, std::size_t number);
+  void parse_completed_step(std::string_view rest, std::size_t number);
+  // `rest` follows "Train step N " when the next word is "training" or "eval".
+  void parse_peft_step(std::int64_t step, std::string_view rest, std::size_t number);
   void parse_driver_line(std::string_view line);
   void warn(std::size_t number, const std::string& message);
   StepRecord& record(std::int64_t step, std::size_t number);
@@ -221,8 +243,17 @@ class RunLogParser {
   std::map<std::int64_t, StepTiming> timings_;
   std::map<std::int64_t, std::size_t> bench_step_lines_;
   std::map<std::int64_t, std::size_t> train_step_lines_;
+  std::map<std::int64_t, std::size_t> completed_step_lines_;
+  std::map<std::int64_t, StepRecord> maxtext_steps_;  // used by finish() when nothing else is
+  std::map<std::int64_t, StepRecord> peft_steps_;
+  // Warnings about MaxText's lines, said by finish() only when those lines make the run.
+  void maxtext_warning(std::size_t number, std::string message);
+  std::vector<std::pair<std::size_t, std::string>> maxtext_warnings_;
+  std::size_t maxtext_warnings_dropped_ = 0;
   bool saw_bench_ = false;
   bool saw_orchestrator_ = false;
+  bool saw_maxtext_ = false;
+  bool saw_peft_ = false;
   bool finished_ = false;
 };
 
