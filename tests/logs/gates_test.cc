@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "rtb/base/error.h"
+#include "test_util.h"
 
 namespace rtb::logs {
 namespace {
@@ -21,15 +22,14 @@ const GateSpec& gate_named(const std::vector<GateSpec>& gates, const std::string
   throw Error("no gate " + name);
 }
 
-std::string error_of(void (*apply)(std::vector<GateSpec>&, const std::string&),
-                     const std::string& assignment) {
+// The message of the rtb::Error that `--limit ASSIGNMENT` (or `--metric`) throws.
+std::string limit_error(const std::string& assignment) {
   std::vector<GateSpec> gates = default_gates();
-  try {
-    apply(gates, assignment);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return test::error_of([&] { apply_gate_limit(gates, assignment); }).what();
+}
+std::string metric_error(const std::string& assignment) {
+  std::vector<GateSpec> gates = default_gates();
+  return test::error_of([&] { apply_gate_metric(gates, assignment); }).what();
 }
 
 TEST(GateOptions, LimitSetsEnablesAndTurnsOff) {
@@ -45,16 +45,13 @@ TEST(GateOptions, LimitSetsEnablesAndTurnsOff) {
 }
 
 TEST(GateOptions, LimitRejectsBadSyntaxValuesAndGates) {
-  EXPECT_EQ(error_of(apply_gate_limit, "loss"), "--limit loss: expected GATE=VALUE");
-  EXPECT_EQ(error_of(apply_gate_limit, "=1"), "--limit =1: expected GATE=VALUE");
-  EXPECT_EQ(error_of(apply_gate_limit, "loss="), "--limit loss=: expected GATE=VALUE");
-  EXPECT_EQ(error_of(apply_gate_limit, "loss=abc"),
-            "--limit loss=abc: the limit must be a number >= 0 or 'off'");
-  EXPECT_EQ(error_of(apply_gate_limit, "loss=-1"),
-            "--limit loss=-1: the limit must be a number >= 0 or 'off'");
-  EXPECT_EQ(error_of(apply_gate_limit, "loss=1x"),
-            "--limit loss=1x: the limit must be a number >= 0 or 'off'");
-  EXPECT_THAT(error_of(apply_gate_limit, "speed=1"),
+  EXPECT_EQ(limit_error("loss"), "--limit loss: expected GATE=VALUE");
+  EXPECT_EQ(limit_error("=1"), "--limit =1: expected GATE=VALUE");
+  EXPECT_EQ(limit_error("loss="), "--limit loss=: expected GATE=VALUE");
+  EXPECT_EQ(limit_error("loss=abc"), "--limit loss=abc: the limit must be a number >= 0 or 'off'");
+  EXPECT_EQ(limit_error("loss=-1"), "--limit loss=-1: the limit must be a number >= 0 or 'off'");
+  EXPECT_EQ(limit_error("loss=1x"), "--limit loss=1x: the limit must be a number >= 0 or 'off'");
+  EXPECT_THAT(limit_error("speed=1"),
               HasSubstr("--limit speed=1: no gate named 'speed' (gates: loss, "));
 }
 
@@ -66,8 +63,8 @@ TEST(GateOptions, MetricReplacesKeysOrAddsAFiniteOne) {
   apply_gate_metric(gates, "finite=kl");
   finite_keys.push_back("kl");
   EXPECT_EQ(gate_named(gates, "finite").keys, finite_keys);
-  EXPECT_THAT(error_of(apply_gate_metric, "nope=x"), HasSubstr("--metric nope=x: no gate named"));
-  EXPECT_EQ(error_of(apply_gate_metric, "entropy"), "--metric entropy: expected GATE=VALUE");
+  EXPECT_THAT(metric_error("nope=x"), HasSubstr("--metric nope=x: no gate named"));
+  EXPECT_EQ(metric_error("entropy"), "--metric entropy: expected GATE=VALUE");
 }
 
 TEST(GateOptions, ListShowsLimitMetricsStateAndReason) {
