@@ -46,6 +46,8 @@
 #include <utility>
 #include <vector>
 
+#include "rtb/base/literal.h"
+
 namespace rtb::logs::steplog {
 
 // A BENCH_STEP line with more micro-batch times than this is refused (skipped with a warning):
@@ -54,43 +56,17 @@ inline constexpr std::size_t kMaxMicrobatchesPerStep = 4096;
 // parse_value() refuses a longer text (4096 micro-batch times and the metrics fit in ~100 KB).
 inline constexpr std::size_t kMaxValueBytes = 1 << 20;
 
-// ---- A small reader for the JSON and Python-literal payloads of those lines -------------------
+// ---- The JSON and Python-literal payloads of those lines (rtb/base/literal.h) -----------------
 
-struct Value {
-  enum class Kind { kNull, kBool, kNumber, kString, kArray, kObject };
-  // Defined (defaulted) in the .cc: clang 14 with libstdc++ 12 rejects the implicit constructor,
-  // which instantiates std::pair<std::string, Value> while Value is still incomplete.
-  Value();
-  Kind kind = Kind::kNull;
-  bool boolean = false;
-  double number = 0.0;
-  std::string string;
-  std::vector<Value> array;
-  std::vector<std::pair<std::string, Value>> object;  // in the order written
+// Parses the one value that `text` holds (whitespace around it allowed): JSON as json.dumps writes
+// it, or a Python literal as repr() writes it, numbers wrapped in a call such as np.float32(1.5)
+// or Array(0.5, dtype=float32) included. Throws rtb::Error "column N: what is wrong", or when
+// the text is longer than kMaxValueBytes.
+Literal parse_value(std::string_view text, LiteralSyntax syntax);
 
-  bool is_null() const { return kind == Kind::kNull; }
-  bool is_number() const { return kind == Kind::kNumber; }
-  bool is_object() const { return kind == Kind::kObject; }
-  bool is_array() const { return kind == Kind::kArray; }
-  // The member `key` of an object (the last one if repeated), or nullptr.
-  const Value* find(std::string_view key) const;
-};
-
-enum class Syntax {
-  // JSON as Python's json.dumps writes it (NaN, Infinity and -Infinity accepted).
-  kJson,
-  // A Python literal as repr() writes it: also 'single quotes', True/False/None, nan/inf, tuples,
-  // and numbers wrapped in a call such as np.float32(1.5) or Array(0.5, dtype=float32).
-  kPython,
-};
-
-// Parses the one value that `text` holds (whitespace around it allowed). Throws rtb::Error whose
-// message says what is wrong and at which column (1-based).
-Value parse_value(std::string_view text, Syntax syntax);
-
-// Numeric leaves of an object, flattened with '/' between nested keys ({"a":{"b":1}} -> "a/b").
-// Booleans count as 0/1; strings, nulls and arrays are skipped.
-std::map<std::string, double> numeric_leaves(const Value& object);
+// Numeric leaves of a dict, flattened with '/' between nested keys ({"a":{"b":1}} -> "a/b").
+// Booleans count as 0/1; strings, nulls, lists and entries whose key is not a string are skipped.
+std::map<std::string, double> numeric_leaves(const Literal& object);
 
 // ---- What one log holds ------------------------------------------------------------------------
 
