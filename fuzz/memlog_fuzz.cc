@@ -1,6 +1,6 @@
 // libFuzzer target: the memory / cost-analysis log parser (memlog.h), its summary writers, the
-// byte-size parser and the Python-literal parser (pyliteral.h). Only rtb::Error is an expected
-// outcome (the log parser records problems and should not even throw).
+// byte-size parser and the literal parser (base/literal.h) in its Python syntax. Only rtb::Error is
+// an expected outcome (the log parser records problems and should not even throw).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -9,14 +9,14 @@
 #include <vector>
 
 #include "rtb/base/error.h"
-#include "rtb/base/pyliteral.h"
+#include "rtb/base/literal.h"
 #include "rtb/logs/memlog.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
 
   try {
-    (void)rtb::parse_py_literal(text);
+    (void)rtb::parse_literal(text);
   } catch (const rtb::Error&) {
   }
   std::string_view first_line = text.substr(0, text.find('\n'));

@@ -39,6 +39,7 @@ seeds_of() {
     shell) echo fuzz/seeds/shell ;;
     flags) echo fuzz/seeds/flags ;;
     hlo | hlo_pieces) echo testdata/hlo ;;
+    hlo_proto) echo fuzz/seeds/hlo_proto ;;
     configlog) echo testdata/configlog_*.log ;;
     memlog) echo testdata/memlog_*.log ;;
     steplog) echo testdata/bench_logs ;;
@@ -51,7 +52,7 @@ seeds_of() {
 # small enough to keep the targets fast.
 max_len_of() {
   case $1 in
-    dryrun | hlo | hlo_pieces | configlog | memlog) echo 65536 ;;
+    dryrun | hlo | hlo_pieces | hlo_proto | configlog | memlog) echo 65536 ;;
     steplog) echo 32768 ;;
     npy | routing) echo 16384 ;;
     *) echo 4096 ;;

@@ -3,6 +3,7 @@ its stdout (text, JSON, comparison), the SVG it writes, stderr and exit codes.""
 
 import json
 import os
+import re
 import subprocess
 import tempfile
 import unittest
@@ -304,6 +305,177 @@ class BadInput(unittest.TestCase):
             self.assertEqual(code, "2")
             self.assertRegex(message, r"huge\.hlo\.txt:4: statement longer than 16 MiB")
             self.assertLess(int(max_rss_kib), 128 * 1024)
+
+
+# ---- binary HloProto dumps (*.hlo.pb) ---------------------------------------------------------
+# The .pb files are made by Debian's protoc (protobuf-compiler, a test dependency in the
+# Makefile) from text protos: testdata/hlo/proto/*.textproto, and text protos that
+# tests/hlo_text_to_textproto.py makes from the text fixtures here.
+SOURCE_ROOT = os.path.dirname(TESTDATA)
+SCHEMA_DIR = os.path.join(SOURCE_ROOT, "tests", "hlo")
+CONVERTER = os.path.join(SOURCE_ROOT, "tests", "hlo_text_to_textproto.py")
+PROTO = os.path.join(HLO, "proto")
+
+# Real XLA dumps: one instruction per line, a blank line after each computation, as the proto's
+# rendering; the JSON is identical but for the file name and the bytes read.
+XLA_LAYOUT = ["xla_bench_hlo_llama31_405b_bf16_16x8.hlo.txt"]
+# Handwritten and test fixtures in the same layout but without XLA's final blank line: the
+# rendering has one line more at the very end, so only "lines" differs (by one).
+ONE_PER_LINE = ["handwritten_async_all_to_all.hlo.txt", "handwritten_while_trip_counts.hlo.txt",
+                "handwritten_send_recv_copy.hlo.txt", "handwritten_nested_tuples.hlo.txt",
+                "handwritten_escaped_backend_config.hlo.txt", "handwritten_unpaired.hlo.txt",
+                "hlo_parser__CopyStartAndCopyDone.hlo.txt", "hlo_parser__SendRecv.hlo.txt",
+                "while_loop_unroller__LoopWithCollective2.hlo.txt"]
+# Other layouts (instructions continued over several lines, comments, more blank lines): the
+# proto's rendering has one line per instruction, so line numbers differ; all else is identical.
+OTHER_LAYOUT = ["latency_hiding_scheduler__AllGatherAsyncBalance.hlo.txt",
+                "latency_hiding_scheduler__BalanceChainedCollectivePermutesLoopedEinsum.hlo.txt",
+                "handwritten_multiline.hlo.txt"]
+LINE_FIELDS = ("start_line", "done_line")
+
+
+def protoc_encode(textproto, out_path):
+    with open(out_path, "wb") as out:
+        result = subprocess.run(
+            ["protoc", "--encode=xla.HloProto", "--proto_path=" + SCHEMA_DIR,
+             os.path.join(SCHEMA_DIR, "hlo_subset.proto")],
+            input=textproto.encode(), stdout=out, stderr=subprocess.PIPE, check=False)
+    if result.returncode != 0:
+        raise AssertionError("protoc failed: " + result.stderr.decode())
+
+
+def convert(fixture):
+    result = subprocess.run([PYTHON, CONVERTER, os.path.join(HLO, fixture)],
+                            capture_output=True, text=True, check=True)
+    return result.stdout
+
+
+def without(doc, keys, line_fields=False):
+    doc = {k: v for k, v in doc.items() if k not in keys}
+    if line_fields:
+        doc["collectives"] = [{k: v for k, v in c.items() if k not in LINE_FIELDS}
+                              for c in doc["collectives"]]
+        doc["warnings"] = [w["message"] for w in doc["warnings"]]
+    return doc
+
+
+class BinaryProto(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def pb_of(self, fixture):
+        path = os.path.join(self.tmp.name, fixture.replace(".hlo.txt", ".hlo.pb"))
+        if not os.path.exists(path):
+            protoc_encode(convert(fixture), path)
+        return path
+
+    def json_of(self, path, stdin=None):
+        code, out, err = run([path, "--json"] if stdin is None else ["-", "--json"], stdin=stdin)
+        self.assertIn(code, (0, 1), err)
+        return json.loads(out)
+
+    def test_protoc_is_installed(self):
+        self.assertEqual(subprocess.run(["protoc", "--version"], capture_output=True).returncode,
+                         0, "protoc is needed (Debian protobuf-compiler; make deps installs it)")
+
+    def test_real_xla_dump_gives_identical_json(self):
+        for fixture in XLA_LAYOUT:
+            with self.subTest(fixture):
+                pb = self.pb_of(fixture)
+                text_doc = self.json_of(os.path.join(HLO, fixture))
+                pb_doc = self.json_of(pb)
+                self.assertEqual(pb_doc["bytes_read"], os.path.getsize(pb))
+                self.assertEqual(without(pb_doc, ("file", "bytes_read")),
+                                 without(text_doc, ("file", "bytes_read")))
+
+    def test_one_instruction_per_line_fixtures_give_identical_json(self):
+        for fixture in ONE_PER_LINE:
+            with self.subTest(fixture):
+                text_doc = self.json_of(os.path.join(HLO, fixture))
+                pb_doc = self.json_of(self.pb_of(fixture))
+                self.assertTrue(text_doc["collectives"])
+                self.assertEqual(pb_doc["lines"], text_doc["lines"] + 1)
+                keys = ("file", "bytes_read", "lines")
+                self.assertEqual(without(pb_doc, keys), without(text_doc, keys))
+
+    def test_other_layouts_give_identical_json_but_line_numbers(self):
+        for fixture in OTHER_LAYOUT:
+            with self.subTest(fixture):
+                text_doc = self.json_of(os.path.join(HLO, fixture))
+                pb_doc = self.json_of(self.pb_of(fixture))
+                keys = ("file", "bytes_read", "lines")
+                self.assertEqual(without(pb_doc, keys, True), without(text_doc, keys, True))
+
+    def test_checked_in_text_protos_match_the_converter(self):
+        # testdata/hlo/proto/<fixture>.textproto is what the converter makes of the fixture.
+        names = sorted(os.listdir(PROTO))
+        self.assertTrue(names)
+        for name in names:
+            with self.subTest(name):
+                with open(os.path.join(PROTO, name), encoding="utf-8") as f:
+                    self.assertEqual(f.read(), convert(name.replace(".textproto", ".hlo.txt")))
+
+    def test_stdin_and_ab_comparison(self):
+        pb = self.pb_of("handwritten_async_all_to_all.hlo.txt")
+        with open(pb, "rb") as f:
+            data = f.read()
+        code, out, err = run_tool(TOOL, ["-", "--json"], stdin=data)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(json.loads(out)["bytes_read"], len(data))
+        code, out, _ = run([A2A, pb])
+        self.assertEqual(code, 0)
+        self.assertIn("same: no per-kind total differs", out)
+
+    def assert_pb_error(self, data, pattern):
+        path = os.path.join(self.tmp.name, "bad.hlo.pb")
+        with open(path, "wb") as f:
+            f.write(data)
+        code, out, err = run([path])
+        self.assertEqual(code, 2, out + err)
+        self.assertEqual(out, "")
+        self.assertEqual(err.count("\n"), 1, err)
+        self.assertRegex(err, r"^hlo-overlap: " + re.escape(path) + r": binary HloProto: " + pattern)
+
+    def test_corrupt_protos_are_one_line_errors(self):
+        with open(self.pb_of("handwritten_while_trip_counts.hlo.txt"), "rb") as f:
+            good = f.read()
+        self.assert_pb_error(good[:len(good) // 2], r".*past the end of the message")
+        self.assert_pb_error(good[:3], r".*past the end of the message")
+        # bad varint: a key of 11 continuation bytes inside the module
+        self.assert_pb_error(b"\x0a\x0c" + b"\xff" * 12, r"HloModuleProto: bad varint")
+        # length past the end, and a huge one (2^63)
+        self.assert_pb_error(b"\x0a\x7f\x0a\x01m", r"HloProto: field 1 .* has length 127")
+        self.assert_pb_error(b"\x0a" + b"\x80" * 9 + b"\x01", r"HloProto: field 1 .* has length")
+        # wrong wire type for a known field: the module's name as a varint
+        self.assert_pb_error(b"\x0a\x02\x08\x07", r"HloModuleProto\.name \(field 1\)")
+        # tuples nested too deep
+        shape = b"\x10\x0b"
+        for _ in range(80):
+            shape = b"\x10\x0d\x22" + bytes([len(shape)]) + shape if len(shape) < 128 else \
+                b"\x10\x0d\x22" + varint(len(shape)) + shape
+        instruction = field(1, b"a") + field(2, b"parameter") + field(3, shape) + b"\xa8\x02\x01"
+        computation = field(1, b"c") + field(2, instruction) + b"\x28\x01"
+        module = field(1, b"m") + field(3, computation) + b"\x30\x01"
+        self.assert_pb_error(field(1, module), r"the shape of instruction a nests tuples deeper")
+
+
+def varint(value):
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def field(number, payload):
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
 
 
 class Help(unittest.TestCase):

@@ -108,6 +108,7 @@ FAKES = {
         class Config:
           num_decoder_layers, num_experts_per_tok, num_experts, vocab_size = (
               LAYERS, TOPK, EXPERTS, VOCAB)
+          capacity_factor, ragged_buffer_factor = -1.0, 2.0
         class FakeTrainer:
           def __init__(self, args):
             self._config = Config()
@@ -438,6 +439,10 @@ class PodFlowTest(unittest.TestCase):
     for entry in summary["routing"]:
       self.assertAlmostEqual(entry["achieved"], entry["target"], delta=0.01 * entry["target"])
     self.assertEqual(summary["knobs"]["logp_gates"], "on")
+    # The fake MaxText config sizes its ragged buffers at 2x balanced and counts no drops.
+    self.assertEqual(summary["token_dropping"]["verdict"], "unknown")
+    self.assertEqual(summary["token_dropping"]["ragged_buffer_factor"], 2.0)
+    self.assertIn("WARNING: dropped tokens: unknown", result.stdout)
     self.assertEqual(summary["compile"]["method"], "worker.compile")
     for line in result.stdout.splitlines():
       self.assertTrue(line.startswith(("[TrainerBench] ", "BENCH_STEP {", "BENCH_SUMMARY {",

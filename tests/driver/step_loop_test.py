@@ -3,6 +3,7 @@
 import argparse
 import dataclasses
 import json
+import types
 import re
 import unittest
 from typing import Any, Optional
@@ -521,6 +522,42 @@ class TimingTest(unittest.TestCase):
                            routing_final=None, knobs={})
     self.assertEqual(summary["mean_step_s"], 4.0)
     self.assertEqual(summary["median_microbatch_s"], 2.0)
+
+  def test_dropped_tokens_counted_by_the_trainer(self):
+    records = [bd.StepRecord(i, 1.0, [1.0], 10, 0, True,
+                             metrics={"loss": 0.1, "moe/layer0/dropped_tokens": float(i),
+                                      "moe/layer1/dropped_tokens": 1.0})
+               for i in range(3)]
+    self.assertEqual(records[2].as_json()["dropped_tokens"], 3.0)
+    config = types.SimpleNamespace(capacity_factor=-1.0, ragged_buffer_factor=2.75)
+    out = bd.token_dropping(config, records, experts=8)
+    self.assertEqual(out["verdict"], "dropped")
+    self.assertEqual(out["dropped_tokens"], 6.0)
+    self.assertEqual(out["counted_steps"], 3)
+    zero = [bd.StepRecord(0, 1.0, [1.0], 10, 0, True, metrics={"tokens_dropped": 0.0})]
+    self.assertEqual(bd.token_dropping(config, zero, experts=8)["verdict"], "none")
+
+  def test_dropped_tokens_from_the_configuration(self):
+    records = [bd.StepRecord(0, 1.0, [1.0], 10, 0, True, metrics={"loss": 0.1})]
+    self.assertNotIn("dropped_tokens", records[0].as_json())
+    dropless = types.SimpleNamespace(capacity_factor=-1.0, ragged_buffer_factor=-1.0)
+    out = bd.token_dropping(dropless, records, experts=8)
+    self.assertEqual(out["verdict"], "none")
+    self.assertIn("dropless by configuration", out["why"])
+    self.assertIsNone(out["dropped_tokens"])
+    # The seed's runs: ragged buffers 2.75x the balanced size may overflow, and nothing counts.
+    seed = types.SimpleNamespace(capacity_factor=-1.0, ragged_buffer_factor=2.75)
+    out = bd.token_dropping(seed, records, experts=512)
+    self.assertEqual(out["verdict"], "unknown")
+    self.assertIn("ragged_buffer_factor 2.75", out["why"])
+    self.assertEqual(bd.token_dropping(None, records, experts=512)["verdict"], "unknown")
+    self.assertEqual(bd.token_dropping(dropless, records, experts=None)["verdict"], "not-moe")
+    lines = []
+    bd.report_summary({"name": "x", "first_step_s": 1.0, "steady_steps": [], "mean_step_s": 1.0,
+                       "microbatch_timing": "device", "median_microbatch_s": 1.0,
+                       "microbatch_timing_source": "token", "tokens_per_s_per_chip": 1.0,
+                       "real_tokens_per_s_per_chip": 1.0, "token_dropping": out}, lines.append)
+    self.assertTrue(any("WARNING: dropped tokens: unknown" in line for line in lines), lines)
 
   def test_summary_line_from_a_run(self):
     harness = Harness(FusedWorker)

@@ -26,14 +26,6 @@ using ::testing::Not;
 
 // ---- writers ------------------------------------------------------------------------------------
 
-TEST(HloReport, HumanBytes) {
-  EXPECT_EQ(human_bytes(0), "0 B");
-  EXPECT_EQ(human_bytes(1023), "1023 B");
-  EXPECT_EQ(human_bytes(1536), "1.5 KiB");
-  EXPECT_EQ(human_bytes(416LL << 20), "416.0 MiB");
-  EXPECT_EQ(human_bytes(3LL << 30), "3.0 GiB");
-}
-
 TEST(HloReport, TextReportListsKindsComputationsTopAndUnpaired) {
   Analysis a = analyze_file(fixture_path("handwritten_while_trip_counts.hlo.txt"));
   ReportOptions options;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "rtb/base/error.h"
+#include "rtb/base/literal.h"
 #include "rtb/logs/steplog.h"
 
 namespace rtb::logs::report {
@@ -346,16 +347,16 @@ TEST(BuildReport, MicroBatchTimesOfDifferentModesAreNotCompared) {
   EXPECT_THAT(text, HasSubstr("not compared (timing modes differ)"));
   EXPECT_THAT(text, HasSubstr("mb timing: device = each time runs to the device's completion"));
 
-  steplog::Value json = steplog::parse_value(format_json(report), steplog::Syntax::kJson);
-  const steplog::Value& first = json.find("comparisons")->array.at(0);
+  Literal json = parse_json(format_json(report));
+  const Literal& first = json.find("comparisons")->items.at(0);
   EXPECT_TRUE(first.find("microbatch")->is_null());
-  EXPECT_EQ(first.find("microbatch_not_compared")->string, var.microbatch_not_compared);
-  EXPECT_EQ(first.find("verdict")->string, "slower");
-  const steplog::Value& second = json.find("comparisons")->array.at(1);
-  EXPECT_TRUE(second.find("microbatch")->is_object());
+  EXPECT_EQ(first.find("microbatch_not_compared")->text, var.microbatch_not_compared);
+  EXPECT_EQ(first.find("verdict")->text, "slower");
+  const Literal& second = json.find("comparisons")->items.at(1);
+  EXPECT_TRUE(second.find("microbatch")->is_dict());
   EXPECT_TRUE(second.find("microbatch_not_compared")->is_null());
-  const steplog::Value& run = json.find("runs")->array.at(1);
-  EXPECT_EQ(run.find("microbatch_timing")->string, "dispatch");
+  const Literal& run = json.find("runs")->items.at(1);
+  EXPECT_EQ(run.find("microbatch_timing")->text, "dispatch");
   EXPECT_EQ(run.find("first_step")->find("step")->number, 0);
   EXPECT_EQ(std::lround(run.find("tokens_per_s_per_chip")->number), 3285);
   EXPECT_TRUE(run.find("real_tokens_per_s_per_chip")->is_number());
@@ -470,24 +471,24 @@ TEST(Writers, TextJsonAndSvg) {
   EXPECT_THAT(text, HasSubstr("ctl (control)"));
   EXPECT_THAT(text, HasSubstr("trainer timeline"));
 
-  steplog::Value json = steplog::parse_value(format_json(report), steplog::Syntax::kJson);
-  EXPECT_EQ(json.find("schema")->string, "rtb.bench-report/1");
-  const steplog::Value& runs = *json.find("runs");
-  ASSERT_EQ(runs.array.size(), 2u);
-  const steplog::Value& step = *runs.array[1].find("step_s");
-  EXPECT_EQ(runs.array[1].find("name")->string, "var");
+  Literal json = parse_json(format_json(report));
+  EXPECT_EQ(json.find("schema")->text, "rtb.bench-report/1");
+  const Literal& runs = *json.find("runs");
+  ASSERT_EQ(runs.items.size(), 2u);
+  const Literal& step = *runs.items[1].find("step_s");
+  EXPECT_EQ(runs.items[1].find("name")->text, "var");
   EXPECT_DOUBLE_EQ(step.find("mean")->number, 9.1);
   EXPECT_EQ(step.find("n")->number, 2);
   EXPECT_TRUE(step.find("ci_low")->is_number());
   EXPECT_TRUE(step.find("ci_high")->is_number());
-  EXPECT_EQ(runs.array[1].find("microbatch_s")->find("median")->number, 2);
-  EXPECT_EQ(runs.array[1].find("microbatch_s")->find("n")->number, 4);
-  const steplog::Value& comparison = json.find("comparisons")->array.at(0);
-  EXPECT_EQ(comparison.find("run")->string, "var");
+  EXPECT_EQ(runs.items[1].find("microbatch_s")->find("median")->number, 2);
+  EXPECT_EQ(runs.items[1].find("microbatch_s")->find("n")->number, 4);
+  const Literal& comparison = json.find("comparisons")->items.at(0);
+  EXPECT_EQ(comparison.find("run")->text, "var");
   EXPECT_NEAR(comparison.find("ratio")->number, 9.1 / 10.1, 1e-12);
-  EXPECT_EQ(comparison.find("verdict")->string, "faster");
+  EXPECT_EQ(comparison.find("verdict")->text, "faster");
   EXPECT_TRUE(comparison.find("ci_low")->is_number());
-  EXPECT_EQ(comparison.find("microbatch")->find("verdict")->string, "no_change");
+  EXPECT_EQ(comparison.find("microbatch")->find("verdict")->text, "no_change");
   EXPECT_TRUE(json.find("noise_floor")->is_null());
   EXPECT_TRUE(json.find("numerics")->is_null());
   EXPECT_EQ(json.find("exit_code")->number, 0);

@@ -15,39 +15,22 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // ---- Value reader
 // --------------------------------------------------------------------------------
 
+// The parser itself is tested in tests/base/literal_test.cc; these are what steplog asks of it.
+
 TEST(ParseValue, JsonAsPythonWritesIt) {
-  Value v = parse_value(
-      R"( {"a":1,"b":[1.5,-2e-3,3E+2],"c":{"d":null,"e":true,"f":false},"s":"x\"y\\z\n\u0041"} )",
-      Syntax::kJson);
-  ASSERT_TRUE(v.is_object());
+  Literal v = parse_value(R"({"a":1,"b":[NaN, Infinity, -Infinity]})", LiteralSyntax::kJson);
   EXPECT_EQ(v.find("a")->number, 1.0);
-  const Value* b = v.find("b");
-  ASSERT_TRUE(b->is_array());
-  EXPECT_EQ(b->array.size(), 3u);
-  EXPECT_DOUBLE_EQ(b->array[1].number, -0.002);
-  EXPECT_DOUBLE_EQ(b->array[2].number, 300.0);
-  EXPECT_TRUE(v.find("c")->find("d")->is_null());
-  EXPECT_TRUE(v.find("c")->find("e")->boolean);
-  EXPECT_EQ(v.find("s")->string, "x\"y\\z\nA");
-  EXPECT_EQ(v.find("missing"), nullptr);
-
-  Value special = parse_value("[NaN, Infinity, -Infinity]", Syntax::kJson);
-  EXPECT_TRUE(std::isnan(special.array[0].number));
-  EXPECT_EQ(special.array[1].number, INFINITY);
-  EXPECT_EQ(special.array[2].number, -INFINITY);
-}
-
-TEST(ParseValue, RepeatedKeyFindsTheLast) {
-  Value v = parse_value(R"({"k":1,"k":2})", Syntax::kJson);
-  EXPECT_EQ(v.find("k")->number, 2.0);
+  EXPECT_TRUE(std::isnan(v.find("b")->items[0].number));
+  EXPECT_EQ(v.find("b")->items[2].number, -INFINITY);
 }
 
 TEST(ParseValue, ErrorsSayWhatAndWhere) {
-  auto message = [](std::string_view text, Syntax syntax = Syntax::kJson) {
+  auto message = [](std::string_view text, LiteralSyntax syntax = LiteralSyntax::kJson) {
     try {
       parse_value(text, syntax);
     } catch (const Error& e) {
@@ -56,25 +39,22 @@ TEST(ParseValue, ErrorsSayWhatAndWhere) {
     return std::string("no error");
   };
   EXPECT_EQ(message(R"({"v":1,"mb":[{"i":0,)"),
-            "unexpected end of text in an object (truncated?) at column 21");
-  EXPECT_THAT(message(R"({"a":1} x)"), HasSubstr("unexpected text after the value at column 9"));
-  EXPECT_THAT(message(R"({'a':1})"), HasSubstr("expected a quoted key"));
-  EXPECT_THAT(message("[1,]"), HasSubstr("unexpected character at column 4"));
-  EXPECT_THAT(message("[1.2.3]"), HasSubstr("bad number"));
-  EXPECT_THAT(message(R"("abc)"), HasSubstr("unterminated string"));
-  EXPECT_THAT(message("nan"), HasSubstr("unexpected character"));  // JSON has NaN, not nan
-  EXPECT_THAT(message(R"({"a" 1})"), HasSubstr("expected ':'"));
-  EXPECT_THAT(message(""), HasSubstr("unexpected end of text"));
-  std::string deep(200, '[');
-  EXPECT_THAT(message(deep), HasSubstr("nesting too deep"));
+            "column 21: the text ends inside an object (truncated?)");
+  EXPECT_THAT(message(R"({'a':1})"), HasSubstr("an object key must be a string"));
+  EXPECT_THAT(message("nan"), HasSubstr("unknown name 'nan'"));             // JSON has NaN, not nan
+  EXPECT_THAT(message("np.float32(1.5)"), HasSubstr("unknown name 'np'"));  // no calls in JSON
+  EXPECT_THAT(message("{'a': 1", LiteralSyntax::kPython), HasSubstr("inside a dict"));
+  EXPECT_THAT(message(std::string(200, '[')), HasSubstr("nested deeper than 64 levels"));
+  EXPECT_THAT(message(std::string(kMaxValueBytes + 1, ' ')),
+              HasSubstr("bytes of JSON in one line (at most 1048576)"));
 }
 
 TEST(ParseValue, PythonReprLiterals) {
-  Value v = parse_value(
+  Literal v = parse_value(
       "{'loss': 0.0125, 'grad_norm': np.float32(1.5), 'kl': Array(0.25, dtype=float32), "
       "'flag': True, 'off': False, 'none': None, 'bad': nan, 'big': inf, 'neg': -inf, "
       "'shape': (2, 3,), \"dq\": \"it's\", 'nested': {'a': {'b': 4}},}",
-      Syntax::kPython);
+      LiteralSyntax::kPython);
   EXPECT_DOUBLE_EQ(v.find("loss")->number, 0.0125);
   EXPECT_DOUBLE_EQ(v.find("grad_norm")->number, 1.5);
   EXPECT_DOUBLE_EQ(v.find("kl")->number, 0.25);
@@ -83,14 +63,14 @@ TEST(ParseValue, PythonReprLiterals) {
   EXPECT_TRUE(std::isnan(v.find("bad")->number));
   EXPECT_EQ(v.find("big")->number, INFINITY);
   EXPECT_EQ(v.find("neg")->number, -INFINITY);
-  EXPECT_EQ(v.find("shape")->array.size(), 2u);
+  EXPECT_EQ(v.find("shape")->items.size(), 2u);
   EXPECT_EQ(v.find("nested")->find("a")->find("b")->number, 4.0);
 }
 
 TEST(NumericLeaves, FlattensWithSlashes) {
-  Value v = parse_value(
+  Literal v = parse_value(
       R"({"loss":0.5,"log_ratio":{"abs_mean":0.01},"on":true,"name":"x","list":[1],"n":null})",
-      Syntax::kJson);
+      LiteralSyntax::kJson);
   std::map<std::string, double> leaves = numeric_leaves(v);
   EXPECT_EQ(leaves.size(), 3u);
   EXPECT_EQ(leaves["loss"], 0.5);
@@ -447,13 +427,17 @@ TEST(RunLogParser, OutOfRangeBenchStepsAreSkipped) {
   ASSERT_EQ(log.steps.size(), 1u);
   EXPECT_EQ(log.steps[0].step, 6);
   std::string all = fmt::format("{}", fmt::join(log.warnings, "\n"));
-  EXPECT_THAT(all,
-              HasSubstr("run.log:1: malformed BENCH_STEP JSON (bad number '1e999' at column 21)"));
-  EXPECT_THAT(all, HasSubstr("run.log:2: malformed BENCH_STEP JSON (\"step\" is out of range)"));
-  EXPECT_THAT(all, HasSubstr("run.log:3: malformed BENCH_STEP JSON (\"step\" is -3)"));
-  EXPECT_THAT(all, HasSubstr("run.log:4: malformed BENCH_STEP JSON (\"microbatch_s\" holds -1)"));
-  EXPECT_THAT(all, HasSubstr("run.log:5: malformed BENCH_STEP JSON (\"tokens\" is -1)"));
-  EXPECT_THAT(all, HasSubstr("run.log:6: malformed BENCH_STEP JSON (4097 micro-batch times"));
+  for (const char* expected : {
+           // 1e999 reads as inf, as json.loads reads it; a step time must be finite.
+           "run.log:1: malformed BENCH_STEP JSON (\"seconds\" is inf)",
+           "run.log:2: malformed BENCH_STEP JSON (\"step\" is out of range)",
+           "run.log:3: malformed BENCH_STEP JSON (\"step\" is -3)",
+           "run.log:4: malformed BENCH_STEP JSON (\"microbatch_s\" holds -1)",
+           "run.log:5: malformed BENCH_STEP JSON (\"tokens\" is -1)",
+           "run.log:6: malformed BENCH_STEP JSON (4097 micro-batch times",
+       }) {
+    EXPECT_THAT(all, HasSubstr(expected));
+  }
 }
 
 TEST(RunLogParser, OversizedJsonLinesAreSkippedBeforeParsing) {
@@ -505,6 +489,92 @@ TEST(RunLogParser, FinishTwiceIsAnError) {
   RunLogParser parser("x");
   parser.finish();
   EXPECT_THROW(parser.finish(), Error);
+}
+
+TEST(RunLogParser, MaxTextCompletedStepLines) {
+  RunLog log = parse_lines({
+      "Elastic utils: Elastic training enabled.",
+      "I0813 17:19:31.548687 1 metric_logger.py:226] completed step: 0, seconds: 49.537, "
+      "TFLOP/s/device: 5.103, Tokens/s/device: 330.743, total_weights: 131072, loss: 12.977, "
+      "lm_loss: 12.977, perplexity: 432317.375",
+      "(pid=12, ip=10.0.0.1) completed step: 1, seconds: 0.159, TFLOP/s/device: 43.430, loss: "
+      "220.774",
+      "completed step: 2, ...",
+      "completed step: 1, seconds: 0.166, TFLOP/s/device: 41.524, loss: 217.296\r",
+  });
+  EXPECT_EQ(log.kind, LogKind::kMaxText);
+  EXPECT_STREQ(log_kind_name(log.kind), "maxtext");
+  ASSERT_EQ(log.steps.size(), 2u);
+  const StepRecord& zero = log.steps[0];
+  EXPECT_EQ(zero.seconds, 49.537);
+  EXPECT_EQ(zero.seconds_from, "completed step");
+  EXPECT_EQ(zero.tflops_per_device, 5.103);
+  EXPECT_EQ(zero.tokens_per_s_per_device, 330.743);
+  EXPECT_EQ(zero.metrics.at("loss"), 12.977);
+  EXPECT_EQ(zero.metrics.at("total_weights"), 131072);
+  // The old format (no Tokens/s) and a step logged again after a restore: the later line wins.
+  const StepRecord& one = log.steps[1];
+  EXPECT_EQ(one.seconds, 0.166);
+  EXPECT_EQ(one.tflops_per_device, 41.524);
+  EXPECT_FALSE(one.tokens_per_s_per_device.has_value());
+  ASSERT_EQ(log.warnings.size(), 2u);
+  EXPECT_THAT(log.warnings[0], HasSubstr("run.log:4: completed step 2 without a readable"));
+  EXPECT_THAT(log.warnings[1], HasSubstr("run.log:5: completed step 1 again (first at line 3)"));
+}
+
+TEST(RunLogParser, MaxTextLinesInABenchLogAreNotItsSteps) {
+  RunLog log = parse_lines({
+      "[TrainerBench] ab: bench driver starting: 2 steps x 1 fwd_bwd calls",
+      "completed step: 7, seconds: 1.0, TFLOP/s/device: 1.0, loss: 1.0",
+      "completed step: 7, seconds: 1.0, TFLOP/s/device: 1.0, loss: 1.0",
+  });
+  EXPECT_EQ(log.kind, LogKind::kBench);
+  EXPECT_TRUE(log.steps.empty());
+  for (const std::string& warning : log.warnings) EXPECT_THAT(warning, Not(HasSubstr("again")));
+}
+
+TEST(RunLogParser, TunixPeftLines) {
+  RunLog log = parse_lines({
+      "I0706 16:50:26.253525 1 peft_trainer.py:474] Train step 4 training loss: 0.693147  - "
+      "training perplexity: 2.000000",
+      "I0706 16:50:27.0 1 peft_trainer.py:480] Train step 4 eval loss: 0.7 - eval perplexity: 2.01",
+      "Train step 5 training loss: 0.5  - training perplexity: 1.65",
+  });
+  EXPECT_EQ(log.kind, LogKind::kTunixPeft);
+  EXPECT_STREQ(log_kind_name(log.kind), "tunix-peft");
+  ASSERT_EQ(log.steps.size(), 2u);
+  EXPECT_FALSE(log.steps[0].seconds.has_value());  // Tunix logs no step time
+  EXPECT_EQ(log.steps[0].metrics.at("training_loss"), 0.693147);
+  EXPECT_EQ(log.steps[0].metrics.at("eval_perplexity"), 2.01);
+  EXPECT_EQ(log.steps[1].metrics.at("training_perplexity"), 1.65);
+}
+
+TEST(ParseRunLog, RealMaxTextLogs) {
+  const std::string dir = std::string(RTB_TESTDATA_DIR) + "/maxtext_steplogs/";
+  // 30 steps of a Gemma-4 run on TPU7x-8 behind absl prefixes, among ~900 other lines.
+  RunLog before = parse_run_log(dir + "maxtext_gemma4_before_full.log");
+  EXPECT_EQ(before.kind, LogKind::kMaxText);
+  ASSERT_EQ(before.steps.size(), 30u);
+  EXPECT_EQ(before.steps.front().step, 0);
+  EXPECT_EQ(before.steps.back().step, 29);
+  EXPECT_EQ(before.steps[1].seconds, 123.805);  // compile
+  EXPECT_EQ(before.steps[8].seconds, 14.265);   // profiler collection
+  EXPECT_EQ(before.steps[2].tokens_per_s_per_device, 568257.492);
+  EXPECT_TRUE(before.warnings.empty()) << before.warnings.front();
+  RunLog old_format = parse_run_log(dir + "maxtext_old_format.log");
+  ASSERT_EQ(old_format.steps.size(), 2u);
+  EXPECT_EQ(old_format.steps[0].step, 8);
+  EXPECT_EQ(old_format.steps[0].tflops_per_device, 43.430);
+  RunLog elided = parse_run_log(dir + "maxtext_elided_step.log");
+  EXPECT_TRUE(elided.steps.empty());
+  ASSERT_EQ(elided.warnings.size(), 1u);
+  EXPECT_THAT(elided.warnings[0], HasSubstr("completed step 101 without a readable `seconds`"));
+  RunLog started = parse_run_log(dir + "maxtext_getting_started.log");
+  EXPECT_EQ(started.kind, LogKind::kMaxText);
+  EXPECT_GE(started.steps.size(), 3u);
+  RunLog peft = parse_run_log(dir + "tunix_peft_written.log");
+  EXPECT_EQ(peft.kind, LogKind::kTunixPeft);
+  EXPECT_EQ(peft.steps.size(), 4u);
 }
 
 TEST(ParseRunLog, StreamsAFileFromTestdata) {

@@ -535,6 +535,21 @@ TEST(PayloadSettings, DriverFormsAndBadRecords) {
   EXPECT_THAT(message(R"({"format": "rtb.payload-settings/1", "pad_position": "left"})"),
               HasSubstr("\"pad_position\" must be"));
   EXPECT_THAT(message("{not json"), HasSubstr("f.npz"));
+  EXPECT_THAT(message("{not json"), HasSubstr("payload_settings is not valid JSON: column 2: "));
+  // JSON, not YAML: an unquoted word or a YAML flow map is no JSON.
+  EXPECT_THAT(message("{format: x}"), HasSubstr("not valid JSON"));
+  const std::string head = R"({"format": "rtb.payload-settings/1", )";
+  EXPECT_THAT(message(head + R"("rows": 3.0})"), HasSubstr("\"rows\" must be an integer"));
+  EXPECT_THAT(message(head + R"("rows": 99999999999999999999})"),
+              HasSubstr("\"rows\" must be an integer"));
+  EXPECT_THAT(message(head + R"("builder": 3})"), HasSubstr("\"builder\" must be a string"));
+  EXPECT_THAT(message(head + R"("old_logps": "true"})"), HasSubstr("must be true or false"));
+  EXPECT_THAT(message(head + R"("routing_scale": NaN})"), HasSubstr("must be a number"));
+  EXPECT_THAT(message(head + R"("seed": -1})"), HasSubstr("\"seed\" must be a non-negative"));
+  EXPECT_THAT(message(head + R"("seed": 18446744073709551616})"), HasSubstr("\"seed\" must be"));
+  // Seeds use all 64 bits.
+  EXPECT_EQ(parse_payload_settings(head + R"("seed": 18446744073709551615})", "f.npz").seed,
+            18446744073709551615ULL);
 }
 
 TEST(LoadProfile, ProductionShapeHitsTheDefaultTableWithinOnePercent) {

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "rtb/base/io.h"
-#include "rtb/bench/configlog.h"
+#include "rtb/logs/configlog.h"
 
 namespace {
 
@@ -111,7 +111,7 @@ void BM_ConfigLogRead1GB(benchmark::State& state) {
   std::size_t dumps = 0;
   for (auto _ : state) {
     auto start = std::chrono::steady_clock::now();
-    rtb::bench::ConfigLog result = rtb::bench::read_config_log(log.path());
+    rtb::logs::ConfigLog result = rtb::logs::read_config_log(log.path());
     total_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     dumps = result.dumps.size();
     benchmark::DoNotOptimize(result.params.data());
@@ -132,10 +132,10 @@ BENCHMARK(BM_ConfigLogRead1GB)->Unit(benchmark::kMillisecond)->Iterations(3)->Us
 // --list-dumps keeps no values: the scan alone.
 void BM_ConfigLogListDumps1GB(benchmark::State& state) {
   const GeneratedLog& log = generated();
-  rtb::bench::ConfigLogOptions options;
+  rtb::logs::ConfigLogOptions options;
   options.list_only = true;
   for (auto _ : state) {
-    rtb::bench::ConfigLog result = rtb::bench::read_config_log(log.path(), options);
+    rtb::logs::ConfigLog result = rtb::logs::read_config_log(log.path(), options);
     benchmark::DoNotOptimize(result.dumps.data());
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * log.size()));

@@ -115,7 +115,8 @@ struct Best {
 
 // Touches every page of a fresh allocation (so later writes measure the writing, not the faults).
 rtb::payload::LargeArray<std::int16_t> touched_array(const Shape& s) {
-  rtb::payload::LargeArray<std::int16_t> out(s.bytes() / sizeof(std::int16_t));
+  rtb::payload::LargeArray<std::int16_t> out(s.bytes() / sizeof(std::int16_t),
+                                             rtb::PageAdvice::kPopulateWrite);
   std::memset(out.data(), 0, s.bytes());
   return out;
 }
@@ -125,7 +126,8 @@ double time_memset(const Shape& s, bool fresh, rtb::payload::LargeArray<std::int
   rtb::payload::LargeArray<std::int16_t> own;
   std::int16_t* data = nullptr;
   if (fresh) {
-    own = rtb::payload::LargeArray<std::int16_t>(s.bytes() / sizeof(std::int16_t));
+    own = rtb::payload::LargeArray<std::int16_t>(s.bytes() / sizeof(std::int16_t),
+                                                 rtb::PageAdvice::kPopulateWrite);
     data = own.data();
   } else {
     data = warm->data();
@@ -145,7 +147,9 @@ double time_build(const rtb::payload::PayloadOptions& o, const Shape& s, bool fr
   auto loads = rtb::payload::plan_expert_loads(
       o, rtb::payload::scale_routing_targets(o.routing_targets, o.routing_scale), real_tokens);
   rtb::payload::LargeArray<std::int16_t> own;
-  if (fresh) own = rtb::payload::LargeArray<std::int16_t>(s.bytes() / sizeof(std::int16_t));
+  if (fresh)
+    own = rtb::payload::LargeArray<std::int16_t>(s.bytes() / sizeof(std::int16_t),
+                                                 rtb::PageAdvice::kPopulateWrite);
   rtb::payload::LargeArray<std::int16_t>& out = fresh ? own : *warm;
   rtb::payload::build_routing(o, loads, out.span());
   benchmark::DoNotOptimize(out.data());

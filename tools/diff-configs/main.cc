@@ -11,7 +11,7 @@
 #include "common/tool.h"
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
-#include "rtb/bench/configlog.h"
+#include "rtb/bench/config_diff.h"
 #include "rtb/bench/diff_report.h"
 
 namespace {

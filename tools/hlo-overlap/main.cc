@@ -11,6 +11,7 @@
 #include "common/tool.h"
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
+#include "rtb/base/text.h"
 #include "rtb/hlo/analysis.h"
 #include "rtb/hlo/report.h"
 
@@ -72,7 +73,9 @@ int main(int argc, char** argv) {
   rtb::hlo::ReportOptions report;
   std::size_t max_statement_mib = options.max_statement_bytes >> 20;
 
-  app.add_option("DUMP", inputs, "HLO text dump (- for stdin); give two for an A/B comparison")
+  app.add_option("DUMP", inputs,
+                 "HLO text dump or binary HloProto (*.hlo.pb) (- for stdin); give two for an A/B "
+                 "comparison")
       ->required()
       ->expected(1, 2);
   app.add_flag("--json", json, "Print the JSON document instead of the text report");
@@ -160,8 +163,8 @@ int main(int argc, char** argv) {
       if (budget && a.total_collectives.exposed_bytes > *budget) {
         spdlog::error("{}: exposed collective bytes {} ({}) exceed the budget {} ({})", a.file,
                       a.total_collectives.exposed_bytes,
-                      rtb::hlo::human_bytes(a.total_collectives.exposed_bytes), *budget,
-                      rtb::hlo::human_bytes(*budget));
+                      rtb::human_bytes(a.total_collectives.exposed_bytes), *budget,
+                      rtb::human_bytes(*budget));
         exit_code = rtb::tool::kExitCheckFailed;
       }
     }

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "rtb/bench/configlog.h"
+#include "rtb/bench/config_diff.h"
 #include "rtb/bench/diff_render.h"
 #include "rtb/k8s/diff.h"
 

@@ -4,6 +4,7 @@
 #include "rtb/base/io.h"
 #include "rtb/hlo/analyzer.h"
 #include "rtb/hlo/call_graph.h"
+#include "rtb/hlo/proto.h"
 #include "rtb/hlo/scan.h"
 
 namespace rtb::hlo {
@@ -53,10 +54,12 @@ void Totals::add(const Collective& c) {
 }
 
 Analysis analyze_file(const std::string& path, const Options& options) {
-  FileSource source(path);
   Analyzer analyzer(display_name(path), options);
   try {
-    return analyzer.run(source);
+    HloInput input = open_hlo_input(path);  // HLO text, or a binary HloProto rendered as text
+    Analysis analysis = analyzer.run(*input.source);
+    if (input.format == InputFormat::kBinaryProto) analysis.bytes_read = input.proto_bytes;
+    return analysis;
   } catch (const Error& e) {
     throw e.in_file(display_name(path));
   }

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "rtb/base/error.h"
+#include "rtb/base/text.h"
 #include "rtb/hlo/prefilter.h"
 
 namespace rtb::hlo {

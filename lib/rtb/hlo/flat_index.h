@@ -3,14 +3,14 @@
 // lookups run once per computation header and fusion, inlined into the analyser.
 #pragma once
 
-#include <sys/mman.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <new>
 #include <string_view>
 #include <utility>
+
+#include "rtb/base/memory.h"
 
 namespace rtb::hlo {
 
@@ -41,7 +41,7 @@ class FlatIndex {
   std::uint32_t find_or_insert(std::uint64_t key, std::uint32_t value, bool& inserted,
                                SameKey same_key) {
     const std::uint32_t print = fingerprint(key);
-    if (slots_.size() == 0) slots_ = Slots(1024);
+    if (slots_.size() == 0) slots_ = Slots(1024, PageAdvice::kHugePages);
     if ((size_ + 1) * 2 > slots_.size()) grow();
     std::size_t mask = slots_.size() - 1;
     for (std::size_t i = print & mask;; i = (i + 1) & mask) {
@@ -75,46 +75,11 @@ class FlatIndex {
   // The slots live in an anonymous mapping (zero-filled: all empty) with transparent huge pages
   // requested: a dump of a few hundred thousand computations makes the table tens of MiB, and
   // probes at random positions then missed the TLB as well as the cache with 4 KiB pages.
-  class Slots {
-   public:
-    Slots() = default;
-    explicit Slots(std::size_t count) : count_(count), bytes_(count * sizeof(Slot)) {
-      void* address =
-          ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (address == MAP_FAILED) throw std::bad_alloc();
-#if defined(MADV_HUGEPAGE)
-      if (bytes_ >= (std::size_t{2} << 20)) ::madvise(address, bytes_, MADV_HUGEPAGE);
-#endif
-      data_ = static_cast<Slot*>(address);
-    }
-    Slots(Slots&& other) noexcept
-        : data_(std::exchange(other.data_, nullptr)),
-          count_(std::exchange(other.count_, 0)),
-          bytes_(std::exchange(other.bytes_, 0)) {}
-    Slots& operator=(Slots&& other) noexcept {
-      std::swap(data_, other.data_);
-      std::swap(count_, other.count_);
-      std::swap(bytes_, other.bytes_);
-      return *this;
-    }
-    Slots(const Slots&) = delete;
-    Slots& operator=(const Slots&) = delete;
-    ~Slots() {
-      if (data_ != nullptr) ::munmap(data_, bytes_);
-    }
-    std::size_t size() const { return count_; }
-    Slot& operator[](std::size_t i) { return data_[i]; }
-    const Slot& operator[](std::size_t i) const { return data_[i]; }
-
-   private:
-    Slot* data_ = nullptr;
-    std::size_t count_ = 0;
-    std::size_t bytes_ = 0;
-  };
+  using Slots = LargeArray<Slot>;
 
   void grow() {
     Slots old = std::move(slots_);
-    slots_ = Slots(old.size() * 2);
+    slots_ = Slots(old.size() * 2, PageAdvice::kHugePages);
     std::size_t mask = slots_.size() - 1;
     for (std::size_t k = 0; k < old.size(); ++k) {
       const Slot& slot = old[k];

@@ -12,6 +12,7 @@
 #include "rtb/base/error.h"
 #include "rtb/base/json.h"
 #include "rtb/base/svg.h"
+#include "rtb/base/text.h"
 
 namespace rtb::hlo {
 namespace {
@@ -211,18 +212,6 @@ std::string entry_line(const Collective& c) {
 }
 
 }  // namespace
-
-std::string human_bytes(std::int64_t bytes) {
-  if (bytes < 1024) return fmt::format("{} B", bytes);
-  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  double value = static_cast<double>(bytes);
-  int unit = -1;
-  while (value >= 1024 && unit < 5) {
-    value /= 1024;
-    ++unit;
-  }
-  return fmt::format("{:.1f} {}", value, kUnits[unit]);
-}
 
 std::string format_text(const Analysis& a, const ReportOptions& options) {
   std::string out;

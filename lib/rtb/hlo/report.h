@@ -17,7 +17,6 @@ struct ReportOptions {
 };
 
 // "512 B", "1.5 KiB", "16.0 MiB", ... (binary units).
-std::string human_bytes(std::int64_t bytes);
 
 // The human-readable report: header, totals by kind and by computation, the top exposed
 // entries with their op_name, unpaired starts/dones, warnings and truncation.

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "rtb/base/text.h"
 #include "rtb/hlo/chunk.h"
 #include "rtb/hlo/scan.h"
 #include "rtb/hlo/syntax.h"

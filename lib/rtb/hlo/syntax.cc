@@ -9,6 +9,8 @@
 #include <emmintrin.h>
 #endif
 
+#include "rtb/base/text.h"
+
 namespace rtb::hlo {
 namespace {
 
@@ -125,12 +127,6 @@ bool for_each_tuple_element(std::string_view shape, OnElement&& on_element) {
 }
 
 }  // namespace
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
-  while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
-  return text;
-}
 
 std::string_view strip_percent(std::string_view name) {
   if (!name.empty() && name.front() == '%') name.remove_prefix(1);

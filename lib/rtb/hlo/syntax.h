@@ -18,7 +18,6 @@
 namespace rtb::hlo {
 
 inline bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-std::string_view trim(std::string_view text);
 // `name` without one leading '%'.
 std::string_view strip_percent(std::string_view name);
 // Length of the token at the start of `text` that ends at a blank, '(' or '{' (a computation

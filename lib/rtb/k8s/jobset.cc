@@ -6,19 +6,13 @@
 #include <algorithm>
 
 #include "rtb/base/error.h"
+#include "rtb/base/text.h"
 #include "rtb/k8s/yaml.h"
 
 namespace rtb::k8s {
 namespace {
 
 constexpr std::string_view kProcessMain = "--process_main=";
-
-std::string_view trim(std::string_view s) {
-  std::size_t b = s.find_first_not_of(" \t\r");
-  if (b == std::string_view::npos) return {};
-  std::size_t e = s.find_last_not_of(" \t\r");
-  return s.substr(b, e - b + 1);
-}
 
 // The `--process_main=` value inside a script, found textually so that roles can be told apart
 // without parsing every JobSet's startup line.
@@ -58,7 +52,7 @@ StartupBlock find_startup_block(std::string_view script) {
   while (pos <= script.size()) {
     std::size_t end = script.find('\n', pos);
     std::size_t stop = end == std::string_view::npos ? script.size() : end;
-    std::string_view text = trim(script.substr(pos, stop - pos));
+    std::string_view text = trim(script.substr(pos, stop - pos), kLineBlanks);
     if (!open_after && text == "(") {
       open_after = stop + 1;
       open_line = line + 1;

@@ -14,8 +14,9 @@
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
 #include "rtb/base/json.h"
-#include "rtb/base/pyliteral.h"
+#include "rtb/base/literal.h"
 #include "rtb/base/slice.h"
+#include "rtb/base/text.h"
 
 namespace rtb::logs {
 namespace {
@@ -35,15 +36,8 @@ constexpr std::string_view kEngineTableHeader =
     "kernel arg out alias temp resident +state total host arg host out host alias host temp "
     "host state state not passed";
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
+// The blanks of a log line: ' ', '\t' and the '\r' of a CRLF file.
+std::string_view trim(std::string_view s) { return rtb::trim(s, kLineBlanks); }
 
 std::string collapse_blanks(std::string_view s) {
   std::string out;
@@ -214,24 +208,24 @@ std::string parse_stats(std::string_view text, ProgramMemory& program) {
 
 // Reads the dict (or one-element list of one) after `Cost analysis: `.
 std::string parse_cost(std::string_view text, std::optional<CostAnalysis>& cost) {
-  PyValue value;
+  Literal value;
   try {
-    value = parse_py_literal(text);
+    value = parse_literal(text);
   } catch (const Error& e) {
     return "Cost analysis: " + e.message();
   }
-  if (value.kind == PyValue::Kind::kNone) return {};
-  const PyValue* dict = &value;
-  if (value.kind == PyValue::Kind::kList || value.kind == PyValue::Kind::kTuple) {
+  if (value.kind == Literal::Kind::kNone) return {};
+  const Literal* dict = &value;
+  if (value.kind == Literal::Kind::kList || value.kind == Literal::Kind::kTuple) {
     if (value.items.empty()) return {};
     dict = &value.items[0];
   }
-  if (dict->kind != PyValue::Kind::kDict) {
+  if (dict->kind != Literal::Kind::kDict) {
     return fmt::format("Cost analysis: a {}, not a dict", kind_name(dict->kind));
   }
   CostAnalysis out;
   auto number = [&](std::string_view key, std::optional<double>& target) {
-    const PyValue* v = dict->find(key);
+    const Literal* v = dict->find(key);
     if (v && v->is_number()) target = v->number;
   };
   number("flops", out.flops);

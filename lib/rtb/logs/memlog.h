@@ -14,7 +14,7 @@
 //   hbm", "Attempting to allocate X. ... There are Y free.".
 // CompiledMemoryStats is read in both the 5-field and the 10-field (host) form; other fields are
 // ignored, and each `key=value` item splits at its first `=`. The cost analysis is parsed as the
-// Python literal it is (pyliteral.h): a dict, or a one-element list of one.
+// Python literal it is (base/literal.h): a dict, or a one-element list of one.
 //
 // Malformed input (a truncated dict, stats that do not parse, a kernel header without stats) is
 // recorded as a problem with its line, never thrown, so that a log which also reports an

@@ -9,317 +9,29 @@
 
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
+#include "rtb/base/text.h"
 
 namespace rtb::logs::steplog {
 namespace {
 
-// ---- Value reader ------------------------------------------------------------------------------
+// ---- Values ------------------------------------------------------------------------------------
 
-constexpr int kMaxDepth = 64;
+using Kind = Literal::Kind;
 
-bool is_identifier_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-         c == '.';
-}
-
-class Reader {
- public:
-  Reader(std::string_view text, Syntax syntax) : text_(text), syntax_(syntax) {}
-
-  Value parse_document() {
-    Value value = parse(0);
-    skip_space();
-    if (pos_ != text_.size()) error("unexpected text after the value");
-    return value;
-  }
-
- private:
-  [[noreturn]] void error(std::string_view what) const { fail("{} at column {}", what, pos_ + 1); }
-
-  void skip_space() {
-    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' ||
-                                   text_[pos_] == '\n' || text_[pos_] == '\r')) {
-      ++pos_;
-    }
-  }
-
-  bool python() const { return syntax_ == Syntax::kPython; }
-
-  bool consume_word(std::string_view word) {
-    if (text_.substr(pos_, word.size()) != word) return false;
-    std::size_t end = pos_ + word.size();
-    if (end < text_.size() && is_identifier_char(text_[end])) return false;
-    pos_ = end;
-    return true;
-  }
-
-  Value parse(int depth) {
-    if (depth > kMaxDepth) error("nesting too deep");
-    skip_space();
-    if (pos_ >= text_.size()) error("unexpected end of text (truncated?)");
-    char c = text_[pos_];
-    if (c == '{') return parse_object(depth);
-    if (c == '[' || (python() && c == '(')) return parse_array(depth, c == '[' ? ']' : ')');
-    if (c == '"' || (python() && c == '\'')) {
-      Value value;
-      value.kind = Value::Kind::kString;
-      value.string = parse_string();
-      return value;
-    }
-    if (c == '-' || c == '+' || (c >= '0' && c <= '9') || c == '.') return parse_number();
-    return parse_word(depth);
-  }
-
-  Value parse_word(int depth) {
-    Value value;
-    struct Constant {
-      std::string_view word;
-      Value::Kind kind;
-      double number;
-      bool boolean;
-      bool python_only;
-    };
-    constexpr double kInf = std::numeric_limits<double>::infinity();
-    constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
-    static constexpr Constant kConstants[] = {
-        {"null", Value::Kind::kNull, 0, false, false},
-        {"true", Value::Kind::kBool, 0, true, false},
-        {"false", Value::Kind::kBool, 0, false, false},
-        {"NaN", Value::Kind::kNumber, kNan, false, false},
-        {"Infinity", Value::Kind::kNumber, kInf, false, false},
-        {"None", Value::Kind::kNull, 0, false, true},
-        {"True", Value::Kind::kBool, 0, true, true},
-        {"False", Value::Kind::kBool, 0, false, true},
-        {"nan", Value::Kind::kNumber, kNan, false, true},
-        {"inf", Value::Kind::kNumber, kInf, false, true},
-    };
-    for (const Constant& constant : kConstants) {
-      if (constant.python_only && !python()) continue;
-      if (consume_word(constant.word)) {
-        value.kind = constant.kind;
-        value.number = constant.number;
-        value.boolean = constant.boolean;
-        return value;
-      }
-    }
-    if (python()) {
-      // A number wrapped in a call: np.float32(1.5), Array(0.5, dtype=float32), tensor(2.).
-      std::size_t start = pos_;
-      while (pos_ < text_.size() && is_identifier_char(text_[pos_])) ++pos_;
-      if (pos_ > start && pos_ < text_.size() && text_[pos_] == '(') {
-        ++pos_;
-        Value inner = parse(depth + 1);
-        skip_call_rest();
-        return inner;
-      }
-      pos_ = start;
-    }
-    error("unexpected character");
-  }
-
-  // After the first argument of a call: skips `, keyword=value ...` up to the closing ')'.
-  void skip_call_rest() {
-    int depth = 0;
-    while (pos_ < text_.size()) {
-      char c = text_[pos_];
-      if (c == '\'' || c == '"') {
-        parse_string();
-        continue;
-      }
-      if (c == '(' || c == '[' || c == '{') ++depth;
-      if (c == ')' || c == ']' || c == '}') {
-        if (depth == 0) {
-          if (c != ')') error("unbalanced call");
-          ++pos_;
-          return;
-        }
-        --depth;
-      }
-      ++pos_;
-    }
-    error("unexpected end of text in a call");
-  }
-
-  Value parse_number() {
-    std::size_t start = pos_;
-    bool negative = false;
-    if (text_[pos_] == '+' || text_[pos_] == '-') {
-      negative = text_[pos_] == '-';
-      ++pos_;
-      // -Infinity (JSON from Python), -inf (Python).
-      if (consume_word("Infinity") || (python() && consume_word("inf"))) {
-        Value value;
-        value.kind = Value::Kind::kNumber;
-        value.number = negative ? -std::numeric_limits<double>::infinity()
-                                : std::numeric_limits<double>::infinity();
-        return value;
-      }
-      if (python() && consume_word("nan")) {
-        Value value;
-        value.kind = Value::Kind::kNumber;
-        value.number = std::numeric_limits<double>::quiet_NaN();
-        return value;
-      }
-    }
-    while (pos_ < text_.size()) {
-      char c = text_[pos_];
-      if ((c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' ||
-          ((c == '+' || c == '-') && (text_[pos_ - 1] == 'e' || text_[pos_ - 1] == 'E'))) {
-        ++pos_;
-      } else {
-        break;
-      }
-    }
-    std::string_view token = text_.substr(start, pos_ - start);
-    if (!token.empty() && token.front() == '+') token.remove_prefix(1);
-    double number = 0.0;
-    auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), number);
-    if (ec != std::errc() || end != token.data() + token.size()) {
-      pos_ = start;
-      error(fmt::format("bad number '{}'",
-                        text_.substr(start, std::max<std::size_t>(1, token.size()))));
-    }
-    Value value;
-    value.kind = Value::Kind::kNumber;
-    value.number = number;
-    return value;
-  }
-
-  std::string parse_string() {
-    char quote = text_[pos_++];
-    std::string out;
-    while (pos_ < text_.size()) {
-      char c = text_[pos_++];
-      if (c == quote) return out;
-      if (c != '\\') {
-        out += c;
-        continue;
-      }
-      if (pos_ >= text_.size()) break;
-      char escaped = text_[pos_++];
-      switch (escaped) {
-        case 'n':
-          out += '\n';
-          break;
-        case 't':
-          out += '\t';
-          break;
-        case 'r':
-          out += '\r';
-          break;
-        case 'b':
-          out += '\b';
-          break;
-        case 'f':
-          out += '\f';
-          break;
-        case 'u':
-        case 'x': {
-          // Keep the code point's low byte for ASCII and '?' otherwise: these logs only use
-          // escapes in free text that bench-report does not interpret.
-          std::size_t digits = escaped == 'u' ? 4 : 2;
-          if (pos_ + digits > text_.size()) error("truncated escape");
-          unsigned code = 0;
-          auto [end, ec] =
-              std::from_chars(text_.data() + pos_, text_.data() + pos_ + digits, code, 16);
-          if (ec != std::errc() || end != text_.data() + pos_ + digits) error("bad escape");
-          pos_ += digits;
-          out += code < 0x80 ? static_cast<char>(code) : '?';
-          break;
-        }
-        default:
-          out += escaped;
-      }
-    }
-    error("unterminated string");
-  }
-
-  Value parse_array(int depth, char close) {
-    Value value;
-    value.kind = Value::Kind::kArray;
-    ++pos_;
-    skip_space();
-    if (pos_ < text_.size() && text_[pos_] == close) {
-      ++pos_;
-      return value;
-    }
-    while (true) {
-      value.array.push_back(parse(depth + 1));
-      skip_space();
-      if (pos_ >= text_.size()) error("unexpected end of text in an array (truncated?)");
-      if (text_[pos_] == ',') {
-        ++pos_;
-        skip_space();
-        if (python() && pos_ < text_.size() && text_[pos_] == close) {  // trailing comma
-          ++pos_;
-          return value;
-        }
-        continue;
-      }
-      if (text_[pos_] == close) {
-        ++pos_;
-        return value;
-      }
-      error("expected ',' or the end of the array");
-    }
-  }
-
-  Value parse_object(int depth) {
-    Value value;
-    value.kind = Value::Kind::kObject;
-    ++pos_;
-    skip_space();
-    if (pos_ < text_.size() && text_[pos_] == '}') {
-      ++pos_;
-      return value;
-    }
-    while (true) {
-      skip_space();
-      if (pos_ >= text_.size()) error("unexpected end of text in an object (truncated?)");
-      char c = text_[pos_];
-      if (!(c == '"' || (python() && c == '\''))) error("expected a quoted key");
-      std::string key = parse_string();
-      skip_space();
-      if (pos_ >= text_.size() || text_[pos_] != ':') error("expected ':' after a key");
-      ++pos_;
-      value.object.emplace_back(std::move(key), parse(depth + 1));
-      skip_space();
-      if (pos_ >= text_.size()) error("unexpected end of text in an object (truncated?)");
-      if (text_[pos_] == ',') {
-        ++pos_;
-        skip_space();
-        if (python() && pos_ < text_.size() && text_[pos_] == '}') {
-          ++pos_;
-          return value;
-        }
-        continue;
-      }
-      if (text_[pos_] == '}') {
-        ++pos_;
-        return value;
-      }
-      error("expected ',' or '}'");
-    }
-  }
-
-  std::string_view text_;
-  Syntax syntax_;
-  std::size_t pos_ = 0;
-};
-
-void flatten(const Value& value, const std::string& prefix, int depth,
-             std::map<std::string, double>& out) {
-  if (depth > kMaxDepth) return;
+// Recursion is bounded by the parser's nesting limit.
+void flatten(const Literal& value, const std::string& prefix, std::map<std::string, double>& out) {
   switch (value.kind) {
-    case Value::Kind::kNumber:
+    case Kind::kInt:
+    case Kind::kFloat:
       if (!prefix.empty()) out[prefix] = value.number;
       break;
-    case Value::Kind::kBool:
+    case Kind::kBool:
       if (!prefix.empty()) out[prefix] = value.boolean ? 1.0 : 0.0;
       break;
-    case Value::Kind::kObject:
-      for (const auto& [key, member] : value.object) {
-        flatten(member, prefix.empty() ? key : prefix + "/" + key, depth + 1, out);
+    case Kind::kDict:
+      for (const auto& [key, member] : value.entries) {
+        if (key.kind != Kind::kString) continue;
+        flatten(member, prefix.empty() ? key.text : prefix + "/" + key.text, out);
       }
       break;
     default:
@@ -329,14 +41,8 @@ void flatten(const Value& value, const std::string& prefix, int depth,
 
 // ---- Line helpers ------------------------------------------------------------------------------
 
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r' ||
-                           text.back() == '\n')) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
+// Leading " \t" only (a value never starts with a line end), trailing ones too.
+std::string_view trim(std::string_view text) { return trim_back(trim_front(text, " \t")); }
 
 // Reads a (possibly signed) integer at the start of `text`; advances past it.
 std::optional<std::int64_t> take_int(std::string_view& text) {
@@ -362,8 +68,8 @@ bool take(std::string_view& text, std::string_view literal) {
 }
 
 // A number of a JSON object member: nullopt when absent or null; throws when of another type.
-std::optional<double> number_member(const Value& object, std::string_view key) {
-  const Value* member = object.find(key);
+std::optional<double> number_member(const Literal& object, std::string_view key) {
+  const Literal* member = object.find(key);
   if (member == nullptr || member->is_null()) return std::nullopt;
   if (!member->is_number()) fail("\"{}\" is not a number", key);
   return member->number;
@@ -379,34 +85,34 @@ std::int64_t integer_of(double number, std::string_view key) {
   return static_cast<std::int64_t>(number);
 }
 
-std::optional<std::int64_t> int_member(const Value& object, std::string_view key) {
+std::optional<std::int64_t> int_member(const Literal& object, std::string_view key) {
   std::optional<double> number = number_member(object, key);
   if (!number) return std::nullopt;
   return integer_of(*number, key);
 }
 
 // A string member: nullopt when absent or null; throws when of another type.
-std::optional<std::string> string_member(const Value& object, std::string_view key) {
-  const Value* member = object.find(key);
+std::optional<std::string> string_member(const Literal& object, std::string_view key) {
+  const Literal* member = object.find(key);
   if (member == nullptr || member->is_null()) return std::nullopt;
-  if (member->kind != Value::Kind::kString) fail("\"{}\" is not a string", key);
-  return member->string;
+  if (member->kind != Kind::kString) fail("\"{}\" is not a string", key);
+  return member->text;
 }
 
-std::optional<bool> bool_member(const Value& object, std::string_view key) {
-  const Value* member = object.find(key);
+std::optional<bool> bool_member(const Literal& object, std::string_view key) {
+  const Literal* member = object.find(key);
   if (member == nullptr || member->is_null()) return std::nullopt;
-  if (member->kind != Value::Kind::kBool) fail("\"{}\" is not true or false", key);
+  if (member->kind != Kind::kBool) fail("\"{}\" is not true or false", key);
   return member->boolean;
 }
 
 // A list of integers (e.g. step numbers): empty when absent or null.
-std::vector<std::int64_t> int_list_member(const Value& object, std::string_view key) {
+std::vector<std::int64_t> int_list_member(const Literal& object, std::string_view key) {
   std::vector<std::int64_t> out;
-  const Value* member = object.find(key);
+  const Literal* member = object.find(key);
   if (member == nullptr || member->is_null()) return out;
-  if (!member->is_array()) fail("\"{}\" is not a list", key);
-  for (const Value& item : member->array) {
+  if (!member->is_sequence()) fail("\"{}\" is not a list", key);
+  for (const Literal& item : member->items) {
     if (!item.is_number()) fail("\"{}\" holds a non-number", key);
     out.push_back(integer_of(item.number, key));
   }
@@ -414,23 +120,24 @@ std::vector<std::int64_t> int_list_member(const Value& object, std::string_view 
 }
 
 // A scalar as text ("x", 3, true); nullopt for null or absent. Lists and objects are refused.
-std::optional<std::string> scalar_text(const Value& object, std::string_view key) {
-  const Value* member = object.find(key);
+std::optional<std::string> scalar_text(const Literal& object, std::string_view key) {
+  const Literal* member = object.find(key);
   if (member == nullptr || member->is_null()) return std::nullopt;
   switch (member->kind) {
-    case Value::Kind::kString:
-      return member->string;
-    case Value::Kind::kBool:
+    case Kind::kString:
+      return member->text;
+    case Kind::kBool:
       return member->boolean ? "true" : "false";
-    case Value::Kind::kNumber:
+    case Kind::kInt:
+    case Kind::kFloat:
       return fmt::format("{:g}", member->number);
     default:
       fail("\"{}\" is not a string, number or boolean", key);
   }
 }
 
-EventTiming event_timing(const Value& value, std::string_view what) {
-  if (!value.is_object()) fail("{} is not an object", what);
+EventTiming event_timing(const Literal& value, std::string_view what) {
+  if (!value.is_dict()) fail("{} is not an object", what);
   EventTiming event;
   event.dispatch_begin_ago_s = number_member(value, "dispatch_begin_ago_s");
   event.dispatch_end_ago_s = number_member(value, "dispatch_end_ago_s");
@@ -452,30 +159,20 @@ std::string compress_steps(const std::vector<std::int64_t>& steps) {
 
 }  // namespace
 
-// ---- Value -------------------------------------------------------------------------------------
+// ---- Values ------------------------------------------------------------------------------------
 
-Value::Value() = default;
-
-const Value* Value::find(std::string_view key) const {
-  const Value* found = nullptr;
-  for (const auto& [name, member] : object) {
-    if (name == key) found = &member;
-  }
-  return found;
-}
-
-Value parse_value(std::string_view text, Syntax syntax) {
+Literal parse_value(std::string_view text, LiteralSyntax syntax) {
   // A parsed value takes tens of bytes per element: refuse absurd lines before building one.
   if (text.size() > kMaxValueBytes) {
     fail("{} bytes of {} in one line (at most {})", text.size(),
-         syntax == Syntax::kJson ? "JSON" : "literal", kMaxValueBytes);
+         syntax == LiteralSyntax::kJson ? "JSON" : "literal", kMaxValueBytes);
   }
-  return Reader(text, syntax).parse_document();
+  return parse_literal(text, {.syntax = syntax, .unwrap_calls = syntax == LiteralSyntax::kPython});
 }
 
-std::map<std::string, double> numeric_leaves(const Value& object) {
+std::map<std::string, double> numeric_leaves(const Literal& object) {
   std::map<std::string, double> out;
-  flatten(object, "", 0, out);
+  flatten(object, "", out);
   return out;
 }
 
@@ -487,6 +184,10 @@ const char* log_kind_name(LogKind kind) {
       return "orchestrator";
     case LogKind::kTimingOnly:
       return "timing-only";
+    case LogKind::kMaxText:
+      return "maxtext";
+    case LogKind::kTunixPeft:
+      return "tunix-peft";
     case LogKind::kUnknown:
       break;
   }
@@ -527,6 +228,8 @@ void RunLogParser::feed(std::string_view line, std::size_t number) {
     parse_summary(line.substr(at + 14), number);
   } else if ((at = line.find("[StepMetrics step=")) != npos) {
     parse_step_metrics(line.substr(at + 18), number);
+  } else if ((at = line.find("completed step: ")) != npos) {
+    parse_completed_step(line.substr(at + 16), number);
   } else if ((at = line.find("Train step ")) != npos) {
     parse_train_step(line.substr(at + 11), number);
   } else if (line.find("[TrainerBench] ") != npos || line.find("bench_driver: failed: ") != npos) {
@@ -590,27 +293,27 @@ void RunLogParser::parse_timing(std::string_view rest, std::size_t number) {
     return;
   }
   try {
-    Value json = parse_value(trim(rest), Syntax::kJson);
-    if (!json.is_object()) fail("the timing is not a JSON object");
+    Literal json = parse_value(trim(rest), LiteralSyntax::kJson);
+    if (!json.is_dict()) fail("the timing is not a JSON object");
     std::optional<std::int64_t> version = int_member(json, "v");
     if (version && *version != 1)
       fail("schema version {} (bench-report reads version 1)", *version);
     timing.train_step = int_member(json, "train_step");
-    const Value* mb = json.find("mb");
+    const Literal* mb = json.find("mb");
     if (mb != nullptr && !mb->is_null()) {
-      if (!mb->is_array()) fail("\"mb\" is not a list");
-      for (std::size_t i = 0; i < mb->array.size(); ++i) {
+      if (!mb->is_sequence()) fail("\"mb\" is not a list");
+      for (std::size_t i = 0; i < mb->items.size(); ++i) {
         MicroBatchTiming entry;
-        static_cast<EventTiming&>(entry) = event_timing(mb->array[i], fmt::format("mb[{}]", i));
-        entry.index = int_member(mb->array[i], "i").value_or(static_cast<std::int64_t>(i));
+        static_cast<EventTiming&>(entry) = event_timing(mb->items[i], fmt::format("mb[{}]", i));
+        entry.index = int_member(mb->items[i], "i").value_or(static_cast<std::int64_t>(i));
         timing.mb.push_back(entry);
       }
     }
-    const Value* update = json.find("update");
+    const Literal* update = json.find("update");
     if (update != nullptr && !update->is_null()) timing.update = event_timing(*update, "update");
-    const Value* prepare = json.find("prepare");
+    const Literal* prepare = json.find("prepare");
     if (prepare != nullptr && !prepare->is_null()) {
-      if (!prepare->is_object()) fail("\"prepare\" is not an object");
+      if (!prepare->is_dict()) fail("\"prepare\" is not an object");
       timing.prepare = PrepareTiming{number_member(*prepare, "recv_ago_s"),
                                      number_member(*prepare, "done_ago_s")};
     }
@@ -632,8 +335,8 @@ void RunLogParser::parse_bench_step(std::string_view json_text, std::size_t numb
   saw_bench_ = true;
   StepRecord parsed;
   try {
-    Value json = parse_value(trim(json_text), Syntax::kJson);
-    if (!json.is_object()) fail("not a JSON object");
+    Literal json = parse_value(trim(json_text), LiteralSyntax::kJson);
+    if (!json.is_dict()) fail("not a JSON object");
     std::optional<std::int64_t> step = int_member(json, "step");
     if (!step) fail("no \"step\"");
     if (*step < 0) fail("\"step\" is {}", *step);
@@ -644,13 +347,13 @@ void RunLogParser::parse_bench_step(std::string_view json_text, std::size_t numb
       return value;
     };
     parsed.seconds = non_negative("seconds");
-    if (const Value* mb = json.find("microbatch_s"); mb != nullptr && !mb->is_null()) {
-      if (!mb->is_array()) fail("\"microbatch_s\" is not a list");
-      if (mb->array.size() > kMaxMicrobatchesPerStep) {
-        fail("{} micro-batch times in one step (at most {})", mb->array.size(),
+    if (const Literal* mb = json.find("microbatch_s"); mb != nullptr && !mb->is_null()) {
+      if (!mb->is_sequence()) fail("\"microbatch_s\" is not a list");
+      if (mb->items.size() > kMaxMicrobatchesPerStep) {
+        fail("{} micro-batch times in one step (at most {})", mb->items.size(),
              kMaxMicrobatchesPerStep);
       }
-      for (const Value& item : mb->array) {
+      for (const Literal& item : mb->items) {
         if (!item.is_number()) fail("\"microbatch_s\" holds a non-number");
         if (!(std::isfinite(item.number) && item.number >= 0)) {
           fail("\"microbatch_s\" holds {}", item.number);
@@ -666,7 +369,7 @@ void RunLogParser::parse_bench_step(std::string_view json_text, std::size_t numb
     parsed.update = string_member(json, "update").value_or("");
     parsed.staged = bool_member(json, "staged");
     parsed.profiled = bool_member(json, "profiled").value_or(false);
-    if (const Value* metrics = json.find("metrics"); metrics != nullptr && metrics->is_object()) {
+    if (const Literal* metrics = json.find("metrics"); metrics != nullptr && metrics->is_dict()) {
       parsed.metrics = numeric_leaves(*metrics);
     }
   } catch (const Error& e) {
@@ -706,11 +409,10 @@ void RunLogParser::parse_summary(std::string_view json_text, std::size_t number)
   BenchSummary summary;
   summary.line = number;
   try {
-    Value json = parse_value(trim(json_text), Syntax::kJson);
-    if (!json.is_object()) fail("not a JSON object");
-    if (const Value* name = json.find("name");
-        name != nullptr && name->kind == Value::Kind::kString) {
-      summary.name = name->string;
+    Literal json = parse_value(trim(json_text), LiteralSyntax::kJson);
+    if (!json.is_dict()) fail("not a JSON object");
+    if (const Literal* name = json.find("name"); name != nullptr && name->kind == Kind::kString) {
+      summary.name = name->text;
     }
     summary.steps = int_member(json, "steps");
     summary.micro_steps = int_member(json, "micro_steps");
@@ -725,8 +427,8 @@ void RunLogParser::parse_summary(std::string_view json_text, std::size_t number)
     summary.tokens_per_s_per_chip = number_member(json, "tokens_per_s_per_chip");
     summary.real_tokens_per_s_per_chip = number_member(json, "real_tokens_per_s_per_chip");
     summary.profiled_steps = int_list_member(json, "profiled_steps");
-    if (const Value* stage = json.find("stage_boundary"); stage != nullptr && !stage->is_null()) {
-      if (!stage->is_object()) fail("\"stage_boundary\" is not an object");
+    if (const Literal* stage = json.find("stage_boundary"); stage != nullptr && !stage->is_null()) {
+      if (!stage->is_dict()) fail("\"stage_boundary\" is not an object");
       StageBoundary boundary;
       boundary.requested = scalar_text(*stage, "requested");
       boundary.resolved = scalar_text(*stage, "resolved");
@@ -746,6 +448,10 @@ void RunLogParser::parse_train_step(std::string_view rest, std::size_t number) {
   // "Train step %d - loss: %s - reward_mean: %.4f - ... - step_time: %.2fs": the step, then
   // " - key: value" pairs. Other lines that merely contain "Train step " are not ours.
   std::optional<std::int64_t> step = take_int(rest);
+  if (step && (rest.starts_with(" training ") || rest.starts_with(" eval "))) {
+    parse_peft_step(*step, rest.substr(1), number);
+    return;
+  }
   if (!step || !take(rest, " - ")) return;
   saw_orchestrator_ = true;
   std::map<std::string, double> fields;
@@ -762,7 +468,7 @@ void RunLogParser::parse_train_step(std::string_view rest, std::size_t number) {
     if (key == "step_time" && !text.empty() && text.back() == 's') text.remove_suffix(1);
     double value = 0;
     try {
-      Value parsed = parse_value(text, Syntax::kPython);
+      Literal parsed = parse_value(text, LiteralSyntax::kPython);
       if (!parsed.is_number()) continue;
       value = parsed.number;
     } catch (const Error&) {
@@ -799,8 +505,8 @@ void RunLogParser::parse_step_metrics(std::string_view rest, std::size_t number)
   if (!take(rest, "trainer_metrics=")) return;
   saw_orchestrator_ = true;
   try {
-    Value dict = parse_value(rest, Syntax::kPython);
-    if (!dict.is_object()) fail("not a dict");
+    Literal dict = parse_value(rest, LiteralSyntax::kPython);
+    if (!dict.is_dict()) fail("not a dict");
     StepRecord& target = record(*step, number);
     for (const auto& [key, value] : numeric_leaves(dict)) target.metrics[key] = value;
   } catch (const Error& e) {
@@ -809,9 +515,121 @@ void RunLogParser::parse_step_metrics(std::string_view rest, std::size_t number)
   }
 }
 
+void RunLogParser::maxtext_warning(std::size_t number, std::string message) {
+  if (maxtext_warnings_.size() < kMaxLineWarnings) {
+    maxtext_warnings_.emplace_back(number, std::move(message));
+  } else {
+    ++maxtext_warnings_dropped_;
+  }
+}
+
+void RunLogParser::parse_completed_step(std::string_view rest, std::size_t number) {
+  // "N, key: value, key: value, ...": MaxText's metric_logger. Keys as MaxText writes them.
+  std::optional<std::int64_t> step = take_int(rest);
+  if (!step || !take(rest, ",")) return;
+  saw_maxtext_ = true;
+  std::optional<double> seconds;
+  std::optional<double> tflops;
+  std::optional<double> tokens_per_s;
+  std::map<std::string, double> fields;
+  rest = trim(rest);
+  while (!rest.empty()) {
+    std::size_t separator = rest.find(", ");
+    std::string_view item = rest.substr(0, separator);
+    rest = separator == std::string_view::npos ? std::string_view() : rest.substr(separator + 2);
+    std::size_t colon = item.find(": ");
+    if (colon == std::string_view::npos) continue;
+    std::string key(trim(item.substr(0, colon)));
+    double value = 0;
+    try {
+      Literal parsed = parse_value(trim(item.substr(colon + 2)), LiteralSyntax::kPython);
+      if (!parsed.is_number()) continue;
+      value = parsed.number;
+    } catch (const Error&) {
+      continue;
+    }
+    if (key == "seconds") {
+      seconds = value;
+    } else if (key == "TFLOP/s/device") {
+      tflops = value;
+    } else if (key == "Tokens/s/device") {
+      tokens_per_s = value;
+    } else {
+      fields[key] = value;
+    }
+  }
+  if (!seconds) {
+    maxtext_warning(
+        number, fmt::format("completed step {} without a readable `seconds`: line skipped", *step));
+    return;
+  }
+  if (!std::isfinite(*seconds) || *seconds < 0) {
+    maxtext_warning(number, fmt::format("completed step {}: seconds {} ignored", *step, *seconds));
+    return;
+  }
+  if (auto previous = completed_step_lines_.find(*step); previous != completed_step_lines_.end()) {
+    // A restart that restores a checkpoint logs the steps after it again.
+    maxtext_warning(
+        number, fmt::format("completed step {} again (first at line {}): the later line is used",
+                            *step, previous->second));
+  }
+  completed_step_lines_[*step] = number;
+  StepRecord& target = maxtext_steps_[*step];
+  target = StepRecord();
+  target.step = *step;
+  target.line = number;
+  target.seconds = seconds;
+  target.seconds_from = "completed step";
+  target.tflops_per_device = tflops;
+  target.tokens_per_s_per_device = tokens_per_s;
+  for (const auto& [key, value] : fields) target.metrics[key] = value;
+}
+
+void RunLogParser::parse_peft_step(std::int64_t step, std::string_view rest, std::size_t number) {
+  // "training loss: L  - training perplexity: P" or "eval loss: L - eval perplexity: P".
+  std::map<std::string, double> fields;
+  bool any = false;
+  while (!rest.empty()) {
+    std::size_t separator = rest.find(" - ");
+    std::string_view item = trim(rest.substr(0, separator));
+    rest = separator == std::string_view::npos ? std::string_view() : rest.substr(separator + 3);
+    std::size_t colon = item.find(": ");
+    if (colon == std::string_view::npos) return;  // not Tunix's line
+    std::string key(trim(item.substr(0, colon)));
+    for (char& c : key) {
+      if (c == ' ') c = '_';  // "training loss" -> "training_loss"
+    }
+    try {
+      Literal parsed = parse_value(trim(item.substr(colon + 2)), LiteralSyntax::kPython);
+      if (!parsed.is_number()) continue;
+      fields[key] = parsed.number;
+      any = true;
+    } catch (const Error&) {
+      continue;
+    }
+  }
+  if (!any) return;
+  saw_peft_ = true;
+  StepRecord& target = peft_steps_[step];
+  target.step = step;
+  target.line = number;
+  for (const auto& [key, value] : fields) target.metrics[key] = value;
+}
+
 RunLog RunLogParser::finish() {
   if (finished_) fail("RunLogParser::finish called twice");
   finished_ = true;
+  // MaxText's and Tunix PEFT's lines make the run only in a log that has none of the lines above:
+  // a bench or e2e log may carry them from other code in the same pod, and they are not its steps.
+  if (!saw_bench_ && !saw_orchestrator_ && timings_.empty() && steps_.empty()) {
+    steps_ = saw_maxtext_ ? std::move(maxtext_steps_) : std::move(peft_steps_);
+    if (saw_maxtext_) {
+      for (const auto& [number, message] : maxtext_warnings_) warn(number, message);
+      dropped_warnings_ += maxtext_warnings_dropped_;
+    }
+  } else {
+    saw_maxtext_ = saw_peft_ = false;
+  }
   for (auto& [step, record] : steps_) log_.steps.push_back(std::move(record));
   for (auto& [step, timing] : timings_) log_.timings.push_back(std::move(timing));
   std::sort(log_.timing_unavailable.begin(), log_.timing_unavailable.end());
@@ -823,6 +641,10 @@ RunLog RunLogParser::finish() {
     log_.kind = LogKind::kBench;
   } else if (saw_orchestrator_) {
     log_.kind = LogKind::kOrchestrator;
+  } else if (saw_maxtext_) {
+    log_.kind = LogKind::kMaxText;
+  } else if (saw_peft_) {
+    log_.kind = LogKind::kTunixPeft;
   } else if (!log_.timings.empty()) {
     log_.kind = LogKind::kTimingOnly;
   }

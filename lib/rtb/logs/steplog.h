@@ -22,6 +22,18 @@
 // older drivers counted from 1. Both read the same: nothing here assumes the first step's number.
 //   Train step %d - loss: %s - reward_mean: %.4f - ... - grad_norm: %s - ... - step_time: %.2fs
 //   [StepMetrics step=%d] trainer_metrics=<Python dict repr>
+// MaxText's own step line (metric_logger; the first form since Tokens/s was added):
+//   completed step: N, seconds: S, TFLOP/s/device: X, Tokens/s/device: Y, total_weights: W,
+//     loss: L[, lm_loss: ..., perplexity: ..., moe_lb_loss: ...]
+//   completed step: N, seconds: S, TFLOP/s/device: X, loss: L
+// `seconds` is the host's time between this step's completion and the previous one's as the host
+// saw it: with asynchronous dispatch single steps read far off (0.03 s beside 3.3 s) while their
+// mean over many steps is the device's pace.
+// Tunix's PEFT trainer (tunix/sft/peft_trainer.py) logs losses only, no step time:
+//   Train step N training loss: L  - training perplexity: P
+//   Train step N eval loss: L - eval perplexity: P
+// These two make a run only in a log without any of the lines above (a bench pod may print
+// MaxText's lines from other code; they are not the bench's steps).
 #pragma once
 
 #include <cstddef>
@@ -34,6 +46,8 @@
 #include <utility>
 #include <vector>
 
+#include "rtb/base/literal.h"
+
 namespace rtb::logs::steplog {
 
 // A BENCH_STEP line with more micro-batch times than this is refused (skipped with a warning):
@@ -42,43 +56,17 @@ inline constexpr std::size_t kMaxMicrobatchesPerStep = 4096;
 // parse_value() refuses a longer text (4096 micro-batch times and the metrics fit in ~100 KB).
 inline constexpr std::size_t kMaxValueBytes = 1 << 20;
 
-// ---- A small reader for the JSON and Python-literal payloads of those lines -------------------
+// ---- The JSON and Python-literal payloads of those lines (rtb/base/literal.h) -----------------
 
-struct Value {
-  enum class Kind { kNull, kBool, kNumber, kString, kArray, kObject };
-  // Defined (defaulted) in the .cc: clang 14 with libstdc++ 12 rejects the implicit constructor,
-  // which instantiates std::pair<std::string, Value> while Value is still incomplete.
-  Value();
-  Kind kind = Kind::kNull;
-  bool boolean = false;
-  double number = 0.0;
-  std::string string;
-  std::vector<Value> array;
-  std::vector<std::pair<std::string, Value>> object;  // in the order written
+// Parses the one value that `text` holds (whitespace around it allowed): JSON as json.dumps writes
+// it, or a Python literal as repr() writes it, numbers wrapped in a call such as np.float32(1.5)
+// or Array(0.5, dtype=float32) included. Throws rtb::Error "column N: what is wrong", or when
+// the text is longer than kMaxValueBytes.
+Literal parse_value(std::string_view text, LiteralSyntax syntax);
 
-  bool is_null() const { return kind == Kind::kNull; }
-  bool is_number() const { return kind == Kind::kNumber; }
-  bool is_object() const { return kind == Kind::kObject; }
-  bool is_array() const { return kind == Kind::kArray; }
-  // The member `key` of an object (the last one if repeated), or nullptr.
-  const Value* find(std::string_view key) const;
-};
-
-enum class Syntax {
-  // JSON as Python's json.dumps writes it (NaN, Infinity and -Infinity accepted).
-  kJson,
-  // A Python literal as repr() writes it: also 'single quotes', True/False/None, nan/inf, tuples,
-  // and numbers wrapped in a call such as np.float32(1.5) or Array(0.5, dtype=float32).
-  kPython,
-};
-
-// Parses the one value that `text` holds (whitespace around it allowed). Throws rtb::Error whose
-// message says what is wrong and at which column (1-based).
-Value parse_value(std::string_view text, Syntax syntax);
-
-// Numeric leaves of an object, flattened with '/' between nested keys ({"a":{"b":1}} -> "a/b").
-// Booleans count as 0/1; strings, nulls and arrays are skipped.
-std::map<std::string, double> numeric_leaves(const Value& object);
+// Numeric leaves of a dict, flattened with '/' between nested keys ({"a":{"b":1}} -> "a/b").
+// Booleans count as 0/1; strings, nulls, lists and entries whose key is not a string are skipped.
+std::map<std::string, double> numeric_leaves(const Literal& object);
 
 // ---- What one log holds ------------------------------------------------------------------------
 
@@ -116,8 +104,9 @@ struct StepTiming {
 // One optimizer step, merged from the lines that describe it.
 struct StepRecord {
   std::int64_t step = 0;
-  std::optional<double> seconds;  // BENCH_STEP seconds, else `Train step` step_time
-  std::string seconds_from;       // "BENCH_STEP" or "Train step"
+  std::optional<double> seconds;  // BENCH_STEP seconds, else `Train step` step_time, else
+                                  // MaxText's `completed step` seconds
+  std::string seconds_from;       // "BENCH_STEP", "Train step" or "completed step"
   std::vector<double> microbatch_s;
   // How microbatch_s was measured: "device" (each time runs to the device's completion of that
   // call) or "dispatch" (host dispatch intervals, which lag the device by up to two calls with an
@@ -127,6 +116,9 @@ struct StepRecord {
   std::optional<double> tokens;          // real (unpadded) tokens of the step
   std::optional<double> padded_tokens;   // rows x tokens_per_row x micro-batches
   std::optional<double> tokens_per_s_per_chip;
+  // MaxText's `completed step` figures, per device as MaxText computes them from `seconds`.
+  std::optional<double> tflops_per_device;
+  std::optional<double> tokens_per_s_per_device;
   std::string update;          // "fused", "explicit", "deferred" or empty (not logged)
   std::optional<bool> staged;  // the step ran with the stage boundary engaged
   bool profiled = false;       // the step ran under the profiler (its times are inflated)
@@ -171,8 +163,11 @@ enum class LogKind {
   kBench,         // bench driver output (BENCH_STEP / BENCH_SUMMARY / [TrainerBench])
   kOrchestrator,  // e2e orchestrator output (Train step / StepMetrics)
   kTimingOnly,    // TRAINER_STEP_TIMING lines only
+  kMaxText,       // MaxText's `completed step:` lines (a pre-training or SFT run)
+  kTunixPeft,     // Tunix's PEFT trainer `Train step N training loss:` lines (no step times)
 };
-const char* log_kind_name(LogKind kind);  // "unknown", "bench", "orchestrator", "timing-only"
+// "unknown", "bench", "orchestrator", "timing-only", "maxtext", "tunix-peft"
+const char* log_kind_name(LogKind kind);
 
 struct RunLog {
   std::string source;  // the name used in messages (display_name of the path)
@@ -208,6 +203,9 @@ class RunLogParser {
   void parse_summary(std::string_view json, std::size_t number);
   void parse_train_step(std::string_view rest, std::size_t number);
   void parse_step_metrics(std::string_view rest, std::size_t number);
+  void parse_completed_step(std::string_view rest, std::size_t number);
+  // `rest` follows "Train step N " when the next word is "training" or "eval".
+  void parse_peft_step(std::int64_t step, std::string_view rest, std::size_t number);
   void parse_driver_line(std::string_view line);
   void warn(std::size_t number, const std::string& message);
   StepRecord& record(std::int64_t step, std::size_t number);
@@ -221,8 +219,17 @@ class RunLogParser {
   std::map<std::int64_t, StepTiming> timings_;
   std::map<std::int64_t, std::size_t> bench_step_lines_;
   std::map<std::int64_t, std::size_t> train_step_lines_;
+  std::map<std::int64_t, std::size_t> completed_step_lines_;
+  std::map<std::int64_t, StepRecord> maxtext_steps_;  // used by finish() when nothing else is
+  std::map<std::int64_t, StepRecord> peft_steps_;
+  // Warnings about MaxText's lines, said by finish() only when those lines make the run.
+  void maxtext_warning(std::size_t number, std::string message);
+  std::vector<std::pair<std::size_t, std::string>> maxtext_warnings_;
+  std::size_t maxtext_warnings_dropped_ = 0;
   bool saw_bench_ = false;
   bool saw_orchestrator_ = false;
+  bool saw_maxtext_ = false;
+  bool saw_peft_ = false;
   bool finished_ = false;
 };
 

@@ -1,7 +1,5 @@
 #include "rtb/payload/builder.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -357,21 +355,6 @@ class SegmentedSource final : public ByteSource {
 
 }  // namespace
 
-void* allocate_large(std::size_t bytes) {
-  if (bytes == 0) return nullptr;
-  void* memory = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (memory == MAP_FAILED) throw std::bad_alloc();
-#if defined(MADV_POPULATE_WRITE)
-  // Best effort: without it (older kernels) pages are faulted in as they are written.
-  if (bytes >= (std::size_t{1} << 26)) ::madvise(memory, bytes, MADV_POPULATE_WRITE);
-#endif
-  return memory;
-}
-
-void free_large(void* memory, std::size_t bytes) noexcept {
-  if (memory != nullptr) ::munmap(memory, bytes);
-}
-
 std::string_view to_string(PadPosition position) {
   return position == PadPosition::kStart ? "start" : "end";
 }
@@ -565,7 +548,8 @@ Payload build_payload(const PayloadOptions& options) {
   p.real_tokens = o.final_rows * o.real_len;
   if (p.real_tokens == 0) p.warnings.push_back("no real rows: the routing is all padding");
   p.expert_loads = plan_expert_loads(o, p.targets, p.real_tokens);
-  p.routed_experts = LargeArray<std::int16_t>(cells * o.layers * o.topk);
+  p.routed_experts =
+      LargeArray<std::int16_t>(cells * o.layers * o.topk, PageAdvice::kPopulateWrite);
   build_routing(o, p.expert_loads, p.routed_experts.span());
   p.settings_json = format_payload_settings(p);
   return p;

@@ -37,6 +37,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "rtb/base/memory.h"
 #include "rtb/payload/npy.h"
 
 namespace rtb::payload {
@@ -106,37 +107,8 @@ struct RowLayout {
 // are seeded per (row, segment), see the top of this file.
 RowLayout row_layout(const PayloadOptions& resolved, std::int64_t row);
 
-// Memory for large arrays: pages are mapped and populated up front (MADV_POPULATE_WRITE, where
-// the kernel has it), which costs less than faulting them in one by one while writing. Throws
-// std::bad_alloc when the memory is not there.
-void* allocate_large(std::size_t bytes);
-void free_large(void* memory, std::size_t bytes) noexcept;
-
-// A large uninitialised array of a trivial type (the routing of a production micro-batch is 5 GB;
-// zeroing it first would double the work).
-template <typename T>
-class LargeArray {
-  static_assert(std::is_trivially_copyable_v<T>);
-
- public:
-  LargeArray() = default;
-  explicit LargeArray(std::size_t size)
-      : data_(static_cast<T*>(allocate_large(size * sizeof(T))), Free{size * sizeof(T)}),
-        size_(size) {}
-  T* data() { return data_.get(); }
-  const T* data() const { return data_.get(); }
-  std::size_t size() const { return size_; }
-  std::span<T> span() { return {data_.get(), size_}; }
-  std::span<const T> span() const { return {data_.get(), size_}; }
-
- private:
-  struct Free {
-    std::size_t bytes = 0;
-    void operator()(T* memory) const noexcept { free_large(memory, bytes); }
-  };
-  std::unique_ptr<T, Free> data_;
-  std::size_t size_ = 0;
-};
+// Large arrays are rtb::LargeArray (base/memory.h), populated up front when mapped.
+using rtb::LargeArray;
 
 struct Payload {
   PayloadOptions options;                               // resolved

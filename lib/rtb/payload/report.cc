@@ -6,6 +6,7 @@
 #include "rtb/base/error.h"
 #include "rtb/base/json.h"
 #include "rtb/base/svg.h"
+#include "rtb/base/text.h"
 #include "rtb/payload/routing.h"
 
 namespace rtb::payload {
@@ -136,16 +137,6 @@ std::string settings_text(const std::vector<SettingSource>& settings) {
   return out;
 }
 
-std::string human_bytes(double bytes) {
-  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
-  int unit = 0;
-  while (bytes >= 1000 && unit < 4) {
-    bytes /= 1000;
-    ++unit;
-  }
-  return unit == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", bytes, units[unit]);
-}
-
 }  // namespace
 
 std::string format_build_text(const Payload& p, const VerifyReport& checks,
@@ -165,11 +156,12 @@ std::string format_build_text(const Payload& p, const VerifyReport& checks,
                        o.max_prompt_length);
   }
   if (o.routing_scale != 1.0) out += fmt::format("routing scale: {}\n", o.routing_scale);
-  double bytes = static_cast<double>(p.routed_experts.size()) * 2 +
-                 static_cast<double>(p.completion_ids.size()) * (o.old_logps ? 24 : 20);
-  out += output.empty()
-             ? fmt::format("not written (give -o FILE.npz); arrays {}\n", human_bytes(bytes))
-             : fmt::format("written: {} ({})\n", output, human_bytes(bytes));
+  std::string bytes =
+      human_bytes(static_cast<std::int64_t>(p.routed_experts.size() * 2 +
+                                            p.completion_ids.size() * (o.old_logps ? 24 : 20)),
+                  ByteUnits::kDecimal);
+  out += output.empty() ? fmt::format("not written (give -o FILE.npz); arrays {}\n", bytes)
+                        : fmt::format("written: {} ({})\n", output, bytes);
   for (const std::string& w : p.warnings) out += fmt::format("warning: {}\n", w);
   out += fmt::format("\n{}\n{}", layer_table(checks.per_layer, p.targets), checks_text(checks));
   return out;

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "rtb/base/error.h"
+#include "rtb/base/text.h"
 
 // Generated at build time from data/routing/qwen3.5-397b-a17b.txt (cmake/embed.cmake).
 namespace rtb::embedded {
@@ -16,21 +17,11 @@ std::string_view default_routing_table();
 namespace rtb::payload {
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
 std::vector<std::string_view> split_fields(std::string_view line) {
   std::vector<std::string_view> fields;
   while (true) {
     std::size_t comma = line.find(',');
-    fields.push_back(trim(line.substr(0, comma)));
+    fields.push_back(trim(line.substr(0, comma), kLineBlanks));
     if (comma == std::string_view::npos) break;
     line.remove_prefix(comma + 1);
   }
@@ -100,7 +91,7 @@ std::vector<double> parse_routing_targets(std::string_view text, const std::stri
     text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
     std::size_t hash = line.find('#');
     if (hash != std::string_view::npos) line = line.substr(0, hash);
-    line = trim(line);
+    line = trim(line, kLineBlanks);
     if (line.empty()) continue;
     lines.push_back({number, split_fields(line)});
   }

@@ -1,12 +1,12 @@
 #include "rtb/payload/settings.h"
 
-#include <yaml-cpp/yaml.h>
-
+#include <charconv>
 #include <cmath>
 #include <limits>
 
 #include "rtb/base/error.h"
 #include "rtb/base/json.h"
+#include "rtb/base/literal.h"
 
 namespace rtb::payload {
 namespace {
@@ -31,68 +31,56 @@ std::string int_text(std::int64_t value) { return std::to_string(value); }
 
 class Reader {
  public:
-  Reader(const YAML::Node& root, const std::string& where) : root_(root), where_(where) {}
+  Reader(const Literal& root, const std::string& where) : root_(root), where_(where) {}
 
   [[noreturn]] void bad(std::string_view key, std::string_view expected) const {
     fail_at(where_, 0, "payload_settings: \"{}\" must be {}", key, expected);
   }
 
-  // The node of `key`, or an undefined one when absent; null counts as absent.
-  YAML::Node at(std::string_view key) const {
-    YAML::Node node = root_[std::string(key)];
-    if (!node || node.IsNull()) return YAML::Node(YAML::NodeType::Undefined);
-    return node;
+  // The value of `key`, or nullptr when absent; null counts as absent.
+  const Literal* at(std::string_view key) const {
+    const Literal* value = root_.find(key);
+    return value == nullptr || value->is_null() ? nullptr : value;
   }
 
   std::optional<std::int64_t> integer(std::string_view key) const {
-    YAML::Node node = at(key);
-    if (!node.IsDefined()) return std::nullopt;
-    return integer_of(node, key);
+    const Literal* value = at(key);
+    if (value == nullptr) return std::nullopt;
+    return integer_of(*value, key);
   }
 
-  std::int64_t integer_of(const YAML::Node& node, std::string_view key) const {
-    std::int64_t value = 0;
-    if (!node.IsScalar() || node.Tag() == "!" ||
-        !YAML::convert<std::int64_t>::decode(node, value)) {
-      bad(key, "an integer");
-    }
-    return value;
+  std::int64_t integer_of(const Literal& value, std::string_view key) const {
+    if (value.kind != Literal::Kind::kInt || !value.exact) bad(key, "an integer");
+    return value.integer;
   }
 
   std::optional<double> number(std::string_view key) const {
-    YAML::Node node = at(key);
-    if (!node.IsDefined()) return std::nullopt;
-    return number_of(node, key);
+    const Literal* value = at(key);
+    if (value == nullptr) return std::nullopt;
+    return number_of(*value, key);
   }
 
-  double number_of(const YAML::Node& node, std::string_view key) const {
-    double value = 0;
-    if (!node.IsScalar() || node.Tag() == "!" || !YAML::convert<double>::decode(node, value) ||
-        !std::isfinite(value)) {
-      bad(key, "a number");
-    }
-    return value;
+  double number_of(const Literal& value, std::string_view key) const {
+    if (!value.is_number() || !std::isfinite(value.number)) bad(key, "a number");
+    return value.number;
   }
 
   std::optional<std::string> text(std::string_view key) const {
-    YAML::Node node = at(key);
-    if (!node.IsDefined()) return std::nullopt;
-    if (!node.IsScalar()) bad(key, "a string");
-    return node.Scalar();
+    const Literal* value = at(key);
+    if (value == nullptr) return std::nullopt;
+    if (value->kind != Literal::Kind::kString) bad(key, "a string");
+    return value->text;
   }
 
   std::optional<bool> flag(std::string_view key) const {
-    YAML::Node node = at(key);
-    if (!node.IsDefined()) return std::nullopt;
-    if (!node.IsScalar() || node.Tag() == "!" ||
-        (node.Scalar() != "true" && node.Scalar() != "false")) {
-      bad(key, "true or false");
-    }
-    return node.Scalar() == "true";
+    const Literal* value = at(key);
+    if (value == nullptr) return std::nullopt;
+    if (value->kind != Literal::Kind::kBool) bad(key, "true or false");
+    return value->boolean;
   }
 
  private:
-  const YAML::Node& root_;
+  const Literal& root_;
   const std::string& where_;
 };
 
@@ -144,13 +132,13 @@ std::string format_payload_settings(const Payload& p) {
 }
 
 PayloadSettings parse_payload_settings(std::string_view json_text, const std::string& where) {
-  YAML::Node root;
+  Literal root;
   try {
-    root = YAML::Load(std::string(json_text));
-  } catch (const YAML::Exception& e) {
-    fail_at(where, 0, "payload_settings is not valid JSON: {}", e.msg);
+    root = parse_json(json_text);
+  } catch (const Error& e) {
+    fail_at(where, 0, "payload_settings is not valid JSON: {}", e.message());
   }
-  if (!root.IsMap()) fail_at(where, 0, "payload_settings is not a JSON object");
+  if (!root.is_dict()) fail_at(where, 0, "payload_settings is not a JSON object");
   Reader r(root, where);
   std::optional<std::string> format = r.text("format");
   if (format != kPayloadSettingsFormat) {
@@ -168,13 +156,13 @@ PayloadSettings parse_payload_settings(std::string_view json_text, const std::st
   s.vocab = r.integer("vocab");
   s.pad_id = r.integer("pad_id");
   s.real_len = r.integer("real_len");
-  if (YAML::Node segments = r.at("segments"); segments.IsDefined()) {
-    if (segments.IsSequence()) {
+  if (const Literal* segments = r.at("segments")) {
+    if (segments->is_sequence()) {
       s.segments_per_row = true;
-      for (const YAML::Node& value : segments)
+      for (const Literal& value : segments->items)
         s.segments.push_back(r.integer_of(value, "segments"));
     } else {
-      s.segments.push_back(r.integer_of(segments, "segments"));
+      s.segments.push_back(r.integer_of(*segments, "segments"));
     }
   }
   s.segments_rule = r.text("segments_rule").value_or("");
@@ -189,18 +177,20 @@ PayloadSettings parse_payload_settings(std::string_view json_text, const std::st
     if (*mode != "random" && *mode != "zero") r.bad("advantages", "\"random\" or \"zero\"");
     s.advantages = parse_advantage_mode(*mode);
   }
-  if (YAML::Node seed = r.at("seed"); seed.IsDefined()) {
+  if (const Literal* seed = r.at("seed")) {
     std::uint64_t value = 0;  // seeds use all 64 bits
-    if (!seed.IsScalar() || seed.Tag() == "!" ||
-        !YAML::convert<std::uint64_t>::decode(seed, value)) {
+    const char* end = seed->text.data() + seed->text.size();
+    auto parsed = std::from_chars(seed->text.data(), end, value);  // no sign: negatives fail
+    if (seed->kind != Literal::Kind::kInt || parsed.ec != std::errc() || parsed.ptr != end) {
       r.bad("seed", "a non-negative integer");
     }
     s.seed = value;
   }
-  if (YAML::Node targets = r.at("routing_targets"); targets.IsDefined()) {
-    if (!targets.IsSequence()) r.bad("routing_targets", "a list of numbers or null");
+  if (const Literal* targets = r.at("routing_targets")) {
+    if (!targets->is_sequence()) r.bad("routing_targets", "a list of numbers or null");
     std::vector<double> values;
-    for (const YAML::Node& value : targets) values.push_back(r.number_of(value, "routing_targets"));
+    for (const Literal& value : targets->items)
+      values.push_back(r.number_of(value, "routing_targets"));
     s.routing_targets = std::move(values);
   }
   s.routing_scale = r.number("routing_scale");

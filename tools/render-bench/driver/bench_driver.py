@@ -84,12 +84,14 @@ Log lines (stdout). Human lines start with `[TrainerBench] `. Machine lines star
               "microbatch_timing_source":"step_timing|token|loss|dispatch","tokens":REAL,
               "padded_tokens":P,"tokens_per_s_per_chip":X,"real_tokens_per_s_per_chip":Y,
               "update":"fused|explicit|deferred","fused_update":B,"staged":B,"profiled":B,
-              "train_step":N,"metrics":{...}}                        one per optimizer step
+              "train_step":N,"metrics":{...},"dropped_tokens":D}     one per optimizer step
+                 (dropped_tokens only when the trainer's metrics carry a dropped-token count)
   TRAINER_STEP_TIMING step=%d policy_version=%d rtt_s=%.3f timing=<compact json>
   TRAINER_STEP_TIMING step=N unavailable: <error>      when get_step_timing raises or gives None
   BENCH_SUMMARY {..., "first_step_s", "steady_steps", "profiled_steps", "mean_step_s",
                  "median_microbatch_s", "microbatch_timing", "tokens_per_s_per_chip",
-                 "real_tokens_per_s_per_chip", "stage_boundary", "definitions", ...}  at the end
+                 "real_tokens_per_s_per_chip", "stage_boundary", "token_dropping",
+                 "definitions", ...}  at the end
 Exit codes: 0 success, 2 bad settings, 1 a failure while running.
 
 The payload is laid out as Tunix's sequence packer writes rows: each segment is a trajectory, a
@@ -1648,6 +1650,9 @@ class StepRecord:
       record["train_step"] = self.train_step
     if self.metrics:
       record["metrics"] = self.metrics
+      dropped, _ = dropped_tokens_of(self.metrics)
+      if dropped is not None:
+        record["dropped_tokens"] = dropped
     return record
 
 
@@ -1955,6 +1960,73 @@ def run_steps(worker: Any, plan: BenchPlan, *, clock: Callable[[], float] = time
     log("staged step boundary: the driver could not tell whether stages overlapped the device "
         "(no completion to check); staging stayed on")
   return records
+
+
+# Metric names (their last '/'-separated part) under which a trainer's get_metrics() may report
+# the tokens its MoE layers dropped in a step. Neither MaxText (e591f30c) nor Tunix reports one
+# today (docs/upstream-trainer-facts.md); a trainer that does is read, and every other run says
+# whether its configuration can drop tokens at all.
+DROPPED_TOKEN_METRICS = ("dropped_tokens", "tokens_dropped", "num_dropped_tokens",
+                         "dropped_token_count")
+
+
+def dropped_tokens_of(metrics: Optional[Mapping[str, float]]) -> Tuple[Optional[float],
+                                                                         Optional[str]]:
+  """(count, metric name) of a step's dropped tokens, or (None, None) when it has no such metric.
+  Several such metrics (one per layer, say) add up."""
+  total, names = None, []
+  for name, value in (metrics or {}).items():
+    if name.rsplit("/", 1)[-1] in DROPPED_TOKEN_METRICS and math.isfinite(value):
+      total = (total or 0.0) + value
+      names.append(name)
+  return total, (",".join(sorted(names)) if names else None)
+
+
+def token_dropping(config: Any, records: Sequence[StepRecord],
+                   experts: Optional[int]) -> Dict[str, Any]:
+  """BENCH_SUMMARY "token_dropping": whether any arm of an A/B can be said to drop no token.
+
+  Counted: every step's metrics carry a dropped-token count (DROPPED_TOKEN_METRICS). Else the
+  configuration decides: MaxText drops tokens only when capacity_factor (dense/padded MoE path) or
+  ragged_buffer_factor (sparse/ragged path) is positive; -1 (the default) sizes buffers for the
+  worst case. "verdict": "none" (counted zero, or dropless by configuration), "dropped" (counted),
+  "unknown" (no count and a configuration that may drop), "not-moe".
+  """
+  counts = [dropped_tokens_of(record.metrics) for record in records]
+  known = [count for count, _ in counts if count is not None]
+  names = sorted({name for _, name in counts if name})
+  factors = {key: getattr(config, key, None) for key in ("capacity_factor", "ragged_buffer_factor")}
+  factors = {key: (float(value) if isinstance(value, (int, float)) else None)
+             for key, value in factors.items()}
+  positive = [key for key, value in factors.items() if value is not None and value > 0]
+  known_factors = [value for value in factors.values() if value is not None]
+  out: Dict[str, Any] = {
+      "dropped_tokens": sum(known) if known else None,
+      "counted_steps": len(known),
+      "metric": names[0] if len(names) == 1 else (names or None),
+      **factors,
+  }
+  if known and len(known) == len(records):
+    out["verdict"] = "dropped" if sum(known) > 0 else "none"
+    out["why"] = f"counted by the trainer ({', '.join(names)}) in every step"
+  elif known and sum(known) > 0:
+    out["verdict"] = "dropped"
+    out["why"] = f"counted by the trainer ({', '.join(names)}) in {len(known)} steps"
+  elif not experts:
+    out["verdict"] = "not-moe"
+    out["why"] = "the trainer's config has no experts"
+  elif known_factors and not positive:
+    out["verdict"] = "none"
+    out["why"] = ("dropless by configuration: " + ", ".join(
+        f"{key} {value:g}" for key, value in factors.items() if value is not None)
+                  + " (not positive: buffers sized for the worst case)")
+  else:
+    out["verdict"] = "unknown"
+    out["why"] = ("the trainer counts no dropped tokens and "
+                  + (", ".join(f"{key} {factors[key]:g}" for key in positive)
+                     + " lets its MoE layers drop tokens" if positive
+                     else "its config names neither capacity_factor nor ragged_buffer_factor"))
+  return out
 
 
 def summarize(plan: BenchPlan, records: Sequence[StepRecord], *, rows: int, tokens_per_row: int,
@@ -2423,6 +2495,7 @@ class TunixSetup:
   temperature: float = 1.0
   choices: Dict[str, Choice] = dataclasses.field(default_factory=dict)
   fallbacks: Optional[Fallbacks] = None
+  config: Any = None  # the trainer's model config (MaxText's), when it exposes one
 
 
 def _token_ids(orch_args: Any, trainer_args: Any,
@@ -2628,7 +2701,7 @@ def build_tunix(settings: Settings, fallbacks: Optional[Fallbacks] = None) -> Tu
       warmup_segment_counts=None if abstract else concrete_segment_counts(warmup),
       rollout_as_old=rollout_as_old, choices=choices, fallbacks=fallbacks,
       logps_request_class=logps_request_class,
-      temperature=float(getattr(orch_args, "temperature", None) or 1.0))
+      temperature=float(getattr(orch_args, "temperature", None) or 1.0), config=config)
 
 
 def build_algo(settings: Settings, orch_node: Any, orch_args: Any) -> Tuple[Any, Any, List[str]]:
@@ -2863,7 +2936,9 @@ def run_pod(settings: Settings) -> int:
                       experts=setup.experts, routing=regular_built.routing,
                       routing_final=final_built.routing if final_built else None,
                       knobs=settings.knobs(), stage=stage_state.summary(),
-                      extra={"compile": {"method": compile_method,
+                      extra={"token_dropping": token_dropping(setup.config, records,
+                                                              setup.experts),
+                             "compile": {"method": compile_method,
                                          "call_s": round(compile_call_s, 3)},
                              "devices": len(devices), "shift": regular_built.shift,
                              "choices": {key: {"value": choice.value, "source": choice.source}
@@ -2961,6 +3036,17 @@ def report_summary(summary: Mapping[str, Any], log: Callable[[str], None] = say)
   log(f"  tokens_per_s_per_chip {summary['tokens_per_s_per_chip']}: rows x tokens_per_row x "
       "micro_steps (padding included, the seed's definition) / s per step / chips")
   log(f"  real_tokens_per_s_per_chip {summary['real_tokens_per_s_per_chip']}: real tokens only")
+  dropping = summary.get("token_dropping")
+  if dropping:
+    verdict = dropping.get("verdict")
+    if verdict == "dropped":
+      log(f"  WARNING: dropped tokens: {dropping.get('dropped_tokens'):g} ({dropping.get('why')}): "
+          "this arm did less MoE work than the e2e run's would at the same routing")
+    elif verdict == "unknown":
+      log(f"  WARNING: dropped tokens: unknown: {dropping.get('why')}; a comparison cannot claim "
+          "that no arm dropped tokens")
+    else:
+      log(f"  dropped tokens: {verdict} ({dropping.get('why')})")
   stage = summary.get("stage_boundary") or {}
   if stage.get("resolved") == "on":
     log(f"  staged step boundary: engaged for steps {stage.get('staged_steps')}"

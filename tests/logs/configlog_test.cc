@@ -1,7 +1,7 @@
-// Tests of configlog.h: `Config param` lines in every prefix, dumps (several per log, truncated
-// ones, fed in blocks of any size), value canonicalisation, a render's MaxText settings and
-// diff_configs, on real MaxText logs (testdata/configlog_*, see SOURCES.md) and small texts.
-#include "rtb/bench/configlog.h"
+// Tests of logs/configlog.h: `Config param` lines in every prefix, dumps (several per log,
+// truncated ones, fed in blocks of any size) and value canonicalisation, on real MaxText logs
+// (testdata/configlog_*, see SOURCES.md) and small texts.
+#include "rtb/logs/configlog.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -13,10 +13,9 @@
 
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
-#include "rtb/bench/render.h"
 #include "test_util.h"
 
-namespace rtb::bench {
+namespace rtb::logs {
 namespace {
 
 using ::testing::HasSubstr;
@@ -26,7 +25,6 @@ using test::testdata;
 const char* kDpo = "configlog_maxtext_dpo_qwen3-0.6b_tpu-v5p-8_train.log";
 const char* kGrpo = "configlog_maxtext_grpo_llama3.1-8b_config_dump.log";
 const char* kGpt3 = "configlog_maxtext_gpu_a3-h100x8_gpt3-22b_train.log";
-const char* kPrepgo = "configlog_maxtext_gpu_a3-h100x8_llama2-7b_prepgo_train.log";
 
 ConfigLog scan(std::string_view text, ConfigLogOptions options = {}, std::size_t block = 0) {
   ConfigLogScanner scanner(options);
@@ -38,14 +36,6 @@ ConfigLog scan(std::string_view text, ConfigLogOptions options = {}, std::size_t
 std::map<std::string, std::string> as_map(const std::vector<ConfigSetting>& settings) {
   std::map<std::string, std::string> out;
   for (const ConfigSetting& s : settings) out[s.key] = s.value;
-  return out;
-}
-
-ConfigSide side(ConfigSide::Kind kind, std::string source, std::vector<ConfigSetting> settings) {
-  ConfigSide out;
-  out.kind = kind;
-  out.source = std::move(source);
-  out.settings = std::move(settings);
   return out;
 }
 
@@ -290,110 +280,22 @@ TEST(CanonicalValue, MeaningNotPrinting) {
   same("[gs://a: b", "[gs://a:b");
 }
 
-// --- renders -----------------------------------------------------------------------------------
-
-TEST(ConfigFromRender, E2eTrainerFlags) {
-  k8s::DryRun dryrun =
-      k8s::parse_dryrun(read_file(testdata("launch_dryrun.txt")), "launch_dryrun.txt");
-  std::vector<ConfigSetting> settings = config_from_render(dryrun, k8s::RoleMains{});
-  auto values = as_map(settings);
-  EXPECT_EQ(values["ragged_buffer_factor"], "2.0");
-  EXPECT_EQ(values["custom_mesh_and_rule"], "cp-as-ep");
-  EXPECT_EQ(values["model_name"], "qwen3.5-397b-a17b");
-  EXPECT_EQ(values["load_parameters_path"], "gs://example-bucket/ckpt/model/0/items");
-  EXPECT_EQ(values["base_output_directory"], "gs://example-bucket/abtest/maxtext");
-  EXPECT_EQ(values["ici_fsdp_parallelism"], "32");
-  EXPECT_EQ(values["ici_context_parallelism"], "4");
-  EXPECT_EQ(values["run_name"], "abtest-train");
-  EXPECT_EQ(values["max_target_length"], "65536");
-  EXPECT_EQ(values["skip_step_on_nan"], "true");
-  EXPECT_EQ(values.count("profiler_steps"), 0u) << "--profiler_steps=0 sets nothing";
-  EXPECT_EQ(values.count("skip_first_n_steps_for_profiler"), 0u);
-  EXPECT_EQ(values.count("compute_logps_chunk_size"), 0u) << "not a MaxText key";
-  for (const ConfigSetting& s : settings) EXPECT_EQ(s.line, 456u) << s.key;
-  EXPECT_THAT(settings.front().origin, ::testing::Not(::testing::IsEmpty()));
+TEST(ConfigLogOrText, OtherInputIsReturnedWhole) {
+  std::string log = temp_file("or_text.log", "Config param a: 1\nConfig param b: 2\nend\n");
+  std::string yaml = temp_file("or_text.yaml", "kind: JobSet\n" + std::string(3u << 20, '#'));
+  auto is_yaml = [](std::string_view head) { return head.rfind("kind:", 0) == 0; };
+  ConfigLogOrText read = read_config_log_or_text(log, {}, is_yaml);
+  EXPECT_FALSE(read.text);
+  EXPECT_EQ(as_map(read.log.params)["b"], "2");
+  read = read_config_log_or_text(yaml, {}, is_yaml);
+  ASSERT_TRUE(read.text);
+  EXPECT_EQ(read.text->size(), 13 + (3u << 20));  // beyond the head, all of it
+  EXPECT_TRUE(read.log.dumps.empty());
+  // A log that is not text of the other kind still has to hold a dump.
+  EXPECT_THROW(read_config_log_or_text(yaml, {}, [](std::string_view) { return false; }), Error);
 }
 
-TEST(ConfigFromRender, BenchRenderReadsTrainerArgvAndEditedFlags) {
-  k8s::DryRun e2e =
-      k8s::parse_dryrun(read_file(testdata("launch_dryrun.txt")), "launch_dryrun.txt");
-  RenderOptions o;
-  o.name = "abtest-bench";
-  o.driver_source = "print('driver')\n";
-  o.maxtext_flags = {"ragged_buffer_factor=2.75"};
-  o.trainer_slice = "tpu7x:4x4x4";
-  o.profile_window = std::make_pair(3, 2);
-  k8s::DryRun bench = k8s::parse_dryrun(render_bench(e2e, o).yaml, "bench.yaml");
-  auto values = as_map(config_from_render(bench, k8s::RoleMains{}));
-  EXPECT_EQ(values["ragged_buffer_factor"], "2.75");
-  EXPECT_EQ(values["ici_fsdp_parallelism"], "16");
-  EXPECT_EQ(values["run_name"], "abtest-bench");
-  EXPECT_EQ(values["profiler_steps"], "2");
-  EXPECT_EQ(values["skip_first_n_steps_for_profiler"], "3");
-}
-
-TEST(ConfigFromRender, NoTrainerFails) {
-  k8s::DryRun dryrun =
-      k8s::parse_dryrun(read_file(testdata("bad/no_trainer.txt")), "no_trainer.txt");
-  EXPECT_THROW(config_from_render(dryrun, k8s::RoleMains{}), Error);
-}
-
-TEST(MaxTextKeyOfFlag, Mapping) {
-  EXPECT_EQ(maxtext_key_of_flag("maxtext_ckpt_path"), "load_parameters_path");
-  EXPECT_EQ(maxtext_key_of_flag("maxtext_attention"), "attention");
-  EXPECT_EQ(maxtext_key_of_flag("mesh_tp"), "ici_tensor_parallelism");
-  EXPECT_EQ(maxtext_key_of_flag("worker_id"), "run_name");
-  EXPECT_FALSE(maxtext_key_of_flag("maxtext_"));
-  EXPECT_FALSE(maxtext_key_of_flag("port"));
-}
-
-// --- comparing
-// -------------------------------------------------------------------------------------
-
-TEST(DiffConfigs, LogsAddedRemovedChanged) {
-  ConfigSide a = side(ConfigSide::Kind::kLog, "a",
-                      {{"k1", "True", 1, ""}, {"k2", "1.0", 2, ""}, {"k3", "x", 3, ""}});
-  ConfigSide b = side(ConfigSide::Kind::kLog, "b",
-                      {{"k1", "true", 5, ""}, {"k2", "2", 6, ""}, {"k4", "y", 7, ""}});
-  std::vector<ConfigDifference> found = diff_configs(a, b);
-  ASSERT_EQ(found.size(), 3u);
-  EXPECT_EQ(found[0].key, "k2");
-  EXPECT_EQ(found[0].kind, ConfigDifference::Kind::kChanged);
-  EXPECT_EQ(found[0].a->value, "1.0");
-  EXPECT_EQ(found[0].b->line, 6u);
-  EXPECT_EQ(found[1].key, "k3");
-  EXPECT_EQ(found[1].kind, ConfigDifference::Kind::kRemoved);
-  EXPECT_EQ(found[2].key, "k4");
-  EXPECT_EQ(found[2].kind, ConfigDifference::Kind::kAdded);
-  EXPECT_EQ(diff_configs(a, b, [](std::string_view k) { return k == "k4"; }).size(), 1u);
-  EXPECT_TRUE(diff_configs(a, a).empty());
-}
-
-TEST(DiffConfigs, RenderAgainstALogComparesOnlyTheRendersKeys) {
-  ConfigSide render = side(ConfigSide::Kind::kRender, "r",
-                           {{"k1", "true", 9, "MAXTEXT_EXTRA_FLAGS k1=true"}, {"k5", "1", 9, ""}});
-  ConfigSide log = side(ConfigSide::Kind::kLog, "l", {{"k1", "True", 1, ""}, {"k2", "x", 2, ""}});
-  std::vector<ConfigDifference> found = diff_configs(render, log);
-  ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].key, "k5");
-  EXPECT_EQ(found[0].kind, ConfigDifference::Kind::kRemoved);
-  found = diff_configs(log, render);
-  ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].kind, ConfigDifference::Kind::kAdded);
-}
-
-TEST(DiffConfigs, RealLogs) {
-  ConfigSide pre = side(ConfigSide::Kind::kLog, kPrepgo, read_config_log(testdata(kPrepgo)).params);
-  ConfigSide gpt3 = side(ConfigSide::Kind::kLog, kGpt3, read_config_log(testdata(kGpt3)).params);
-  std::vector<ConfigDifference> found = diff_configs(gpt3, pre);
-  std::map<std::string, ConfigDifference> by_key;
-  for (const ConfigDifference& d : found) by_key.emplace(d.key, d);
-  EXPECT_EQ(found.size(), 34u);
-  ASSERT_TRUE(by_key.count("mlp_activations"));
-  EXPECT_EQ(by_key.at("mlp_activations").a->value, "['gelu']");
-  EXPECT_EQ(by_key.at("mlp_activations").b->value, "['silu', 'linear']");
-  EXPECT_EQ(by_key.count("adam_b1"), 0u);
-}
+// --- damaged logs ------------------------------------------------------------------------------
 
 TEST(ConfigLogScanner, NulByteInAValueIsAnErrorWithItsLine) {
   std::string text =
@@ -408,4 +310,4 @@ TEST(ConfigLogScanner, NulByteInAValueIsAnErrorWithItsLine) {
 }
 
 }  // namespace
-}  // namespace rtb::bench
+}  // namespace rtb::logs

@@ -1,12 +1,10 @@
-// Resolved MaxText configs, for diff-configs:
-// - from logs: MaxText logs every key of its resolved config, sorted, one line each:
-//   `Config param <key>: <value>` after any prefix (glog `I0706 ... pyconfig.py:559] `, Python
-//   logging `INFO:MaxText.pyconfig:`, Tunix's `<time> - [TrainerNode] `). Logs can be gigabytes, so
-//   they are streamed, and memory stays bounded by the number of keys. A log can hold several dumps
-//   (processes, restarts): a dump is a run of config lines whose keys increase (other lines may be
-//   interleaved); a key that does not sort after the previous one starts the next dump.
-// - from renders: the trainer's MaxText settings, from MAXTEXT_EXTRA_FLAGS and the argv flags that
-//   Tunix's trainer turns into MaxText keys (`--maxtext_*`, the mesh, ...).
+// Resolved MaxText configs as logs print them, for diff-configs: MaxText logs every key of its
+// resolved config, sorted, one line each: `Config param <key>: <value>` after any prefix (glog
+// `I0706 ... pyconfig.py:559] `, Python logging `INFO:MaxText.pyconfig:`, Tunix's `<time> -
+// [TrainerNode] `). Logs can be gigabytes, so they are streamed, and memory stays bounded by the
+// number of keys. A log can hold several dumps (processes, restarts): a dump is a run of config
+// lines whose keys increase (other lines may be interleaved); a key that does not sort after the
+// previous one starts the next dump.
 // Values compare by meaning where MaxText's printing varies (canonical_config_value()); reports
 // keep the original text.
 #pragma once
@@ -19,10 +17,9 @@
 #include <utility>
 #include <vector>
 
-#include "rtb/k8s/dryrun.h"
-#include "rtb/k8s/jobset.h"
+namespace rtb::logs {
 
-namespace rtb::bench {
+inline constexpr std::string_view kConfigParamMarker = "Config param ";
 
 // The key and value of a `Config param <key>: <value>` line (value without a trailing '\r'), or
 // nullopt when the line is not one. A line ending in `<key>:` has the empty value.
@@ -105,39 +102,19 @@ void require_selected_dump(const ConfigLog& log, const ConfigLogOptions& options
 // unless options.list_only.
 ConfigLog read_config_log(const std::string& path, const ConfigLogOptions& options = {});
 
-// --- renders as a side -------------------------------------------------------------------------
-
-// The MaxText key that a trainer argv flag sets (Tunix's run_trainer_node / build_maxtext_config):
-// `--maxtext_model_name` -> model_name, `--maxtext_ckpt_path` -> load_parameters_path,
-// `--maxtext_output_directory` -> base_output_directory, `--maxtext_padded_moe_mlp_dim` ->
-// padded_base_moe_mlp_dim, any other `--maxtext_X` -> X, `--mesh_fsdp|tp|expert|context` ->
-// ici_fsdp|tensor|expert|context_parallelism, `--worker_id` -> run_name, ...; nullopt for flags
-// that set no MaxText key. `key` is the flag's key without dashes.
-std::optional<std::string> maxtext_key_of_flag(std::string_view key);
-
-// The trainer's MaxText settings in a DRY_RUN or a bench render: the argv flags mapped by
-// maxtext_key_of_flag() (only where Tunix passes them: sizes > 0, paths non-empty), the derived
-// max_target_length, then MAXTEXT_EXTRA_FLAGS, which Tunix appends last (so it wins). Sorted by
-// key. Throws rtb::Error when there is no trainer JobSet or its startup command cannot be read.
-std::vector<ConfigSetting> config_from_render(const k8s::DryRun& dryrun,
-                                              const k8s::RoleMains& mains);
-
-// One side of diff-configs: a log's selected dump, or a render's MaxText settings.
-struct ConfigSide {
-  enum class Kind { kLog, kRender };
-  Kind kind = Kind::kLog;
-  std::string source;
-  std::vector<ConfigSetting> settings;
-  std::size_t dump = 0;               // logs: the dump used
-  std::vector<ConfigDumpInfo> dumps;  // logs: every dump
+// What read_config_log_or_text() read: a log, or the whole text of an input that is not one.
+struct ConfigLogOrText {
+  ConfigLog log;
+  std::optional<std::string> text;
 };
 
-// Reads a side, telling a render (a YAML document with `kind:` / `apiVersion:` at column 0 in the
-// first MiB, and no `Config param` there) from a log. Logs are streamed.
-ConfigSide read_config_side(const std::string& path, const ConfigLogOptions& options,
-                            const k8s::RoleMains& mains);
+// How much of the input read_config_log_or_text() shows `is_text` first.
+inline constexpr std::size_t kTextHeadBytes = 1u << 20;
 
-// --- comparing ---------------------------------------------------------------------------------
+// Streams a log file (or stdin for "-") like read_config_log(), unless its first kTextHeadBytes
+// satisfy `is_text` (another kind of input, e.g. a render): then returns the whole text instead.
+ConfigLogOrText read_config_log_or_text(const std::string& path, const ConfigLogOptions& options,
+                                        const std::function<bool(std::string_view)>& is_text);
 
 // The form in which two printings of one value compare equal: True/true, 1.0/1/1e0, None/null,
 // an enum member `RematLocation.REMAT` and the string `remat`, lists and tuples however spaced
@@ -145,18 +122,4 @@ ConfigSide read_config_side(const std::string& path, const ConfigLogOptions& opt
 // case-sensitive, and a quoted '1' inside a list differs from 1.
 std::string canonical_config_value(std::string_view value);
 
-struct ConfigDifference {
-  enum class Kind { kAdded, kRemoved, kChanged };
-  Kind kind;
-  std::string key;
-  std::optional<ConfigSetting> a, b;
-};
-std::string_view config_kind_name(ConfigDifference::Kind kind);  // "added", ...
-
-// Differences in key order. When exactly one side is a render, only the keys it sets are compared
-// (a render sets a few keys of the hundreds a log resolves). `keep_key` filters keys (--keys).
-std::vector<ConfigDifference> diff_configs(
-    const ConfigSide& a, const ConfigSide& b,
-    const std::function<bool(std::string_view)>& keep_key = nullptr);
-
-}  // namespace rtb::bench
+}  // namespace rtb::logs

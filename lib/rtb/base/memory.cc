@@ -1,0 +1,36 @@
+#include "rtb/base/memory.h"
+
+#include <sys/mman.h>
+
+#include <new>
+
+namespace rtb {
+
+AnonymousMapping::AnonymousMapping(std::size_t bytes, PageAdvice advice) : bytes_(bytes) {
+  if (bytes == 0) return;
+  void* address =
+      ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (address == MAP_FAILED) throw std::bad_alloc();
+  data_ = address;
+  // Advice is best effort: without it (older kernels) pages are faulted in as they are touched.
+  switch (advice) {
+    case PageAdvice::kNone:
+      break;
+    case PageAdvice::kPopulateWrite:
+#if defined(MADV_POPULATE_WRITE)
+      if (bytes >= (std::size_t{1} << 26)) ::madvise(address, bytes, MADV_POPULATE_WRITE);
+#endif
+      break;
+    case PageAdvice::kHugePages:
+#if defined(MADV_HUGEPAGE)
+      if (bytes >= (std::size_t{2} << 20)) ::madvise(address, bytes, MADV_HUGEPAGE);
+#endif
+      break;
+  }
+}
+
+AnonymousMapping::~AnonymousMapping() {
+  if (data_ != nullptr) ::munmap(data_, bytes_);
+}
+
+}  // namespace rtb

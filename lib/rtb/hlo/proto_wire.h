@@ -1,0 +1,94 @@
+// A reader of the protocol buffer wire format, just enough for binary HloProto dumps: it walks
+// the fields of one message in a byte range it does not own (a memory-mapped file), never
+// copies, never allocates, and checks every length and varint against the bytes that are there,
+// so that truncated or hostile input ends in an rtb::Error, never a read out of bounds.
+//
+// Wire format facts (protobuf encoding documentation): a field is a varint key
+// (field_number << 3 | wire_type) followed by its value; wire types 0 varint, 1 fixed 8 bytes,
+// 2 length-delimited (a varint length, then that many bytes: strings, bytes, nested messages,
+// packed repeated scalars), 5 fixed 4 bytes; 3 and 4 (groups) are obsolete and refused here.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace rtb::hlo::wire {
+
+enum class WireType : std::uint8_t { kVarint = 0, kFixed64 = 1, kLength = 2, kFixed32 = 5 };
+
+struct Field {
+  std::uint32_t number = 0;
+  WireType type = WireType::kVarint;
+  std::uint64_t value = 0;  // varint and fixed values
+  std::string_view bytes;   // length-delimited payload
+  std::size_t offset = 0;   // of the field's key, from the start of the whole input
+};
+
+// The fields of one message, in the order they are stored.
+class Reader {
+ public:
+  // `message` is the message's bytes, a part of `input` (the whole input: offsets in error
+  // messages count from its start); `what` the message type, e.g. "HloInstructionProto".
+  Reader(std::string_view input, std::string_view message, std::string_view what)
+      : base_(input.data()), data_(message), what_(what) {}
+  // The nested message in `field` (a field of this reader's message), of type `what`; the field
+  // must be length-delimited (else rtb::Error naming `field_name`).
+  Reader nested(const Field& field, std::string_view what, std::string_view field_name) const;
+
+  // Reads the next field into `field`; false at the end of the message. Throws rtb::Error on a
+  // bad varint, a length past the end of the message, or an unknown wire type.
+  bool next(Field& field);
+
+  std::string_view what() const { return what_; }
+  std::string_view data() const { return data_; }
+
+ private:
+  Reader(const char* base, std::string_view message, std::string_view what)
+      : base_(base), data_(message), what_(what) {}
+  std::uint64_t varint(const char* what_is_read);
+  std::size_t offset() const { return static_cast<std::size_t>(data_.data() - base_) + position_; }
+
+  const char* base_;
+  std::string_view data_;
+  std::size_t position_ = 0;
+  std::string_view what_;
+};
+
+// Throws rtb::Error unless `field` has wire type `type`: "<what>.<name> (field N) has wire type
+// X, expected Y". Every field the reader interprets goes through this.
+void expect_type(const Field& field, WireType type, std::string_view what, std::string_view name);
+
+// A repeated integer field, packed (one length-delimited field of varints) or not (one varint
+// per field): calls `on_value` for each value in `field`.
+template <typename Callback>
+void for_each_varint(const Field& field, std::string_view what, std::string_view name,
+                     Callback&& on_value);
+
+// The varints of a packed payload, one at a time (used by for_each_varint).
+class PackedVarints {
+ public:
+  PackedVarints(const Field& field, std::string_view what, std::string_view name);
+  bool next(std::uint64_t& value);
+
+ private:
+  std::string_view data_;
+  std::size_t position_ = 0;
+  std::size_t offset_ = 0;
+  std::string_view what_;
+  std::string_view name_;
+};
+
+template <typename Callback>
+void for_each_varint(const Field& field, std::string_view what, std::string_view name,
+                     Callback&& on_value) {
+  if (field.type == WireType::kVarint) {
+    on_value(field.value);
+    return;
+  }
+  PackedVarints values(field, what, name);
+  std::uint64_t value = 0;
+  while (values.next(value)) on_value(value);
+}
+
+}  // namespace rtb::hlo::wire

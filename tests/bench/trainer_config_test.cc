@@ -1,0 +1,70 @@
+// Tests of bench/trainer_config.h: what Tunix's trainer makes of its argv.
+#include "rtb/bench/trainer_config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace rtb::bench {
+namespace {
+
+std::map<std::string, std::string> keys_of(const std::vector<std::string>& argv) {
+  std::map<std::string, std::string> out;
+  for (const TrainerKey& k : trainer_keys_from_argv(argv)) out[k.key] = k.value + " <- " + k.origin;
+  return out;
+}
+
+TEST(MaxTextKeyOfFlag, Mapping) {
+  EXPECT_EQ(maxtext_key_of_flag("maxtext_ckpt_path"), "load_parameters_path");
+  EXPECT_EQ(maxtext_key_of_flag("maxtext_attention"), "attention");
+  EXPECT_EQ(maxtext_key_of_flag("mesh_tp"), "ici_tensor_parallelism");
+  EXPECT_EQ(maxtext_key_of_flag("worker_id"), "run_name");
+  EXPECT_FALSE(maxtext_key_of_flag("maxtext_"));
+  EXPECT_FALSE(maxtext_key_of_flag("port"));
+}
+
+TEST(TrainerKeysFromArgv, WhereTunixPassesThem) {
+  auto keys = keys_of({"--maxtext_model_name=qwen3-30b-a3b", "--mesh_fsdp=4", "--mesh_fsdp=8",
+                       "--rollout_mesh_tp=0", "--maxtext_ckpt_path=", "--base_num_kv_heads=4",
+                       "--profiler_period=5", "--port=8000", "--no-prefuse_moe_weights",
+                       "--use_weight_converter"});
+  EXPECT_EQ(keys["model_name"], "qwen3-30b-a3b <- --maxtext_model_name=qwen3-30b-a3b");
+  EXPECT_EQ(keys["ici_fsdp_parallelism"], "8 <- --mesh_fsdp=8");  // the last one wins
+  EXPECT_EQ(keys["base_num_kv_heads"], "4 <- --base_num_kv_heads=4");
+  EXPECT_EQ(keys["prefuse_moe_weights"], "false <- --no-prefuse_moe_weights");
+  EXPECT_EQ(keys["use_weight_converter"], "true <- --use_weight_converter");
+  EXPECT_EQ(keys.count("rollout_tensor_parallelism"), 0u);   // 0: not set
+  EXPECT_EQ(keys.count("load_parameters_path"), 0u);         // empty path: not passed
+  EXPECT_EQ(keys.count("profile_periodically_period"), 0u);  // no profiler
+  EXPECT_EQ(keys.size(), 5u);
+  keys = keys_of({"--profiler_steps=3", "--profiler_period=5"});
+  EXPECT_EQ(keys["profiler_steps"], "3 <- --profiler_steps=3");
+  EXPECT_EQ(keys["profile_periodically_period"], "5 <- --profiler_period=5");
+}
+
+TEST(TrainerKeysFromArgv, MaxTargetLengthIsTheRowFed) {
+  auto keys = keys_of({"--max_prompt_length=1024", "--max_response_length=512"});
+  EXPECT_EQ(keys["max_target_length"],
+            "1536 <- --max_prompt_length=1024 --max_response_length=512");
+  keys = keys_of(
+      {"--max_prompt_length=1024", "--max_response_length=512", "--max_seq_token_per_tpu=4096"});
+  EXPECT_EQ(keys["max_target_length"], "4096 <- --max_seq_token_per_tpu=4096");
+  EXPECT_EQ(keys_of({"--max_prompt_length=1024"}).count("max_target_length"), 0u);
+  EXPECT_EQ(
+      keys_of({"--max_prompt_length=x", "--max_response_length=1"}).count("max_target_length"), 0u);
+}
+
+TEST(ExtraFlagKeys, ItemsInOrder) {
+  std::vector<TrainerKey> keys = extra_flag_keys({"a=1", "=2", "b", "a=3", "c="});
+  ASSERT_EQ(keys.size(), 3u);
+  EXPECT_EQ(keys[0].origin, "MAXTEXT_EXTRA_FLAGS a=1");
+  EXPECT_EQ(keys[1].value, "3");
+  EXPECT_EQ(keys[2].key, "c");
+  EXPECT_EQ(keys[2].value, "");
+}
+
+}  // namespace
+}  // namespace rtb::bench
