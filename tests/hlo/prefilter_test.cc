@@ -126,15 +126,21 @@ TEST(HloPrefilter, MergingPendingNotesAddsCountsAndJoinsTags) {
   EXPECT_EQ(note.key, "c");
 }
 
+// Options with `threads` scanning threads; keep_all (keep_schedule) turns the dropping off.
+Options reading_options(int threads, bool keep_all) {
+  Options options;
+  options.threads = threads;
+  options.keep_schedule = keep_all;
+  return options;
+}
+
 // The JSON report (or the error) of `analyze` with the filter dropping what the analysis does not
 // need, and with keep_schedule, which turns the dropping off; the schedule itself is left out.
 template <typename Analyze>
 std::pair<std::string, std::string> reports_dropping_and_keeping(int threads, Analyze analyze) {
   std::string reports[2];
   for (bool keep_all : {false, true}) {
-    Options options;
-    options.threads = threads;
-    options.keep_schedule = keep_all;
+    Options options = reading_options(threads, keep_all);
     try {
       Analysis a = analyze(options);
       a.schedule.reset();
@@ -182,9 +188,7 @@ TEST(HloPrefilter, DroppedInstructionsCountUpToTheEndOrTheError) {
   for (int threads : {1, 2}) {
     for (bool keep_all : {false, true}) {
       SCOPED_TRACE(fmt::format("threads {} keep_schedule {}", threads, keep_all));
-      Options options;
-      options.threads = threads;
-      options.keep_schedule = keep_all;
+      Options options = reading_options(threads, keep_all);
       Analysis truncated = analyze_text(body, "t.hlo", options);
       EXPECT_TRUE(truncated.truncated);
       EXPECT_EQ(truncated.instructions, 9);
@@ -231,9 +235,7 @@ TEST(HloPrefilter, DroppedRootsStillNameAsyncWrappers) {
   for (int threads : {1, 2}) {
     for (bool keep_all : {false, true}) {
       SCOPED_TRACE(fmt::format("threads {} keep_schedule {}", threads, keep_all));
-      Options options;
-      options.threads = threads;
-      options.keep_schedule = keep_all;
+      Options options = reading_options(threads, keep_all);
       for (bool complete : {false, true}) {
         Analysis a = analyze_text(complete ? body + "}\n" : body, "r.hlo", options);
         EXPECT_EQ(a.truncated, !complete);
