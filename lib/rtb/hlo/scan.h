@@ -11,7 +11,8 @@
 //   - inside a computation, a newline at depth 1 ends an instruction unless the line ends with
 //     ',' or '=' or the instruction has not reached its `opcode(` yet (a shape alone on its
 //     line); a newline at depth 0 ends the computation's closing `}` line.
-// See hlo.h for what is done with the statements.
+// The pieces: chunk.h (the per-byte classification), splitter.h (the scan), pipeline.h (the
+// threads of the pipelined mode). See analysis.h for what is done with the statements.
 #pragma once
 
 #include <cstddef>
@@ -24,25 +25,6 @@
 #include "rtb/base/io.h"
 
 namespace rtb::hlo {
-
-// Raw character classes of 64 bytes, one bit per byte (bit i = byte i).
-struct ChunkMasks {
-  std::uint64_t quote = 0;      // "
-  std::uint64_t backslash = 0;  // backslash
-  std::uint64_t open = 0;       // ( [ {
-  std::uint64_t close = 0;      // ) ] }
-  std::uint64_t newline = 0;    // \n
-  std::uint64_t zero = 0;       // NUL bytes (binary input)
-  bool operator==(const ChunkMasks&) const = default;
-};
-
-// Classifies 64 bytes starting at `bytes`. The portable and the SIMD version must agree; the
-// dispatching one picks the fastest available. Exposed for tests.
-ChunkMasks classify_chunk_portable(const char* bytes);
-ChunkMasks classify_chunk(const char* bytes);
-
-// Inclusive prefix XOR: bit i of the result is the XOR of bits 0..i of `bits`.
-std::uint64_t prefix_xor(std::uint64_t bits);
 
 struct InstructionHead;
 
@@ -135,12 +117,6 @@ struct SplitEnd {
 SplitEnd split_statements(ByteSource& source, const SplitOptions& options,
                           const std::function<void(const Statement&)>& on_statement,
                           StatementFilter* filter = nullptr);
-
-// Pipelined mode: where the piece that starts at or after offset `from` begins. A guess, which
-// the scan checks: the start of the line after the next line that starts with '}' (where a
-// computation ends), provided that line is blank or starts at its first column; text.size() if
-// there is none.
-std::size_t next_piece_start(std::string_view text, std::size_t from);
 
 // For the splitter and the parser: whether an instruction statement is complete, i.e. it is
 // not an instruction cut after its name, '=' or shape. Anything that is not an instruction
