@@ -18,7 +18,7 @@
 
 namespace {
 
-void read_some_elements(const rtb::payload::ByteSource& source,
+void read_some_elements(const rtb::ByteSource& source,
                         const rtb::payload::ArrayInfo& info) {
   const std::int64_t count = std::min<std::int64_t>(info.count, 16);
   std::vector<std::byte> raw(static_cast<std::size_t>(count) *
@@ -35,7 +35,7 @@ void read_some_elements(const rtb::payload::ByteSource& source,
   (void)rtb::payload::format_shape(info.shape);
 }
 
-void read_source(const rtb::payload::ByteSource& source) {
+void read_source(const rtb::ByteSource& source) {
   std::vector<rtb::payload::ArrayInfo> arrays;
   try {
     arrays = rtb::payload::list_arrays(source);
