@@ -133,9 +133,10 @@ TEST(NpyRead, RejectsWhatItCannotReadWithClearMessages) {
       {"payload_numpy_uint16.npy", "unsupported dtype '<u2'"},
   };
   for (const auto& [file, message] : files_and_messages) {
-    EXPECT_THAT(
-        error_message([&] { list_arrays(FileSource(testdata(file), FileAccess::kRandom)); }),
-        HasSubstr(message));
+    EXPECT_THAT(error_message([&, path = testdata(file)] {
+                  list_arrays(FileSource(path, FileAccess::kRandom));
+                }),
+                HasSubstr(message));
   }
   std::string text = "layer,target\n0,1.5\n";
   EXPECT_THAT(error_message([&] { list_arrays(MemorySource(bytes_of(text), "t.csv")); }),
