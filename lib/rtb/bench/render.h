@@ -57,8 +57,10 @@ struct RenderOptions {
   std::string tool_version;   // written into the client script's header comment
 };
 
-// One change made to the trainer JobSet: which knob (or "render" for the fixed changes), at which
+// One change made to the trainer JobSet: which knob (or "render" for the fixed changes, and
+// kWorkersLibtpuKnob for a worker libtpu flag set to the client's without a knob asking), at which
 // path (diff.h's path scheme), from what to what.
+inline constexpr std::string_view kWorkersLibtpuKnob = "libtpu-workers";
 struct Change {
   std::string knob;
   std::string path;
