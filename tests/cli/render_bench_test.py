@@ -503,6 +503,19 @@ class RenderBenchTest(unittest.TestCase):
             rc, out, err = run_tool(os.path.join(BIN, "diff-renders"), [FIXTURE, path, "--expect-bench"])
             self.assertEqual(rc, 0, out + err)
 
+    def test_launch_render_names_the_dryrun_when_no_file_is_given(self):
+        _, from_file, _ = self.render()
+        rc, out, err = run_tool(TOOL, ["--name", "abtest-bench"], env={"LAUNCH_RENDER": FIXTURE})
+        self.assertEqual((rc, out), (0, from_file), err)
+        rc, out, err = run_tool(TOOL, [FIXTURE, "--name", "abtest-bench"],
+                                env={"LAUNCH_RENDER": "/nonexistent/dryrun.txt"})
+        self.assertEqual((rc, out), (0, from_file), "an explicit file wins: " + err)
+        rc, out, err = run_tool(TOOL, ["--name", "abtest-bench"], unset=["LAUNCH_RENDER"])
+        self.assertEqual((rc, out), (2, ""), err)
+        self.assertIn("LAUNCH_RENDER", err)
+        rc, out, _ = run(["--help"])
+        self.assertIn("LAUNCH_RENDER", out)
+
     def test_libtpu_flag_created_where_absent(self):
         rc, out, err = run([NO_PROXY, "--name", "abtest-bench", "--libtpu-flag=--xla_x=1"])
         self.assertEqual(rc, 0, err)

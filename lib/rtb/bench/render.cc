@@ -1036,6 +1036,12 @@ std::string summarize_changes(const RenderResult& result) {
 
 void validate_jobset_name(const std::string& name) { validate_dns_label("--name", name, true); }
 
+std::string dryrun_input(std::string_view given, bool demo, const char* launch_render) {
+  if (!given.empty()) return std::string(given);
+  if (demo || launch_render == nullptr) return "";
+  return launch_render;
+}
+
 std::string heredoc_terminator(std::string_view text) {
   auto occurs = [&](const std::string& word) {
     std::size_t start = 0;
