@@ -1,5 +1,5 @@
 // libFuzzer target: the DRY_RUN splitter (dryrun.h), the JobSet model (jobset.h), the MaxText
-// settings of a render (configlog.h) and render-bench's core with default knobs (render.h).
+// settings of a render (config_diff.h) and render-bench's core with default knobs (render.h).
 // Only rtb::Error is an expected outcome; any other exception or a sanitizer report is a finding.
 #include <cstddef>
 #include <cstdint>
@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "rtb/base/error.h"
-#include "rtb/bench/configlog.h"
+#include "rtb/bench/config_diff.h"
 #include "rtb/bench/render.h"
 #include "rtb/k8s/dryrun.h"
 #include "rtb/k8s/jobset.h"

@@ -11,6 +11,7 @@
 
 #include "rtb/base/error.h"
 #include "rtb/hlo/analysis.h"
+#include "rtb/hlo/chunk.h"
 #include "rtb/hlo/report.h"
 #include "rtb/hlo/scan.h"
 #include "rtb/hlo/syntax.h"

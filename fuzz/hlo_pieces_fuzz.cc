@@ -30,7 +30,7 @@ using Seen =
     std::vector<std::tuple<std::string, std::int64_t, std::int64_t, std::string, std::uint32_t>>;
 
 std::string split(std::string_view text, int threads, std::size_t piece_bytes, bool filtered) {
-  rtb::hlo::MemorySource source(text);
+  rtb::MemorySource source(text, "<fuzz>");
   rtb::hlo::SplitOptions options;
   options.threads = threads;
   options.piece_bytes = piece_bytes;

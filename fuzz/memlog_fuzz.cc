@@ -11,6 +11,8 @@
 #include "rtb/base/error.h"
 #include "rtb/base/literal.h"
 #include "rtb/logs/memlog.h"
+#include "rtb/logs/memlog_format.h"
+#include "rtb/logs/memlog_verdict.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -1,4 +1,4 @@
-// libFuzzer target: the .npy/.npz reader (npy.h) over bytes in memory (SpanSource) and, for some
+// libFuzzer target: the .npy/.npz reader (npy.h) over bytes in memory (MemorySource) and, for some
 // inputs, through a file descriptor (FileSource on a memfd), plus the routed-experts measurement
 // that reads arrays in blocks (routing_load.h). Only rtb::Error is an expected outcome.
 #include <sys/mman.h>
@@ -18,7 +18,7 @@
 
 namespace {
 
-void read_some_elements(const rtb::payload::ByteSource& source,
+void read_some_elements(const rtb::ByteSource& source,
                         const rtb::payload::ArrayInfo& info) {
   const std::int64_t count = std::min<std::int64_t>(info.count, 16);
   std::vector<std::byte> raw(static_cast<std::size_t>(count) *
@@ -35,7 +35,7 @@ void read_some_elements(const rtb::payload::ByteSource& source,
   (void)rtb::payload::format_shape(info.shape);
 }
 
-void read_source(const rtb::payload::ByteSource& source) {
+void read_source(const rtb::ByteSource& source) {
   std::vector<rtb::payload::ArrayInfo> arrays;
   try {
     arrays = rtb::payload::list_arrays(source);
@@ -61,7 +61,7 @@ void read_source(const rtb::payload::ByteSource& source) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data), size);
-  read_source(rtb::payload::SpanSource(bytes, "<fuzz>"));
+  read_source(rtb::MemorySource(bytes, "<fuzz>"));
 
   if (size % 4 == 0) {  // the pread path, on a memfd
     int fd = memfd_create("npy_fuzz", MFD_CLOEXEC);
@@ -69,7 +69,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (size == 0 || write(fd, data, size) == static_cast<ssize_t>(size)) {
       std::string path = "/proc/self/fd/" + std::to_string(fd);
       try {
-        read_source(rtb::payload::FileSource(path));
+        read_source(rtb::FileSource(path, rtb::FileAccess::kRandom));
       } catch (const rtb::Error&) {
       }
     }

@@ -1,17 +1,23 @@
 #include "rtb/base/io.h"
 
 #include <fcntl.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "rtb/base/error.h"
@@ -199,6 +205,162 @@ TEST_F(IoTest, ForEachLineHandlesLinesLongerThanTheReadBuffer) {
     return true;
   });
   EXPECT_EQ(lengths, (std::vector<std::size_t>{5, long_line.size(), 3}));
+}
+
+TEST_F(IoTest, ForEachLineCutsLinesAtTheLimitAndSaysSo) {
+  fs::path in = dir_ / "cut.txt";
+  std::string long_line(3 << 20, 'y');  // longer than one read: cut inside the carry
+  std::ofstream(in) << "0123456789\nabc\n" << long_line << "\ntail-longer";
+  std::vector<std::tuple<std::string, std::size_t, bool>> seen;
+  for_each_line(in, 4, [&](std::string_view line, std::size_t number, bool cut) {
+    seen.emplace_back(std::string(line), number, cut);
+    return true;
+  });
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen[0], std::make_tuple(std::string("0123"), std::size_t{1}, true));
+  EXPECT_EQ(seen[1], std::make_tuple(std::string("abc"), std::size_t{2}, false));
+  EXPECT_EQ(seen[2], std::make_tuple(std::string("yyyy"), std::size_t{3}, true));
+  EXPECT_EQ(seen[3], std::make_tuple(std::string("tail"), std::size_t{4}, true));
+}
+
+TEST_F(IoTest, ForEachLineStopsWhenAsked) {
+  fs::path in = dir_ / "stop.txt";
+  std::ofstream(in) << "a\nb\nc\n";
+  std::size_t calls = 0;
+  for_each_line(in, [&](std::string_view, std::size_t) { return ++calls < 2; });
+  EXPECT_EQ(calls, 2u);
+}
+
+// ---- byte sources ----
+
+std::string read_in_order(ByteSource& source, std::size_t block) {
+  std::string out;
+  std::string buffer(block, '\0');
+  while (std::size_t n = source.read(buffer.data(), buffer.size())) out.append(buffer, 0, n);
+  return out;
+}
+
+std::string read_at(const ByteSource& source, std::uint64_t offset, std::size_t bytes) {
+  std::string out(bytes, '\0');
+  source.read_at(offset, std::as_writable_bytes(std::span(out.data(), out.size())));
+  return out;
+}
+
+std::string error_of(const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(MemorySource, ReadsInOrderAndByPosition) {
+  const std::string text = "HloModule m\nline two\n";
+  MemorySource source(text, "m.txt");
+  EXPECT_EQ(source.name(), "m.txt");
+  EXPECT_EQ(source.contiguous(), text);
+  EXPECT_EQ(source.size(), text.size());
+  EXPECT_EQ(read_at(source, 4, 6), "odule ");
+  EXPECT_EQ(read_in_order(source, 5), text);
+  EXPECT_EQ(error_of([&] { read_at(source, text.size() - 2, 3); }),
+            "m.txt: read past the end of the data (offset 19, 3 bytes, size 21)");
+}
+
+TEST(MemorySource, MaxReadLimitsEachReadAndHidesTheContiguousView) {
+  const std::string text(100, 'z');
+  MemorySource source(text, "t", 7);
+  EXPECT_TRUE(source.contiguous().empty());
+  char buffer[64];
+  EXPECT_EQ(source.read(buffer, sizeof buffer), 7u);
+  EXPECT_EQ(read_in_order(source, 64).size(), 93u);
+}
+
+TEST(MemorySource, TakesBytes) {
+  const std::array<std::byte, 3> bytes{std::byte{1}, std::byte{0}, std::byte{255}};
+  MemorySource source(std::span<const std::byte>(bytes), "b");
+  EXPECT_EQ(source.size(), 3u);
+  EXPECT_EQ(read_at(source, 1, 2), std::string("\0\xff", 2));
+}
+
+// A source that only knows how to read by position: reading in order comes from the base.
+class PositionOnlySource final : public ByteSource {
+ public:
+  explicit PositionOnlySource(std::string text) : text_(std::move(text)) {}
+  const std::string& name() const override { return name_; }
+  std::uint64_t size() const override { return text_.size(); }
+  void read_at(std::uint64_t offset, std::span<std::byte> out) const override {
+    ASSERT_LE(offset + out.size(), text_.size());
+    std::memcpy(out.data(), text_.data() + offset, out.size());
+  }
+
+ private:
+  std::string text_;
+  std::string name_ = "positions";
+};
+
+TEST(ByteSource, ReadsInOrderThroughReadAtByDefault) {
+  PositionOnlySource source("abcdefghij");
+  EXPECT_TRUE(source.contiguous().empty());
+  EXPECT_EQ(read_in_order(source, 3), "abcdefghij");
+  char buffer[4];
+  EXPECT_EQ(source.read(buffer, sizeof buffer), 0u);  // stays at the end
+}
+
+TEST_F(IoTest, FileSourceReadsTheSameBytesWhateverTheAccess) {
+  fs::path in = dir_ / "bytes.bin";
+  std::string text;
+  for (int i = 0; i < 300000; ++i) text += static_cast<char>(i * 7 % 256);
+  std::ofstream(in, std::ios::binary) << text;
+  for (FileAccess access : {FileAccess::kStream, FileAccess::kMapped, FileAccess::kRandom}) {
+    FileSource source(in.string(), access);
+    EXPECT_EQ(source.name(), in.string());
+    EXPECT_EQ(source.size(), text.size());
+    EXPECT_EQ(source.contiguous().empty(), access != FileAccess::kMapped);
+    EXPECT_EQ(read_at(source, 1000, 17), text.substr(1000, 17));
+    EXPECT_EQ(read_in_order(source, 4096), text);
+    source.release(text.size());  // a no-op without a mapping; drops the pages with one
+    EXPECT_EQ(
+        error_of([&] { read_at(source, text.size() - 1, 2); }),
+        in.string() + ": read past the end of the file (offset 299999, 2 bytes, size 300000)");
+  }
+}
+
+TEST_F(IoTest, FileSourceMapsOnlyNonEmptyFiles) {
+  fs::path in = dir_ / "empty.txt";
+  std::ofstream(in) << "";
+  FileSource source(in.string(), FileAccess::kMapped);
+  EXPECT_TRUE(source.contiguous().empty());
+  char buffer[8];
+  EXPECT_EQ(source.read(buffer, sizeof buffer), 0u);
+}
+
+TEST_F(IoTest, FileSourceRefusesWhatItCannotRead) {
+  std::string dir = dir_.string();
+  for (FileAccess access : {FileAccess::kStream, FileAccess::kMapped, FileAccess::kRandom}) {
+    EXPECT_EQ(error_of([&] { FileSource source(dir, access); }), dir + ": is a directory");
+    EXPECT_THAT(error_of([&] { FileSource source(dir + "/nope", access); }),
+                ::testing::StartsWith(dir + "/nope: cannot open: "));
+  }
+}
+
+TEST_F(IoTest, PipesAreReadInOrderButNotByPosition) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  ASSERT_EQ(::write(fds[1], "piped\n", 6), 6);
+  ::close(fds[1]);
+  std::string path = "/dev/fd/" + std::to_string(fds[0]);
+  EXPECT_THAT(error_of([&] { FileSource source(path, FileAccess::kRandom); }),
+              ::testing::HasSubstr("is not a regular file"));
+  {
+    FileSource source(path, FileAccess::kMapped);
+    EXPECT_TRUE(source.contiguous().empty());
+    EXPECT_THAT(error_of([&] { (void)source.size(); }), ::testing::HasSubstr("not known"));
+    EXPECT_THAT(error_of([&] { read_at(source, 0, 1); }),
+                ::testing::HasSubstr("cannot be read at an offset"));
+    EXPECT_EQ(read_in_order(source, 2), "piped\n");
+  }
+  ::close(fds[0]);
 }
 
 TEST(ErrorTest, FormatsFileAndLine) {

@@ -1,4 +1,4 @@
-// A statement filter for tests of the pipelined HLO splitter (tests/hlo_scan_test.cc,
+// A statement filter for tests of the pipelined HLO splitter (tests/hlo/pipeline_test.cc,
 // fuzz/hlo_pieces_fuzz.cc): it drops the statements a predicate names and counts them on the
 // next statement it keeps (StatementNote::count), so that the counts show whether the filters of
 // the pieces add up to what one filter notes. Kept instructions get kind 1 (2 for a ROOT) and

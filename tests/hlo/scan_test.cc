@@ -1,5 +1,6 @@
-// Tests of the streaming layer of the HLO reader (hlo_scan): the 64-byte classification, the
-// statement splitter (single-thread and pipelined, mapped and read sources) and its errors.
+// Tests of the streaming layer of the HLO reader (scan.h): the statement splitter (mapped and
+// read sources, block sizes) and its errors. The classification is in chunk_test.cc, the
+// pipelined mode in pipeline_test.cc.
 #include "rtb/hlo/scan.h"
 
 #include <fmt/format.h>
@@ -33,28 +34,10 @@ using ::testing::HasSubstr;
 
 // ---- hlo_scan: classification and splitting -----------------------------------------------------
 
-TEST(HloScan, SimdClassificationMatchesPortable) {
-  std::mt19937 random(6);
-  const std::string alphabet = "\"\\()[]{}\n\0 abc=,%";
-  for (int round = 0; round < 2000; ++round) {
-    char bytes[64];
-    for (char& b : bytes) {
-      b = round % 2 == 0 ? alphabet[random() % alphabet.size()] : static_cast<char>(random());
-    }
-    ASSERT_EQ(classify_chunk(bytes), classify_chunk_portable(bytes)) << "round " << round;
-  }
-}
-
-TEST(HloScan, PrefixXorMarksBytesInsideQuotes) {
-  EXPECT_EQ(prefix_xor(0b1001), 0b0111u);
-  EXPECT_EQ(prefix_xor(0), 0u);
-  EXPECT_EQ(prefix_xor(1), ~std::uint64_t{0});
-}
-
 std::vector<Statement> split_all(const std::string& text, std::size_t max_read,
                                  SplitEnd* end_out = nullptr, std::size_t block = 4096,
                                  std::vector<std::string>* texts = nullptr) {
-  MemorySource source(text, max_read);
+  MemorySource source(text, "<test>", max_read);
   SplitOptions options;
   options.block_bytes = block;
   std::vector<Statement> out;
@@ -120,7 +103,7 @@ TEST(HloScan, StatementLongerThanTheLimitStopsWithItsLine) {
   std::string text = "HloModule m\n\nENTRY %e {\n  %x = f32[] constant(0), note=\"";
   text += std::string(3000, 'a');
   text += "\"\n}\n";
-  MemorySource source(text);
+  MemorySource source(text, "<test>");
   SplitOptions options;
   options.block_bytes = 256;
   options.max_statement_bytes = 1000;
@@ -168,7 +151,7 @@ TEST(HloScan, MappedAndReadFilesGiveTheSameStatements) {
   ::close(fd);
   std::ofstream(path, std::ios::binary) << text;
   auto digest = [&](bool map) {
-    FileSource source(path, map);
+    FileSource source(path, map ? FileAccess::kMapped : FileAccess::kStream);
     EXPECT_EQ(source.contiguous().empty(), !map);
     std::size_t count = 0;
     std::size_t hash = 0;
@@ -188,51 +171,13 @@ TEST(HloScan, MappedAndReadFilesGiveTheSameStatements) {
   EXPECT_GT(mapped.first, 100000u);
 }
 
-// Text that fools next_piece_start: lines starting with '}' inside a multi-line string and
-// inside a multi-line attribute, each followed by a line the guess takes for a new statement.
-std::string misleading_text() {
-  return "HloModule m, is_scheduled=true\n\n"
-         "ENTRY %e (p: f32[]) -> f32[] {\n"
-         "  %p = f32[] parameter(0)\n"
-         "  %c = f32[] custom-call(%p), custom_call_target=\"x\", backend_config=\"line1\n"
-         "}\n"
-         "\n"
-         "not a header {\n"
-         "}\n"
-         "more\"\n"
-         "  %d = f32[] custom-call(%c), custom_call_target=\"y\", backend_config={\n"
-         "\"a\": 1\n"
-         "}\n"
-         "\n"
-         "  ROOT %r = f32[] add(%p, %d)\n"
-         "}\n"
-         "\n"
-         "%f (q: f32[]) -> f32[] {\n"
-         "  ROOT %q = f32[] parameter(0)\n"
-         "}\n\n";
-}
-
-TEST(HloScan, NextPieceStartFindsTheLineAfterAComputationsEnd) {
-  std::string text = "HloModule m\n\n%a {\n  %x = f32[] constant(0)\n}\n\n%b {\n}\nENTRY %c {\n}\n";
-  std::size_t after_a = text.find("}\n") + 2;
-  EXPECT_EQ(next_piece_start(text, 0), after_a);
-  EXPECT_EQ(next_piece_start(text, 5), after_a);
-  EXPECT_EQ(next_piece_start(text, after_a - 2), after_a);  // from the '}' itself
-  std::size_t after_b = text.find("}\nENTRY") + 2;
-  EXPECT_EQ(next_piece_start(text, after_a), after_b);
-  EXPECT_EQ(next_piece_start(text, after_b), text.size());  // the last '}': nothing follows
-  // A '}' line followed by an indented line is not a computation's end.
-  EXPECT_EQ(next_piece_start("x\n}\n  y\n", 0), std::string("x\n}\n  y\n").size());
-  EXPECT_EQ(next_piece_start("", 0), 0u);
-}
-
 // What the splitter accepts, and where it reports an error, does not depend on where its 64-byte
 // chunks fall (the pieces of the pipelined mode start at other offsets). Found by
 // fuzz/hlo_pieces_fuzz: an error's `lines` and a ')' that a later '(' on the same line balances
 // depended on the alignment, and so did a statement up to 63 bytes over the length limit.
 TEST(HloScan, ErrorsDoNotDependOnWhereChunksFall) {
   auto split = [](const std::string& text, std::size_t max_statement) {
-    MemorySource source(text);
+    MemorySource source(text, "<test>");
     SplitOptions options;
     options.threads = 1;
     options.max_statement_bytes = max_statement;
@@ -282,142 +227,6 @@ TEST(HloScan, ErrorsDoNotDependOnWhereChunksFall) {
       EXPECT_EQ(std::get<2>(unbalanced), 3);
     }
   }
-}
-
-// Drops `parameter` instructions and statements without a head (see CountingFilter).
-bool parameter_or_no_head(const Statement& st) {
-  return st.head == nullptr || st.head->opcode == "parameter";
-}
-
-using Seen =
-    std::vector<std::tuple<std::string, std::int64_t, std::int64_t, std::string, std::uint32_t>>;
-
-// Every statement a split delivers (text, line, depth after, opcode, note count), and its end.
-Seen split_with(const std::string& text, int threads, std::size_t piece_bytes, bool filtered,
-                SplitEnd* end_out) {
-  MemorySource source(text);
-  SplitOptions options;
-  options.threads = threads;
-  options.piece_bytes = piece_bytes;
-  fixtures::CountingFilter filter(parameter_or_no_head);
-  Seen seen;
-  SplitEnd end = split_statements(
-      source, options,
-      [&](const Statement& st) {
-        if (filtered) {
-          EXPECT_NE(st.note, nullptr);
-          if (st.note != nullptr && st.head != nullptr) {
-            EXPECT_EQ(st.note->key, st.head->name);
-          }
-        }
-        seen.emplace_back(st.text, st.line, st.depth_after,
-                          st.head != nullptr ? std::string(st.head->opcode) : "",
-                          st.note != nullptr ? st.note->count : 0);
-      },
-      filtered ? &filter : nullptr);
-  if (end_out != nullptr) *end_out = end;
-  return seen;
-}
-
-// The pipelined mode (pieces scanned on other threads, the callback on the caller's) gives
-// exactly the statements, lines and notes of the single-thread mode, wherever the text is cut,
-// including where the guessed piece starts are wrong and at inputs that end early or break off.
-TEST(HloScan, PipelinedModeGivesTheSameStatements) {
-  std::vector<std::string> texts = {
-      read_fixture("handwritten_multiline.hlo.txt"),
-      read_fixture("handwritten_escaped_backend_config.hlo.txt"),
-      read_fixture("maxtext_ref_llama3_8b_tpu-v6e-4_8fcc9e13.hlo.txt"),
-      read_fixture("maxtext_ref_deepseek3_tpu-v6e-4_28b37f85_sparsecore.hlo.txt"),
-      read_fixture("bad/truncated_mid_instruction.hlo.txt"),
-      "HloModule m\n\nENTRY %e {\n  ROOT %x = f32[]", misleading_text(),
-      // Broken in a later piece: unbalanced bracket, NUL byte, a string that never ends.
-      misleading_text() + misleading_text() + "}\n" + misleading_text(),
-      misleading_text() + std::string("%g {\n  %x = f32[] constant(0)\0\n}\n", 34),
-      misleading_text() + "%h {\n  %s = f32[] custom-call(), backend_config=\"\n}\n\n%i {\n}\n"};
-  std::string many;  // more than one hand-over batch
-  while (many.size() < (3u << 20)) many += read_fixture("handwritten_multiline.hlo.txt");
-  texts.push_back(many);
-  std::string fooled;
-  while (fooled.size() < (256u << 10)) fooled += misleading_text().substr(32);
-  texts.push_back("HloModule m\n\n" + fooled);
-  for (std::size_t t = 0; t < texts.size(); ++t) {
-    const std::string& text = texts[t];
-    for (bool filtered : {false, true}) {
-      SplitEnd single_end;
-      Seen single = split_with(text, 1, 0, filtered, &single_end);
-      for (int threads : {2, 3}) {
-        for (std::size_t piece :
-             {std::size_t{0}, std::size_t{1}, std::size_t{100}, std::size_t{4096}}) {
-          SCOPED_TRACE(
-              fmt::format("text {} filtered {} threads {} piece {}", t, filtered, threads, piece));
-          SplitEnd end;
-          Seen got = split_with(text, threads, piece, filtered, &end);
-          EXPECT_EQ(got, single);
-          EXPECT_EQ(end.clean, single_end.clean);
-          EXPECT_EQ(end.line, single_end.line);
-          EXPECT_EQ(end.message, single_end.message);
-          EXPECT_EQ(end.lines, single_end.lines);
-          EXPECT_EQ(end.bytes, single_end.bytes);
-          if (single_end.clean) {
-            EXPECT_EQ(end.depth, single_end.depth);
-          }
-          EXPECT_EQ(end.partial_statement, single_end.partial_statement);
-          EXPECT_EQ(end.pending.count, single_end.pending.count);
-        }
-      }
-    }
-  }
-}
-
-// A filter sees every statement on the scanning side, drops some and notes others; the callback
-// gets the kept ones in order with their notes, and can annotate the note of a later statement
-// through Statement::ahead. The dropped statements are all counted, on kept notes or at the end.
-TEST(HloScan, FilterDropsAndNotesStatements) {
-  std::string text;
-  while (text.size() < (6u << 20)) text += read_fixture("handwritten_multiline.hlo.txt");
-  std::size_t kept[2] = {0, 0};
-  std::size_t counted[2] = {0, 0};
-  std::size_t annotated_seen[2] = {0, 0};
-  for (int threads : {1, 2}) {
-    MemorySource source(text);
-    SplitOptions options;
-    options.threads = threads;
-    fixtures::CountingFilter filter(parameter_or_no_head);
-    SplitEnd end = split_statements(
-        source, options,
-        [&](const Statement& st) {
-          ASSERT_NE(st.note, nullptr);
-          ASSERT_NE(st.head, nullptr);
-          EXPECT_NE(st.head->opcode, "parameter");
-          if (st.note->hash == 7) ++annotated_seen[threads - 1];
-          if (st.ahead != nullptr) st.ahead->hash = 7;
-          ++kept[threads - 1];
-          counted[threads - 1] += st.note->count;
-        },
-        &filter);
-    counted[threads - 1] += end.pending.count;
-  }
-  EXPECT_EQ(kept[0], kept[1]);
-  EXPECT_EQ(counted[0], counted[1]);
-  EXPECT_GT(counted[0], 0u);
-  EXPECT_GT(kept[0], 0u);
-  EXPECT_EQ(annotated_seen[0], 0u);  // one thread: no look-ahead
-  EXPECT_GT(annotated_seen[1], kept[1] / 2);
-}
-
-TEST(HloScan, PipelinedModeStopsWhenTheCallbackThrows) {
-  std::string text;
-  while (text.size() < (8u << 20)) text += read_fixture("handwritten_multiline.hlo.txt");
-  MemorySource source(text);
-  SplitOptions options;
-  options.threads = 2;
-  int seen = 0;
-  EXPECT_THROW(split_statements(source, options,
-                                [&](const Statement&) {
-                                  if (++seen == 5000) fail("stop here");
-                                }),
-               Error);
-  EXPECT_EQ(seen, 5000);
 }
 
 }  // namespace

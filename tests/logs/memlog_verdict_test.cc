@@ -38,32 +38,34 @@ TEST(MemLogSummary, ExitCodes) {
     return summarize(std::move(logs), options);
   };
   Summary fits = run({"memlog_engine_compile_a.log"});
-  EXPECT_EQ(fits.exit_code, 0) << fits.error;
+  EXPECT_EQ(fits.outcome(), Outcome::kPass) << (fits.error ? fits.error->what() : "");
   EXPECT_NEAR(*fits.verdicts[0].programs[0].headroom_gib, 94.74 - 92.75, 1e-9);
   EXPECT_EQ(fits.verdicts[0].programs[0].fits, true);
 
   Summary ab = run({"memlog_engine_compile_a.log", "memlog_engine_compile_b.log"});
-  EXPECT_EQ(ab.exit_code, 1);
+  EXPECT_EQ(ab.outcome(), Outcome::kFail);
   EXPECT_EQ(ab.verdicts[1].programs[0].fits, false);
   EXPECT_EQ(ab.verdicts[1].programs[1].fits, true);
 
-  EXPECT_EQ(run({"memlog_engine_compile_a.log"}, {90.0, std::nullopt}).exit_code, 1);
-  EXPECT_EQ(run({"memlog_oom_engine_hlo_temporaries.log"}).exit_code, 1);
-  EXPECT_EQ(run({"memlog_oom_with_truncated_dict.log"}).exit_code, 1);
-  EXPECT_EQ(run({"memlog_oom_runtime_allocate.log"}).exit_code, 1);
+  EXPECT_EQ(run({"memlog_engine_compile_a.log"}, {90.0, std::nullopt}).outcome(), Outcome::kFail);
+  EXPECT_EQ(run({"memlog_oom_engine_hlo_temporaries.log"}).outcome(), Outcome::kFail);
+  EXPECT_EQ(run({"memlog_oom_with_truncated_dict.log"}).outcome(), Outcome::kFail);
+  EXPECT_EQ(run({"memlog_oom_runtime_allocate.log"}).outcome(), Outcome::kFail);
 
   Summary empty = run({"memlog_bad_empty.log"});
-  EXPECT_EQ(empty.exit_code, 2);
-  EXPECT_THAT(empty.error, HasSubstr("memlog_bad_empty.log: holds no memory analysis"));
+  EXPECT_EQ(empty.outcome(), Outcome::kError);
+  EXPECT_THAT(empty.error->what(), HasSubstr("memlog_bad_empty.log: holds no memory analysis"));
   Summary truncated = run({"memlog_engine_compile_a.log", "memlog_bad_truncated_dict.log"});
-  EXPECT_EQ(truncated.exit_code, 2);
-  EXPECT_THAT(truncated.error, HasSubstr("memlog_bad_truncated_dict.log:2:"));
+  EXPECT_EQ(truncated.outcome(), Outcome::kError);
+  EXPECT_THAT(truncated.error->what(), HasSubstr("memlog_bad_truncated_dict.log:2:"));
   Summary unknown_hbm = run({"memlog_maxtext_docs_excerpts_5f0dabb4.log"});
-  EXPECT_EQ(unknown_hbm.exit_code, 2);
-  EXPECT_THAT(unknown_hbm.error, HasSubstr("--hbm-gib or --chip"));
-  EXPECT_EQ(run({"memlog_maxtext_docs_excerpts_5f0dabb4.log"}, {std::nullopt, "v5p"}).exit_code, 1)
+  EXPECT_EQ(unknown_hbm.outcome(), Outcome::kError);
+  EXPECT_THAT(unknown_hbm.error->what(), HasSubstr("--hbm-gib or --chip"));
+  EXPECT_EQ(run({"memlog_maxtext_docs_excerpts_5f0dabb4.log"}, {std::nullopt, "v5p"}).outcome(),
+            Outcome::kFail)
       << "100.4 GiB does not fit in v5p's 95";
-  EXPECT_EQ(run({"memlog_maxtext_docs_excerpts_5f0dabb4.log"}, {101.0, std::nullopt}).exit_code, 0);
+  EXPECT_EQ(run({"memlog_maxtext_docs_excerpts_5f0dabb4.log"}, {101.0, std::nullopt}).outcome(),
+            Outcome::kPass);
 }
 
 }  // namespace

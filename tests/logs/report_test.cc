@@ -358,7 +358,7 @@ TEST(BuildReport, ComparisonsNoiseFloorAndFailIfSlower) {
   // slow is 4% slower, beyond --fail-if-slower 3.
   ASSERT_EQ(report.slower_than_allowed.size(), 1u);
   EXPECT_THAT(report.slower_than_allowed[0], HasSubstr("slow: s/step +4.00% slower than ctl"));
-  EXPECT_EQ(report.exit_code(), 1);
+  EXPECT_EQ(report.outcome(), Outcome::kFail);
 
   // With an A/A pair 5% apart, both differences are noise and nothing trips.
   inputs.control_pair.emplace(bench_log("a1", {40, 10, 10.1, 9.9, 10}, mb),
@@ -369,7 +369,7 @@ TEST(BuildReport, ComparisonsNoiseFloorAndFailIfSlower) {
   EXPECT_EQ(noisy.comparisons[0].step->verdict, logs::Verdict::kFaster);  // 10% > 5%
   EXPECT_EQ(noisy.comparisons[1].step->verdict, logs::Verdict::kNoise);   // 4% < 5%
   EXPECT_TRUE(noisy.slower_than_allowed.empty());
-  EXPECT_EQ(noisy.exit_code(), 0);
+  EXPECT_EQ(noisy.outcome(), Outcome::kPass);
 }
 
 TEST(BuildReport, Numerics) {
@@ -392,7 +392,7 @@ TEST(BuildReport, Numerics) {
   EXPECT_EQ(report.numerics->variant, "v");
   inputs.numerics[2] = with_metrics("v", 2.01);
   EXPECT_FALSE(build_report(inputs, {}).numerics->result.pass);
-  EXPECT_EQ(build_report(inputs, {}).exit_code(), 1);
+  EXPECT_EQ(build_report(inputs, {}).outcome(), Outcome::kFail);
   inputs.numerics[1] =
       steplog::parse_run_log_text(R"(BENCH_STEP {"step":1,"seconds":5})", "bare.log");
   try {

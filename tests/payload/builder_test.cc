@@ -377,7 +377,7 @@ TEST(PayloadBuild, WrittenFileHoldsEveryFieldAsBuilt) {
   std::filesystem::path path = std::filesystem::temp_directory_path() /
                                ("rtb_payload_" + std::to_string(::getpid()) + ".npz");
   write_payload(p, path);
-  FileSource source(path);
+  FileSource source(path, FileAccess::kRandom);
   std::vector<ArrayInfo> arrays = list_arrays(source);
   std::vector<std::string> names;
   for (const ArrayInfo& a : arrays) names.push_back(a.name);
@@ -490,7 +490,7 @@ TEST(PayloadSettings, RecordedInTheFileAndReadBack) {
   std::filesystem::path path = std::filesystem::temp_directory_path() /
                                ("rtb_settings_" + std::to_string(::getpid()) + ".npz");
   write_payload(p, path);
-  FileSource source(path);
+  FileSource source(path, FileAccess::kRandom);
   std::vector<ArrayInfo> arrays = list_arrays(source);
   std::optional<PayloadSettings> s = read_payload_settings(source, arrays);
   std::filesystem::remove(path);

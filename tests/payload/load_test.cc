@@ -104,7 +104,7 @@ TEST_F(MeasureTest, TokensByLayersByTopkInt16) {
   options.experts = 4;
   options.ep = 2;
   options.buffer_factor = 1.0;
-  MeasureReport report = measure_routing(FileSource(path), options);
+  MeasureReport report = measure_routing(FileSource(path, FileAccess::kRandom), options);
   EXPECT_EQ(report.layers, 2);
   EXPECT_EQ(report.topk, 2);
   EXPECT_EQ(report.positions, 4);
@@ -131,7 +131,7 @@ TEST_F(MeasureTest, RowsByTokensInt32MemberOfAnNpz) {
   writer.finish();
   MeasureOptions options;
   options.experts = 3;
-  MeasureReport report = measure_routing(FileSource(path), options);
+  MeasureReport report = measure_routing(FileSource(path, FileAccess::kRandom), options);
   EXPECT_EQ(report.array, "routed_experts");
   EXPECT_EQ(report.dtype, DType::kInt32);
   EXPECT_EQ(report.positions, 4);
@@ -139,7 +139,7 @@ TEST_F(MeasureTest, RowsByTokensInt32MemberOfAnNpz) {
   EXPECT_DOUBLE_EQ(report.per_layer[0].max_over_mean, 1.0);
   options.member = "nothing";
   // With two arrays the member must exist.
-  EXPECT_THROW(measure_routing(FileSource(path), options), Error);
+  EXPECT_THROW(measure_routing(FileSource(path, FileAccess::kRandom), options), Error);
 }
 
 TEST_F(MeasureTest, BadInputsAreNamed) {
@@ -157,7 +157,7 @@ TEST_F(MeasureTest, BadInputsAreNamed) {
     MeasureOptions options;
     options.experts = experts;
     try {
-      measure_routing(FileSource(path), options);
+      measure_routing(FileSource(path, FileAccess::kRandom), options);
     } catch (const Error& e) {
       return std::string(e.what());
     }
@@ -177,7 +177,7 @@ TEST_F(MeasureTest, RepeatedExpertsAreCounted) {
   write_npy(path, DType::kInt16, {2, 1, 2}, std::as_bytes(std::span(routed)));
   MeasureOptions options;
   options.experts = 2;
-  EXPECT_EQ(measure_routing(FileSource(path), options).repeated, 1);
+  EXPECT_EQ(measure_routing(FileSource(path, FileAccess::kRandom), options).repeated, 1);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rtb/base/error.h"
@@ -56,7 +57,7 @@ class NpyFiles : public ::testing::Test {
 };
 
 TEST(NpyRead, NumpySavezWithEveryDtype) {
-  FileSource source(testdata("payload_numpy_dtypes.npz"));
+  FileSource source(testdata("payload_numpy_dtypes.npz"), FileAccess::kRandom);
   std::vector<ArrayInfo> arrays = list_arrays(source);
   ASSERT_EQ(arrays.size(), 9u);
 
@@ -93,19 +94,20 @@ TEST(NpyRead, NumpySavezWithEveryDtype) {
 
 TEST(NpyRead, FormatVersionsOneTwoAndThree) {
   for (int version : {1, 2, 3}) {
-    FileSource source(testdata("payload_numpy_v" + std::to_string(version) + ".npy"));
+    FileSource source(testdata("payload_numpy_v" + std::to_string(version) + ".npy"),
+                      FileAccess::kRandom);
     std::vector<ArrayInfo> arrays = list_arrays(source);
     ASSERT_EQ(arrays.size(), 1u);
     EXPECT_EQ(arrays[0].name, "");
     EXPECT_EQ(arrays[0].format_version, version);
   }
-  FileSource v3(testdata("payload_numpy_v3.npy"));
+  FileSource v3(testdata("payload_numpy_v3.npy"), FileAccess::kRandom);
   ArrayInfo info = list_arrays(v3)[0];
   EXPECT_THAT(read_all<std::int16_t>(v3, info), ElementsAre(1, -2, 3, -32768, 32767, 0));
 }
 
 TEST(NpyRead, ReadsBlocksAndWidensIntegers) {
-  FileSource source(testdata("payload_numpy_dtypes.npz"));
+  FileSource source(testdata("payload_numpy_dtypes.npz"), FileAccess::kRandom);
   std::vector<ArrayInfo> arrays = list_arrays(source);
   std::vector<std::int64_t> wide(3);
   read_integers(source, *find_array(arrays, "i16"), 2, wide);
@@ -124,29 +126,32 @@ TEST(NpyRead, ReadsBlocksAndWidensIntegers) {
 }
 
 TEST(NpyRead, RejectsWhatItCannotReadWithClearMessages) {
-  EXPECT_THAT(
-      error_message([] { list_arrays(FileSource(testdata("payload_numpy_compressed.npz"))); }),
-      HasSubstr("member 'i32.npy' is compressed"));
-  EXPECT_THAT(error_message([] { list_arrays(FileSource(testdata("payload_numpy_fortran.npy"))); }),
-              HasSubstr("Fortran-order"));
-  EXPECT_THAT(
-      error_message([] { list_arrays(FileSource(testdata("payload_numpy_bigendian.npy"))); }),
-      HasSubstr("big-endian dtype '>i4'"));
-  EXPECT_THAT(error_message([] { list_arrays(FileSource(testdata("payload_numpy_uint16.npy"))); }),
-              HasSubstr("unsupported dtype '<u2'"));
+  const std::pair<const char*, const char*> files_and_messages[] = {
+      {"payload_numpy_compressed.npz", "member 'i32.npy' is compressed"},
+      {"payload_numpy_fortran.npy", "Fortran-order"},
+      {"payload_numpy_bigendian.npy", "big-endian dtype '>i4'"},
+      {"payload_numpy_uint16.npy", "unsupported dtype '<u2'"},
+  };
+  for (const auto& [file, message] : files_and_messages) {
+    EXPECT_THAT(
+        error_message([&] { list_arrays(FileSource(testdata(file), FileAccess::kRandom)); }),
+        HasSubstr(message));
+  }
   std::string text = "layer,target\n0,1.5\n";
-  EXPECT_THAT(error_message([&] { list_arrays(SpanSource(bytes_of(text), "t.csv")); }),
+  EXPECT_THAT(error_message([&] { list_arrays(MemorySource(bytes_of(text), "t.csv")); }),
               HasSubstr("t.csv: not a NumPy .npy or .npz file"));
-  EXPECT_THAT(error_message([] { list_arrays(SpanSource({}, "e")); }), HasSubstr("empty file"));
-  EXPECT_THAT(error_message([] { FileSource source(RTB_TESTDATA_DIR); }),
+  EXPECT_THAT(error_message([] { list_arrays(MemorySource(std::string_view(), "e")); }),
+              HasSubstr("empty file"));
+  EXPECT_THAT(error_message([] { FileSource source(RTB_TESTDATA_DIR, FileAccess::kRandom); }),
               HasSubstr("is a directory"));
-  EXPECT_THAT(error_message([] { FileSource source(testdata("no_such_file.npz")); }),
-              HasSubstr("cannot open"));
+  EXPECT_THAT(
+      error_message([] { FileSource source(testdata("no_such_file.npz"), FileAccess::kRandom); }),
+      HasSubstr("cannot open"));
 }
 
 TEST(NpyRead, ExtraBytesAfterTheDataAreAnError) {
   std::string npy = read_file(testdata("payload_numpy_v1.npy")) + "xx";
-  EXPECT_THAT(error_message([&] { list_arrays(SpanSource(bytes_of(npy), "x.npy")); }),
+  EXPECT_THAT(error_message([&] { list_arrays(MemorySource(bytes_of(npy), "x.npy")); }),
               HasSubstr("2 bytes after the data"));
 }
 
@@ -157,7 +162,7 @@ TEST(NpyRead, EveryTruncationIsAnError) {
     std::string whole = read_file(testdata(name));
     for (std::size_t length = 0; length < whole.size(); ++length) {
       std::string part = whole.substr(0, length);
-      EXPECT_THROW(list_arrays(SpanSource(bytes_of(part), name)), Error)
+      EXPECT_THROW(list_arrays(MemorySource(bytes_of(part), name)), Error)
           << name << " cut at " << length;
     }
   }
@@ -175,7 +180,7 @@ TEST(NpyRead, CorruptedBytesNeverCrash) {
       state = state * 6364136223846793005ULL + 1442695040888963407ULL;
       copy[(state >> 33) % copy.size()] = static_cast<char>(state >> 20);
     }
-    SpanSource source(bytes_of(copy), "fuzz");
+    MemorySource source(bytes_of(copy), "fuzz");
     try {
       for (const ArrayInfo& info : list_arrays(source)) {
         std::vector<std::byte> data(info.data_bytes);
@@ -221,7 +226,7 @@ TEST_F(NpyFiles, NpzWriterRoundTripsAndWorksWithOrWithoutZip64) {
     writer.add<std::int32_t>("prompt_ids", {1, 0}, empty);
     EXPECT_FALSE(fs::exists(path));  // written to a temporary file until finish()
     writer.finish();
-    FileSource source(path);
+    FileSource source(path, FileAccess::kRandom);
     std::vector<ArrayInfo> arrays = list_arrays(source);
     ASSERT_EQ(arrays.size(), 3u);
     EXPECT_EQ(arrays[0].name, "routed_experts");
@@ -253,7 +258,7 @@ TEST_F(NpyFiles, WriteNpyRoundTrips) {
   fs::path path = dir_ / "a.npy";
   std::vector<double> values = {1.5, -2.0, std::numeric_limits<double>::max()};
   write_npy(path, DType::kFloat64, {3}, std::as_bytes(std::span(values)));
-  FileSource source(path);
+  FileSource source(path, FileAccess::kRandom);
   std::vector<ArrayInfo> arrays = list_arrays(source);
   ASSERT_EQ(arrays.size(), 1u);
   EXPECT_EQ(read_all<double>(source, arrays[0]), values);

@@ -137,7 +137,7 @@ TEST(AttentionTiles, PayloadFileGivesTheSameCountsAsTheLayout) {
   s.dkv_block_q = 64;
   s.dkv_block_kv = 64;
   s.pad_align = 128;
-  TilesReport from_file = count_payload_tiles(FileSource(path), s);
+  TilesReport from_file = count_payload_tiles(FileSource(path, FileAccess::kRandom), s);
   TilesReport from_layout = count_layout_tiles(payload.options, s);
   std::filesystem::remove(path);
   EXPECT_EQ(from_file.end.fwd_all_rows, from_layout.end.fwd_all_rows);

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <utility>
 
+#include "common/tool.h"
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
 #include "rtb/k8s/jobset.h"
@@ -114,12 +115,7 @@ void add_render_options(CLI::App& app, RenderKnobs& knobs, NameOption name) {
                  "K=V: an extra environment variable for the driver");
   app.add_option("--driver", knobs.driver_file,
                  "Use this bench_driver.py instead of the embedded one");
-  app.add_option("--trainer-main", options.mains.trainer, "--process_main of the trainer")
-      ->capture_default_str();
-  app.add_option("--orch-main", options.mains.orchestrator, "--process_main of the orchestrator")
-      ->capture_default_str();
-  app.add_option("--rollout-main", options.mains.rollout, "--process_main of the rollouts")
-      ->capture_default_str();
+  add_role_main_options(app, options.mains);
 }
 
 void finish_render_options(RenderKnobs& knobs, std::string_view embedded_driver) {

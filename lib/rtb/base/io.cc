@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -39,75 +40,183 @@ class Fd {
   int fd_;
 };
 
-int open_input(const std::string& path) {
-  if (path == "-") return STDIN_FILENO;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail_at(path, 0, "cannot open: {}", std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    fail_at(path, 0, "is a directory");
-  }
-  return fd;
-}
-
 }  // namespace
 
 std::string display_name(const std::string& path) { return path == "-" ? "<stdin>" : path; }
 
 std::string read_file(const std::string& path) {
-  int raw = open_input(path);
-  Fd owner(path == "-" ? -1 : raw);
+  FileSource source(path, FileAccess::kStream);
   std::string content;
   char buffer[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(raw, buffer, sizeof buffer);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail_at(display_name(path), 0, "cannot read: {}", std::strerror(errno));
-    }
-    if (n == 0) break;
-    content.append(buffer, static_cast<std::size_t>(n));
-  }
+  while (std::size_t n = source.read(buffer, sizeof buffer)) content.append(buffer, n);
   return content;
 }
 
 void for_each_line(const std::string& path,
                    const std::function<bool(std::string_view, std::size_t)>& on_line) {
-  int raw = open_input(path);
-  Fd owner(path == "-" ? -1 : raw);
+  for_each_line(path, SIZE_MAX, [&](std::string_view line, std::size_t number, bool) {
+    return on_line(line, number);
+  });
+}
+
+void for_each_line(const std::string& path, std::size_t max_line_bytes,
+                   const std::function<bool(std::string_view, std::size_t, bool)>& on_line) {
+  FileSource source(path, FileAccess::kStream);
   std::vector<char> buffer(1 << 20);
-  std::string carry;  // a line split across two reads
+  std::string carry;  // the start of a line split across reads, at most max_line_bytes
+  bool carry_cut = false;
   std::size_t number = 0;
-  for (;;) {
-    ssize_t n = ::read(raw, buffer.data(), buffer.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail_at(display_name(path), 0, "cannot read: {}", std::strerror(errno));
-    }
-    if (n == 0) break;
-    std::string_view chunk(buffer.data(), static_cast<std::size_t>(n));
+  while (std::size_t n = source.read(buffer.data(), buffer.size())) {
+    std::string_view chunk(buffer.data(), n);
     while (!chunk.empty()) {
       std::size_t newline = chunk.find('\n');
+      std::string_view piece = chunk.substr(0, newline);
+      std::size_t room = max_line_bytes - carry.size();
+      if (piece.size() > room) {
+        carry_cut = true;
+        piece = piece.substr(0, room);
+      }
       if (newline == std::string_view::npos) {
-        carry.append(chunk);
+        carry.append(piece);
         break;
       }
-      std::string_view line = chunk.substr(0, newline);
       chunk.remove_prefix(newline + 1);
-      ++number;
       bool go_on;
       if (carry.empty()) {
-        go_on = on_line(line, number);
+        go_on = on_line(piece, ++number, carry_cut);
       } else {
-        carry.append(line);
-        go_on = on_line(carry, number);
+        carry.append(piece);
+        go_on = on_line(carry, ++number, carry_cut);
         carry.clear();
       }
+      carry_cut = false;
       if (!go_on) return;
     }
   }
-  if (!carry.empty()) on_line(carry, ++number);
+  if (!carry.empty()) on_line(carry, ++number, carry_cut);
+}
+
+// ---- byte sources ------------------------------------------------------------------------------
+
+std::size_t ByteSource::read(char* buffer, std::size_t capacity) {
+  std::uint64_t total = size();
+  std::size_t n = static_cast<std::size_t>(
+      std::min<std::uint64_t>(capacity, total - std::min(read_position_, total)));
+  read_at(read_position_, std::as_writable_bytes(std::span(buffer, n)));
+  read_position_ += n;
+  return n;
+}
+
+std::uint64_t ByteSource::size() const {
+  fail_at(name(), 0, "the size is not known before the end (give a regular file)");
+}
+
+void ByteSource::read_at(std::uint64_t offset, std::span<std::byte> out) const {
+  (void)offset;
+  (void)out;
+  fail_at(name(), 0, "cannot be read at an offset (give a regular file)");
+}
+
+std::size_t MemorySource::read(char* buffer, std::size_t capacity) {
+  std::size_t n = std::min({capacity, max_read_, text_.size() - read_offset_});
+  if (n > 0) std::memcpy(buffer, text_.data() + read_offset_, n);
+  read_offset_ += n;
+  return n;
+}
+
+void MemorySource::read_at(std::uint64_t offset, std::span<std::byte> out) const {
+  if (offset > text_.size() || out.size() > text_.size() - offset) {
+    fail_at(name_, 0, "read past the end of the data (offset {}, {} bytes, size {})", offset,
+            out.size(), text_.size());
+  }
+  if (!out.empty()) std::memcpy(out.data(), text_.data() + offset, out.size());
+}
+
+FileSource::FileSource(const std::string& path, FileAccess access) : name_(display_name(path)) {
+  if (path == "-") {
+    fd_ = STDIN_FILENO;
+  } else {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) fail_at(name_, 0, "cannot open: {}", std::strerror(errno));
+    owns_fd_ = true;
+  }
+  Fd owner(owns_fd_ ? fd_ : -1);  // closes the file if the checks below throw
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) fail_at(name_, 0, "cannot stat: {}", std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) fail_at(name_, 0, "is a directory");
+  regular_ = S_ISREG(st.st_mode);
+  if (access == FileAccess::kRandom && !regular_) {
+    fail_at(name_, 0, "is not a regular file: it is read at offsets, so give a regular file");
+  }
+  size_ = regular_ ? static_cast<std::uint64_t>(st.st_size) : 0;
+  owner.release();
+  // Mapping saves the copy of every byte that read() makes; release() drops the pages behind the
+  // reader, so the resident set stays bounded. If mapping fails, read() is used.
+  if (access == FileAccess::kMapped && path != "-" && regular_ && size_ > 0) {
+    void* address =
+        ::mmap(nullptr, static_cast<std::size_t>(size_), PROT_READ, MAP_PRIVATE, fd_, 0);
+    if (address != MAP_FAILED) {
+      mapping_ = static_cast<char*>(address);
+      mapped_size_ = static_cast<std::size_t>(size_);
+      ::madvise(mapping_, mapped_size_, MADV_SEQUENTIAL);
+      return;
+    }
+  }
+#if defined(POSIX_FADV_SEQUENTIAL)
+  if (access != FileAccess::kRandom && regular_) ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
+#endif
+}
+
+FileSource::~FileSource() {
+  if (mapping_ != nullptr) ::munmap(mapping_, mapped_size_);
+  if (owns_fd_) ::close(fd_);
+}
+
+std::string_view FileSource::contiguous() {
+  return mapping_ == nullptr ? std::string_view() : std::string_view(mapping_, mapped_size_);
+}
+
+void FileSource::release(std::size_t offset) {
+  constexpr std::size_t kStep = std::size_t{16} << 20;  // madvise at most every 16 MiB
+  if (mapping_ == nullptr) return;
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  std::size_t until = std::min(offset, mapped_size_) / page * page;
+  if (until < released_ + kStep) return;
+  ::madvise(mapping_ + released_, until - released_, MADV_DONTNEED);
+  released_ = until;
+}
+
+std::size_t FileSource::read(char* buffer, std::size_t capacity) {
+  for (;;) {
+    ssize_t n = ::read(fd_, buffer, capacity);
+    if (n >= 0) return static_cast<std::size_t>(n);
+    if (errno == EINTR) continue;
+    fail_at(name_, 0, "cannot read: {}", std::strerror(errno));
+  }
+}
+
+std::uint64_t FileSource::size() const {
+  if (!regular_) return ByteSource::size();
+  return size_;
+}
+
+void FileSource::read_at(std::uint64_t offset, std::span<std::byte> out) const {
+  if (!regular_) return ByteSource::read_at(offset, out);
+  if (offset > size_ || out.size() > size_ - offset) {
+    fail_at(name_, 0, "read past the end of the file (offset {}, {} bytes, size {})", offset,
+            out.size(), size_);
+  }
+  std::size_t done = 0;
+  while (done < out.size()) {
+    ssize_t n =
+        ::pread(fd_, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail_at(name_, 0, "cannot read: {}", std::strerror(errno));
+    }
+    if (n == 0) fail_at(name_, 0, "unexpected end of file (did it shrink while being read?)");
+    done += static_cast<std::size_t>(n);
+  }
 }
 
 namespace {

@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace rtb {
 
@@ -21,6 +22,105 @@ std::string display_name(const std::string& path);
 // false to stop early. Throws Error on read errors.
 void for_each_line(const std::string& path,
                    const std::function<bool(std::string_view line, std::size_t number)>& on_line);
+// The same with lines cut to their first `max_line_bytes` bytes (`cut` tells), so that memory
+// stays bounded whatever the input holds.
+void for_each_line(
+    const std::string& path, std::size_t max_line_bytes,
+    const std::function<bool(std::string_view line, std::size_t number, bool cut)>& on_line);
+
+// ---- byte sources ----------------------------------------------------------------------------
+// Where an input's bytes come from: a file (or stdin), text in memory, or a reader's own
+// composition (a payload built in memory). Readers take them in one of two ways, and every
+// source offers both, so one reader's tests can feed another's source:
+//   - in order (the HLO splitter, line readers): read() copies the next block into the caller's
+//     buffer; contiguous() hands over the whole input without a copy when the source holds it
+//     (text in memory, a memory-mapped file), and release() lets a mapping drop what is behind
+//     the reader. One virtual call per block or one for the whole input, never one per byte.
+//   - by position (zip/npz, whose index is at the end): size() and read_at(), as pread does; a
+//     huge file is never mapped or slurped for this, so memory stays bounded.
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  // For messages ("<stdin>" for stdin).
+  virtual const std::string& name() const = 0;
+
+  // Reads up to `capacity` bytes that follow the previous read into `buffer`; returns 0 at the
+  // end. Throws rtb::Error. By default reads by position from where the previous read ended.
+  virtual std::size_t read(char* buffer, std::size_t capacity);
+  // The whole input as one region when the source has it without copying, else empty (then
+  // read() is the way in). Reading by contiguous() and by read() are not mixed.
+  virtual std::string_view contiguous() { return {}; }
+  // The reader will not look at bytes before `offset` of contiguous() again.
+  virtual void release(std::size_t offset) { (void)offset; }
+
+  // Total bytes. Throws rtb::Error when the source cannot tell before the end (a pipe).
+  virtual std::uint64_t size() const;
+  // Fills `out` with the bytes at [offset, offset + out.size()). Throws rtb::Error for bytes
+  // outside the source or a source without random access (a pipe).
+  virtual void read_at(std::uint64_t offset, std::span<std::byte> out) const;
+
+ private:
+  std::uint64_t read_position_ = 0;  // for the default read()
+};
+
+// Text or bytes in memory (borrowed: they must outlive the source).
+class MemorySource final : public ByteSource {
+ public:
+  // `max_read` limits each read() so tests can exercise input split across reads; with a limit
+  // the source also stops offering contiguous(), so the read() path is the one tested.
+  MemorySource(std::string_view text, std::string name, std::size_t max_read = SIZE_MAX)
+      : text_(text), name_(std::move(name)), max_read_(max_read) {}
+  MemorySource(std::span<const std::byte> bytes, std::string name, std::size_t max_read = SIZE_MAX)
+      : MemorySource(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
+                     std::move(name), max_read) {}
+  const std::string& name() const override { return name_; }
+  std::size_t read(char* buffer, std::size_t capacity) override;
+  std::string_view contiguous() override {
+    return max_read_ == SIZE_MAX ? text_ : std::string_view();
+  }
+  std::uint64_t size() const override { return text_.size(); }
+  void read_at(std::uint64_t offset, std::span<std::byte> out) const override;
+
+ private:
+  std::string_view text_;
+  std::size_t read_offset_ = 0;
+  std::string name_;
+  std::size_t max_read_;
+};
+
+// How a FileSource is going to be read.
+enum class FileAccess {
+  kStream,  // in order with read() (blocks of the caller's size); any file, pipe or stdin
+  kMapped,  // in order; a non-empty regular file (not stdin) is memory-mapped read-only for
+            // contiguous() and released behind the reader, anything else is read in blocks
+  kRandom,  // by position (pread); the file must be a regular file, else the constructor throws
+};
+
+class FileSource final : public ByteSource {
+ public:
+  // Opens `path` ("-": stdin). Throws rtb::Error naming it (cannot open, a directory, not a
+  // regular file for kRandom).
+  FileSource(const std::string& path, FileAccess access);
+  ~FileSource() override;
+  FileSource(const FileSource&) = delete;
+  FileSource& operator=(const FileSource&) = delete;
+  const std::string& name() const override { return name_; }
+  std::size_t read(char* buffer, std::size_t capacity) override;
+  std::string_view contiguous() override;
+  void release(std::size_t offset) override;
+  std::uint64_t size() const override;
+  void read_at(std::uint64_t offset, std::span<std::byte> out) const override;
+
+ private:
+  std::string name_;
+  int fd_ = -1;
+  bool owns_fd_ = false;
+  bool regular_ = false;  // a regular file: size known, pread works
+  std::uint64_t size_ = 0;
+  char* mapping_ = nullptr;
+  std::size_t mapped_size_ = 0;
+  std::size_t released_ = 0;  // bytes at the start of the mapping already dropped
+};
 
 // Writes an output file sequentially, so that a reader never sees it half-written:
 // - "-" goes to stdout; /dev/stdout, /dev/stderr, /dev/fd/N and /proc/self/fd/N are written

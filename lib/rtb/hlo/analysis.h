@@ -2,7 +2,7 @@
 // `*.after_optimizations.txt`): which collectives the schedule hides behind compute, and which
 // are exposed.
 //
-// The module is streamed (hlo_scan.h): memory is bounded by the largest computation, not by the
+// The module is streamed (scan.h): memory is bounded by the largest computation, not by the
 // file. Within a scheduled computation the text order is the schedule order, so for every
 // asynchronous pair (`*-start`/`*-done`, `async-start`/`async-update`/`async-done`,
 // `copy-start`/`copy-done`, `send`/`recv` with their `*-done`) the instructions printed between
@@ -158,7 +158,7 @@ struct Options {
   bool keep_schedule = false;      // fill Analysis::schedule (for --svg)
   std::size_t compute_sample = 4;  // compute names kept per window
   std::size_t max_warnings = 50;
-  int threads = 0;              // see SplitOptions::threads (hlo_scan.h): 0 = automatic
+  int threads = 0;              // see SplitOptions::threads (scan.h): 0 = automatic
   std::size_t piece_bytes = 0;  // see SplitOptions::piece_bytes: 0 = automatic (tests cut finer)
 };
 

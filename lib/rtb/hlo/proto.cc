@@ -202,10 +202,13 @@ struct InstructionEntry {
 
 class ProtoTextSource : public ByteSource {
  public:
-  ProtoTextSource(std::string_view proto, std::shared_ptr<const void> keep_alive)
-      : input_(proto), keep_alive_(std::move(keep_alive)) {
+  ProtoTextSource(std::string_view proto, std::shared_ptr<const void> keep_alive,
+                  std::string name = "<HloProto>")
+      : input_(proto), keep_alive_(std::move(keep_alive)), name_(std::move(name)) {
     index_module();
   }
+
+  const std::string& name() const override { return name_; }
 
   std::size_t read(char* buffer, std::size_t capacity) override {
     while (pending_at_ == pending_.size()) {
@@ -801,6 +804,7 @@ class ProtoTextSource : public ByteSource {
 
   std::string_view input_;
   std::shared_ptr<const void> keep_alive_;  // what holds input_'s bytes (a mapping)
+  std::string name_;
   std::string_view module_name_;
   bool scheduled_ = false;
   std::vector<ComputationEntry> computations_;
@@ -868,6 +872,7 @@ class ReplaySource : public ByteSource {
  public:
   ReplaySource(std::string prefix, std::unique_ptr<ByteSource> inner)
       : prefix_(std::move(prefix)), inner_(std::move(inner)) {}
+  const std::string& name() const override { return inner_->name(); }
   std::size_t read(char* buffer, std::size_t capacity) override {
     if (at_ < prefix_.size()) {
       std::size_t n = std::min(capacity, prefix_.size() - at_);
@@ -918,7 +923,7 @@ std::string hlo_proto_to_text(std::string_view proto) {
 }
 
 HloInput open_hlo_input(const std::string& path) {
-  auto file = std::make_unique<FileSource>(path);
+  auto file = std::make_unique<FileSource>(path, FileAccess::kMapped);
   HloInput input;
   std::string_view whole = file->contiguous();
   if (!whole.empty()) {
@@ -929,7 +934,7 @@ HloInput open_hlo_input(const std::string& path) {
     }
     input.proto_bytes = whole.size();
     std::shared_ptr<const FileSource> owner(std::move(file));
-    input.source = std::make_unique<ProtoTextSource>(whole, owner);
+    input.source = std::make_unique<ProtoTextSource>(whole, owner, display_name(path));
     return input;
   }
   // Not mapped (stdin, a pipe, an empty file): read the first bytes to decide.
@@ -948,7 +953,7 @@ HloInput open_hlo_input(const std::string& path) {
   }
   std::shared_ptr<const Mapping> mapping = spool(prefix, *file, display_name(path));
   input.proto_bytes = mapping->bytes().size();
-  input.source = std::make_unique<ProtoTextSource>(mapping->bytes(), mapping);
+  input.source = std::make_unique<ProtoTextSource>(mapping->bytes(), mapping, display_name(path));
   return input;
 }
 

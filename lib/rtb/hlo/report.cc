@@ -98,69 +98,59 @@ std::string json_collective(std::size_t index, const Collective& c) {
       json_name(c.op_name), json_bool(c.in_truncated_computation));
 }
 
-// The report object, indented by `indent` spaces (nested in the comparison document).
-std::string json_report(const Analysis& analysis, const ReportOptions& options, int indent) {
-  std::string pad(static_cast<std::size_t>(indent), ' ');
-  std::string in = pad + "  ";
-  std::string out = "{\n";
-  out += fmt::format("{}\"schema\": \"rtb.hlo-overlap/1\",\n", in);
-  out += fmt::format("{}\"file\": {},\n", in, json::quote(analysis.file));
-  out += fmt::format("{}\"module\": {},\n", in, json::quote(analysis.module));
-  out += fmt::format("{}\"scheduled\": {},\n", in, json_bool(analysis.scheduled));
-  out += fmt::format("{}\"truncated\": {},\n", in, json_bool(analysis.truncated));
-  out += fmt::format("{}\"truncated_line\": {},\n", in,
-                     analysis.truncated ? json_line(analysis.truncated_line) : "null");
-  out += fmt::format("{}\"truncation_reason\": {},\n", in,
-                     analysis.truncated ? json::quote(analysis.truncation_reason) : "null");
-  out += fmt::format("{}\"computations\": {},\n", in, analysis.computations);
-  out += fmt::format("{}\"instructions\": {},\n", in, analysis.instructions);
-  out += fmt::format("{}\"lines\": {},\n", in, analysis.lines);
-  out += fmt::format("{}\"bytes_read\": {},\n", in, analysis.bytes_read);
-  out += fmt::format("{}\"collectives\": [", in);
+// Writes the report object into `j` (the comparison document nests two). The entries of the
+// lists are one line each.
+void write_report(json::Writer& j, const Analysis& analysis, const ReportOptions& options) {
+  j.begin_object();
+  j.field("schema", "rtb.hlo-overlap/1");
+  j.field("file", analysis.file);
+  j.field("module", analysis.module);
+  j.field("scheduled", analysis.scheduled);
+  j.field("truncated", analysis.truncated);
+  j.key("truncated_line").raw(analysis.truncated ? json_line(analysis.truncated_line) : "null");
+  j.key("truncation_reason");
+  if (analysis.truncated) {
+    j.value(analysis.truncation_reason);
+  } else {
+    j.null();
+  }
+  j.field("computations", analysis.computations);
+  j.field("instructions", analysis.instructions);
+  j.field("lines", analysis.lines);
+  j.field("bytes_read", analysis.bytes_read);
+  j.key("collectives").begin_array();
   for (std::size_t i = 0; i < analysis.collectives.size(); ++i) {
-    out += i == 0 ? "\n" : ",\n";
-    out += fmt::format("{}  {}", in, json_collective(i, analysis.collectives[i]));
+    j.raw(json_collective(i, analysis.collectives[i]));
   }
-  out += analysis.collectives.empty() ? "],\n" : fmt::format("\n{}],\n", in);
-  out += fmt::format("{}\"summary\": {{", in);
-  for (std::size_t i = 0; i < analysis.by_kind.size(); ++i) {
-    const KindTotals& k = analysis.by_kind[i];
-    out += i == 0 ? "\n" : ",\n";
-    out += fmt::format("{}  {}: {{\"category\": {}, {}}}", in, json::quote(k.kind),
-                       json::quote(category_name(k.category)), json_totals(k.totals));
+  j.end_array();
+  j.key("summary").begin_object();
+  for (const KindTotals& k : analysis.by_kind) {
+    j.key(k.kind).raw(fmt::format("{{\"category\": {}, {}}}",
+                                  json::quote(category_name(k.category)), json_totals(k.totals)));
   }
-  out += analysis.by_kind.empty() ? "},\n" : fmt::format("\n{}}},\n", in);
-  out += fmt::format("{}\"total\": {{{}}},\n", in, json_totals(analysis.total));
-  out += fmt::format("{}\"total_collectives\": {{{}}},\n", in,
-                     json_totals(analysis.total_collectives));
-  out += fmt::format("{}\"by_computation\": [", in);
-  for (std::size_t i = 0; i < analysis.by_computation.size(); ++i) {
-    const ComputationTotals& c = analysis.by_computation[i];
-    out += i == 0 ? "\n" : ",\n";
-    out += fmt::format(
-        "{}  {{\"computation\": {}, \"computation_executions\": {}, "
-        "\"computation_executions_known\": {}, {}}}",
-        in, json::quote(c.computation), c.executions, json_bool(c.executions_known),
-        json_totals(c.totals));
+  j.end_object();
+  j.key("total").raw(fmt::format("{{{}}}", json_totals(analysis.total)));
+  j.key("total_collectives").raw(fmt::format("{{{}}}", json_totals(analysis.total_collectives)));
+  j.key("by_computation").begin_array();
+  for (const ComputationTotals& c : analysis.by_computation) {
+    j.raw(
+        fmt::format("{{\"computation\": {}, \"computation_executions\": {}, "
+                    "\"computation_executions_known\": {}, {}}}",
+                    json::quote(c.computation), c.executions, json_bool(c.executions_known),
+                    json_totals(c.totals)));
   }
-  out += analysis.by_computation.empty() ? "],\n" : fmt::format("\n{}],\n", in);
+  j.end_array();
   std::vector<std::size_t> top = ranked_exposed(analysis);
   if (top.size() > options.top) top.resize(options.top);
-  out += fmt::format("{}\"top_exposed\": [", in);
-  for (std::size_t i = 0; i < top.size(); ++i)
-    out += fmt::format("{}{}", i == 0 ? "" : ", ", top[i]);
-  out += "],\n";
-  out += fmt::format("{}\"warnings\": [", in);
-  for (std::size_t i = 0; i < analysis.warnings.size(); ++i) {
-    const Warning& w = analysis.warnings[i];
-    out += i == 0 ? "\n" : ",\n";
-    out += fmt::format("{}  {{\"line\": {}, \"message\": {}}}", in, json_line(w.line),
-                       json::quote(w.message));
+  j.list("top_exposed", top);
+  j.key("warnings").begin_array();
+  for (const Warning& w : analysis.warnings) {
+    j.raw(fmt::format("{{\"line\": {}, \"message\": {}}}", json_line(w.line),
+                      json::quote(w.message)));
   }
-  out += analysis.warnings.empty() ? "],\n" : fmt::format("\n{}],\n", in);
-  out += fmt::format("{}\"warnings_dropped\": {}\n", in, analysis.warnings_dropped);
-  out += pad + "}";
-  return out;
+  j.end_array();
+  j.field("warnings_dropped", analysis.warnings_dropped);
+  j.end_object();
 }
 
 // ---- text tables --------------------------------------------------------------------------------
@@ -314,7 +304,9 @@ std::string format_text(const Analysis& a, const ReportOptions& options) {
 }
 
 std::string format_json(const Analysis& analysis, const ReportOptions& options) {
-  return json_report(analysis, options, 0) + "\n";
+  json::Writer j;
+  write_report(j, analysis, options);
+  return j.str();
 }
 
 namespace {
@@ -427,31 +419,34 @@ std::string format_compare_text(const Analysis& a, const Analysis& b) {
 
 std::string format_compare_json(const Analysis& a, const Analysis& b,
                                 const ReportOptions& options) {
-  std::string out = "{\n  \"schema\": \"rtb.hlo-overlap-compare/1\",\n";
-  out += fmt::format("  \"a\": {},\n", json_report(a, options, 2));
-  out += fmt::format("  \"b\": {},\n", json_report(b, options, 2));
-  out += "  \"delta\": {\n";
-  out += fmt::format("    \"total\": {},\n", json_delta(a.total, b.total));
-  out += fmt::format("    \"total_collectives\": {},\n",
-                     json_delta(a.total_collectives, b.total_collectives));
-  out += "    \"by_kind\": {";
-  bool first = true;
+  json::Writer j;
+  j.begin_object();
+  j.field("schema", "rtb.hlo-overlap-compare/1");
+  j.key("a");
+  write_report(j, a, options);
+  j.key("b");
+  write_report(j, b, options);
+  j.key("delta").begin_object();
+  j.key("total").raw(json_delta(a.total, b.total));
+  j.key("total_collectives").raw(json_delta(a.total_collectives, b.total_collectives));
+  j.key("by_kind").begin_object();
   for (const auto& [kind, pair] : pair_kinds(a, b)) {
-    out += first ? "\n" : ",\n";
-    first = false;
-    out += fmt::format(
-        "      {}: {}", json::quote(kind),
+    j.key(kind).raw(
         json_delta(pair.a ? pair.a->totals : Totals{}, pair.b ? pair.b->totals : Totals{}));
   }
-  out += first ? "}\n" : "\n    }\n";
-  out += "  },\n";
+  j.end_object();
+  j.end_object();
   std::vector<std::string> differences = compare_differences(a, b);
-  out += fmt::format("  \"same\": {},\n  \"differences\": [", json_bool(differences.empty()));
+  j.field("same", differences.empty());
+  // On one line, as the first version printed them.
+  std::string listed = "[";
   for (std::size_t i = 0; i < differences.size(); ++i) {
-    out += fmt::format("{}{}", i == 0 ? "" : ", ", json::quote(differences[i]));
+    if (i > 0) listed += ", ";
+    listed += json::quote(differences[i]);
   }
-  out += "]\n}\n";
-  return out;
+  j.key("differences").raw(listed + "]");
+  j.end_object();
+  return j.str();
 }
 
 // ---- SVG ----------------------------------------------------------------------------------------

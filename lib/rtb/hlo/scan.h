@@ -11,7 +11,8 @@
 //   - inside a computation, a newline at depth 1 ends an instruction unless the line ends with
 //     ',' or '=' or the instruction has not reached its `opcode(` yet (a shape alone on its
 //     line); a newline at depth 0 ends the computation's closing `}` line.
-// See hlo.h for what is done with the statements.
+// The pieces: chunk.h (the per-byte classification), splitter.h (the scan), pipeline.h (the
+// threads of the pipelined mode). See analysis.h for what is done with the statements.
 #pragma once
 
 #include <cstddef>
@@ -21,77 +22,9 @@
 #include <string>
 #include <string_view>
 
+#include "rtb/base/io.h"
+
 namespace rtb::hlo {
-
-// Where the bytes come from: a file descriptor (a file or stdin) or a string in memory (tests).
-class ByteSource {
- public:
-  virtual ~ByteSource() = default;
-  // Reads up to `capacity` bytes into `buffer`; returns 0 at the end. Throws rtb::Error.
-  virtual std::size_t read(char* buffer, std::size_t capacity) = 0;
-  // The whole input as one region when the source has it without copying (a memory-mapped
-  // regular file, text in memory), else empty: then the splitter uses read().
-  virtual std::string_view contiguous() { return {}; }
-  // The splitter will not look at bytes before `offset` of contiguous() again (a mapping drops
-  // them from memory, which keeps the resident set bounded on huge files).
-  virtual void release(std::size_t offset) { (void)offset; }
-};
-
-class MemorySource : public ByteSource {
- public:
-  // `max_read` limits each read so tests can exercise statements split across reads; with a
-  // limit the source also stops offering contiguous(), so the read() path is the one tested.
-  explicit MemorySource(std::string_view text, std::size_t max_read = SIZE_MAX)
-      : text_(text), max_read_(max_read) {}
-  std::size_t read(char* buffer, std::size_t capacity) override;
-  std::string_view contiguous() override {
-    return max_read_ == SIZE_MAX ? text_ : std::string_view();
-  }
-
- private:
-  std::string_view text_;
-  std::size_t max_read_;
-};
-
-class FileSource : public ByteSource {
- public:
-  // Opens `path` ("-" = stdin). A non-empty regular file is memory-mapped (read-only) unless
-  // `map` is false; anything else is read in blocks. Throws rtb::Error naming the file.
-  explicit FileSource(const std::string& path, bool map = true);
-  ~FileSource() override;
-  FileSource(const FileSource&) = delete;
-  FileSource& operator=(const FileSource&) = delete;
-  std::size_t read(char* buffer, std::size_t capacity) override;
-  std::string_view contiguous() override;
-  void release(std::size_t offset) override;
-
- private:
-  std::string name_;
-  int fd_;
-  bool owned_;
-  char* mapping_ = nullptr;
-  std::size_t mapped_size_ = 0;
-  std::size_t released_ = 0;  // bytes at the start of the mapping already dropped
-};
-
-// Raw character classes of 64 bytes, one bit per byte (bit i = byte i).
-struct ChunkMasks {
-  std::uint64_t quote = 0;      // "
-  std::uint64_t backslash = 0;  // backslash
-  std::uint64_t open = 0;       // ( [ {
-  std::uint64_t close = 0;      // ) ] }
-  std::uint64_t newline = 0;    // \n
-  std::uint64_t zero = 0;       // NUL bytes (binary input)
-  bool operator==(const ChunkMasks&) const = default;
-};
-
-// Classifies 64 bytes starting at `bytes`. The portable and the SIMD version must agree; the
-// dispatching one picks the fastest available. Exposed for tests.
-ChunkMasks classify_chunk_portable(const char* bytes);
-ChunkMasks classify_chunk(const char* bytes);
-
-// Inclusive prefix XOR: bit i of the result is the XOR of bits 0..i of `bits`.
-std::uint64_t prefix_xor(std::uint64_t bits);
 
 struct InstructionHead;
 
@@ -184,12 +117,6 @@ struct SplitEnd {
 SplitEnd split_statements(ByteSource& source, const SplitOptions& options,
                           const std::function<void(const Statement&)>& on_statement,
                           StatementFilter* filter = nullptr);
-
-// Pipelined mode: where the piece that starts at or after offset `from` begins. A guess, which
-// the scan checks: the start of the line after the next line that starts with '}' (where a
-// computation ends), provided that line is blank or starts at its first column; text.size() if
-// there is none.
-std::size_t next_piece_start(std::string_view text, std::size_t from);
 
 // For the splitter and the parser: whether an instruction statement is complete, i.e. it is
 // not an instruction cut after its name, '=' or shape. Anything that is not an instruction

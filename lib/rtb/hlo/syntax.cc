@@ -581,4 +581,30 @@ std::vector<std::string_view> computation_refs(std::string_view value) {
   return out;
 }
 
+// The name of the computation a computation header opens (`ENTRY %main (...) -> ... {`), empty
+// if there is none.
+std::string_view header_name(std::string_view body) {
+  if (body.starts_with("ENTRY") && body.size() > 5 && is_space(body[5])) {
+    body = trim(body.substr(5));
+  }
+  return strip_percent(body.substr(0, header_token_length(body)));
+}
+
+// The computation a fusion calls (`calls=%fused_computation.3`), empty if not found. XLA prints
+// `calls=` before any quoted attribute (metadata, backend_config), so a plain search up to the
+// first quote finds it without walking the attributes.
+std::string_view fusion_callee(std::string_view call) {
+  std::size_t quote = call.find('"');
+  std::size_t at = call.substr(0, quote).find("calls=");
+  if (at == std::string_view::npos || at == 0 || (call[at - 1] != ' ' && call[at - 1] != ',')) {
+    return {};
+  }
+  std::string_view rest = call.substr(at + 6);
+  std::size_t end = 0;
+  while (end < rest.size() && rest[end] != ',' && !is_space(rest[end])) ++end;
+  std::string_view value = rest.substr(0, end);
+  if (value.empty() || value.front() == '{') return {};
+  return strip_percent(value);
+}
+
 }  // namespace rtb::hlo

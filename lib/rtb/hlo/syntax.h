@@ -81,4 +81,17 @@ std::optional<std::int64_t> known_trip_count(std::string_view backend_config);
 // Computation names (without '%') in an attribute value: `%body` or `{%a, %b}`.
 std::vector<std::string_view> computation_refs(std::string_view value);
 
+// Whether a trimmed statement is a `//` comment.
+inline bool is_comment(std::string_view body) {
+  return body.size() >= 2 && body[0] == '/' && body[1] == '/';
+}
+
+// The name of the computation a computation header opens (`ENTRY %main (...) -> ... {`), empty
+// if there is none.
+std::string_view header_name(std::string_view body);
+
+// The computation a fusion calls (`calls=%fused_computation.3`) from its call text (from the
+// operand list's '('), empty if not found.
+std::string_view fusion_callee(std::string_view call);
+
 }  // namespace rtb::hlo

@@ -1,11 +1,7 @@
 #include "rtb/logs/memlog.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -674,54 +670,11 @@ MemLog parse_memlog(std::string_view text, const std::string& source) {
 }
 
 MemLog read_memlog(const std::string& path) {
-  int fd = STDIN_FILENO;
-  if (path != "-") {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) fail_at(path, 0, "cannot open: {}", std::strerror(errno));
-  }
-  struct Closer {
-    int fd;
-    ~Closer() {
-      if (fd != STDIN_FILENO) ::close(fd);
-    }
-  } closer{fd};
   MemLogParser parser(path);
-  std::vector<char> buffer(1 << 20);
-  std::string carry;  // the start of a line split across reads, at most kMaxMemLogLine bytes
-  bool carry_truncated = false;
-  std::size_t number = 0;
-  for (;;) {
-    ssize_t n = ::read(fd, buffer.data(), buffer.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail_at(display_name(path), 0, "cannot read: {}", std::strerror(errno));
-    }
-    if (n == 0) break;
-    std::string_view chunk(buffer.data(), static_cast<std::size_t>(n));
-    while (!chunk.empty()) {
-      std::size_t newline = chunk.find('\n');
-      std::string_view piece = chunk.substr(0, newline);
-      std::size_t room = kMaxMemLogLine - carry.size();
-      if (piece.size() > room) {
-        carry_truncated = true;
-        piece = piece.substr(0, room);
-      }
-      if (newline == std::string_view::npos) {
-        carry.append(piece);
-        break;
-      }
-      chunk.remove_prefix(newline + 1);
-      if (carry.empty()) {
-        parser.add_line(piece, ++number, carry_truncated);
-      } else {
-        carry.append(piece);
-        parser.add_line(carry, ++number, carry_truncated);
-        carry.clear();
-      }
-      carry_truncated = false;
-    }
-  }
-  if (!carry.empty()) parser.add_line(carry, ++number, carry_truncated);
+  for_each_line(path, kMaxMemLogLine, [&](std::string_view line, std::size_t number, bool cut) {
+    parser.add_line(line, number, cut);
+    return true;
+  });
   return parser.finish();
 }
 

@@ -283,11 +283,12 @@ std::string format_summary_json(const Summary& summary) {
   json::Writer j;
   j.begin_object();
   j.field("schema", "rtb.aot-summarize/1");
-  j.field("exit_code", summary.exit_code);
+  Outcome outcome = summary.outcome();
+  j.field("exit_code", exit_code(outcome));
   j.key("error");
-  summary.error.empty() ? j.null() : j.value(summary.error);
+  summary.error ? j.value(std::string_view(summary.error->what())) : j.null();
   j.key("fits");
-  summary.exit_code == 2 ? j.null() : j.value(summary.exit_code == 0);
+  outcome == Outcome::kError ? j.null() : j.value(outcome == Outcome::kPass);
   j.key("logs").begin_array();
   for (std::size_t i = 0; i < summary.logs.size(); ++i) {
     const MemLog& log = summary.logs[i];

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "rtb/base/error.h"
@@ -36,7 +37,6 @@ std::optional<HbmBudget> hbm_budget(const MemLog& log, const HbmOptions& options
 Summary summarize(std::vector<MemLog> logs, const HbmOptions& options) {
   Summary summary;
   summary.logs = std::move(logs);
-  bool any_unfit = false;
   for (const MemLog& log : summary.logs) {
     LogVerdict verdict;
     verdict.hbm = hbm_budget(log, options);
@@ -59,26 +59,29 @@ Summary summarize(std::vector<MemLog> logs, const HbmOptions& options) {
     } else if (all_known) {
       verdict.fits = true;
     }
-    any_unfit = any_unfit || verdict.fits == false;
-    if (summary.error.empty() && !verdict.oom) {
+    if (!summary.error && !verdict.oom) {
       if (!log.problems.empty()) {
-        summary.error = log.problems.front();
+        summary.error = Error(log.problems.front());
       } else if (log.programs.empty()) {
-        summary.error = fmt::format(
-            "{}: holds no memory analysis (no CompiledMemoryStats, total memory size or XLA::TPU "
-            "program HBM usage line) and reports no out-of-memory error",
-            display_name(log.source));
+        summary.error = Error(display_name(log.source), 0,
+                              "holds no memory analysis (no CompiledMemoryStats, total memory "
+                              "size or XLA::TPU program HBM usage line) and reports no "
+                              "out-of-memory error");
       } else if (!verdict.hbm) {
-        summary.error = fmt::format(
-            "{}: cannot tell the HBM per device (the log states no capacity and names no "
-            "compile_topology): give --hbm-gib or --chip",
-            display_name(log.source));
+        summary.error = Error(display_name(log.source), 0,
+                              "cannot tell the HBM per device (the log states no capacity and "
+                              "names no compile_topology): give --hbm-gib or --chip");
       }
     }
     summary.verdicts.push_back(std::move(verdict));
   }
-  summary.exit_code = !summary.error.empty() ? 2 : any_unfit ? 1 : 0;
   return summary;
+}
+
+Outcome Summary::outcome() const {
+  if (error) return Outcome::kError;
+  return outcome_of(std::any_of(verdicts.begin(), verdicts.end(),
+                                [](const LogVerdict& verdict) { return verdict.fits == false; }));
 }
 
 }  // namespace rtb::logs

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "rtb/base/error.h"
+#include "rtb/base/outcome.h"
 #include "rtb/logs/memlog.h"
 
 namespace rtb::logs {
@@ -40,13 +42,16 @@ struct LogVerdict {
 struct Summary {
   std::vector<MemLog> logs;
   std::vector<LogVerdict> verdicts;
-  int exit_code = 0;  // 0 everything fits, 1 something does not (or OOM), 2 error
-  std::string error;  // for exit code 2: one line, "file:line: what is wrong"
+  // Why the logs cannot be judged (the first log with problems, without any analysis or
+  // without a known HBM, unless it reports an out-of-memory error).
+  std::optional<Error> error;
+
+  // kError with `error`; kFail when a log reports OOM or a program needs more than the HBM;
+  // kPass when every program fits.
+  Outcome outcome() const;
 };
 
-// Judges every log: an error (exit 2) for a log with problems or without any analysis, unless
-// it reports an out-of-memory error; 1 when a log reports OOM or a program needs more than the
-// HBM; 0 when every program fits.
+// Judges every log (see Summary::outcome).
 Summary summarize(std::vector<MemLog> logs, const HbmOptions& options);
 
 }  // namespace rtb::logs

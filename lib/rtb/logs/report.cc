@@ -197,10 +197,8 @@ double padded_tokens_per_s_per_chip(std::int64_t rows, std::int64_t tokens_per_r
          static_cast<double>(micro_steps) / mean_step_s / chips;
 }
 
-int Report::exit_code() const {
-  if (numerics && !numerics->result.pass) return 1;
-  if (!slower_than_allowed.empty()) return 1;
-  return 0;
+Outcome Report::outcome() const {
+  return outcome_of((numerics && !numerics->result.pass) || !slower_than_allowed.empty());
 }
 
 RunAnalysis analyze_run(const RunLog& log, const Options& options) {

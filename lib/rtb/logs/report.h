@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "rtb/base/outcome.h"
 #include "rtb/logs/bench_stats.h"
 #include "rtb/logs/steplog.h"
 
@@ -144,8 +145,8 @@ struct Report {
   std::vector<std::string> slower_than_allowed;  // what tripped --fail-if-slower
   std::vector<std::string> warnings;             // every run's warnings, in order
 
-  // 1 when a numerics gate failed or --fail-if-slower tripped, else 0.
-  int exit_code() const;
+  // kFail when a numerics gate failed or --fail-if-slower tripped, else kPass.
+  Outcome outcome() const;
 };
 
 // One run. Throws rtb::Error (naming the file) when it has no step timing at all.

@@ -236,7 +236,7 @@ std::string format_json(const Report& report) {
     j.null();
   }
   j.list("warnings", report.warnings);
-  j.field("exit_code", report.exit_code());
+  j.field("exit_code", exit_code(report.outcome()));
   j.end_object();
   return j.str();
 }

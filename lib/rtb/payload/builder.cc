@@ -324,7 +324,7 @@ class SegmentedSource final : public ByteSource {
   }
   std::uint64_t size() const override { return size_; }
   const std::string& name() const override { return name_; }
-  void read(std::uint64_t offset, std::span<std::byte> out) const override {
+  void read_at(std::uint64_t offset, std::span<std::byte> out) const override {
     if (offset > size_ || out.size() > size_ - offset) {
       fail_at(name_, 0, "read past the end of the payload");
     }

@@ -1,13 +1,8 @@
 #include "rtb/payload/npy.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
 #include <bit>
-#include <cerrno>
 #include <charconv>
 #include <cstring>
 #include <limits>
@@ -89,7 +84,7 @@ std::vector<std::byte> read_bytes(const ByteSource& source, std::uint64_t offset
             offset + size, source.size());
   }
   std::vector<std::byte> bytes(size);
-  source.read(offset, bytes);
+  source.read_at(offset, bytes);
   return bytes;
 }
 
@@ -455,64 +450,6 @@ std::string format_shape(const std::vector<std::int64_t>& shape) {
   return out + "]";
 }
 
-// --- sources
-// --------------------------------------------------------------------------------------
-
-SpanSource::SpanSource(std::span<const std::byte> bytes, std::string name)
-    : bytes_(bytes), name_(std::move(name)) {}
-
-void SpanSource::read(std::uint64_t offset, std::span<std::byte> out) const {
-  if (offset > bytes_.size() || out.size() > bytes_.size() - offset) {
-    fail_at(name_, 0, "read past the end of the data (offset {}, {} bytes, size {})", offset,
-            out.size(), bytes_.size());
-  }
-  if (!out.empty()) std::memcpy(out.data(), bytes_.data() + offset, out.size());
-}
-
-FileSource::FileSource(const std::string& path) : name_(path == "-" ? "<stdin>" : path) {
-  if (path == "-") {
-    fd_ = STDIN_FILENO;
-  } else {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) fail_at(name_, 0, "cannot open: {}", std::strerror(errno));
-    owns_fd_ = true;
-  }
-  struct stat st {};
-  if (::fstat(fd_, &st) != 0) {
-    int error = errno;
-    if (owns_fd_) ::close(fd_);
-    fail_at(name_, 0, "cannot stat: {}", std::strerror(error));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    if (owns_fd_) ::close(fd_);
-    fail_at(name_, 0, "{}: NumPy files are read with random access, so give a regular file",
-            S_ISDIR(st.st_mode) ? "is a directory" : "is not a regular file");
-  }
-  size_ = static_cast<std::uint64_t>(st.st_size);
-}
-
-FileSource::~FileSource() {
-  if (owns_fd_ && fd_ >= 0) ::close(fd_);
-}
-
-void FileSource::read(std::uint64_t offset, std::span<std::byte> out) const {
-  if (offset > size_ || out.size() > size_ - offset) {
-    fail_at(name_, 0, "read past the end of the file (offset {}, {} bytes, size {})", offset,
-            out.size(), size_);
-  }
-  std::size_t done = 0;
-  while (done < out.size()) {
-    ssize_t n =
-        ::pread(fd_, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail_at(name_, 0, "cannot read: {}", std::strerror(errno));
-    }
-    if (n == 0) fail_at(name_, 0, "unexpected end of file (did it shrink while being read?)");
-    done += static_cast<std::size_t>(n);
-  }
-}
-
 // --- reading
 // ----------------------------------------------------------------------------------------
 
@@ -634,7 +571,7 @@ void read_elements_raw(const ByteSource& source, const ArrayInfo& info, std::int
     fail_at(source.name(), 0, "internal: buffer of {} bytes for {} elements of {}", out.size(),
             count, dtype_name(info.dtype));
   }
-  source.read(info.data_offset + static_cast<std::uint64_t>(first) * item, out);
+  source.read_at(info.data_offset + static_cast<std::uint64_t>(first) * item, out);
 }
 
 void read_integers(const ByteSource& source, const ArrayInfo& info, std::int64_t first,

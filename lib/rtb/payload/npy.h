@@ -55,48 +55,6 @@ constexpr DType dtype_of<std::uint8_t>() {
 // "[64, 65536, 60, 10]".
 std::string format_shape(const std::vector<std::int64_t>& shape);
 
-// logs::Random-access bytes: a span in memory or a file read with pread (never mapped or slurped,
-// so a reader's memory does not grow with the file). Reads outside the source throw rtb::Error.
-class ByteSource {
- public:
-  virtual ~ByteSource() = default;
-  virtual std::uint64_t size() const = 0;
-  // Fills `out` with the bytes at [offset, offset + out.size()).
-  virtual void read(std::uint64_t offset, std::span<std::byte> out) const = 0;
-  // For messages.
-  virtual const std::string& name() const = 0;
-};
-
-class SpanSource final : public ByteSource {
- public:
-  SpanSource(std::span<const std::byte> bytes, std::string name);
-  std::uint64_t size() const override { return bytes_.size(); }
-  void read(std::uint64_t offset, std::span<std::byte> out) const override;
-  const std::string& name() const override { return name_; }
-
- private:
-  std::span<const std::byte> bytes_;
-  std::string name_;
-};
-
-class FileSource final : public ByteSource {
- public:
-  // Opens a regular file ("-": stdin, if it is a regular file). Throws rtb::Error naming `path`.
-  explicit FileSource(const std::string& path);
-  ~FileSource() override;
-  FileSource(const FileSource&) = delete;
-  FileSource& operator=(const FileSource&) = delete;
-  std::uint64_t size() const override { return size_; }
-  void read(std::uint64_t offset, std::span<std::byte> out) const override;
-  const std::string& name() const override { return name_; }
-
- private:
-  int fd_ = -1;
-  bool owns_fd_ = false;
-  std::uint64_t size_ = 0;
-  std::string name_;
-};
-
 // One array: where its C-order data lies in the source.
 struct ArrayInfo {
   std::string name;  // npz member without ".npy"; empty for a plain .npy file

@@ -1,0 +1,141 @@
+// aot-check: will this bench variant fit in HBM? Renders the bench from a DRY_RUN with the
+// render-bench knobs and writes (--print) or runs (--run) MaxText's trainer-engine AOT compile of
+// that trainer for its slice, then summarizes the compile's memory analysis (see README.md).
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+#include "common/embedded.h"
+#include "common/mains.h"
+#include "common/render_options.h"
+#include "common/tool.h"
+#include "rtb/base/error.h"
+#include "rtb/base/io.h"
+#include "rtb/bench/aot.h"
+#include "rtb/bench/render.h"
+#include "rtb/logs/memlog_format.h"
+
+namespace rtb::tool {
+namespace {
+
+constexpr const char* kExamples =
+    R"(  aot-check dryrun.txt > aot.sh && bash aot.sh      # on a CPU host with MaxText and libtpu
+  aot-check dryrun.txt --libtpu-flag=--xla_tpu_scoped_vmem_limit_kib=65536 \
+      --maxtext-flag ragged_buffer_factor=2.75 --logps-chunk 4096 --print -o aot-vmem.sh
+  aot-check dryrun.txt --trainer-slice tpu7x:4x4x4 --run    # compile here, then summarize
+  aot-check dryrun.txt --json | jq '.keys[] | select(.from == "MAXTEXT_EXTRA_FLAGS")'
+  aot-check --demo --explain -o /dev/null                   # where every compile key comes from
+)";
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+}  // namespace
+
+int aot_check_main(int argc, char** argv) {
+  Tool tool(
+      {"aot-check",
+       "Checks whether a bench variant fits in HBM before anyone waits for a TPU slice: renders "
+       "the bench from the DRY_RUN with the same knobs as render-bench, and writes (--print, the "
+       "default) or runs (--run) MaxText's trainer-engine AOT compile "
+       "(maxtext.training_engine.maxtext_engine_compile) with that trainer's MaxText keys, mesh, "
+       "micro-batch, GRPO loss, log-prob chunk and libtpu flags, for compile_topology = the "
+       "trainer slice. --run needs a Python with MaxText, Tunix and libtpu; it then summarizes "
+       "the log as aot-summarize does (exit 0 fits, 1 does not fit, 2 error). Log-probs compile "
+       "in chunks of 512 tokens when the render sets no chunk, as the seed did; "
+       "AOT_LOGPS_CHUNK_SIZE=N changes that default (empty: 512), and --logps-chunk, which sets "
+       "the render's, overrides both.",
+       kExamples});
+  CLI::App& app = tool.app();
+  RenderKnobs knobs;
+  knobs.options.name = "aot-bench";
+  bench::AotOptions aot;
+  std::string output = "-";
+  bool print = false, run = false, json = false, explain = false;
+  std::optional<double> hbm_gib;
+
+  add_render_options(app, knobs, NameOption::kOptional);
+  app.add_flag("--print", print, "Write the compile as a bash script (the default)");
+  app.add_flag("--run", run, "Run the compile here, then summarize its log");
+  add_output_option(app, output,
+                    "Output file: the script (--print) or the summary (--run); default - (stdout)");
+  app.add_option("--python", aot.python, "The Python with MaxText, Tunix and libtpu")
+      ->capture_default_str();
+  app.add_option("--base-config", aot.base_config,
+                 "MaxText config file (default: the base.yml of the MaxText that Python imports)");
+  app.add_option("--log", aot.log,
+                 "The compile's log (default: logs/aot-bench-<UTC time>.log, made when it runs)");
+  app.add_option("--compile-key", aot.compile_keys,
+                 "KEY=VALUE: one more MaxText key for the compile, passed last "
+                 "(e.g. compile_engine_router_replay=true)");
+  app.add_option("--hbm-gib", hbm_gib,
+                 "--run: HBM per device to judge against (default: the trainer slice's chip)")
+      ->check(CLI::PositiveNumber);
+  add_json_flag(app, json,
+                "--print: the plan as JSON instead of the script; --run: the summary as JSON");
+  app.add_flag("--explain", explain, "List every compile key and where it comes from (stderr)");
+
+  return tool.run(argc, argv, [&] {
+    if (print && run) fail("give --print or --run, not both");
+    rtb::k8s::DryRun dryrun = load_dryrun(knobs, embedded::demo_dryrun());
+    finish_render_options(knobs, embedded::bench_driver());
+    for (const std::string& warning : dryrun.warnings) spdlog::info("{}", warning);
+    bench::RenderResult rendered = bench::render_bench(dryrun, knobs.options);
+    for (const std::string& warning : rendered.warnings) spdlog::info("{}", warning);
+
+    aot.default_logps_chunk =
+        rtb::bench::aot_logps_chunk_default(std::getenv("AOT_LOGPS_CHUNK_SIZE"));
+    aot.source = dryrun.source;
+    aot.tool_version = RTB_VERSION;
+    if (run && !aot.log) aot.log = bench::aot_log_path(std::chrono::system_clock::now());
+    bench::AotPlan plan = bench::plan_aot(rendered.bench, aot);
+    for (const std::string& note : plan.notes) spdlog::info("{}", note);
+    if (explain) std::fputs(bench::explain_aot_keys(plan).c_str(), stderr);
+
+    if (!run) {
+      write_output(output, json ? bench::aot_plan_json(plan, aot) : bench::aot_script(plan, aot));
+      return Outcome::kPass;
+    }
+
+    // --run: MaxText must be importable here; say so in one line rather than fail mid-script.
+    std::string no_maxtext = fmt::format(
+        "--run needs a Python with MaxText: {} cannot import {} (install MaxText, Tunix and "
+        "libtpu, or name such an interpreter with --python; --print writes the script to run "
+        "elsewhere)",
+        aot.python, bench::kEngineCompileModule);
+    if (bench::run_quiet({aot.python, "-c", std::string(bench::maxtext_probe_code())}) != 0)
+      fail("{}", no_maxtext);
+    spdlog::info("compiling for {}; log {}", plan.compile_topology, *aot.log);
+    int status = bench::run_bash(bench::aot_script(plan, aot));
+    if (status == bench::kAotNoMaxText && !exists(*aot.log)) fail("{}", no_maxtext);
+    if (!exists(*aot.log)) {
+      fail("the compile script exited with status {} before writing {}", status, *aot.log);
+    }
+    logs::HbmOptions hbm;
+    hbm.hbm_gib = hbm_gib;
+    if (!hbm_gib) hbm.chip = plan.chip;
+    std::vector<logs::MemLog> memlogs;
+    memlogs.push_back(logs::read_memlog(*aot.log));
+    logs::Summary summary = logs::summarize(std::move(memlogs), hbm);
+    if (summary.error) {
+      if (status != 0) {
+        fail("the compile exited with status {} and its log {} reports no memory analysis: {}",
+             status, *aot.log, summary.error->what());
+      }
+      throw *summary.error;
+    }
+    for (const std::string& problem : summary.logs.front().problems) spdlog::warn("{}", problem);
+    write_output(output,
+                 json ? logs::format_summary_json(summary) : logs::format_summary_table(summary));
+    return summary.outcome();
+  });
+}
+
+}  // namespace rtb::tool

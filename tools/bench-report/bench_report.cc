@@ -1,0 +1,162 @@
+// bench-report: step times, micro-batch timelines, A/B verdicts with noise and numerics gates
+// from bench driver logs and e2e orchestrator logs (see README.md).
+#include <spdlog/spdlog.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/mains.h"
+#include "common/tool.h"
+#include "rtb/base/error.h"
+#include "rtb/base/io.h"
+#include "rtb/logs/gates.h"
+#include "rtb/logs/report.h"
+#include "rtb/logs/report_json.h"
+#include "rtb/logs/report_svg.h"
+#include "rtb/logs/report_text.h"
+#include "rtb/logs/steplog.h"
+
+namespace rtb::tool {
+namespace {
+
+constexpr const char* kExamples = R"(  bench-report ctl.log variant.log
+  bench-report ctl.log variant.log --steps 1-4 --control-pair ctl.log ctl-again.log
+  bench-report ctl.log profiled.log --include-profiled
+  kubectl logs job/ab-var-client --prefix | bench-report ctl.log - --fail-if-slower 0.5
+  bench-report ctl.log variant.log --svg timeline.svg --json -o report.json
+  bench-report --numerics ref1.log ref2.log variant.log --limit grad_norm=1e-3
+  bench-report e2e-orchestrator.log --microbatches 1-9
+  bench-report --list-gates
+)";
+
+// Parses each distinct path once; "-" (stdin) may appear only once.
+class RunLogs {
+ public:
+  logs::steplog::RunLog get(const std::string& path) {
+    if (path == "-") {
+      if (stdin_used_) fail("- (stdin) can be given only once");
+      stdin_used_ = true;
+      return logs::steplog::parse_run_log(path);
+    }
+    auto found = cache_.find(path);
+    if (found == cache_.end())
+      found = cache_.emplace(path, logs::steplog::parse_run_log(path)).first;
+    return found->second;
+  }
+
+ private:
+  std::map<std::string, logs::steplog::RunLog> cache_;
+  bool stdin_used_ = false;
+};
+
+}  // namespace
+
+int bench_report_main(int argc, char** argv) {
+  Tool tool(
+      {"bench-report",
+       "Reads bench driver logs (BENCH_STEP, BENCH_SUMMARY, TRAINER_STEP_TIMING) and e2e "
+       "orchestrator logs (TRAINER_STEP_TIMING, `Train step N - ...`, [StepMetrics step=N]), with "
+       "any line prefix, and reports seconds per optimizer step, the regular micro-batch time, "
+       "tokens/s/chip (padded and real) and the trainer's micro-batch timeline per run; "
+       "micro-batch "
+       "times timed differently (device vs dispatch) are not compared; each run against the first "
+       "(the control) with a seeded bootstrap interval and a verdict; and the numerics gates of a "
+       "variant against two references. Exit 1 when a gate fails or --fail-if-slower trips.",
+       kExamples});
+  CLI::App& app = tool.app();
+  std::vector<std::string> runs, control_pair, numerics, limits, metrics;
+  std::string steps, microbatches, output = "-", svg_file;
+  std::optional<std::int64_t> svg_step;
+  std::optional<double> fail_if_slower;
+  bool json = false, show_gates = false;
+  logs::report::Options options;
+
+  app.add_option("RUN", runs, "Logs, or - for stdin; the first is the control");
+  app.add_option("--steps", steps,
+                 "A-B, A- or A: the optimizer steps to use, as logged (the bench driver counts "
+                 "from 0, older drivers from 1; --steps 1-4 is the seed's 'mean of steps 1-4' of "
+                 "a 5-step run). Default: every logged step but the first, which compiles");
+  app.add_flag("--include-profiled", options.include_profiled,
+               "Keep profiled steps (BENCH_STEP \"profiled\": true) in the means and medians "
+               "(default: left out, with a note)");
+  app.add_option("--microbatches", microbatches,
+                 "A-B or A-: micro-batches of a step (1-based) for the regular micro-batch time "
+                 "(default 3-last)");
+  app.add_option("--control-pair", control_pair,
+                 "A1 A2: two control runs whose difference is the A/A noise floor")
+      ->expected(2);
+  app.add_option("--numerics", numerics,
+                 "REF1 REF2 VARIANT: gate the variant's per-step metrics against two references")
+      ->expected(3);
+  app.add_option("--limit", limits, "GATE=VALUE or GATE=off: a numerics gate's limit");
+  app.add_option("--metric", metrics, "GATE=KEY: the metric a numerics gate reads");
+  app.add_flag("--list-gates", show_gates, "Print the numerics gates and their defaults");
+  app.add_option("--fail-if-slower", fail_if_slower,
+                 "PCT: exit 1 when a run is significantly slower than the control by more than "
+                 "PCT percent (s/step or micro-batch)");
+  app.add_option("--svg", svg_file, "Write one step's micro-batch timeline per run to FILE");
+  app.add_option("--svg-step", svg_step,
+                 "N: the step to draw, as logged (from 0; default: each run's last selected step "
+                 "with timing)");
+  add_json_flag(app, json, "Machine-readable output (schema rtb.bench-report/1)");
+  add_output_option(app, output);
+  app.add_option("--bootstrap", options.bootstrap.resamples, "Bootstrap resamples")
+      ->capture_default_str();
+  app.add_option("--seed", options.bootstrap.seed, "Bootstrap seed")->capture_default_str();
+  app.add_option("--confidence", options.bootstrap.confidence, "Confidence level of intervals")
+      ->capture_default_str();
+
+  return tool.run(argc, argv, [&] {
+    logs::report::Inputs inputs;
+    for (const std::string& text : limits) logs::apply_gate_limit(inputs.gates, text);
+    for (const std::string& text : metrics) logs::apply_gate_metric(inputs.gates, text);
+    if (show_gates) {
+      write_output(output, logs::format_gate_list(inputs.gates));
+      return Outcome::kPass;
+    }
+    if (runs.empty() && numerics.empty()) {
+      fail("give at least one RUN log, or --numerics REF1 REF2 VARIANT (see --help)");
+    }
+    if (!steps.empty()) options.steps = logs::report::parse_range(steps, "--steps");
+    if (!microbatches.empty()) {
+      options.microbatches = logs::report::parse_range(microbatches, "--microbatches");
+      options.microbatches_given = true;
+    }
+    if (fail_if_slower) {
+      if (!(*fail_if_slower >= 0)) fail("--fail-if-slower {}: must be >= 0", *fail_if_slower);
+      if (runs.size() < 2) fail("--fail-if-slower needs a control and at least one run");
+      options.fail_if_slower_pct = fail_if_slower;
+    }
+    if (!svg_file.empty() && runs.empty()) fail("--svg needs at least one RUN log");
+    if (svg_step && *svg_step < 0) fail("--svg-step {}: must be a step number >= 0", *svg_step);
+    if (svg_file == "-" && output == "-") {
+      fail("--svg - and the report would both go to stdout: give -o FILE for the report");
+    }
+    options.bootstrap.validate();
+
+    RunLogs run_logs;
+    for (const std::string& path : runs) inputs.runs.push_back(run_logs.get(path));
+    if (!control_pair.empty()) {
+      inputs.control_pair.emplace(run_logs.get(control_pair[0]), run_logs.get(control_pair[1]));
+    }
+    for (const std::string& path : numerics) inputs.numerics.push_back(run_logs.get(path));
+
+    logs::report::Report report = logs::report::build_report(inputs, options);
+    for (const std::string& warning : report.warnings) spdlog::warn("{}", warning);
+
+    if (!svg_file.empty()) {
+      write_output(svg_file, logs::report::timeline_svg(inputs.runs, report, svg_step));
+    }
+    write_output(output,
+                 json ? logs::report::format_json(report) : logs::report::format_text(report));
+    for (const std::string& line : report.slower_than_allowed) spdlog::error("{}", line);
+    if (report.numerics && !report.numerics->result.pass) {
+      spdlog::error("numerics: a gate failed");
+    }
+    return report.outcome();
+  });
+}
+
+}  // namespace rtb::tool

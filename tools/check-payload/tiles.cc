@@ -1,0 +1,88 @@
+// check-payload tiles: attention tiles per context rank with the padding at the end and first, of
+// a payload file's rows or of rows laid out from options.
+#include "rtb/payload/tiles.h"
+
+#include <spdlog/spdlog.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "check-payload/subcommands.h"
+#include "common/tool.h"
+#include "rtb/base/error.h"
+#include "rtb/base/io.h"
+#include "rtb/payload/npy.h"
+#include "rtb/payload/report.h"
+
+namespace rtb::tool::check_payload {
+namespace {
+
+struct TilesArgs {
+  std::string file;
+  payload::TileSettings tiles;
+  payload::PayloadOptions layout;
+  bool json = false;
+};
+
+Outcome run_tiles(const TilesArgs& args, const CLI::App& command) {
+  payload::TileSettings tiles = args.tiles;
+  if (tiles.dkv_block_q == 0) tiles.dkv_block_q = tiles.block_q;
+  if (tiles.dkv_block_kv == 0) tiles.dkv_block_kv = tiles.block_kv;
+  tiles.pad_align = args.layout.pad_align;
+  if (tiles.pad_align < 1 || tiles.pad_align % payload::kSegmentAlign != 0) {
+    fail("--pad-align must be a positive multiple of {} (got {})", payload::kSegmentAlign,
+         tiles.pad_align);
+  }
+  payload::TilesReport report;
+  std::string source_name;
+  if (!args.file.empty()) {
+    for (const char* option :
+         {"--rows", "--tokens", "--real-len", "--segments", "--final-rows", "--seed"}) {
+      if (command.count(option) > 0) {
+        fail("{} describes rows to lay out; with FILE the rows come from the file", option);
+      }
+    }
+    report = payload::count_payload_tiles(FileSource(args.file, FileAccess::kRandom), tiles);
+    source_name = display_name(args.file);
+  } else {
+    if (command.count("--tokens") == 0) fail("give a payload FILE or --tokens");
+    // Only the layout matters here; the routing options are placeholders.
+    payload::PayloadOptions layout = args.layout;
+    layout.layers = 1;
+    layout.topk = 1;
+    layout.experts = 1;
+    layout.routing_targets = {1.0};
+    std::vector<std::string> warnings;
+    payload::PayloadOptions resolved = payload::resolve_payload_options(layout, &warnings);
+    for (const std::string& w : warnings) spdlog::warn("{}", w);
+    report = payload::count_layout_tiles(resolved, tiles);
+    source_name =
+        fmt::format("rows laid out from options ({} real tokens, {} {})", resolved.real_len,
+                    resolved.segments, resolved.segments == 1 ? "segment" : "segments");
+  }
+  write_output("-", args.json ? payload::format_tiles_json(source_name, report)
+                              : payload::format_tiles_text(source_name, report));
+  return Outcome::kPass;
+}
+
+}  // namespace
+
+Subcommand add_tiles(CLI::App& app) {
+  auto args = std::make_shared<TilesArgs>();
+  payload::TileSettings& tiles = args->tiles;
+  args->layout.rows = 1;
+  CLI::App* cmd =
+      app.add_subcommand("tiles", "Attention tiles per context rank, padding at the end and first");
+  cmd->add_option("FILE", args->file, "Payload .npz (its segment_ids); or give --tokens");
+  cmd->add_option("--cp", tiles.cp, "Context parallelism")->required();
+  cmd->add_option("--block-q", tiles.block_q, "Forward query block")->required();
+  cmd->add_option("--block-kv", tiles.block_kv, "Forward key/value block")->required();
+  cmd->add_option("--dkv-block-q", tiles.dkv_block_q, "dK/dV query block (default: forward)");
+  cmd->add_option("--dkv-block-kv", tiles.dkv_block_kv, "dK/dV key/value block (default: forward)");
+  add_layout_options(cmd, args->layout, false);
+  add_json_flag(*cmd, args->json, "Print JSON instead of text");
+  return {cmd, [args, cmd] { return run_tiles(*args, *cmd); }};
+}
+
+}  // namespace rtb::tool::check_payload

@@ -1,0 +1,122 @@
+// diff-renders: what really differs between two renders (e2e DRY_RUN outputs or rendered JobSet
+// files), flag by flag; with --expect-bench, whether a bench render changed only what render-bench
+// may change (see README.md).
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "common/mains.h"
+#include "common/tool.h"
+#include "rtb/base/error.h"
+#include "rtb/base/io.h"
+#include "rtb/bench/diff_render.h"
+#include "rtb/bench/diff_report.h"
+#include "rtb/k8s/dryrun.h"
+
+namespace rtb::tool {
+namespace {
+
+constexpr const char* kExamples =
+    R"(  diff-renders old_dryrun.txt new_dryrun.txt          # did a recipe change touch the trainer?
+  diff-renders --by-role run1.txt run2.txt             # JobSets named differently, matched by role
+  diff-renders --expect-bench dryrun.txt bench.yaml    # did the bench keep everything else?
+  diff-renders bench-a.yaml bench-b.yaml --rename ab-a=ab-b --ignore '*.startup.driver'
+  diff-renders a.txt b.txt --json | jq '.differences[].path'
+)";
+
+rtb::k8s::DryRun load(const std::string& path) {
+  std::string name = display_name(path);
+  rtb::k8s::DryRun dryrun = rtb::k8s::parse_dryrun(read_file(path), name);
+  for (const std::string& warning : dryrun.warnings) spdlog::info("{}", warning);
+  return dryrun;
+}
+
+}  // namespace
+
+int diff_renders_main(int argc, char** argv) {
+  Tool tool(
+      {"diff-renders",
+       "Compares two renders (DRY_RUN outputs or rendered JobSet files, - for stdin): documents "
+       "matched by kind and name (or role), lists by key, and strings that hold flags flag by "
+       "flag, each difference with a stable path. --expect-bench checks that B, a bench render "
+       "of the e2e DRY_RUN A, differs from A's trainer only where render-bench may change it.",
+       kExamples});
+  CLI::App& app = tool.app();
+  std::string a, b, color = "auto";
+  std::vector<std::string> renames, ignores, ignore_files, onlys;
+  bool by_role = false, json = false, stat = false, expect_bench = false, show_allowed = false,
+       server_fields = false;
+  rtb::k8s::RoleMains mains;
+
+  app.add_option("A", a, "First render (DRY_RUN output or JobSet YAML), or -")->required();
+  app.add_option("B", b, "Second render, or -")->required();
+  app.add_flag("--by-role", by_role,
+               "Match JobSets by role (trainer, orchestrator, rollout) rather than by name");
+  app.add_option("--rename", renames, "OLD=NEW: B's name NEW counts as A's OLD (repeatable)");
+  app.add_option("--ignore", ignores,
+                 "GLOB: leave out differences whose path (or doc:path) matches; * and ? are "
+                 "wildcards, [ ] are literal (repeatable)");
+  app.add_option("--ignore-file", ignore_files, "FILE: one --ignore GLOB per line (# comments)");
+  app.add_option("--only", onlys, "GLOB: report only differences that match (repeatable)");
+  CLI::Option* json_flag = add_json_flag(app, json, "Machine-readable output (rtb.diff-renders/1)");
+  app.add_flag("--stat", stat, "Counts by document and area instead of the differences")
+      ->excludes(json_flag);
+  app.add_flag("--expect-bench", expect_bench,
+               "A is an e2e DRY_RUN, B a bench render of it: fail only on differences "
+               "render-bench does not make");
+  app.add_flag("--show-allowed", show_allowed,
+               "With --expect-bench, also list the differences render-bench is allowed to make");
+  app.add_flag("--server-fields", server_fields,
+               "Also compare what the API server fills in (status, metadata uid, "
+               "resourceVersion, managedFields, last-applied annotation, ...): left out by "
+               "default, as kubectl diff");
+  add_color_option(app, color);
+  add_role_main_options(app, mains);
+
+  return tool.run(argc, argv, [&] {
+    require_one_stdin({a, b}, "A and B");
+    bench::DiffFilter filter;
+    for (const std::string& glob : ignores) filter.ignore(glob);
+    for (const std::string& file : ignore_files) filter.ignore_file(file);
+    for (const std::string& glob : onlys) filter.only(glob);
+    bench::RenderDiffOptions options;
+    options.by_role = by_role;
+    options.mains = mains;
+    options.server_fields = server_fields;
+    for (const std::string& rename : renames)
+      options.renames.push_back(bench::parse_rename(rename));
+    if (expect_bench && (by_role || !renames.empty()))
+      fail("--expect-bench matches the trainer and the bench itself: drop --by-role/--rename");
+
+    rtb::k8s::DryRun left = load(a);
+    rtb::k8s::DryRun right = load(b);
+    bench::RenderReport report;
+    if (expect_bench) {
+      bench::ExpectBenchResult result = bench::check_expect_bench(left, right, mains);
+      report = bench::make_expect_bench_report(left.source, right.source, result, filter);
+      spdlog::info(
+          "--expect-bench: {} -> {}: {} differences, {} allowed, {} unexpected, {} ignored",
+          result.e2e_name, result.bench_name, report.differences.size() + report.ignored,
+          report.differences.size() - report.unexpected(), report.unexpected(), report.ignored);
+    } else {
+      bench::RenderDiff diff = bench::diff_renders(left, right, options);
+      report = bench::make_render_report(left.source, right.source, diff, filter);
+    }
+    std::string out;
+    if (json) {
+      out = bench::format_render_json(report);
+    } else if (stat) {
+      out = report.failed() || report.ignored || !report.hidden_server_fields.empty()
+                ? bench::format_render_stat(report)
+                : "";
+    } else {
+      out = bench::format_render_text(report, {use_color(color), show_allowed});
+    }
+    write_output("-", out);
+    return outcome_of(report.failed());
+  });
+}
+
+}  // namespace rtb::tool

@@ -1,0 +1,97 @@
+// render-bench: turns the trainer JobSet of a launcher's DRY_RUN output into a standalone bench
+// JobSet that times the real trainer program on one slice (see README.md).
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <string>
+#include <utility>
+
+#include "common/embedded.h"
+#include "common/mains.h"
+#include "common/render_options.h"
+#include "common/tool.h"
+#include "rtb/base/error.h"
+#include "rtb/base/io.h"
+#include "rtb/bench/render.h"
+#include "rtb/k8s/dryrun.h"
+
+namespace rtb::tool {
+namespace {
+
+constexpr const char* kExamples = R"(  render-bench dryrun.txt --name abtest-bench -o bench.yaml
+  render-bench dryrun.txt --name ab-fp8 --maxtext-flag ragged_buffer_factor=2.75 \
+      --libtpu-flag=--xla_tpu_scoped_vmem_limit_kib=65536 --trainer-slice tpu7x:4x4x4 \
+      --steps 5 --micro-steps 9 --explain -o ab-fp8.yaml && kubectl apply -f ab-fp8.yaml
+  DRY_RUN=true bash recipe.sh start | render-bench - --name abtest-bench
+  render-bench --demo --name abtest-bench      # the embedded example DRY_RUN
+  render-bench dryrun.txt --name ab-x --preflight -o preflight.yaml && \
+      kubectl apply -f preflight.yaml && kubectl logs -f job/ab-x-preflight
+  render-bench --print-driver > bench_driver.py   # the embedded bench driver
+)";
+
+}  // namespace
+
+int render_bench_main(int argc, char** argv) {
+  Tool tool({"render-bench",
+             "Turns the trainer JobSet of a launcher's DRY_RUN output into a standalone "
+             "bench JobSet: the same scheduling fields, Pathways containers, flags and mesh; "
+             "only names, maxRestarts and the client command (which runs the bench driver) "
+             "change, plus what the knobs below ask for.",
+             kExamples});
+  CLI::App& app = tool.app();
+  RenderKnobs knobs;
+  std::string output = "-";
+  bool explain = false, summary = false, preflight = false, print_driver = false;
+
+  // --print-driver renders nothing, so --name is checked below rather than by CLI11.
+  add_render_options(app, knobs, NameOption::kCheckedByCaller);
+  add_output_option(app, output);
+  app.add_flag("--explain", explain, "Print every path each knob changed (stderr)");
+  app.add_flag("--summary", summary, "Print a one-line summary of what changed (stderr)");
+  CLI::Option* preflight_option = app.add_flag(
+      "--preflight", preflight,
+      "Write, instead of the bench, a one-pod CPU Job <NAME>-preflight that runs the driver's "
+      "--preflight in the trainer image with the bench client's environment and settings");
+  app.add_flag("--print-driver", print_driver,
+               "Write the bench driver (the embedded one, or --driver FILE) and exit")
+      ->excludes(preflight_option);
+
+  return tool.run(argc, argv, [&] {
+    if (print_driver) {
+      if (!knobs.input.empty() || knobs.demo) fail("--print-driver takes no DRYRUN or --demo");
+      write_output(output, driver_source(knobs, embedded::bench_driver()));
+      return Outcome::kPass;
+    }
+    if (knobs.options.name.empty()) fail("--name is required (the bench JobSet's name)");
+    k8s::DryRun dryrun = load_dryrun(knobs, embedded::demo_dryrun());
+    finish_render_options(knobs, embedded::bench_driver());
+    // Input quirks (a repeated key in some document) do not change the bench: -v shows them.
+    for (const std::string& warning : dryrun.warnings) spdlog::info("{}", warning);
+    bench::RenderResult result;  // the bench, whose changes --explain and --summary describe
+    std::string text;
+    if (preflight) {
+      bench::PreflightResult rendered = bench::render_preflight(dryrun, knobs.options);
+      result = std::move(rendered.bench);
+      text = std::move(rendered.yaml);
+    } else {
+      result = bench::render_bench(dryrun, knobs.options);
+      text = result.yaml;
+    }
+    for (const std::string& warning : result.warnings) spdlog::warn("{}", warning);
+    write_output(output, text);
+
+    if (explain) {
+      for (const bench::Change& change : result.changes) {
+        std::fprintf(stderr, "%s: %s: %s -> %s\n", change.knob.c_str(), change.path.c_str(),
+                     change.old_value.empty() ? "(absent)" : change.old_value.c_str(),
+                     change.new_value.empty() ? "(removed)" : change.new_value.c_str());
+      }
+    }
+    if (summary || knobs.demo) {
+      std::fprintf(stderr, "%s\n", bench::summarize_changes(result).c_str());
+    }
+    return Outcome::kPass;
+  });
+}
+
+}  // namespace rtb::tool
