@@ -4,11 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <set>
 #include <string>
 
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
+#include "rtb/bench/aot_input.h"
 #include "rtb/bench/render.h"
+#include "rtb/bench/trainer_config.h"
 #include "rtb/k8s/dryrun.h"
 #include "rtb/k8s/jobset.h"
 #include "rtb/k8s/yaml.h"
@@ -164,6 +167,33 @@ TEST(Aot, KnobsReachTheCompile) {
             "temperature: 1.0, loss_algo: 'grpo', loss_agg_mode: 'sequence-mean-token-mean', "
             "advantage_estimator: 'rloo', use_rollout_logps: false, overlong_loss_masking: "
             "false, sampler_is_length_buckets: [512, 2048]}");
+}
+
+// aot-check reads the trainer argv through trainer_config's table, as diff-configs does: the two
+// agree on every MaxText key a flag sets.
+TEST(Aot, TrainerKeysFollowTheSharedTable) {
+  RenderOptions o;
+  // The fixture gives --learning_rate=2e-6; a later --optimizer_learning_rate is the same
+  // argparse option in run_trainer_node, so it wins.
+  o.trainer_args = {"--optimizer_learning_rate=3e-6", "--learning_rate_final_fraction=0.1"};
+  AotPlan p = plan(o);
+  EXPECT_EQ(value_of(p, "learning_rate"), "3e-6");
+  EXPECT_EQ(origin_of(p, "learning_rate"), "--optimizer_learning_rate");
+  EXPECT_EQ(value_of(p, "learning_rate_final_fraction"), "0.1");
+  RenderResult rendered = render(o);
+  BenchClient client = read_bench_client(rendered.bench);
+  const std::set<std::string> different_on_purpose = {
+      "max_target_length",     // purpose-specific: prompt + response here, the row fed there
+      "load_parameters_path",  // the compile uses abstract weights
+      // Booleans: Tunix passes Python's True/False, argv spells them as given.
+      "prefuse_moe_weights", "use_weight_converter", "skip_step_on_spikes", "skip_step_on_nan"};
+  std::size_t compared = 0;
+  for (const TrainerKey& k : trainer_keys_from_argv(client.trainer.items())) {
+    if (different_on_purpose.count(k.key)) continue;
+    EXPECT_EQ(value_of(p, k.key), k.value) << k.key << " <- " << k.origin;
+    ++compared;
+  }
+  EXPECT_GE(compared, 12u);
 }
 
 TEST(Aot, V5pSliceAndFilledAxis) {

@@ -216,10 +216,87 @@ TEST(ExpectBench, PlainRenderPasses) {
   EXPECT_EQ(result.unexpected(), 0u) << describe(result);
   std::vector<std::string> ids;
   for (const BenchDifference& d : result.differences) ids.emplace_back(bench_change_id(*d.allowed));
-  for (const char* id :
-       {"name", "gang-id", "max-restarts", "client-script", "client-program", "driver-settings"}) {
+  for (const char* id : {"name", "gang-id", "max-restarts", "client-script", "client-program",
+                         "driver-settings", "libtpu-workers"}) {
     EXPECT_NE(std::find(ids.begin(), ids.end(), id), ids.end()) << id << "\n" << describe(result);
   }
+}
+
+// The workers run the client's whole libtpu set plus their own extras (the seed's rule):
+// --expect-bench allows a worker flag set to the client's value and nothing else there.
+TEST(ExpectBench, WorkersTakeTheClientsLibtpuSetAndNothingElse) {
+  // An e2e whose workers run another dvfs state than the client, and lack its DANGEROUS flag.
+  std::string e2e_text = replace_once(fixture_text(), "--xla_tpu_dvfs_p_state=7 --megascale",
+                                      "--xla_tpu_dvfs_p_state=6 --megascale");
+  k8s::DryRun e2e = parse(e2e_text, "e2e.txt");
+  RenderResult rendered = render_bench(e2e, bench_options());
+  std::vector<std::string> worker_changes;
+  for (const Change& c : rendered.changes) {
+    if (c.knob == kWorkersLibtpuKnob) worker_changes.push_back(c.old_value + " -> " + c.new_value);
+  }
+  EXPECT_THAT(worker_changes,
+              ::testing::ElementsAre(" -> --DANGEROUS_tpu_runtime_abi_verification_disabled=true",
+                                     "--xla_tpu_dvfs_p_state=6 -> --xla_tpu_dvfs_p_state=7"));
+  auto check = [&](const std::string& bench_yaml) {
+    return check_expect_bench(e2e, parse(bench_yaml, "bench.yaml"), k8s::RoleMains{});
+  };
+  ExpectBenchResult result = check(rendered.yaml);
+  EXPECT_EQ(result.unexpected(), 0u) << describe(result);
+  // The DANGEROUS flag (client only) is a libtpu-workers change; the dvfs state, now alike in
+  // client, proxy and workers, reads as a libtpu-flag change: both allowed.
+  std::vector<std::string> workers;
+  for (const BenchDifference& d : result.differences) {
+    if (d.difference.path.find("pathways-worker") != std::string::npos)
+      workers.emplace_back(bench_change_id(*d.allowed));
+  }
+  EXPECT_THAT(workers, ::testing::UnorderedElementsAre("libtpu-workers", "libtpu-flag"))
+      << describe(result);
+
+  struct Case {
+    const char* what;
+    std::string from, to;
+    const char* why_part;
+  };
+  std::vector<Case> cases = {
+      {"a worker flag neither the e2e's nor the client's", "--xla_tpu_dvfs_p_state=7 --megascale",
+       "--xla_tpu_dvfs_p_state=5 --megascale", "the client has --xla_tpu_dvfs_p_state=7"},
+      {"a worker-only flag changed", "--megascale_port=-1", "--megascale_port=7",
+       "worker-only flag"},
+      {"a worker flag the client does not set", "--xprof_compress_jftrace=true",
+       "--xprof_compress_jftrace=true --xla_mine=1", "worker-only flag"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    ExpectBenchResult tampered = check(replace_once(rendered.yaml, c.from, c.to));
+    std::vector<const BenchDifference*> bad = unexpected(tampered);
+    ASSERT_EQ(bad.size(), 1u) << describe(tampered);
+    EXPECT_THAT(bad[0]->difference.path, HasSubstr("pathways-worker].env[LIBTPU_INIT_ARGS]"));
+    EXPECT_THAT(bad[0]->why, HasSubstr(c.why_part));
+  }
+}
+
+// A worker entry the e2e lacks is created with the client's whole set, and allowed as that only.
+TEST(ExpectBench, AWorkerLibtpuEntryCreatedWhereTheE2eHadNone) {
+  std::string e2e_text = fixture_text();
+  std::size_t name_at = e2e_text.find("- name: LIBTPU_INIT_ARGS");
+  ASSERT_NE(name_at, std::string::npos);
+  std::size_t value_end = e2e_text.find('\n', e2e_text.find("value:", name_at));
+  std::size_t line_start = e2e_text.rfind('\n', name_at) + 1;
+  e2e_text.erase(line_start, value_end + 1 - line_start);
+  k8s::DryRun e2e = parse(e2e_text, "e2e.txt");
+  RenderResult rendered = render_bench(e2e, bench_options());
+  ExpectBenchResult result = check_expect_bench(e2e, parse(rendered.yaml), k8s::RoleMains{});
+  EXPECT_EQ(result.unexpected(), 0u) << describe(result);
+  bool created = false;
+  for (const BenchDifference& d : result.differences)
+    created |= d.allowed == BenchChange::kWorkersLibtpu &&
+               d.difference.kind == k8s::Difference::Kind::kAdded;
+  EXPECT_TRUE(created) << describe(result);
+  // The same entry with one more flag is not the client's set.
+  std::string tampered = replace_once(rendered.yaml, "--xla_tpu_dvfs_p_state=7\"",
+                                      "--xla_tpu_dvfs_p_state=7 --xla_mine=1\"");
+  ExpectBenchResult bad = check_expect_bench(e2e, parse(tampered), k8s::RoleMains{});
+  EXPECT_EQ(bad.unexpected(), 1u) << describe(bad);
 }
 
 // The seed's default: a trainer without a gang-id label gets one, and --expect-bench allows it.

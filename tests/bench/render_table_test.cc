@@ -1,5 +1,6 @@
 #include "rtb/bench/render_table.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <set>
@@ -16,6 +17,22 @@ k8s::Document fixture_trainer() {
   k8s::DryRun dryrun =
       k8s::parse_dryrun(read_file(RTB_TESTDATA_DIR "/launch_dryrun.txt"), "launch_dryrun.txt");
   return *k8s::select_roles(dryrun, k8s::RoleMains{}).trainer;
+}
+
+// The seed's rule: the client's whole set (its order, its values, its repeats), then the workers'
+// flags whose key the client does not set, in their order.
+TEST(RenderTable, WorkersRunTheClientsLibtpuSetPlusTheirExtras) {
+  auto flags = [](std::string_view text) {
+    return k8s::FlagList::parse(text, k8s::FlagStyle::kDashDash);
+  };
+  EXPECT_THAT(bench_worker_libtpu(flags("--a=1 --b=2 --a=3"),
+                                  flags("--b=9 --megascale_port=-1 --no-a --x=1"))
+                  .items(),
+              ::testing::ElementsAre("--a=1", "--b=2", "--a=3", "--megascale_port=-1", "--x=1"));
+  EXPECT_THAT(bench_worker_libtpu(flags(""), flags("--x=1 --y")).items(),
+              ::testing::ElementsAre("--x=1", "--y"));
+  EXPECT_THAT(bench_worker_libtpu(flags("--a=1"), flags("")).items(),
+              ::testing::ElementsAre("--a=1"));
 }
 
 TEST(RenderTable, SliceFieldsByKey) {

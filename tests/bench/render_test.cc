@@ -97,6 +97,18 @@ TEST(RenderTest, ValidatesJobSetNames) {
   EXPECT_THROW(render_bench(dryrun, o), Error);
 }
 
+// The seed's LAUNCH_RENDER names the DRY_RUN when no file is given; an explicit file or --demo
+// wins.
+TEST(RenderTest, DryrunInputFromTheArgumentElseLaunchRender) {
+  EXPECT_EQ(dryrun_input("a.txt", false, "b.txt"), "a.txt");
+  EXPECT_EQ(dryrun_input("-", false, "b.txt"), "-");
+  EXPECT_EQ(dryrun_input("", false, "b.txt"), "b.txt");
+  EXPECT_EQ(dryrun_input("", false, nullptr), "");
+  EXPECT_EQ(dryrun_input("", false, ""), "");
+  EXPECT_EQ(dryrun_input("", true, "b.txt"), "") << "--demo wins over the environment";
+  EXPECT_EQ(dryrun_input("a.txt", true, "b.txt"), "a.txt") << "the caller refuses both";
+}
+
 TEST(RenderTest, HeredocTerminatorNeverOccursInTheText) {
   EXPECT_EQ(heredoc_terminator("print(1)\n"), "BENCH_DRIVER_EOF");
   EXPECT_EQ(heredoc_terminator("a\nBENCH_DRIVER_EOF\nb\n"), "BENCH_DRIVER_EOF_1");

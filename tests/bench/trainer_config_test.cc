@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,8 @@ TEST(MaxTextKeyOfFlag, Mapping) {
   EXPECT_EQ(maxtext_key_of_flag("maxtext_attention"), "attention");
   EXPECT_EQ(maxtext_key_of_flag("mesh_tp"), "ici_tensor_parallelism");
   EXPECT_EQ(maxtext_key_of_flag("worker_id"), "run_name");
+  EXPECT_EQ(maxtext_key_of_flag("optimizer_learning_rate"), "learning_rate");
+  EXPECT_EQ(maxtext_key_of_flag("remat_policy"), "remat_policy");
   EXPECT_FALSE(maxtext_key_of_flag("maxtext_"));
   EXPECT_FALSE(maxtext_key_of_flag("port"));
 }
@@ -55,6 +58,60 @@ TEST(TrainerKeysFromArgv, MaxTargetLengthIsTheRowFed) {
   EXPECT_EQ(keys_of({"--max_prompt_length=1024"}).count("max_target_length"), 0u);
   EXPECT_EQ(
       keys_of({"--max_prompt_length=x", "--max_response_length=1"}).count("max_target_length"), 0u);
+}
+
+TEST(TrainerKeysFromArgv, LearningRateSpellingsTheLaterWins) {
+  // run_trainer_node@035dbdb9: --optimizer_learning_rate and --learning_rate are one argparse
+  // option, so the later item wins, whichever its spelling.
+  EXPECT_EQ(keys_of({"--learning_rate=1e-6", "--optimizer_learning_rate=3e-6"})["learning_rate"],
+            "3e-6 <- --optimizer_learning_rate=3e-6");
+  EXPECT_EQ(keys_of({"--optimizer_learning_rate=3e-6", "--learning_rate=1e-6"})["learning_rate"],
+            "1e-6 <- --learning_rate=1e-6");
+  // A repeated flag counts at its last position.
+  EXPECT_EQ(keys_of({"--learning_rate=1e-6", "--optimizer_learning_rate=3e-6",
+                     "--learning_rate=2e-6"})["learning_rate"],
+            "2e-6 <- --learning_rate=2e-6");
+  EXPECT_EQ(
+      trainer_flag_for_key({"--learning_rate=1", "--optimizer_learning_rate=2"}, "learning_rate"),
+      "optimizer_learning_rate");
+  EXPECT_EQ(
+      trainer_flag_for_key({"--optimizer_learning_rate=2", "--learning_rate=1"}, "learning_rate"),
+      "learning_rate");
+  EXPECT_EQ(trainer_flag_for_key({"--port=1"}, "learning_rate"), std::nullopt);
+}
+
+TEST(TrainerKeysFromArgv, LauncherFlagsThatSetMaxTextKeys) {
+  // k8s_launcher.sh passes these; build_maxtext_config sets the keys of the same name, the
+  // policy and the mask only when not empty.
+  auto keys = keys_of({"--remat_policy=custom", "--learning_rate_final_fraction=0.1",
+                       "--trainable_parameters_mask=^(?!.*gate).*", "--maxtext_attention=flash"});
+  EXPECT_EQ(keys["remat_policy"], "custom <- --remat_policy=custom");
+  EXPECT_EQ(keys["learning_rate_final_fraction"], "0.1 <- --learning_rate_final_fraction=0.1");
+  EXPECT_EQ(keys["trainable_parameters_mask"],
+            "^(?!.*gate).* <- --trainable_parameters_mask=^(?!.*gate).*");
+  EXPECT_EQ(keys["attention"], "flash <- --maxtext_attention=flash");
+  keys = keys_of({"--remat_policy=", "--trainable_parameters_mask=", "--maxtext_attention="});
+  EXPECT_TRUE(keys.empty());
+}
+
+TEST(FlagsSettingKey, TheTableBackwards) {
+  EXPECT_THAT(flags_setting_key("learning_rate"),
+              ::testing::ElementsAre("learning_rate", "optimizer_learning_rate"));
+  EXPECT_THAT(flags_setting_key("load_parameters_path"),
+              ::testing::ElementsAre("maxtext_ckpt_path", "maxtext_load_parameters_path"));
+  EXPECT_THAT(flags_setting_key("attention"), ::testing::ElementsAre("maxtext_attention"));
+  EXPECT_THAT(flags_setting_key("ici_fsdp_parallelism"), ::testing::ElementsAre("mesh_fsdp"));
+  EXPECT_THAT(flags_setting_key("remat_policy"), ::testing::ElementsAre("remat_policy"));
+  EXPECT_THAT(flags_setting_key("skip_step_on_nan"),
+              ::testing::ElementsAre("maxtext_skip_step_on_nan"));
+  // max_target_length is purpose-specific: none of the flags it derives from is in the table.
+  for (std::string_view flag :
+       {"max_seq_token_per_tpu", "max_prompt_length", "max_response_length"})
+    EXPECT_EQ(maxtext_key_of_flag(flag), std::nullopt) << flag;
+  for (std::string_view key : {"learning_rate", "run_name", "warmup_steps_fraction"}) {
+    for (const std::string& flag : flags_setting_key(key))
+      EXPECT_EQ(maxtext_key_of_flag(flag), key) << flag;
+  }
 }
 
 TEST(ExtraFlagKeys, ItemsInOrder) {

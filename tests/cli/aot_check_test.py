@@ -228,6 +228,41 @@ class AotCheckTest(unittest.TestCase):
         env = {e["name"]: e["value"] for e in plan["env"]}
         self.assertIn("--xla_x=1", env["LIBTPU_INIT_ARGS"].split())
 
+    def test_logps_chunk_default_from_the_environment(self):
+        """The seed's 512 when the render sets no chunk; AOT_LOGPS_CHUNK_SIZE (empty: 512) changes
+        that default, and --logps-chunk, the render's own, overrides both."""
+        no_chunk = [FIXTURE, "--json", "--trainer-arg-remove", "--compute_logps_chunk_size"]
+        for env, extra, expected in (({}, [], 512), ({"AOT_LOGPS_CHUNK_SIZE": ""}, [], 512),
+                                     ({"AOT_LOGPS_CHUNK_SIZE": "1024"}, [], 1024),
+                                     ({"AOT_LOGPS_CHUNK_SIZE": "0"}, [], 0),
+                                     ({"AOT_LOGPS_CHUNK_SIZE": "1024"}, ["--logps-chunk", "4096"], 4096)):
+            rc, out, err = run_tool(TOOL, no_chunk + extra, env=env, unset=["AOT_LOGPS_CHUNK_SIZE"])
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(json.loads(out)["logps_chunk_size"], expected, (env, extra))
+        # A chunk the render sets wins over the environment's default.
+        rc, out, err = run_tool(TOOL, [FIXTURE, "--json"], env={"AOT_LOGPS_CHUNK_SIZE": "1024"})
+        self.assertEqual((rc, json.loads(out)["logps_chunk_size"]), (0, 512), err)
+        rc, out, err = run_tool(TOOL, no_chunk, env={"AOT_LOGPS_CHUNK_SIZE": "big"})
+        self.assertEqual((rc, out), (2, ""), err)
+        self.assertEqual(len(err.splitlines()), 1, err)
+        self.assertIn("AOT_LOGPS_CHUNK_SIZE=big: not an integer", err)
+        rc, out, _ = run(["--help"])
+        self.assertIn("AOT_LOGPS_CHUNK_SIZE", out)
+
+    def test_launch_render_names_the_dryrun_when_no_file_is_given(self):
+        rc, out, err = run_tool(TOOL, ["--json"], env={"LAUNCH_RENDER": FIXTURE})
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out)["mesh"]["fsdp"], 32)
+        # An explicit file wins over LAUNCH_RENDER.
+        rc, out, err = run_tool(TOOL, [FIXTURE, "--json"], env={"LAUNCH_RENDER": "/nonexistent/dryrun.txt"})
+        self.assertEqual(rc, 0, err)
+        rc, out, err = run_tool(TOOL, ["--json"], env={"LAUNCH_RENDER": "/nonexistent/dryrun.txt"})
+        self.assertEqual((rc, out), (2, ""), err)
+        self.assertIn("/nonexistent/dryrun.txt", err)
+        rc, out, err = run_tool(TOOL, ["--json"], unset=["LAUNCH_RENDER"])
+        self.assertEqual((rc, out), (2, ""), err)
+        self.assertIn("LAUNCH_RENDER", err)
+
     # --- --run ---------------------------------------------------------------------------------
     def run_tool(self, tmp, *args, env=None):
         bindir = os.path.join(tmp, "bin")

@@ -179,6 +179,12 @@ class RenderBenchTest(unittest.TestCase):
             for key in set(b) | set(e):
                 if b["name"] == "main" and key == "command":
                     continue
+                if b["name"] == "pathways-worker" and key == "env":
+                    # Its LIBTPU_INIT_ARGS becomes the client's set plus the worker-only flags
+                    # (test_workers_run_the_clients_libtpu_set_plus_their_extras); the rest stays.
+                    self.assertEqual([x for x in b[key] if x["name"] != "LIBTPU_INIT_ARGS"],
+                                     [x for x in e[key] if x["name"] != "LIBTPU_INIT_ARGS"])
+                    continue
                 self.assertEqual(b.get(key), e.get(key), f"{job}/{b['name']}.{key}")
 
     def test_quoted_strings_stay_strings(self):
@@ -469,6 +475,46 @@ class RenderBenchTest(unittest.TestCase):
         self.assertIn("--xla_tpu_scoped_vmem_limit_kib=65536", worker)
         self.assertNotIn("--xla_tpu_scoped_vmem_limit_kib=65472", worker)
         self.assertIn("--xla_brand_new=3", worker)
+        # The workers run the client's whole set, then their own extras (the seed's rule).
+        self.assertEqual(worker, client + ["--megascale_port=-1", "--xprof_compress_jftrace=true"])
+
+    def test_workers_run_the_clients_libtpu_set_plus_their_extras(self):
+        """Without any knob, the workers get the client's flags they lack or set otherwise (here the
+        DANGEROUS flag the e2e workers do not have) and keep their worker-only flags."""
+        bench, text, err = self.render("--explain")
+        client = startup_env(script_of(bench))["LIBTPU_INIT_ARGS"].split()
+        e2e_worker_env = {e["name"]: e.get("value") for e in container(e2e_trainer(), "pathways-worker")["env"]}
+        e2e_worker = e2e_worker_env["LIBTPU_INIT_ARGS"].split()
+        self.assertNotIn("--DANGEROUS_tpu_runtime_abi_verification_disabled=true", e2e_worker)
+        worker_env = {e["name"]: e.get("value") for e in container(bench, "pathways-worker")["env"]}
+        worker = worker_env["LIBTPU_INIT_ARGS"].split()
+        extras = [f for f in e2e_worker if f.split("=", 1)[0] not in {c.split("=", 1)[0] for c in client}]
+        self.assertEqual(extras, ["--megascale_port=-1", "--xprof_compress_jftrace=true"])
+        self.assertEqual(worker, client + extras)
+        # --explain names the change and why (the libtpu-workers knob).
+        self.assertIn("libtpu-workers: spec.replicatedJobs[pw-node].template.spec.template.spec.containers"
+                      "[pathways-worker].env[LIBTPU_INIT_ARGS].value[--DANGEROUS_tpu_runtime_abi_verification_disabled]:"
+                      " (absent) -> --DANGEROUS_tpu_runtime_abi_verification_disabled=true", err)
+        # A bench render is what diff-renders --expect-bench allows.
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "bench.yaml")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+            rc, out, err = run_tool(os.path.join(BIN, "diff-renders"), [FIXTURE, path, "--expect-bench"])
+            self.assertEqual(rc, 0, out + err)
+
+    def test_launch_render_names_the_dryrun_when_no_file_is_given(self):
+        _, from_file, _ = self.render()
+        rc, out, err = run_tool(TOOL, ["--name", "abtest-bench"], env={"LAUNCH_RENDER": FIXTURE})
+        self.assertEqual((rc, out), (0, from_file), err)
+        rc, out, err = run_tool(TOOL, [FIXTURE, "--name", "abtest-bench"],
+                                env={"LAUNCH_RENDER": "/nonexistent/dryrun.txt"})
+        self.assertEqual((rc, out), (0, from_file), "an explicit file wins: " + err)
+        rc, out, err = run_tool(TOOL, ["--name", "abtest-bench"], unset=["LAUNCH_RENDER"])
+        self.assertEqual((rc, out), (2, ""), err)
+        self.assertIn("LAUNCH_RENDER", err)
+        rc, out, _ = run(["--help"])
+        self.assertIn("LAUNCH_RENDER", out)
 
     def test_libtpu_flag_created_where_absent(self):
         rc, out, err = run([NO_PROXY, "--name", "abtest-bench", "--libtpu-flag=--xla_x=1"])

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <string>
 
@@ -47,7 +48,10 @@ int aot_check_main(int argc, char** argv) {
        "(maxtext.training_engine.maxtext_engine_compile) with that trainer's MaxText keys, mesh, "
        "micro-batch, GRPO loss, log-prob chunk and libtpu flags, for compile_topology = the "
        "trainer slice. --run needs a Python with MaxText, Tunix and libtpu; it then summarizes "
-       "the log as aot-summarize does (exit 0 fits, 1 does not fit, 2 error).",
+       "the log as aot-summarize does (exit 0 fits, 1 does not fit, 2 error). Log-probs compile "
+       "in chunks of 512 tokens when the render sets no chunk, as the seed did; "
+       "AOT_LOGPS_CHUNK_SIZE=N changes that default (empty: 512), and --logps-chunk, which sets "
+       "the render's, overrides both.",
        kExamples});
   CLI::App& app = tool.app();
   RenderKnobs knobs;
@@ -86,6 +90,8 @@ int aot_check_main(int argc, char** argv) {
     bench::RenderResult rendered = bench::render_bench(dryrun, knobs.options);
     for (const std::string& warning : rendered.warnings) spdlog::info("{}", warning);
 
+    aot.default_logps_chunk =
+        rtb::bench::aot_logps_chunk_default(std::getenv("AOT_LOGPS_CHUNK_SIZE"));
     aot.source = dryrun.source;
     aot.tool_version = RTB_VERSION;
     if (run && !aot.log) aot.log = bench::aot_log_path(std::chrono::system_clock::now());

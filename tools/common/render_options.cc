@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <utility>
 
 #include "common/tool.h"
@@ -37,7 +38,9 @@ std::pair<std::string, std::string> parse_env(const std::string& text) {
 
 void add_render_options(CLI::App& app, RenderKnobs& knobs, NameOption name) {
   rtb::bench::RenderOptions& options = knobs.options;
-  app.add_option("DRYRUN", knobs.input, "DRY_RUN output of the launcher, or - for stdin");
+  app.add_option("DRYRUN", knobs.input,
+                 "DRY_RUN output of the launcher, or - for stdin (default: the file named by "
+                 "LAUNCH_RENDER, the seed's variable; an argument wins)");
   app.add_flag("--demo", knobs.demo, "Use the embedded example DRY_RUN (no DRYRUN argument)");
   CLI::Option* name_option =
       app.add_option("--name", options.name, "Name of the bench JobSet (a DNS label)");
@@ -141,9 +144,12 @@ std::string driver_source(const RenderKnobs& knobs, std::string_view embedded_dr
 }
 
 k8s::DryRun load_dryrun(const RenderKnobs& knobs, std::string_view demo_text) {
-  if (knobs.demo == !knobs.input.empty()) fail("give either a DRYRUN file (or -) or --demo");
-  std::string source = knobs.demo ? "<embedded demo DRY_RUN>" : display_name(knobs.input);
-  std::string text = knobs.demo ? std::string(demo_text) : read_file(knobs.input);
+  std::string input =
+      bench::dryrun_input(knobs.input, knobs.demo, std::getenv(bench::kLaunchRenderEnv));
+  if (knobs.demo == !input.empty())
+    fail("give either a DRYRUN file (or -, or LAUNCH_RENDER) or --demo");
+  std::string source = knobs.demo ? "<embedded demo DRY_RUN>" : display_name(input);
+  std::string text = knobs.demo ? std::string(demo_text) : read_file(input);
   return rtb::k8s::parse_dryrun(text, source, trainer_and_orchestrator_chunks(knobs.options.mains));
 }
 

@@ -38,6 +38,7 @@ class Args {
   long long integer(std::string_view key, long long fallback) const;
   // `--k` (true), `--no-k` (false), `--k=V` (str2bool), absent (fallback).
   bool boolean(std::string_view key, bool fallback) const;
+  const std::vector<std::string>& items() const { return flags_.items(); }
 
  private:
   std::string name_;

@@ -9,6 +9,7 @@
 #include "rtb/base/slice.h"
 #include "rtb/bench/aot.h"
 #include "rtb/bench/aot_input.h"
+#include "rtb/bench/trainer_config.h"
 #include "rtb/k8s/dryrun.h"
 #include "rtb/k8s/flags.h"
 #include "rtb/k8s/jobset.h"
@@ -56,6 +57,16 @@ class Planner {
   }
   void note(std::string text) { plan_.notes.push_back(std::move(text)); }
 
+  // The trainer argv flag that sets MaxText `maxtext_key`, from trainer_config's table (the one
+  // table of Tunix's argv -> MaxText keys): of its spellings the one the argv gives last, as the
+  // trainer reads it, else the table's first.
+  std::string flag_for(std::string_view maxtext_key) const {
+    if (auto given = trainer_flag_for_key(client_.trainer.items(), maxtext_key)) return *given;
+    std::vector<std::string> flags = flags_setting_key(maxtext_key);
+    if (flags.empty()) fail("internal: no trainer flag sets MaxText's {}", maxtext_key);
+    return flags.front();
+  }
+
   const k8s::shell::Assignment* env(std::string_view name) const {
     const k8s::shell::Assignment* found = nullptr;
     for (const k8s::shell::Assignment& a : client_.trainer_env) {
@@ -86,16 +97,19 @@ class Planner {
   void add_trainer_keys() {
     const Args& t = client_.trainer;
     std::string tunix = "Tunix";
-    key("model_name", t.text_or("maxtext_model_name", "qwen3-0.6b"),
-        t.has("maxtext_model_name") ? "--maxtext_model_name" : "run_trainer_node default");
-    key("run_name", t.text_or("worker_id", "tunix_maxtext"), "--worker_id");
-    if (auto dir = t.text("maxtext_output_directory")) {
-      key("base_output_directory", *dir, "--maxtext_output_directory");
+    const std::string model_flag = flag_for("model_name");
+    key("model_name", t.text_or(model_flag, "qwen3-0.6b"),
+        t.has(model_flag) ? "--" + model_flag : "run_trainer_node default");
+    const std::string run_flag = flag_for("run_name");
+    key("run_name", t.text_or(run_flag, "tunix_maxtext"), "--" + run_flag);
+    const std::string output_flag = flag_for("base_output_directory");
+    if (auto dir = t.text(output_flag)) {
+      key("base_output_directory", *dir, "--" + output_flag);
     } else if (const auto* dir_env = env("MAXTEXT_OUTPUT_DIR")) {
       key("base_output_directory", dir_env->value, "MAXTEXT_OUTPUT_DIR");
     }
-    if (t.has("maxtext_ckpt_path")) {
-      note("--maxtext_ckpt_path is not passed: the compile uses abstract weights");
+    if (const std::string ckpt_flag = flag_for("load_parameters_path"); t.has(ckpt_flag)) {
+      note(fmt::format("--{} is not passed: the compile uses abstract weights", ckpt_flag));
     }
     key("enable_checkpointing", "False", "aot-check (the abstract engine never saves)");
     for (const char* fixed :
@@ -108,10 +122,14 @@ class Planner {
 
     long long micro = t.integer("train_micro_batch_size", 1);
     long long mini = t.integer("mini_batch_size", 1);
-    long long fsdp = t.integer("mesh_fsdp", 2);
-    long long tp = t.integer("mesh_tp", 1);
-    long long expert = t.integer("mesh_expert", 1);
-    long long context = t.integer("mesh_context", 1);
+    const std::string fsdp_flag = flag_for("ici_fsdp_parallelism");
+    const std::string tp_flag = flag_for("ici_tensor_parallelism");
+    const std::string expert_flag = flag_for("ici_expert_parallelism");
+    const std::string context_flag = flag_for("ici_context_parallelism");
+    long long fsdp = t.integer(fsdp_flag, 2);
+    long long tp = t.integer(tp_flag, 1);
+    long long expert = t.integer(expert_flag, 1);
+    long long context = t.integer(context_flag, 1);
     if (micro <= 0) fail("trainer argv --train_micro_batch_size={}: must be positive", micro);
     if (mini <= 0) fail("trainer argv --mini_batch_size={}: must be positive", mini);
     if (fsdp <= 0 || micro % fsdp != 0) {
@@ -140,7 +158,9 @@ class Planner {
           plan_.max_seq_token_per_tpu, sequence);
     }
     // The compile builds rollouts of max_prefill_predict_length prompt tokens and the rest of
-    // max_target_length as completion; the packed row width is its own key (added below).
+    // max_target_length as completion; the packed row width is its own key (added below). So
+    // max_target_length is aot-check's own, not trainer_config's table: diff-configs compares
+    // the trainer's declared row instead (trainer_keys_from_argv).
     key("max_target_length", std::to_string(sequence),
         "--max_prompt_length + --max_response_length");
     if (plan_.max_seq_token_per_tpu > 0 && plan_.max_seq_token_per_tpu != sequence) {
@@ -158,24 +178,29 @@ class Planner {
       attention = a->value;
       attention_origin = "TRAINER_MAXTEXT_ATTENTION";
     }
-    if (auto a = t.text("maxtext_attention"); a && !a->empty()) {
+    const std::string attention_flag = flag_for("attention");
+    if (auto a = t.text(attention_flag); a && !a->empty()) {
       attention = *a;
-      attention_origin = "--maxtext_attention";
+      attention_origin = "--" + attention_flag;
     }
     key("attention", attention, attention_origin);
-    if (auto remat = t.text("remat_policy"); remat && !remat->empty())
-      key("remat_policy", *remat, "--remat_policy");
-    if (auto fraction = t.text("learning_rate_final_fraction"))
-      key("learning_rate_final_fraction", *fraction, "--learning_rate_final_fraction");
+    const std::string remat_flag = flag_for("remat_policy");
+    if (auto remat = t.text(remat_flag); remat && !remat->empty())
+      key("remat_policy", *remat, "--" + remat_flag);
+    const std::string fraction_flag = flag_for("learning_rate_final_fraction");
+    if (auto fraction = t.text(fraction_flag))
+      key("learning_rate_final_fraction", *fraction, "--" + fraction_flag);
     key("use_tokamax_gmm", "true", tunix);
     key("use_gmm_v2", "true", tunix);
     key("ici_fsdp_parallelism", std::to_string(fsdp),
-        t.has("mesh_fsdp") ? "--mesh_fsdp" : "run_trainer_node default");
+        t.has(fsdp_flag) ? "--" + fsdp_flag : "run_trainer_node default");
 
-    long long rollout_tp = t.integer("rollout_mesh_tp", 0);
-    long long padded = t.integer("maxtext_padded_moe_mlp_dim", 0);
+    const std::string rollout_tp_flag = flag_for("rollout_tensor_parallelism");
+    long long rollout_tp = t.integer(rollout_tp_flag, 0);
+    const std::string padded_flag = flag_for("padded_base_moe_mlp_dim");
+    long long padded = t.integer(padded_flag, 0);
     if (padded > 0) {
-      key("padded_base_moe_mlp_dim", std::to_string(padded), "--maxtext_padded_moe_mlp_dim");
+      key("padded_base_moe_mlp_dim", std::to_string(padded), "--" + padded_flag);
     } else if (rollout_tp > 1) {
       note(fmt::format(
           "Tunix derives padded_base_moe_mlp_dim for --rollout_mesh_tp={} from the model's YAML, "
@@ -183,7 +208,7 @@ class Planner {
           "trainer pads",
           rollout_tp));
     }
-    long long kv_heads = t.integer("base_num_kv_heads", 0);
+    long long kv_heads = t.integer(flag_for("base_num_kv_heads"), 0);
     if (kv_heads > 0 && rollout_tp > kv_heads) {
       if (rollout_tp % kv_heads != 0) {
         fail("--rollout_mesh_tp={} is not a multiple of --base_num_kv_heads={}", rollout_tp,
@@ -201,25 +226,25 @@ class Planner {
       key("override_model_config", "true", "--base_num_kv_heads");
     }
     key("ici_tensor_parallelism", std::to_string(tp),
-        t.has("mesh_tp") ? "--mesh_tp" : "run_trainer_node default");
+        t.has(tp_flag) ? "--" + tp_flag : "run_trainer_node default");
     key("ici_expert_parallelism", std::to_string(expert),
-        t.has("mesh_expert") ? "--mesh_expert" : "run_trainer_node default");
+        t.has(expert_flag) ? "--" + expert_flag : "run_trainer_node default");
     key("ici_context_parallelism", std::to_string(context),
-        t.has("mesh_context") ? "--mesh_context" : "run_trainer_node default");
+        t.has(context_flag) ? "--" + context_flag : "run_trainer_node default");
     if (context > 1) key("context_parallel_load_balance", "False", "--mesh_context > 1");
 
+    // --learning_rate and --optimizer_learning_rate are one setting: the later one wins.
     std::string lr = "2e-07", lr_origin = "run_trainer_node default";
-    for (std::string_view name : {"optimizer_learning_rate", "learning_rate"}) {
-      if (auto v = t.text(name)) {
-        lr = *v;
-        lr_origin = "--" + std::string(name);
-      }
+    if (auto lr_flag = trainer_flag_for_key(t.items(), "learning_rate")) {
+      lr = t.text_or(*lr_flag, lr);
+      lr_origin = "--" + *lr_flag;
     }
     check_number(lr, "learning_rate");
     key("learning_rate", lr, lr_origin);
-    std::string warmup = t.text_or("maxtext_warmup_steps_fraction", "0.0");
-    check_number(warmup, "--maxtext_warmup_steps_fraction");
-    key("warmup_steps_fraction", warmup, "--maxtext_warmup_steps_fraction");
+    const std::string warmup_flag = flag_for("warmup_steps_fraction");
+    std::string warmup = t.text_or(warmup_flag, "0.0");
+    check_number(warmup, "--" + warmup_flag);
+    key("warmup_steps_fraction", warmup, "--" + warmup_flag);
     key("dtype", "bfloat16", tunix);
     key("weight_dtype", "bfloat16", tunix);
     key("grad_dtype", "float32", tunix);
@@ -240,18 +265,22 @@ class Planner {
     key("enable_tensorboard", "False", tunix);
     key("record_internal_nn_metrics", "False", tunix);
     key("init_weights_seed", "42", tunix);
-    key("prefuse_moe_weights", t.boolean("prefuse_moe_weights", false) ? "True" : "False",
-        "--prefuse_moe_weights");
-    key("use_weight_converter", t.boolean("use_weight_converter", true) ? "True" : "False",
-        "--use_weight_converter");
+    const std::string prefuse_flag = flag_for("prefuse_moe_weights");
+    key("prefuse_moe_weights", t.boolean(prefuse_flag, false) ? "True" : "False",
+        "--" + prefuse_flag);
+    const std::string converter_flag = flag_for("use_weight_converter");
+    key("use_weight_converter", t.boolean(converter_flag, true) ? "True" : "False",
+        "--" + converter_flag);
     if (rollout_tp > 0)
-      key("rollout_tensor_parallelism", std::to_string(rollout_tp), "--rollout_mesh_tp");
-    if (auto mask = t.text("trainable_parameters_mask"); mask && !mask->empty())
-      key("trainable_parameters_mask", *mask, "--trainable_parameters_mask");
-    bool spikes = t.boolean("maxtext_skip_step_on_spikes", false);
-    if (spikes) key("skip_step_on_spikes", "True", "--maxtext_skip_step_on_spikes");
-    key("skip_step_on_nan", t.boolean("maxtext_skip_step_on_nan", true) ? "True" : "False",
-        "--maxtext_skip_step_on_nan");
+      key("rollout_tensor_parallelism", std::to_string(rollout_tp), "--" + rollout_tp_flag);
+    const std::string mask_flag = flag_for("trainable_parameters_mask");
+    if (auto mask = t.text(mask_flag); mask && !mask->empty())
+      key("trainable_parameters_mask", *mask, "--" + mask_flag);
+    const std::string spikes_flag = flag_for("skip_step_on_spikes");
+    bool spikes = t.boolean(spikes_flag, false);
+    if (spikes) key("skip_step_on_spikes", "True", "--" + spikes_flag);
+    const std::string nan_flag = flag_for("skip_step_on_nan");
+    key("skip_step_on_nan", t.boolean(nan_flag, true) ? "True" : "False", "--" + nan_flag);
     if (spikes) {
       key("skip_step_interval", "128", tunix);
       key("skip_step_scaling_factor", "6.0", tunix);

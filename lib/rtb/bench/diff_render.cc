@@ -298,25 +298,39 @@ class BenchClassifier {
       whole = true;
     }
     if (!place) return std::nullopt;
+    const bool in_workers = worker_ && place == &places.back();
     BenchDifference out{d, std::nullopt, ""};
     if (d.kind == k8s::Difference::Kind::kRemoved) {
       out.why = "render-bench never removes a libtpu flag";
       return out;
     }
     if (whole) {
-      // A whole flag string the e2e did not have: each of its flags must be everywhere.
+      // A whole flag string the e2e did not have: each of its flags must be everywhere, or, in
+      // the workers, be the client's (the workers run the client's whole set).
       if (d.kind != k8s::Difference::Kind::kAdded || !place->flags.IsMap()) {
         out.why = "not something render-bench changes";
         return out;
       }
+      bool everywhere = true;
       for (const auto& kv : place->flags) {
         std::string key(base_flag_key(kv.first.Scalar()));
         if (auto why = libtpu_mismatch(key, kv.second.Scalar(), places)) {
-          out.why = *why;
-          return out;
+          everywhere = false;
+          if (!in_workers) {
+            out.why = *why;
+            return out;
+          }
         }
       }
-      out.allowed = BenchChange::kLibtpuFlag;
+      if (everywhere) {
+        out.allowed = BenchChange::kLibtpuFlag;
+        return out;
+      }
+      if (auto why = workers_differ_from_client(place->flags)) {
+        out.why = *why;
+        return out;
+      }
+      out.allowed = BenchChange::kWorkersLibtpu;
       return out;
     }
     std::string_view key = base_flag_key(item);
@@ -324,12 +338,56 @@ class BenchClassifier {
       out.why = "render-bench changes libtpu flags, not positional words";
       return out;
     }
-    if (auto why = libtpu_mismatch(key, d.new_value, places)) {
-      out.why = *why;
+    auto mismatch = libtpu_mismatch(key, d.new_value, places);
+    if (!mismatch) {
+      out.allowed = BenchChange::kLibtpuFlag;
       return out;
     }
-    out.allowed = BenchChange::kLibtpuFlag;
+    if (!in_workers) {
+      out.why = *mismatch;
+      return out;
+    }
+    // In the workers: a flag the client sets, with the client's value, and nothing else.
+    std::optional<std::string> client = effective_item(client_libtpu(), key);
+    if (!client) {
+      out.why = fmt::format(
+          "{} is a worker-only flag (the client does not set it): render-bench keeps the "
+          "workers' own flags",
+          key);
+    } else if (*client != d.new_value) {
+      out.why = fmt::format("the workers must run the client's {}: the client has {}", kLibtpuEnv,
+                            *client);
+    } else {
+      out.allowed = BenchChange::kWorkersLibtpu;
+    }
     return out;
+  }
+
+  // The bench client's LIBTPU_INIT_ARGS flag map (undefined when it has none).
+  YAML::Node client_libtpu() const {
+    if (client_path_.empty()) return YAML::Node();
+    return k8s::yaml::descend(client_, {"startup", "env", kLibtpuEnv});
+  }
+
+  // Why a worker flag map is not the client's whole libtpu set (extras aside); nullopt when it is.
+  std::optional<std::string> workers_differ_from_client(const YAML::Node& workers) const {
+    YAML::Node client = client_libtpu();
+    if (!client.IsMap()) return fmt::format("the client sets no {}", kLibtpuEnv);
+    for (const auto& kv : client) {
+      std::string key(base_flag_key(kv.first.Scalar()));
+      std::optional<std::string> there = effective_item(workers, key);
+      if (!there) return fmt::format("the workers lack the client's {}", kv.second.Scalar());
+      if (*there != kv.second.Scalar())
+        return fmt::format("the workers have {} where the client has {}", *there,
+                           kv.second.Scalar());
+    }
+    for (const auto& kv : workers) {
+      std::string key(base_flag_key(kv.first.Scalar()));
+      if (!effective_item(client, key))
+        return fmt::format("{} is not the client's (a new worker entry holds the client's only)",
+                           kv.second.Scalar());
+    }
+    return std::nullopt;
   }
 
   void read_slice(const k8s::JobSetView& view) {
@@ -547,9 +605,9 @@ RenderDiff diff_renders(const k8s::DryRun& a, const k8s::DryRun& b,
 std::string_view bench_change_id(BenchChange change) {
   // In BenchChange's order.
   static constexpr std::string_view kIds[] = {
-      "name",          "gang-id",        "max-restarts",    "namespace",    "image",
-      "client-script", "client-program", "driver-settings", "maxtext-flag", "libtpu-flag",
-      "argv-flag",     "logps-chunk",    "trainer-slice"};
+      "name",           "gang-id",        "max-restarts",    "namespace",    "image",
+      "client-script",  "client-program", "driver-settings", "maxtext-flag", "libtpu-flag",
+      "libtpu-workers", "argv-flag",      "logps-chunk",     "trainer-slice"};
   static_assert(std::size(kIds) == static_cast<std::size_t>(BenchChange::kTrainerSlice) + 1);
   auto index = static_cast<std::size_t>(change);
   return index < std::size(kIds) ? kIds[index] : "unknown";

@@ -87,6 +87,8 @@ enum class BenchChange {
   kDriverSettings,  // the driver's settings, TRAINER_ARGV and ORCH_ARGV
   kMaxTextFlag,     // a MAXTEXT_EXTRA_FLAGS item added or changed (--maxtext-flag, ...)
   kLibtpuFlag,      // a libtpu flag added or changed alike in every place (--libtpu-flag)
+  kWorkersLibtpu,   // a pathways-worker libtpu flag set to the client's (the workers run the
+                    // client's whole libtpu set plus their own extras)
   kArgvFlag,        // a trainer argv flag added, changed or removed (--trainer-arg, ...)
   kLogpsChunk,      // COMPUTE_LOGPS_CHUNK_SIZE in the startup environment (--logps-chunk)
   kTrainerSlice,    // a field that encodes the trainer slice, with the bench slice's value

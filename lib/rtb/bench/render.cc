@@ -235,6 +235,7 @@ class Renderer {
   void set_scheduling_fields();
   void edit_maxtext_flags();
   void edit_libtpu_flags();
+  void sync_worker_libtpu(k8s::ContainerRef& worker);
   void edit_argv();
   void edit_trainer_slice();
   void set_driver_and_profiler();
@@ -492,7 +493,7 @@ void Renderer::edit_maxtext_flags() {
 }
 
 void Renderer::edit_libtpu_flags() {
-  if (options_.libtpu_flags.empty()) return;
+  const bool knobs = !options_.libtpu_flags.empty();
   for (const std::string& item : options_.libtpu_flags) {
     if (flag_key(item, k8s::FlagStyle::kDashDash).empty()) {
       fail("--libtpu-flag {}: not a flag (--KEY=VALUE)", item);
@@ -503,7 +504,7 @@ void Renderer::edit_libtpu_flags() {
     }
   }
   // 1. The client: LIBTPU_INIT_ARGS inside the startup environment.
-  {
+  if (knobs) {
     k8s::shell::Assignment* current = env_assignment(kLibtpuEnv);
     k8s::FlagList flags =
         k8s::FlagList::parse(current ? current->value : "", k8s::FlagStyle::kDashDash);
@@ -524,7 +525,7 @@ void Renderer::edit_libtpu_flags() {
   }
   k8s::JobSetView view(bench_);
   // 2. The pathways proxy: one args item per flag, new ones after the last --xla item.
-  if (auto proxy = view.container(kProxyContainer)) {
+  if (auto proxy = view.container(kProxyContainer); proxy && knobs) {
     YAML::Node args = k8s::yaml::lookup(proxy->node, "args");
     std::vector<std::string> items;
     if (args.IsSequence()) {
@@ -550,46 +551,80 @@ void Renderer::edit_libtpu_flags() {
       }
     }
     proxy->node["args"] = rebuilt;
-  } else {
+  } else if (knobs) {
     result_.warnings.push_back(
         fmt::format("{}: the trainer JobSet has no {} container; "
                     "--libtpu-flag reaches the client and workers only",
                     dryrun_.source, kProxyContainer));
   }
-  // 3. The pathways workers: env LIBTPU_INIT_ARGS, created where absent.
+  // 3. The pathways workers: always the client's whole libtpu set plus their own extras
+  // (render_table.h bench_worker_libtpu), so a bench never runs workers on other flags.
   if (auto worker = view.container(kWorkerContainer)) {
-    std::string env_path = worker->path() + ".env";
-    if (!k8s::yaml::lookup(worker->node, "env").IsSequence())
-      worker->node["env"] = YAML::Node(YAML::NodeType::Sequence);
-    YAML::Node env = k8s::yaml::lookup(worker->node, "env");
-    std::optional<YAML::Node> entry;  // the last entry of that name, as Kubernetes uses
-    for (const YAML::Node& candidate : env) {
-      if (k8s::yaml::scalar_at(candidate, "name") == std::string(kLibtpuEnv))
-        entry.emplace(candidate);
-    }
-    if (!entry || !entry->IsMap()) {
-      k8s::FlagList flags(k8s::FlagStyle::kDashDash, {});
-      for (const std::string& item : options_.libtpu_flags) flags.upsert(item);
-      YAML::Node created(YAML::NodeType::Map);
-      created["name"] = std::string(kLibtpuEnv);
-      created["value"] = k8s::yaml::string_scalar(flags.str());
-      env.push_back(created);
-      record("--libtpu-flag", k8s::path_item(env_path, kLibtpuEnv), "", flags.str());
-    } else {
-      YAML::Node value = k8s::yaml::lookup(*entry, "value");
-      k8s::FlagList flags = k8s::FlagList::parse(
-          value.IsDefined() && value.IsScalar() ? value.Scalar() : "", k8s::FlagStyle::kDashDash);
-      std::string path = k8s::path_item(env_path, kLibtpuEnv) + ".value";
-      for (const std::string& item : options_.libtpu_flags)
-        edit_flag_list(flags, item, "--libtpu-flag", path, false);
-      (*entry)["value"] = k8s::yaml::string_scalar(flags.str());
-    }
-  } else {
+    sync_worker_libtpu(*worker);
+  } else if (knobs) {
     result_.warnings.push_back(
         fmt::format("{}: the trainer JobSet has no {} container; "
                     "--libtpu-flag reaches the client and proxy only",
                     dryrun_.source, kWorkerContainer));
   }
+}
+
+void Renderer::sync_worker_libtpu(k8s::ContainerRef& worker) {
+  const k8s::shell::Assignment* client_libtpu = env_assignment(kLibtpuEnv);
+  if (!client_libtpu) return;  // no client set: the workers keep theirs
+  if (client_libtpu->expands) {
+    result_.warnings.push_back(
+        fmt::format("{}: the client's {} contains a shell expansion; the {} keep their own flags",
+                    dryrun_.source, kLibtpuEnv, kWorkerContainer));
+    return;
+  }
+  k8s::FlagList client = k8s::FlagList::parse(client_libtpu->value, k8s::FlagStyle::kDashDash);
+  if (client.items().empty()) return;
+  // A flag the knobs set is theirs; any other the workers take from the client.
+  auto knob_of = [&](std::string_view key) -> std::string {
+    for (const std::string& item : options_.libtpu_flags) {
+      if (flag_key(item, k8s::FlagStyle::kDashDash) == key) return "--libtpu-flag";
+    }
+    return std::string(kWorkersLibtpuKnob);
+  };
+  std::string env_path = worker.path() + ".env";
+  if (!k8s::yaml::lookup(worker.node, "env").IsSequence())
+    worker.node["env"] = YAML::Node(YAML::NodeType::Sequence);
+  YAML::Node env = k8s::yaml::lookup(worker.node, "env");
+  std::optional<YAML::Node> entry;  // the last entry of that name, as Kubernetes uses
+  for (const YAML::Node& candidate : env) {
+    if (k8s::yaml::scalar_at(candidate, "name") == std::string(kLibtpuEnv))
+      entry.emplace(candidate);
+  }
+  if (!entry || !entry->IsMap()) {
+    k8s::FlagList flags = bench_worker_libtpu(client, k8s::FlagList(k8s::FlagStyle::kDashDash, {}));
+    YAML::Node created(YAML::NodeType::Map);
+    created["name"] = std::string(kLibtpuEnv);
+    created["value"] = k8s::yaml::string_scalar(flags.str());
+    env.push_back(created);
+    record(options_.libtpu_flags.empty() ? std::string(kWorkersLibtpuKnob) : "--libtpu-flag",
+           k8s::path_item(env_path, kLibtpuEnv), "", flags.str());
+    return;
+  }
+  YAML::Node value = k8s::yaml::lookup(*entry, "value");
+  k8s::FlagList old = k8s::FlagList::parse(
+      value.IsDefined() && value.IsScalar() ? value.Scalar() : "", k8s::FlagStyle::kDashDash);
+  k8s::FlagList flags = bench_worker_libtpu(client, old);
+  std::string path = k8s::path_item(env_path, kLibtpuEnv) + ".value";
+  // One change per key whose effective item (its last) differs from the worker's before.
+  bool changed = false;
+  std::set<std::string, std::less<>> seen;
+  for (const std::string& item : client.items()) {
+    std::string_view key = flag_key(item, k8s::FlagStyle::kDashDash);
+    if (key.empty() || !seen.emplace(key).second) continue;
+    const std::string& now = client.items()[*client.find(key)];
+    std::optional<std::size_t> at = old.find(key);
+    std::string before = at ? old.items()[*at] : "";
+    if (before == now) continue;
+    record(knob_of(key), k8s::path_item(path, "--" + std::string(key)), before, now);
+    changed = true;
+  }
+  if (changed) (*entry)["value"] = k8s::yaml::string_scalar(flags.str());
 }
 
 void Renderer::edit_argv() {
@@ -1000,6 +1035,12 @@ std::string summarize_changes(const RenderResult& result) {
 }
 
 void validate_jobset_name(const std::string& name) { validate_dns_label("--name", name, true); }
+
+std::string dryrun_input(std::string_view given, bool demo, const char* launch_render) {
+  if (!given.empty()) return std::string(given);
+  if (demo || launch_render == nullptr) return "";
+  return launch_render;
+}
 
 std::string heredoc_terminator(std::string_view text) {
   auto occurs = [&](const std::string& word) {

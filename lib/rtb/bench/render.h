@@ -57,8 +57,10 @@ struct RenderOptions {
   std::string tool_version;   // written into the client script's header comment
 };
 
-// One change made to the trainer JobSet: which knob (or "render" for the fixed changes), at which
+// One change made to the trainer JobSet: which knob (or "render" for the fixed changes, and
+// kWorkersLibtpuKnob for a worker libtpu flag set to the client's without a knob asking), at which
 // path (diff.h's path scheme), from what to what.
+inline constexpr std::string_view kWorkersLibtpuKnob = "libtpu-workers";
 struct Change {
   std::string knob;
   std::string path;
@@ -79,6 +81,13 @@ std::string summarize_changes(const RenderResult& result);
 
 // Validates a JobSet name: a DNS label short enough for the pod names JobSet derives from it.
 void validate_jobset_name(const std::string& name);
+
+// The environment variable the seed's scripts read the launcher's DRY_RUN file from.
+inline constexpr const char* kLaunchRenderEnv = "LAUNCH_RENDER";
+// The DRY_RUN file render-bench and aot-check read: the DRYRUN argument `given` when there is one
+// ("-": stdin), else `launch_render` (LAUNCH_RENDER's value; nullptr when unset) unless `demo`
+// (--demo) asks for the embedded example or it is empty; "" when neither names a file.
+std::string dryrun_input(std::string_view given, bool demo, const char* launch_render);
 
 // Renders the bench JobSet. Throws rtb::Error for bad input or options; a difference from the e2e
 // trainer that no option asked for is an internal error (rtb::Error starting "internal error").

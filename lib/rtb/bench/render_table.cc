@@ -1,5 +1,6 @@
 #include "rtb/bench/render_table.h"
 
+#include <utility>
 #include <vector>
 
 #include "rtb/k8s/yaml.h"
@@ -68,6 +69,15 @@ std::optional<TrainerSlice> find_trainer_slice(const k8s::JobSetView& jobset) {
   }
   if (!accelerator || !topology) return std::nullopt;
   return TrainerSlice{*accelerator + ":" + *topology, "the accelerator and topology labels"};
+}
+
+k8s::FlagList bench_worker_libtpu(const k8s::FlagList& client, const k8s::FlagList& worker) {
+  std::vector<std::string> items = client.items();
+  for (const std::string& item : worker.items()) {
+    std::string_view key = k8s::flag_key(item, k8s::FlagStyle::kDashDash);
+    if (key.empty() || !client.contains(key)) items.push_back(item);
+  }
+  return k8s::FlagList(k8s::FlagStyle::kDashDash, std::move(items));
 }
 
 std::set<std::string> tpu_jobs(const k8s::JobSetView& jobset) {

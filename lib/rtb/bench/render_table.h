@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "rtb/base/slice.h"
+#include "rtb/k8s/flags.h"
 #include "rtb/k8s/jobset.h"
 
 namespace rtb::bench {
@@ -27,6 +28,12 @@ inline constexpr std::string_view kResourceManagerContainer = "pathways-rm";  //
 inline constexpr std::string_view kMaxTextFlagsEnv = "MAXTEXT_EXTRA_FLAGS";
 inline constexpr std::string_view kLibtpuEnv = "LIBTPU_INIT_ARGS";  // also the workers' env
 inline constexpr std::string_view kLogpsChunkEnv = "COMPUTE_LOGPS_CHUNK_SIZE";
+
+// The workers' LIBTPU_INIT_ARGS in a bench, as the seed's renderer builds them: the client's whole
+// libtpu set (`client`, after the knobs), then the workers' own flags whose key the client does not
+// set (worker-only extras such as --megascale_port=-1), so that the workers never run with a flag
+// set different from the client's.
+k8s::FlagList bench_worker_libtpu(const k8s::FlagList& client, const k8s::FlagList& worker);
 
 // The label whose value is the gang of pods scheduled together: the bench's name.
 inline constexpr std::string_view kGangIdLabel = "scheduling.x-k8s.io/gang-id";
