@@ -31,10 +31,25 @@ TRUNCATED = data("configlog_truncated.log")
 NO_CONFIG = data("configlog_no_config_pr1904_e2e_train.log")
 TRAINER_NODE = data("configlog_trainer_node.log")
 FIXTURE = data("launch_dryrun.txt")
+RULES_64 = data("configlog_maxtext_grpo_demo_0ac2a42e_cell27_64rules.log")
+RULES_63 = data("configlog_maxtext_grpo_demo_1a9d434c_cell27_63rules.log")
+QLORA = data("configlog_maxtext_qlora_demo_8e117fdc_cell18_63rules.log")
+QLORA_BRIDGED = data("configlog_maxtext_qlora_demo_bridged_8e117fdc_cell18_64rules.log")
 
 # The --json documents (README: diff-configs, "JSON output"), in the JSON Schema subset that
 # json_schema.validate() understands.
 SETTING = {"type": ["string", "null"]}
+INDEX = {"type": ["integer", "null"]}
+ELEMENTS = {"type": ["object", "null"], "required": ["pairing", "differences"], "additionalProperties": False,
+            "properties": {
+                "pairing": {"enum": ["name", "index", "key"]},
+                "differences": {"type": "array", "items": {
+                    "type": "object", "additionalProperties": False,
+                    "required": ["key", "kind", "moved", "old", "old_index", "new", "new_index"],
+                    "properties": {
+                        "key": {"type": "string"}, "kind": {"enum": ["added", "removed", "changed", "moved"]},
+                        "moved": {"type": "boolean"}, "old": SETTING, "new": SETTING,
+                        "old_index": INDEX, "new_index": INDEX}}}}}
 CONFIG_SCHEMA = {
     "type": "object",
     "required": ["schema", "a", "b", "keys", "differences", "summary", "result"],
@@ -46,12 +61,14 @@ CONFIG_SCHEMA = {
         "keys": {"type": ["string", "null"]},
         "differences": {"type": "array", "items": {
             "type": "object",
-            "required": ["key", "kind", "old", "old_line", "old_origin", "new", "new_line", "new_origin"],
+            "required": ["key", "kind", "old", "old_line", "old_origin", "new", "new_line", "new_origin",
+                         "elements"],
             "additionalProperties": False,
             "properties": {
                 "key": {"type": "string"}, "kind": {"enum": ["added", "removed", "changed"]},
                 "old": SETTING, "new": SETTING, "old_origin": SETTING, "new_origin": SETTING,
                 "old_line": {"type": ["integer", "null"]}, "new_line": {"type": ["integer", "null"]},
+                "elements": ELEMENTS,
             }}},
         "summary": {"type": "object", "required": ["added", "removed", "changed", "total"],
                     "additionalProperties": False,
@@ -144,14 +161,14 @@ class DiffConfigsTest(unittest.TestCase):
         out, err = self.diff(GPT3, PREPGO, rc=1)
         self.assertEqual(err, "")
         lines = out.splitlines()
-        self.assertEqual(len(lines), 34, out)
+        self.assertEqual(len(lines), 35, out)  # 34 keys, mlp_activations in two items
         for expected in ("~ decoder_block: gpt3 -> llama2",
-                         "~ mlp_activations: ['gelu'] -> ['silu', 'linear']",
+                         "~ mlp_activations[0]: 'gelu' -> 'silu'", "+ mlp_activations[1]: 'linear'",
                          "~ per_device_batch_size: 1.0 -> 12.0",
                          "~ load_parameters_path:  -> gs://maxtext-llama/test/yooh-2024-0123-1440/"
                          "decode-ckpt-maxtext/0/default"):
             self.assertIn(expected, lines)
-        self.assertEqual(lines, sorted(lines, key=lambda l: l[2:].split(":")[0]), "key order")
+        self.assertEqual(lines, sorted(lines, key=lambda l: l[2:].split(":")[0].split("[")[0]), "key order")
         out, _ = self.diff(DPO, GRPO, rc=1)
         self.assertTrue(any(l.startswith("+ ") for l in out.splitlines()))
         self.assertTrue(any(l.startswith("- ") for l in out.splitlines()))
@@ -162,8 +179,42 @@ class DiffConfigsTest(unittest.TestCase):
         self.diff(DPO, same, rc=0)
         changed = self.reprinted("changed.log", change=("dcn_parallelism", "[1,-1,1,1,1,1,1,1,1,1,1,2]"))
         out, _ = self.diff(DPO, changed, rc=1)
-        self.assertEqual(out, "~ dcn_parallelism: [1, -1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1] -> "
-                              "[1,-1,1,1,1,1,1,1,1,1,1,2]\n")
+        self.assertEqual(out, "~ dcn_parallelism[11]: 1 -> 2\n")
+        changed = self.reprinted("changed.log", change=("ici_parallelism", "[1,1,1,-1,1,8,1,1,1,1,1,1]"))
+        out, _ = self.diff(DPO, changed, rc=1)
+        self.assertEqual(out, "~ ici_parallelism[5]: 1 -> 8\n")
+        # A container against a scalar: the whole values.
+        changed = self.reprinted("changed.log", change=("ici_parallelism", "auto"))
+        out, _ = self.diff(DPO, changed, rc=1)
+        self.assertEqual(out, "~ ici_parallelism: [1, 1, 1, -1, 1, 1, 1, 1, 1, 1, 1, 1] -> auto\n")
+
+    def test_one_rule_of_logical_axis_rules(self):
+        # Real notebook outputs whose 3,500-character logical_axis_rules differ by one rule.
+        out, err = self.diff(RULES_64, RULES_63, rc=1)
+        self.assertEqual(err, "")
+        lines = out.splitlines()
+        self.assertIn("- logical_axis_rules[embed_tensor_transpose]: ('tensor_transpose',)", lines)
+        self.assertEqual([l for l in lines if "logical_axis_rules" in l],
+                         ["- logical_axis_rules[embed_tensor_transpose]: ('tensor_transpose',)"])
+        self.assertIn("~ weight_dtype: bfloat16 -> float32", lines)
+        self.assertIn("- shardy: True", lines)
+        self.assertEqual(len(lines), 18, out)
+        self.assertLess(max(len(l) for l in lines), 100)
+        out, _ = self.diff(QLORA, QLORA_BRIDGED, "--keys", "^(logical_axis_rules|mlp_activations)$", rc=1)
+        self.assertEqual(out, "+ logical_axis_rules[embed_tensor_transpose]: ('tensor_transpose',)\n"
+                              "~ mlp_activations[0]: 'gelu' -> 'silu'\n")
+        # --json keeps both whole values and adds the items.
+        out, _ = self.diff("--json", RULES_64, RULES_63, rc=1)
+        doc = json.loads(out)
+        validate(CONFIG_SCHEMA, doc, refs={"side": SIDE})
+        rules = [d for d in doc["differences"] if d["key"] == "logical_axis_rules"][0]
+        self.assertGreater(len(rules["old"]), 3000)
+        self.assertEqual(len(rules["new"]), len(rules["old"]) - len(", ('embed_tensor_transpose', ('tensor_transpose',))"))
+        self.assertEqual(rules["elements"], {"pairing": "name", "differences": [
+            {"key": "embed_tensor_transpose", "kind": "removed", "moved": False, "old": "('tensor_transpose',)",
+             "old_index": 39, "new": None, "new_index": None}]})
+        self.assertTrue(all(d["elements"] is None for d in doc["differences"] if d is not rules))
+        self.assertEqual(doc["summary"]["total"], 18)
 
     def test_keys_filter(self):
         out, _ = self.diff(GPT3, PREPGO, "--keys", "^(base_|num_)", rc=1)

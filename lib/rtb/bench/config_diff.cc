@@ -128,12 +128,14 @@ std::vector<ConfigDifference> diff_configs(const ConfigSide& a, const ConfigSide
     auto x = left.find(key);
     auto y = right.find(key);
     if (x == left.end()) {
-      out.push_back({ConfigDifference::Kind::kAdded, key, std::nullopt, *y->second});
+      out.push_back({ConfigDifference::Kind::kAdded, key, std::nullopt, *y->second, std::nullopt});
     } else if (y == right.end()) {
-      out.push_back({ConfigDifference::Kind::kRemoved, key, *x->second, std::nullopt});
+      out.push_back(
+          {ConfigDifference::Kind::kRemoved, key, *x->second, std::nullopt, std::nullopt});
     } else if (logs::canonical_config_value(x->second->value) !=
                logs::canonical_config_value(y->second->value)) {
-      out.push_back({ConfigDifference::Kind::kChanged, key, *x->second, *y->second});
+      out.push_back({ConfigDifference::Kind::kChanged, key, *x->second, *y->second,
+                     diff_elements(x->second->value, y->second->value)});
     }
   }
   return out;

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "rtb/bench/config_elements.h"
 #include "rtb/k8s/dryrun.h"
 #include "rtb/k8s/jobset.h"
 #include "rtb/logs/configlog.h"
@@ -54,6 +55,9 @@ struct ConfigDifference {
   Kind kind;
   std::string key;
   std::optional<ConfigSetting> a, b;
+  // A changed value that is a literal container on both sides: its items that differ
+  // (config_elements.h).
+  std::optional<ElementDiff> elements;
 };
 std::string_view config_kind_name(ConfigDifference::Kind kind);  // "added", ...
 

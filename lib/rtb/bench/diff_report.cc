@@ -508,29 +508,71 @@ std::string format_render_json(const RenderReport& report) {
 // --- diff-configs
 // ----------------------------------------------------------------------------------
 
+namespace {
+
+// A colored (or plain) report line.
+std::string report_line(k8s::Difference::Kind kind, const std::string& line,
+                        const TextStyle& style) {
+  return style.color ? fmt::format("{}{}{}\n", color_of(kind), line, kReset) : line + "\n";
+}
+
+// One line per differing item of a changed value: `key[item]: old -> new`, ...
+std::string element_lines(const std::string& key, const ElementDiff& elements,
+                          const TextStyle& style) {
+  std::string out;
+  for (const ElementDifference& e : elements.differences) {
+    std::string path = fmt::format("{}[{}]", key, e.key);
+    std::string moved =
+        e.moved ? fmt::format("moved from index {} to {}", *e.old_index, *e.new_index) : "";
+    switch (e.kind) {
+      case ElementDifference::Kind::kAdded:
+        out += report_line(k8s::Difference::Kind::kAdded,
+                           fmt::format("+ {}: {}", path, *e.new_value), style);
+        break;
+      case ElementDifference::Kind::kRemoved:
+        out += report_line(k8s::Difference::Kind::kRemoved,
+                           fmt::format("- {}: {}", path, *e.old_value), style);
+        break;
+      case ElementDifference::Kind::kChanged:
+        out += report_line(k8s::Difference::Kind::kChanged,
+                           fmt::format("~ {}: {} -> {}{}", path, *e.old_value, *e.new_value,
+                                       e.moved ? ", " + moved : ""),
+                           style);
+        break;
+      case ElementDifference::Kind::kMoved:
+        out += report_line(k8s::Difference::Kind::kChanged,
+                           fmt::format("~ {}: {}: {}", path, moved, *e.old_value), style);
+        break;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string format_config_text(const std::vector<ConfigDifference>& differences,
                                const TextStyle& style) {
   std::string out;
   for (const ConfigDifference& d : differences) {
-    std::string line;
-    k8s::Difference::Kind kind = k8s::Difference::Kind::kChanged;
     switch (d.kind) {
       case ConfigDifference::Kind::kAdded:
-        kind = k8s::Difference::Kind::kAdded;
-        line = fmt::format("+ {}: {}", d.key, one_line(d.b->value));
+        out += report_line(k8s::Difference::Kind::kAdded,
+                           fmt::format("+ {}: {}", d.key, one_line(d.b->value)), style);
         break;
       case ConfigDifference::Kind::kRemoved:
-        kind = k8s::Difference::Kind::kRemoved;
-        line = fmt::format("- {}: {}", d.key, one_line(d.a->value));
+        out += report_line(k8s::Difference::Kind::kRemoved,
+                           fmt::format("- {}: {}", d.key, one_line(d.a->value)), style);
         break;
       case ConfigDifference::Kind::kChanged:
-        line = fmt::format("~ {}: {} -> {}", d.key, one_line(d.a->value), one_line(d.b->value));
+        if (d.elements) {
+          out += element_lines(d.key, *d.elements, style);
+        } else {
+          out += report_line(
+              k8s::Difference::Kind::kChanged,
+              fmt::format("~ {}: {} -> {}", d.key, one_line(d.a->value), one_line(d.b->value)),
+              style);
+        }
         break;
-    }
-    if (style.color) {
-      out += fmt::format("{}{}{}\n", color_of(kind), line, kReset);
-    } else {
-      out += line + "\n";
     }
   }
   return out;
@@ -567,6 +609,29 @@ void json_setting_fields(json::Writer& j, const std::optional<ConfigSetting>& s,
   j.field(prefix, value).field(prefix + "_line", line).field(prefix + "_origin", origin);
 }
 
+// "elements": the differing items of a changed container value, or null.
+void json_elements(json::Writer& j, const std::optional<ElementDiff>& elements) {
+  if (!elements) {
+    j.key("elements").null();
+    return;
+  }
+  j.wrap().key("elements").begin_object().field("pairing", pairing_name(elements->pairing));
+  j.key("differences").begin_array();
+  for (const ElementDifference& e : elements->differences) {
+    j.wrap()
+        .begin_object()
+        .field("key", e.key)
+        .field("kind", element_kind_name(e.kind))
+        .field("moved", e.moved)
+        .field("old", e.old_value)
+        .field("old_index", e.old_index)
+        .field("new", e.new_value)
+        .field("new_index", e.new_index)
+        .end_object();
+  }
+  j.end_array().end_object();
+}
+
 }  // namespace
 
 std::string format_config_json(const ConfigSide& a, const ConfigSide& b,
@@ -585,6 +650,7 @@ std::string format_config_json(const ConfigSide& a, const ConfigSide& b,
     j.begin_object(Layout::kOneLine).field("key", d.key).field("kind", config_kind_name(d.kind));
     json_setting_fields(j, d.a, "old");
     json_setting_fields(j, d.b, "new");
+    json_elements(j, d.elements);
     j.end_object();
   }
   j.end_array()

@@ -497,4 +497,6 @@ std::string canonical_config_value(std::string_view value) {
   return canonical_bare(text);
 }
 
+std::string canonical_config_literal(const Literal& value) { return canonical_literal(value); }
+
 }  // namespace rtb::logs

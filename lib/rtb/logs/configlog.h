@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include "rtb/base/literal.h"
+
 namespace rtb::logs {
 
 inline constexpr std::string_view kConfigParamMarker = "Config param ";
@@ -121,5 +123,7 @@ ConfigLogOrText read_config_log_or_text(const std::string& path, const ConfigLog
 // and quoted (`['a', 'b']`, `(a,b)`, `[a, b]`), dicts in any key order. Strings stay
 // case-sensitive, and a quoted '1' inside a list differs from 1.
 std::string canonical_config_value(std::string_view value);
+// The same form of a value already read as a literal with bare words (one item of a list).
+std::string canonical_config_literal(const Literal& value);
 
 }  // namespace rtb::logs
