@@ -28,13 +28,25 @@ std::optional<HbmBudget> hbm_budget(const MemLog& log, const HbmOptions& options
 struct ProgramVerdict {
   std::optional<double> headroom_gib;  // HBM - need
   std::optional<bool> fits;
+  // False for MaxText's compile-time estimate (Total estimated memory size) in a log that also
+  // has libtpu's measured program usage: the measurement outranks the estimate.
+  bool decides = true;
+};
+
+// A live run whose compile-time estimate and measured usage disagree on whether it fits.
+struct EstimateDisagreement {
+  std::size_t estimate = 0;  // index into MemLog::programs (ProgramSource::kEstimatedTotal)
+  std::size_t measured = 0;  // index into MemLog::programs (ProgramSource::kTpuProgramUsage)
+  bool measured_fits = false;
 };
 
 struct LogVerdict {
   std::optional<HbmBudget> hbm;
   std::vector<ProgramVerdict> programs;  // parallel to MemLog::programs
   bool oom = false;
-  std::optional<bool> fits;  // false: an OOM or a program that does not fit; nullopt: unknown
+  std::optional<bool>
+      fits;  // false: an OOM or a deciding program that does not fit; nullopt: unknown
+  std::optional<EstimateDisagreement> disagreement;
 };
 
 struct Summary {
@@ -45,8 +57,9 @@ struct Summary {
 };
 
 // Judges every log: an error (exit 2) for a log with problems or without any analysis, unless
-// it reports an out-of-memory error; 1 when a log reports OOM or a program needs more than the
-// HBM; 0 when every program fits.
+// it reports an out-of-memory error; 1 when a log reports OOM or a deciding program needs more
+// than the HBM; 0 when every deciding program fits. Where a live run logs both MaxText's estimate
+// and libtpu's measured usage, the measurement decides and a disagreement is recorded.
 Summary summarize(std::vector<MemLog> logs, const HbmOptions& options);
 
 }  // namespace rtb::logs
