@@ -258,7 +258,10 @@ TEST(MemLog, TerminalEscapesAreRemoved) {
             "Error: 1.5G");
   EXPECT_EQ(strip_terminal_escapes("a\x1b]8;;https://x.y\x07link\x1b]8;;\x1b\\b", buffer), "alinkb")
       << "OSC hyperlinks, ended by BEL and by ST";
-  EXPECT_EQ(strip_terminal_escapes("\x1b(Bx\x1b" "7y\x1b[?25lz\x1b", buffer), "xyz");
+  EXPECT_EQ(strip_terminal_escapes("\x1b(Bx\x1b"
+                                   "7y\x1b[?25lz\x1b",
+                                   buffer),
+            "xyz");
   // A size split by colour codes is read whole.
   MemLog log = parse_memlog(
       "\x1b[1mRESOURCE_EXHAUSTED\x1b[0m: Attempting to allocate 1\x1b[1m2.50\x1b[0mM. That was not "
