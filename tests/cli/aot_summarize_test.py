@@ -167,10 +167,92 @@ class AotSummarizeTest(unittest.TestCase):
         rc, out, err = run([data("memlog_oom_runtime_allocate.log")])
         self.assertEqual(rc, 1, err)
         self.assertEqual(rows(out)["tpu_programs/fits"], ["yes"], "the program fit; the allocation did not")
+        self.assertEqual(rows(out)["out of memory"], ["line 2: allocating 64.00 GiB failed, 10.51 GiB free"])
         # An OOM log with a malformed line is still reported as does-not-fit, with a warning.
         rc, out, err = run([data("memlog_oom_with_truncated_dict.log")])
         self.assertEqual(rc, 1)
         self.assertIn("memlog_oom_with_truncated_dict.log:2: Cost analysis:", err)
+
+    # --- issue 16, on real MaxText Gemma-4 logs and on fixtures of the documented shapes ----------
+    def test_measured_usage_outranks_the_estimate(self):
+        log = data("memlog_maxtext_gemma4_baseline_L4440-4729_measured_fits_estimate_not.log")
+        rc, out, err = run([log])
+        self.assertEqual(rc, 0, err)
+        r = rows(out)
+        self.assertEqual(r["HBM per device GiB"], ["94.74 (log)"])
+        self.assertEqual(r["tpu_programs/resident"], ["75.87"])
+        self.assertEqual(r["tpu_programs/fits"], ["yes"])
+        self.assertEqual(r["train_step/resident"], ["105.50"])
+        self.assertEqual(r["train_step/fits"], ["NO (estimate; the measured usage decides)"])
+        self.assertEqual(r["verdict"], ["fits (measured usage; the estimate says it does not)"])
+        self.assertIn("estimate for train_step (line 51) is 105.50 GiB, more than the 94.74 GiB HBM "
+                      "per device, but libtpu measured 75.87 GiB for the largest program it loaded "
+                      "(line 6), which fits", out)
+        rc, out, err = run([log, "--json"])
+        self.assertEqual(rc, 0, err)
+        doc = json.loads(out)
+        self.assertTrue(doc["fits"])
+        entry = doc["logs"][0]
+        self.assertTrue(entry["fits"])
+        d = entry["estimate_disagreement"]
+        self.assertEqual((d["decided_by"], d["estimate_program"], d["measured_program"]),
+                         ("measured", "train_step", "tpu_programs"))
+        self.assertEqual((d["estimate_line"], d["measured_line"]), (51, 6))
+        self.assertEqual(d["estimated_need_bytes"], round(105.5 * 2**30))
+        self.assertEqual(d["measured_need_bytes"], round(75.87 * 2**30))
+        self.assertEqual((d["estimate_fits"], d["measured_fits"]), (False, True))
+        self.assertEqual([(p["name"], p["fits"], p["decides"]) for p in entry["programs"]],
+                         [("tpu_programs", True, True), ("train_step", False, False)])
+        # A log without a measurement keeps no disagreement.
+        rc, out, err = run([data("memlog_engine_compile_a.log"), "--json"])
+        self.assertIsNone(json.loads(out)["logs"][0]["estimate_disagreement"])
+
+    def test_runtime_failures_keep_units_and_free_is_not_capacity(self):
+        rc, out, err = run([data("memlog_oom_runtime_allocate_mib.log")])
+        self.assertEqual(rc, 1, err)
+        r = rows(out)
+        self.assertEqual(r["out of memory"], ["line 4: hbm: allocating 125.25 MiB failed, 44.87 MiB free"])
+        self.assertEqual(r["HBM per device GiB"], ["-"])
+        rc, out, err = run([data("memlog_oom_runtime_allocate_mib.log"), "--json"])
+        self.assertEqual(rc, 1, err)
+        entry = json.loads(out)["logs"][0]
+        self.assertIsNone(entry["hbm_gib_per_device"])
+        oom = entry["oom"][0]
+        self.assertEqual(oom["kind"], "allocate")
+        self.assertEqual(oom["required_bytes"], round(125.25 * 2**20))
+        self.assertEqual(oom["free_bytes"], round(44.87 * 2**20))
+        self.assertIsNone(oom["available_bytes"])
+        rc, out, err = run([data("memlog_oom_runtime_allocate_wrapped.log")])
+        self.assertEqual(rc, 1, err)
+        self.assertEqual(rows(out)["out of memory"],
+                         ["line 1: hbm: allocating 125.25 MiB failed, 44.87 MiB free"])
+        rc, out, err = run([data("memlog_maxtext_gemma4_compile_oom_vmem_L1776-1790.log")])
+        self.assertEqual(rc, 1, err)
+        self.assertEqual(rows(out)["out of memory"], ["line 7: vmem 66.93 MiB needed, 63.94 available"])
+        rc, out, err = run([data("memlog_maxtext_gemma4_compile_oom_E1000.log")])
+        self.assertEqual(rc, 1, err)
+        r = rows(out)
+        self.assertEqual(r["out of memory"], ["line 53: hbm 94.77 GiB needed, 94.74 available [2 lines]"])
+        self.assertEqual(r["HBM per device GiB"], ["94.74 (log)"], "Used X of Y: Y is the capacity")
+
+    def test_reserve_failures_coloured_and_wrapped(self):
+        rc, out, err = run([data("memlog_oom_runtime_reserve_ansi_traceback.log")])
+        self.assertEqual(rc, 1, err)
+        self.assertNotIn("\x1b", out)
+        self.assertEqual(rows(out)["out of memory"],
+                         ["line 5: reserving 14.96 GiB for a program failed, 1.33 GiB free, 0 B reserved, "
+                          "1.33 GiB reservable"])
+        rc, out, err = run([data("memlog_oom_runtime_reserve_e0101_wrapped.log"), "--json"])
+        self.assertEqual(rc, 1, err)
+        entry = json.loads(out)["logs"][0]
+        self.assertEqual(entry["oom_lines"], 1)
+        oom = entry["oom"][0]
+        self.assertEqual((oom["line"], oom["kind"]), (2, "reserve"))
+        self.assertEqual(oom["required_bytes"], round(29.49 * 2**30))
+        self.assertEqual(oom["free_bytes"], round(147.64 * 2**20))
+        self.assertEqual(oom["reserved_bytes"], 0)
+        self.assertEqual(oom["reservable_bytes"], round(147.64 * 2**20))
+        self.assertTrue(oom["text"].startswith("E0101: RuntimeProgramAllocationFailure: Error loading program"))
 
     def test_stdin_and_output_file(self):
         with open(data("memlog_engine_compile_a.log"), encoding="utf-8") as f:

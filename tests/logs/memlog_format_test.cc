@@ -46,5 +46,59 @@ TEST(MemLogSummary, TableHasAColumnPerLogAndDeltas) {
   EXPECT_THAT(json, HasSubstr("\"temp\": 3758096384"));  // the delta of fwd_bwd's temp
 }
 
+std::string row_of(const std::string& table, const std::string& label) {
+  for (const std::string& line : test::lines_of(table)) {
+    if (line.rfind(label, 0) == 0) return line;
+  }
+  return "missing " + label;
+}
+
+Summary summary_of(const std::string& name) {
+  std::vector<MemLog> logs;
+  logs.push_back(read_fixture(name));
+  return summarize(std::move(logs), {});
+}
+
+TEST(MemLogSummary, MeasuredAndEstimatedBothShownAndTheDisagreementNamed) {
+  Summary summary =
+      summary_of("memlog_maxtext_gemma4_baseline_L4440-4729_measured_fits_estimate_not.log");
+  std::string table = format_summary_table(summary);
+  EXPECT_THAT(row_of(table, "  resident"), testing::MatchesRegex("  resident +75\\.87"));
+  EXPECT_THAT(table, testing::ContainsRegex("\n  resident +105\\.50\n"));
+  EXPECT_THAT(table, HasSubstr("NO (estimate; the measured usage decides)"));
+  EXPECT_THAT(
+      row_of(table, "verdict"),
+      testing::MatchesRegex("verdict +fits \\(measured usage; the estimate says it does not\\)"));
+  EXPECT_THAT(table, HasSubstr("estimate for train_step (line 51) is 105.50 GiB, more than the "
+                               "94.74 GiB HBM per device, but libtpu measured 75.87 GiB"));
+  std::string json = format_summary_json(summary);
+  EXPECT_THAT(json, HasSubstr("\"estimate_disagreement\": {\"decided_by\": \"measured\""));
+  EXPECT_THAT(json, HasSubstr("\"estimate_fits\": false"));
+  EXPECT_THAT(json, HasSubstr("\"measured_fits\": true"));
+  EXPECT_THAT(json, HasSubstr("\"fits\": false, \"decides\": false"));
+}
+
+TEST(MemLogSummary, OutOfMemorySizesKeepTheLogsUnits) {
+  EXPECT_THAT(row_of(format_summary_table(summary_of("memlog_oom_runtime_allocate_mib.log")),
+                     "out of memory"),
+              testing::EndsWith("line 4: hbm: allocating 125.25 MiB failed, 44.87 MiB free"));
+  EXPECT_THAT(row_of(format_summary_table(summary_of("memlog_oom_runtime_allocate_mib.log")),
+                     "HBM per device GiB"),
+              testing::EndsWith(" -"));
+  EXPECT_THAT(
+      row_of(format_summary_table(summary_of("memlog_oom_runtime_reserve_e0101_wrapped.log")),
+             "out of memory"),
+      testing::EndsWith("line 2: reserving 29.49 GiB for a program failed, 147.64 MiB free, 0 B "
+                        "reserved, 147.64 MiB reservable"));
+  EXPECT_THAT(row_of(format_summary_table(
+                         summary_of("memlog_maxtext_gemma4_compile_oom_vmem_L1776-1790.log")),
+                     "out of memory"),
+              testing::EndsWith("line 7: vmem 66.93 MiB needed, 63.94 available"));
+  std::string json = format_summary_json(summary_of("memlog_oom_runtime_allocate_mib.log"));
+  EXPECT_THAT(json, HasSubstr("\"kind\": \"allocate\""));
+  EXPECT_THAT(json, HasSubstr("\"required_bytes\": 131334144, \"available_bytes\": null, "
+                              "\"free_bytes\": 47049605"));
+}
+
 }  // namespace
 }  // namespace rtb::logs

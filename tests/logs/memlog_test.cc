@@ -160,8 +160,11 @@ TEST(MemLog, OutOfMemoryReportsInEveryShape) {
 
   MemLog runtime = read_fixture("memlog_oom_runtime_allocate.log");
   ASSERT_EQ(runtime.ooms.size(), 1u);
+  EXPECT_EQ(runtime.ooms[0].kind, OomKind::kAllocate);
   EXPECT_EQ(runtime.ooms[0].required, 64 * kGiB);
-  EXPECT_EQ(runtime.ooms[0].available, std::llround(10.51 * kGiB));
+  // "There are 10.51G free" is what was free, not what the device holds (issue 16).
+  EXPECT_EQ(runtime.ooms[0].free, std::llround(10.51 * kGiB));
+  EXPECT_FALSE(runtime.ooms[0].available.has_value());
   EXPECT_TRUE(runtime.has_analysis());
 
   MemLog vmem = parse_memlog(
@@ -173,6 +176,132 @@ TEST(MemLog, OutOfMemoryReportsInEveryShape) {
   EXPECT_EQ(vmem.ooms[0].memory_space, "vmem");
   EXPECT_EQ(vmem.ooms[0].required, std::llround(32.42 * 1024 * 1024));
   EXPECT_FALSE(vmem.capacity.has_value()) << "a VMEM size is not the HBM capacity";
+}
+
+// Issue 16: "Attempting to allocate 125.25M. ... There are 44.87M free." is an allocation that
+// failed with that much free; the free memory is not the HBM per device, and both sizes keep MiB.
+TEST(MemLog, RuntimeAllocationFailureKeepsItsUnitsAndIsNoCapacity) {
+  MemLog log = read_fixture("memlog_oom_runtime_allocate_mib.log");
+  ASSERT_EQ(log.ooms.size(), 1u);
+  const OomReport& oom = log.ooms[0];
+  EXPECT_EQ(oom.line, 4u);
+  EXPECT_EQ(oom.kind, OomKind::kAllocate);
+  EXPECT_EQ(oom.memory_space, "hbm") << "from (0x0x0_HBM0)";
+  ASSERT_TRUE(oom.required && oom.free);
+  EXPECT_EQ(oom.required->bytes, std::llround(125.25 * 1024 * 1024));
+  EXPECT_EQ(oom.required->unit, 2);
+  EXPECT_EQ(oom.free->bytes, std::llround(44.87 * 1024 * 1024));
+  EXPECT_EQ(format_logged_size(*oom.required), "125.25 MiB");
+  EXPECT_EQ(format_logged_size(*oom.free), "44.87 MiB");
+  EXPECT_FALSE(oom.available.has_value());
+  EXPECT_FALSE(log.capacity.has_value()) << "free memory is not the HBM per device";
+
+  MemLog wrapped = read_fixture("memlog_oom_runtime_allocate_wrapped.log");
+  ASSERT_EQ(wrapped.ooms.size(), 1u);
+  EXPECT_EQ(wrapped.oom_lines, 1u) << "the continuation line is the same report";
+  EXPECT_EQ(wrapped.ooms[0].required, std::llround(125.25 * 1024 * 1024));
+  EXPECT_EQ(wrapped.ooms[0].free, std::llround(44.87 * 1024 * 1024));
+  EXPECT_EQ(wrapped.ooms[0].memory_space, "hbm");
+  EXPECT_THAT(wrapped.ooms[0].text, HasSubstr("possible. There are 44.87M free."));
+}
+
+// Issue 16: a program-load reservation failure inside an ANSI-coloured IPython traceback (the
+// sizes themselves wrapped in bold) gave no figures.
+TEST(MemLog, ReserveFailureInsideAColouredTraceback) {
+  MemLog log = read_fixture("memlog_oom_runtime_reserve_ansi_traceback.log");
+  ASSERT_EQ(log.ooms.size(), 1u);
+  const OomReport& oom = log.ooms[0];
+  EXPECT_EQ(oom.line, 5u);
+  EXPECT_EQ(oom.kind, OomKind::kReserve);
+  EXPECT_EQ(oom.required, std::llround(14.96 * kGiB));
+  EXPECT_EQ(oom.free, std::llround(1.33 * kGiB));
+  EXPECT_EQ(oom.reserved, 0);
+  ASSERT_TRUE(oom.reserved.has_value());
+  EXPECT_EQ(oom.reservable, std::llround(1.33 * kGiB));
+  EXPECT_EQ(oom.text.find('\x1b'), std::string::npos) << oom.text;
+  EXPECT_THAT(oom.text, HasSubstr("XlaRuntimeError: RESOURCE_EXHAUSTED: Attempting to reserve"));
+  EXPECT_FALSE(log.capacity.has_value());
+}
+
+TEST(MemLog, WrappedE0101ReserveFailureWithMixedUnits) {
+  MemLog log = read_fixture("memlog_oom_runtime_reserve_e0101_wrapped.log");
+  ASSERT_EQ(log.ooms.size(), 1u);
+  EXPECT_EQ(log.oom_lines, 1u);
+  const OomReport& oom = log.ooms[0];
+  EXPECT_EQ(oom.line, 2u);
+  EXPECT_EQ(oom.kind, OomKind::kReserve);
+  ASSERT_TRUE(oom.required && oom.free && oom.reserved && oom.reservable);
+  EXPECT_EQ(format_logged_size(*oom.required), "29.49 GiB");
+  EXPECT_EQ(format_logged_size(*oom.free), "147.64 MiB");
+  EXPECT_EQ(format_logged_size(*oom.reserved), "0 B");
+  EXPECT_EQ(format_logged_size(*oom.reservable), "147.64 MiB");
+  EXPECT_THAT(oom.text, HasSubstr("E0101: RuntimeProgramAllocationFailure:"));
+  EXPECT_THAT(oom.text, HasSubstr("memory. That was not possible. There are 147.64M free"));
+
+  // Without its figures line the report still counts, and the next line is read as usual.
+  MemLog cut = parse_memlog(
+      "Attempting to reserve 2.00G at the bottom of memory.\n"
+      "That was not possible.\n"
+      "XLA::TPU program HBM usage: 1.00G / 31.25G\n",
+      "cut.log");
+  ASSERT_EQ(cut.ooms.size(), 1u);
+  EXPECT_EQ(cut.ooms[0].required, 2 * kGiB);
+  EXPECT_FALSE(cut.ooms[0].free.has_value());
+  EXPECT_EQ(cut.programs.size(), 1u);
+}
+
+TEST(MemLog, TerminalEscapesAreRemoved) {
+  std::string buffer;
+  std::string_view plain = "no escapes here";
+  EXPECT_EQ(strip_terminal_escapes(plain, buffer).data(), plain.data()) << "no copy";
+  EXPECT_EQ(strip_terminal_escapes("\x1b[0;31mError\x1b[0m: \x1b[38;5;241m1.5G\x1b[39m", buffer),
+            "Error: 1.5G");
+  EXPECT_EQ(strip_terminal_escapes("a\x1b]8;;https://x.y\x07link\x1b]8;;\x1b\\b", buffer), "alinkb")
+      << "OSC hyperlinks, ended by BEL and by ST";
+  EXPECT_EQ(strip_terminal_escapes("\x1b(Bx\x1b"
+                                   "7y\x1b[?25lz\x1b",
+                                   buffer),
+            "xyz");
+  // A size split by colour codes is read whole.
+  MemLog log = parse_memlog(
+      "\x1b[1mRESOURCE_EXHAUSTED\x1b[0m: Attempting to allocate 1\x1b[1m2.50\x1b[0mM. That was not "
+      "possible. There are \x1b[31m3.00M\x1b[0m free.\n",
+      "escapes.log");
+  ASSERT_EQ(log.ooms.size(), 1u);
+  EXPECT_EQ(log.ooms[0].required, std::llround(12.5 * 1024 * 1024));
+  EXPECT_EQ(log.ooms[0].free, 3 * 1024 * 1024);
+}
+
+// Real compile OOMs (MaxText Gemma-4 logs): units as printed, the capacity from "Used X of Y".
+TEST(MemLog, RealCompileOutOfMemoryLogs) {
+  MemLog hbm = read_fixture("memlog_maxtext_gemma4_compile_oom_E1000.log");
+  ASSERT_FALSE(hbm.ooms.empty());
+  const OomReport& first = hbm.ooms[0];
+  EXPECT_EQ(first.kind, OomKind::kCompile);
+  EXPECT_EQ(first.memory_space, "hbm");
+  EXPECT_EQ(first.required, std::llround(94.77 * kGiB));
+  EXPECT_EQ(first.available, std::llround(94.74 * kGiB));
+  EXPECT_EQ(hbm.capacity, std::llround(94.74 * kGiB));
+
+  MemLog vmem = read_fixture("memlog_maxtext_gemma4_compile_oom_vmem_L1776-1790.log");
+  ASSERT_EQ(vmem.ooms.size(), 1u);
+  EXPECT_EQ(vmem.ooms[0].line, 7u);
+  EXPECT_EQ(vmem.ooms[0].memory_space, "vmem");
+  ASSERT_TRUE(vmem.ooms[0].required && vmem.ooms[0].available);
+  EXPECT_EQ(format_logged_size(*vmem.ooms[0].required), "66.93 MiB");
+  EXPECT_EQ(format_logged_size(*vmem.ooms[0].available), "63.94 MiB");
+  EXPECT_FALSE(vmem.capacity.has_value());
+}
+
+TEST(MemLog, LoggedSizes) {
+  EXPECT_EQ(parse_logged_size("52.5K")->unit, 1);
+  EXPECT_EQ(parse_logged_size("0B")->unit, 0);
+  EXPECT_EQ(parse_logged_size("64.00GiB")->bytes, 64 * kGiB);
+  EXPECT_FALSE(parse_logged_size("...").has_value());
+  EXPECT_EQ(format_logged_size({1536, 1}), "1.50 KiB");
+  EXPECT_EQ(format_logged_size({5 * kGiB / 2, 3}), "2.50 GiB");
+  EXPECT_EQ(format_logged_size({1024LL * kGiB, 4}), "1.00 TiB");
+  EXPECT_EQ(format_logged_size({7, 0}), "7 B");
 }
 
 // Found by fuzz/memlog_fuzz: a line that ends right after "exceeds available <space>" threw

@@ -31,6 +31,55 @@ TEST(MemLogSummary, HbmBudgetSources) {
   EXPECT_FALSE(hbm_budget(docs, {}).has_value());
 }
 
+// Issue 16, on the real log: libtpu measured 75.87G of 94.74G and the run trained, while
+// MaxText's compile-time estimate said 105.5 GB. The measurement decides.
+TEST(MemLogSummary, MeasuredUsageOutranksTheEstimate) {
+  std::vector<MemLog> logs;
+  logs.push_back(
+      read_fixture("memlog_maxtext_gemma4_baseline_L4440-4729_measured_fits_estimate_not.log"));
+  Summary summary = summarize(std::move(logs), {});
+  EXPECT_EQ(summary.exit_code, 0) << summary.error;
+  const MemLog& log = summary.logs[0];
+  const LogVerdict& verdict = summary.verdicts[0];
+  ASSERT_EQ(log.programs.size(), 2u);
+  EXPECT_EQ(log.programs[0].source, ProgramSource::kTpuProgramUsage);
+  EXPECT_EQ(log.programs[1].source, ProgramSource::kEstimatedTotal);
+  EXPECT_EQ(verdict.fits, true);
+  EXPECT_EQ(verdict.programs[0].fits, true);
+  EXPECT_TRUE(verdict.programs[0].decides);
+  EXPECT_EQ(verdict.programs[1].fits, false) << "the estimate is still judged and shown";
+  EXPECT_FALSE(verdict.programs[1].decides);
+  ASSERT_TRUE(verdict.disagreement.has_value());
+  EXPECT_EQ(verdict.disagreement->estimate, 1u);
+  EXPECT_EQ(verdict.disagreement->measured, 0u);
+  EXPECT_TRUE(verdict.disagreement->measured_fits);
+
+  // The other way round: the measurement does not fit although the estimate does.
+  std::vector<MemLog> reverse;
+  reverse.push_back(parse_memlog(
+      "Total estimated memory size: 20.0 GB, estimated output size: 1.0 GB, estimated temp size: "
+      "18.0 GB, estimated argument size: 1.0 GB, Estimated host temp size: 0.0 GB.\n"
+      "XLA::TPU program HBM usage: 33.10G / 31.25G\n",
+      "reverse.log"));
+  Summary worse = summarize(std::move(reverse), {});
+  EXPECT_EQ(worse.exit_code, 1);
+  ASSERT_TRUE(worse.verdicts[0].disagreement.has_value());
+  EXPECT_FALSE(worse.verdicts[0].disagreement->measured_fits);
+
+  // An estimate alone still decides.
+  std::vector<MemLog> alone;
+  alone.push_back(read_fixture("memlog_maxtext_docs_excerpts_5f0dabb4.log"));
+  Summary estimate_only = summarize(std::move(alone), {std::nullopt, "v5p"});
+  EXPECT_EQ(estimate_only.exit_code, 1);
+  EXPECT_TRUE(estimate_only.verdicts[0].programs[0].decides);
+  EXPECT_FALSE(estimate_only.verdicts[0].disagreement.has_value());
+}
+
+TEST(MemLogSummary, FreeMemoryIsNoHbmBudget) {
+  MemLog log = read_fixture("memlog_oom_runtime_allocate_mib.log");
+  EXPECT_FALSE(hbm_budget(log, {}).has_value()) << "44.87M free is not the HBM per device";
+}
+
 TEST(MemLogSummary, ExitCodes) {
   auto run = [](std::vector<std::string> files, HbmOptions options = {}) {
     std::vector<MemLog> logs;

@@ -109,7 +109,7 @@ std::string_view section_name(std::string_view line) {
 }
 
 // The first size written after `marker` in `text` ("(100.13G)" or "21.95G of").
-std::optional<long long> size_after(std::string_view text, std::string_view marker) {
+std::optional<LoggedSize> size_after(std::string_view text, std::string_view marker) {
   std::size_t at = text.find(marker);
   if (at == std::string_view::npos) return std::nullopt;
   std::string_view rest = text.substr(at + marker.size());
@@ -117,8 +117,22 @@ std::optional<long long> size_after(std::string_view text, std::string_view mark
   while (end < rest.size() && rest[end] != ' ' && rest[end] != ')' && rest[end] != ',') ++end;
   std::string_view token = rest.substr(0, end);
   if (!token.empty() && token.back() == '.') token.remove_suffix(1);
-  return parse_byte_size(token);
+  return parse_logged_size(token);
 }
+
+// The size written just before `marker` in `text` ("0B" of "0B reserved").
+std::optional<LoggedSize> size_before(std::string_view text, std::string_view marker) {
+  std::size_t at = text.find(marker);
+  if (at == std::string_view::npos || at == 0) return std::nullopt;
+  std::size_t start = text.find_last_of(" ,", at - 1);
+  start = start == std::string_view::npos ? 0 : start + 1;
+  return parse_logged_size(text.substr(start, at - start));
+}
+
+constexpr std::string_view kAllocateMarker = "Attempting to allocate ";
+constexpr std::string_view kReserveMarker = "Attempting to reserve ";
+constexpr std::string_view kFreeMarker = "There are ";
+constexpr std::string_view kNotPossible = "That was not possible";
 
 struct StatsField {
   std::string_view key;
@@ -263,7 +277,59 @@ std::string_view program_source_id(ProgramSource source) {
   return kIds[static_cast<std::size_t>(source)];
 }
 
+std::string_view oom_kind_id(OomKind kind) {
+  constexpr std::string_view kIds[] = {"compile", "allocate", "reserve", "other"};
+  return kIds[static_cast<std::size_t>(kind)];
+}
+
 std::optional<long long> parse_byte_size(std::string_view text) {
+  auto size = parse_logged_size(text);
+  if (!size) return std::nullopt;
+  return size->bytes;
+}
+
+std::string format_logged_size(const LoggedSize& size) {
+  constexpr std::string_view kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (size.unit <= 0) return fmt::format("{} B", size.bytes);
+  int unit = std::min<int>(size.unit, static_cast<int>(std::size(kUnits)) - 1);
+  return fmt::format("{:.2f} {}", static_cast<double>(size.bytes) / std::pow(1024.0, unit),
+                     kUnits[unit]);
+}
+
+std::string_view strip_terminal_escapes(std::string_view line, std::string& buffer) {
+  constexpr char kEsc = '\x1b';
+  if (line.find(kEsc) == std::string_view::npos) return line;
+  buffer.clear();
+  std::size_t i = 0;
+  while (i < line.size()) {
+    if (line[i] != kEsc) {
+      buffer += line[i++];
+      continue;
+    }
+    ++i;
+    if (i >= line.size()) break;
+    char type = line[i++];
+    if (type == '[') {
+      // CSI: parameter bytes 0x30-0x3F, intermediate bytes 0x20-0x2F, one final byte 0x40-0x7E.
+      while (i < line.size() && line[i] >= 0x20 && line[i] <= 0x3F) ++i;
+      if (i < line.size() && line[i] >= 0x40 && line[i] <= 0x7E) ++i;
+    } else if (type == ']' || type == 'P' || type == 'X' || type == '^' || type == '_') {
+      // OSC and the other string sequences end at BEL or at ESC \ (ST).
+      while (i < line.size() && line[i] != '\a' &&
+             !(line[i] == kEsc && i + 1 < line.size() && line[i + 1] == '\\'))
+        ++i;
+      if (i < line.size()) i += line[i] == '\a' ? 1 : 2;
+    } else {
+      // Two-byte sequences (ESC 7, ESC =) and ESC ( B: intermediates, then one final byte.
+      --i;
+      while (i < line.size() && line[i] >= 0x20 && line[i] <= 0x2F) ++i;
+      if (i < line.size()) ++i;
+    }
+  }
+  return buffer;
+}
+
+std::optional<LoggedSize> parse_logged_size(std::string_view text) {
   text = trim(text);
   std::size_t end = 0;
   while (end < text.size() && ((text[end] >= '0' && text[end] <= '9') || text[end] == '.')) ++end;
@@ -271,6 +337,7 @@ std::optional<long long> parse_byte_size(std::string_view text) {
   if (!number) return std::nullopt;
   std::string_view unit = trim(text.substr(end));
   double scale = 1;
+  int unit_power = 0;
   if (!unit.empty() && unit != "B") {
     constexpr std::string_view kUnits = "KMGTPE";
     std::size_t power = kUnits.find(static_cast<char>(std::toupper(unit[0])));
@@ -278,10 +345,11 @@ std::optional<long long> parse_byte_size(std::string_view text) {
     if (power == std::string_view::npos || !(rest.empty() || rest == "B" || rest == "iB")) {
       return std::nullopt;
     }
-    scale = std::pow(1024.0, static_cast<double>(power + 1));
+    unit_power = static_cast<int>(power) + 1;
+    scale = std::pow(1024.0, static_cast<double>(unit_power));
   }
   if (!(*number * scale <= kMaxBytes)) return std::nullopt;
-  return std::llround(*number * scale);
+  return LoggedSize{std::llround(*number * scale), unit_power};
 }
 
 struct MemLogParser::State {
@@ -294,6 +362,11 @@ struct MemLogParser::State {
   std::optional<std::size_t> usage_program;  // the aggregated XLA::TPU program HBM usage row
   std::map<std::string, int> name_counts;
   std::vector<std::size_t> failed;  // programs whose analysis line did not parse (already reported)
+  // A runtime allocate/reserve failure whose "There are ... free" is still to come (a message
+  // wrapped over lines): its index in log.ooms and how many more lines may continue it.
+  std::optional<std::size_t> wrapped_oom;
+  int wrapped_lines_left = 0;
+  std::string unescaped;  // the current line without terminal escapes, when it had any
 
   std::vector<std::pair<std::size_t, std::string>> problems;
 
@@ -455,6 +528,7 @@ struct MemLogParser::State {
     oom.text = cut_utf8(trim(line_text), kMaxOomText);
     std::string lowered = lower(line_text);
     if (auto at = line_text.find("HLO temporaries ("); at != std::string_view::npos) {
+      oom.kind = OomKind::kCompile;
       oom.required = size_after(line_text, "HLO temporaries (");
       std::size_t avail = lowered.find("exceeds available ", at);
       if (avail != std::string::npos) {
@@ -478,11 +552,12 @@ struct MemLogParser::State {
       std::string_view rest = line_text.substr(at + 5);
       std::size_t of = rest.find(" of ");
       if (of == std::string_view::npos || of > 24) continue;
-      auto used = parse_byte_size(rest.substr(0, of));
+      auto used = parse_logged_size(rest.substr(0, of));
       std::string_view after = rest.substr(of + 4);
       std::size_t blank = after.find(' ');
-      auto capacity = parse_byte_size(after.substr(0, blank));
+      auto capacity = parse_logged_size(after.substr(0, blank));
       if (!used || !capacity) continue;
+      oom.kind = OomKind::kCompile;
       oom.required = used;
       oom.available = capacity;
       if (blank != std::string_view::npos) {
@@ -493,15 +568,56 @@ struct MemLogParser::State {
       }
       break;
     }
-    // "Attempting to allocate 64.00G. That was not possible. There are 10.51G free."
-    if (line_text.find("Attempting to allocate ") != std::string_view::npos) {
-      oom.required = size_after(line_text, "Attempting to allocate ");
-      oom.available = size_after(line_text, "There are ");
+    // "Attempting to allocate 64.00G. That was not possible. There are 10.51G free." and
+    // "Attempting to reserve 14.96G at the bottom of memory. That was not possible. There are
+    // 1.33G free, 0B reserved, and 1.33G reservable." What is free is not the capacity.
+    for (auto [marker, kind] : {std::pair{kAllocateMarker, OomKind::kAllocate},
+                                std::pair{kReserveMarker, OomKind::kReserve}}) {
+      if (line_text.find(marker) == std::string_view::npos) continue;
+      oom.kind = kind;
+      oom.required = size_after(line_text, marker);
+      read_free(line_text, oom);
+      break;
     }
     if (oom.memory_space.empty() && lowered.find("hbm") != std::string::npos)
       oom.memory_space = "hbm";
-    if (oom.memory_space == "hbm" && oom.available && !log.capacity) log.capacity = oom.available;
+    if (oom.memory_space == "hbm" && oom.available && !log.capacity)
+      log.capacity = oom.available->bytes;
+    bool wrapped = (oom.kind == OomKind::kAllocate || oom.kind == OomKind::kReserve) && !oom.free;
     log.ooms.push_back(std::move(oom));
+    if (wrapped) {
+      wrapped_oom = log.ooms.size() - 1;
+      wrapped_lines_left = 2;
+    }
+  }
+
+  // "There are 1.33G free, 0B reserved, and 1.33G reservable." (the last two for reserves).
+  static void read_free(std::string_view text, OomReport& oom) {
+    if (text.find(kFreeMarker) == std::string_view::npos) return;
+    oom.free = size_after(text, kFreeMarker);
+    oom.reserved = size_before(text, " reserved");
+    oom.reservable = size_before(text, " reservable");
+  }
+
+  // A line that continues a wrapped allocate/reserve failure ("That was not possible." or
+  // "There are ... free..."): added to that report. Returns false for any other line.
+  bool continue_wrapped_oom(std::string_view line) {
+    if (!wrapped_oom) return false;
+    OomReport& oom = log.ooms[*wrapped_oom];
+    bool free_line = line.find(kFreeMarker) != std::string_view::npos &&
+                     line.find(" free") != std::string_view::npos;
+    if (!free_line && line.find(kNotPossible) == std::string_view::npos) {
+      wrapped_oom.reset();
+      return false;
+    }
+    if (oom.text.size() < kMaxOomText) {
+      oom.text = cut_utf8(oom.text + " " + std::string(trim(line)), kMaxOomText);
+    }
+    if (free_line) read_free(line, oom);
+    if (oom.memory_space.empty() && lower(line).find("hbm") != std::string::npos)
+      oom.memory_space = "hbm";
+    if (free_line || --wrapped_lines_left == 0) wrapped_oom.reset();
+    return true;
   }
 
   void on_table_row(std::string_view line) {
@@ -528,8 +644,10 @@ struct MemLogParser::State {
     }
   }
 
-  void add_line(std::string_view line, std::size_t number, bool truncated) {
+  void add_line(std::string_view raw_line, std::size_t number, bool truncated) {
     log.lines = number;
+    std::string_view line = strip_terminal_escapes(raw_line, unescaped);
+    if (continue_wrapped_oom(line)) return;
     if (in_engine_table) {
       on_table_row(line);
       if (in_engine_table) return;
@@ -591,7 +709,9 @@ struct MemLogParser::State {
     }
     bool oom = line.find("RESOURCE_EXHAUSTED") != std::string_view::npos ||
                line.find("exceeds available HBM") != std::string_view::npos ||
-               line.find("Ran out of memory") != std::string_view::npos;
+               line.find("Ran out of memory") != std::string_view::npos ||
+               line.find(kAllocateMarker) != std::string_view::npos ||
+               line.find(kReserveMarker) != std::string_view::npos;
     if (!oom) {
       // "Used X of Y hbm" on a line of its own (a wrapped error message).
       std::size_t used = line.find("Used ");

@@ -11,7 +11,12 @@
 //   `XLA::TPU program HBM usage: X / Y` lines, summarized as the largest program;
 // - out-of-memory reports in any of them: RESOURCE_EXHAUSTED, "the total memory required for HLO
 //   temporaries (X) exceeds available HBM (Y)", "Ran out of memory in memory space hbm. Used X of Y
-//   hbm", "Attempting to allocate X. ... There are Y free.".
+//   hbm", and runtime failures "Attempting to allocate X. That was not possible. There are Y
+//   free." and "Attempting to reserve X at the bottom of memory. That was not possible. There are
+//   Y free, Z reserved, and W reservable." (E0101 program loads), also wrapped over up to three
+//   lines as users paste them. Free memory is not the device's capacity.
+// Terminal escapes (colours of a Python traceback: CSI and OSC sequences) are removed from every
+// line before it is read.
 // CompiledMemoryStats is read in both the 5-field and the 10-field (host) form; other fields are
 // ignored, and each `key=value` item splits at its first `=`. The cost analysis is parsed as the
 // Python literal it is (base/literal.h): a dict, or a one-element list of one.
@@ -68,12 +73,34 @@ struct ProgramMemory {
   long long need() const { return resident + state.value_or(0); }
 };
 
+// A size as a log printed it: the bytes, and the unit it was written in (a power of 1024: 0 for
+// "B" or no unit, 1 "K", 2 "M", 3 "G", ...), so that text output keeps MiB as MiB.
+struct LoggedSize {
+  long long bytes = 0;
+  int unit = 0;
+  friend bool operator==(const LoggedSize& size, long long bytes) { return size.bytes == bytes; }
+};
+
+enum class OomKind {
+  kCompile,   // the compiler's report: needed X, the memory space holds Y
+  kAllocate,  // a runtime buffer allocation failed: X asked, Y free
+  kReserve,   // loading a program failed to reserve X at the bottom of memory: Y free
+  kOther,     // RESOURCE_EXHAUSTED and the like without figures
+};
+std::string_view oom_kind_id(OomKind kind);  // "compile", "allocate", "reserve", "other"
+
 struct OomReport {
   std::size_t line = 0;
-  std::string program;                           // the section it appeared in, if any
-  std::string memory_space;                      // "hbm", "vmem", ... when the text names one
-  std::optional<long long> required, available;  // bytes, when the text gives them
-  std::string text;                              // the line, trimmed (at most 300 bytes)
+  OomKind kind = OomKind::kOther;
+  std::string program;                   // the section it appeared in, if any
+  std::string memory_space;              // "hbm", "vmem", ... when the text names one
+  std::optional<LoggedSize> required;    // what the program or allocation needed
+  std::optional<LoggedSize> available;   // the memory space's capacity (compile reports only)
+  std::optional<LoggedSize> free;        // runtime failures: free memory, not the capacity
+  std::optional<LoggedSize> reserved;    // reserve failures
+  std::optional<LoggedSize> reservable;  // reserve failures
+  std::string
+      text;  // the line (a wrapped message's lines joined by a blank), trimmed, <= 300 bytes
 };
 
 struct MemLog {
@@ -123,5 +150,13 @@ MemLog read_memlog(const std::string& path);
 
 // "21.95G", "530.00M", "1.7K", "0B", "64.00GiB": XLA's human-readable sizes (powers of 1024).
 std::optional<long long> parse_byte_size(std::string_view text);
+// The same, keeping the unit it was written in.
+std::optional<LoggedSize> parse_logged_size(std::string_view text);
+// "125.25 MiB", "14.96 GiB", "0 B": a size in the unit the log printed it in, two decimals.
+std::string format_logged_size(const LoggedSize& size);
+
+// `line` without terminal escape sequences (ESC [ ... final byte, ESC ] ... BEL or ESC \, and
+// two-byte ESC sequences); `line` itself when it holds no ESC.
+std::string_view strip_terminal_escapes(std::string_view line, std::string& buffer);
 
 }  // namespace rtb::logs

@@ -41,11 +41,25 @@ std::string oom_summary(const MemLog& log) {
     }
   }
   std::string text = fmt::format("line {}: ", best->line);
-  if (best->required && best->available) {
-    text += fmt::format("{} {:.2f} GiB needed, {:.2f} available",
-                        best->memory_space.empty() ? "memory" : best->memory_space,
-                        static_cast<double>(*best->required) / kBytesPerGiB,
-                        static_cast<double>(*best->available) / kBytesPerGiB);
+  std::string space = best->memory_space.empty() ? "memory" : best->memory_space;
+  // Sizes in the unit the log printed them in; a second size in the same unit omits it.
+  auto size = [](const std::optional<LoggedSize>& s) { return format_logged_size(*s); };
+  auto same_unit_size = [&](const std::optional<LoggedSize>& s, const LoggedSize& first) {
+    std::string out = size(s);
+    return s->unit == first.unit && s->unit > 0 ? out.substr(0, out.rfind(' ')) : out;
+  };
+  bool runtime = best->kind == OomKind::kAllocate || best->kind == OomKind::kReserve;
+  if (runtime && best->required) {
+    if (!best->memory_space.empty()) text += best->memory_space + ": ";
+    text += best->kind == OomKind::kAllocate
+                ? "allocating " + size(best->required) + " failed"
+                : "reserving " + size(best->required) + " for a program failed";
+    if (best->free) text += ", " + size(best->free) + " free";
+    if (best->reserved) text += ", " + size(best->reserved) + " reserved";
+    if (best->reservable) text += ", " + size(best->reservable) + " reservable";
+  } else if (best->required && best->available) {
+    text += fmt::format("{} {} needed, {} available", space, size(best->required),
+                        same_unit_size(best->available, *best->required));
   } else {
     text += "out of memory";
     if (!best->memory_space.empty()) text += " (" + best->memory_space + ")";
@@ -57,6 +71,10 @@ std::string oom_summary(const MemLog& log) {
 std::string verdict_text(const LogVerdict& verdict, const MemLog& log) {
   if (verdict.oom) return "DOES NOT FIT (out of memory reported)";
   if (!verdict.fits) return "unknown";
+  if (verdict.disagreement) {
+    return *verdict.fits ? "fits (measured usage; the estimate says it does not)"
+                         : "DOES NOT FIT (measured usage; the estimate says it fits)";
+  }
   if (*verdict.fits) return "fits";
   std::string names;
   for (std::size_t i = 0; i < verdict.programs.size(); ++i) {
@@ -96,6 +114,27 @@ std::vector<std::string> program_names(const Summary& summary) {
 std::optional<std::int64_t> bytes(std::optional<long long> value) {
   if (!value) return std::nullopt;
   return static_cast<std::int64_t>(*value);
+}
+
+std::optional<std::int64_t> bytes(const std::optional<LoggedSize>& value) {
+  if (!value) return std::nullopt;
+  return static_cast<std::int64_t>(value->bytes);
+}
+
+double gib(long long bytes) { return static_cast<double>(bytes) / kBytesPerGiB; }
+
+// The sentence naming a disagreement between MaxText's estimate and libtpu's measurement.
+std::string disagreement_note(const MemLog& log, const LogVerdict& verdict) {
+  const EstimateDisagreement& d = *verdict.disagreement;
+  const ProgramMemory& estimate = log.programs[d.estimate];
+  const ProgramMemory& measured = log.programs[d.measured];
+  return fmt::format(
+      "MaxText's compile-time estimate for {} (line {}) is {:.2f} GiB, {} the {:.2f} GiB HBM "
+      "per device, but libtpu measured {:.2f} GiB for the largest program it loaded (line {}), "
+      "which {}: the verdict follows the measurement (a compile-time estimate can be off)",
+      estimate.name, estimate.line, gib(estimate.need()), d.measured_fits ? "more than" : "within",
+      verdict.hbm->gib, gib(measured.need()), measured.line,
+      d.measured_fits ? "fits" : "does not fit");
 }
 
 // GiB with four decimals: stable figures to diff between runs.
@@ -208,7 +247,8 @@ std::string format_summary_table(const Summary& summary) {
         [&](std::size_t i) {
           const ProgramVerdict* v = verdict_of(i);
           if (!v || !v->fits) return std::string("-");
-          return std::string(*v->fits ? "yes" : "NO");
+          std::string cell = *v->fits ? "yes" : "NO";
+          return v->decides ? cell : cell + " (estimate; the measured usage decides)";
         },
         no_delta);
     auto cost_row = [&](const std::string& label, std::optional<double> CostAnalysis::*field) {
@@ -272,6 +312,11 @@ std::string format_summary_table(const Summary& summary) {
     table.add(std::move(cells));
   }
   std::string out = table.str();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (summary.verdicts[i].disagreement)
+      out += fmt::format("{}: {}\n", display_name(summary.logs[i].source),
+                         disagreement_note(summary.logs[i], summary.verdicts[i]));
+  }
   for (const MemLog& log : summary.logs) {
     for (const std::string& note : log.notes)
       out += fmt::format("{}: {}\n", display_name(log.source), note);
@@ -302,6 +347,24 @@ std::string format_summary_json(const Summary& summary) {
             verdict.hbm ? std::optional<std::string>(verdict.hbm->source) : std::nullopt);
     j.field("compile_topology", log.compile_topology);
     j.field("fits", verdict.fits);
+    j.key("estimate_disagreement");
+    if (verdict.disagreement) {
+      const EstimateDisagreement& d = *verdict.disagreement;
+      const ProgramMemory& estimate = log.programs[d.estimate];
+      const ProgramMemory& measured = log.programs[d.measured];
+      j.begin_object(kOneLine);
+      j.field("decided_by", "measured");
+      j.field("estimate_program", estimate.name).field("estimate_line", estimate.line);
+      j.field("estimated_need_bytes", bytes(estimate.need()));
+      j.field("estimate_fits", !d.measured_fits);
+      j.wrap().field("measured_program", measured.name).field("measured_line", measured.line);
+      j.field("measured_need_bytes", bytes(measured.need()));
+      j.field("measured_fits", d.measured_fits);
+      j.field("note", disagreement_note(log, verdict));
+      j.end_object();
+    } else {
+      j.null();
+    }
     j.key("device_peak_gib").raw(json_gib(log.device_peak));
     j.key("programs").begin_array();
     for (std::size_t k = 0; k < log.programs.size(); ++k) {
@@ -322,7 +385,7 @@ std::string format_summary_json(const Summary& summary) {
       j.wrap().key("resident_gib").raw(json_gib(p.resident));
       j.key("need_gib").raw(json_gib(p.need()));
       j.key("headroom_gib").raw(json_fixed(pv.headroom_gib));
-      j.field("fits", pv.fits);
+      j.field("fits", pv.fits).field("decides", pv.decides);
       j.wrap().key("cost");
       if (p.cost) {
         j.begin_object(kOneLine);
@@ -342,13 +405,15 @@ std::string format_summary_json(const Summary& summary) {
     j.key("oom").begin_array();
     for (const OomReport& oom : log.ooms) {
       j.begin_object(kOneLine);
-      j.field("line", oom.line);
+      j.field("line", oom.line).field("kind", oom_kind_id(oom.kind));
       j.key("program");
       oom.program.empty() ? j.null() : j.value(oom.program);
       j.key("memory_space");
       oom.memory_space.empty() ? j.null() : j.value(oom.memory_space);
       j.field("required_bytes", bytes(oom.required));
-      j.field("available_bytes", bytes(oom.available));
+      j.field("available_bytes", bytes(oom.available)).field("free_bytes", bytes(oom.free));
+      j.field("reserved_bytes", bytes(oom.reserved));
+      j.field("reservable_bytes", bytes(oom.reservable));
       j.field("text", oom.text);
       j.end_object();
     }

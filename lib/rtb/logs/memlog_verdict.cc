@@ -42,17 +42,29 @@ Summary summarize(std::vector<MemLog> logs, const HbmOptions& options) {
     verdict.hbm = hbm_budget(log, options);
     verdict.oom = log.oom_lines > 0;
     bool all_known = true, all_fit = true;
+    std::optional<std::size_t> measured, estimate;
+    for (std::size_t i = 0; i < log.programs.size(); ++i) {
+      ProgramSource source = log.programs[i].source;
+      if (source == ProgramSource::kTpuProgramUsage && !measured) measured = i;
+      if (source == ProgramSource::kEstimatedTotal && !estimate) estimate = i;
+    }
     for (const ProgramMemory& program : log.programs) {
       ProgramVerdict pv;
+      pv.decides = !(measured && program.source == ProgramSource::kEstimatedTotal);
       if (verdict.hbm) {
         pv.headroom_gib = verdict.hbm->gib - static_cast<double>(program.need()) / kBytesPerGiB;
         // Compared in bytes, so a program exactly at the budget fits.
         pv.fits = static_cast<double>(program.need()) <= verdict.hbm->gib * kBytesPerGiB;
-        all_fit = all_fit && *pv.fits;
+        if (pv.decides) all_fit = all_fit && *pv.fits;
       } else {
         all_known = false;
       }
       verdict.programs.push_back(pv);
+    }
+    if (measured && estimate && verdict.programs[*measured].fits &&
+        verdict.programs[*measured].fits != verdict.programs[*estimate].fits) {
+      verdict.disagreement =
+          EstimateDisagreement{*estimate, *measured, *verdict.programs[*measured].fits};
     }
     if (verdict.oom || !all_fit) {
       verdict.fits = false;

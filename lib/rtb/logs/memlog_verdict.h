@@ -30,13 +30,25 @@ std::optional<HbmBudget> hbm_budget(const MemLog& log, const HbmOptions& options
 struct ProgramVerdict {
   std::optional<double> headroom_gib;  // HBM - need
   std::optional<bool> fits;
+  // False for MaxText's compile-time estimate (Total estimated memory size) in a log that also
+  // has libtpu's measured program usage: the measurement outranks the estimate.
+  bool decides = true;
+};
+
+// A live run whose compile-time estimate and measured usage disagree on whether it fits.
+struct EstimateDisagreement {
+  std::size_t estimate = 0;  // index into MemLog::programs (ProgramSource::kEstimatedTotal)
+  std::size_t measured = 0;  // index into MemLog::programs (ProgramSource::kTpuProgramUsage)
+  bool measured_fits = false;
 };
 
 struct LogVerdict {
   std::optional<HbmBudget> hbm;
   std::vector<ProgramVerdict> programs;  // parallel to MemLog::programs
   bool oom = false;
-  std::optional<bool> fits;  // false: an OOM or a program that does not fit; nullopt: unknown
+  std::optional<bool>
+      fits;  // false: an OOM or a deciding program that does not fit; nullopt: unknown
+  std::optional<EstimateDisagreement> disagreement;
 };
 
 struct Summary {
@@ -51,7 +63,8 @@ struct Summary {
   Outcome outcome() const;
 };
 
-// Judges every log (see Summary::outcome).
+// Judges every log (see Summary::outcome). Where a live run logs both MaxText's estimate and
+// libtpu's measured usage, the measurement decides and a disagreement is recorded.
 Summary summarize(std::vector<MemLog> logs, const HbmOptions& options);
 
 }  // namespace rtb::logs
