@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <charconv>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <string>
@@ -27,6 +28,8 @@ constexpr const char* kExamples = R"(  bench-report ctl.log variant.log
   bench-report ctl.log variant.log --svg timeline.svg --json -o report.json
   bench-report --numerics ref1.log ref2.log variant.log --limit grad_norm=1e-3
   bench-report e2e-orchestrator.log --microbatches 1-9
+  bench-report maxtext-before.log maxtext-after.log --exclude-outliers
+  bench-report ctl.log variant.log --require-no-drops
   bench-report --list-gates
 )";
 
@@ -142,6 +145,16 @@ int main(int argc, char** argv) {
   app.add_flag("--include-profiled", options.include_profiled,
                "Keep profiled steps (BENCH_STEP \"profiled\": true) in the means and medians "
                "(default: left out, with a note)");
+  app.add_flag("--exclude-outliers", options.exclude_outliers,
+               "Leave outlier steps (slower than --outlier-factor x the median step: checkpoint "
+               "saves, recompiles, the profiler) out of the means and comparisons (default: "
+               "marked, kept)");
+  app.add_option("--outlier-factor", options.outlier_factor,
+                 "K > 1: a selected step slower than K x the median of the selected steps is an "
+                 "outlier")
+      ->capture_default_str();
+  app.add_flag("--require-no-drops", options.require_no_drops,
+               "Exit 1 when a run dropped tokens or its log cannot show it dropped none");
   app.add_option("--microbatches", microbatches,
                  "A-B or A-: micro-batches of a step (1-based) for the regular micro-batch time "
                  "(default 3-last)");
@@ -198,6 +211,9 @@ int main(int argc, char** argv) {
       rtb::fail("--svg - and the report would both go to stdout: give -o FILE for the report");
     }
     options.bootstrap.validate();
+    if (!(options.outlier_factor > 1.0) || !std::isfinite(options.outlier_factor)) {
+      rtb::fail("--outlier-factor {}: must be a number > 1", options.outlier_factor);
+    }
 
     Logs logs;
     for (const std::string& path : runs) inputs.runs.push_back(logs.get(path));
@@ -215,6 +231,7 @@ int main(int argc, char** argv) {
     rtb::write_output(output, json ? rtb::logs::report::format_json(report)
                                    : rtb::logs::report::format_text(report));
     for (const std::string& line : report.slower_than_allowed) spdlog::error("{}", line);
+    for (const std::string& line : report.drops_not_ruled_out) spdlog::error("{}", line);
     if (report.numerics && !report.numerics->result.pass) {
       spdlog::error("numerics: a gate failed");
     }
