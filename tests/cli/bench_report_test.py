@@ -166,9 +166,18 @@ def bench_device(base, pattern=(7, 3), compile_s=25.0, boundary=0.2):
   return device_s
 
 
+class MoeConfig:
+  """The two MaxText settings the driver's token_dropping() reads from the trainer's config."""
+
+  def __init__(self, capacity_factor, ragged_buffer_factor):
+    self.capacity_factor, self.ragged_buffer_factor = capacity_factor, ragged_buffer_factor
+
+
 def bench_lines(name, device_s, steps=STEPS, micro_steps=MICRO_STEPS, metrics=None,
-                fail_at_call=None, chips=4, tokens_regular=245_000, tokens_final=122_500):
-  """The driver's stdout (and its failure line) for one simulated run."""
+                fail_at_call=None, chips=4, tokens_regular=245_000, tokens_final=122_500,
+                moe=None):
+  """The driver's stdout (and its failure line) for one simulated run. `moe`: (MoeConfig,
+  experts) for the driver's BENCH_SUMMARY token_dropping (absent without it)."""
   bd = load_driver()
   clock = FakeClock()
   worker = SimWorker(clock, device_s, metrics, fail_at_call)
@@ -192,7 +201,9 @@ def bench_lines(name, device_s, steps=STEPS, micro_steps=MICRO_STEPS, metrics=No
                          real_len=60948, segments=8,
                          final_rows=4, layers=None, topk=None, experts=None, routing=[],
                          routing_final=None, knobs={"steps": steps, "micro_steps": micro_steps},
-                         extra={"devices": chips * 2})
+                         extra=dict({"devices": chips * 2}, **(
+                             {"token_dropping": bd.token_dropping(moe[0], records, moe[1])}
+                             if moe else {})))
   lines.append("BENCH_SUMMARY " + json.dumps(summary, separators=(",", ":")))
   lines.append(f"[TrainerBench] {name}: done: mean step {summary['mean_step_s']} s, "
                f"{summary['tokens_per_s_per_chip']} tok/s/chip")
@@ -560,6 +571,13 @@ def fixtures():
   lines, answers = e2e_run(publish_ready=False, unavailable_step=4)
   put("e2e_maxtext_no_ready.log", lines)
   known["e2e_maxtext_no_ready.log"] = answers
+
+  # Token dropping (issue 18): dropless by configuration, counted drops, cannot tell.
+  put("bench_drops_none.log", bench_lines("ab-dropless", CTL, moe=(MoeConfig(-1, -1), 8)))
+  put("bench_drops_counted.log", bench_lines(
+      "ab-drops", SLOW, moe=(MoeConfig(1.25, -1), 8),
+      metrics=lambda step: {"loss": 0.5, "gradient_norm": 2.0, "dropped_tokens": 100.0 * step}))
+  put("bench_drops_unknown.log", bench_lines("ab-maydrop", CTL, moe=(MoeConfig(1.25, -1), 8)))
 
   put("no_timing.log", ["[TrainerBench] ab-none: bench driver starting: 5 steps x 9 fwd_bwd calls"]
       + noise)
@@ -1141,6 +1159,143 @@ class TimingContractTest(unittest.TestCase):
       code, _, err = run([log("bench_ctl.log"), "--svg", path, "--svg-step=-1"])
       self.assertEqual(code, 2)
       self.assertIn("--svg-step -1: must be a step number >= 0", err)
+
+
+class MaxTextTest(unittest.TestCase):
+  """Real MaxText logs (testdata/maxtext_steplogs/): rates, outliers and the A/B (issue 16)."""
+
+  BEFORE = os.path.join(TESTDATA, "maxtext_steplogs", "maxtext_gemma4_before_full.log")
+  AFTER = os.path.join(TESTDATA, "maxtext_steplogs", "maxtext_gemma4_after_full.log")
+  PEFT = os.path.join(TESTDATA, "maxtext_steplogs", "tunix_peft_written.log")
+
+  def steps(self, path):
+    pattern = re.compile(r"completed step: (\d+), seconds: ([\d.]+), TFLOP/s/device: ([\d.]+), "
+                         r"Tokens/s/device: ([\d.]+)")
+    with open(path, encoding="utf-8") as f:
+      return {int(m[1]): (float(m[2]), float(m[3]), float(m[4]))
+              for m in pattern.finditer(f.read())}
+
+  def test_rates_are_total_work_over_total_time(self):
+    code, doc, err = report(self.BEFORE)
+    self.assertEqual(code, 0, err)
+    (run_,) = doc["runs"]
+    self.assertEqual(run_["format"], "maxtext")
+    steps = self.steps(self.BEFORE)
+    used = [s for s in steps if s != 0]
+    self.assertEqual(run_["steps_used"], used)
+    time = sum(steps[s][0] for s in used)
+    self.assertAlmostEqual(run_["step_s"]["mean"], time / len(used), delta=1e-9)
+    self.assertAlmostEqual(run_["tflops_per_device"],
+                           sum(steps[s][1] * steps[s][0] for s in used) / time, delta=1e-6)
+    self.assertAlmostEqual(run_["tokens_per_s_per_device"],
+                           sum(steps[s][2] * steps[s][0] for s in used) / time, delta=1e-3)
+    _, out, _ = run([self.BEFORE])
+    self.assertIn("TFLOP/s/device 47.0, tokens/s/device 3,048 (MaxText's per-step rates x "
+                  "seconds, summed, / seconds summed", out)
+    self.assertIn("host's interval between step completions", out)
+
+  def test_outliers_marked_and_excluded_turn_no_change_into_the_real_slowdown(self):
+    code, doc, err = report(self.BEFORE, self.AFTER)
+    self.assertEqual(code, 0, err)
+    before = doc["runs"][0]["outliers"]
+    self.assertEqual([(o["step"], o["seconds"]) for o in before["steps"]],
+                     [(1, 123.805), (3, 3.317), (8, 14.265)])
+    self.assertEqual(before["rule"], "seconds above 3x the median of the selected steps")
+    self.assertAlmostEqual(before["median_s"], 0.590)
+    self.assertFalse(before["left_out"])
+    self.assertEqual([o["step"] for o in doc["runs"][1]["outliers"]["steps"]], [1, 8])
+    (kept,) = doc["comparisons"]
+    self.assertEqual(kept["verdict"], "no_change")  # the outliers swamp the difference
+    self.assertAlmostEqual(kept["ratio"], 1.0061, delta=5e-4)
+
+    code, doc, err = report(self.BEFORE, self.AFTER, "--exclude-outliers")
+    self.assertEqual(code, 0, err)
+    self.assertEqual(doc["runs"][0]["steps_used"], [2, 4, 5, 6, 7] + list(range(9, 30)))
+    self.assertTrue(doc["runs"][0]["outliers"]["left_out"])
+    (left_out,) = doc["comparisons"]
+    self.assertEqual(left_out["verdict"], "slower")
+    self.assertAlmostEqual(left_out["ratio"], 1.3188, delta=5e-4)
+    self.assertGreater(left_out["ci_low"], 1.0)
+
+    code, out, err = run([self.BEFORE, self.AFTER, "--exclude-outliers"])
+    self.assertEqual(code, 0, err)
+    self.assertIn("maxtext_gemma4_before_full: outlier steps 1 (123.805 s), 3 (3.317 s), "
+                  "8 (14.265 s) above 3x the median step (0.59 s) of the selected steps", out)
+    self.assertIn("left out of the figures (--exclude-outliers)", out)
+    self.assertIn("(+31.88%, slower)", out)
+    _, out, _ = run([self.BEFORE, self.AFTER])
+    self.assertIn("1-29 (outliers 1,3,8)", out)
+    self.assertIn("in the figures (--exclude-outliers leaves them out)", out)
+    self.assertIn("(+0.61%, no change)", out)
+
+  def test_outlier_factor_option(self):
+    code, doc, err = report(self.BEFORE, "--outlier-factor", "10")
+    self.assertEqual(code, 0, err)
+    self.assertEqual([o["step"] for o in doc["runs"][0]["outliers"]["steps"]], [1, 8])
+    self.assertEqual(doc["options"]["outlier_factor"], 10)
+    for bad in ("1", "0.5", "nan"):
+      code, _, err = run([self.BEFORE, "--outlier-factor", bad])
+      self.assertEqual(code, 2, bad)
+      self.assertIn(f"--outlier-factor", err)
+
+  def test_tunix_peft_log_has_losses_but_no_step_times(self):
+    code, out, err = run([self.PEFT])
+    self.assertEqual(code, 2)
+    self.assertEqual(out, "")
+    self.assertRegex(err, r"^bench-report: .*tunix_peft_written\.log: a Tunix PEFT log: losses of "
+                          r"4 steps but no step times .* --numerics REF1 REF2 VARIANT\n$")
+
+
+class TokenDroppingTest(unittest.TestCase):
+  """BENCH_STEP dropped_tokens and BENCH_SUMMARY token_dropping (issue 18)."""
+
+  def test_each_run_says_whether_it_dropped_tokens(self):
+    code, doc, err = report(log("bench_drops_none.log"), log("bench_drops_counted.log"),
+                            log("bench_drops_unknown.log"), log("bench_ctl.log"))
+    self.assertEqual(code, 0, err)
+    verdicts = [(r["name"], r["token_dropping"]["verdict"]) for r in doc["runs"]]
+    self.assertEqual(verdicts, [("ab-dropless", "none"), ("ab-drops", "dropped"),
+                                ("ab-maydrop", "unknown"), ("ab-ctl", "not-logged")])
+    counted = doc["runs"][1]["token_dropping"]
+    self.assertEqual(counted["dropped_tokens"], sum(100.0 * s for s in range(1, STEPS + 1)))
+    self.assertEqual(counted["counted_steps"], STEPS)
+    self.assertEqual(counted["source"], "BENCH_SUMMARY")
+    self.assertIn("ab-drops against ab-dropless: ab-drops dropped 1,500 tokens", err)
+    self.assertIn("ab-maydrop against ab-dropless: ab-maydrop cannot show it dropped no tokens: "
+                  "the trainer counts no dropped tokens and capacity_factor 1.25", err)
+    self.assertIn("ab-ctl against ab-dropless: ab-ctl cannot show it dropped no tokens: the log "
+                  "does not say", err)
+    _, out, _ = run([log("bench_drops_none.log"), log("bench_drops_counted.log"),
+                     log("bench_drops_unknown.log")])
+    self.assertIn("  ab-dropless: none: dropless by configuration: capacity_factor -1, "
+                  "ragged_buffer_factor -1", out)
+    self.assertIn("  ab-drops: 1,500 dropped: counted by the trainer (dropped_tokens)", out)
+    self.assertIn("  ab-maydrop: unknown: the trainer counts no dropped tokens", out)
+
+  def test_no_warning_when_no_log_speaks_of_dropping(self):
+    code, _, err = run([log("bench_ctl.log"), log("bench_fast.log")])
+    self.assertEqual(code, 0, err)
+    self.assertNotIn("dropped", err)
+
+  def test_require_no_drops(self):
+    code, doc, err = report(log("bench_drops_none.log"), "--require-no-drops")
+    self.assertEqual(code, 0, err)
+    self.assertEqual(doc["require_no_drops"], {"tripped": False, "messages": []})
+    code, doc, err = report(log("bench_drops_none.log"), log("bench_drops_counted.log"),
+                            log("bench_drops_unknown.log"), log("bench_ctl.log"),
+                            "--require-no-drops")
+    self.assertEqual(code, 1)
+    self.assertEqual(doc["exit_code"], 1)
+    messages = doc["require_no_drops"]["messages"]
+    self.assertEqual(len(messages), 3)
+    self.assertTrue(messages[0].startswith("ab-drops dropped 1,500 tokens"))
+    self.assertTrue(messages[1].startswith("ab-maydrop cannot show it dropped no tokens"))
+    self.assertTrue(messages[2].startswith("ab-ctl cannot show it dropped no tokens"))
+    self.assertIn("bench-report: error: ab-drops dropped 1,500 tokens", err)
+    code, out, _ = run([log("bench_drops_none.log"), log("bench_drops_unknown.log"),
+                        "--require-no-drops"])
+    self.assertEqual(code, 1)
+    self.assertIn("FAIL: ab-maydrop cannot show it dropped no tokens", out)
 
 
 class LiveDriverTest(unittest.TestCase):

@@ -322,6 +322,146 @@ TEST(BuildReport, MicroBatchTimesOfDifferentModesAreNotCompared) {
                         "micro-batches at device completion, a2 by dispatch intervals"));
 }
 
+Inputs runs_of(std::vector<RunLog> logs) {
+  Inputs inputs;
+  inputs.runs = std::move(logs);
+  return inputs;
+}
+
+// MaxText's `completed step` lines with the given seconds; every step does the same work, so
+// TFLOP/s x seconds is the same (100) for each.
+RunLog maxtext_log(const std::string& name, const std::vector<double>& seconds) {
+  std::string text;
+  for (std::size_t s = 0; s < seconds.size(); ++s) {
+    text += fmt::format(
+        "I0813 17:18:00.1 7 metric_logger.py:1] completed step: {}, seconds: {}, "
+        "TFLOP/s/device: {}, Tokens/s/device: {}, total_weights: 8192, loss: 9.5\n",
+        s, seconds[s], 100.0 / seconds[s], 8192.0 / seconds[s]);
+  }
+  return steplog::parse_run_log_text(text, name + ".log");
+}
+
+TEST(AnalyzeRun, MaxTextRatesAreTotalWorkOverTotalTime) {
+  // Step 0 compiles; steps 1-4: an asynchronous-dispatch pair (0.1 s after 1.9 s) and two 1 s.
+  RunAnalysis run = analyze_run(maxtext_log("mt", {50.0, 1.9, 0.1, 1.0, 1.0}), {});
+  EXPECT_EQ(run.kind, steplog::LogKind::kMaxText);
+  EXPECT_THAT(run.steps_used, ElementsAre(1, 2, 3, 4));
+  EXPECT_DOUBLE_EQ(*run.step_mean, 1.0);
+  // 4 steps x 100 TFLOP in 4 s; the mean of the per-step rates would be (52.6+1000+100+100)/4.
+  EXPECT_NEAR(*run.tflops_per_device, 100.0, 1e-9);
+  EXPECT_NEAR(*run.tokens_per_s_per_device, 8192.0, 1e-6);
+  EXPECT_FALSE(run.tokens_per_s_per_chip.has_value());  // a bench figure, not MaxText's
+  EXPECT_TRUE(run.outliers.steps.empty());              // 1.9 s is under 3x the median (1 s)
+}
+
+TEST(AnalyzeRun, TunixPeftLogHasNoStepTimes) {
+  RunLog log = steplog::parse_run_log_text(
+      "Train step 1 training loss: 2.7  - training perplexity: 15.3\n"
+      "Train step 2 training loss: 2.5  - training perplexity: 12.3\n",
+      "peft.log");
+  try {
+    analyze_run(log, {});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.file(), "peft.log");
+    EXPECT_THAT(e.message(), HasSubstr("a Tunix PEFT log: losses of 2 steps but no step times"));
+    EXPECT_THAT(e.message(), HasSubstr("--numerics"));
+  }
+}
+
+TEST(AnalyzeRun, OutliersAreMarkedAndLeftOutOnlyWhenAsked) {
+  std::vector<double> seconds = {50.0, 120.0, 0.6, 3.3, 0.6, 0.6, 1.7, 0.6, 14.0, 0.6};
+  RunAnalysis kept = analyze_run(maxtext_log("mt", seconds), {});
+  EXPECT_THAT(kept.steps_used, ElementsAre(1, 2, 3, 4, 5, 6, 7, 8, 9));
+  EXPECT_DOUBLE_EQ(*kept.outliers.median_s, 0.6);
+  ASSERT_EQ(kept.outliers.steps.size(), 3u);  // 1.7 s is under 3 x 0.6 s
+  EXPECT_EQ(kept.outliers.steps[0].step, 1);
+  EXPECT_EQ(kept.outliers.steps[1].step, 3);
+  EXPECT_EQ(kept.outliers.steps[2].step, 8);
+  EXPECT_DOUBLE_EQ(kept.outliers.steps[2].seconds, 14.0);
+  EXPECT_FALSE(kept.outliers.left_out);
+
+  Options options;
+  options.exclude_outliers = true;
+  RunAnalysis left_out = analyze_run(maxtext_log("mt", seconds), options);
+  EXPECT_THAT(left_out.steps_used, ElementsAre(2, 4, 5, 6, 7, 9));
+  EXPECT_TRUE(left_out.outliers.left_out);
+  EXPECT_NEAR(*left_out.step_mean, (0.6 * 5 + 1.7) / 6, 1e-12);
+  // 6 steps of 100 TFLOP each in 4.7 s.
+  std::string text = format_text(build_report(runs_of({maxtext_log("mt", seconds)}), options));
+  EXPECT_THAT(text, HasSubstr("mt: outlier steps 1 (120.000 s), 3 (3.300 s), 8 (14.000 s) above "
+                              "3x the median step (0.6 s) of the selected steps"));
+  EXPECT_THAT(text, HasSubstr("left out of the figures (--exclude-outliers)"));
+  EXPECT_THAT(text, HasSubstr("TFLOP/s/device 127.7, tokens/s/device 10,458"));
+  EXPECT_THAT(text, HasSubstr("host's interval between step completions"));
+
+  options.outlier_factor = 25;  // only step 1 (120 s > 15 s; 14 s is not)
+  RunAnalysis wide = analyze_run(maxtext_log("mt", seconds), options);
+  ASSERT_EQ(wide.outliers.steps.size(), 1u);
+  EXPECT_EQ(wide.outliers.steps[0].step, 1);
+}
+
+// A bench log whose summary says how its MoE layers dropped tokens (`dropping` is the JSON of
+// BENCH_SUMMARY token_dropping, or empty for none).
+RunLog dropping_log(const std::string& name, const std::string& dropping,
+                    const std::string& step_extra = "") {
+  std::string text;
+  for (int s = 0; s < 4; ++s) {
+    text += fmt::format(R"(BENCH_STEP {{"step":{},"seconds":{}{}}})"
+                        "\n",
+                        s, 9.0 + 0.01 * s, step_extra);
+  }
+  text += fmt::format(R"(BENCH_SUMMARY {{"name":"{}"{}}})"
+                      "\n",
+                      name, dropping.empty() ? "" : R"(,"token_dropping":)" + dropping);
+  return steplog::parse_run_log_text(text, name + ".log");
+}
+
+TEST(BuildReport, DroppedTokensAreShownWarnedAndRequired) {
+  RunLog none = dropping_log(
+      "dropless", R"({"verdict":"none","why":"dropless by configuration: capacity_factor -1"})");
+  RunLog dropped = dropping_log(
+      "drops", R"({"verdict":"dropped","dropped_tokens":1500,"counted_steps":4,"why":"counted"})");
+  RunLog unknown =
+      dropping_log("maydrop", R"({"verdict":"unknown","why":"capacity_factor 1.25 may drop"})");
+  RunLog silent = dropping_log("silent", "");
+  RunLog counted = dropping_log("counted", "", R"(,"dropped_tokens":0)");
+
+  Report clean = build_report(runs_of({none, counted}), {});
+  EXPECT_EQ(clean.runs[0].token_dropping.verdict, DropVerdict::kNone);
+  EXPECT_EQ(clean.runs[1].token_dropping.verdict, DropVerdict::kNone);
+  EXPECT_EQ(clean.runs[1].token_dropping.source, "BENCH_STEP");
+  EXPECT_TRUE(clean.warnings.empty());
+
+  Options options;
+  options.require_no_drops = true;
+  Report report = build_report(runs_of({none, dropped, unknown, silent}), options);
+  EXPECT_EQ(report.runs[1].token_dropping.dropped_tokens, 1500.0);
+  EXPECT_EQ(report.runs[3].token_dropping.verdict, DropVerdict::kNotLogged);
+  std::string warnings = fmt::format("{}", fmt::join(report.warnings, "\n"));
+  EXPECT_THAT(warnings, HasSubstr("drops against dropless: drops dropped 1,500 tokens (counted)"));
+  EXPECT_THAT(warnings, HasSubstr("maydrop against dropless: maydrop cannot show it dropped no "
+                                  "tokens: capacity_factor 1.25 may drop"));
+  EXPECT_THAT(warnings, HasSubstr("silent against dropless: silent cannot show"));
+  EXPECT_THAT(report.drops_not_ruled_out, ::testing::SizeIs(3));
+  EXPECT_EQ(report.exit_code(), 1);
+  std::string text = format_text(report);
+  EXPECT_THAT(text, HasSubstr("  dropless: none: dropless by configuration: capacity_factor -1\n"));
+  EXPECT_THAT(text, HasSubstr("  drops: 1,500 dropped: counted\n"));
+  EXPECT_THAT(text, HasSubstr("  silent: unknown: the log does not say"));
+  EXPECT_THAT(text, HasSubstr("FAIL: maydrop cannot show it dropped no tokens"));
+  std::string json = format_json(report);
+  EXPECT_THAT(json, HasSubstr(R"("verdict": "dropped")"));
+  EXPECT_THAT(json, HasSubstr(R"("tripped": true)"));
+
+  // Two logs that say nothing about dropping are not warned about (older drivers); the option
+  // still refuses them.
+  Report old = build_report(runs_of({silent, silent}), {});
+  EXPECT_TRUE(old.warnings.empty());
+  EXPECT_EQ(old.exit_code(), 0);
+  EXPECT_EQ(build_report(runs_of({silent}), options).exit_code(), 1);
+}
+
 TEST(AnalyzeRun, NoStepLinesIsAnError) {
   RunLog log = steplog::parse_run_log_text("just\nnoise\n", "empty.log");
   try {

@@ -549,6 +549,42 @@ TEST(RunLogParser, TunixPeftLines) {
   EXPECT_EQ(log.steps[1].metrics.at("training_perplexity"), 1.65);
 }
 
+TEST(RunLogParser, TokenDroppingOfTheBenchDriver) {
+  RunLog log = parse_lines({
+      R"(BENCH_STEP {"step":0,"seconds":9.5,"metrics":{"dropped_tokens":12},"dropped_tokens":12})",
+      R"(BENCH_STEP {"step":1,"seconds":9.1,"dropped_tokens":0})",
+      R"(BENCH_STEP {"step":2,"seconds":9.2})",
+      R"(BENCH_SUMMARY {"name":"x","token_dropping":{"dropped_tokens":12.0,"counted_steps":2,)"
+      R"("metric":["a/dropped_tokens","b/dropped_tokens"],"capacity_factor":1.25,)"
+      R"("ragged_buffer_factor":null,"verdict":"dropped","why":"counted"}})",
+  });
+  ASSERT_EQ(log.steps.size(), 3u);
+  EXPECT_EQ(log.steps[0].dropped_tokens, 12.0);
+  EXPECT_EQ(log.steps[1].dropped_tokens, 0.0);
+  EXPECT_FALSE(log.steps[2].dropped_tokens.has_value());
+  ASSERT_TRUE(log.summary && log.summary->token_dropping);
+  const TokenDropping& dropping = *log.summary->token_dropping;
+  EXPECT_EQ(dropping.verdict, "dropped");
+  EXPECT_EQ(dropping.why, "counted");
+  EXPECT_EQ(dropping.dropped_tokens, 12.0);
+  EXPECT_EQ(dropping.counted_steps, 2);
+  EXPECT_EQ(dropping.metric, "a/dropped_tokens,b/dropped_tokens");
+  EXPECT_EQ(dropping.capacity_factor, 1.25);
+  EXPECT_FALSE(dropping.ragged_buffer_factor.has_value());
+
+  // A negative count is refused like any other negative count; a token_dropping that is not an
+  // object makes the summary malformed.
+  RunLog bad = parse_lines({
+      R"(BENCH_STEP {"step":0,"seconds":9.5,"dropped_tokens":-1})",
+      R"(BENCH_SUMMARY {"name":"x","token_dropping":"none"})",
+  });
+  EXPECT_TRUE(bad.steps.empty());
+  EXPECT_FALSE(bad.summary.has_value());
+  ASSERT_EQ(bad.warnings.size(), 2u);
+  EXPECT_THAT(bad.warnings[0], HasSubstr("\"dropped_tokens\" is -1"));
+  EXPECT_THAT(bad.warnings[1], HasSubstr("\"token_dropping\" is not an object"));
+}
+
 TEST(ParseRunLog, RealMaxTextLogs) {
   const std::string dir = std::string(RTB_TESTDATA_DIR) + "/maxtext_steplogs/";
   // 30 steps of a Gemma-4 run on TPU7x-8 behind absl prefixes, among ~900 other lines.

@@ -148,6 +148,125 @@ std::string refusal(const RunAnalysis& control, const RunAnalysis& run) {
                      timing_phrase(*run.microbatch_timing));
 }
 
+// ---- Outliers, MaxText rates, dropped tokens ---------------------------------------------------
+
+// The selected steps slower than factor x their median (a checkpoint save, a recompile, the
+// profiler). Only slow ones: a fast step is real time too (asynchronous dispatch gives a short
+// interval after a long one; together they are the pace).
+Outliers find_outliers(const RunLog& log, const std::set<std::int64_t>& selected, double factor) {
+  Outliers out;
+  out.factor = factor;
+  std::vector<OutlierStep> timed;
+  for (const steplog::StepRecord& record : log.steps) {
+    if (selected.count(record.step) && record.seconds) {
+      timed.push_back({record.step, *record.seconds});
+    }
+  }
+  if (timed.empty()) return out;
+  std::vector<double> times;
+  for (const OutlierStep& step : timed) times.push_back(step.seconds);
+  out.median_s = stats::median(times);
+  // Fewer than three steps have no median worth judging the others by.
+  if (timed.size() < 3) return out;
+  for (const OutlierStep& step : timed) {
+    if (step.seconds > factor * *out.median_s) out.steps.push_back(step);
+  }
+  return out;
+}
+
+// sum(rate x seconds) / sum(seconds) over the steps used: the work done over the time taken, so
+// a 0.03 s interval after asynchronous dispatch weighs 0.03 s, not as much as a whole step.
+std::optional<double> work_over_time(const RunLog& log, const std::vector<std::int64_t>& used,
+                                     std::optional<double> steplog::StepRecord::*rate) {
+  std::set<std::int64_t> wanted(used.begin(), used.end());
+  double work = 0.0, time = 0.0;
+  std::size_t counted = 0;
+  for (const steplog::StepRecord& record : log.steps) {
+    if (!wanted.count(record.step) || !record.seconds) continue;
+    if (!(record.*rate)) return std::nullopt;
+    work += *(record.*rate) * *record.seconds;
+    time += *record.seconds;
+    ++counted;
+  }
+  if (counted == 0 || !(time > 0)) return std::nullopt;
+  return work / time;
+}
+
+struct DropWords {
+  DropVerdict verdict;
+  const char* name;
+};
+constexpr DropWords kDropWords[] = {
+    {DropVerdict::kNone, "none"},
+    {DropVerdict::kDropped, "dropped"},
+    {DropVerdict::kUnknown, "unknown"},
+    {DropVerdict::kNotMoe, "not-moe"},
+    {DropVerdict::kNotLogged, "not-logged"},
+};
+
+TokenDroppingStatus token_dropping_status(const RunLog& log) {
+  TokenDroppingStatus out;
+  if (log.summary && log.summary->token_dropping) {
+    const steplog::TokenDropping& logged = *log.summary->token_dropping;
+    out.source = "BENCH_SUMMARY";
+    out.dropped_tokens = logged.dropped_tokens;
+    out.counted_steps =
+        static_cast<std::size_t>(std::max<std::int64_t>(0, logged.counted_steps.value_or(0)));
+    out.why = logged.why;
+    out.verdict = DropVerdict::kUnknown;
+    bool known = false;
+    for (const DropWords& words : kDropWords) {
+      if (logged.verdict == words.name && words.verdict != DropVerdict::kNotLogged) {
+        out.verdict = words.verdict;
+        known = true;
+      }
+    }
+    if (!known) {
+      out.why = fmt::format("verdict \"{}\" is not one this reader knows{}", logged.verdict,
+                            logged.why.empty() ? "" : ": " + logged.why);
+    }
+    return out;
+  }
+  std::size_t timed = 0;
+  double total = 0.0;
+  for (const steplog::StepRecord& record : log.steps) {
+    if (record.seconds) ++timed;
+    if (record.dropped_tokens) {
+      ++out.counted_steps;
+      total += *record.dropped_tokens;
+    }
+  }
+  if (out.counted_steps == 0) {
+    out.why =
+        "the log does not say (no BENCH_SUMMARY token_dropping, no BENCH_STEP dropped_tokens)";
+    return out;
+  }
+  out.source = "BENCH_STEP";
+  out.dropped_tokens = total;
+  if (total > 0) {
+    out.verdict = DropVerdict::kDropped;
+    out.why = fmt::format("counted by the trainer in {} step{}", out.counted_steps,
+                          out.counted_steps == 1 ? "" : "s");
+  } else if (out.counted_steps >= timed) {
+    out.verdict = DropVerdict::kNone;
+    out.why = "counted zero by the trainer in every step";
+  } else {
+    out.verdict = DropVerdict::kUnknown;
+    out.why = fmt::format("counted zero in {} of {} steps only", out.counted_steps, timed);
+  }
+  return out;
+}
+
+// "ab-var dropped 1,234 tokens (why)" or "ab-var cannot show it dropped none: why".
+std::string drop_problem(const RunAnalysis& run) {
+  const TokenDroppingStatus& status = run.token_dropping;
+  if (status.verdict == DropVerdict::kDropped) {
+    return fmt::format("{} dropped {} tokens ({})", run.name,
+                       status.dropped_tokens ? grouped(*status.dropped_tokens) : "some",
+                       status.why);
+  }
+  return fmt::format("{} cannot show it dropped no tokens: {}", run.name, status.why);
+}
 }  // namespace
 
 // ---- Range -------------------------------------------------------------------------------------
@@ -187,6 +306,13 @@ Range parse_range(std::string_view text, std::string_view what) {
 
 const char* microbatch_timing_name(MicrobatchTiming timing) { return timing_words(timing).name; }
 
+const char* drop_verdict_name(DropVerdict verdict) {
+  for (const DropWords& words : kDropWords) {
+    if (words.verdict == verdict) return words.name;
+  }
+  return "not-logged";
+}
+
 const char* microbatch_timing_meaning(MicrobatchTiming timing) {
   return timing_words(timing).meaning;
 }
@@ -198,15 +324,23 @@ double padded_tokens_per_s_per_chip(std::int64_t rows, std::int64_t tokens_per_r
 }
 
 Outcome Report::outcome() const {
-  return outcome_of((numerics && !numerics->result.pass) || !slower_than_allowed.empty());
+  return outcome_of((numerics && !numerics->result.pass) || !slower_than_allowed.empty() ||
+                    !drops_not_ruled_out.empty());
 }
 
 RunAnalysis analyze_run(const RunLog& log, const Options& options) {
   if (!log.has_step_lines()) {
     fail_at(log.source, 0,
-            "no step timing lines (BENCH_STEP, TRAINER_STEP_TIMING or `Train step N - ...`) "
-            "in {} lines",
+            "no step timing lines (BENCH_STEP, TRAINER_STEP_TIMING, `Train step N - ...` or "
+            "MaxText's `completed step: N`) in {} lines",
             log.lines);
+  }
+  if (log.kind == steplog::LogKind::kTunixPeft) {
+    fail_at(log.source, 0,
+            "a Tunix PEFT log: losses of {} step{} but no step times (its `Train step N training "
+            "loss:` lines carry none): nothing to time; its losses can be gated with --numerics "
+            "REF1 REF2 VARIANT",
+            log.steps.size(), log.steps.size() == 1 ? "" : "s");
   }
   RunAnalysis run;
   run.name = log.name.empty() ? stem(log.source) : log.name;
@@ -263,6 +397,14 @@ RunAnalysis analyze_run(const RunLog& log, const Options& options) {
     }
   }
 
+  // Outliers: marked always; left out of every figure (micro-batches too) only when asked.
+  run.outliers = find_outliers(log, selected, options.outlier_factor);
+  if (options.exclude_outliers && !run.outliers.steps.empty()) {
+    run.outliers.left_out = true;
+    for (const OutlierStep& step : run.outliers.steps) selected.erase(step.step);
+  }
+  run.token_dropping = token_dropping_status(log);
+
   // The first logged step: shown apart (it compiles), never in the default means.
   if (!run.steps_logged.empty()) {
     for (const steplog::StepRecord& record : log.steps) {
@@ -288,6 +430,12 @@ RunAnalysis analyze_run(const RunLog& log, const Options& options) {
     run.step_mean = mean_of(run.step_s);
     run.step_sd = sample_stddev(run.step_s);
     run.step_ci = bootstrap_interval(run.step_s, Statistic::kMean, options.bootstrap);
+  }
+  if (run.kind == steplog::LogKind::kMaxText) {
+    run.tflops_per_device =
+        work_over_time(log, run.steps_used, &steplog::StepRecord::tflops_per_device);
+    run.tokens_per_s_per_device =
+        work_over_time(log, run.steps_used, &steplog::StepRecord::tokens_per_s_per_device);
   }
 
   // Micro-batches: the driver's times when the log has them, else device times.
@@ -440,6 +588,18 @@ Report build_report(const Inputs& inputs, const Options& options) {
           "{}: its micro-batch times come from {}, the control's from {}: not like for like",
           run.name, run.microbatch_source, control.microbatch_source));
     }
+    for (const RunAnalysis* arm : {&control, &run}) {
+      bool says = arm->token_dropping.verdict != DropVerdict::kNotLogged;
+      bool other_says =
+          (arm == &control ? run : control).token_dropping.verdict != DropVerdict::kNotLogged;
+      // Arms whose logs both say nothing (older drivers, MaxText's own logs) are not warned
+      // about here: the run table says "not logged" for each.
+      if (arm->token_dropping.shows_no_drops() || (!says && !other_says)) continue;
+      report.warnings.push_back(
+          fmt::format("{} against {}: {}: the arms may not have done the "
+                      "same MoE work",
+                      run.name, control.name, drop_problem(*arm)));
+    }
     if (options.fail_if_slower_pct) {
       double limit = *options.fail_if_slower_pct / 100.0;
       auto check = [&](const std::optional<MetricComparison>& metric, const char* what) {
@@ -453,6 +613,14 @@ Report build_report(const Inputs& inputs, const Options& options) {
       check(comparison.microbatch, "micro-batch");
     }
     report.comparisons.push_back(std::move(comparison));
+  }
+
+  if (options.require_no_drops) {
+    for (const RunAnalysis& run : report.runs) {
+      if (!run.token_dropping.shows_no_drops()) {
+        report.drops_not_ruled_out.push_back(drop_problem(run) + " (--require-no-drops)");
+      }
+    }
   }
 
   if (!inputs.numerics.empty()) {

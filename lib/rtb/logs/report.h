@@ -44,6 +44,8 @@ const char* microbatch_timing_meaning(MicrobatchTiming timing);
 double padded_tokens_per_s_per_chip(std::int64_t rows, std::int64_t tokens_per_row,
                                     std::int64_t micro_steps, double mean_step_s, double chips);
 
+inline constexpr double kDefaultOutlierFactor = 3.0;
+
 struct Options {
   std::optional<Range> steps;           // nullopt: every logged step but the first (it compiles)
   bool include_profiled = false;        // false: profiled steps stay out of means and medians
@@ -52,6 +54,12 @@ struct Options {
   bool microbatches_given = false;      // false: steps with fewer than 3 use all of theirs
   BootstrapOptions bootstrap;
   std::optional<double> fail_if_slower_pct;
+  // A selected step slower than outlier_factor x the median of the selected steps' times is an
+  // outlier (a checkpoint save, a recompile, the profiler): marked always, left out of every
+  // figure only with exclude_outliers.
+  double outlier_factor = kDefaultOutlierFactor;
+  bool exclude_outliers = false;
+  bool require_no_drops = false;  // a run that dropped tokens, or cannot show none, fails
 };
 
 // The trainer-side timeline over the selected steps (TRAINER_STEP_TIMING).
@@ -68,6 +76,41 @@ struct TimelineSummary {
   std::vector<double> sync_wait_s;
   std::size_t sync_unknown = 0;
   std::size_t sync_not_applicable = 0;  // steps without a weight sync (prepare: null)
+};
+
+// A selected step far slower than the run's median step.
+struct OutlierStep {
+  std::int64_t step = 0;
+  double seconds = 0.0;
+};
+
+struct Outliers {
+  double factor = kDefaultOutlierFactor;
+  std::optional<double> median_s;  // of the selected steps' times the rule compares against
+  std::vector<OutlierStep> steps;  // sorted by step
+  bool left_out = false;           // --exclude-outliers: not in any figure
+};
+
+// Whether a run's MoE layers dropped tokens.
+enum class DropVerdict {
+  kNone,       // counted zero in every step, or dropless by configuration
+  kDropped,    // counted, more than zero
+  kUnknown,    // the log says it cannot tell (no count, a configuration that may drop)
+  kNotMoe,     // the trainer has no experts
+  kNotLogged,  // the log says nothing about dropped tokens (older driver, other trainers)
+};
+const char* drop_verdict_name(DropVerdict verdict);  // "none", "dropped", ..., "not-logged"
+
+struct TokenDroppingStatus {
+  DropVerdict verdict = DropVerdict::kNotLogged;
+  std::optional<double> dropped_tokens;  // the count, when the trainer counted
+  std::size_t counted_steps = 0;
+  std::string source;  // "BENCH_SUMMARY", "BENCH_STEP" or "" (not logged)
+  std::string why;     // the log's reason, or ours
+  // True when the run shows that it dropped no token (none, or no MoE at all).
+  bool shows_no_drops() const {
+    return verdict == DropVerdict::kNone || verdict == DropVerdict::kNotMoe;
+  }
 };
 
 struct RunAnalysis {
@@ -94,6 +137,12 @@ struct RunAnalysis {
   std::optional<double> real_tokens_per_s_per_chip;
   std::string tokens_per_s_per_chip_unknown;    // why tokens_per_s_per_chip is unknown (bench runs)
   std::vector<std::int64_t> profiled_left_out;  // selected steps left out as profiled
+  Outliers outliers;
+  // MaxText's per-device rates over the steps used, as total work over total time:
+  // sum(rate x seconds) / sum(seconds); nullopt when a step used does not log the rate.
+  std::optional<double> tflops_per_device;
+  std::optional<double> tokens_per_s_per_device;
+  TokenDroppingStatus token_dropping;
   // The first logged step's time (it includes the compile): from its step line, else from
   // BENCH_SUMMARY first_step_s (then the step number is unknown).
   struct FirstStep {
@@ -143,13 +192,15 @@ struct Report {
   std::optional<NoiseFloor> noise_floor;
   std::optional<NumericsReport> numerics;
   std::vector<std::string> slower_than_allowed;  // what tripped --fail-if-slower
+  std::vector<std::string> drops_not_ruled_out;  // what tripped --require-no-drops
   std::vector<std::string> warnings;             // every run's warnings, in order
 
-  // kFail when a numerics gate failed or --fail-if-slower tripped, else kPass.
+  // kFail when a numerics gate failed, --fail-if-slower or --require-no-drops tripped, else kPass.
   Outcome outcome() const;
 };
 
-// One run. Throws rtb::Error (naming the file) when it has no step timing at all.
+// One run. Throws rtb::Error (naming the file) when it has no step timing at all, or only losses
+// (a Tunix PEFT log: no step times).
 RunAnalysis analyze_run(const steplog::RunLog& log, const Options& options);
 
 struct Inputs {

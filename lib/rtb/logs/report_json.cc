@@ -1,5 +1,7 @@
 #include "rtb/logs/report_json.h"
 
+#include <fmt/format.h>
+
 #include "rtb/base/json.h"
 #include "rtb/base/stats.h"
 
@@ -64,6 +66,9 @@ std::string format_json(const Report& report) {
   j.field("seed", static_cast<std::int64_t>(options.bootstrap.seed));
   j.field("fail_if_slower_pct", options.fail_if_slower_pct);
   j.field("include_profiled", options.include_profiled);
+  j.field("outlier_factor", options.outlier_factor);
+  j.field("exclude_outliers", options.exclude_outliers);
+  j.field("require_no_drops", options.require_no_drops);
   j.end_object();
 
   j.key("runs").begin_array();
@@ -92,6 +97,29 @@ std::string format_json(const Report& report) {
     j.key("microbatch_timing");
     run.microbatch_timing ? j.value(microbatch_timing_name(*run.microbatch_timing)) : j.null();
     j.list("profiled_steps_left_out", run.profiled_left_out);
+    j.key("outliers").begin_object();
+    j.field("rule", fmt::format("seconds above {:g}x the median of the selected steps",
+                                run.outliers.factor));
+    j.field("factor", run.outliers.factor).field("median_s", run.outliers.median_s);
+    j.key("steps").begin_array();
+    for (const OutlierStep& step : run.outliers.steps) {
+      j.begin_object().field("step", step.step).field("seconds", step.seconds).end_object();
+    }
+    j.end_array();
+    j.field("left_out", run.outliers.left_out);
+    j.end_object();
+    j.field("tflops_per_device", run.tflops_per_device);
+    j.field("tokens_per_s_per_device", run.tokens_per_s_per_device);
+    const TokenDroppingStatus& dropping = run.token_dropping;
+    j.key("token_dropping").begin_object();
+    j.field("verdict", drop_verdict_name(dropping.verdict));
+    j.field("dropped_tokens", dropping.dropped_tokens);
+    j.field("counted_steps", dropping.counted_steps);
+    j.key("source");
+    dropping.source.empty() ? j.null() : j.value(dropping.source);
+    j.field("why", dropping.why);
+    j.field("shows_no_drops", dropping.shows_no_drops());
+    j.end_object();
     j.key("first_step");
     if (run.first_step) {
       j.begin_object();
@@ -231,6 +259,15 @@ std::string format_json(const Report& report) {
     j.field("pct", *options.fail_if_slower_pct);
     j.field("tripped", !report.slower_than_allowed.empty());
     j.list("messages", report.slower_than_allowed);
+    j.end_object();
+  } else {
+    j.null();
+  }
+  j.key("require_no_drops");
+  if (options.require_no_drops) {
+    j.begin_object();
+    j.field("tripped", !report.drops_not_ruled_out.empty());
+    j.list("messages", report.drops_not_ruled_out);
     j.end_object();
   } else {
     j.null();

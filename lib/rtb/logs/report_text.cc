@@ -56,6 +56,77 @@ std::string timeline_cell(const std::vector<double>& values, std::size_t unknown
   return text;
 }
 
+// "none: dropless by configuration: ...", "1,234 dropped (...)", "unknown: ...".
+std::string dropping_text(const TokenDroppingStatus& status) {
+  switch (status.verdict) {
+    case DropVerdict::kNone:
+      return "none: " + status.why;
+    case DropVerdict::kDropped:
+      return fmt::format("{} dropped: {}",
+                         status.dropped_tokens ? grouped(*status.dropped_tokens) : "some",
+                         status.why);
+    case DropVerdict::kNotMoe:
+      return "none (not MoE): " + status.why;
+    case DropVerdict::kUnknown:
+    case DropVerdict::kNotLogged:
+      break;
+  }
+  return "unknown: " + status.why;
+}
+
+std::string outlier_list(const Outliers& outliers) {
+  std::vector<std::string> items;
+  for (const OutlierStep& step : outliers.steps) {
+    items.push_back(fmt::format("{} ({} s)", step.step, seconds(step.seconds)));
+  }
+  return fmt::format("{}", fmt::join(items, ", "));
+}
+
+// The notes on MaxText's figures, outlier steps and dropped tokens under the run table.
+void format_run_notes(const Report& report, std::string& out) {
+  bool any_maxtext = false;
+  for (const RunAnalysis& run : report.runs) {
+    if (run.kind != steplog::LogKind::kMaxText) continue;
+    any_maxtext = true;
+    auto tflops = run.tflops_per_device ? fmt::format("{:.1f}", *run.tflops_per_device)
+                                        : std::string("not logged");
+    auto tokens = run.tokens_per_s_per_device ? grouped(*run.tokens_per_s_per_device)
+                                              : std::string("not logged");
+    out += fmt::format(
+        "{}: TFLOP/s/device {}, tokens/s/device {} (MaxText's per-step rates x "
+        "seconds, summed, / seconds summed over the steps used: total work over "
+        "total time)\n",
+        run.name, tflops, tokens);
+  }
+  if (any_maxtext) {
+    out +=
+        "maxtext s/step: MaxText's `seconds`, the host's interval between step completions; with "
+        "asynchronous dispatch single steps read far off (0.03 s beside 3.3 s), the mean over "
+        "many steps is the pace\n";
+  }
+  for (const RunAnalysis& run : report.runs) {
+    const Outliers& outliers = run.outliers;
+    if (outliers.steps.empty()) continue;
+    out += fmt::format(
+        "{}: outlier step{} {} above {:g}x the median step ({} s) of the selected steps "
+        "(checkpoint saves, recompiles, the profiler): {}\n",
+        run.name, outliers.steps.size() == 1 ? "" : "s", outlier_list(outliers), outliers.factor,
+        seconds(outliers.median_s.value_or(0.0)),
+        outliers.left_out ? "left out of the figures (--exclude-outliers)"
+                          : "in the figures (--exclude-outliers leaves them out)");
+  }
+  bool any_dropping = report.options.require_no_drops;
+  for (const RunAnalysis& run : report.runs) {
+    any_dropping |= run.token_dropping.verdict != DropVerdict::kNotLogged;
+  }
+  if (any_dropping) {
+    out += "dropped tokens (MoE capacity):\n";
+    for (const RunAnalysis& run : report.runs) {
+      out += fmt::format("  {}: {}\n", run.name, dropping_text(run.token_dropping));
+    }
+  }
+}
+
 void format_numerics(const NumericsReport& numerics, std::string& out) {
   const NumericsResult& result = numerics.result;
   out +=
@@ -137,8 +208,14 @@ std::string format_text(const Report& report) {
         first = seconds(run.first_step->seconds);
         if (run.first_step->step) first += fmt::format(" (step {})", *run.first_step->step);
       }
-      runs.add({label, steplog::log_kind_name(run.kind), compress(run.steps_used), step,
-                ci_text(run.step_ci), mb, ci_text(run.microbatch_ci),
+      std::string steps = compress(run.steps_used);
+      if (!run.outliers.steps.empty() && !run.outliers.left_out) {
+        std::vector<std::int64_t> outlier_steps;
+        for (const OutlierStep& outlier : run.outliers.steps) outlier_steps.push_back(outlier.step);
+        steps += fmt::format(" (outliers {})", compress(outlier_steps));
+      }
+      runs.add({label, steplog::log_kind_name(run.kind), steps, step, ci_text(run.step_ci), mb,
+                ci_text(run.microbatch_ci),
                 run.microbatch_s.empty() ? "0" : std::to_string(run.microbatch_s.size()),
                 run.microbatch_timing ? microbatch_timing_name(*run.microbatch_timing) : "-",
                 throughput(run.tokens_per_s_per_chip), throughput(run.real_tokens_per_s_per_chip),
@@ -176,6 +253,7 @@ std::string format_text(const Report& report) {
     for (const auto& [reason, names] : unknown_throughput) {
       out += fmt::format("tok/s/chip unknown for {}: {}\n", fmt::join(names, ", "), reason);
     }
+    format_run_notes(report, out);
   }
 
   if (!report.comparisons.empty()) {
@@ -280,6 +358,10 @@ std::string format_text(const Report& report) {
   if (!report.slower_than_allowed.empty()) {
     out += "\n";
     for (const std::string& line : report.slower_than_allowed) out += "FAIL: " + line + "\n";
+  }
+  if (!report.drops_not_ruled_out.empty()) {
+    out += "\n";
+    for (const std::string& line : report.drops_not_ruled_out) out += "FAIL: " + line + "\n";
   }
   return out;
 }

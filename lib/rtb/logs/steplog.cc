@@ -136,6 +136,35 @@ std::optional<std::string> scalar_text(const Literal& object, std::string_view k
   }
 }
 
+// BENCH_SUMMARY "token_dropping"; throws when a field has the wrong type.
+TokenDropping token_dropping_of(const Literal& object) {
+  if (!object.is_dict()) fail("\"token_dropping\" is not an object");
+  TokenDropping out;
+  out.verdict = string_member(object, "verdict").value_or("");
+  out.why = string_member(object, "why").value_or("");
+  out.dropped_tokens = number_member(object, "dropped_tokens");
+  if (out.dropped_tokens && !(std::isfinite(*out.dropped_tokens) && *out.dropped_tokens >= 0)) {
+    fail("\"token_dropping\" \"dropped_tokens\" is {}", *out.dropped_tokens);
+  }
+  out.counted_steps = int_member(object, "counted_steps");
+  // "metric": one name, a list of names (several metrics counted), or null.
+  if (const Literal* metric = object.find("metric"); metric != nullptr && !metric->is_null()) {
+    if (metric->kind == Kind::kString) {
+      out.metric = metric->text;
+    } else if (metric->is_sequence()) {
+      for (const Literal& item : metric->items) {
+        if (item.kind != Kind::kString) fail("\"token_dropping\" \"metric\" holds a non-string");
+        out.metric += (out.metric.empty() ? "" : ",") + item.text;
+      }
+    } else {
+      fail("\"token_dropping\" \"metric\" is not a string or a list");
+    }
+  }
+  out.capacity_factor = number_member(object, "capacity_factor");
+  out.ragged_buffer_factor = number_member(object, "ragged_buffer_factor");
+  return out;
+}
+
 EventTiming event_timing(const Literal& value, std::string_view what) {
   if (!value.is_dict()) fail("{} is not an object", what);
   EventTiming event;
@@ -369,6 +398,7 @@ void RunLogParser::parse_bench_step(std::string_view json_text, std::size_t numb
     parsed.update = string_member(json, "update").value_or("");
     parsed.staged = bool_member(json, "staged");
     parsed.profiled = bool_member(json, "profiled").value_or(false);
+    parsed.dropped_tokens = non_negative("dropped_tokens");
     if (const Literal* metrics = json.find("metrics"); metrics != nullptr && metrics->is_dict()) {
       parsed.metrics = numeric_leaves(*metrics);
     }
@@ -401,6 +431,7 @@ void RunLogParser::parse_bench_step(std::string_view json_text, std::size_t numb
   target.update = std::move(parsed.update);
   target.staged = parsed.staged;
   target.profiled = parsed.profiled;
+  target.dropped_tokens = parsed.dropped_tokens;
   for (const auto& [key, value] : parsed.metrics) target.metrics[key] = value;
 }
 
@@ -436,6 +467,10 @@ void RunLogParser::parse_summary(std::string_view json_text, std::size_t number)
       boundary.staged_steps = int_list_member(*stage, "staged_steps");
       boundary.latched_off = scalar_text(*stage, "latched_off");
       summary.stage_boundary = std::move(boundary);
+    }
+    if (const Literal* dropping = json.find("token_dropping");
+        dropping != nullptr && !dropping->is_null()) {
+      summary.token_dropping = token_dropping_of(*dropping);
     }
   } catch (const Error& e) {
     warn(number, fmt::format("malformed BENCH_SUMMARY JSON ({}): line skipped", e.message()));

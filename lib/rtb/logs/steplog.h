@@ -17,7 +17,7 @@
 //               "metrics":{...}}
 //   BENCH_SUMMARY {"name":...,"steps":...,"micro_steps":...,"rows":...,"tokens_per_row":...,
 //                  "chips":...,"first_step_s":...,"microbatch_timing":...,
-//                  "stage_boundary":{...},...}
+//                  "stage_boundary":{...},"token_dropping":{...},...}
 // The bench driver counts steps from 0 (step 0 compiles) since it logs "microbatch_timing";
 // older drivers counted from 1. Both read the same: nothing here assumes the first step's number.
 //   Train step %d - loss: %s - reward_mean: %.4f - ... - grad_norm: %s - ... - step_time: %.2fs
@@ -122,6 +122,9 @@ struct StepRecord {
   std::string update;          // "fused", "explicit", "deferred" or empty (not logged)
   std::optional<bool> staged;  // the step ran with the stage boundary engaged
   bool profiled = false;       // the step ran under the profiler (its times are inflated)
+  // BENCH_STEP "dropped_tokens": the tokens the MoE layers dropped in this step, as the trainer's
+  // metrics count them (absent when they count none).
+  std::optional<double> dropped_tokens;
   // Numerics: BENCH_STEP `metrics`, `Train step` fields (loss, grad_norm, ...) and StepMetrics'
   // trainer_metrics. A value may be NaN or infinite (the orchestrator prints nan).
   std::map<std::string, double> metrics;
@@ -136,6 +139,18 @@ struct StageBoundary {
   std::vector<std::int64_t> staged_steps;
   // null when it never latched off; else the value as text (a reason or a step number).
   std::optional<std::string> latched_off;
+};
+
+// BENCH_SUMMARY "token_dropping": whether the run's MoE layers dropped tokens, as the driver
+// judged it (token_dropping() in tools/render-bench/driver/bench_driver.py).
+struct TokenDropping {
+  std::string verdict;  // "none", "dropped", "unknown" or "not-moe" as logged
+  std::string why;
+  std::optional<double> dropped_tokens;  // summed over the counted steps; nullopt: none counted
+  std::optional<std::int64_t> counted_steps;
+  std::string metric;  // the trainer's metric(s) counted, joined with ','; empty when none
+  std::optional<double> capacity_factor;
+  std::optional<double> ragged_buffer_factor;
 };
 
 // BENCH_SUMMARY, the fields bench-report uses (absent fields stay nullopt or empty).
@@ -155,6 +170,7 @@ struct BenchSummary {
   std::optional<double> real_tokens_per_s_per_chip;
   std::vector<std::int64_t> profiled_steps;
   std::optional<StageBoundary> stage_boundary;
+  std::optional<TokenDropping> token_dropping;
   std::size_t line = 0;
 };
 
