@@ -2,6 +2,7 @@
 // from bench driver logs and e2e orchestrator logs (see README.md).
 #include <spdlog/spdlog.h>
 
+#include <cmath>
 #include <map>
 #include <optional>
 #include <string>
@@ -28,6 +29,8 @@ constexpr const char* kExamples = R"(  bench-report ctl.log variant.log
   bench-report ctl.log variant.log --svg timeline.svg --json -o report.json
   bench-report --numerics ref1.log ref2.log variant.log --limit grad_norm=1e-3
   bench-report e2e-orchestrator.log --microbatches 1-9
+  bench-report maxtext-before.log maxtext-after.log --exclude-outliers
+  bench-report ctl.log variant.log --require-no-drops
   bench-report --list-gates
 )";
 
@@ -81,6 +84,16 @@ int bench_report_main(int argc, char** argv) {
   app.add_flag("--include-profiled", options.include_profiled,
                "Keep profiled steps (BENCH_STEP \"profiled\": true) in the means and medians "
                "(default: left out, with a note)");
+  app.add_flag("--exclude-outliers", options.exclude_outliers,
+               "Leave outlier steps (slower than --outlier-factor x the median step: checkpoint "
+               "saves, recompiles, the profiler) out of the means and comparisons (default: "
+               "marked, kept)");
+  app.add_option("--outlier-factor", options.outlier_factor,
+                 "K > 1: a selected step slower than K x the median of the selected steps is an "
+                 "outlier")
+      ->capture_default_str();
+  app.add_flag("--require-no-drops", options.require_no_drops,
+               "Exit 1 when a run dropped tokens or its log cannot show it dropped none");
   app.add_option("--microbatches", microbatches,
                  "A-B or A-: micro-batches of a step (1-based) for the regular micro-batch time "
                  "(default 3-last)");
@@ -135,6 +148,9 @@ int bench_report_main(int argc, char** argv) {
       fail("--svg - and the report would both go to stdout: give -o FILE for the report");
     }
     options.bootstrap.validate();
+    if (!(options.outlier_factor > 1.0) || !std::isfinite(options.outlier_factor)) {
+      fail("--outlier-factor {}: must be a number > 1", options.outlier_factor);
+    }
 
     RunLogs run_logs;
     for (const std::string& path : runs) inputs.runs.push_back(run_logs.get(path));
@@ -152,6 +168,7 @@ int bench_report_main(int argc, char** argv) {
     write_output(output,
                  json ? logs::report::format_json(report) : logs::report::format_text(report));
     for (const std::string& line : report.slower_than_allowed) spdlog::error("{}", line);
+    for (const std::string& line : report.drops_not_ruled_out) spdlog::error("{}", line);
     if (report.numerics && !report.numerics->result.pass) {
       spdlog::error("numerics: a gate failed");
     }
