@@ -38,7 +38,7 @@ TEST(MemLogSummary, MeasuredUsageOutranksTheEstimate) {
   logs.push_back(
       read_fixture("memlog_maxtext_gemma4_baseline_L4440-4729_measured_fits_estimate_not.log"));
   Summary summary = summarize(std::move(logs), {});
-  EXPECT_EQ(summary.exit_code, 0) << summary.error;
+  EXPECT_EQ(summary.outcome(), Outcome::kPass) << (summary.error ? summary.error->what() : "");
   const MemLog& log = summary.logs[0];
   const LogVerdict& verdict = summary.verdicts[0];
   ASSERT_EQ(log.programs.size(), 2u);
@@ -62,7 +62,7 @@ TEST(MemLogSummary, MeasuredUsageOutranksTheEstimate) {
       "XLA::TPU program HBM usage: 33.10G / 31.25G\n",
       "reverse.log"));
   Summary worse = summarize(std::move(reverse), {});
-  EXPECT_EQ(worse.exit_code, 1);
+  EXPECT_EQ(worse.outcome(), Outcome::kFail);
   ASSERT_TRUE(worse.verdicts[0].disagreement.has_value());
   EXPECT_FALSE(worse.verdicts[0].disagreement->measured_fits);
 
@@ -70,7 +70,7 @@ TEST(MemLogSummary, MeasuredUsageOutranksTheEstimate) {
   std::vector<MemLog> alone;
   alone.push_back(read_fixture("memlog_maxtext_docs_excerpts_5f0dabb4.log"));
   Summary estimate_only = summarize(std::move(alone), {std::nullopt, "v5p"});
-  EXPECT_EQ(estimate_only.exit_code, 1);
+  EXPECT_EQ(estimate_only.outcome(), Outcome::kFail);
   EXPECT_TRUE(estimate_only.verdicts[0].programs[0].decides);
   EXPECT_FALSE(estimate_only.verdicts[0].disagreement.has_value());
 }
