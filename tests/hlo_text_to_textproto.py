@@ -53,8 +53,10 @@ def strip_comments(line):
     return "".join(out)
 
 
-def depth_change(text):
-    depth, in_string, i = 0, False, 0
+def outside_strings(text, depth=0):
+    """Yields (index, character, bracket depth after it) for the characters of text outside
+    double-quoted strings; depth is the depth before text."""
+    in_string, i = False, 0
     while i < len(text):
         c = text[i]
         if in_string:
@@ -64,11 +66,16 @@ def depth_change(text):
                 in_string = False
         elif c == '"':
             in_string = True
-        elif c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
+        else:
+            depth += (c in "([{") - (c in ")]}")
+            yield i, c, depth
         i += 1
+
+
+def depth_change(text):
+    depth = 0
+    for _, _, depth in outside_strings(text):
+        pass
     return depth
 
 
@@ -104,24 +111,11 @@ def opcode_missing(statement):
 
 
 def split_top(text, sep=","):
-    parts, depth, in_string, start, i = [], 0, False, 0, 0
-    while i < len(text):
-        c = text[i]
-        if in_string:
-            if c == "\\":
-                i += 1
-            elif c == '"':
-                in_string = False
-        elif c == '"':
-            in_string = True
-        elif c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        elif c == sep and depth == 0:
+    parts, start = [], 0
+    for i, c, depth in outside_strings(text):
+        if c == sep and depth == 0:
             parts.append(text[start:i].strip())
             start = i + 1
-        i += 1
     if text[start:].strip():
         parts.append(text[start:].strip())
     return parts
@@ -201,23 +195,8 @@ def parse_instruction(text):
     end = shape_end(rest)
     shape, rest = rest[:end], rest[end:].strip()
     opcode, _, rest = rest.partition("(")
-    depth, i = 1, 0
-    in_string = False
-    while depth:
-        c = rest[i]
-        if in_string:
-            if c == "\\":
-                i += 1
-            elif c == '"':
-                in_string = False
-        elif c == '"':
-            in_string = True
-        elif c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        i += 1
-    operands, attributes = rest[:i - 1], rest[i:].lstrip(", ")
+    close = next(i for i, _, depth in outside_strings(rest, depth=1) if depth == 0)
+    operands, attributes = rest[:close], rest[close + 1:].lstrip(", ")
     instr = {"root": bool(m.group(1)), "name": m.group(2), "shape": parse_shape(shape),
              "opcode": opcode.strip(), "operands": [], "attrs": {}}
     if instr["opcode"] == "parameter":

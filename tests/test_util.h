@@ -42,4 +42,16 @@ Error error_of(Call&& call) {
   return Error("", 0, "");
 }
 
+// A table of cases for one function: EXPECT_EQ(function(input), expected) for each {input,
+// expected}, naming the input of a case that fails. The types are given, the function deduced:
+//   test::expect_each<std::string_view, std::string_view>(first_operand_name,
+//                                                        {{"%a", "a"}, {"b, %c", "b"}});
+template <typename Input, typename Expected, typename Function>
+void expect_each(const Function& function,
+                 std::initializer_list<std::pair<Input, Expected>> cases) {
+  for (const auto& [input, expected] : cases) {
+    EXPECT_EQ(function(input), expected) << "input: " << ::testing::PrintToString(input);
+  }
+}
+
 }  // namespace rtb::test

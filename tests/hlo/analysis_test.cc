@@ -317,36 +317,32 @@ TEST(HloAnalysis, RealSparseCoreDumpWithExecutionThreads) {
 
 TEST(HloAnalysis, RealXlaTestsOfAsyncForms) {
   struct Case {
-    std::string file;
+    std::string test;  // testdata/hlo/<test>.hlo.txt
     std::string kind;
     std::size_t entries;
     std::int64_t overlapped;
   };
   const std::vector<Case> cases = {
-      {"latency_hiding_scheduler__AllGatherAsyncBalance.hlo.txt", "all-gather", 2, 0},
-      {"latency_hiding_scheduler__AllReduceAsyncBalance.hlo.txt", "all-reduce", 2, 0},
-      {"latency_hiding_scheduler__AllToAllAsyncBalance.hlo.txt", "all-to-all", 2, 0},
-      {"latency_hiding_scheduler__RaggedAllToAll.hlo.txt", "ragged-all-to-all", 1, 0},
-      {"latency_hiding_scheduler__WhileWithCompleteResourceList.hlo.txt", "collective-permute", 3,
-       1},
-      {"latency_hiding_scheduler__BalanceChainedCollectivePermutesLoopedEinsum.hlo.txt",
+      {"latency_hiding_scheduler__AllGatherAsyncBalance", "all-gather", 2, 0},
+      {"latency_hiding_scheduler__AllReduceAsyncBalance", "all-reduce", 2, 0},
+      {"latency_hiding_scheduler__AllToAllAsyncBalance", "all-to-all", 2, 0},
+      {"latency_hiding_scheduler__RaggedAllToAll", "ragged-all-to-all", 1, 0},
+      {"latency_hiding_scheduler__WhileWithCompleteResourceList", "collective-permute", 3, 1},
+      {"latency_hiding_scheduler__BalanceChainedCollectivePermutesLoopedEinsum",
        "collective-permute", 4, 0},
-      {"command_buffer_scheduling__ReduceScatterStartFollowedByDone.hlo.txt", "reduce-scatter", 1,
+      {"command_buffer_scheduling__ReduceScatterStartFollowedByDone", "reduce-scatter", 1, 0},
+      {"command_buffer_scheduling__DoNotCaptureUnmatchedAsyncDone", "all-reduce", 2, 1},
+      {"hlo_parser__CombinedCollectivePermuteStartAndDone", "collective-permute", 1, 0},
+      {"hlo_parser__CollectivePermuteStartAndDoneInplaceUpdate", "collective-permute", 1, 0},
+      {"memory_space_assignment__TupleInPlaceAsyncCollectivePermuteRoot", "collective-permute", 1,
        0},
-      {"command_buffer_scheduling__DoNotCaptureUnmatchedAsyncDone.hlo.txt", "all-reduce", 2, 1},
-      {"hlo_parser__CombinedCollectivePermuteStartAndDone.hlo.txt", "collective-permute", 1, 0},
-      {"hlo_parser__CollectivePermuteStartAndDoneInplaceUpdate.hlo.txt", "collective-permute", 1,
-       0},
-      {"memory_space_assignment__TupleInPlaceAsyncCollectivePermuteRoot.hlo.txt",
-       "collective-permute", 1, 0},
-      {"hlo_parser__AsyncOpsWithSyntaxSugarAndThreadName.hlo.txt", "custom-call", 1, 0},
-      {"hlo_parser__CopyStartAndCopyDone.hlo.txt", "copy", 2, 0},
-      {"nvptx_compiler__RemovesUnnecessaryCopyInPostSchedulingPipelines.hlo.txt", "all-gather", 1,
-       0},
+      {"hlo_parser__AsyncOpsWithSyntaxSugarAndThreadName", "custom-call", 1, 0},
+      {"hlo_parser__CopyStartAndCopyDone", "copy", 2, 0},
+      {"nvptx_compiler__RemovesUnnecessaryCopyInPostSchedulingPipelines", "all-gather", 1, 0},
   };
   for (const Case& c : cases) {
-    SCOPED_TRACE(c.file);
-    Analysis a = analyze_file(fixture_path(c.file));
+    SCOPED_TRACE(c.test);
+    Analysis a = analyze_file(fixture_path(c.test + ".hlo.txt"));
     EXPECT_FALSE(a.truncated);
     EXPECT_EQ(a.collectives.size(), c.entries);
     ASSERT_EQ(a.by_kind.size(), 1u);
@@ -542,6 +538,18 @@ TEST(HloBadInput, HugeSingleLineFailsFastWithBoundedMemory) {
   EXPECT_EQ(a.truncated_line, 7);
   EXPECT_THAT(a.truncation_reason, HasSubstr("longer than 16 MiB"));
   EXPECT_THROW(analyze_text(std::string(50u << 20, 'a'), "a"), Error);
+}
+
+TEST(HloAnalysis, StatusAndCategoryNames) {
+  test::expect_each<Status, std::string_view>(status_name,
+                                              {{Status::kOverlapped, "overlapped"},
+                                               {Status::kExposed, "exposed"},
+                                               {Status::kUnpairedStart, "unpaired-start"},
+                                               {Status::kUnpairedDone, "unpaired-done"}});
+  test::expect_each<Category, std::string_view>(category_name,
+                                                {{Category::kCollective, "collective"},
+                                                 {Category::kCopy, "copy"},
+                                                 {Category::kOther, "other"}});
 }
 
 }  // namespace

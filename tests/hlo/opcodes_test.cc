@@ -5,6 +5,9 @@
 
 #include <iterator>
 #include <string>
+#include <string_view>
+
+#include "test_util.h"
 
 namespace rtb::hlo {
 namespace {
@@ -43,20 +46,21 @@ TEST(HloOpcodes, EveryPlainOpcodeHasItsTagAndOthersNone) {
 }
 
 TEST(HloOpcodes, CategoryAndKindOfAsynchronousOps) {
-  EXPECT_EQ(category_of("all-gather"), Category::kCollective);
-  EXPECT_EQ(category_of("send"), Category::kCollective);
-  EXPECT_EQ(category_of("all-gather+reduce-scatter"), Category::kCollective);
-  EXPECT_EQ(category_of("all-gather+slice"), Category::kOther);
+  for (const char* kind : {"all-gather", "send", "all-gather+reduce-scatter"}) {
+    EXPECT_EQ(category_of(kind), Category::kCollective) << kind;
+  }
   EXPECT_EQ(category_of("copy"), Category::kCopy);
-  EXPECT_EQ(category_of("async"), Category::kOther);
-  EXPECT_EQ(category_of(""), Category::kOther);
-  EXPECT_EQ(sugar_kind("all-gather-start"), "all-gather");
-  EXPECT_EQ(sugar_kind("collective-permute-done"), "collective-permute");
-  EXPECT_EQ(sugar_kind("async-update"), "async");
-  EXPECT_EQ(sugar_kind("send-done"), "send");
-  EXPECT_EQ(sugar_kind("recv"), "recv");
-  EXPECT_EQ(sugar_kind("-start"), "-start");
-  EXPECT_EQ(sugar_kind(""), "async");
+  for (const char* kind : {"all-gather+slice", "async", ""}) {
+    EXPECT_EQ(category_of(kind), Category::kOther) << kind;
+  }
+  test::expect_each<std::string_view, std::string_view>(
+      sugar_kind, {{"all-gather-start", "all-gather"},
+                   {"collective-permute-done", "collective-permute"},
+                   {"async-update", "async"},
+                   {"send-done", "send"},
+                   {"recv", "recv"},
+                   {"-start", "-start"},
+                   {"", "async"}});
 }
 
 }  // namespace

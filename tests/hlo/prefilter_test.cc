@@ -42,7 +42,8 @@ std::vector<Kept> run_filter(const std::string& text, Prefilter& filter, Stateme
   return kept;
 }
 
-const std::string kModule =
+// A module up to the start of an all-gather in its entry, after a fusion computation.
+const std::string kModuleToStart =
     "HloModule m, is_scheduled=true\n\n"
     "%fused (p: f32[8]) -> f32[8] {\n"
     "  %p = f32[8]{0} parameter(0)\n"
@@ -50,12 +51,14 @@ const std::string kModule =
     "}\n\n"
     "ENTRY %main (a: f32[8]) -> f32[8] {\n"
     "  %a = f32[8]{0} parameter(0)\n"
-    "  %s = f32[8]{0} all-gather-start(%a), dimensions={0}\n"
-    "  %b = f32[8]{0} add(%a, %a)\n"
-    "  %f = f32[8]{0} fusion(%b), kind=kLoop, calls=%fused\n"
-    "  %d = f32[8]{0} all-gather-done(%s)\n"
-    "  ROOT %r = f32[8]{0} some-new-op(%d)\n"
-    "}\n";
+    "  %s = f32[8]{0} all-gather-start(%a), dimensions={0}\n";
+
+const std::string kModule = kModuleToStart +
+                            "  %b = f32[8]{0} add(%a, %a)\n"
+                            "  %f = f32[8]{0} fusion(%b), kind=kLoop, calls=%fused\n"
+                            "  %d = f32[8]{0} all-gather-done(%s)\n"
+                            "  ROOT %r = f32[8]{0} some-new-op(%d)\n"
+                            "}\n";
 
 TEST(HloPrefilter, KeepsWhatTheAnalysisNeedsAndCountsTheRest) {
   Prefilter filter(/*keep_all=*/false);
@@ -134,6 +137,18 @@ Options reading_options(int threads, bool keep_all) {
   return options;
 }
 
+// Runs `check` with the options of every way of reading: one or two scanning threads, with the
+// filter dropping instructions or (keep_schedule) keeping them all.
+template <typename Check>
+void for_each_reading(const Check& check) {
+  for (int threads : {1, 2}) {
+    for (bool keep_all : {false, true}) {
+      SCOPED_TRACE(fmt::format("threads {} keep_schedule {}", threads, keep_all));
+      check(reading_options(threads, keep_all));
+    }
+  }
+}
+
 // The JSON report (or the error) of `analyze` with the filter dropping what the analysis does not
 // need, and with keep_schedule, which turns the dropping off; the schedule itself is left out.
 template <typename Analyze>
@@ -171,38 +186,26 @@ TEST(HloPrefilter, DroppingUninterestingInstructionsChangesNothing) {
 // Instructions dropped before the end of a dump that stops inside a computation, or before an
 // instruction that cannot be read, still count (and windows still count them).
 TEST(HloPrefilter, DroppedInstructionsCountUpToTheEndOrTheError) {
-  const std::string body =
-      "HloModule m, is_scheduled=true\n\n"
-      "%fused (p: f32[8]) -> f32[8] {\n"
-      "  %p = f32[8]{0} parameter(0)\n"
-      "  ROOT %n = f32[8]{0} negate(%p)\n"
-      "}\n\n"
-      "ENTRY %main (a: f32[8]) -> f32[8] {\n"
-      "  %a = f32[8]{0} parameter(0)\n"
-      "  %s = f32[8]{0} all-gather-start(%a), dimensions={0}\n"
-      "  %b = f32[8]{0} add(%a, %a)\n"
-      "  %c = f32[8]{0} multiply(%b, %b)\n"
-      "  %d = f32[8]{0} all-gather-done(%s)\n"
-      "  %e = f32[8]{0} subtract(%d, %d)\n"
-      "  %f = f32[8]{0} subtract(%e, %e)\n";
-  for (int threads : {1, 2}) {
-    for (bool keep_all : {false, true}) {
-      SCOPED_TRACE(fmt::format("threads {} keep_schedule {}", threads, keep_all));
-      Options options = reading_options(threads, keep_all);
-      Analysis truncated = analyze_text(body, "t.hlo", options);
-      EXPECT_TRUE(truncated.truncated);
-      EXPECT_EQ(truncated.instructions, 9);
-      ASSERT_EQ(truncated.collectives.size(), 1u);
-      EXPECT_EQ(truncated.collectives[0].window_instructions, 2);
-      EXPECT_TRUE(truncated.collectives[0].exposed());
+  const std::string body = kModuleToStart +
+                           "  %b = f32[8]{0} add(%a, %a)\n"
+                           "  %c = f32[8]{0} multiply(%b, %b)\n"
+                           "  %d = f32[8]{0} all-gather-done(%s)\n"
+                           "  %e = f32[8]{0} subtract(%d, %d)\n"
+                           "  %f = f32[8]{0} subtract(%e, %e)\n";
+  for_each_reading([&](const Options& options) {
+    Analysis truncated = analyze_text(body, "t.hlo", options);
+    EXPECT_TRUE(truncated.truncated);
+    EXPECT_EQ(truncated.instructions, 9);
+    ASSERT_EQ(truncated.collectives.size(), 1u);
+    EXPECT_EQ(truncated.collectives[0].window_instructions, 2);
+    EXPECT_TRUE(truncated.collectives[0].exposed());
 
-      Analysis broken = analyze_text(body + "  this is not an instruction\n}\n", "b.hlo", options);
-      EXPECT_TRUE(broken.truncated);
-      EXPECT_EQ(broken.truncated_line, 16);
-      EXPECT_EQ(broken.instructions, 9);
-      EXPECT_EQ(broken.lines, 16);
-    }
-  }
+    Analysis broken = analyze_text(body + "  this is not an instruction\n}\n", "b.hlo", options);
+    EXPECT_TRUE(broken.truncated);
+    EXPECT_EQ(broken.truncated_line, 16);
+    EXPECT_EQ(broken.instructions, 9);
+    EXPECT_EQ(broken.lines, 16);
+  });
 }
 
 // The scanning thread drops a ROOT with a plain opcode and hands over only its opcode's index;
@@ -232,21 +235,17 @@ TEST(HloPrefilter, DroppedRootsStillNameAsyncWrappers) {
       "%wrapped_last (r: f32[8]) -> f32[8] {\n"
       "  %r = f32[8]{0} parameter(0)\n"
       "  ROOT %n = f32[8]{0} negate(%r)\n";
-  for (int threads : {1, 2}) {
-    for (bool keep_all : {false, true}) {
-      SCOPED_TRACE(fmt::format("threads {} keep_schedule {}", threads, keep_all));
-      Options options = reading_options(threads, keep_all);
-      for (bool complete : {false, true}) {
-        Analysis a = analyze_text(complete ? body + "}\n" : body, "r.hlo", options);
-        EXPECT_EQ(a.truncated, !complete);
-        EXPECT_EQ(a.instructions, 14);
-        ASSERT_EQ(a.collectives.size(), 3u);
-        EXPECT_EQ(a.collectives[0].kind, "slice");
-        EXPECT_EQ(a.collectives[1].kind, "some-new-op");
-        EXPECT_EQ(a.collectives[2].kind, "negate");
-      }
+  for_each_reading([&](const Options& options) {
+    for (bool complete : {false, true}) {
+      Analysis a = analyze_text(complete ? body + "}\n" : body, "r.hlo", options);
+      EXPECT_EQ(a.truncated, !complete);
+      EXPECT_EQ(a.instructions, 14);
+      ASSERT_EQ(a.collectives.size(), 3u);
+      EXPECT_EQ(a.collectives[0].kind, "slice");
+      EXPECT_EQ(a.collectives[1].kind, "some-new-op");
+      EXPECT_EQ(a.collectives[2].kind, "negate");
     }
-  }
+  });
 }
 
 // The scanning thread also drops each computation's plain `}` line and flags it on the next

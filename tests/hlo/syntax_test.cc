@@ -5,9 +5,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
+
+#include "test_util.h"
 
 namespace rtb::hlo {
 namespace {
@@ -17,41 +22,42 @@ using ::testing::ElementsAre;
 // ---- hlo_syntax ---------------------------------------------------------------------------------
 
 TEST(HloSyntax, ElementBitsCoverAllTypes) {
-  EXPECT_EQ(element_bits("pred"), 8);
-  EXPECT_EQ(element_bits("s4"), 4);
-  EXPECT_EQ(element_bits("u4"), 4);
-  EXPECT_EQ(element_bits("s8"), 8);
-  EXPECT_EQ(element_bits("bf16"), 16);
-  EXPECT_EQ(element_bits("f16"), 16);
-  EXPECT_EQ(element_bits("f32"), 32);
-  EXPECT_EQ(element_bits("u64"), 64);
-  EXPECT_EQ(element_bits("c64"), 64);
-  EXPECT_EQ(element_bits("c128"), 128);
-  EXPECT_EQ(element_bits("f8e4m3fn"), 8);
-  EXPECT_EQ(element_bits("f8e5m2"), 8);
-  EXPECT_EQ(element_bits("f8e4m3b11fnuz"), 8);
-  EXPECT_EQ(element_bits("f8e8m0fnu"), 8);
-  EXPECT_EQ(element_bits("f4e2m1fn"), 4);
-  EXPECT_EQ(element_bits("token"), 0);
-  EXPECT_EQ(element_bits("f33"), -1);
-  EXPECT_EQ(element_bits("banana"), -1);
+  test::expect_each<std::string_view, int>(element_bits, {{"pred", 8},
+                                                          {"s4", 4},
+                                                          {"u4", 4},
+                                                          {"s8", 8},
+                                                          {"bf16", 16},
+                                                          {"f16", 16},
+                                                          {"f32", 32},
+                                                          {"u64", 64},
+                                                          {"c64", 64},
+                                                          {"c128", 128},
+                                                          {"f8e4m3fn", 8},
+                                                          {"f8e5m2", 8},
+                                                          {"f8e4m3b11fnuz", 8},
+                                                          {"f8e8m0fnu", 8},
+                                                          {"f4e2m1fn", 4},
+                                                          {"token", 0},
+                                                          {"f33", -1},
+                                                          {"banana", -1}});
 }
 
 TEST(HloSyntax, ShapeBytesOfArraysTuplesAndLayouts) {
-  EXPECT_EQ(shape_bytes("f32[]"), 4);
-  EXPECT_EQ(shape_bytes("bf16[1,4096,32,128]{1,3,2,0:T(8,128)(2,1)S(1)}"), 1 * 4096 * 32 * 128 * 2);
-  EXPECT_EQ(shape_bytes("s4[3]{0}"), 2);  // 12 bits round up to 2 bytes
-  EXPECT_EQ(shape_bytes("pred[16]{0}"), 16);
-  EXPECT_EQ(shape_bytes("token[]"), 0);
-  EXPECT_EQ(shape_bytes("u32[]{:S(2)}"), 4);
-  EXPECT_EQ(shape_bytes("f32[<=8,4]"), 128);
-  EXPECT_EQ(shape_bytes("f32[1024, 1024]{1,0:T(8,128)}"), 4 << 20);
-  EXPECT_EQ(shape_bytes("((s8[64]{0}), s8[8]{0:S(1)}, s32[]{:S(2)})"), 64 + 8 + 4);
-  EXPECT_EQ(shape_bytes("(f32[2], /*index=1*/(bf16[4], (f8e5m2[8], token[])))"), 8 + 8 + 8);
-  EXPECT_EQ(shape_bytes("()"), 0);
-  EXPECT_EQ(shape_bytes("f32[?]"), std::nullopt);
-  EXPECT_EQ(shape_bytes("q7[4]"), std::nullopt);
-  EXPECT_EQ(shape_bytes("(f32[2], q7[4])"), std::nullopt);
+  test::expect_each<std::string_view, std::optional<std::int64_t>>(
+      shape_bytes, {{"f32[]", 4},
+                    {"bf16[1,4096,32,128]{1,3,2,0:T(8,128)(2,1)S(1)}", 1 * 4096 * 32 * 128 * 2},
+                    {"s4[3]{0}", 2},  // 12 bits round up to 2 bytes
+                    {"pred[16]{0}", 16},
+                    {"token[]", 0},
+                    {"u32[]{:S(2)}", 4},
+                    {"f32[<=8,4]", 128},
+                    {"f32[1024, 1024]{1,0:T(8,128)}", 4 << 20},
+                    {"((s8[64]{0}), s8[8]{0:S(1)}, s32[]{:S(2)})", 64 + 8 + 4},
+                    {"(f32[2], /*index=1*/(bf16[4], (f8e5m2[8], token[])))", 8 + 8 + 8},
+                    {"()", 0},
+                    {"f32[?]", std::nullopt},
+                    {"q7[4]", std::nullopt},
+                    {"(f32[2], q7[4])", std::nullopt}});
 }
 
 TEST(HloSyntax, TupleElementBytesAreTopLevel) {
@@ -100,25 +106,25 @@ TEST(HloSyntax, ParsesInstructionHeads) {
 
 TEST(HloSyntax, HeadsCutBeforeTheOpcodeAreIncomplete) {
   InstructionHead head;
-  EXPECT_EQ(parse_instruction_head("  ROOT %x = bf16[8]{0}", head), HeadStatus::kIncomplete);
-  EXPECT_EQ(parse_instruction_head("  %x = (f32[2],", head), HeadStatus::kIncomplete);
-  EXPECT_EQ(parse_instruction_head("  %x =", head), HeadStatus::kIncomplete);
-  EXPECT_EQ(parse_instruction_head("  %x = f32[2] all-gather", head), HeadStatus::kIncomplete);
-  EXPECT_EQ(parse_instruction_head("}", head), HeadStatus::kNotInstruction);
-  EXPECT_EQ(parse_instruction_head("", head), HeadStatus::kNotInstruction);
-  EXPECT_EQ(parse_instruction_head("\"barrier_config\":{},", head), HeadStatus::kNotInstruction);
-  EXPECT_EQ(parse_instruction_head("this is not one", head), HeadStatus::kNotInstruction);
-  EXPECT_EQ(parse_instruction_head("%x = f32[2] {0} add(a)", head), HeadStatus::kNotInstruction);
+  for (const char* text :
+       {"  ROOT %x = bf16[8]{0}", "  %x = (f32[2],", "  %x =", "  %x = f32[2] all-gather"}) {
+    EXPECT_EQ(parse_instruction_head(text, head), HeadStatus::kIncomplete) << text;
+  }
+  for (const char* text :
+       {"}", "", "\"barrier_config\":{},", "this is not one", "%x = f32[2] {0} add(a)"}) {
+    EXPECT_EQ(parse_instruction_head(text, head), HeadStatus::kNotInstruction) << text;
+  }
 }
 
 TEST(HloSyntax, FirstOperandNameSkipsTypesAndComments) {
-  EXPECT_EQ(first_operand_name("%ag-start"), "ag-start");
-  EXPECT_EQ(first_operand_name("ag-start, %x"), "ag-start");
-  EXPECT_EQ(first_operand_name("\n      f32[2,8,256,256] %ar-start"), "ar-start");
-  EXPECT_EQ(first_operand_name("((c64[8]{0}), c64[8]{0}) %all-to-all-start"), "all-to-all-start");
-  EXPECT_EQ(first_operand_name("/*index=0*/%copy-start.3"), "copy-start.3");
-  EXPECT_EQ(first_operand_name("token[] %t"), "t");
-  EXPECT_EQ(first_operand_name(""), "");
+  test::expect_each<std::string_view, std::string_view>(
+      first_operand_name, {{"%ag-start", "ag-start"},
+                           {"ag-start, %x", "ag-start"},
+                           {"\n      f32[2,8,256,256] %ar-start", "ar-start"},
+                           {"((c64[8]{0}), c64[8]{0}) %all-to-all-start", "all-to-all-start"},
+                           {"/*index=0*/%copy-start.3", "copy-start.3"},
+                           {"token[] %t", "t"},
+                           {"", ""}});
 }
 
 TEST(HloSyntax, AttributesSplitAtTopLevelCommas) {
@@ -141,19 +147,21 @@ TEST(HloSyntax, AttributesSplitAtTopLevelCommas) {
 }
 
 TEST(HloSyntax, MetadataOpNameResolvesEscapes) {
-  EXPECT_EQ(metadata_op_name("{op_type=\"AllGather\" op_name=\"ag0\"}"), "ag0");
-  EXPECT_EQ(metadata_op_name("{op_name=\"jit(f)/\\\"x\\\" and \\'y\\'\" source_line=2}"),
-            "jit(f)/\"x\" and 'y'");
-  EXPECT_EQ(metadata_op_name("{deduplicated_op_name=\"no\" op_name=\"yes\"}"), "yes");
-  EXPECT_EQ(metadata_op_name("{source_line=2}"), "");
+  test::expect_each<std::string_view, std::string_view>(
+      metadata_op_name,
+      {{"{op_type=\"AllGather\" op_name=\"ag0\"}", "ag0"},
+       {"{op_name=\"jit(f)/\\\"x\\\" and \\'y\\'\" source_line=2}", "jit(f)/\"x\" and 'y'"},
+       {"{deduplicated_op_name=\"no\" op_name=\"yes\"}", "yes"},
+       {"{source_line=2}", ""}});
 }
 
 TEST(HloSyntax, KnownTripCountInJsonAndEscapedForms) {
-  EXPECT_EQ(known_trip_count("{\"known_trip_count\":{\"n\":\"10\"},\"x\":1}"), 10);
-  EXPECT_EQ(known_trip_count("\"{\\\"known_trip_count\\\":{\\\"n\\\":\\\"6\\\"}}\""), 6);
-  EXPECT_EQ(known_trip_count("{\"known_trip_count\":{\"n\":\"0\"}}"), 0);
-  EXPECT_EQ(known_trip_count("{\"known_init_step\":{\"init\":\"0\"}}"), std::nullopt);
-  EXPECT_EQ(known_trip_count("{\"known_trip_count\":{\"n\":\"x\"}}"), std::nullopt);
+  test::expect_each<std::string_view, std::optional<std::int64_t>>(
+      known_trip_count, {{"{\"known_trip_count\":{\"n\":\"10\"},\"x\":1}", 10},
+                         {"\"{\\\"known_trip_count\\\":{\\\"n\\\":\\\"6\\\"}}\"", 6},
+                         {"{\"known_trip_count\":{\"n\":\"0\"}}", 0},
+                         {"{\"known_init_step\":{\"init\":\"0\"}}", std::nullopt},
+                         {"{\"known_trip_count\":{\"n\":\"x\"}}", std::nullopt}});
 }
 
 TEST(HloSyntax, ComputationRefs) {

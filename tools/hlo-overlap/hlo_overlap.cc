@@ -14,6 +14,7 @@
 #include "rtb/base/text.h"
 #include "rtb/hlo/analysis.h"
 #include "rtb/hlo/report.h"
+#include "rtb/hlo/verdict.h"
 
 namespace rtb::tool {
 namespace {
@@ -122,30 +123,18 @@ int hlo_overlap_main(int argc, char** argv) {
     write_output(output, text);
     if (svg_file) write_output(*svg_file, hlo::render_svg(analyses[0]));
 
-    // 4. Exit code. One dump: 0 analysed; 1 truncated (unless allowed) or over the exposed-bytes
-    // budget. Two dumps (diff-like): 0 same, 1 different (see hlo::compare_differences) or
-    // over the budget; a truncated dump is only warned about, since it is compared as it is.
-    Outcome outcome = Outcome::kPass;
-    if (analyses.size() == 2) {
-      std::vector<std::string> differences = hlo::compare_differences(analyses[0], analyses[1]);
-      if (!differences.empty()) {
-        spdlog::info("A and B differ in {} kind(s)", differences.size());
-        outcome = Outcome::kFail;
-      }
+    // 4. Outcome (hlo::judge): one dump fails when truncated (unless allowed) or over the
+    // budget; two dumps (diff-like) fail when they differ or one is over the budget.
+    hlo::Verdict verdict = hlo::judge(analyses, {budget, allow_truncated});
+    if (!verdict.differences.empty()) {
+      spdlog::info("A and B differ in {} kind(s)", verdict.differences.size());
     }
-    for (const hlo::Analysis& a : analyses) {
-      if (a.truncated && !allow_truncated && analyses.size() == 1) {
-        outcome = Outcome::kFail;
-      }
-      if (budget && a.total_collectives.exposed_bytes > *budget) {
-        spdlog::error("{}: exposed collective bytes {} ({}) exceed the budget {} ({})", a.file,
-                      a.total_collectives.exposed_bytes,
-                      human_bytes(a.total_collectives.exposed_bytes), *budget,
-                      human_bytes(*budget));
-        outcome = Outcome::kFail;
-      }
+    for (const hlo::OverBudget& over : verdict.over_budget) {
+      spdlog::error("{}: exposed collective bytes {} ({}) exceed the budget {} ({})", over.file,
+                    over.exposed_bytes, human_bytes(over.exposed_bytes), over.budget,
+                    human_bytes(over.budget));
     }
-    return outcome;
+    return verdict.outcome();
   });
 }
 

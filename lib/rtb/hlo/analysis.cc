@@ -1,5 +1,7 @@
 #include "rtb/hlo/analysis.h"
 
+#include <iterator>
+
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
 #include "rtb/hlo/analyzer.h"
@@ -9,30 +11,23 @@
 
 namespace rtb::hlo {
 
+namespace {
+
+// The name of each enumerator, in declaration order (analysis.h).
+constexpr std::string_view kStatusNames[] = {"overlapped", "exposed", "unpaired-start",
+                                             "unpaired-done"};
+constexpr std::string_view kCategoryNames[] = {"collective", "copy", "other"};
+static_assert(std::size(kStatusNames) == static_cast<std::size_t>(Status::kUnpairedDone) + 1);
+static_assert(std::size(kCategoryNames) == static_cast<std::size_t>(Category::kOther) + 1);
+
+}  // namespace
+
 std::string_view status_name(Status status) {
-  switch (status) {
-    case Status::kOverlapped:
-      return "overlapped";
-    case Status::kExposed:
-      return "exposed";
-    case Status::kUnpairedStart:
-      return "unpaired-start";
-    case Status::kUnpairedDone:
-      return "unpaired-done";
-  }
-  return "exposed";
+  return kStatusNames[static_cast<std::size_t>(status)];
 }
 
 std::string_view category_name(Category category) {
-  switch (category) {
-    case Category::kCollective:
-      return "collective";
-    case Category::kCopy:
-      return "copy";
-    case Category::kOther:
-      return "other";
-  }
-  return "other";
+  return kCategoryNames[static_cast<std::size_t>(category)];
 }
 
 void Totals::add(const Collective& c) {

@@ -406,19 +406,8 @@ void Analyzer::on_start(const InstructionHead& head, std::uint32_t index, std::i
   draft.compute_at_start = current_.compute;
   if (options_.compute_sample > 0) current_.sampling.push_back(draft_index);
   draft.status = Status::kUnpairedStart;
-  std::string callee;
-  read_attributes(head, line, &draft.op_name, &callee);
-  if (head.opcode == "async-start") {
-    if (callee.empty()) {
-      draft.kind = "async";
-    } else {
-      draft.async_callee = graph_.record_for(callee);
-      note_kind("async");
-    }
-  } else {
-    draft.kind = std::string(sugar_kind(head.opcode));
-    note_kind(draft.kind);
-  }
+  std::string_view ran = read_async_kind(draft, head, line, "async-start");
+  if (!ran.empty()) note_kind(ran);
   // Until a done is seen, the size comes from the start: a non-tuple start is its result; in a
   // tuple the destination of a copy or the data of a send/recv is element 0, and the result
   // of other starts element 1 (after the operands).
@@ -498,17 +487,7 @@ void Analyzer::on_done(const InstructionHead& head, std::uint32_t index, std::in
   draft.done_instruction = index;
   draft.done_seen = true;
   draft.status = Status::kUnpairedDone;
-  std::string callee;
-  read_attributes(head, line, &draft.op_name, &callee);
-  if (head.opcode == "async-done") {
-    if (callee.empty()) {
-      draft.kind = "async";
-    } else {
-      draft.async_callee = graph_.record_for(callee);
-    }
-  } else {
-    draft.kind = std::string(sugar_kind(head.opcode));
-  }
+  read_async_kind(draft, head, line, "async-done");
   set_bytes(draft, done_bytes, head.shape, line);
 }
 
@@ -519,10 +498,26 @@ Draft& Analyzer::new_draft() {
   return draft;
 }
 
-void Analyzer::note_kind(const std::string& kind) {
+void Analyzer::note_kind(std::string_view kind) {
   if (std::find(current_.kinds.begin(), current_.kinds.end(), kind) == current_.kinds.end()) {
-    current_.kinds.push_back(kind);
+    current_.kinds.emplace_back(kind);
   }
+}
+
+std::string_view Analyzer::read_async_kind(Draft& draft, const InstructionHead& head,
+                                           std::int64_t line, std::string_view generic_opcode) {
+  std::string callee;
+  read_attributes(head, line, &draft.op_name, &callee);
+  if (head.opcode != generic_opcode) {
+    draft.kind = std::string(sugar_kind(head.opcode));
+    return draft.kind;
+  }
+  if (callee.empty()) {
+    draft.kind = "async";
+    return {};
+  }
+  draft.async_callee = graph_.record_for(callee);
+  return "async";
 }
 
 void Analyzer::set_bytes(Draft& draft, std::optional<std::int64_t> bytes, std::string_view shape,

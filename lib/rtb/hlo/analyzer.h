@@ -145,7 +145,13 @@ class Analyzer {
   // ---- helpers --------------------------------------------------------------------------------
 
   inline Draft& new_draft();
-  inline void note_kind(const std::string& kind);
+  inline void note_kind(std::string_view kind);
+  // The kind of an async start or done and its op_name. `generic_opcode` (async-start or
+  // async-done) takes the kind its called computation runs, resolved at the end ("async" when
+  // it names none); the others are named by their opcode. Returns the kind that the computation
+  // of the instruction runs for note_kind ("" when unknown).
+  inline std::string_view read_async_kind(Draft& draft, const InstructionHead& head,
+                                          std::int64_t line, std::string_view generic_opcode);
   inline void set_bytes(Draft& draft, std::optional<std::int64_t> bytes, std::string_view shape,
                         std::int64_t line);
   // metadata op_name and (for async ops) calls= of a start/done/collective.

@@ -2,35 +2,28 @@
 
 namespace rtb::hlo {
 
+namespace {
+
+// The byte of each class, written out one by one (the reference the SIMD classifiers are tested
+// against, so it does not use their case-folding trick).
+struct ByteClass {
+  char byte;
+  std::uint64_t ChunkMasks::*mask;
+};
+constexpr ByteClass kByteClasses[] = {
+    {'"', &ChunkMasks::quote}, {'\\', &ChunkMasks::backslash}, {'(', &ChunkMasks::open},
+    {'[', &ChunkMasks::open},  {'{', &ChunkMasks::open},       {')', &ChunkMasks::close},
+    {']', &ChunkMasks::close}, {'}', &ChunkMasks::close},      {'\n', &ChunkMasks::newline},
+    {'\0', &ChunkMasks::zero},
+};
+
+}  // namespace
+
 ChunkMasks classify_chunk_portable(const char* bytes) {
   ChunkMasks m;
   for (int i = 0; i < 64; ++i) {
-    std::uint64_t bit = std::uint64_t{1} << i;
-    switch (bytes[i]) {
-      case '"':
-        m.quote |= bit;
-        break;
-      case '\\':
-        m.backslash |= bit;
-        break;
-      case '(':
-      case '[':
-      case '{':
-        m.open |= bit;
-        break;
-      case ')':
-      case ']':
-      case '}':
-        m.close |= bit;
-        break;
-      case '\n':
-        m.newline |= bit;
-        break;
-      case '\0':
-        m.zero |= bit;
-        break;
-      default:
-        break;
+    for (const ByteClass& byte_class : kByteClasses) {
+      if (bytes[i] == byte_class.byte) m.*byte_class.mask |= std::uint64_t{1} << i;
     }
   }
   return m;

@@ -44,72 +44,79 @@ inline std::uint64_t prefix_xor(std::uint64_t bits) {
 bool cpu_has_avx2();
 
 #if defined(__SSE2__)
-inline std::uint64_t mask16(__m128i eq, int shift) {
-  return static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(eq))) << shift;
-}
-
-// '[' | 0x20 == '{' and ']' | 0x20 == '}', and no other byte maps there: one compare each.
-inline ChunkMasks classify_chunk_sse2(const char* bytes) {
-  const __m128i quote = _mm_set1_epi8('"');
-  const __m128i backslash = _mm_set1_epi8('\\');
-  const __m128i paren_open = _mm_set1_epi8('(');
-  const __m128i paren_close = _mm_set1_epi8(')');
-  const __m128i case_bit = _mm_set1_epi8(0x20);
-  const __m128i curly_open = _mm_set1_epi8('{');
-  const __m128i curly_close = _mm_set1_epi8('}');
-  const __m128i newline = _mm_set1_epi8('\n');
-  const __m128i zero = _mm_setzero_si128();
+// One body for every vector width. `Lanes` holds kBytes bytes of the chunk in a vector register
+// and answers with one bit per byte: equal(c) where the byte is c, equal_or_folded(c, f) where it
+// is c or its 0x20 bit set makes it f ('[' | 0x20 == '{' and ']' | 0x20 == '}', and no other
+// byte maps there: one compare each). Vectors never cross a call, so Lanes' members can carry
+// their instruction set's target: its caller compiles the body for that target
+// (classify_chunk_avx2 flattens everything into itself).
+template <typename Lanes>
+[[gnu::always_inline]] inline ChunkMasks classify_chunk_with(const char* bytes) {
   ChunkMasks m;
-  for (int part = 0; part < 4; ++part) {
-    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + part * 16));
-    __m128i folded = _mm_or_si128(v, case_bit);
-    int shift = part * 16;
-    m.quote |= mask16(_mm_cmpeq_epi8(v, quote), shift);
-    m.backslash |= mask16(_mm_cmpeq_epi8(v, backslash), shift);
-    m.open |= mask16(
-        _mm_or_si128(_mm_cmpeq_epi8(v, paren_open), _mm_cmpeq_epi8(folded, curly_open)), shift);
-    m.close |= mask16(
-        _mm_or_si128(_mm_cmpeq_epi8(v, paren_close), _mm_cmpeq_epi8(folded, curly_close)), shift);
-    m.newline |= mask16(_mm_cmpeq_epi8(v, newline), shift);
-    m.zero |= mask16(_mm_cmpeq_epi8(v, zero), shift);
+  for (int part = 0; part < 64 / Lanes::kBytes; ++part) {
+    const Lanes lanes(bytes + part * Lanes::kBytes);
+    const int shift = part * Lanes::kBytes;
+    m.quote |= lanes.equal('"') << shift;
+    m.backslash |= lanes.equal('\\') << shift;
+    m.open |= lanes.equal_or_folded('(', '{') << shift;
+    m.close |= lanes.equal_or_folded(')', '}') << shift;
+    m.newline |= lanes.equal('\n') << shift;
+    m.zero |= lanes.equal('\0') << shift;
   }
   return m;
+}
+
+class Sse2Lanes {
+ public:
+  static constexpr int kBytes = 16;
+  explicit Sse2Lanes(const char* at)
+      : bytes_(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at))) {}
+  std::uint64_t equal(char c) const { return bits(_mm_cmpeq_epi8(bytes_, _mm_set1_epi8(c))); }
+  std::uint64_t equal_or_folded(char c, char f) const {
+    __m128i folded = _mm_or_si128(bytes_, _mm_set1_epi8(0x20));
+    return bits(_mm_or_si128(_mm_cmpeq_epi8(bytes_, _mm_set1_epi8(c)),
+                             _mm_cmpeq_epi8(folded, _mm_set1_epi8(f))));
+  }
+
+ private:
+  static std::uint64_t bits(__m128i eq) {
+    return static_cast<std::uint16_t>(_mm_movemask_epi8(eq));
+  }
+  __m128i bytes_;
+};
+
+inline ChunkMasks classify_chunk_sse2(const char* bytes) {
+  return classify_chunk_with<Sse2Lanes>(bytes);
 }
 
 #if defined(__GNUC__) && defined(__x86_64__)
 #define RTB_HLO_HAVE_AVX2 1
-__attribute__((target("avx2"))) inline std::uint64_t mask32(__m256i eq, int shift) {
-  return static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm256_movemask_epi8(eq))) << shift;
-}
-
-__attribute__((target("avx2"))) inline ChunkMasks classify_chunk_avx2(const char* bytes) {
-  const __m256i quote = _mm256_set1_epi8('"');
-  const __m256i backslash = _mm256_set1_epi8('\\');
-  const __m256i paren_open = _mm256_set1_epi8('(');
-  const __m256i paren_close = _mm256_set1_epi8(')');
-  const __m256i case_bit = _mm256_set1_epi8(0x20);
-  const __m256i curly_open = _mm256_set1_epi8('{');
-  const __m256i curly_close = _mm256_set1_epi8('}');
-  const __m256i newline = _mm256_set1_epi8('\n');
-  const __m256i zero = _mm256_setzero_si256();
-  ChunkMasks m;
-  for (int part = 0; part < 2; ++part) {
-    __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes + part * 32));
-    __m256i folded = _mm256_or_si256(v, case_bit);
-    int shift = part * 32;
-    m.quote |= mask32(_mm256_cmpeq_epi8(v, quote), shift);
-    m.backslash |= mask32(_mm256_cmpeq_epi8(v, backslash), shift);
-    m.open |= mask32(
-        _mm256_or_si256(_mm256_cmpeq_epi8(v, paren_open), _mm256_cmpeq_epi8(folded, curly_open)),
-        shift);
-    m.close |= mask32(
-        _mm256_or_si256(_mm256_cmpeq_epi8(v, paren_close), _mm256_cmpeq_epi8(folded, curly_close)),
-        shift);
-    m.newline |= mask32(_mm256_cmpeq_epi8(v, newline), shift);
-    m.zero |= mask32(_mm256_cmpeq_epi8(v, zero), shift);
+#define RTB_HLO_AVX2 __attribute__((target("avx2")))
+class Avx2Lanes {
+ public:
+  static constexpr int kBytes = 32;
+  RTB_HLO_AVX2 explicit Avx2Lanes(const char* at)
+      : bytes_(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(at))) {}
+  RTB_HLO_AVX2 std::uint64_t equal(char c) const {
+    return bits(_mm256_cmpeq_epi8(bytes_, _mm256_set1_epi8(c)));
   }
-  return m;
+  RTB_HLO_AVX2 std::uint64_t equal_or_folded(char c, char f) const {
+    __m256i folded = _mm256_or_si256(bytes_, _mm256_set1_epi8(0x20));
+    return bits(_mm256_or_si256(_mm256_cmpeq_epi8(bytes_, _mm256_set1_epi8(c)),
+                                _mm256_cmpeq_epi8(folded, _mm256_set1_epi8(f))));
+  }
+
+ private:
+  RTB_HLO_AVX2 static std::uint64_t bits(__m256i eq) {
+    return static_cast<std::uint32_t>(_mm256_movemask_epi8(eq));
+  }
+  __m256i bytes_;
+};
+
+[[gnu::flatten]] RTB_HLO_AVX2 inline ChunkMasks classify_chunk_avx2(const char* bytes) {
+  return classify_chunk_with<Avx2Lanes>(bytes);
 }
+#undef RTB_HLO_AVX2
 #endif
 
 #if defined(RTB_HLO_HAVE_AVX2)

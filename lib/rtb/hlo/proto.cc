@@ -185,6 +185,13 @@ std::int64_t int_field(const Field& field, std::string_view what, std::string_vi
   return static_cast<std::int64_t>(field.value);
 }
 
+// A repeated int64 field (packed or not): its values appended to `out`.
+void append_ints(const Field& field, std::string_view what, std::string_view name,
+                 std::vector<std::int64_t>& out) {
+  wire::for_each_varint(field, what, name,
+                        [&](std::uint64_t v) { out.push_back(static_cast<std::int64_t>(v)); });
+}
+
 struct ComputationEntry {
   std::string_view name;
   std::int64_t id = 0;
@@ -535,14 +542,10 @@ class ProtoTextSource : public ByteSource {
           custom_call_target = string_field(field, kWhat, "custom_call_target");
           break;
         case kInstructionOperandIds:
-          wire::for_each_varint(field, kWhat, "operand_ids", [&](std::uint64_t v) {
-            operands_.push_back(static_cast<std::int64_t>(v));
-          });
+          append_ints(field, kWhat, "operand_ids", operands_);
           break;
         case kInstructionCalledComputationIds:
-          wire::for_each_varint(field, kWhat, "called_computation_ids", [&](std::uint64_t v) {
-            callees_.push_back(static_cast<std::int64_t>(v));
-          });
+          append_ints(field, kWhat, "called_computation_ids", callees_);
           break;
         case kInstructionBackendConfig:
           backend_config = string_field(field, kWhat, "backend_config");
@@ -688,9 +691,7 @@ class ProtoTextSource : public ByteSource {
           element_type = int_field(field, kWhat, "element_type");
           break;
         case kShapeDimensions:
-          wire::for_each_varint(field, kWhat, "dimensions", [&](std::uint64_t v) {
-            dimensions.push_back(static_cast<std::int64_t>(v));
-          });
+          append_ints(field, kWhat, "dimensions", dimensions);
           break;
         case kShapeTupleShapes:
           tuple.push_back(string_field(field, kWhat, "tuple_shapes"));

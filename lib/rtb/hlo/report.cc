@@ -64,38 +64,60 @@ std::vector<std::size_t> ranked_exposed(const Analysis& analysis) {
 
 // ---- JSON ---------------------------------------------------------------------------------------
 
-std::string json_bool(bool value) { return value ? "true" : "false"; }
-std::string json_line(std::int64_t line) { return line > 0 ? std::to_string(line) : "null"; }
-std::string json_name(const std::string& name) { return name.empty() ? "null" : json::quote(name); }
+constexpr json::Writer::Layout kOneLine = json::Writer::Layout::kOneLine;
 
-std::string json_totals(const Totals& t) {
-  return fmt::format(
-      "\"instances\": {}, \"executions\": {}, \"bytes\": {}, \"overlapped\": {}, \"exposed\": {}, "
-      "\"exposed_bytes\": {}, \"unpaired\": {}, \"executions_unknown\": {}",
-      t.instances, t.executions, t.bytes, t.overlapped, t.exposed, t.exposed_bytes, t.unpaired,
-      t.executions_unknown);
+// A 1-based line, or null for none (0).
+std::optional<std::int64_t> line_or_null(std::int64_t line) {
+  return line > 0 ? std::optional<std::int64_t>(line) : std::nullopt;
+}
+// A name, or null for none ("").
+std::optional<std::string_view> name_or_null(const std::string& name) {
+  return name.empty() ? std::nullopt : std::optional<std::string_view>(name);
 }
 
-std::string json_collective(std::size_t index, const Collective& c) {
-  std::string compute = "[";
-  for (std::size_t i = 0; i < c.compute_sample.size(); ++i) {
-    if (i > 0) compute += ", ";
-    compute += json::quote(c.compute_sample[i]);
-  }
-  compute += "]";
-  std::string exposed = c.paired_or_sync() ? json_bool(c.exposed()) : "null";
-  return fmt::format(
-      "{{\"index\": {}, \"kind\": {}, \"category\": {}, \"computation\": {}, \"start\": {}, "
-      "\"done\": {}, \"wrapper\": {}, \"start_line\": {}, \"done_line\": {}, \"async\": {}, "
-      "\"status\": {}, \"exposed\": {}, \"bytes\": {}, \"bytes_known\": {}, "
-      "\"window_instructions\": {}, \"window_compute\": {}, \"compute\": {}, \"executions\": {}, "
-      "\"executions_known\": {}, \"op_name\": {}, \"in_truncated_computation\": {}}}",
-      index, json::quote(c.kind), json::quote(category_name(c.category)),
-      json::quote(c.computation), json_name(c.start), json_name(c.done), json_name(c.wrapper),
-      json_line(c.start_line), json_line(c.done_line), json_bool(c.async),
-      json::quote(status_name(c.status)), exposed, c.bytes, json_bool(c.bytes_known),
-      c.window_instructions, c.window_compute, compute, c.executions, json_bool(c.executions_known),
-      json_name(c.op_name), json_bool(c.in_truncated_computation));
+// The fields of `t`, into the object open in `j`.
+void write_totals(json::Writer& j, const Totals& t) {
+  j.field("instances", t.instances);
+  j.field("executions", t.executions);
+  j.field("bytes", t.bytes);
+  j.field("overlapped", t.overlapped);
+  j.field("exposed", t.exposed);
+  j.field("exposed_bytes", t.exposed_bytes);
+  j.field("unpaired", t.unpaired);
+  j.field("executions_unknown", t.executions_unknown);
+}
+
+// `t` as an object on one line.
+void write_totals_object(json::Writer& j, const Totals& t) {
+  j.begin_object(kOneLine);
+  write_totals(j, t);
+  j.end_object();
+}
+
+void write_collective(json::Writer& j, std::size_t index, const Collective& c) {
+  j.begin_object(kOneLine);
+  j.field("index", index);
+  j.field("kind", c.kind);
+  j.field("category", category_name(c.category));
+  j.field("computation", c.computation);
+  j.field("start", name_or_null(c.start));
+  j.field("done", name_or_null(c.done));
+  j.field("wrapper", name_or_null(c.wrapper));
+  j.field("start_line", line_or_null(c.start_line));
+  j.field("done_line", line_or_null(c.done_line));
+  j.field("async", c.async);
+  j.field("status", status_name(c.status));
+  j.field("exposed", c.paired_or_sync() ? std::optional<bool>(c.exposed()) : std::nullopt);
+  j.field("bytes", c.bytes);
+  j.field("bytes_known", c.bytes_known);
+  j.field("window_instructions", c.window_instructions);
+  j.field("window_compute", c.window_compute);
+  j.list("compute", c.compute_sample);
+  j.field("executions", c.executions);
+  j.field("executions_known", c.executions_known);
+  j.field("op_name", name_or_null(c.op_name));
+  j.field("in_truncated_computation", c.in_truncated_computation);
+  j.end_object();
 }
 
 // Writes the report object into `j` (the comparison document nests two). The entries of the
@@ -107,37 +129,40 @@ void write_report(json::Writer& j, const Analysis& analysis, const ReportOptions
   j.field("module", analysis.module);
   j.field("scheduled", analysis.scheduled);
   j.field("truncated", analysis.truncated);
-  j.key("truncated_line").raw(analysis.truncated ? json_line(analysis.truncated_line) : "null");
-  j.key("truncation_reason");
-  if (analysis.truncated) {
-    j.value(analysis.truncation_reason);
-  } else {
-    j.null();
-  }
+  j.field("truncated_line",
+          analysis.truncated ? line_or_null(analysis.truncated_line) : std::nullopt);
+  j.field("truncation_reason", analysis.truncated
+                                   ? std::optional<std::string_view>(analysis.truncation_reason)
+                                   : std::nullopt);
   j.field("computations", analysis.computations);
   j.field("instructions", analysis.instructions);
   j.field("lines", analysis.lines);
   j.field("bytes_read", analysis.bytes_read);
   j.key("collectives").begin_array();
   for (std::size_t i = 0; i < analysis.collectives.size(); ++i) {
-    j.raw(json_collective(i, analysis.collectives[i]));
+    write_collective(j, i, analysis.collectives[i]);
   }
   j.end_array();
   j.key("summary").begin_object();
   for (const KindTotals& k : analysis.by_kind) {
-    j.key(k.kind).raw(fmt::format("{{\"category\": {}, {}}}",
-                                  json::quote(category_name(k.category)), json_totals(k.totals)));
+    j.key(k.kind).begin_object(kOneLine);
+    j.field("category", category_name(k.category));
+    write_totals(j, k.totals);
+    j.end_object();
   }
   j.end_object();
-  j.key("total").raw(fmt::format("{{{}}}", json_totals(analysis.total)));
-  j.key("total_collectives").raw(fmt::format("{{{}}}", json_totals(analysis.total_collectives)));
+  j.key("total");
+  write_totals_object(j, analysis.total);
+  j.key("total_collectives");
+  write_totals_object(j, analysis.total_collectives);
   j.key("by_computation").begin_array();
   for (const ComputationTotals& c : analysis.by_computation) {
-    j.raw(
-        fmt::format("{{\"computation\": {}, \"computation_executions\": {}, "
-                    "\"computation_executions_known\": {}, {}}}",
-                    json::quote(c.computation), c.executions, json_bool(c.executions_known),
-                    json_totals(c.totals)));
+    j.begin_object(kOneLine);
+    j.field("computation", c.computation);
+    j.field("computation_executions", c.executions);
+    j.field("computation_executions_known", c.executions_known);
+    write_totals(j, c.totals);
+    j.end_object();
   }
   j.end_array();
   std::vector<std::size_t> top = ranked_exposed(analysis);
@@ -145,8 +170,10 @@ void write_report(json::Writer& j, const Analysis& analysis, const ReportOptions
   j.list("top_exposed", top);
   j.key("warnings").begin_array();
   for (const Warning& w : analysis.warnings) {
-    j.raw(fmt::format("{{\"line\": {}, \"message\": {}}}", json_line(w.line),
-                      json::quote(w.message)));
+    j.begin_object(kOneLine);
+    j.field("line", line_or_null(w.line));
+    j.field("message", w.message);
+    j.end_object();
   }
   j.end_array();
   j.field("warnings_dropped", analysis.warnings_dropped);
@@ -323,7 +350,8 @@ std::map<std::string, KindPair> pair_kinds(const Analysis& a, const Analysis& b)
   return kinds;
 }
 
-std::string json_delta(const Totals& a, const Totals& b) {
+// B - A, as an object on one line.
+void write_delta(json::Writer& j, const Totals& a, const Totals& b) {
   Totals d;
   d.instances = b.instances - a.instances;
   d.executions = b.executions - a.executions;
@@ -333,7 +361,7 @@ std::string json_delta(const Totals& a, const Totals& b) {
   d.exposed_bytes = b.exposed_bytes - a.exposed_bytes;
   d.unpaired = b.unpaired - a.unpaired;
   d.executions_unknown = b.executions_unknown - a.executions_unknown;
-  return fmt::format("{{{}}}", json_totals(d));
+  write_totals_object(j, d);
 }
 
 }  // namespace
@@ -427,24 +455,23 @@ std::string format_compare_json(const Analysis& a, const Analysis& b,
   j.key("b");
   write_report(j, b, options);
   j.key("delta").begin_object();
-  j.key("total").raw(json_delta(a.total, b.total));
-  j.key("total_collectives").raw(json_delta(a.total_collectives, b.total_collectives));
+  j.key("total");
+  write_delta(j, a.total, b.total);
+  j.key("total_collectives");
+  write_delta(j, a.total_collectives, b.total_collectives);
   j.key("by_kind").begin_object();
   for (const auto& [kind, pair] : pair_kinds(a, b)) {
-    j.key(kind).raw(
-        json_delta(pair.a ? pair.a->totals : Totals{}, pair.b ? pair.b->totals : Totals{}));
+    j.key(kind);
+    write_delta(j, pair.a ? pair.a->totals : Totals{}, pair.b ? pair.b->totals : Totals{});
   }
   j.end_object();
   j.end_object();
   std::vector<std::string> differences = compare_differences(a, b);
   j.field("same", differences.empty());
   // On one line, as the first version printed them.
-  std::string listed = "[";
-  for (std::size_t i = 0; i < differences.size(); ++i) {
-    if (i > 0) listed += ", ";
-    listed += json::quote(differences[i]);
-  }
-  j.key("differences").raw(listed + "]");
+  j.key("differences").begin_array(kOneLine);
+  for (const std::string& difference : differences) j.value(difference);
+  j.end_array();
   j.end_object();
   return j.str();
 }
