@@ -192,6 +192,30 @@ PayloadSettings parse_payload_settings(std::string_view json_text, const std::st
   return s;
 }
 
+std::optional<int> recorded_experts(const PayloadSettings& settings) {
+  if (!settings.experts) return std::nullopt;
+  if (*settings.experts > std::numeric_limits<std::int16_t>::max()) {
+    fail("payload_settings records {} experts", *settings.experts);
+  }
+  return static_cast<int>(*settings.experts);
+}
+
+MeasureOptions resolve_measure_options(const ByteSource& source, MeasureOptions options,
+                                       std::optional<int> experts_option) {
+  if (experts_option) {
+    options.experts = *experts_option;
+    options.experts_from = "option";
+    return options;
+  }
+  options.experts_from = "default";
+  std::optional<PayloadSettings> recorded = read_payload_settings(source, list_arrays(source));
+  if (std::optional<int> experts = recorded ? recorded_experts(*recorded) : std::nullopt) {
+    options.experts = *experts;
+    options.experts_from = "file";
+  }
+  return options;
+}
+
 std::optional<PayloadSettings> read_payload_settings(const ByteSource& source,
                                                      const std::vector<ArrayInfo>& arrays) {
   const ArrayInfo* info = find_array(arrays, kPayloadSettingsMember);
