@@ -70,6 +70,16 @@ void checks_json(Json& j, const VerifyReport& report) {
   j.field("passed", report.passed());
 }
 
+// What closes build's and verify's documents: the per-layer loads against `targets`, then the
+// checks.
+std::string close_with_results(Json& j, const VerifyReport& report,
+                               const std::vector<double>& targets) {
+  layers_json(j, report.per_layer, targets);
+  checks_json(j, report);
+  j.end_object();
+  return j.str();
+}
+
 // The per-layer table shared by build, verify and measure.
 std::string layer_table(const std::vector<LoadStats>& layers, const std::vector<double>& targets) {
   if (layers.empty()) return "";
@@ -191,10 +201,7 @@ std::string format_build_json(const Payload& p, const VerifyReport& checks,
   j.field("real_tokens", p.real_tokens);
   j.list("warnings", p.warnings);
   j.list("targets", p.targets);
-  layers_json(j, checks.per_layer, p.targets);
-  checks_json(j, checks);
-  j.end_object();
-  return j.str();
+  return close_with_results(j, checks, p.targets);
 }
 
 std::string format_verify_text(const std::string& file, const VerifyReport& r,
@@ -242,10 +249,7 @@ std::string format_verify_json(const std::string& file, const VerifyReport& r,
     j.key(s.name).begin_object().field("value", s.value).field("from", s.from).end_object();
   }
   j.end_object();
-  layers_json(j, r.per_layer, r.targets);
-  checks_json(j, r);
-  j.end_object();
-  return j.str();
+  return close_with_results(j, r, r.targets);
 }
 
 std::string format_measure_text(const std::string& file, const MeasureReport& r,
