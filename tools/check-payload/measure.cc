@@ -8,10 +8,8 @@
 
 #include "check-payload/subcommands.h"
 #include "common/tool.h"
-#include "rtb/base/error.h"
 #include "rtb/base/io.h"
 #include "rtb/payload/load.h"
-#include "rtb/payload/npy.h"
 #include "rtb/payload/report.h"
 #include "rtb/payload/settings.h"
 
