@@ -20,6 +20,19 @@ namespace {
   __builtin_trap();
 }
 
+// `text` (a written form of `targets`) must parse back to exactly `targets`.
+void expect_round_trip(const std::string& text, const std::vector<double>& targets,
+                       const char* form) {
+  std::vector<double> parsed;
+  try {
+    parsed = rtb::payload::parse_routing_targets(text, std::string("<") + form + ">");
+  } catch (const rtb::Error& e) {
+    std::fprintf(stderr, "%s form: %s\n", form, e.what());
+    violated("a written form does not parse");
+  }
+  if (parsed != targets) violated("a written form parses to other targets");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -35,22 +48,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (!std::isfinite(target) || target < 1.0) violated("a target below 1 or not finite parsed");
   }
 
-  std::string table = rtb::payload::format_routing_targets_table(targets, {"fuzz"});
-  try {
-    if (rtb::payload::parse_routing_targets(table, "<table>") != targets)
-      violated("table round trip");
-  } catch (const rtb::Error& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    violated("the table form does not parse");
-  }
-  std::string line = rtb::payload::format_routing_targets_inline(targets);
-  try {
-    if (rtb::payload::parse_routing_targets(line, "<inline>") != targets)
-      violated("inline round trip");
-  } catch (const rtb::Error& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    violated("the inline form does not parse");
-  }
+  expect_round_trip(rtb::payload::format_routing_targets_table(targets, {"fuzz"}), targets,
+                    "table");
+  expect_round_trip(rtb::payload::format_routing_targets_inline(targets), targets, "inline");
 
   const double scale = static_cast<double>(size % 7) / 2.0;
   try {

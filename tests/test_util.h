@@ -55,3 +55,48 @@ void expect_each(const Function& function,
 }
 
 }  // namespace rtb::test
+
+// --- temporary directories (appended) ---
+#include <stdlib.h>  // mkdtemp
+
+#include <filesystem>
+
+namespace rtb::test {
+
+// A new empty directory under the system's temporary directory, removed with what it holds when
+// the object goes: `TempDir dir("rtb_npy_test"); write_npy(dir / "a.npy", ...)`.
+class TempDir {
+ public:
+  explicit TempDir(std::string_view prefix) {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / (std::string(prefix) + "_XXXXXX")).string();
+    if (::mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp " << pattern << " failed";
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(std::string_view name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+}  // namespace rtb::test
+
+// --- the text of an expected error (appended) ---
+namespace rtb::test {
+
+// What the rtb::Error that `call` throws says in full ("file:line: message"); a test failure
+// (and "") when it throws none.
+template <typename Call>
+std::string what_of(Call&& call) {
+  return error_of(std::forward<Call>(call)).what();
+}
+
+}  // namespace rtb::test

@@ -13,7 +13,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -21,6 +20,7 @@
 #include <vector>
 
 #include "rtb/base/error.h"
+#include "test_util.h"
 
 namespace rtb {
 namespace {
@@ -29,12 +29,8 @@ namespace fs = std::filesystem;
 
 class IoTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("rtb_io_test_" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
+  test::TempDir temp_{"rtb_io_test"};
+  fs::path dir_ = temp_.path();
 };
 
 TEST_F(IoTest, WriteOutputReplacesAtomicallyAndLeavesNoTemporary) {
@@ -246,15 +242,6 @@ std::string read_at(const ByteSource& source, std::uint64_t offset, std::size_t 
   return out;
 }
 
-std::string error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 TEST(MemorySource, ReadsInOrderAndByPosition) {
   const std::string text = "HloModule m\nline two\n";
   MemorySource source(text, "m.txt");
@@ -263,7 +250,7 @@ TEST(MemorySource, ReadsInOrderAndByPosition) {
   EXPECT_EQ(source.size(), text.size());
   EXPECT_EQ(read_at(source, 4, 6), "odule ");
   EXPECT_EQ(read_in_order(source, 5), text);
-  EXPECT_EQ(error_of([&] { read_at(source, text.size() - 2, 3); }),
+  EXPECT_EQ(test::what_of([&] { read_at(source, text.size() - 2, 3); }),
             "m.txt: read past the end of the data (offset 19, 3 bytes, size 21)");
 }
 
@@ -321,7 +308,7 @@ TEST_F(IoTest, FileSourceReadsTheSameBytesWhateverTheAccess) {
     EXPECT_EQ(read_in_order(source, 4096), text);
     source.release(text.size());  // a no-op without a mapping; drops the pages with one
     EXPECT_EQ(
-        error_of([&] { read_at(source, text.size() - 1, 2); }),
+        test::what_of([&] { read_at(source, text.size() - 1, 2); }),
         in.string() + ": read past the end of the file (offset 299999, 2 bytes, size 300000)");
   }
 }
@@ -338,8 +325,8 @@ TEST_F(IoTest, FileSourceMapsOnlyNonEmptyFiles) {
 TEST_F(IoTest, FileSourceRefusesWhatItCannotRead) {
   std::string dir = dir_.string();
   for (FileAccess access : {FileAccess::kStream, FileAccess::kMapped, FileAccess::kRandom}) {
-    EXPECT_EQ(error_of([&] { FileSource source(dir, access); }), dir + ": is a directory");
-    EXPECT_THAT(error_of([&] { FileSource source(dir + "/nope", access); }),
+    EXPECT_EQ(test::what_of([&] { FileSource source(dir, access); }), dir + ": is a directory");
+    EXPECT_THAT(test::what_of([&] { FileSource source(dir + "/nope", access); }),
                 ::testing::StartsWith(dir + "/nope: cannot open: "));
   }
 }
@@ -350,13 +337,13 @@ TEST_F(IoTest, PipesAreReadInOrderButNotByPosition) {
   ASSERT_EQ(::write(fds[1], "piped\n", 6), 6);
   ::close(fds[1]);
   std::string path = "/dev/fd/" + std::to_string(fds[0]);
-  EXPECT_THAT(error_of([&] { FileSource source(path, FileAccess::kRandom); }),
+  EXPECT_THAT(test::what_of([&] { FileSource source(path, FileAccess::kRandom); }),
               ::testing::HasSubstr("is not a regular file"));
   {
     FileSource source(path, FileAccess::kMapped);
     EXPECT_TRUE(source.contiguous().empty());
-    EXPECT_THAT(error_of([&] { (void)source.size(); }), ::testing::HasSubstr("not known"));
-    EXPECT_THAT(error_of([&] { read_at(source, 0, 1); }),
+    EXPECT_THAT(test::what_of([&] { (void)source.size(); }), ::testing::HasSubstr("not known"));
+    EXPECT_THAT(test::what_of([&] { read_at(source, 0, 1); }),
                 ::testing::HasSubstr("cannot be read at an offset"));
     EXPECT_EQ(read_in_order(source, 2), "piped\n");
   }

@@ -509,6 +509,18 @@ class CheckPayloadTest(unittest.TestCase):
         self.assertEqual(code, 2)
         self.assertIn("does not split into 2 x cp = 6 equal chunks", stderr)
 
+    def test_tiles_checks_pad_align_as_build_does(self):
+        # One check of pad_align (payload::check_pad_align), one message, for file and layout.
+        out = self.build("t.npz", [])
+        blocks = ["--cp", "2", "--block-q", "128", "--block-kv", "256"]
+        for source in ([out], ["--tokens", "1024"]):
+            for bad in ("100", "0"):
+                code, stdout, stderr = run(["tiles"] + source + blocks + ["--pad-align", bad])
+                self.assertEqual(code, 2, stderr)
+                self.assertEqual(stdout, "")
+                self.assertEqual(stderr.strip(), "check-payload: --pad-align must be a positive "
+                                 f"multiple of the segment alignment 64 (got {bad})")
+
     # --- streaming ---------------------------------------------------------------------------
 
     def test_verify_and_measure_memory_does_not_grow_with_rows(self):

@@ -2,7 +2,6 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -10,11 +9,13 @@
 #include <limits>
 #include <set>
 
+#include "payload/payload_test_util.h"
 #include "rtb/base/error.h"
 #include "rtb/payload/check.h"
 #include "rtb/payload/load.h"
 #include "rtb/payload/routing.h"
 #include "rtb/payload/settings.h"
+#include "test_util.h"
 
 namespace rtb::payload {
 namespace {
@@ -22,17 +23,12 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
+// Rows of 512 tokens, 400 real in 3 segments; 4 layers, top-2 of 16 experts.
 PayloadOptions small_options() {
-  PayloadOptions o;
-  o.rows = 3;
-  o.tokens = 512;
-  o.real_len = 400;
-  o.segments = 3;
-  o.layers = 4;
-  o.topk = 2;
-  o.experts = 16;
+  PayloadOptions o = test::payload_options(/*rows=*/3, /*tokens=*/512, /*topk=*/2,
+                                           /*experts=*/16, {1.0, 1.5, 3.0, 8.0},
+                                           /*real_len=*/400, /*segments=*/3);
   o.vocab = 1000;
-  o.routing_targets = {1.0, 1.5, 3.0, 8.0};
   o.seed = 11;
   o.threads = 2;
   return o;
@@ -52,8 +48,7 @@ VerifyReport verify(const Payload& p, VerifyOptions v = {}) {
   v.experts = p.options.experts;
   v.vocab = p.options.vocab;
   if (v.targets.empty()) v.targets = p.targets;
-  PayloadView view = view_payload(p);
-  return verify_payload(*view.source, view.arrays, v);
+  return verify_payload(p, v);
 }
 
 std::string failures(const VerifyReport& report) {
@@ -374,8 +369,8 @@ TEST(PayloadBuild, FinalMicroBatchRowsArePadding) {
 
 TEST(PayloadBuild, WrittenFileHoldsEveryFieldAsBuilt) {
   Payload p = build_payload(small_options());
-  std::filesystem::path path = std::filesystem::temp_directory_path() /
-                               ("rtb_payload_" + std::to_string(::getpid()) + ".npz");
+  test::TempDir dir("rtb_payload");
+  std::filesystem::path path = dir / "p.npz";
   write_payload(p, path);
   FileSource source(path, FileAccess::kRandom);
   std::vector<ArrayInfo> arrays = list_arrays(source);
@@ -397,7 +392,6 @@ TEST(PayloadBuild, WrittenFileHoldsEveryFieldAsBuilt) {
   v.vocab = 1000;
   v.targets = p.targets;
   VerifyReport report = verify_payload(source, arrays, v);
-  std::filesystem::remove(path);
   EXPECT_TRUE(report.passed()) << failures(report);
 }
 
@@ -487,13 +481,12 @@ TEST(PayloadSettings, RecordedInTheFileAndReadBack) {
   EXPECT_THAT(p.settings_json, HasSubstr(R"("format": "rtb.payload-settings/1")"));
   EXPECT_THAT(p.settings_json, HasSubstr(R"("builder": "check-payload")"));
   EXPECT_EQ(p.settings_json.find('\n'), std::string::npos);
-  std::filesystem::path path = std::filesystem::temp_directory_path() /
-                               ("rtb_settings_" + std::to_string(::getpid()) + ".npz");
+  test::TempDir dir("rtb_settings");
+  std::filesystem::path path = dir / "p.npz";
   write_payload(p, path);
   FileSource source(path, FileAccess::kRandom);
   std::vector<ArrayInfo> arrays = list_arrays(source);
   std::optional<PayloadSettings> s = read_payload_settings(source, arrays);
-  std::filesystem::remove(path);
   ASSERT_TRUE(s.has_value());
   EXPECT_EQ(s->builder, "check-payload");
   EXPECT_EQ(s->rows, 3);
@@ -565,6 +558,39 @@ TEST(PayloadSettings, DriverFormsAndBadRecords) {
   // Seeds use all 64 bits.
   EXPECT_EQ(parse_payload_settings(head + R"("seed": 18446744073709551615})", "f.npz").seed,
             18446744073709551615ULL);
+}
+
+TEST(PayloadSettings, RecordedExpertsAreInt16Ids) {
+  PayloadSettings s;
+  EXPECT_EQ(recorded_experts(s), std::nullopt);
+  s.experts = 32767;
+  EXPECT_EQ(recorded_experts(s), 32767);
+  s.experts = 32768;
+  EXPECT_EQ(test::error_of([&] { recorded_experts(s); }).message(),
+            "payload_settings records 32768 experts");
+}
+
+// measure's experts: the option, else the file's record, else the default.
+TEST(PayloadSettings, MeasureExpertsFromOptionFileOrDefault) {
+  test::TempDir dir("rtb_measure_experts");
+  write_payload(build_payload(small_options()), dir / "p.npz");  // records 16 experts
+  FileSource file(dir / "p.npz", FileAccess::kRandom);
+  MeasureOptions defaults;
+  ASSERT_EQ(defaults.experts, 512);
+  MeasureOptions o = resolve_measure_options(file, defaults, 64);
+  EXPECT_EQ(o.experts, 64);
+  EXPECT_EQ(o.experts_from, "option");
+  o = resolve_measure_options(file, defaults, std::nullopt);
+  EXPECT_EQ(o.experts, 16);
+  EXPECT_EQ(o.experts_from, "file");
+  std::string npy = make_npy_header(DType::kInt16, {0, 1, 1});  // no payload_settings
+  o = resolve_measure_options(MemorySource(npy, "r.npy"), defaults, std::nullopt);
+  EXPECT_EQ(o.experts, 512);
+  EXPECT_EQ(o.experts_from, "default");
+  // With the option the file's settings are not read: a file measure cannot read fails later.
+  MemorySource unreadable("not an array", "x.npz");
+  EXPECT_EQ(resolve_measure_options(unreadable, defaults, 8).experts, 8);
+  EXPECT_THROW(resolve_measure_options(unreadable, defaults, std::nullopt), Error);
 }
 
 TEST(LoadProfile, ProductionShapeHitsTheDefaultTableWithinOnePercent) {

@@ -6,6 +6,9 @@
 #include <cmath>
 #include <limits>
 
+#include "payload/payload_test_util.h"
+#include "rtb/base/error.h"
+#include "rtb/base/outcome.h"
 #include "rtb/payload/builder.h"
 
 namespace rtb::payload {
@@ -13,17 +16,12 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// Rows of 256 tokens, 200 real in 2 segments; 3 layers, top-2 of 8 experts.
 PayloadOptions options() {
-  PayloadOptions o;
-  o.rows = 3;
-  o.tokens = 256;
-  o.real_len = 200;
-  o.segments = 2;
-  o.layers = 3;
-  o.topk = 2;
-  o.experts = 8;
+  PayloadOptions o = test::payload_options(/*rows=*/3, /*tokens=*/256, /*topk=*/2,
+                                           /*experts=*/8, {1.0, 2.0, 3.0},
+                                           /*real_len=*/200, /*segments=*/2);
   o.vocab = 500;
-  o.routing_targets = {1.0, 2.0, 3.0};
   o.seed = 3;
   return o;
 }
@@ -38,13 +36,11 @@ class VerifyTest : public ::testing::Test {
     v.vocab = 500;
     v.targets = targets_.empty() ? payload_.targets : targets_;
     v.max_examples = 3;
+    if (arrays_override == nullptr) return verify_payload(payload_, v);
     PayloadView view = view_payload(payload_);
-    if (arrays_override != nullptr) {
-      *arrays_override = view.arrays;
-      mutate_arrays_(*arrays_override);
-      return verify_payload(*view.source, *arrays_override, v);
-    }
-    return verify_payload(*view.source, view.arrays, v);
+    *arrays_override = view.arrays;
+    mutate_arrays_(*arrays_override);
+    return verify_payload(*view.source, *arrays_override, v);
   }
 
   std::size_t cell(std::int64_t row, std::int64_t token) const {
@@ -87,6 +83,22 @@ TEST_F(VerifyTest, ABuiltPayloadPassesAndReportsItsShape) {
   ASSERT_EQ(report.per_layer.size(), 3u);
   EXPECT_NEAR(report.per_layer[2].max_over_mean, 3.0, 0.03);
   EXPECT_EQ(report.checks.size(), 12u);
+}
+
+// The verdict verify and build return: kPass when every check passes (a skipped one too), kFail
+// when one fails. Input that cannot be judged throws instead of giving a report.
+TEST_F(VerifyTest, OutcomeIsPassOrFail) {
+  EXPECT_EQ(run().outcome(), Outcome::kPass);
+  VerifyOptions no_targets;
+  no_targets.experts = 8;
+  no_targets.vocab = 500;
+  VerifyReport skipped = verify_payload(payload_, no_targets);
+  ASSERT_TRUE(skipped.check("routing_targets")->skipped);
+  EXPECT_EQ(skipped.outcome(), Outcome::kPass);
+  payload_.completion_ids[cell(0, 0)] = 0;
+  EXPECT_EQ(run().outcome(), Outcome::kFail);
+  no_targets.pad_align = 100;  // options that cannot be checked against
+  EXPECT_THROW(verify_payload(payload_, no_targets), Error);
 }
 
 TEST_F(VerifyTest, RepeatedExpertInATokenIsNamed) {
@@ -327,8 +339,7 @@ TEST(ResolveVerifyOptions, OptionsOverrideTheRecord) {
 TEST_F(VerifyTest, UnknownExpertsAreInferredFromTheRouting) {
   VerifyOptions v;
   v.vocab = 500;
-  PayloadView view = view_payload(payload_);
-  VerifyReport report = verify_payload(*view.source, view.arrays, v);
+  VerifyReport report = verify_payload(payload_, v);
   EXPECT_TRUE(report.passed());
   EXPECT_EQ(report.experts, 8);
   ASSERT_FALSE(report.notes.empty());
@@ -345,8 +356,7 @@ TEST_F(VerifyTest, ArraysDisagreeingWithTheRecordFail) {
   v.experts = 8;
   v.vocab = 500;
   v.recorded = recorded;
-  PayloadView view = view_payload(payload_);
-  VerifyReport report = verify_payload(*view.source, view.arrays, v);
+  VerifyReport report = verify_payload(payload_, v);
   EXPECT_THAT(report.check("layout")->examples.at(0),
               HasSubstr("200 real tokens, payload_settings records real_len 201"));
   EXPECT_THAT(report.check("segments")->examples.at(0),
@@ -355,7 +365,7 @@ TEST_F(VerifyTest, ArraysDisagreeingWithTheRecordFail) {
   recorded.rows = 4;
   recorded.old_logps = false;
   v.recorded = recorded;
-  report = verify_payload(*view.source, view.arrays, v);
+  report = verify_payload(payload_, v);
   EXPECT_THAT(report.check("shapes")->examples.at(0),
               HasSubstr("payload_settings records rows 4, the arrays have 3"));
   EXPECT_THAT(report.check("fields")->examples.at(0), HasSubstr("records old_logps false"));

@@ -2,7 +2,6 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -10,6 +9,7 @@
 
 #include "rtb/base/error.h"
 #include "rtb/payload/npy.h"
+#include "test_util.h"
 
 namespace rtb::payload {
 namespace {
@@ -84,12 +84,8 @@ TEST(LoadStats, PerExpertAndPerRank) {
 
 class MeasureTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("rtb_measure_test_" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
+  test::TempDir temp_{"rtb_measure_test"};
+  fs::path dir_ = temp_.path();
 };
 
 TEST_F(MeasureTest, TokensByLayersByTopkInt16) {

@@ -2,7 +2,6 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -36,24 +35,10 @@ std::vector<T> read_all(const ByteSource& source, const ArrayInfo& info) {
   return out;
 }
 
-std::string error_message(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no rtb::Error thrown";
-  return "";
-}
-
 class NpyFiles : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("rtb_npy_test_" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
+  test::TempDir temp_{"rtb_npy_test"};
+  fs::path dir_ = temp_.path();
 };
 
 TEST(NpyRead, NumpySavezWithEveryDtype) {
@@ -119,7 +104,7 @@ TEST(NpyRead, ReadsBlocksAndWidensIntegers) {
   std::vector<std::int16_t> too_many(7);
   EXPECT_THROW(read_elements(source, *find_array(arrays, "i16"), 0, std::span(too_many)), Error);
   std::vector<std::int32_t> wrong_type(1);
-  EXPECT_THAT(error_message([&] {
+  EXPECT_THAT(test::what_of([&] {
                 read_elements(source, *find_array(arrays, "i16"), 0, std::span(wrong_type));
               }),
               HasSubstr("'i16' is int16, expected int32"));
@@ -133,26 +118,26 @@ TEST(NpyRead, RejectsWhatItCannotReadWithClearMessages) {
       {"payload_numpy_uint16.npy", "unsupported dtype '<u2'"},
   };
   for (const auto& [file, message] : files_and_messages) {
-    EXPECT_THAT(error_message([&, path = testdata(file)] {
+    EXPECT_THAT(test::what_of([&, path = testdata(file)] {
                   list_arrays(FileSource(path, FileAccess::kRandom));
                 }),
                 HasSubstr(message));
   }
   std::string text = "layer,target\n0,1.5\n";
-  EXPECT_THAT(error_message([&] { list_arrays(MemorySource(bytes_of(text), "t.csv")); }),
+  EXPECT_THAT(test::what_of([&] { list_arrays(MemorySource(bytes_of(text), "t.csv")); }),
               HasSubstr("t.csv: not a NumPy .npy or .npz file"));
-  EXPECT_THAT(error_message([] { list_arrays(MemorySource(std::string_view(), "e")); }),
+  EXPECT_THAT(test::what_of([] { list_arrays(MemorySource(std::string_view(), "e")); }),
               HasSubstr("empty file"));
-  EXPECT_THAT(error_message([] { FileSource source(RTB_TESTDATA_DIR, FileAccess::kRandom); }),
+  EXPECT_THAT(test::what_of([] { FileSource source(RTB_TESTDATA_DIR, FileAccess::kRandom); }),
               HasSubstr("is a directory"));
   EXPECT_THAT(
-      error_message([] { FileSource source(testdata("no_such_file.npz"), FileAccess::kRandom); }),
+      test::what_of([] { FileSource source(testdata("no_such_file.npz"), FileAccess::kRandom); }),
       HasSubstr("cannot open"));
 }
 
 TEST(NpyRead, ExtraBytesAfterTheDataAreAnError) {
   std::string npy = read_file(testdata("payload_numpy_v1.npy")) + "xx";
-  EXPECT_THAT(error_message([&] { list_arrays(MemorySource(bytes_of(npy), "x.npy")); }),
+  EXPECT_THAT(test::what_of([&] { list_arrays(MemorySource(bytes_of(npy), "x.npy")); }),
               HasSubstr("2 bytes after the data"));
 }
 

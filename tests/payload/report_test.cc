@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "payload/payload_test_util.h"
 #include "rtb/payload/builder.h"
 #include "rtb/payload/check.h"
 #include "rtb/payload/tiles.h"
@@ -13,21 +14,12 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
+// One of the bench's rows at context 4.
 TilesReport bench_tiles() {
-  PayloadOptions o;
-  o.rows = 1;
-  o.tokens = 65536;
-  o.layers = 1;
-  o.topk = 1;
-  o.experts = 1;
-  o.routing_targets = {1.0};
-  TileSettings s;
-  s.cp = 4;
-  s.block_q = 1024;
-  s.block_kv = 4096;
-  s.dkv_block_q = 2048;
-  s.dkv_block_kv = 2048;
-  return count_layout_tiles(resolve_payload_options(o, nullptr), s);
+  PayloadOptions layout;
+  layout.rows = 1;
+  layout.tokens = kBenchTokens;
+  return count_layout_tiles(resolve_layout_options(layout, nullptr), test::bench_tile_settings());
 }
 
 TEST(PayloadReport, TilesTextAndJson) {
@@ -44,14 +36,8 @@ TEST(PayloadReport, TilesTextAndJson) {
 }
 
 Payload small_payload() {
-  PayloadOptions o;
-  o.rows = 2;
-  o.tokens = 256;
-  o.layers = 2;
-  o.topk = 2;
-  o.experts = 8;
-  o.routing_targets = {1.0, 3.0};
-  return build_payload(o);
+  return build_payload(test::payload_options(/*rows=*/2, /*tokens=*/256, /*topk=*/2,
+                                             /*experts=*/8, {1.0, 3.0}));
 }
 
 VerifyReport checks_of(const Payload& p, int ep) {
@@ -59,8 +45,7 @@ VerifyReport checks_of(const Payload& p, int ep) {
   v.experts = 8;
   v.targets = p.targets;
   v.ep = ep;
-  PayloadView view = view_payload(p);
-  return verify_payload(*view.source, view.arrays, v);
+  return verify_payload(p, v);
 }
 
 TEST(PayloadReport, BuildTextHasTheLayerTableAndChecks) {
@@ -83,8 +68,7 @@ TEST(PayloadReport, VerifyTextListsFailuresAndCountsTheRest) {
   VerifyOptions v;
   v.experts = 8;
   v.max_examples = 2;
-  PayloadView view = view_payload(p);
-  VerifyReport report = verify_payload(*view.source, view.arrays, v);
+  VerifyReport report = verify_payload(p, v);
   std::string text = format_verify_text("f.npz", report, "");
   EXPECT_THAT(text, HasSubstr("targets: none checked"));
   EXPECT_THAT(text, HasSubstr("token_ids        FAILED (10 failures)"));

@@ -10,6 +10,7 @@
 
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
+#include "test_util.h"
 
 namespace rtb::payload {
 namespace {
@@ -17,17 +18,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-// Runs `body`, expecting an rtb::Error; returns it for inspection.
-template <typename Body>
-Error error_of(Body body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no rtb::Error thrown";
-  return Error("none");
-}
+using test::error_of;
 
 TEST(ParseRoutingTargets, OneNumberPerLineWithCommentsAndBlankLines) {
   std::string text = "# measured\n\n1.5\n  2 # hot layer\n3e0\r\n\n";
@@ -51,63 +42,44 @@ TEST(ParseRoutingTargets, InlineCommaSeparatedLine) {
   EXPECT_THAT(parse_routing_targets("0,2.5\n", "f"), ElementsAre(2.5));
 }
 
-TEST(ParseRoutingTargets, MalformedNumberNamesSourceAndLine) {
-  Error e = error_of([] { parse_routing_targets("1.5\n\n2.x\n", "my.txt"); });
-  EXPECT_EQ(e.file(), "my.txt");
-  EXPECT_EQ(e.line(), 3);
-  EXPECT_THAT(e.message(), HasSubstr("'2.x' is not a number"));
-}
+// A malformed table is an rtb::Error naming its source, the 1-based line (0: the table as a
+// whole) and what is wrong.
+struct MalformedTable {
+  std::string text;
+  std::string source;
+  int line;
+  std::string reason;
+};
 
-TEST(ParseRoutingTargets, TargetBelowOneIsRejected) {
-  Error e = error_of([] { parse_routing_targets("# x\n1.2\n0.99\n", "f"); });
-  EXPECT_EQ(e.line(), 3);
-  EXPECT_THAT(e.message(), HasSubstr("below 1"));
-  Error inline_error = error_of([] { parse_routing_targets("1.5,0.5,2", "env"); });
-  EXPECT_EQ(inline_error.line(), 1);
-}
-
-TEST(ParseRoutingTargets, NanAndInfinityAreRejected) {
-  for (const char* bad : {"nan", "inf", "-inf", "NaN", "infinity"}) {
-    Error e = error_of([&] { parse_routing_targets(std::string("1\n") + bad + "\n", "f"); });
-    EXPECT_EQ(e.line(), 2) << bad;
-    EXPECT_THAT(e.message(), HasSubstr("not finite")) << bad;
+TEST(ParseRoutingTargets, MalformedTablesNameSourceLineAndReason) {
+  const MalformedTable cases[] = {
+      {"1.5\n\n2.x\n", "my.txt", 3, "'2.x' is not a number"},
+      {"# x\n1.2\n0.99\n", "f", 3, "below 1"},
+      {"1.5,0.5,2", "env", 1, "below 1"},
+      {"1\nnan\n", "f", 2, "not finite"},
+      {"1\ninf\n", "f", 2, "not finite"},
+      {"1\n-inf\n", "f", 2, "not finite"},
+      {"1\nNaN\n", "f", 2, "not finite"},
+      {"1\ninfinity\n", "f", 2, "not finite"},
+      {"1e999\n", "f", 1, "out of range"},
+      {"0,1.5\n1,2\n0,3\n", "f", 3, "layer 0 given twice (first on line 1)"},
+      {"0,1.5\n1,2\n3,3\n", "f", 0, "layer 2 is missing"},
+      {"1,1.5\n2,2\n", "f", 0, "layer 0 is missing"},
+      {"", "empty.txt", 0, "empty"},
+      {"\n\n", "empty.txt", 0, "empty"},
+      {"# only a comment\n", "empty.txt", 0, "empty"},
+      {"layer,target\n", "empty.txt", 0, "empty"},
+      {"0,1.5\n2\n", "f", 2, "mixes"},
+      {"1,2,3\n4,5,6\n", "f", 1, "3 comma-separated values on a line of a multi-line table"},
+      {"-1,2\n0,3\n", "f", 1, "not a layer index"},
+      {"1.5,,2", "env", 1, "empty value"},
+  };
+  for (const MalformedTable& bad : cases) {
+    Error e = error_of([&] { parse_routing_targets(bad.text, bad.source); });
+    EXPECT_EQ(e.file(), bad.source) << bad.text;
+    EXPECT_EQ(e.line(), bad.line) << bad.text;
+    EXPECT_THAT(e.message(), HasSubstr(bad.reason)) << bad.text;
   }
-  Error overflow = error_of([] { parse_routing_targets("1e999\n", "f"); });
-  EXPECT_THAT(overflow.message(), HasSubstr("out of range"));
-}
-
-TEST(ParseRoutingTargets, DuplicateLayerNamesBothLines) {
-  Error e = error_of([] { parse_routing_targets("0,1.5\n1,2\n0,3\n", "f"); });
-  EXPECT_EQ(e.line(), 3);
-  EXPECT_THAT(e.message(), HasSubstr("layer 0 given twice (first on line 1)"));
-}
-
-TEST(ParseRoutingTargets, MissingLayerIsNamed) {
-  Error e = error_of([] { parse_routing_targets("0,1.5\n1,2\n3,3\n", "f"); });
-  EXPECT_EQ(e.file(), "f");
-  EXPECT_THAT(e.message(), HasSubstr("layer 2 is missing"));
-  Error no_zero = error_of([] { parse_routing_targets("1,1.5\n2,2\n", "f"); });
-  EXPECT_THAT(no_zero.message(), HasSubstr("layer 0 is missing"));
-}
-
-TEST(ParseRoutingTargets, EmptyTableIsAnError) {
-  for (const char* empty : {"", "\n\n", "# only a comment\n", "layer,target\n"}) {
-    Error e = error_of([&] { parse_routing_targets(empty, "empty.txt"); });
-    EXPECT_EQ(e.file(), "empty.txt");
-    EXPECT_THAT(e.message(), HasSubstr("empty")) << empty;
-  }
-}
-
-TEST(ParseRoutingTargets, MixedFormsAndBadLayersAreRejected) {
-  Error mixed = error_of([] { parse_routing_targets("0,1.5\n2\n", "f"); });
-  EXPECT_EQ(mixed.line(), 2);
-  EXPECT_THAT(mixed.message(), HasSubstr("mixes"));
-  Error wide = error_of([] { parse_routing_targets("1,2,3\n4,5,6\n", "f"); });
-  EXPECT_EQ(wide.line(), 1);
-  Error negative = error_of([] { parse_routing_targets("-1,2\n0,3\n", "f"); });
-  EXPECT_THAT(negative.message(), HasSubstr("not a layer index"));
-  Error empty_field = error_of([] { parse_routing_targets("1.5,,2", "env"); });
-  EXPECT_THAT(empty_field.message(), HasSubstr("empty value"));
 }
 
 TEST(ScaleRoutingTargets, StretchesAroundOne) {

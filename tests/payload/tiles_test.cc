@@ -2,13 +2,13 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <filesystem>
 #include <numeric>
 
+#include "payload/payload_test_util.h"
 #include "rtb/base/error.h"
 #include "rtb/payload/builder.h"
+#include "test_util.h"
 
 namespace rtb::payload {
 namespace {
@@ -70,30 +70,53 @@ TEST(AttentionTiles, LayOutRowMovesByRoundedPadding) {
   EXPECT_THAT(lay_out_row(real, 8, PadPosition::kStart, 64), ElementsAre(1, 1, 2, 0, 0, 0, 0, 0));
 }
 
-PayloadOptions bench_layout(std::int64_t rows, std::int64_t final_rows) {
-  PayloadOptions o;
-  o.rows = rows;
-  o.tokens = 65536;
-  o.layers = 1;
-  o.topk = 1;
-  o.experts = 1;
-  o.routing_targets = {1.0};
-  o.final_rows = final_rows;
-  return resolve_payload_options(o, nullptr);
+TEST(TileSettings, DkvBlocksDefaultToForwardAndPadAlignIsChecked) {
+  TileSettings given = {/*cp=*/2,           /*block_q=*/128,
+                        /*block_kv=*/256,   /*dkv_block_q=*/0,
+                        /*dkv_block_kv=*/0, /*pad_align=*/64};
+  TileSettings s = resolve_tile_settings(given);
+  EXPECT_EQ(s.dkv_block_q, 128);
+  EXPECT_EQ(s.dkv_block_kv, 256);
+  given.dkv_block_q = 512;
+  given.dkv_block_kv = 1024;
+  s = resolve_tile_settings(given);
+  EXPECT_EQ(s.dkv_block_q, 512);
+  EXPECT_EQ(s.dkv_block_kv, 1024);
+  given.pad_align = 100;  // payload::check_pad_align's message, as build gives it
+  EXPECT_EQ(test::error_of([&] { resolve_tile_settings(given); }).message(),
+            "--pad-align must be a positive multiple of the segment alignment 64 (got 100)");
 }
 
-TileSettings bench_blocks() {
-  TileSettings s;
-  s.cp = 4;
-  s.block_q = 1024;
-  s.block_kv = 4096;
-  s.dkv_block_q = 2048;
-  s.dkv_block_kv = 2048;
-  return s;
+TEST(TileSettings, LayoutOptionsKeepTheLayoutAndNeedNoRouting) {
+  PayloadOptions layout;
+  layout.rows = 3;
+  layout.tokens = 1024;
+  layout.segments = 2000;  // more than the real tokens: clamped, with a warning
+  layout.final_rows = 2;
+  layout.layers = 7;  // routing options do not matter
+  layout.routing_targets = {9.0};
+  std::vector<std::string> warnings;
+  PayloadOptions resolved = resolve_layout_options(layout, &warnings);
+  EXPECT_EQ(resolved.rows, 3);
+  EXPECT_EQ(resolved.real_len, default_real_length(1024));
+  EXPECT_EQ(resolved.segments, resolved.real_len);
+  EXPECT_EQ(resolved.final_rows, 2);
+  EXPECT_EQ(resolved.layers, 1);
+  EXPECT_EQ(warnings.size(), 1u);
+  layout.tokens = 0;
+  EXPECT_THROW(resolve_layout_options(layout, nullptr), Error);
+}
+
+PayloadOptions bench_layout(std::int64_t rows, std::int64_t final_rows) {
+  PayloadOptions layout;
+  layout.rows = rows;
+  layout.tokens = kBenchTokens;
+  layout.final_rows = final_rows;
+  return resolve_layout_options(layout, nullptr);
 }
 
 TEST(AttentionTiles, LayoutTilesOfBenchRowsForBothPositions) {
-  TilesReport report = count_layout_tiles(bench_layout(2, -1), bench_blocks());
+  TilesReport report = count_layout_tiles(bench_layout(2, -1), test::bench_tile_settings());
   EXPECT_EQ(report.rows, 2);
   EXPECT_THAT(report.end.fwd, ElementsAre(80, 136, 136, 136));
   EXPECT_THAT(report.end.dkv, ElementsAre(74, 132, 132, 132));
@@ -106,7 +129,7 @@ TEST(AttentionTiles, LayoutTilesOfBenchRowsForBothPositions) {
 TEST(AttentionTiles, PaddingRowsCountButDoNotHideTheBusiestRow) {
   // A padding row (all segment 0) computes every causal tile; it adds to the sums over rows, and
   // the busiest row is reported with its own counts.
-  TilesReport report = count_layout_tiles(bench_layout(2, 1), bench_blocks());
+  TilesReport report = count_layout_tiles(bench_layout(2, 1), test::bench_tile_settings());
   std::vector<std::int32_t> padding(65536, 0);
   std::vector<std::int64_t> padding_fwd = count_attention_tiles(padding, 4, 1024, 4096);
   EXPECT_EQ(report.end.fwd_all_rows[1], 136 + padding_fwd[1]);
@@ -114,32 +137,24 @@ TEST(AttentionTiles, PaddingRowsCountButDoNotHideTheBusiestRow) {
 }
 
 TEST(AttentionTiles, PayloadFileGivesTheSameCountsAsTheLayout) {
-  PayloadOptions o;
-  o.rows = 2;
-  o.tokens = 512;
-  o.real_len = 300;
-  o.segments = 3;
-  o.layers = 2;
-  o.topk = 2;
-  o.experts = 8;
-  o.routing_targets = {1.5, 2.0};
+  PayloadOptions o = test::payload_options(/*rows=*/2, /*tokens=*/512, /*topk=*/2,
+                                           /*experts=*/8, {1.5, 2.0},
+                                           /*real_len=*/300, /*segments=*/3);
   o.pad_position = PadPosition::kStart;
   o.pad_align = 128;
   o.seed = 7;
   Payload payload = build_payload(o);
-  std::filesystem::path path =
-      std::filesystem::temp_directory_path() / ("rtb_tiles_" + std::to_string(::getpid()) + ".npz");
-  write_payload(payload, path);
-  TileSettings s;
-  s.cp = 2;
-  s.block_q = 32;
-  s.block_kv = 64;
-  s.dkv_block_q = 64;
-  s.dkv_block_kv = 64;
-  s.pad_align = 128;
-  TilesReport from_file = count_payload_tiles(FileSource(path, FileAccess::kRandom), s);
+  test::TempDir dir("rtb_tiles");
+  write_payload(payload, dir / "tiles.npz");
+  TileSettings s = {/*cp=*/2,
+                    /*block_q=*/32,
+                    /*block_kv=*/64,
+                    /*dkv_block_q=*/64,
+                    /*dkv_block_kv=*/64,
+                    /*pad_align=*/128};
+  TilesReport from_file =
+      count_payload_tiles(FileSource(dir / "tiles.npz", FileAccess::kRandom), s);
   TilesReport from_layout = count_layout_tiles(payload.options, s);
-  std::filesystem::remove(path);
   EXPECT_EQ(from_file.end.fwd_all_rows, from_layout.end.fwd_all_rows);
   EXPECT_EQ(from_file.start.dkv_all_rows, from_layout.start.dkv_all_rows);
   EXPECT_EQ(from_file.start.fwd, from_layout.start.fwd);

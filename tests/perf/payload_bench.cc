@@ -30,6 +30,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rtb/payload/builder.h"
@@ -75,24 +76,19 @@ rtb::payload::PayloadOptions bench_options(const Shape& s, int threads) {
   return rtb::payload::resolve_payload_options(o, nullptr);
 }
 
+// A memory figure of /proc/self/status ("VmHWM:", "VmRSS:", given in KiB), in bytes.
+double status_bytes(std::string_view field) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.starts_with(field)) return std::stod(line.substr(field.size())) * 1024;
+  }
+  return 0;
+}
 // Peak RSS since the last reset_peak_rss(), in bytes (Linux: clear_refs 5 resets VmHWM).
 void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
-double peak_rss_bytes() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) * 1024;
-  }
-  return 0;
-}
-double rss_bytes() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) * 1024;
-  }
-  return 0;
-}
+double peak_rss_bytes() { return status_bytes("VmHWM:"); }
+double rss_bytes() { return status_bytes("VmRSS:"); }
 
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point start) {

@@ -8,10 +8,8 @@
 
 #include "check-payload/subcommands.h"
 #include "common/tool.h"
-#include "rtb/base/error.h"
 #include "rtb/base/io.h"
 #include "rtb/payload/load.h"
-#include "rtb/payload/npy.h"
 #include "rtb/payload/report.h"
 #include "rtb/payload/settings.h"
 
@@ -26,18 +24,10 @@ struct MeasureArgs {
 
 Outcome run_measure(const MeasureArgs& args, const CLI::App& command) {
   FileSource source(args.file, FileAccess::kRandom);
-  payload::MeasureOptions measure = args.measure;
   // Experts: the option, else what a payload file records, else the default.
-  measure.experts_from = "default";
-  if (command.count("--experts") > 0) {
-    measure.experts_from = "option";
-  } else if (std::optional<payload::PayloadSettings> recorded =
-                 payload::read_payload_settings(source, payload::list_arrays(source));
-             recorded && recorded->experts) {
-    if (*recorded->experts > 32767) fail("payload_settings records {} experts", *recorded->experts);
-    measure.experts = static_cast<int>(*recorded->experts);
-    measure.experts_from = "file";
-  }
+  payload::MeasureOptions measure = payload::resolve_measure_options(
+      source, args.measure,
+      command.count("--experts") > 0 ? std::optional(args.measure.experts) : std::nullopt);
   auto start = Clock::now();
   payload::MeasureReport report = payload::measure_routing(source, measure);
   spdlog::info("measured in {:.2f} s", seconds_since(start));

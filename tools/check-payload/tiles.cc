@@ -27,13 +27,8 @@ struct TilesArgs {
 
 Outcome run_tiles(const TilesArgs& args, const CLI::App& command) {
   payload::TileSettings tiles = args.tiles;
-  if (tiles.dkv_block_q == 0) tiles.dkv_block_q = tiles.block_q;
-  if (tiles.dkv_block_kv == 0) tiles.dkv_block_kv = tiles.block_kv;
   tiles.pad_align = args.layout.pad_align;
-  if (tiles.pad_align < 1 || tiles.pad_align % payload::kSegmentAlign != 0) {
-    fail("--pad-align must be a positive multiple of {} (got {})", payload::kSegmentAlign,
-         tiles.pad_align);
-  }
+  tiles = payload::resolve_tile_settings(tiles);
   payload::TilesReport report;
   std::string source_name;
   if (!args.file.empty()) {
@@ -47,14 +42,8 @@ Outcome run_tiles(const TilesArgs& args, const CLI::App& command) {
     source_name = display_name(args.file);
   } else {
     if (command.count("--tokens") == 0) fail("give a payload FILE or --tokens");
-    // Only the layout matters here; the routing options are placeholders.
-    payload::PayloadOptions layout = args.layout;
-    layout.layers = 1;
-    layout.topk = 1;
-    layout.experts = 1;
-    layout.routing_targets = {1.0};
     std::vector<std::string> warnings;
-    payload::PayloadOptions resolved = payload::resolve_payload_options(layout, &warnings);
+    payload::PayloadOptions resolved = payload::resolve_layout_options(args.layout, &warnings);
     for (const std::string& w : warnings) spdlog::warn("{}", w);
     report = payload::count_layout_tiles(resolved, tiles);
     source_name =

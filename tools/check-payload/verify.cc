@@ -58,7 +58,7 @@ Outcome run_verify(VerifyArgs& args, const CLI::App& command) {
     write_output(args.svg, payload::routing_load_svg("check-payload verify: " + name,
                                                      report.per_layer, report.targets));
   }
-  return outcome_of(!report.passed());
+  return report.outcome();
 }
 
 }  // namespace

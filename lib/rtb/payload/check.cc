@@ -797,6 +797,8 @@ bool VerifyReport::passed() const {
   return std::all_of(checks.begin(), checks.end(), [](const CheckResult& c) { return c.passed(); });
 }
 
+Outcome VerifyReport::outcome() const { return outcome_of(!passed()); }
+
 const CheckResult* VerifyReport::check(const std::string& name) const {
   for (const CheckResult& c : checks) {
     if (c.name == name) return &c;
@@ -825,10 +827,9 @@ VerifyOptions resolve_verify_options(const VerifyFlags& flags,
   if (flags.experts) {
     o.experts = *flags.experts;
     used("experts", *flags.experts, "option");
-  } else if (file && file->experts) {
-    if (*file->experts > 32767) fail("payload_settings records {} experts", *file->experts);
-    o.experts = static_cast<int>(*file->experts);
-    used("experts", *file->experts, "file");
+  } else if (std::optional<int> experts = file ? recorded_experts(*file) : std::nullopt) {
+    o.experts = *experts;
+    used("experts", *experts, "file");
   }
   pick("vocab", flags.vocab, file ? file->vocab : std::nullopt, o.vocab);
   if (!flags.vocab && !(file && file->vocab)) used("vocab", o.vocab, "default");
@@ -903,6 +904,11 @@ VerifyOptions resolve_verify_options(const VerifyFlags& flags,
 VerifyReport verify_payload(const ByteSource& source, const std::vector<ArrayInfo>& arrays,
                             const VerifyOptions& options) {
   return Verifier(source, arrays, options).run();
+}
+
+VerifyReport verify_payload(const Payload& payload, const VerifyOptions& options) {
+  PayloadView view = view_payload(payload);
+  return verify_payload(*view.source, view.arrays, options);
 }
 
 }  // namespace rtb::payload

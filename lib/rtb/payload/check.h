@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "rtb/base/outcome.h"
 #include "rtb/payload/builder.h"
 #include "rtb/payload/load.h"
 #include "rtb/payload/npy.h"
@@ -88,7 +89,10 @@ struct VerifyReport {
   std::vector<double> targets;       // checked against (empty: none)
   std::vector<std::string> notes;
   std::vector<SettingSource> settings;  // the settings checked against and where each came from
-  bool passed() const;
+  bool passed() const;                  // every check passed (a skipped check passes)
+  // kPass when every check passed, else kFail: the verdict of verify and build. (Input that
+  // cannot be judged never gets a report: verify_payload throws rtb::Error.)
+  Outcome outcome() const;
   const CheckResult* check(const std::string& name) const;
 };
 
@@ -96,5 +100,7 @@ struct VerifyReport {
 // bad options); everything the spec requires of the content is a check that passes or fails.
 VerifyReport verify_payload(const ByteSource& source, const std::vector<ArrayInfo>& arrays,
                             const VerifyOptions& options);
+// The same on a payload in memory (view_payload): build checks what it built.
+VerifyReport verify_payload(const Payload& payload, const VerifyOptions& options);
 
 }  // namespace rtb::payload

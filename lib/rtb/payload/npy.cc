@@ -359,17 +359,44 @@ class HeaderParser {
   std::size_t pos_ = 0;
 };
 
+// NumPy's facts of each dtype, in the order of the enum.
+struct DTypeFacts {
+  DType dtype;
+  std::size_t size;
+  std::string_view name;
+  std::string_view descr;
+};
+constexpr std::array<DTypeFacts, 7> kDTypes = {{
+    {DType::kInt16, 2, "int16", "<i2"},
+    {DType::kInt32, 4, "int32", "<i4"},
+    {DType::kInt64, 8, "int64", "<i8"},
+    {DType::kFloat32, 4, "float32", "<f4"},
+    {DType::kFloat64, 8, "float64", "<f8"},
+    {DType::kBool, 1, "bool", "|b1"},
+    {DType::kUInt8, 1, "uint8", "|u1"},
+}};
+constexpr bool in_enum_order() {
+  for (std::size_t i = 0; i < kDTypes.size(); ++i) {
+    if (static_cast<std::size_t>(kDTypes[i].dtype) != i) return false;
+  }
+  return true;
+}
+static_assert(in_enum_order(), "kDTypes is indexed by DType");
+
+const DTypeFacts& facts_of(DType dtype) {
+  static constexpr DTypeFacts kUnknown = {DType::kUInt8, 1, "?", "?"};  // not an enumerator
+  const auto index = static_cast<std::size_t>(dtype);
+  return index < kDTypes.size() ? kDTypes[index] : kUnknown;
+}
+
 std::optional<DType> dtype_from_descr(std::string_view descr) {
-  static constexpr std::array<DType, 7> kAll = {DType::kInt16,   DType::kInt32,   DType::kInt64,
-                                                DType::kFloat32, DType::kFloat64, DType::kBool,
-                                                DType::kUInt8};
-  for (DType dtype : kAll) {
-    std::string_view known = dtype_descr(dtype);
-    if (descr == known) return dtype;
+  for (const DTypeFacts& facts : kDTypes) {
+    std::string_view known = facts.descr;
+    if (descr == known) return facts.dtype;
     // One-byte types have no byte order; NumPy writes '|' but '<' and '=' mean the same.
     if (known[0] == '|' && descr.size() == known.size() && (descr[0] == '<' || descr[0] == '=') &&
         descr.substr(1) == known.substr(1)) {
-      return dtype;
+      return facts.dtype;
     }
   }
   return std::nullopt;
@@ -384,62 +411,11 @@ std::string npz_array_name(std::string_view member) {
 // --- dtypes
 // ---------------------------------------------------------------------------------------
 
-std::size_t dtype_size(DType dtype) {
-  switch (dtype) {
-    case DType::kInt16:
-      return 2;
-    case DType::kInt32:
-    case DType::kFloat32:
-      return 4;
-    case DType::kInt64:
-    case DType::kFloat64:
-      return 8;
-    case DType::kBool:
-    case DType::kUInt8:
-      return 1;
-  }
-  return 1;
-}
+std::size_t dtype_size(DType dtype) { return facts_of(dtype).size; }
 
-std::string_view dtype_name(DType dtype) {
-  switch (dtype) {
-    case DType::kInt16:
-      return "int16";
-    case DType::kInt32:
-      return "int32";
-    case DType::kInt64:
-      return "int64";
-    case DType::kFloat32:
-      return "float32";
-    case DType::kFloat64:
-      return "float64";
-    case DType::kBool:
-      return "bool";
-    case DType::kUInt8:
-      return "uint8";
-  }
-  return "?";
-}
+std::string_view dtype_name(DType dtype) { return facts_of(dtype).name; }
 
-std::string_view dtype_descr(DType dtype) {
-  switch (dtype) {
-    case DType::kInt16:
-      return "<i2";
-    case DType::kInt32:
-      return "<i4";
-    case DType::kInt64:
-      return "<i8";
-    case DType::kFloat32:
-      return "<f4";
-    case DType::kFloat64:
-      return "<f8";
-    case DType::kBool:
-      return "|b1";
-    case DType::kUInt8:
-      return "|u1";
-  }
-  return "?";
-}
+std::string_view dtype_descr(DType dtype) { return facts_of(dtype).descr; }
 
 std::string format_shape(const std::vector<std::int64_t>& shape) {
   std::string out = "[";
@@ -649,6 +625,34 @@ struct Crc32Tables {
 };
 constexpr Crc32Tables kCrcTables;
 
+// The fields a member's local header and its central directory entry share, from "version
+// needed" to "extra field length": a stored member without flags, at the fixed date and time.
+// `size_field` is its size, or kMax32 when the zip64 extra field holds the size.
+void put_member_fields(std::string& out, int version_needed, std::uint32_t crc,
+                       std::uint64_t size_field, std::size_t name_size, std::size_t extra_size) {
+  put_le(out, version_needed, 2);
+  put_le(out, 0, 2);  // flags
+  put_le(out, 0, 2);  // method: stored
+  put_le(out, kDosTime, 2);
+  put_le(out, kDosDate, 2);
+  put_le(out, crc, 4);
+  put_le(out, size_field, 4);  // compressed
+  put_le(out, size_field, 4);  // uncompressed
+  put_le(out, name_size, 2);
+  put_le(out, extra_size, 2);
+}
+
+// A zip64 extended-information extra field holding `values` (sizes, then the offset), or
+// nothing when there are none.
+std::string zip64_extra(const std::vector<std::uint64_t>& values) {
+  std::string extra;
+  if (values.empty()) return extra;
+  put_le(extra, kZip64ExtraId, 2);
+  put_le(extra, 8 * values.size(), 2);
+  for (std::uint64_t value : values) put_le(extra, value, 8);
+  return extra;
+}
+
 }  // namespace
 
 std::uint32_t crc32(std::span<const std::byte> bytes, std::uint32_t crc) {
@@ -696,25 +700,13 @@ void NpzWriter::add(std::string_view name, DType dtype, const std::vector<std::i
   Entry entry{std::string(name) + ".npy", 0, header.size() + data.size(), out_.position()};
   entry.crc = crc32(data, crc32(std::as_bytes(std::span(header.data(), header.size()))));
   bool zip64 = force_zip64_ || entry.size >= kMax32;
+  std::string extra = zip64 ? zip64_extra({entry.size, entry.size}) : "";
   std::string local;
   put_le(local, kLocalHeaderSignature, 4);
-  put_le(local, zip64 ? 45 : 20, 2);  // version needed
-  put_le(local, 0, 2);                // flags
-  put_le(local, 0, 2);                // method: stored
-  put_le(local, kDosTime, 2);
-  put_le(local, kDosDate, 2);
-  put_le(local, entry.crc, 4);
-  put_le(local, zip64 ? kMax32 : entry.size, 4);
-  put_le(local, zip64 ? kMax32 : entry.size, 4);
-  put_le(local, entry.name.size(), 2);
-  put_le(local, zip64 ? 20 : 0, 2);
+  put_member_fields(local, zip64 ? 45 : 20, entry.crc, zip64 ? kMax32 : entry.size,
+                    entry.name.size(), extra.size());
   local += entry.name;
-  if (zip64) {
-    put_le(local, kZip64ExtraId, 2);
-    put_le(local, 16, 2);
-    put_le(local, entry.size, 8);
-    put_le(local, entry.size, 8);
-  }
+  local += extra;
   out_.write(local);
   out_.write(header);
   out_.write(data);
@@ -728,31 +720,15 @@ void NpzWriter::finish() {
   for (const Entry& entry : entries_) {
     bool big_size = force_zip64_ || entry.size >= kMax32;
     bool big_offset = force_zip64_ || entry.offset >= kMax32;
-    std::string extra;
-    if (big_size || big_offset) {
-      std::string body;
-      if (big_size) {
-        put_le(body, entry.size, 8);
-        put_le(body, entry.size, 8);
-      }
-      if (big_offset) put_le(body, entry.offset, 8);
-      put_le(extra, kZip64ExtraId, 2);
-      put_le(extra, body.size(), 2);
-      extra += body;
-    }
+    std::vector<std::uint64_t> zip64_values;
+    if (big_size) zip64_values = {entry.size, entry.size};
+    if (big_offset) zip64_values.push_back(entry.offset);
+    std::string extra = zip64_extra(zip64_values);
     int version = extra.empty() ? 20 : 45;
     put_le(directory, kCentralHeaderSignature, 4);
     put_le(directory, (3 << 8) | version, 2);  // made by: Unix
-    put_le(directory, version, 2);
-    put_le(directory, 0, 2);  // flags
-    put_le(directory, 0, 2);  // method: stored
-    put_le(directory, kDosTime, 2);
-    put_le(directory, kDosDate, 2);
-    put_le(directory, entry.crc, 4);
-    put_le(directory, big_size ? kMax32 : entry.size, 4);
-    put_le(directory, big_size ? kMax32 : entry.size, 4);
-    put_le(directory, entry.name.size(), 2);
-    put_le(directory, extra.size(), 2);
+    put_member_fields(directory, version, entry.crc, big_size ? kMax32 : entry.size,
+                      entry.name.size(), extra.size());
     put_le(directory, 0, 2);               // comment
     put_le(directory, 0, 2);               // disk
     put_le(directory, 0, 2);               // internal attributes

@@ -14,29 +14,32 @@ namespace {
 
 using Json = json::Writer;
 
-void layer_json(Json& j, int layer, const LoadStats& s, const std::vector<double>& targets) {
+// A check-payload JSON document: an object that starts with the subcommand that wrote it.
+Json document(const char* command) {
+  Json j;
   j.begin_object();
-  j.field("layer", layer);
-  j.field("experts", s.experts);
-  if (static_cast<std::size_t>(layer) < targets.size()) {
-    j.field("target", targets[layer]);
-  } else {
-    j.key("target").null();
-  }
+  j.field("command", command);
+  return j;
+}
+
+// `name`: the text, or null when it is empty (nothing written, no source).
+void text_or_null(Json& j, std::string_view name, const std::string& text) {
+  j.field(name, text.empty() ? std::nullopt : std::optional(text));
+}
+
+void layer_json(Json& j, int layer, const LoadStats& s, const std::vector<double>& targets) {
+  const bool has_target = static_cast<std::size_t>(layer) < targets.size();
+  j.begin_object();
+  j.field("layer", layer).field("experts", s.experts);
+  j.field("target", has_target ? std::optional(targets[layer]) : std::nullopt);
   j.field("max_over_mean", s.max_over_mean);
-  j.field("tokens", s.tokens);
-  j.field("assignments", s.assignments);
-  j.field("mean_load", s.mean);
-  j.field("max_load", s.max_load);
-  j.field("min_load", s.min_load);
-  j.field("hottest_expert", s.hottest_expert);
-  j.field("cv", s.cv);
-  j.field("ep", s.ep);
-  j.list("rank_loads", s.rank_loads);
-  j.field("rank_max_over_mean", s.rank_max_over_mean);
-  j.field("rank_cv", s.rank_cv);
-  j.field("buffer_factor", s.buffer_factor);
-  j.field("rank_buffer", s.rank_buffer);
+  j.field("tokens", s.tokens).field("assignments", s.assignments).field("mean_load", s.mean);
+  j.field("max_load", s.max_load).field("min_load", s.min_load);
+  j.field("hottest_expert", s.hottest_expert).field("cv", s.cv);
+  // Expert-parallel ranks and the ragged buffer.
+  j.field("ep", s.ep).list("rank_loads", s.rank_loads);
+  j.field("rank_max_over_mean", s.rank_max_over_mean).field("rank_cv", s.rank_cv);
+  j.field("buffer_factor", s.buffer_factor).field("rank_buffer", s.rank_buffer);
   j.field("overflow", s.overflow);
   j.end_object();
 }
@@ -65,6 +68,16 @@ void checks_json(Json& j, const VerifyReport& report) {
   }
   j.end_array();
   j.field("passed", report.passed());
+}
+
+// What closes build's and verify's documents: the per-layer loads against `targets`, then the
+// checks.
+std::string close_with_results(Json& j, const VerifyReport& report,
+                               const std::vector<double>& targets) {
+  layers_json(j, report.per_layer, targets);
+  checks_json(j, report);
+  j.end_object();
+  return j.str();
 }
 
 // The per-layer table shared by build, verify and measure.
@@ -170,9 +183,7 @@ std::string format_build_text(const Payload& p, const VerifyReport& checks,
 std::string format_build_json(const Payload& p, const VerifyReport& checks,
                               const std::string& output) {
   const PayloadOptions& o = p.options;
-  Json j;
-  j.begin_object();
-  j.field("command", "build");
+  Json j = document("build");
   j.key("options").begin_object();
   j.field("rows", o.rows).field("tokens", o.tokens).field("layers", o.layers);
   j.field("topk", o.topk).field("experts", o.experts).field("vocab", o.vocab);
@@ -186,18 +197,11 @@ std::string format_build_json(const Payload& p, const VerifyReport& checks,
   j.field("old_logps", o.old_logps);
   j.field("seed", static_cast<std::int64_t>(o.seed));
   j.end_object();
-  if (output.empty()) {
-    j.key("output").null();
-  } else {
-    j.field("output", output);
-  }
+  text_or_null(j, "output", output);
   j.field("real_tokens", p.real_tokens);
   j.list("warnings", p.warnings);
   j.list("targets", p.targets);
-  layers_json(j, checks.per_layer, p.targets);
-  checks_json(j, checks);
-  j.end_object();
-  return j.str();
+  return close_with_results(j, checks, p.targets);
 }
 
 std::string format_verify_text(const std::string& file, const VerifyReport& r,
@@ -228,9 +232,7 @@ std::string format_verify_text(const std::string& file, const VerifyReport& r,
 
 std::string format_verify_json(const std::string& file, const VerifyReport& r,
                                const std::string& targets_source) {
-  Json j;
-  j.begin_object();
-  j.field("command", "verify");
+  Json j = document("verify");
   j.field("file", file);
   j.field("rows", r.rows).field("tokens", r.tokens).field("layer_count", r.layers);
   j.field("topk", r.topk).field("experts", r.experts);
@@ -239,11 +241,7 @@ std::string format_verify_json(const std::string& file, const VerifyReport& r,
   j.field("real_tokens", r.real_tokens);
   j.field("min_real_len", r.min_real_len).field("max_real_len", r.max_real_len);
   j.field("pad_position", r.pad_position);
-  if (targets_source.empty()) {
-    j.key("targets_source").null();
-  } else {
-    j.field("targets_source", targets_source);
-  }
+  text_or_null(j, "targets_source", targets_source);
   j.list("targets", r.targets);
   j.list("notes", r.notes);
   j.key("settings").begin_object();
@@ -251,10 +249,7 @@ std::string format_verify_json(const std::string& file, const VerifyReport& r,
     j.key(s.name).begin_object().field("value", s.value).field("from", s.from).end_object();
   }
   j.end_object();
-  layers_json(j, r.per_layer, r.targets);
-  checks_json(j, r);
-  j.end_object();
-  return j.str();
+  return close_with_results(j, r, r.targets);
 }
 
 std::string format_measure_text(const std::string& file, const MeasureReport& r,
@@ -276,27 +271,17 @@ std::string format_measure_text(const std::string& file, const MeasureReport& r,
 
 std::string format_measure_json(const std::string& file, const MeasureReport& r,
                                 const std::string& table) {
-  Json j;
-  j.begin_object();
-  j.field("command", "measure");
+  Json j = document("measure");
   j.field("file", file);
   j.field("array", r.array);
   j.list("shape", r.shape);
   j.field("dtype", std::string(dtype_name(r.dtype)));
   j.field("layer_count", r.layers).field("topk", r.topk).field("experts", r.experts);
-  if (r.experts_from.empty()) {
-    j.key("experts_from").null();
-  } else {
-    j.field("experts_from", r.experts_from);
-  }
+  text_or_null(j, "experts_from", r.experts_from);
   j.field("positions", r.positions);
   j.field("repeated", r.repeated);
   j.list("targets", r.max_over_mean());
-  if (table.empty()) {
-    j.key("table").null();
-  } else {
-    j.field("table", table);
-  }
+  text_or_null(j, "table", table);
   layers_json(j, r.per_layer, {});
   j.end_object();
   return j.str();
@@ -356,9 +341,7 @@ std::string format_tiles_text(const std::string& source, const TilesReport& r) {
 
 std::string format_tiles_json(const std::string& source, const TilesReport& r) {
   const TileSettings& s = r.settings;
-  Json j;
-  j.begin_object();
-  j.field("command", "tiles");
+  Json j = document("tiles");
   j.field("source", source);
   j.field("rows", r.rows).field("tokens", r.tokens).field("cp", s.cp);
   j.field("block_q", s.block_q).field("block_kv", s.block_kv);

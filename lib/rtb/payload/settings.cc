@@ -14,21 +14,6 @@ namespace {
 // The member is a few hundred bytes; a per-row segment list of a huge file stays far below this.
 constexpr std::int64_t kMaxSettingsBytes = std::int64_t{64} << 20;
 
-// "key": value pairs joined on one line.
-class ObjectLine {
- public:
-  void add(std::string_view key, std::string_view json_value) {
-    text_ += text_.empty() ? "{" : ", ";
-    text_ += json::quote(key) + ": " + std::string(json_value);
-  }
-  std::string str() const { return text_ + "}"; }
-
- private:
-  std::string text_;
-};
-
-std::string int_text(std::int64_t value) { return std::to_string(value); }
-
 class Reader {
  public:
   Reader(const Literal& root, const std::string& where) : root_(root), where_(where) {}
@@ -95,40 +80,31 @@ std::optional<std::int64_t> PayloadSettings::segments_of_row(std::int64_t row) c
 
 std::string format_payload_settings(const Payload& p) {
   const PayloadOptions& o = p.options;
-  ObjectLine out;
-  out.add("format", json::quote(kPayloadSettingsFormat));
-  out.add("builder", json::quote("check-payload"));
-  out.add("version", json::quote(RTB_VERSION));
-  out.add("rows", int_text(o.rows));
-  out.add("tokens", int_text(o.tokens));
-  out.add("layers", int_text(o.layers));
-  out.add("topk", int_text(o.topk));
-  out.add("experts", int_text(o.experts));
-  out.add("vocab", int_text(o.vocab));
-  out.add("pad_id", "0");
-  out.add("real_len", int_text(o.real_len));
-  out.add("segments", int_text(o.segments));
-  out.add("segments_rule", json::quote(o.segments_given ? "option" : "default"));
-  out.add("max_prompt_length", int_text(o.max_prompt_length));
+  json::Writer j;
+  j.begin_object(json::Writer::Layout::kOneLine);
+  j.field("format", kPayloadSettingsFormat).field("builder", "check-payload");
+  j.field("version", RTB_VERSION);
+  j.field("rows", o.rows).field("tokens", o.tokens).field("layers", o.layers);
+  j.field("topk", o.topk).field("experts", o.experts).field("vocab", o.vocab);
+  j.field("pad_id", 0).field("real_len", o.real_len).field("segments", o.segments);
+  j.field("segments_rule", o.segments_given ? "option" : "default");
+  j.field("max_prompt_length", o.max_prompt_length);
   // A regular micro-batch (every row real) records null, as the driver does without --final.
-  out.add("final_rows", o.final_rows == o.rows ? "null" : int_text(o.final_rows));
-  out.add("pad_position", json::quote(to_string(o.pad_position)));
-  out.add("pad_align", int_text(o.pad_align));
-  out.add("advantages", json::quote(to_string(o.advantages)));
-  out.add("seed", std::to_string(o.seed));
+  j.field("final_rows", o.final_rows == o.rows ? std::nullopt : std::optional(o.final_rows));
+  j.field("pad_position", to_string(o.pad_position)).field("pad_align", o.pad_align);
+  j.field("advantages", to_string(o.advantages)).field("seed", o.seed);
   if (p.targets.empty()) {
-    out.add("routing_targets", "null");
+    j.key("routing_targets").null();
   } else {
-    std::string list = "[";
-    for (std::size_t l = 0; l < p.targets.size(); ++l) {
-      list += (l ? ", " : "") + json::number(p.targets[l]);
-    }
-    out.add("routing_targets", list + "]");
+    j.list("routing_targets", p.targets);
   }
-  out.add("routing_scale", json::number(o.routing_scale));
-  out.add("routing_targets_source", json::quote(o.routing_targets_source));
-  out.add("old_logps", o.old_logps ? "true" : "false");
-  return out.str();
+  j.field("routing_scale", o.routing_scale);
+  j.field("routing_targets_source", o.routing_targets_source);
+  j.field("old_logps", o.old_logps);
+  j.end_object();
+  std::string text = j.str();
+  text.pop_back();  // the member holds the object alone, without the document's final newline
+  return text;
 }
 
 PayloadSettings parse_payload_settings(std::string_view json_text, const std::string& where) {
@@ -214,6 +190,30 @@ PayloadSettings parse_payload_settings(std::string_view json_text, const std::st
     if (n < 0) r.bad("segments", "non-negative");
   }
   return s;
+}
+
+std::optional<int> recorded_experts(const PayloadSettings& settings) {
+  if (!settings.experts) return std::nullopt;
+  if (*settings.experts > std::numeric_limits<std::int16_t>::max()) {
+    fail("payload_settings records {} experts", *settings.experts);
+  }
+  return static_cast<int>(*settings.experts);
+}
+
+MeasureOptions resolve_measure_options(const ByteSource& source, MeasureOptions options,
+                                       std::optional<int> experts_option) {
+  if (experts_option) {
+    options.experts = *experts_option;
+    options.experts_from = "option";
+    return options;
+  }
+  options.experts_from = "default";
+  std::optional<PayloadSettings> recorded = read_payload_settings(source, list_arrays(source));
+  if (std::optional<int> experts = recorded ? recorded_experts(*recorded) : std::nullopt) {
+    options.experts = *experts;
+    options.experts_from = "file";
+  }
+  return options;
 }
 
 std::optional<PayloadSettings> read_payload_settings(const ByteSource& source,

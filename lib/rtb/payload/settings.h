@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "rtb/payload/builder.h"
+#include "rtb/payload/load.h"
 #include "rtb/payload/npy.h"
 
 namespace rtb::payload {
@@ -54,6 +55,17 @@ PayloadSettings parse_payload_settings(std::string_view json, const std::string&
 // member that is not a 1-D uint8 array of valid settings.
 std::optional<PayloadSettings> read_payload_settings(const ByteSource& source,
                                                      const std::vector<ArrayInfo>& arrays);
+
+// The experts `settings` records, when it does. Expert ids are int16: throws rtb::Error for a
+// record of more than 32767 experts.
+std::optional<int> recorded_experts(const PayloadSettings& settings);
+
+// Measure's expert count: `experts_option` (the command line) when given, else what the
+// payload_settings of `source` records, else `options.experts` (the default); sets
+// `experts_from` to "option", "file" or "default". Reads the settings only when no option is
+// given, and throws rtb::Error for settings that cannot be read.
+MeasureOptions resolve_measure_options(const ByteSource& source, MeasureOptions options,
+                                       std::optional<int> experts_option);
 
 // One setting verify or measure used and where its value came from: "file" (payload_settings),
 // "option" (the command line), "inferred" (from the arrays) or "default".

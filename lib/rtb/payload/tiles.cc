@@ -69,6 +69,13 @@ std::vector<std::int32_t> lay_out_row(std::span<const std::int32_t> real, std::i
   return row;
 }
 
+TileSettings resolve_tile_settings(TileSettings settings) {
+  if (settings.dkv_block_q == 0) settings.dkv_block_q = settings.block_q;
+  if (settings.dkv_block_kv == 0) settings.dkv_block_kv = settings.block_kv;
+  check_pad_align(settings.pad_align);
+  return settings;
+}
+
 TileCounter::TileCounter(const TileSettings& settings, std::int64_t tokens) {
   report_.settings = settings;
   report_.tokens = tokens;
@@ -124,6 +131,15 @@ TilesReport count_payload_tiles(const ByteSource& source, const TileSettings& se
     counter.add_row(row);
   }
   return counter.report();
+}
+
+PayloadOptions resolve_layout_options(PayloadOptions layout, std::vector<std::string>* warnings) {
+  layout.layers = 1;
+  layout.topk = 1;
+  layout.experts = 1;
+  layout.routing_targets = {1.0};
+  layout.routing_scale = 1.0;
+  return resolve_payload_options(layout, warnings);
 }
 
 TilesReport count_layout_tiles(const PayloadOptions& resolved, const TileSettings& settings) {

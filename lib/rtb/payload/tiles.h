@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "rtb/payload/builder.h"
@@ -36,6 +37,10 @@ struct TileSettings {
   std::int64_t dkv_block_kv = 0;
   std::int64_t pad_align = kDefaultPadAlign;
 };
+
+// The settings a command line gives made whole: dK/dV blocks of 0 (not given) become the forward
+// ones, and pad_align must pass check_pad_align (throws rtb::Error otherwise).
+TileSettings resolve_tile_settings(TileSettings settings);
 
 struct PositionTiles {
   std::int64_t row = -1;                   // the row whose busiest rank does the most forward tiles
@@ -70,6 +75,11 @@ class TileCounter {
 
 // Tiles of the rows a payload file holds (its segment_ids field, read row by row).
 TilesReport count_payload_tiles(const ByteSource& source, const TileSettings& settings);
+
+// Options that only lay rows out, for count_layout_tiles: the rows, tokens, real length, segments,
+// final rows, padding and seed of `layout`, resolved as resolve_payload_options does (warnings
+// appended). Its routing fields do not matter: they become one layer, one expert, top-1.
+PayloadOptions resolve_layout_options(PayloadOptions layout, std::vector<std::string>* warnings);
 
 // Tiles of the rows the builder would lay out for `resolved` options (no routing is built).
 TilesReport count_layout_tiles(const PayloadOptions& resolved, const TileSettings& settings);
