@@ -190,16 +190,9 @@ std::string format_json(const Report& report) {
     j.field("run", c.run).field("against", c.control);
     j.field("metric", "step_s");
     comparison_fields(j, c.step);
-    j.key("microbatch");
-    if (c.microbatch_not_compared.empty()) {
-      j.begin_object();
-      comparison_fields(j, c.microbatch);
-      j.end_object();
-      j.key("microbatch_not_compared").null();
-    } else {
-      j.null();
-      j.field("microbatch_not_compared", c.microbatch_not_compared);
-    }
+    object_or_null(j, "microbatch", c.microbatch_not_compared.empty(),
+                   [&] { comparison_fields(j, c.microbatch); });
+    text_or_null(j, "microbatch_not_compared", c.microbatch_not_compared);
     j.end_object();
   }
   j.end_array();
