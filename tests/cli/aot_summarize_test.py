@@ -38,28 +38,34 @@ def rows(table):
 
 
 class AotSummarizeTest(unittest.TestCase):
+    def assert_rows(self, out, expected):
+        """The summary table in `out` has these rows (label -> cells), among others."""
+        r = rows(out)
+        self.assertEqual({label: r.get(label) for label in expected}, expected)
+
     def test_engine_compile_log(self):
         out, err = expect_exit(self, 0, TOOL, [data("memlog_engine_compile_a.log")])
         self.assertEqual(err, "")
-        r = rows(out)
-        self.assertEqual(r["kind"], ["engine compile"])
-        self.assertEqual(r["HBM per device GiB"], ["94.74 (compile_topology tpu7x-256)"])
-        self.assertEqual(r["fwd_bwd/argument"], ["25.00"])
-        self.assertEqual(r["fwd_bwd/temp"], ["55.00"])
-        self.assertEqual(r["fwd_bwd/generated code"], ["0.05"])
-        self.assertEqual(r["fwd_bwd/host temp"], ["2.00"])
-        self.assertEqual(r["fwd_bwd/resident"], ["84.00"])
-        self.assertEqual(r["fwd_bwd/+state"], ["8.75"])
-        self.assertEqual(r["fwd_bwd/need"], ["92.75"])
-        self.assertEqual(r["fwd_bwd/headroom"], ["1.99"])
-        self.assertEqual(r["fwd_bwd/fits"], ["yes"])
-        self.assertEqual(r["fwd_bwd/flops"], ["2.125e+16"])
-        self.assertEqual(r["fwd_bwd/bytes accessed"], ["4.4e+12"])
-        self.assertEqual(r["fwd_bwd_accum/alias"], ["4.00"])
-        self.assertEqual(r["update/resident"], ["42.00"])
-        self.assertEqual(r["MaxText device peak GiB"], ["92.75"])
-        self.assertEqual(r["out of memory"], ["-"])
-        self.assertEqual(r["verdict"], ["fits"])
+        self.assert_rows(out, {
+            "kind": ["engine compile"],
+            "HBM per device GiB": ["94.74 (compile_topology tpu7x-256)"],
+            "fwd_bwd/argument": ["25.00"],
+            "fwd_bwd/temp": ["55.00"],
+            "fwd_bwd/generated code": ["0.05"],
+            "fwd_bwd/host temp": ["2.00"],
+            "fwd_bwd/resident": ["84.00"],
+            "fwd_bwd/+state": ["8.75"],
+            "fwd_bwd/need": ["92.75"],
+            "fwd_bwd/headroom": ["1.99"],
+            "fwd_bwd/fits": ["yes"],
+            "fwd_bwd/flops": ["2.125e+16"],
+            "fwd_bwd/bytes accessed": ["4.4e+12"],
+            "fwd_bwd_accum/alias": ["4.00"],
+            "update/resident": ["42.00"],
+            "MaxText device peak GiB": ["92.75"],
+            "out of memory": ["-"],
+            "verdict": ["fits"],
+        })
 
     def test_json_schema(self):
         out, err = expect_exit(self, 0, TOOL, [data("memlog_engine_compile_a.log"), "--json"])
@@ -91,13 +97,14 @@ class AotSummarizeTest(unittest.TestCase):
         out, err = expect_exit(self, 1, TOOL, ["--chip", "tpu7x", a, b])
         header = re.split(r" {2,}", out.splitlines()[0])
         self.assertEqual(header, ["log", a, b, "delta " + b])
-        r = rows(out)
-        self.assertEqual(r["fwd_bwd/temp"], ["55.00", "58.50", "+3.50"])
-        self.assertEqual(r["fwd_bwd/headroom"], ["1.99", "-1.51", "-3.50"])
-        self.assertEqual(r["fwd_bwd/fits"], ["yes", "NO"])
-        self.assertEqual(r["fwd_bwd_accum/temp"], ["56.00", "56.00", "+0.00"])
-        self.assertEqual(r["HBM per device GiB"], ["94.74 (chip tpu7x)", "94.74 (chip tpu7x)"])
-        self.assertEqual(r["verdict"], ["fits", "DOES NOT FIT (fwd_bwd)"])
+        self.assert_rows(out, {
+            "fwd_bwd/temp": ["55.00", "58.50", "+3.50"],
+            "fwd_bwd/headroom": ["1.99", "-1.51", "-3.50"],
+            "fwd_bwd/fits": ["yes", "NO"],
+            "fwd_bwd_accum/temp": ["56.00", "56.00", "+0.00"],
+            "HBM per device GiB": ["94.74 (chip tpu7x)", "94.74 (chip tpu7x)"],
+            "verdict": ["fits", "DOES NOT FIT (fwd_bwd)"],
+        })
         out, err = expect_exit(self, 1, TOOL, ["--json", a, b])
         doc = json.loads(out)
         self.assertFalse(doc["fits"])
@@ -131,22 +138,25 @@ class AotSummarizeTest(unittest.TestCase):
         self.assertEqual(rc, 2)
         self.assertIn("give --hbm-gib or --chip", err)
         out, err = expect_exit(self, 1, TOOL, [real, "--chip", "v5p"])
-        r = rows(out)
-        self.assertEqual(r["kind"], ["live run"])
-        self.assertEqual(r["train_step/resident"], ["100.40"])
-        self.assertEqual(r["train_step/headroom"], ["-5.40"])
+        self.assert_rows(out, {
+            "kind": ["live run"],
+            "train_step/resident": ["100.40"],
+            "train_step/headroom": ["-5.40"],
+        })
         out, err = expect_exit(self, 0, TOOL, [real, "--hbm-gib", "101", data("memlog_maxtext_docs_excerpts_5505348a.log")])
         out, err = expect_exit(self, 0, TOOL, [data("memlog_live_tpu_usage.log")])
-        r = rows(out)
-        self.assertEqual(r["tpu_programs/resident"], ["71.94"])
-        self.assertEqual(r["tpu_programs/programs (largest shown)"], ["3"])
-        self.assertEqual(r["HBM per device GiB"], ["94.74 (log)"])
+        self.assert_rows(out, {
+            "tpu_programs/resident": ["71.94"],
+            "tpu_programs/programs (largest shown)": ["3"],
+            "HBM per device GiB": ["94.74 (log)"],
+        })
 
     def test_out_of_memory_logs(self):
         out, err = expect_exit(self, 1, TOOL, [data("memlog_oom_engine_hlo_temporaries.log")])
-        r = rows(out)
-        self.assertEqual(r["out of memory"], ["line 6: hbm 100.13 GiB needed, 94.74 available"])
-        self.assertEqual(r["verdict"], ["DOES NOT FIT (out of memory reported)"])
+        self.assert_rows(out, {
+            "out of memory": ["line 6: hbm 100.13 GiB needed, 94.74 available"],
+            "verdict": ["DOES NOT FIT (out of memory reported)"],
+        })
         out, err = expect_exit(self, 1, TOOL, [data("memlog_oom_train_compile_used_of.log"), "--json"])
         oom = json.loads(out)["logs"][0]["oom"][0]
         self.assertEqual(oom["memory_space"], "hbm")
@@ -165,13 +175,14 @@ class AotSummarizeTest(unittest.TestCase):
     def test_measured_usage_outranks_the_estimate(self):
         log = data("memlog_maxtext_gemma4_baseline_L4440-4729_measured_fits_estimate_not.log")
         out, err = expect_exit(self, 0, TOOL, [log])
-        r = rows(out)
-        self.assertEqual(r["HBM per device GiB"], ["94.74 (log)"])
-        self.assertEqual(r["tpu_programs/resident"], ["75.87"])
-        self.assertEqual(r["tpu_programs/fits"], ["yes"])
-        self.assertEqual(r["train_step/resident"], ["105.50"])
-        self.assertEqual(r["train_step/fits"], ["NO (estimate; the measured usage decides)"])
-        self.assertEqual(r["verdict"], ["fits (measured usage; the estimate says it does not)"])
+        self.assert_rows(out, {
+            "HBM per device GiB": ["94.74 (log)"],
+            "tpu_programs/resident": ["75.87"],
+            "tpu_programs/fits": ["yes"],
+            "train_step/resident": ["105.50"],
+            "train_step/fits": ["NO (estimate; the measured usage decides)"],
+            "verdict": ["fits (measured usage; the estimate says it does not)"],
+        })
         self.assertIn("estimate for train_step (line 51) is 105.50 GiB, more than the 94.74 GiB HBM "
                       "per device, but libtpu measured 75.87 GiB for the largest program it loaded "
                       "(line 6), which fits", out)
@@ -195,9 +206,10 @@ class AotSummarizeTest(unittest.TestCase):
 
     def test_runtime_failures_keep_units_and_free_is_not_capacity(self):
         out, err = expect_exit(self, 1, TOOL, [data("memlog_oom_runtime_allocate_mib.log")])
-        r = rows(out)
-        self.assertEqual(r["out of memory"], ["line 4: hbm: allocating 125.25 MiB failed, 44.87 MiB free"])
-        self.assertEqual(r["HBM per device GiB"], ["-"])
+        self.assert_rows(out, {
+            "out of memory": ["line 4: hbm: allocating 125.25 MiB failed, 44.87 MiB free"],
+            "HBM per device GiB": ["-"],
+        })
         out, err = expect_exit(self, 1, TOOL, [data("memlog_oom_runtime_allocate_mib.log"), "--json"])
         entry = json.loads(out)["logs"][0]
         self.assertIsNone(entry["hbm_gib_per_device"])
@@ -212,9 +224,10 @@ class AotSummarizeTest(unittest.TestCase):
         out, err = expect_exit(self, 1, TOOL, [data("memlog_maxtext_gemma4_compile_oom_vmem_L1776-1790.log")])
         self.assertEqual(rows(out)["out of memory"], ["line 7: vmem 66.93 MiB needed, 63.94 available"])
         out, err = expect_exit(self, 1, TOOL, [data("memlog_maxtext_gemma4_compile_oom_E1000.log")])
-        r = rows(out)
-        self.assertEqual(r["out of memory"], ["line 53: hbm 94.77 GiB needed, 94.74 available [2 lines]"])
-        self.assertEqual(r["HBM per device GiB"], ["94.74 (log)"], "Used X of Y: Y is the capacity")
+        self.assert_rows(out, {
+            "out of memory": ["line 53: hbm 94.77 GiB needed, 94.74 available [2 lines]"],
+            "HBM per device GiB": ["94.74 (log)"],  # Used X of Y: Y is the capacity
+        })
 
     def test_reserve_failures_coloured_and_wrapped(self):
         out, err = expect_exit(self, 1, TOOL, [data("memlog_oom_runtime_reserve_ansi_traceback.log")])
