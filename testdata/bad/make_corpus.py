@@ -34,6 +34,15 @@ def replace_once(data, old, new):
     return data.replace(old, new, 1)
 
 
+def write_damaged_text(stem, ext, text, nul, invalid_utf8):
+    """The damages every text input gets: <stem>_crlf<ext> (CRLF line ends), <stem>_nul<ext> (a NUL
+    byte) and <stem>_invalid_utf8<ext> (bytes that are not UTF-8); `nul` and `invalid_utf8` are the
+    (old, new) replacements, each made once."""
+    write(stem + "_crlf" + ext, text.replace(b"\n", b"\r\n"))
+    write(stem + "_nul" + ext, replace_once(text, *nul))
+    write(stem + "_invalid_utf8" + ext, replace_once(text, *invalid_utf8))
+
+
 def trainer_and_orchestrator(dryrun):
     """The launcher's DRY_RUN without its rollout JobSet: enough for every tool, half the bytes."""
     trainer = dryrun.index(b"\n  name: abtest-train\n")
@@ -72,12 +81,12 @@ def main():
     write("dryrun_base.txt", dryrun)
     trainer_at = dryrun.index(b"name: abtest-train")
     write("dryrun_truncated.txt", dryrun[: trainer_at + 6000])
-    write("dryrun_crlf.txt", dryrun.replace(b"\n", b"\r\n"))
-    # A NUL byte inside the trainer's gang-id label value.
-    write("dryrun_nul.txt", replace_once(dryrun, b'gang-id: "abtest"', b'gang-id: "ab\x00test"'))
-    # Bytes that are not UTF-8 (a lone continuation byte, an overlong encoding, 0xff) in a value.
-    write("dryrun_invalid_utf8.txt", replace_once(dryrun, b"queue-name: multislice-queue",
-                                                  b"queue-name: multi\x80slice\xc0\xaf\xff-queue"))
+    # The NUL byte inside the trainer's gang-id label value; the bytes that are not UTF-8 (a lone
+    # continuation byte, an overlong encoding, 0xff) in a value.
+    write_damaged_text("dryrun", ".txt", dryrun,
+                       nul=(b'gang-id: "abtest"', b'gang-id: "ab\x00test"'),
+                       invalid_utf8=(b"queue-name: multislice-queue",
+                                     b"queue-name: multi\x80slice\xc0\xaf\xff-queue"))
     # The trainer's metadata.name twice: the second one wins (YAML 1.2 says keys are unique).
     write("dryrun_duplicate_keys.txt", replace_once(dryrun, b"  name: abtest-train\n",
                                                     b"  name: abtest-train\n  name: abtest-train\n"))
@@ -105,18 +114,18 @@ def main():
 
     # --- MaxText config logs (diff-configs) ----------------------------------------------------
     config = read("configlog_trainer_node.log")
-    write("configlog_crlf.log", config.replace(b"\n", b"\r\n"))
-    write("configlog_nul.log", replace_once(config, b"Config param adam_b2: 0.95", b"Config param adam_b2: 0.\x0095"))
-    write("configlog_invalid_utf8.log", replace_once(config, b"Config param adam_b2: 0.95",
-                                                     b"Config param adam_b2: 0.95\xff\xfe"))
+    write_damaged_text("configlog", ".log", config,
+                       nul=(b"Config param adam_b2: 0.95", b"Config param adam_b2: 0.\x0095"),
+                       invalid_utf8=(b"Config param adam_b2: 0.95", b"Config param adam_b2: 0.95\xff\xfe"))
     # Ends in the middle of a config line.
     cut = config.index(b"Config param adam_eps") + len(b"Config param adam_e")
     write("configlog_cut_mid_line.log", config[:cut])
 
     # --- MaxText compile logs (aot-summarize) -----------------------------------------------------
     memlog = read("memlog_engine_compile_a.log")
-    write("memlog_crlf.log", memlog.replace(b"\n", b"\r\n"))
-    write("memlog_nul.log", replace_once(memlog, b"temp_size_in_bytes=59055800320", b"temp_size_in_bytes=590\x0055800320"))
+    write_damaged_text("memlog", ".log", memlog,
+                       nul=(b"temp_size_in_bytes=59055800320", b"temp_size_in_bytes=590\x0055800320"),
+                       invalid_utf8=(b"--- fwd_bwd ---", b"--- fwd_bwd\xff\xfe ---"))
     write("memlog_out_of_range.log", replace_once(memlog, b"temp_size_in_bytes=59055800320",
                                                   b"temp_size_in_bytes=590558003200000000000000000000"))
     write("memlog_negative_size.log", replace_once(memlog, b"temp_size_in_bytes=59055800320",
@@ -126,7 +135,6 @@ def main():
     line_end = memlog.index(b"\n", first_cost)
     write("memlog_deep_literal.log", memlog[:first_cost] + b"Cost analysis: " + b"[" * 20000 + b"]" * 20000
           + memlog[line_end:])
-    write("memlog_invalid_utf8.log", replace_once(memlog, b"--- fwd_bwd ---", b"--- fwd_bwd\xff\xfe ---"))
 
     # --- bench logs (bench-report) ----------------------------------------------------------------
     bench = read("bench_logs/bench_fast.log")

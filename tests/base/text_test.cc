@@ -1,11 +1,13 @@
-// Tests of base/text: trimming with explicit blank sets and byte sizes for people.
+// Tests of base/text: trimming with explicit blank sets, byte sizes for people, terminal escapes.
 #include "rtb/base/text.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <tuple>
+#include <vector>
 
 namespace rtb {
 namespace {
@@ -62,6 +64,28 @@ TEST(HumanBytes, BinaryAndDecimalUnits) {
   };
   for (const auto& [bytes, units, text] : cases) EXPECT_EQ(human_bytes(bytes, units), text);
   EXPECT_EQ(human_bytes(2048), "2.0 KiB");  // binary by default
+}
+
+TEST(IntegerRanges, CollapsesRunsOfConsecutiveIntegers) {
+  EXPECT_EQ(integer_ranges({}), "");
+  EXPECT_EQ(integer_ranges({7}), "7");
+  EXPECT_EQ(integer_ranges({1, 2, 3, 5}), "1-3,5");
+  EXPECT_EQ(integer_ranges({-2, -1, 0, 4, 5, 9}), "-2-0,4-5,9");
+  EXPECT_EQ(integer_ranges({3, 3}), "3,3") << "a repeat is not a run";
+}
+
+TEST(StripTerminalEscapes, RemovesColourCodesAndHyperlinks) {
+  std::string buffer;
+  std::string_view plain = "no escapes here";
+  EXPECT_EQ(strip_terminal_escapes(plain, buffer).data(), plain.data()) << "no copy";
+  EXPECT_EQ(strip_terminal_escapes("\x1b[0;31mError\x1b[0m: \x1b[38;5;241m1.5G\x1b[39m", buffer),
+            "Error: 1.5G");
+  EXPECT_EQ(strip_terminal_escapes("a\x1b]8;;https://x.y\x07link\x1b]8;;\x1b\\b", buffer), "alinkb")
+      << "OSC hyperlinks, ended by BEL and by ST";
+  EXPECT_EQ(strip_terminal_escapes("\x1b(Bx\x1b"
+                                   "7y\x1b[?25lz\x1b",
+                                   buffer),
+            "xyz");
 }
 
 }  // namespace

@@ -9,12 +9,12 @@ import subprocess
 import tempfile
 import unittest
 
-from cli_common import BIN, PYTHON, TESTDATA, run_tool
+from cli_common import BAD_INPUTS as BAD
+from cli_common import LAUNCH_DRYRUN as FIXTURE
+from cli_common import LAUNCH_DRYRUN_V5P as V5P
+from cli_common import BIN, PYTHON, TESTDATA, assert_bad_input, assert_help_and_version, run_tool
 
 TOOL = os.path.join(BIN, "aot-check")
-FIXTURE = os.path.join(TESTDATA, "launch_dryrun.txt")
-V5P = os.path.join(TESTDATA, "launch_dryrun_v5p.txt")
-BAD = os.path.join(TESTDATA, "bad")
 MODULE = "maxtext.training_engine.maxtext_engine_compile"
 FAKE_BASE = "/opt/maxtext/src/maxtext/configs/base.yml"
 
@@ -324,13 +324,7 @@ class AotCheckTest(unittest.TestCase):
 
     # --- errors ----------------------------------------------------------------------------------
     def assert_fails(self, args, expected):
-        rc, out, err = run(args)
-        self.assertEqual(rc, 2, err)
-        self.assertEqual(out, "")
-        lines = err.splitlines()
-        self.assertEqual(len(lines), 1, err)
-        self.assertTrue(lines[0].startswith("aot-check: "), err)
-        self.assertIn(expected, lines[0])
+        assert_bad_input(self, "aot-check", run(args), expected)
 
     def test_errors(self):
         self.assert_fails([os.path.join(BAD, "no_trainer.txt")], "no trainer JobSet")
@@ -351,14 +345,8 @@ class AotCheckTest(unittest.TestCase):
             self.assert_fails([path], "the trainer slice tpu9:4x4x8 gives no compile_topology: unknown TPU type")
 
     def test_help_and_version(self):
-        rc, out, _ = run(["--help"])
-        self.assertEqual(rc, 0)
-        self.assertIn("Examples:", out)
-        self.assertIn("--trainer-slice", out, "the render-bench knobs")
-        self.assertIn("--compile-key", out)
-        rc, out, _ = run(["--version"])
-        self.assertEqual(rc, 0)
-        self.assertRegex(out, r"^aot-check \(rl-trainer-bench\) \d+\.\d+\.\d+")
+        # --trainer-slice: the render-bench knobs.
+        assert_help_and_version(self, "aot-check", "--trainer-slice", "--compile-key")
 
 
 if __name__ == "__main__":

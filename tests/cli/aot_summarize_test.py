@@ -8,7 +8,8 @@ import re
 import tempfile
 import unittest
 
-from cli_common import BIN, TESTDATA, run_tool
+from cli_common import (BIN, TESTDATA, assert_bad_input, assert_help_and_version, expect_exit,
+                        run_tool)
 
 
 TOOL = os.path.join(BIN, "aot-summarize")
@@ -37,33 +38,37 @@ def rows(table):
 
 
 class AotSummarizeTest(unittest.TestCase):
-    def test_engine_compile_log(self):
-        rc, out, err = run([data("memlog_engine_compile_a.log")])
-        self.assertEqual(rc, 0, err)
-        self.assertEqual(err, "")
+    def assert_rows(self, out, expected):
+        """The summary table in `out` has these rows (label -> cells), among others."""
         r = rows(out)
-        self.assertEqual(r["kind"], ["engine compile"])
-        self.assertEqual(r["HBM per device GiB"], ["94.74 (compile_topology tpu7x-256)"])
-        self.assertEqual(r["fwd_bwd/argument"], ["25.00"])
-        self.assertEqual(r["fwd_bwd/temp"], ["55.00"])
-        self.assertEqual(r["fwd_bwd/generated code"], ["0.05"])
-        self.assertEqual(r["fwd_bwd/host temp"], ["2.00"])
-        self.assertEqual(r["fwd_bwd/resident"], ["84.00"])
-        self.assertEqual(r["fwd_bwd/+state"], ["8.75"])
-        self.assertEqual(r["fwd_bwd/need"], ["92.75"])
-        self.assertEqual(r["fwd_bwd/headroom"], ["1.99"])
-        self.assertEqual(r["fwd_bwd/fits"], ["yes"])
-        self.assertEqual(r["fwd_bwd/flops"], ["2.125e+16"])
-        self.assertEqual(r["fwd_bwd/bytes accessed"], ["4.4e+12"])
-        self.assertEqual(r["fwd_bwd_accum/alias"], ["4.00"])
-        self.assertEqual(r["update/resident"], ["42.00"])
-        self.assertEqual(r["MaxText device peak GiB"], ["92.75"])
-        self.assertEqual(r["out of memory"], ["-"])
-        self.assertEqual(r["verdict"], ["fits"])
+        self.assertEqual({label: r.get(label) for label in expected}, expected)
+
+    def test_engine_compile_log(self):
+        out, err = expect_exit(self, 0, TOOL, [data("memlog_engine_compile_a.log")])
+        self.assertEqual(err, "")
+        self.assert_rows(out, {
+            "kind": ["engine compile"],
+            "HBM per device GiB": ["94.74 (compile_topology tpu7x-256)"],
+            "fwd_bwd/argument": ["25.00"],
+            "fwd_bwd/temp": ["55.00"],
+            "fwd_bwd/generated code": ["0.05"],
+            "fwd_bwd/host temp": ["2.00"],
+            "fwd_bwd/resident": ["84.00"],
+            "fwd_bwd/+state": ["8.75"],
+            "fwd_bwd/need": ["92.75"],
+            "fwd_bwd/headroom": ["1.99"],
+            "fwd_bwd/fits": ["yes"],
+            "fwd_bwd/flops": ["2.125e+16"],
+            "fwd_bwd/bytes accessed": ["4.4e+12"],
+            "fwd_bwd_accum/alias": ["4.00"],
+            "update/resident": ["42.00"],
+            "MaxText device peak GiB": ["92.75"],
+            "out of memory": ["-"],
+            "verdict": ["fits"],
+        })
 
     def test_json_schema(self):
-        rc, out, err = run([data("memlog_engine_compile_a.log"), "--json"])
-        self.assertEqual(rc, 0, err)
+        out, err = expect_exit(self, 0, TOOL, [data("memlog_engine_compile_a.log"), "--json"])
         doc = json.loads(out)
         self.assertEqual(doc["schema"], "rtb.aot-summarize/1")
         self.assertEqual((doc["exit_code"], doc["error"], doc["fits"]), (0, None, True))
@@ -89,19 +94,18 @@ class AotSummarizeTest(unittest.TestCase):
 
     def test_ab_of_two_logs(self):
         a, b = data("memlog_engine_compile_a.log"), data("memlog_engine_compile_b.log")
-        rc, out, err = run(["--chip", "tpu7x", a, b])
-        self.assertEqual(rc, 1, err)
+        out, err = expect_exit(self, 1, TOOL, ["--chip", "tpu7x", a, b])
         header = re.split(r" {2,}", out.splitlines()[0])
         self.assertEqual(header, ["log", a, b, "delta " + b])
-        r = rows(out)
-        self.assertEqual(r["fwd_bwd/temp"], ["55.00", "58.50", "+3.50"])
-        self.assertEqual(r["fwd_bwd/headroom"], ["1.99", "-1.51", "-3.50"])
-        self.assertEqual(r["fwd_bwd/fits"], ["yes", "NO"])
-        self.assertEqual(r["fwd_bwd_accum/temp"], ["56.00", "56.00", "+0.00"])
-        self.assertEqual(r["HBM per device GiB"], ["94.74 (chip tpu7x)", "94.74 (chip tpu7x)"])
-        self.assertEqual(r["verdict"], ["fits", "DOES NOT FIT (fwd_bwd)"])
-        rc, out, err = run(["--json", a, b])
-        self.assertEqual(rc, 1, err)
+        self.assert_rows(out, {
+            "fwd_bwd/temp": ["55.00", "58.50", "+3.50"],
+            "fwd_bwd/headroom": ["1.99", "-1.51", "-3.50"],
+            "fwd_bwd/fits": ["yes", "NO"],
+            "fwd_bwd_accum/temp": ["56.00", "56.00", "+0.00"],
+            "HBM per device GiB": ["94.74 (chip tpu7x)", "94.74 (chip tpu7x)"],
+            "verdict": ["fits", "DOES NOT FIT (fwd_bwd)"],
+        })
+        out, err = expect_exit(self, 1, TOOL, ["--json", a, b])
         doc = json.loads(out)
         self.assertFalse(doc["fits"])
         self.assertEqual([l["fits"] for l in doc["logs"]], [True, False])
@@ -114,21 +118,18 @@ class AotSummarizeTest(unittest.TestCase):
         self.assertEqual(fwd["flops"], 0)
 
     def test_older_engine_compile_and_train_compile(self):
-        rc, out, err = run([data("memlog_engine_compile_5field.log")])
-        self.assertEqual(rc, 0, err)
+        out, err = expect_exit(self, 0, TOOL, [data("memlog_engine_compile_5field.log")])
         r = rows(out)
         self.assertEqual(r["HBM per device GiB"], ["95.00 (compile_topology v5p-64)"])
         self.assertEqual(r["accumulate/resident"], ["2.00"])
         self.assertNotIn("fwd_bwd/host temp", r, "the 5-field form has no host fields")
         self.assertNotIn("fwd_bwd/+state", r)
-        rc, out, err = run([data("memlog_train_compile.log"), "--json"])
-        self.assertEqual(rc, 0, err)
+        out, err = expect_exit(self, 0, TOOL, [data("memlog_train_compile.log"), "--json"])
         log = json.loads(out)["logs"][0]
         self.assertEqual(log["kind"], "train_compile")
         self.assertEqual([p["name"] for p in log["programs"]], ["train_step"])
         self.assertEqual(log["hbm_gib_per_device"], 32)
-        rc, out, err = run([data("memlog_train_compile.log"), "--hbm-gib", "15.5"])
-        self.assertEqual(rc, 1, err)
+        out, err = expect_exit(self, 1, TOOL, [data("memlog_train_compile.log"), "--hbm-gib", "15.5"])
         self.assertEqual(rows(out)["train_step/fits"], ["NO"])
 
     def test_live_run_logs(self):
@@ -136,36 +137,33 @@ class AotSummarizeTest(unittest.TestCase):
         rc, out, err = run([real])
         self.assertEqual(rc, 2)
         self.assertIn("give --hbm-gib or --chip", err)
-        rc, out, err = run([real, "--chip", "v5p"])
-        self.assertEqual(rc, 1, err)
-        r = rows(out)
-        self.assertEqual(r["kind"], ["live run"])
-        self.assertEqual(r["train_step/resident"], ["100.40"])
-        self.assertEqual(r["train_step/headroom"], ["-5.40"])
-        rc, out, err = run([real, "--hbm-gib", "101", data("memlog_maxtext_docs_excerpts_5505348a.log")])
-        self.assertEqual(rc, 0, err)
-        rc, out, err = run([data("memlog_live_tpu_usage.log")])
-        self.assertEqual(rc, 0, err)
-        r = rows(out)
-        self.assertEqual(r["tpu_programs/resident"], ["71.94"])
-        self.assertEqual(r["tpu_programs/programs (largest shown)"], ["3"])
-        self.assertEqual(r["HBM per device GiB"], ["94.74 (log)"])
+        out, err = expect_exit(self, 1, TOOL, [real, "--chip", "v5p"])
+        self.assert_rows(out, {
+            "kind": ["live run"],
+            "train_step/resident": ["100.40"],
+            "train_step/headroom": ["-5.40"],
+        })
+        out, err = expect_exit(self, 0, TOOL, [real, "--hbm-gib", "101", data("memlog_maxtext_docs_excerpts_5505348a.log")])
+        out, err = expect_exit(self, 0, TOOL, [data("memlog_live_tpu_usage.log")])
+        self.assert_rows(out, {
+            "tpu_programs/resident": ["71.94"],
+            "tpu_programs/programs (largest shown)": ["3"],
+            "HBM per device GiB": ["94.74 (log)"],
+        })
 
     def test_out_of_memory_logs(self):
-        rc, out, err = run([data("memlog_oom_engine_hlo_temporaries.log")])
-        self.assertEqual(rc, 1, err)
-        r = rows(out)
-        self.assertEqual(r["out of memory"], ["line 6: hbm 100.13 GiB needed, 94.74 available"])
-        self.assertEqual(r["verdict"], ["DOES NOT FIT (out of memory reported)"])
-        rc, out, err = run([data("memlog_oom_train_compile_used_of.log"), "--json"])
-        self.assertEqual(rc, 1, err)
+        out, err = expect_exit(self, 1, TOOL, [data("memlog_oom_engine_hlo_temporaries.log")])
+        self.assert_rows(out, {
+            "out of memory": ["line 6: hbm 100.13 GiB needed, 94.74 available"],
+            "verdict": ["DOES NOT FIT (out of memory reported)"],
+        })
+        out, err = expect_exit(self, 1, TOOL, [data("memlog_oom_train_compile_used_of.log"), "--json"])
         oom = json.loads(out)["logs"][0]["oom"][0]
         self.assertEqual(oom["memory_space"], "hbm")
         self.assertEqual(oom["required_bytes"], round(21.95 * 2**30))
         self.assertEqual(oom["available_bytes"], round(15.48 * 2**30))
         self.assertIn("Used 21.95G of 15.48G hbm", oom["text"])
-        rc, out, err = run([data("memlog_oom_runtime_allocate.log")])
-        self.assertEqual(rc, 1, err)
+        out, err = expect_exit(self, 1, TOOL, [data("memlog_oom_runtime_allocate.log")])
         self.assertEqual(rows(out)["tpu_programs/fits"], ["yes"], "the program fit; the allocation did not")
         self.assertEqual(rows(out)["out of memory"], ["line 2: allocating 64.00 GiB failed, 10.51 GiB free"])
         # An OOM log with a malformed line is still reported as does-not-fit, with a warning.
@@ -176,20 +174,19 @@ class AotSummarizeTest(unittest.TestCase):
     # --- issue 16, on real MaxText Gemma-4 logs and on fixtures of the documented shapes ----------
     def test_measured_usage_outranks_the_estimate(self):
         log = data("memlog_maxtext_gemma4_baseline_L4440-4729_measured_fits_estimate_not.log")
-        rc, out, err = run([log])
-        self.assertEqual(rc, 0, err)
-        r = rows(out)
-        self.assertEqual(r["HBM per device GiB"], ["94.74 (log)"])
-        self.assertEqual(r["tpu_programs/resident"], ["75.87"])
-        self.assertEqual(r["tpu_programs/fits"], ["yes"])
-        self.assertEqual(r["train_step/resident"], ["105.50"])
-        self.assertEqual(r["train_step/fits"], ["NO (estimate; the measured usage decides)"])
-        self.assertEqual(r["verdict"], ["fits (measured usage; the estimate says it does not)"])
+        out, err = expect_exit(self, 0, TOOL, [log])
+        self.assert_rows(out, {
+            "HBM per device GiB": ["94.74 (log)"],
+            "tpu_programs/resident": ["75.87"],
+            "tpu_programs/fits": ["yes"],
+            "train_step/resident": ["105.50"],
+            "train_step/fits": ["NO (estimate; the measured usage decides)"],
+            "verdict": ["fits (measured usage; the estimate says it does not)"],
+        })
         self.assertIn("estimate for train_step (line 51) is 105.50 GiB, more than the 94.74 GiB HBM "
                       "per device, but libtpu measured 75.87 GiB for the largest program it loaded "
                       "(line 6), which fits", out)
-        rc, out, err = run([log, "--json"])
-        self.assertEqual(rc, 0, err)
+        out, err = expect_exit(self, 0, TOOL, [log, "--json"])
         doc = json.loads(out)
         self.assertTrue(doc["fits"])
         entry = doc["logs"][0]
@@ -208,13 +205,12 @@ class AotSummarizeTest(unittest.TestCase):
         self.assertIsNone(json.loads(out)["logs"][0]["estimate_disagreement"])
 
     def test_runtime_failures_keep_units_and_free_is_not_capacity(self):
-        rc, out, err = run([data("memlog_oom_runtime_allocate_mib.log")])
-        self.assertEqual(rc, 1, err)
-        r = rows(out)
-        self.assertEqual(r["out of memory"], ["line 4: hbm: allocating 125.25 MiB failed, 44.87 MiB free"])
-        self.assertEqual(r["HBM per device GiB"], ["-"])
-        rc, out, err = run([data("memlog_oom_runtime_allocate_mib.log"), "--json"])
-        self.assertEqual(rc, 1, err)
+        out, err = expect_exit(self, 1, TOOL, [data("memlog_oom_runtime_allocate_mib.log")])
+        self.assert_rows(out, {
+            "out of memory": ["line 4: hbm: allocating 125.25 MiB failed, 44.87 MiB free"],
+            "HBM per device GiB": ["-"],
+        })
+        out, err = expect_exit(self, 1, TOOL, [data("memlog_oom_runtime_allocate_mib.log"), "--json"])
         entry = json.loads(out)["logs"][0]
         self.assertIsNone(entry["hbm_gib_per_device"])
         oom = entry["oom"][0]
@@ -222,28 +218,24 @@ class AotSummarizeTest(unittest.TestCase):
         self.assertEqual(oom["required_bytes"], round(125.25 * 2**20))
         self.assertEqual(oom["free_bytes"], round(44.87 * 2**20))
         self.assertIsNone(oom["available_bytes"])
-        rc, out, err = run([data("memlog_oom_runtime_allocate_wrapped.log")])
-        self.assertEqual(rc, 1, err)
+        out, err = expect_exit(self, 1, TOOL, [data("memlog_oom_runtime_allocate_wrapped.log")])
         self.assertEqual(rows(out)["out of memory"],
                          ["line 1: hbm: allocating 125.25 MiB failed, 44.87 MiB free"])
-        rc, out, err = run([data("memlog_maxtext_gemma4_compile_oom_vmem_L1776-1790.log")])
-        self.assertEqual(rc, 1, err)
+        out, err = expect_exit(self, 1, TOOL, [data("memlog_maxtext_gemma4_compile_oom_vmem_L1776-1790.log")])
         self.assertEqual(rows(out)["out of memory"], ["line 7: vmem 66.93 MiB needed, 63.94 available"])
-        rc, out, err = run([data("memlog_maxtext_gemma4_compile_oom_E1000.log")])
-        self.assertEqual(rc, 1, err)
-        r = rows(out)
-        self.assertEqual(r["out of memory"], ["line 53: hbm 94.77 GiB needed, 94.74 available [2 lines]"])
-        self.assertEqual(r["HBM per device GiB"], ["94.74 (log)"], "Used X of Y: Y is the capacity")
+        out, err = expect_exit(self, 1, TOOL, [data("memlog_maxtext_gemma4_compile_oom_E1000.log")])
+        self.assert_rows(out, {
+            "out of memory": ["line 53: hbm 94.77 GiB needed, 94.74 available [2 lines]"],
+            "HBM per device GiB": ["94.74 (log)"],  # Used X of Y: Y is the capacity
+        })
 
     def test_reserve_failures_coloured_and_wrapped(self):
-        rc, out, err = run([data("memlog_oom_runtime_reserve_ansi_traceback.log")])
-        self.assertEqual(rc, 1, err)
+        out, err = expect_exit(self, 1, TOOL, [data("memlog_oom_runtime_reserve_ansi_traceback.log")])
         self.assertNotIn("\x1b", out)
         self.assertEqual(rows(out)["out of memory"],
                          ["line 5: reserving 14.96 GiB for a program failed, 1.33 GiB free, 0 B reserved, "
                           "1.33 GiB reservable"])
-        rc, out, err = run([data("memlog_oom_runtime_reserve_e0101_wrapped.log"), "--json"])
-        self.assertEqual(rc, 1, err)
+        out, err = expect_exit(self, 1, TOOL, [data("memlog_oom_runtime_reserve_e0101_wrapped.log"), "--json"])
         entry = json.loads(out)["logs"][0]
         self.assertEqual(entry["oom_lines"], 1)
         oom = entry["oom"][0]
@@ -257,8 +249,7 @@ class AotSummarizeTest(unittest.TestCase):
     def test_stdin_and_output_file(self):
         with open(data("memlog_engine_compile_a.log"), encoding="utf-8") as f:
             text = f.read()
-        rc, from_stdin, err = run(["-"], stdin=text)
-        self.assertEqual(rc, 0, err)
+        from_stdin, err = expect_exit(self, 0, TOOL, ["-"], stdin=text)
         self.assertIn("<stdin>", from_stdin.splitlines()[0])
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "summary.txt")
@@ -269,13 +260,7 @@ class AotSummarizeTest(unittest.TestCase):
 
     # --- bad input -------------------------------------------------------------------------------
     def assert_fails(self, args, expected):
-        rc, out, err = run(args)
-        self.assertEqual(rc, 2, err)
-        self.assertEqual(out, "")
-        lines = err.splitlines()
-        self.assertEqual(len(lines), 1, err)
-        self.assertTrue(lines[0].startswith("aot-summarize: "), err)
-        self.assertIn(expected, lines[0])
+        assert_bad_input(self, "aot-summarize", run(args), expected)
 
     def test_bad_inputs(self):
         self.assert_fails([data("memlog_bad_empty.log")], "memlog_bad_empty.log: holds no memory analysis")
@@ -296,12 +281,7 @@ class AotSummarizeTest(unittest.TestCase):
         self.assertIn("holds no memory analysis", json.loads(out)["error"])
 
     def test_help_and_version(self):
-        rc, out, _ = run(["--help"])
-        self.assertEqual(rc, 0)
-        self.assertIn("Examples:", out)
-        rc, out, _ = run(["--version"])
-        self.assertEqual(rc, 0)
-        self.assertRegex(out, r"^aot-summarize \(rl-trainer-bench\) \d+\.\d+\.\d+")
+        assert_help_and_version(self, "aot-summarize")
 
 
 if __name__ == "__main__":

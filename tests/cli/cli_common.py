@@ -5,8 +5,11 @@ interpreter that has numpy and yaml); see CMakeLists.txt.
 """
 
 import os
+import re
 import subprocess
 import sys
+import tempfile
+import unittest
 
 BIN = os.environ.get("RTB_BIN_DIR", "")
 TESTDATA = os.environ.get("RTB_TESTDATA_DIR", "")
@@ -19,6 +22,13 @@ def tool_path(name):
 
 def testdata(*parts):
     return os.path.join(TESTDATA, *parts)
+
+
+# The fixtures several tools' tests start from: the DRY_RUN of a trainer launch (v7x and v5p), and
+# the folder of bad inputs.
+LAUNCH_DRYRUN = testdata("launch_dryrun.txt")
+LAUNCH_DRYRUN_V5P = testdata("launch_dryrun_v5p.txt")
+BAD_INPUTS = testdata("bad")
 
 
 def run_tool(command, args=(), stdin=None, env=None, unset=(), cwd=None, timeout=120):
@@ -34,3 +44,61 @@ def run_tool(command, args=(), stdin=None, env=None, unset=(), cwd=None, timeout
     proc = subprocess.run(argv, input=data, capture_output=True, timeout=timeout, env=full_env,
                           cwd=cwd)
     return proc.returncode, proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8")
+
+
+def expect_exit(test, code, command, args=(), **run_kwargs):
+    """Runs `command` like run_tool() and asserts that it exits with `code` (stdout and stderr in
+    the message) unless `code` is None; returns (stdout, stderr)."""
+    rc, out, err = run_tool(command, args, **run_kwargs)
+    if code is not None:
+        test.assertEqual(rc, code, out + err)
+    return out, err
+
+
+def assert_bad_input(test, tool, result, expected=None, pattern=None):
+    """Asserts that `result`, the (exit code, stdout, stderr) of a run of `tool` (its name), is a
+    bad-input failure as the house rules want it: exit 2, nothing on stdout, one stderr line
+    `tool: ...` that holds `expected` and matches the regex `pattern` (each when given). Returns
+    that line."""
+    code, out, err = result
+    test.assertEqual(code, 2, out + err)
+    test.assertEqual(out, "")
+    lines = err.splitlines()
+    test.assertEqual(len(lines), 1, err)
+    test.assertTrue(err.endswith("\n"), err)
+    test.assertTrue(lines[0].startswith(tool + ": "), err)
+    if expected is not None:
+        test.assertIn(expected, lines[0])
+    if pattern is not None:
+        test.assertRegex(lines[0], pattern)
+    return lines[0]
+
+
+def assert_help_and_version(test, tool, *in_help):
+    """`tool --help` exits 0 with an example ("Examples:") and each text of `in_help`; `tool
+    --version` exits 0 and names the tool, the project and a version."""
+    out, _ = expect_exit(test, 0, tool_path(tool), ["--help"])
+    test.assertIn("Examples:", out)
+    for text in in_help:
+        test.assertIn(text, out)
+    out, _ = expect_exit(test, 0, tool_path(tool), ["--version"])
+    test.assertRegex(out, r"^" + re.escape(tool) + r" \(rl-trainer-bench\) \d+\.\d+\.\d+")
+
+
+class TempDirTestCase(unittest.TestCase):
+    """A test case whose tests share one temporary directory, `self.tmp.name`, removed after them."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def write(self, name, text):
+        """Writes `text` (UTF-8) to `name` in the directory; returns its path."""
+        path = os.path.join(self.tmp.name, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return path

@@ -5,12 +5,13 @@ renders of it made by the built render-bench), and checks stdout, stderr and exi
 import json
 import os
 import re
-import tempfile
 import unittest
 
 from json_schema import validate
 
-from cli_common import BIN, TESTDATA, run_tool
+from cli_common import LAUNCH_DRYRUN as FIXTURE
+from cli_common import (BIN, TESTDATA, TempDirTestCase, assert_bad_input,
+                        assert_help_and_version, expect_exit, run_tool)
 
 
 TOOL = os.path.join(BIN, "diff-configs")
@@ -30,7 +31,6 @@ RESTART = data("configlog_restart.log")
 TRUNCATED = data("configlog_truncated.log")
 NO_CONFIG = data("configlog_no_config_pr1904_e2e_train.log")
 TRAINER_NODE = data("configlog_trainer_node.log")
-FIXTURE = data("launch_dryrun.txt")
 RULES_64 = data("configlog_maxtext_grpo_demo_0ac2a42e_cell27_64rules.log")
 RULES_63 = data("configlog_maxtext_grpo_demo_1a9d434c_cell27_63rules.log")
 QLORA = data("configlog_maxtext_qlora_demo_8e117fdc_cell18_63rules.log")
@@ -105,26 +105,9 @@ def run(args, stdin=None, tool=TOOL, env=None):
     return run_tool(tool, args, stdin=stdin, env=env, unset=["NO_COLOR"])
 
 
-class DiffConfigsTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
-
-    def write(self, name, text):
-        path = os.path.join(self.tmp.name, name)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-        return path
-
+class DiffConfigsTest(TempDirTestCase):
     def diff(self, *args, rc=None, stdin=None, env=None):
-        code, out, err = run(list(args), stdin=stdin, env=env)
-        if rc is not None:
-            self.assertEqual(code, rc, out + err)
-        return out, err
+        return expect_exit(self, rc, TOOL, args, stdin=stdin, env=env, unset=["NO_COLOR"])
 
     def reprinted(self, name, source=DPO, change=None):
         """The log with the Python-logging prefix and every value printed another way MaxText or a
@@ -300,13 +283,7 @@ class DiffConfigsTest(unittest.TestCase):
 
     # --- errors --------------------------------------------------------------------------------
     def assert_error(self, args, expected, stdin=None):
-        rc, out, err = run(args, stdin=stdin)
-        self.assertEqual(rc, 2, out + err)
-        self.assertEqual(out, "")
-        lines = err.splitlines()
-        self.assertEqual(len(lines), 1, err)
-        self.assertTrue(lines[0].startswith("diff-configs: "), err)
-        self.assertIn(expected, lines[0])
+        assert_bad_input(self, "diff-configs", run(args, stdin=stdin), expected)
 
     def test_bad_inputs(self):
         missing = data("no_such.log")
@@ -326,11 +303,7 @@ class DiffConfigsTest(unittest.TestCase):
         self.assert_error(["--list-dumps", NO_CONFIG], "no `Config param` line")
 
     def test_help_and_version(self):
-        out, _ = self.diff("--help", rc=0)
-        self.assertIn("--list-dumps", out)
-        self.assertIn("Examples:", out)
-        out, _ = self.diff("--version", rc=0)
-        self.assertRegex(out, r"^diff-configs \(rl-trainer-bench\) \d+\.\d+\.\d+")
+        assert_help_and_version(self, "diff-configs", "--list-dumps")
 
 
 if __name__ == "__main__":

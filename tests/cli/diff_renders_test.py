@@ -8,20 +8,20 @@ import os
 import pty
 import re
 import subprocess
-import tempfile
 import unittest
 
 import yaml
 
 from json_schema import validate
 
-from cli_common import BIN, TESTDATA, run_tool
+from cli_common import LAUNCH_DRYRUN as FIXTURE
+from cli_common import LAUNCH_DRYRUN_V5P as V5P
+from cli_common import (BIN, TESTDATA, TempDirTestCase, assert_bad_input,
+                        assert_help_and_version, expect_exit, run_tool)
 
 
 TOOL = os.path.join(BIN, "diff-renders")
 RENDER = os.path.join(BIN, "render-bench")
-FIXTURE = os.path.join(TESTDATA, "launch_dryrun.txt")
-V5P = os.path.join(TESTDATA, "launch_dryrun_v5p.txt")
 NOT_JOBSET = os.path.join(TESTDATA, "diff_not_jobset.yaml")
 CLIENT = "spec.replicatedJobs[proc].template.spec.template.spec.containers[main]"
 PROXY = "spec.replicatedJobs[proc].template.spec.template.spec.initContainers[pathways-proxy]"
@@ -89,21 +89,7 @@ def read(path):
         return f.read()
 
 
-class DiffRendersTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
-
-    def write(self, name, text):
-        path = os.path.join(self.tmp.name, name)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-        return path
-
+class DiffRendersTest(TempDirTestCase):
     def edited(self, name, *replacements, source=FIXTURE):
         text = read(source)
         for old, new in replacements:
@@ -118,10 +104,7 @@ class DiffRendersTest(unittest.TestCase):
         return path
 
     def diff(self, *args, rc=None, stdin=None, env=None):
-        code, out, err = run(list(args), stdin=stdin, env=env)
-        if rc is not None:
-            self.assertEqual(code, rc, out + err)
-        return out, err
+        return expect_exit(self, rc, TOOL, args, stdin=stdin, env=env, unset=["NO_COLOR"])
 
     # --- plain diffs -----------------------------------------------------------------------
     def test_identical_inputs_exit_0_and_print_nothing(self):
@@ -378,13 +361,7 @@ class DiffRendersTest(unittest.TestCase):
 
     # --- errors ------------------------------------------------------------------------------
     def assert_error(self, args, expected, stdin=None):
-        rc, out, err = run(args, stdin=stdin)
-        self.assertEqual(rc, 2, out + err)
-        self.assertEqual(out, "")
-        lines = err.splitlines()
-        self.assertEqual(len(lines), 1, err)
-        self.assertTrue(lines[0].startswith("diff-renders: "), err)
-        self.assertIn(expected, lines[0])
+        assert_bad_input(self, "diff-renders", run(args, stdin=stdin), expected)
 
     def test_bad_inputs(self):
         missing = os.path.join(TESTDATA, "bad", "missing.txt")
@@ -506,11 +483,7 @@ class DiffRendersTest(unittest.TestCase):
         self.assert_error([XPK_254, bad], f"diff-renders: {bad}:171: invalid YAML")
 
     def test_help_and_version(self):
-        out, _ = self.diff("--help", rc=0)
-        self.assertIn("--expect-bench", out)
-        self.assertIn("Examples:", out)
-        out, _ = self.diff("--version", rc=0)
-        self.assertRegex(out, r"^diff-renders \(rl-trainer-bench\) \d+\.\d+\.\d+")
+        assert_help_and_version(self, "diff-renders", "--expect-bench")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ import tempfile
 import unittest
 import xml.etree.ElementTree as ET
 
-from cli_common import BIN, PYTHON, TESTDATA, run_tool
+from cli_common import (BIN, PYTHON, TESTDATA, TempDirTestCase, assert_bad_input,
+                        assert_help_and_version, run_tool)
 
 
 TOOL = os.path.join(BIN, "hlo-overlap")
@@ -254,11 +255,7 @@ class Svg(unittest.TestCase):
 
 class BadInput(unittest.TestCase):
     def assert_error(self, args, pattern):
-        code, out, err = run(args)
-        self.assertEqual(code, 2, out + err)
-        self.assertEqual(out, "")
-        self.assertEqual(err.count("\n"), 1, err)
-        self.assertRegex(err, pattern)
+        assert_bad_input(self, "hlo-overlap", run(args), pattern=pattern)
 
     def test_not_hlo(self):
         self.assert_error([os.path.join(BAD, "not_hlo.txt")],
@@ -359,15 +356,7 @@ def without(doc, keys, line_fields=False):
     return doc
 
 
-class BinaryProto(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
-
+class BinaryProto(TempDirTestCase):
     def pb_of(self, fixture):
         path = os.path.join(self.tmp.name, fixture.replace(".hlo.txt", ".hlo.pb"))
         if not os.path.exists(path):
@@ -480,13 +469,7 @@ def field(number, payload):
 
 class Help(unittest.TestCase):
     def test_help_and_version(self):
-        code, out, _ = run(["--help"])
-        self.assertEqual(code, 0)
-        self.assertIn("--fail-if-exposed-bytes", out)
-        self.assertIn("Examples:", out)
-        code, out, _ = run(["--version"])
-        self.assertEqual(code, 0)
-        self.assertIn("hlo-overlap", out)
+        assert_help_and_version(self, "hlo-overlap", "--fail-if-exposed-bytes")
 
 
 if __name__ == "__main__":

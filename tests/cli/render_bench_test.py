@@ -15,14 +15,14 @@ import unittest
 
 import yaml
 
-from cli_common import BIN, TESTDATA, run_tool
+from cli_common import BAD_INPUTS as BAD
+from cli_common import LAUNCH_DRYRUN as FIXTURE
+from cli_common import LAUNCH_DRYRUN_V5P as V5P
+from cli_common import BIN, TESTDATA, assert_bad_input, assert_help_and_version, run_tool
 
 
 TOOL = os.path.join(BIN, "render-bench")
-FIXTURE = os.path.join(TESTDATA, "launch_dryrun.txt")
-V5P = os.path.join(TESTDATA, "launch_dryrun_v5p.txt")
 NO_PROXY = os.path.join(TESTDATA, "trainer_no_proxy.txt")
-BAD = os.path.join(TESTDATA, "bad")
 DRIVER_PATH = "/tmp/bench_driver.py"
 DRIVER_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "render-bench",
                              "driver", "bench_driver.py")
@@ -684,13 +684,7 @@ class RenderBenchTest(unittest.TestCase):
         self.assertIn("abtest-train -> abtest-bench", err)
 
     def test_help_and_version(self):
-        rc, out, _ = run(["--help"])
-        self.assertEqual(rc, 0)
-        self.assertIn("Examples:", out)
-        self.assertIn("render-bench dryrun.txt --name", out)
-        rc, out, _ = run(["--version"])
-        self.assertEqual(rc, 0)
-        self.assertRegex(out, r"^render-bench \(rl-trainer-bench\) \d+\.\d+\.\d+")
+        assert_help_and_version(self, "render-bench", "render-bench dryrun.txt --name")
 
     # --- bad input --------------------------------------------------------------------------------
     def assert_fails(self, args, expected, stdin=None):
@@ -698,17 +692,11 @@ class RenderBenchTest(unittest.TestCase):
             out = os.path.join(tmp, "bench.yaml")
             with open(out, "w", encoding="utf-8") as f:
                 f.write("previous\n")
-            rc, stdout, err = run(args + ["-o", out], stdin=stdin)
-            self.assertEqual(rc, 2, err)
-            self.assertEqual(stdout, "")
-            lines = err.splitlines()
-            self.assertEqual(len(lines), 1, err)
-            self.assertTrue(lines[0].startswith("render-bench: "), err)
-            self.assertIn(expected, lines[0])
+            line = assert_bad_input(self, "render-bench", run(args + ["-o", out], stdin=stdin), expected)
             with open(out, encoding="utf-8") as f:
                 self.assertEqual(f.read(), "previous\n", "a failed render leaves FILE untouched")
             self.assertEqual(os.listdir(tmp), ["bench.yaml"])
-            return lines[0]
+            return line
 
     def test_bad_inputs(self):
         self.assert_fails([os.path.join(BAD, "missing.txt"), "--name", "x"], "missing.txt: cannot open")

@@ -384,6 +384,20 @@ class PodFlowTest(unittest.TestCase):
   def machine(result, prefix):
     return [line for line in result.stdout.splitlines() if line.startswith(prefix)]
 
+  def summary_of(self, result):
+    """The JSON of the run's one BENCH_SUMMARY line."""
+    (summary_line,) = self.machine(result, "BENCH_SUMMARY ")
+    return json.loads(summary_line.split(" ", 1)[1])
+
+  def run_stopped(self, returncode, **run):
+    """Runs the driver, which must exit `returncode` with one stderr line before timing any
+    fwd_bwd; returns that line."""
+    result, calls = self.run_driver(**run)
+    self.assertEqual(result.returncode, returncode, result.stdout + result.stderr)
+    (line,) = result.stderr.strip().splitlines()
+    self.assertNotIn("fwd_bwd", [call["event"] for call in calls])
+    return line
+
   def test_explicit_worker_run(self):
     result, calls = self.run_driver()
     self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
@@ -422,8 +436,7 @@ class PodFlowTest(unittest.TestCase):
     self.assertEqual(len(timing), 2)
     self.assertRegex(timing[1], r"^TRAINER_STEP_TIMING step=1 policy_version=1 rtt_s=\d+\.\d{3} "
                      r'timing=\{"v":1,"train_step":2,"mb":\[\],"update":null,"prepare":null\}$')
-    (summary_line,) = self.machine(result, "BENCH_SUMMARY ")
-    summary = json.loads(summary_line.split(" ", 1)[1])
+    summary = self.summary_of(result)
     self.assertEqual(summary["name"], "bench-test")
     self.assertEqual((summary["rows"], summary["tokens_per_row"], summary["real_len"]),
                      (4, 512, tokens))
@@ -449,34 +462,26 @@ class PodFlowTest(unittest.TestCase):
                                        "TRAINER_STEP_TIMING step=")), line)
 
   def test_staging_on_without_the_calls_exits_2_naming_them(self):
-    result, calls = self.run_driver(STAGE_BOUNDARY="on")
-    self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
-    (line,) = result.stderr.strip().splitlines()
+    line = self.run_stopped(2, STAGE_BOUNDARY="on")  # nothing was timed
     self.assertIn("STAGE_BOUNDARY=on", line)
     self.assertIn("stage_fwd_bwd", line)
-    self.assertNotIn("fwd_bwd", [call["event"] for call in calls])  # nothing was timed
     # auto, with the e2e orchestrator staging: a loud line, and the run goes on without it.
     result, _ = self.run_driver(ORCH_PIPELINE_STEP_BOUNDARY="true")
     self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
     self.assertIn("the bench CANNOT reproduce it", result.stdout)
-    (summary_line,) = self.machine(result, "BENCH_SUMMARY ")
-    stage = json.loads(summary_line.split(" ", 1)[1])["stage_boundary"]
+    stage = self.summary_of(result)["stage_boundary"]
     self.assertEqual((stage["requested"], stage["resolved"], stage["engaged"]),
                      ("auto", "off", False))
     self.assertIn("not reproducible", stage["source"])
 
   def test_fallbacks_stop_the_run_unless_allowed(self):
     root = self.variant(remove=["tunix/experimental/orchestrator/compile_warmup.py"])
-    result, calls = self.run_driver(root=root)
-    self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
-    (line,) = result.stderr.strip().splitlines()
+    line = self.run_stopped(1, root=root)
     self.assertIn("build_trainer_warmup_payload is missing", line)
     self.assertIn("ALLOW_FALLBACKS=1 would", line)
-    self.assertNotIn("fwd_bwd", [call["event"] for call in calls])
     result, calls = self.run_driver(root=root, ALLOW_FALLBACKS="1")
     self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
-    (summary_line,) = self.machine(result, "BENCH_SUMMARY ")
-    fallbacks = json.loads(summary_line.split(" ", 1)[1])["fallbacks"]
+    fallbacks = self.summary_of(result)["fallbacks"]
     self.assertEqual(len(fallbacks), 1)
     self.assertIn("equivalent payload layout", fallbacks[0])
 
@@ -500,12 +505,9 @@ class PodFlowTest(unittest.TestCase):
         'return "; ".join(sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k)))',
         'return "completion_ids: expected [4,512] int32, got [4,512] int64"')
     root = self.variant(replace={"tunix/experimental/worker/trainer_worker.py": worker})
-    result, calls = self.run_driver(root=root)
-    self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
-    (line,) = result.stderr.strip().splitlines()
+    line = self.run_stopped(1, root=root)
     self.assertIn("differs from the warm-up signature", line)
     self.assertIn("completion_ids: expected [4,512] int32, got [4,512] int64", line)
-    self.assertNotIn("fwd_bwd", [call["event"] for call in calls])
 
   def test_a_changed_signature_names_function_argument_and_file(self):
     # A newer BatchConfig that requires an argument the driver does not know.
@@ -514,9 +516,7 @@ class PodFlowTest(unittest.TestCase):
         "class BatchConfig:\n          token_policy: str\n          pad_id: int = 0")
     self.assertNotEqual(assembly, FAKES["tunix/experimental/orchestrator/batch_assembly.py"])
     root = self.variant(replace={"tunix/experimental/orchestrator/batch_assembly.py": assembly})
-    result, _ = self.run_driver(root=root)
-    self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
-    (line,) = result.stderr.strip().splitlines()
+    line = self.run_stopped(1, root=root)
     self.assertIn("BatchConfig (", line)
     self.assertIn("batch_assembly.py", line)
     self.assertIn("'token_policy'", line)
@@ -529,16 +529,14 @@ class PodFlowTest(unittest.TestCase):
     self.assertTrue(fwd_bwd and not any(call["routed"] for call in fwd_bwd))
     # Prompts are real tokens without the completion mask.
     self.assertTrue(all(0 < call["completion"] < call["tokens"] for call in fwd_bwd))
-    (summary_line,) = self.machine(result, "BENCH_SUMMARY ")
-    choices = json.loads(summary_line.split(" ", 1)[1])["choices"]
+    choices = self.summary_of(result)["choices"]
     self.assertEqual(choices["routing"], {"value": False, "source": "ROUTING=off"})
     self.assertEqual(choices["max_prompt_length"]["value"], 40)
 
   def test_padding_follows_the_orchestrators_environment(self):
     result, _ = self.run_driver(ORCH_PACK_PAD_POSITION="start", ORCH_PACK_PAD_ALIGN="64")
     self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
-    (summary_line,) = self.machine(result, "BENCH_SUMMARY ")
-    summary = json.loads(summary_line.split(" ", 1)[1])
+    summary = self.summary_of(result)
     self.assertEqual(summary["choices"]["pad_position"]["value"], "start")
     self.assertIn("PACK_PAD_POSITION=start", summary["choices"]["pad_position"]["source"])
     self.assertEqual(summary["shift"], 0)  # 36 tokens of padding: less than one 64-token step
@@ -641,8 +639,7 @@ class PodFlowTest(unittest.TestCase):
     # auto: this program uses no rollout log-probs as old ones, so the e2e makes no pass.
     result, calls = self.run_driver()
     self.assertNotIn("per_token_logps", [call["event"] for call in calls])
-    (summary_line,) = self.machine(result, "BENCH_SUMMARY ")
-    choice = json.loads(summary_line.split(" ", 1)[1])["choices"]["logps_pass"]
+    choice = self.summary_of(result)["choices"]["logps_pass"]
     self.assertFalse(choice["value"])
     self.assertIn("no actor log-prob pass", choice["source"])
     # on, without the call: exit 2 naming it.
@@ -687,8 +684,7 @@ class PodFlowTest(unittest.TestCase):
     self.assertEqual(start["log_dir"], "gs://bucket/bench/bench_profile")
     rows = [call["rows"] for call in calls if call["event"] == "fwd_bwd"]
     self.assertEqual(rows, [4, 4, 1] * 2)  # the last micro-batch of a step has 1 real row
-    (summary_line,) = self.machine(result, "BENCH_SUMMARY ")
-    summary = json.loads(summary_line.split(" ", 1)[1])
+    summary = self.summary_of(result)
     self.assertEqual(summary["final_rows"], 1)
     self.assertEqual(summary["segments"], 2)
     self.assertEqual(summary["shift"], 0)  # 37 tokens of padding < PAD_ALIGN 64: no move

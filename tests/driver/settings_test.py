@@ -33,6 +33,13 @@ def base_env(**extra):
   return env
 
 
+def settings_error(test, call, *args):
+  """The message of the SettingsError that call(*args) raises; a failure of `test` if none."""
+  with test.assertRaises(bd.SettingsError) as caught:
+    call(*args)
+  return str(caught.exception)
+
+
 class ParseTest(unittest.TestCase):
 
   def test_defaults(self):
@@ -105,9 +112,7 @@ class ParseTest(unittest.TestCase):
     }
     for name, (value, fragment) in cases.items():
       with self.subTest(name=name):
-        with self.assertRaises(bd.SettingsError) as caught:
-          bd.parse_settings(base_env(**{name: value}))
-        message = str(caught.exception)
+        message = settings_error(self, bd.parse_settings, base_env(**{name: value}))
         self.assertIn(name, message)
         self.assertIn(fragment, message)
         self.assertNotIn("\n", message)
@@ -125,9 +130,7 @@ class ParseTest(unittest.TestCase):
         (base_env(ORCH_ARGV="--batch_size='16"), "cannot split into shell words"),
     ]:
       with self.subTest(env=env):
-        with self.assertRaises(bd.SettingsError) as caught:
-          bd.parse_settings(env)
-        self.assertIn(fragment, str(caught.exception))
+        self.assertIn(fragment, settings_error(self, bd.parse_settings, env))
 
 
 class RoutingTableTest(unittest.TestCase):
@@ -152,9 +155,7 @@ class RoutingTableTest(unittest.TestCase):
         ("1.5\n0.5\n", "t:2: routing target '0.5' is below 1"),
     ]:
       with self.subTest(text=text):
-        with self.assertRaises(bd.SettingsError) as caught:
-          bd.parse_routing_table(text, "t")
-        self.assertIn(fragment, str(caught.exception))
+        self.assertIn(fragment, settings_error(self, bd.parse_routing_table, text, "t"))
 
   def test_file_reference(self):
     with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as handle:
@@ -164,9 +165,9 @@ class RoutingTableTest(unittest.TestCase):
       self.assertEqual(settings.routing_targets, [3.9452, 5.8123])
     finally:
       os.unlink(handle.name)
-    with self.assertRaises(bd.SettingsError) as caught:
-      bd.parse_settings(base_env(ROUTING_TARGETS="@/nonexistent/table.csv"))
-    self.assertIn("cannot read /nonexistent/table.csv", str(caught.exception))
+    self.assertIn("cannot read /nonexistent/table.csv",
+                  settings_error(self, bd.parse_settings,
+                                 base_env(ROUTING_TARGETS="@/nonexistent/table.csv")))
 
 
 class ResolveTest(unittest.TestCase):
@@ -271,13 +272,11 @@ class ResolveTest(unittest.TestCase):
         ({"FINAL_ROWS": "65"}, {}, "exceeds the rows per micro-batch R=64"),
     ]:
       with self.subTest(env=env):
-        with self.assertRaises(bd.SettingsError) as caught:
-          bd.resolve_plan_inputs(self.settings(**env), self.setup(**setup))
-        self.assertIn(fragment, str(caught.exception))
+        self.assertIn(fragment, settings_error(self, bd.resolve_plan_inputs,
+                                               self.settings(**env), self.setup(**setup)))
     settings = bd.parse_settings(base_env())
-    with self.assertRaises(bd.SettingsError) as caught:
-      bd.resolve_plan_inputs(settings, self.setup())
-    self.assertIn("ROUTING_TARGETS is required", str(caught.exception))
+    self.assertIn("ROUTING_TARGETS is required",
+                  settings_error(self, bd.resolve_plan_inputs, settings, self.setup()))
 
   def test_no_routing_shape_needs_no_targets(self):
     resolved = bd.resolve_plan_inputs(bd.parse_settings(base_env()),

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "rtb/base/error.h"
+#include "test_util.h"
 
 namespace rtb::logs {
 namespace {
@@ -83,12 +84,8 @@ TEST(Bootstrap, EdgeCases) {
   EXPECT_THROW(bootstrap_interval(same, Statistic::kMean, options), Error);
   options.resamples = 1000;
   options.confidence = 1.0;
-  try {
-    options.validate();
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_THAT(e.message(), HasSubstr("--confidence 1"));
-  }
+  Error e = test::error_of([&] { options.validate(); });
+  EXPECT_THAT(e.message(), HasSubstr("--confidence 1"));
 }
 
 TEST(Compare, RatioDiffAndIntervals) {

@@ -20,6 +20,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
+using test::error_of;
 using test::testdata;
 
 const char* kDpo = "configlog_maxtext_dpo_qwen3-0.6b_tpu-v5p-8_train.log";
@@ -133,33 +134,22 @@ TEST(ConfigLogReal, RestartLogKeepsTheLastCompleteDump) {
               HasSubstr("06-16"));
   ConfigLogOptions truncated;
   truncated.dump = 2;
-  try {
-    read_config_log(testdata("configlog_restart.log"), truncated);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.line(), 277);
-    EXPECT_THAT(e.message(), HasSubstr("config dump 2 (lines 277-336, 60 keys) is truncated"));
-  }
+  Error cut = error_of([&] { read_config_log(testdata("configlog_restart.log"), truncated); });
+  EXPECT_EQ(cut.line(), 277);
+  EXPECT_THAT(cut.message(), HasSubstr("config dump 2 (lines 277-336, 60 keys) is truncated"));
   ConfigLogOptions missing;
   missing.dump = 4;
   EXPECT_THROW(read_config_log(testdata("configlog_restart.log"), missing), Error);
 }
 
 TEST(ConfigLogReal, CutLogAndLogWithoutConfig) {
-  try {
-    read_config_log(testdata("configlog_truncated.log"));
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_THAT(e.message(), HasSubstr("no complete config dump"));
-    EXPECT_THAT(e.message(), HasSubstr("last line is cut"));
-  }
-  try {
-    read_config_log(testdata("configlog_no_config_pr1904_e2e_train.log"));
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.file(), testdata("configlog_no_config_pr1904_e2e_train.log"));
-    EXPECT_THAT(e.message(), HasSubstr("no `Config param` line"));
-  }
+  Error cut = error_of([] { read_config_log(testdata("configlog_truncated.log")); });
+  EXPECT_THAT(cut.message(), HasSubstr("no complete config dump"));
+  EXPECT_THAT(cut.message(), HasSubstr("last line is cut"));
+  std::string no_config = testdata("configlog_no_config_pr1904_e2e_train.log");
+  Error missing = error_of([&] { read_config_log(no_config); });
+  EXPECT_EQ(missing.file(), no_config);
+  EXPECT_THAT(missing.message(), HasSubstr("no `Config param` line"));
   EXPECT_THROW(read_config_log(testdata("no_such.log")), Error);
   ConfigLogOptions list;
   list.list_only = true;
@@ -300,13 +290,9 @@ TEST(ConfigLogOrText, OtherInputIsReturnedWhole) {
 TEST(ConfigLogScanner, NulByteInAValueIsAnErrorWithItsLine) {
   std::string text =
       std::string("x\nConfig param a: 1\nConfig param b: 2\0x\nConfig param c: 3\n", 58);
-  try {
-    scan(text);
-    FAIL() << "a NUL byte was accepted";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.line(), 3);
-    EXPECT_EQ(e.message(), "the value of b holds a NUL byte: the log is damaged");
-  }
+  Error e = test::error_of([&] { scan(text); });
+  EXPECT_EQ(e.line(), 3);
+  EXPECT_EQ(e.message(), "the value of b holds a NUL byte: the log is damaged");
 }
 
 }  // namespace

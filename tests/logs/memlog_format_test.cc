@@ -14,12 +14,10 @@ namespace {
 using test::testdata;
 using ::testing::HasSubstr;
 
-MemLog read_fixture(const std::string& name) { return read_memlog(testdata(name)); }
-
 TEST(MemLogSummary, TableHasAColumnPerLogAndDeltas) {
   std::vector<MemLog> logs;
-  logs.push_back(read_fixture("memlog_engine_compile_a.log"));
-  logs.push_back(read_fixture("memlog_engine_compile_b.log"));
+  logs.push_back(read_memlog(testdata("memlog_engine_compile_a.log")));
+  logs.push_back(read_memlog(testdata("memlog_engine_compile_b.log")));
   Summary summary = summarize(std::move(logs), {});
   std::string table = format_summary_table(summary);
   std::vector<std::string> lines = test::lines_of(table);
@@ -55,7 +53,7 @@ std::string row_of(const std::string& table, const std::string& label) {
 
 Summary summary_of(const std::string& name) {
   std::vector<MemLog> logs;
-  logs.push_back(read_fixture(name));
+  logs.push_back(read_memlog(testdata(name)));
   return summarize(std::move(logs), {});
 }
 

@@ -1,5 +1,7 @@
 #include "rtb/logs/memlog.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -24,11 +26,17 @@ constexpr long long kGiB = 1LL << 30;
 
 using test::testdata;
 
-MemLog read_fixture(const std::string& name) { return read_memlog(testdata(name)); }
-
 std::vector<std::string> names(const MemLog& log) {
   std::vector<std::string> out;
   for (const ProgramMemory& p : log.programs) out.push_back(p.name);
+  return out;
+}
+
+// A reading in one line, "kind: program names", with "; problems: ..." only when it has some,
+// so that one comparison checks that a log reads cleanly, as what, and with which programs.
+std::string outline(const MemLog& log) {
+  std::string out = fmt::format("{}: {}", memlog_kind_id(log.kind), fmt::join(names(log), " "));
+  if (!log.problems.empty()) out += fmt::format("; problems: {}", fmt::join(log.problems, " | "));
   return out;
 }
 
@@ -40,10 +48,8 @@ std::string stats5(long long gen, long long arg, long long out, long long alias,
 }
 
 TEST(MemLog, EngineCompileWithHostFieldsReportTableAndPeak) {
-  MemLog log = read_fixture("memlog_engine_compile_a.log");
-  EXPECT_THAT(log.problems, IsEmpty());
-  EXPECT_EQ(log.kind, MemLogKind::kEngineCompile);
-  EXPECT_THAT(names(log), ElementsAre("fwd_bwd", "fwd_bwd_accum", "update"));
+  MemLog log = read_memlog(testdata("memlog_engine_compile_a.log"));
+  ASSERT_EQ(outline(log), "engine_compile: fwd_bwd fwd_bwd_accum update");
   const ProgramMemory& fwd = log.programs[0];
   EXPECT_EQ(fwd.line, 11u);
   EXPECT_EQ(fwd.generated_code, 52428800);
@@ -73,10 +79,8 @@ TEST(MemLog, EngineCompileWithHostFieldsReportTableAndPeak) {
 }
 
 TEST(MemLog, OlderEngineCompileFiveFieldsAndListCost) {
-  MemLog log = read_fixture("memlog_engine_compile_5field.log");
-  EXPECT_THAT(log.problems, IsEmpty());
-  EXPECT_EQ(log.kind, MemLogKind::kEngineCompile);
-  EXPECT_THAT(names(log), ElementsAre("fwd_bwd", "accumulate", "update"));
+  MemLog log = read_memlog(testdata("memlog_engine_compile_5field.log"));
+  ASSERT_EQ(outline(log), "engine_compile: fwd_bwd accumulate update");
   EXPECT_FALSE(log.programs[0].host_temp.has_value());
   EXPECT_FALSE(log.programs[0].state.has_value());
   EXPECT_EQ(log.programs[0].resident, 16 * kGiB);
@@ -86,20 +90,16 @@ TEST(MemLog, OlderEngineCompileFiveFieldsAndListCost) {
 }
 
 TEST(MemLog, TrainCompileHasOneUnnamedProgram) {
-  MemLog log = read_fixture("memlog_train_compile.log");
-  EXPECT_THAT(log.problems, IsEmpty());
-  EXPECT_EQ(log.kind, MemLogKind::kTrainCompile);
-  EXPECT_THAT(names(log), ElementsAre("train_step"));
+  MemLog log = read_memlog(testdata("memlog_train_compile.log"));
+  ASSERT_EQ(outline(log), "train_compile: train_step");
   EXPECT_EQ(log.programs[0].resident, 16 * kGiB);
   EXPECT_DOUBLE_EQ(*log.programs[0].cost->flops, 4.21e13);
 }
 
 TEST(MemLog, RealLiveRunExcerpts) {
   // MaxText's docs (2026-07-20): the newer "Total estimated memory size" line.
-  MemLog newer = read_fixture("memlog_maxtext_docs_excerpts_5f0dabb4.log");
-  EXPECT_THAT(newer.problems, IsEmpty());
-  EXPECT_EQ(newer.kind, MemLogKind::kLiveRun);
-  ASSERT_THAT(names(newer), ElementsAre("train_step"));
+  MemLog newer = read_memlog(testdata("memlog_maxtext_docs_excerpts_5f0dabb4.log"));
+  ASSERT_EQ(outline(newer), "live_run: train_step");
   const ProgramMemory& p = newer.programs[0];
   EXPECT_EQ(p.source, ProgramSource::kEstimatedTotal);
   EXPECT_EQ(p.line, 29u);
@@ -112,26 +112,22 @@ TEST(MemLog, RealLiveRunExcerpts) {
   EXPECT_NEAR(static_cast<double>(*p.alias) / kGiB, 44.5, 1e-6);
   EXPECT_FALSE(p.generated_code.has_value());
   // The older "Total memory size" line of the same document.
-  MemLog older = read_fixture("memlog_maxtext_docs_excerpts_5505348a.log");
-  EXPECT_THAT(older.problems, IsEmpty());
-  ASSERT_THAT(names(older), ElementsAre("train_step"));
+  MemLog older = read_memlog(testdata("memlog_maxtext_docs_excerpts_5505348a.log"));
+  ASSERT_EQ(outline(older), "live_run: train_step");
   EXPECT_EQ(older.programs[0].resident, std::llround(100.4 * kGiB));
-  MemLog pr = read_fixture("memlog_maxtext_pr1904_e2e_train.log");
+  MemLog pr = read_memlog(testdata("memlog_maxtext_pr1904_e2e_train.log"));
   ASSERT_THAT(names(pr), ElementsAre("train_step"));
   EXPECT_EQ(pr.programs[0].temp, std::llround(10.6 * kGiB));
   // A bare print(memory_analysis()) from a JAX issue (GPU, jax 0.4.20).
-  MemLog bare = read_fixture("memlog_jax_issue18954_memory_analysis.log");
-  EXPECT_THAT(bare.problems, IsEmpty());
-  ASSERT_THAT(names(bare), ElementsAre("train_step"));
+  MemLog bare = read_memlog(testdata("memlog_jax_issue18954_memory_analysis.log"));
+  ASSERT_EQ(outline(bare), "train_compile: train_step");  // an unnamed stats line
   EXPECT_EQ(bare.programs[0].generated_code, 2856);
   EXPECT_EQ(bare.programs[0].resident, 0);
 }
 
 TEST(MemLog, TpuProgramUsageLinesKeepTheLargest) {
-  MemLog log = read_fixture("memlog_live_tpu_usage.log");
-  EXPECT_THAT(log.problems, IsEmpty());
-  EXPECT_EQ(log.kind, MemLogKind::kLiveRun);
-  ASSERT_THAT(names(log), ElementsAre("tpu_programs"));
+  MemLog log = read_memlog(testdata("memlog_live_tpu_usage.log"));
+  ASSERT_EQ(outline(log), "live_run: tpu_programs");
   const ProgramMemory& p = log.programs[0];
   EXPECT_EQ(p.count, 3u);
   EXPECT_EQ(p.line, 4u);
@@ -142,7 +138,7 @@ TEST(MemLog, TpuProgramUsageLinesKeepTheLargest) {
 }
 
 TEST(MemLog, OutOfMemoryReportsInEveryShape) {
-  MemLog hlo = read_fixture("memlog_oom_engine_hlo_temporaries.log");
+  MemLog hlo = read_memlog(testdata("memlog_oom_engine_hlo_temporaries.log"));
   ASSERT_EQ(hlo.ooms.size(), 1u);
   EXPECT_EQ(hlo.ooms[0].line, 6u);
   EXPECT_EQ(hlo.ooms[0].memory_space, "hbm");
@@ -152,13 +148,13 @@ TEST(MemLog, OutOfMemoryReportsInEveryShape) {
   EXPECT_FALSE(hlo.has_analysis());
   EXPECT_EQ(hlo.kind, MemLogKind::kEngineCompile) << "from its start line";
 
-  MemLog used = read_fixture("memlog_oom_train_compile_used_of.log");
+  MemLog used = read_memlog(testdata("memlog_oom_train_compile_used_of.log"));
   ASSERT_EQ(used.ooms.size(), 1u) << "the 'Total hbm usage' breakdown is not another report";
   EXPECT_EQ(used.ooms[0].memory_space, "hbm");
   EXPECT_EQ(used.ooms[0].required, std::llround(21.95 * kGiB));
   EXPECT_EQ(used.ooms[0].available, std::llround(15.48 * kGiB));
 
-  MemLog runtime = read_fixture("memlog_oom_runtime_allocate.log");
+  MemLog runtime = read_memlog(testdata("memlog_oom_runtime_allocate.log"));
   ASSERT_EQ(runtime.ooms.size(), 1u);
   EXPECT_EQ(runtime.ooms[0].kind, OomKind::kAllocate);
   EXPECT_EQ(runtime.ooms[0].required, 64 * kGiB);
@@ -181,7 +177,7 @@ TEST(MemLog, OutOfMemoryReportsInEveryShape) {
 // Issue 16: "Attempting to allocate 125.25M. ... There are 44.87M free." is an allocation that
 // failed with that much free; the free memory is not the HBM per device, and both sizes keep MiB.
 TEST(MemLog, RuntimeAllocationFailureKeepsItsUnitsAndIsNoCapacity) {
-  MemLog log = read_fixture("memlog_oom_runtime_allocate_mib.log");
+  MemLog log = read_memlog(testdata("memlog_oom_runtime_allocate_mib.log"));
   ASSERT_EQ(log.ooms.size(), 1u);
   const OomReport& oom = log.ooms[0];
   EXPECT_EQ(oom.line, 4u);
@@ -196,7 +192,7 @@ TEST(MemLog, RuntimeAllocationFailureKeepsItsUnitsAndIsNoCapacity) {
   EXPECT_FALSE(oom.available.has_value());
   EXPECT_FALSE(log.capacity.has_value()) << "free memory is not the HBM per device";
 
-  MemLog wrapped = read_fixture("memlog_oom_runtime_allocate_wrapped.log");
+  MemLog wrapped = read_memlog(testdata("memlog_oom_runtime_allocate_wrapped.log"));
   ASSERT_EQ(wrapped.ooms.size(), 1u);
   EXPECT_EQ(wrapped.oom_lines, 1u) << "the continuation line is the same report";
   EXPECT_EQ(wrapped.ooms[0].required, std::llround(125.25 * 1024 * 1024));
@@ -208,7 +204,7 @@ TEST(MemLog, RuntimeAllocationFailureKeepsItsUnitsAndIsNoCapacity) {
 // Issue 16: a program-load reservation failure inside an ANSI-coloured IPython traceback (the
 // sizes themselves wrapped in bold) gave no figures.
 TEST(MemLog, ReserveFailureInsideAColouredTraceback) {
-  MemLog log = read_fixture("memlog_oom_runtime_reserve_ansi_traceback.log");
+  MemLog log = read_memlog(testdata("memlog_oom_runtime_reserve_ansi_traceback.log"));
   ASSERT_EQ(log.ooms.size(), 1u);
   const OomReport& oom = log.ooms[0];
   EXPECT_EQ(oom.line, 5u);
@@ -224,7 +220,7 @@ TEST(MemLog, ReserveFailureInsideAColouredTraceback) {
 }
 
 TEST(MemLog, WrappedE0101ReserveFailureWithMixedUnits) {
-  MemLog log = read_fixture("memlog_oom_runtime_reserve_e0101_wrapped.log");
+  MemLog log = read_memlog(testdata("memlog_oom_runtime_reserve_e0101_wrapped.log"));
   ASSERT_EQ(log.ooms.size(), 1u);
   EXPECT_EQ(log.oom_lines, 1u);
   const OomReport& oom = log.ooms[0];
@@ -251,18 +247,7 @@ TEST(MemLog, WrappedE0101ReserveFailureWithMixedUnits) {
 }
 
 TEST(MemLog, TerminalEscapesAreRemoved) {
-  std::string buffer;
-  std::string_view plain = "no escapes here";
-  EXPECT_EQ(strip_terminal_escapes(plain, buffer).data(), plain.data()) << "no copy";
-  EXPECT_EQ(strip_terminal_escapes("\x1b[0;31mError\x1b[0m: \x1b[38;5;241m1.5G\x1b[39m", buffer),
-            "Error: 1.5G");
-  EXPECT_EQ(strip_terminal_escapes("a\x1b]8;;https://x.y\x07link\x1b]8;;\x1b\\b", buffer), "alinkb")
-      << "OSC hyperlinks, ended by BEL and by ST";
-  EXPECT_EQ(strip_terminal_escapes("\x1b(Bx\x1b"
-                                   "7y\x1b[?25lz\x1b",
-                                   buffer),
-            "xyz");
-  // A size split by colour codes is read whole.
+  // A size split by colour codes is read whole (the stripping itself: tests/base/text_test.cc).
   MemLog log = parse_memlog(
       "\x1b[1mRESOURCE_EXHAUSTED\x1b[0m: Attempting to allocate 1\x1b[1m2.50\x1b[0mM. That was not "
       "possible. There are \x1b[31m3.00M\x1b[0m free.\n",
@@ -274,7 +259,7 @@ TEST(MemLog, TerminalEscapesAreRemoved) {
 
 // Real compile OOMs (MaxText Gemma-4 logs): units as printed, the capacity from "Used X of Y".
 TEST(MemLog, RealCompileOutOfMemoryLogs) {
-  MemLog hbm = read_fixture("memlog_maxtext_gemma4_compile_oom_E1000.log");
+  MemLog hbm = read_memlog(testdata("memlog_maxtext_gemma4_compile_oom_E1000.log"));
   ASSERT_FALSE(hbm.ooms.empty());
   const OomReport& first = hbm.ooms[0];
   EXPECT_EQ(first.kind, OomKind::kCompile);
@@ -283,7 +268,7 @@ TEST(MemLog, RealCompileOutOfMemoryLogs) {
   EXPECT_EQ(first.available, std::llround(94.74 * kGiB));
   EXPECT_EQ(hbm.capacity, std::llround(94.74 * kGiB));
 
-  MemLog vmem = read_fixture("memlog_maxtext_gemma4_compile_oom_vmem_L1776-1790.log");
+  MemLog vmem = read_memlog(testdata("memlog_maxtext_gemma4_compile_oom_vmem_L1776-1790.log"));
   ASSERT_EQ(vmem.ooms.size(), 1u);
   EXPECT_EQ(vmem.ooms[0].line, 7u);
   EXPECT_EQ(vmem.ooms[0].memory_space, "vmem");
@@ -356,17 +341,17 @@ TEST(MemLog, MalformedInputIsAProblemWithItsLine) {
   EXPECT_THAT(first_problem("Cost analysis: {'flops': 1.0}\n"),
               HasSubstr("x.log:1: 'train_step' has a Cost analysis but no Memory analysis"));
 
-  MemLog truncated = read_fixture("memlog_bad_truncated_dict.log");
+  MemLog truncated = read_memlog(testdata("memlog_bad_truncated_dict.log"));
   ASSERT_FALSE(truncated.problems.empty());
   EXPECT_THAT(truncated.problems[0],
               HasSubstr("memlog_bad_truncated_dict.log:2: Cost analysis: column 49: "
                         "unterminated string"));
-  MemLog malformed = read_fixture("memlog_bad_malformed_stats.log");
+  MemLog malformed = read_memlog(testdata("memlog_bad_malformed_stats.log"));
   ASSERT_EQ(malformed.problems.size(), 1u);
   EXPECT_THAT(malformed.problems[0], HasSubstr(":3: Memory analysis: argument_size_in_bytes='2GB' "
                                                "is not a byte count"));
   EXPECT_FALSE(malformed.has_analysis());
-  MemLog headless = read_fixture("memlog_bad_header_without_stats.log");
+  MemLog headless = read_memlog(testdata("memlog_bad_header_without_stats.log"));
   ASSERT_EQ(headless.problems.size(), 1u);
   EXPECT_THAT(headless.problems[0],
               HasSubstr("memlog_bad_header_without_stats.log:5: kernel 'fwd_bwd_accum' has no "
@@ -408,7 +393,7 @@ TEST(MemLog, SectionLinesOutsideACompileAreNotKernels) {
 }
 
 TEST(MemLog, EmptyInputHasNothing) {
-  MemLog log = read_fixture("memlog_bad_empty.log");
+  MemLog log = read_memlog(testdata("memlog_bad_empty.log"));
   EXPECT_FALSE(log.has_analysis());
   EXPECT_THAT(log.problems, IsEmpty());
   EXPECT_EQ(log.lines, 0u);

@@ -15,19 +15,18 @@ namespace {
 using test::testdata;
 using ::testing::HasSubstr;
 
-MemLog read_fixture(const std::string& name) { return read_memlog(testdata(name)); }
-
 TEST(MemLogSummary, HbmBudgetSources) {
-  MemLog log = read_fixture("memlog_engine_compile_a.log");
+  MemLog log = read_memlog(testdata("memlog_engine_compile_a.log"));
   EXPECT_EQ(hbm_budget(log, {})->source, "compile_topology tpu7x-256");
   EXPECT_DOUBLE_EQ(hbm_budget(log, {})->gib, 94.74);
   EXPECT_EQ(hbm_budget(log, {std::nullopt, "v5p"})->source, "chip v5p");
   EXPECT_DOUBLE_EQ(hbm_budget(log, {80.0, "v5p"})->gib, 80.0);
   EXPECT_THROW(hbm_budget(log, {std::nullopt, "tpu9"}), Error);
-  MemLog usage = read_fixture("memlog_live_tpu_usage.log");
+  MemLog usage = read_memlog(testdata("memlog_live_tpu_usage.log"));
   EXPECT_EQ(hbm_budget(usage, {})->source, "log");
-  EXPECT_FALSE(hbm_budget(read_fixture("memlog_train_compile.log"), {}) == std::nullopt);  // v6e-4
-  MemLog docs = read_fixture("memlog_maxtext_docs_excerpts_5f0dabb4.log");
+  EXPECT_FALSE(hbm_budget(read_memlog(testdata("memlog_train_compile.log")), {}) ==
+               std::nullopt);  // v6e-4
+  MemLog docs = read_memlog(testdata("memlog_maxtext_docs_excerpts_5f0dabb4.log"));
   EXPECT_FALSE(hbm_budget(docs, {}).has_value());
 }
 
@@ -35,8 +34,8 @@ TEST(MemLogSummary, HbmBudgetSources) {
 // MaxText's compile-time estimate said 105.5 GB. The measurement decides.
 TEST(MemLogSummary, MeasuredUsageOutranksTheEstimate) {
   std::vector<MemLog> logs;
-  logs.push_back(
-      read_fixture("memlog_maxtext_gemma4_baseline_L4440-4729_measured_fits_estimate_not.log"));
+  logs.push_back(read_memlog(
+      testdata("memlog_maxtext_gemma4_baseline_L4440-4729_measured_fits_estimate_not.log")));
   Summary summary = summarize(std::move(logs), {});
   EXPECT_EQ(summary.outcome(), Outcome::kPass) << (summary.error ? summary.error->what() : "");
   const MemLog& log = summary.logs[0];
@@ -68,7 +67,7 @@ TEST(MemLogSummary, MeasuredUsageOutranksTheEstimate) {
 
   // An estimate alone still decides.
   std::vector<MemLog> alone;
-  alone.push_back(read_fixture("memlog_maxtext_docs_excerpts_5f0dabb4.log"));
+  alone.push_back(read_memlog(testdata("memlog_maxtext_docs_excerpts_5f0dabb4.log")));
   Summary estimate_only = summarize(std::move(alone), {std::nullopt, "v5p"});
   EXPECT_EQ(estimate_only.outcome(), Outcome::kFail);
   EXPECT_TRUE(estimate_only.verdicts[0].programs[0].decides);
@@ -76,14 +75,14 @@ TEST(MemLogSummary, MeasuredUsageOutranksTheEstimate) {
 }
 
 TEST(MemLogSummary, FreeMemoryIsNoHbmBudget) {
-  MemLog log = read_fixture("memlog_oom_runtime_allocate_mib.log");
+  MemLog log = read_memlog(testdata("memlog_oom_runtime_allocate_mib.log"));
   EXPECT_FALSE(hbm_budget(log, {}).has_value()) << "44.87M free is not the HBM per device";
 }
 
 TEST(MemLogSummary, ExitCodes) {
   auto run = [](std::vector<std::string> files, HbmOptions options = {}) {
     std::vector<MemLog> logs;
-    for (const std::string& f : files) logs.push_back(read_fixture(f));
+    for (const std::string& f : files) logs.push_back(read_memlog(testdata(f)));
     return summarize(std::move(logs), options);
   };
   Summary fits = run({"memlog_engine_compile_a.log"});

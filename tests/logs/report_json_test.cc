@@ -11,8 +11,7 @@ namespace rtb::logs::report {
 namespace {
 
 TEST(ReportJson, RunsAndComparisons) {
-  Inputs inputs;
-  Report report = two_runs(inputs);
+  Report report = two_runs().report;
 
   Literal json = parse_json(format_json(report));
   EXPECT_EQ(json.find("schema")->text, "rtb.bench-report/1");

@@ -14,8 +14,7 @@ namespace {
 using ::testing::HasSubstr;
 
 TEST(ReportSvg, OneStepPerRun) {
-  Inputs inputs;
-  Report report = two_runs(inputs);
+  auto [inputs, report] = two_runs();
 
   std::string svg = timeline_svg(inputs.runs, report, std::nullopt);
   EXPECT_THAT(svg, HasSubstr("<svg"));

@@ -13,6 +13,7 @@
 #include "rtb/logs/report_json.h"
 #include "rtb/logs/report_text.h"
 #include "rtb/logs/steplog.h"
+#include "test_util.h"
 
 namespace rtb::logs::report {
 namespace {
@@ -359,14 +360,10 @@ TEST(AnalyzeRun, TunixPeftLogHasNoStepTimes) {
       "Train step 1 training loss: 2.7  - training perplexity: 15.3\n"
       "Train step 2 training loss: 2.5  - training perplexity: 12.3\n",
       "peft.log");
-  try {
-    analyze_run(log, {});
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.file(), "peft.log");
-    EXPECT_THAT(e.message(), HasSubstr("a Tunix PEFT log: losses of 2 steps but no step times"));
-    EXPECT_THAT(e.message(), HasSubstr("--numerics"));
-  }
+  Error e = test::error_of([&] { analyze_run(log, {}); });
+  EXPECT_EQ(e.file(), "peft.log");
+  EXPECT_THAT(e.message(), HasSubstr("a Tunix PEFT log: losses of 2 steps but no step times"));
+  EXPECT_THAT(e.message(), HasSubstr("--numerics"));
 }
 
 TEST(AnalyzeRun, OutliersAreMarkedAndLeftOutOnlyWhenAsked) {
@@ -464,13 +461,9 @@ TEST(BuildReport, DroppedTokensAreShownWarnedAndRequired) {
 
 TEST(AnalyzeRun, NoStepLinesIsAnError) {
   RunLog log = steplog::parse_run_log_text("just\nnoise\n", "empty.log");
-  try {
-    analyze_run(log, {});
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.file(), "empty.log");
-    EXPECT_THAT(e.message(), HasSubstr("no step timing lines"));
-  }
+  Error e = test::error_of([&] { analyze_run(log, {}); });
+  EXPECT_EQ(e.file(), "empty.log");
+  EXPECT_THAT(e.message(), HasSubstr("no step timing lines"));
 }
 
 TEST(BuildReport, ComparisonsNoiseFloorAndFailIfSlower) {
@@ -535,13 +528,9 @@ TEST(BuildReport, Numerics) {
   EXPECT_EQ(build_report(inputs, {}).outcome(), Outcome::kFail);
   inputs.numerics[1] =
       steplog::parse_run_log_text(R"(BENCH_STEP {"step":1,"seconds":5})", "bare.log");
-  try {
-    build_report(inputs, {});
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.file(), "bare.log");
-    EXPECT_THAT(e.message(), HasSubstr("no per-step metrics"));
-  }
+  Error e = test::error_of([&] { build_report(inputs, {}); });
+  EXPECT_EQ(e.file(), "bare.log");
+  EXPECT_THAT(e.message(), HasSubstr("no per-step metrics"));
 }
 
 }  // namespace

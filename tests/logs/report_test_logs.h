@@ -69,13 +69,20 @@ inline std::vector<std::vector<double>> microbatches(std::size_t steps, std::vec
   return std::vector<std::vector<double>>(steps, row);
 }
 
-// Two bench runs of three steps (the first compiles), the second 10% faster per step; `inputs`
-// keeps the logs the report was built from.
-inline Report two_runs(Inputs& inputs) {
+// Two bench runs of three steps (the first compiles), the second 10% faster per step: the logs
+// and the report built from them.
+struct TwoRuns {
+  Inputs inputs;
+  Report report;
+};
+
+inline TwoRuns two_runs() {
   auto mb = microbatches(3, {3, 3, 2, 2});
-  inputs.runs.push_back(bench_log("ctl", {40, 10.0, 10.2}, mb, 1000, 2, true));
-  inputs.runs.push_back(bench_log("var", {40, 9.0, 9.2}, mb, 1000, 2, true));
-  return build_report(inputs, {});
+  TwoRuns two;
+  two.inputs.runs.push_back(bench_log("ctl", {40, 10.0, 10.2}, mb, 1000, 2, true));
+  two.inputs.runs.push_back(bench_log("var", {40, 9.0, 9.2}, mb, 1000, 2, true));
+  two.report = build_report(two.inputs, {});
+  return two;
 }
 
 }  // namespace rtb::logs::report

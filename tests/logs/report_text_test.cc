@@ -13,8 +13,7 @@ namespace {
 using ::testing::HasSubstr;
 
 TEST(ReportText, RunsComparisonsAndTimeline) {
-  Inputs inputs;
-  Report report = two_runs(inputs);
+  Report report = two_runs().report;
 
   std::string text = format_text(report);
   EXPECT_THAT(text,

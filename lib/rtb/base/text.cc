@@ -24,4 +24,49 @@ std::string human_bytes(std::int64_t bytes, ByteUnits units) {
   return fmt::format("{:.1f} {}", value, binary ? kBinaryUnits[unit] : kDecimalUnits[unit]);
 }
 
+std::string integer_ranges(const std::vector<std::int64_t>& sorted) {
+  std::string out;
+  for (std::size_t i = 0; i < sorted.size();) {
+    std::size_t j = i;
+    while (j + 1 < sorted.size() && sorted[j + 1] == sorted[j] + 1) ++j;
+    if (!out.empty()) out += ",";
+    out += j == i ? std::to_string(sorted[i]) : fmt::format("{}-{}", sorted[i], sorted[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+std::string_view strip_terminal_escapes(std::string_view line, std::string& buffer) {
+  constexpr char kEsc = '\x1b';
+  if (line.find(kEsc) == std::string_view::npos) return line;
+  buffer.clear();
+  std::size_t i = 0;
+  while (i < line.size()) {
+    if (line[i] != kEsc) {
+      buffer += line[i++];
+      continue;
+    }
+    ++i;
+    if (i >= line.size()) break;
+    char type = line[i++];
+    if (type == '[') {
+      // CSI: parameter bytes 0x30-0x3F, intermediate bytes 0x20-0x2F, one final byte 0x40-0x7E.
+      while (i < line.size() && line[i] >= 0x20 && line[i] <= 0x3F) ++i;
+      if (i < line.size() && line[i] >= 0x40 && line[i] <= 0x7E) ++i;
+    } else if (type == ']' || type == 'P' || type == 'X' || type == '^' || type == '_') {
+      // OSC and the other string sequences end at BEL or at ESC \ (ST).
+      while (i < line.size() && line[i] != '\a' &&
+             !(line[i] == kEsc && i + 1 < line.size() && line[i + 1] == '\\'))
+        ++i;
+      if (i < line.size()) i += line[i] == '\a' ? 1 : 2;
+    } else {
+      // Two-byte sequences (ESC 7, ESC =) and ESC ( B: intermediates, then one final byte.
+      --i;
+      while (i < line.size() && line[i] >= 0x20 && line[i] <= 0x2F) ++i;
+      if (i < line.size()) ++i;
+    }
+  }
+  return buffer;
+}
+
 }  // namespace rtb

@@ -1,11 +1,12 @@
 // Small text helpers shared by every domain: trimming with an explicit blank set (log lines,
-// HLO statements and CSV fields do not agree on which characters are blank) and byte sizes for
-// people.
+// HLO statements and CSV fields do not agree on which characters are blank), byte sizes and
+// integer runs for people, and log lines without terminal colour codes.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace rtb {
 
@@ -39,5 +40,14 @@ enum class ByteUnits {
 // "1023 B", "1.5 KiB", "416.0 MiB" (kBinary) or "999 B", "1.5 KB" (kDecimal): one decimal above
 // bytes; the largest unit of the set takes whatever is left.
 std::string human_bytes(std::int64_t bytes, ByteUnits units = ByteUnits::kBinary);
+
+// Sorted integers with each run of consecutive ones collapsed: {1, 2, 3, 5} -> "1-3,5"; "" for
+// none (step lists in logs and reports).
+std::string integer_ranges(const std::vector<std::int64_t>& sorted);
+
+// `line` without terminal escape sequences (ESC [ ... final byte, ESC ] ... BEL or ESC \, and
+// two-byte ESC sequences), as coloured consoles and notebooks leave in logs; `line` itself (no
+// copy) when it holds no ESC, else a view of `buffer`, which it overwrites.
+std::string_view strip_terminal_escapes(std::string_view line, std::string& buffer);
 
 }  // namespace rtb

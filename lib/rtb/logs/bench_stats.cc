@@ -134,37 +134,35 @@ Comparison bootstrap_compare(std::span<const double> control, std::span<const do
   return out;
 }
 
-const char* verdict_name(Verdict verdict) {
+namespace {
+
+// A verdict's JSON name and its text label, together so that they cannot drift apart.
+struct VerdictNames {
+  const char* name;
+  const char* label;
+};
+
+VerdictNames verdict_names(Verdict verdict) {
   switch (verdict) {
     case Verdict::kFaster:
-      return "faster";
+      return {"faster", "faster"};
     case Verdict::kSlower:
-      return "slower";
+      return {"slower", "slower"};
     case Verdict::kNoChange:
-      return "no_change";
+      return {"no_change", "no change"};
     case Verdict::kNoise:
-      return "noise";
+      return {"noise", "noise"};
     case Verdict::kInsufficient:
       break;
   }
-  return "insufficient";
+  return {"insufficient", "too few samples"};
 }
 
-const char* verdict_label(Verdict verdict) {
-  switch (verdict) {
-    case Verdict::kFaster:
-      return "faster";
-    case Verdict::kSlower:
-      return "slower";
-    case Verdict::kNoChange:
-      return "no change";
-    case Verdict::kNoise:
-      return "noise";
-    case Verdict::kInsufficient:
-      break;
-  }
-  return "too few samples";
-}
+}  // namespace
+
+const char* verdict_name(Verdict verdict) { return verdict_names(verdict).name; }
+
+const char* verdict_label(Verdict verdict) { return verdict_names(verdict).label; }
 
 Verdict classify(const Comparison& comparison, std::optional<double> noise_floor,
                  std::size_t min_samples) {

@@ -155,8 +155,4 @@ std::optional<LoggedSize> parse_logged_size(std::string_view text);
 // "125.25 MiB", "14.96 GiB", "0 B": a size in the unit the log printed it in, two decimals.
 std::string format_logged_size(const LoggedSize& size);
 
-// `line` without terminal escape sequences (ESC [ ... final byte, ESC ] ... BEL or ESC \, and
-// two-byte ESC sequences); `line` itself when it holds no ESC.
-std::string_view strip_terminal_escapes(std::string_view line, std::string& buffer);
-
 }  // namespace rtb::logs

@@ -4,19 +4,12 @@
 
 #include <cmath>
 
+#include "rtb/base/text.h"
+
 namespace rtb::logs::report {
 
 std::string compress(const std::vector<std::int64_t>& values) {
-  if (values.empty()) return "none";
-  std::string out;
-  for (std::size_t i = 0; i < values.size();) {
-    std::size_t j = i;
-    while (j + 1 < values.size() && values[j + 1] == values[j] + 1) ++j;
-    if (!out.empty()) out += ",";
-    out += j == i ? std::to_string(values[i]) : fmt::format("{}-{}", values[i], values[j]);
-    i = j + 1;
-  }
-  return out;
+  return values.empty() ? "none" : integer_ranges(values);
 }
 
 std::string seconds(double value) {

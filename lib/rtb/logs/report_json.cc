@@ -35,6 +35,25 @@ void comparison_fields(Json& j, const std::optional<MetricComparison>& metric) {
   j.field("noise_floor", metric->noise_floor);
 }
 
+// `key`: an object whose members `members` writes, or null when `present` is false.
+template <typename Members>
+void object_or_null(Json& j, std::string_view key, bool present, Members&& members) {
+  j.key(key);
+  if (!present) {
+    j.null();
+    return;
+  }
+  j.begin_object();
+  members();
+  j.end_object();
+}
+
+// `key`: the text, or null when it is empty.
+void text_or_null(Json& j, std::string_view key, std::string_view text) {
+  j.key(key);
+  text.empty() ? j.null() : j.value(text);
+}
+
 void summary_stat(Json& j, std::string_view name, const std::vector<double>& values,
                   std::size_t unknown, bool median) {
   j.key(name).begin_object();
@@ -91,8 +110,7 @@ std::string format_json(const Report& report) {
     j.key("microbatch_s").begin_object();
     j.field("median", run.microbatch_median).field("n", run.microbatch_s.size());
     interval_fields(j, run.microbatch_ci);
-    j.key("source");
-    run.microbatch_source.empty() ? j.null() : j.value(run.microbatch_source);
+    text_or_null(j, "source", run.microbatch_source);
     j.end_object();
     j.key("microbatch_timing");
     run.microbatch_timing ? j.value(microbatch_timing_name(*run.microbatch_timing)) : j.null();
@@ -115,24 +133,16 @@ std::string format_json(const Report& report) {
     j.field("verdict", drop_verdict_name(dropping.verdict));
     j.field("dropped_tokens", dropping.dropped_tokens);
     j.field("counted_steps", dropping.counted_steps);
-    j.key("source");
-    dropping.source.empty() ? j.null() : j.value(dropping.source);
+    text_or_null(j, "source", dropping.source);
     j.field("why", dropping.why);
     j.field("shows_no_drops", dropping.shows_no_drops());
     j.end_object();
-    j.key("first_step");
-    if (run.first_step) {
-      j.begin_object();
+    object_or_null(j, "first_step", run.first_step.has_value(), [&] {
       j.field("step", run.first_step->step).field("seconds", run.first_step->seconds);
-      j.end_object();
-    } else {
-      j.null();
-    }
+    });
     j.field("tokens_per_s_per_chip", run.tokens_per_s_per_chip);
     j.field("real_tokens_per_s_per_chip", run.real_tokens_per_s_per_chip);
-    j.key("tokens_per_s_per_chip_unknown");
-    run.tokens_per_s_per_chip_unknown.empty() ? j.null()
-                                              : j.value(run.tokens_per_s_per_chip_unknown);
+    text_or_null(j, "tokens_per_s_per_chip_unknown", run.tokens_per_s_per_chip_unknown);
     const TimelineSummary& t = run.timeline;
     j.key("timeline").begin_object();
     j.field("steps", t.steps).field("microbatches", t.microbatches);
@@ -150,9 +160,7 @@ std::string format_json(const Report& report) {
     j.field("not_applicable", t.sync_not_applicable);
     j.end_object();
     j.end_object();
-    j.key("summary");
-    if (run.summary) {
-      j.begin_object();
+    object_or_null(j, "summary", run.summary.has_value(), [&] {
       j.field("mean_step_s", run.summary->mean_step_s);
       j.field("median_microbatch_s", run.summary->median_microbatch_s);
       j.field("tokens_per_s_per_chip", run.summary->tokens_per_s_per_chip);
@@ -162,29 +170,15 @@ std::string format_json(const Report& report) {
       j.field("tokens_per_row", run.summary->tokens_per_row);
       j.field("micro_steps", run.summary->micro_steps);
       j.field("first_step_s", run.summary->first_step_s);
-      j.key("microbatch_timing");
-      run.summary->microbatch_timing.empty() ? j.null() : j.value(run.summary->microbatch_timing);
-      j.key("stage_boundary");
-      if (const auto& stage = run.summary->stage_boundary) {
-        auto text = [&](std::string_view key, const std::optional<std::string>& value) {
-          j.key(key);
-          value ? j.value(*value) : j.null();
-        };
-        j.begin_object();
-        text("requested", stage->requested);
-        text("resolved", stage->resolved);
-        j.key("engaged");
-        stage->engaged ? j.value(*stage->engaged) : j.null();
+      text_or_null(j, "microbatch_timing", run.summary->microbatch_timing);
+      const auto& stage = run.summary->stage_boundary;
+      object_or_null(j, "stage_boundary", stage.has_value(), [&] {
+        j.field("requested", stage->requested).field("resolved", stage->resolved);
+        j.field("engaged", stage->engaged);
         j.list("staged_steps", stage->staged_steps);
-        text("latched_off", stage->latched_off);
-        j.end_object();
-      } else {
-        j.null();
-      }
-      j.end_object();
-    } else {
-      j.null();
-    }
+        j.field("latched_off", stage->latched_off);
+      });
+    });
     j.list("warnings", run.warnings);
     j.end_object();
   }
@@ -196,36 +190,22 @@ std::string format_json(const Report& report) {
     j.field("run", c.run).field("against", c.control);
     j.field("metric", "step_s");
     comparison_fields(j, c.step);
-    j.key("microbatch");
-    if (c.microbatch_not_compared.empty()) {
-      j.begin_object();
-      comparison_fields(j, c.microbatch);
-      j.end_object();
-      j.key("microbatch_not_compared").null();
-    } else {
-      j.null();
-      j.field("microbatch_not_compared", c.microbatch_not_compared);
-    }
+    object_or_null(j, "microbatch", c.microbatch_not_compared.empty(),
+                   [&] { comparison_fields(j, c.microbatch); });
+    text_or_null(j, "microbatch_not_compared", c.microbatch_not_compared);
     j.end_object();
   }
   j.end_array();
 
-  j.key("noise_floor");
-  if (report.noise_floor) {
-    j.begin_object();
+  object_or_null(j, "noise_floor", report.noise_floor.has_value(), [&] {
     j.field("control_a", report.noise_floor->control_a);
     j.field("control_b", report.noise_floor->control_b);
     j.field("step_rel", report.noise_floor->step_rel);
     j.field("microbatch_rel", report.noise_floor->microbatch_rel);
-    j.end_object();
-  } else {
-    j.null();
-  }
+  });
 
-  j.key("numerics");
-  if (report.numerics) {
+  object_or_null(j, "numerics", report.numerics.has_value(), [&] {
     const NumericsReport& n = *report.numerics;
-    j.begin_object();
     j.field("reference_a", n.reference_a).field("reference_b", n.reference_b);
     j.field("variant", n.variant);
     j.list("steps", n.result.steps);
@@ -233,8 +213,7 @@ std::string format_json(const Report& report) {
     for (const GateResult& gate : n.result.gates) {
       j.begin_object();
       j.field("name", gate.name);
-      j.key("metric");
-      gate.metric.empty() ? j.null() : j.value(gate.metric);
+      text_or_null(j, "metric", gate.metric);
       j.field("kind", gate_kind_name(gate.kind));
       j.field("limit", gate.limit);
       j.field("value", gate.deviation);
@@ -242,36 +221,22 @@ std::string format_json(const Report& report) {
       j.field("worst_step", gate.worst_step);
       j.field("steps", gate.steps);
       j.field("status", gate_status_name(gate.status));
-      j.key("detail");
-      gate.detail.empty() ? j.null() : j.value(gate.detail);
+      text_or_null(j, "detail", gate.detail);
       j.end_object();
     }
     j.end_array();
     j.field("pass", n.result.pass);
-    j.end_object();
-  } else {
-    j.null();
-  }
+  });
 
-  j.key("fail_if_slower");
-  if (options.fail_if_slower_pct) {
-    j.begin_object();
+  object_or_null(j, "fail_if_slower", options.fail_if_slower_pct.has_value(), [&] {
     j.field("pct", *options.fail_if_slower_pct);
     j.field("tripped", !report.slower_than_allowed.empty());
     j.list("messages", report.slower_than_allowed);
-    j.end_object();
-  } else {
-    j.null();
-  }
-  j.key("require_no_drops");
-  if (options.require_no_drops) {
-    j.begin_object();
+  });
+  object_or_null(j, "require_no_drops", options.require_no_drops, [&] {
     j.field("tripped", !report.drops_not_ruled_out.empty());
     j.list("messages", report.drops_not_ruled_out);
-    j.end_object();
-  } else {
-    j.null();
-  }
+  });
   j.list("warnings", report.warnings);
   j.field("exit_code", exit_code(report.outcome()));
   j.end_object();

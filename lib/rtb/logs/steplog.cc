@@ -174,18 +174,6 @@ EventTiming event_timing(const Literal& value, std::string_view what) {
   return event;
 }
 
-std::string compress_steps(const std::vector<std::int64_t>& steps) {
-  std::string out;
-  for (std::size_t i = 0; i < steps.size();) {
-    std::size_t j = i;
-    while (j + 1 < steps.size() && steps[j + 1] == steps[j] + 1) ++j;
-    if (!out.empty()) out += ",";
-    out += j == i ? std::to_string(steps[i]) : fmt::format("{}-{}", steps[i], steps[j]);
-    i = j + 1;
-  }
-  return out;
-}
-
 }  // namespace
 
 // ---- Values ------------------------------------------------------------------------------------
@@ -198,6 +186,44 @@ Literal parse_value(std::string_view text, LiteralSyntax syntax) {
   }
   return parse_literal(text, {.syntax = syntax, .unwrap_calls = syntax == LiteralSyntax::kPython});
 }
+
+namespace {
+
+// One `key: value` item of a console line, both trimmed.
+struct LineField {
+  std::string_view key, value;
+};
+
+// The `key: value` items of `text`, separated by `separator` ("loss: 1.5 - step_time: 2.1s");
+// items (trimmed) without ": " are left out and counted in `*unkeyed`.
+std::vector<LineField> line_fields(std::string_view text, std::string_view separator,
+                                   std::size_t* unkeyed) {
+  std::vector<LineField> fields;
+  while (!text.empty()) {
+    std::size_t end = text.find(separator);
+    std::string_view item = trim(text.substr(0, end));
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + separator.size());
+    std::size_t colon = item.find(": ");
+    if (colon == std::string_view::npos) {
+      ++*unkeyed;
+      continue;
+    }
+    fields.push_back({trim(item.substr(0, colon)), trim(item.substr(colon + 2))});
+  }
+  return fields;
+}
+
+// `text` as a Python number; nullopt for anything else (e.g. a printed array).
+std::optional<double> python_number(std::string_view text) {
+  try {
+    Literal parsed = parse_value(text, LiteralSyntax::kPython);
+    if (parsed.is_number()) return parsed.number;
+  } catch (const Error&) {
+  }
+  return std::nullopt;
+}
+
+}  // namespace
 
 std::map<std::string, double> numeric_leaves(const Literal& object) {
   std::map<std::string, double> out;
@@ -491,28 +517,15 @@ void RunLogParser::parse_train_step(std::string_view rest, std::size_t number) {
   saw_orchestrator_ = true;
   std::map<std::string, double> fields;
   std::optional<double> step_time;
-  rest = trim(rest);
-  while (!rest.empty()) {
-    std::size_t separator = rest.find(" - ");
-    std::string_view item = rest.substr(0, separator);
-    rest = separator == std::string_view::npos ? std::string_view() : rest.substr(separator + 3);
-    std::size_t colon = item.find(": ");
-    if (colon == std::string_view::npos) continue;
-    std::string key(trim(item.substr(0, colon)));
-    std::string_view text = trim(item.substr(colon + 2));
+  std::size_t unkeyed = 0;
+  for (auto [key, text] : line_fields(trim(rest), " - ", &unkeyed)) {
     if (key == "step_time" && !text.empty() && text.back() == 's') text.remove_suffix(1);
-    double value = 0;
-    try {
-      Literal parsed = parse_value(text, LiteralSyntax::kPython);
-      if (!parsed.is_number()) continue;
-      value = parsed.number;
-    } catch (const Error&) {
-      continue;  // a field we do not read (e.g. a printed array)
-    }
+    std::optional<double> value = python_number(text);
+    if (!value) continue;  // a field we do not read (e.g. a printed array)
     if (key == "step_time") {
       step_time = value;
     } else {
-      fields[key] = value;
+      fields[std::string(key)] = *value;
     }
   }
   if (auto previous = train_step_lines_.find(*step); previous != train_step_lines_.end()) {
@@ -567,22 +580,11 @@ void RunLogParser::parse_completed_step(std::string_view rest, std::size_t numbe
   std::optional<double> tflops;
   std::optional<double> tokens_per_s;
   std::map<std::string, double> fields;
-  rest = trim(rest);
-  while (!rest.empty()) {
-    std::size_t separator = rest.find(", ");
-    std::string_view item = rest.substr(0, separator);
-    rest = separator == std::string_view::npos ? std::string_view() : rest.substr(separator + 2);
-    std::size_t colon = item.find(": ");
-    if (colon == std::string_view::npos) continue;
-    std::string key(trim(item.substr(0, colon)));
-    double value = 0;
-    try {
-      Literal parsed = parse_value(trim(item.substr(colon + 2)), LiteralSyntax::kPython);
-      if (!parsed.is_number()) continue;
-      value = parsed.number;
-    } catch (const Error&) {
-      continue;
-    }
+  std::size_t unkeyed = 0;
+  for (const auto& [key, text] : line_fields(trim(rest), ", ", &unkeyed)) {
+    std::optional<double> parsed = python_number(text);
+    if (!parsed) continue;
+    double value = *parsed;
     if (key == "seconds") {
       seconds = value;
     } else if (key == "TFLOP/s/device") {
@@ -590,7 +592,7 @@ void RunLogParser::parse_completed_step(std::string_view rest, std::size_t numbe
     } else if (key == "Tokens/s/device") {
       tokens_per_s = value;
     } else {
-      fields[key] = value;
+      fields[std::string(key)] = value;
     }
   }
   if (!seconds) {
@@ -623,27 +625,19 @@ void RunLogParser::parse_completed_step(std::string_view rest, std::size_t numbe
 void RunLogParser::parse_peft_step(std::int64_t step, std::string_view rest, std::size_t number) {
   // "training loss: L  - training perplexity: P" or "eval loss: L - eval perplexity: P".
   std::map<std::string, double> fields;
-  bool any = false;
-  while (!rest.empty()) {
-    std::size_t separator = rest.find(" - ");
-    std::string_view item = trim(rest.substr(0, separator));
-    rest = separator == std::string_view::npos ? std::string_view() : rest.substr(separator + 3);
-    std::size_t colon = item.find(": ");
-    if (colon == std::string_view::npos) return;  // not Tunix's line
-    std::string key(trim(item.substr(0, colon)));
+  std::size_t unkeyed = 0;
+  std::vector<LineField> items = line_fields(rest, " - ", &unkeyed);
+  if (unkeyed > 0) return;  // not Tunix's line
+  for (const auto& [item_key, text] : items) {
+    std::optional<double> value = python_number(text);
+    if (!value) continue;
+    std::string key(item_key);
     for (char& c : key) {
       if (c == ' ') c = '_';  // "training loss" -> "training_loss"
     }
-    try {
-      Literal parsed = parse_value(trim(item.substr(colon + 2)), LiteralSyntax::kPython);
-      if (!parsed.is_number()) continue;
-      fields[key] = parsed.number;
-      any = true;
-    } catch (const Error&) {
-      continue;
-    }
+    fields[key] = *value;
   }
-  if (!any) return;
+  if (fields.empty()) return;
   saw_peft_ = true;
   StepRecord& target = peft_steps_[step];
   target.step = step;
@@ -704,7 +698,7 @@ RunLog RunLogParser::finish() {
     if (!missing.empty()) {
       log_.warnings.push_back(fmt::format(
           "{}: no step time for step{} {} (between steps {} and {})", log_.source,
-          missing.size() == 1 ? "" : "s", compress_steps(missing), timed.front(), timed.back()));
+          missing.size() == 1 ? "" : "s", integer_ranges(missing), timed.front(), timed.back()));
     }
   }
   // Steps that have a step line but no TRAINER_STEP_TIMING, when the run logs timing at all.
@@ -720,13 +714,13 @@ RunLog RunLogParser::finish() {
     }
     if (!without.empty()) {
       log_.warnings.push_back(fmt::format("{}: no TRAINER_STEP_TIMING for step{} {}", log_.source,
-                                          without.size() == 1 ? "" : "s", compress_steps(without)));
+                                          without.size() == 1 ? "" : "s", integer_ranges(without)));
     }
   }
   if (!log_.timing_unavailable.empty()) {
     log_.warnings.push_back(fmt::format("{}: TRAINER_STEP_TIMING unavailable for step{} {}",
                                         log_.source, log_.timing_unavailable.size() == 1 ? "" : "s",
-                                        compress_steps(log_.timing_unavailable)));
+                                        integer_ranges(log_.timing_unavailable)));
   }
 
   // Partial: the driver failed, stopped before its summary, or logged fewer steps than planned.

@@ -410,54 +410,49 @@ def parse_settings(env: Mapping[str, str]) -> Settings:
       raise SettingsError(f"{name} is not set (the {role} argv as a shell-quoted string)")
   settings = Settings(trainer_argv=parse_argv_words("TRAINER_ARGV", env["TRAINER_ARGV"]),
                       orch_argv=parse_argv_words("ORCH_ARGV", env["ORCH_ARGV"]))
-  if get("STEPS") is not None:
-    settings.steps = parse_int("STEPS", env["STEPS"], 1)
-  if get("MICRO_STEPS") is not None:
-    settings.micro_steps = parse_int("MICRO_STEPS", env["MICRO_STEPS"], 1)
-  if get("SEED") is not None:
-    settings.seed = parse_int("SEED", env["SEED"])
-  if get("ROUTING_TARGETS") is not None:
-    settings.routing_targets = parse_routing_targets("ROUTING_TARGETS", env["ROUTING_TARGETS"])
-  if get("ROUTING_SCALE") is not None:
-    settings.routing_scale = parse_float("ROUTING_SCALE", env["ROUTING_SCALE"], 0.0)
-  if get("LOGP_GATES") is not None:
-    settings.logp_gates = parse_choice("LOGP_GATES", env["LOGP_GATES"], ("on", "off")) == "on"
-  if get("ADVANTAGES") is not None:
-    settings.advantages = parse_choice("ADVANTAGES", env["ADVANTAGES"], ("random", "zero"))
-  if get("PAD_POSITION") is not None:
-    settings.pad_position = parse_choice("PAD_POSITION", env["PAD_POSITION"], ("end", "start"))
-  if get("PAD_ALIGN") is not None:
-    settings.pad_align = parse_pad_align("PAD_ALIGN", env["PAD_ALIGN"])
-  if get("REAL_LEN") is not None:
-    settings.real_len = parse_int("REAL_LEN", env["REAL_LEN"], 1)
-  if get("SEGMENTS") is not None:
-    settings.segments = parse_int("SEGMENTS", env["SEGMENTS"], 1)
-  if get("FINAL_ROWS") is not None:
-    settings.final_rows = parse_int("FINAL_ROWS", env["FINAL_ROWS"], 1)
-  if get("PROFILE_WINDOW") is not None:
-    settings.profile_window = parse_window("PROFILE_WINDOW", env["PROFILE_WINDOW"])
-  if get("PROFILE_DIR") is not None:
-    settings.profile_dir = env["PROFILE_DIR"].strip()
-  if get("STAGE_BOUNDARY") is not None:
-    settings.stage_boundary = parse_choice("STAGE_BOUNDARY", env["STAGE_BOUNDARY"],
-                                           ("auto", "on", "off"))
-  for name in ("ORCH_PIPELINE_STEP_BOUNDARY", "ORCH_STAGE_NEXT_MICROBATCH",
-               "ORCH_RETURN_ROUTED_EXPERTS"):
+  def choice(*words: str) -> Callable[[str, str], str]:
+    return lambda name, text: parse_choice(name, text, words)
+
+  def kept_text(check: Callable[[str, str], Any]) -> Callable[[str, str], str]:
+    """Validates with `check` but keeps the text: it is read where it is resolved."""
+    def read(name: str, text: str) -> str:
+      check(name, text)
+      return text.strip()
+    return read
+
+  def at_least(parse: Callable[..., Any], minimum: Any) -> Callable[[str, str], Any]:
+    return lambda name, text: parse(name, text, minimum)
+
+  # The optional variables, in the order they are validated; each sets the field of its name in
+  # lower case.
+  readers: Tuple[Tuple[str, Callable[[str, str], Any]], ...] = (
+      ("STEPS", at_least(parse_int, 1)),
+      ("MICRO_STEPS", at_least(parse_int, 1)),
+      ("SEED", parse_int),
+      ("ROUTING_TARGETS", parse_routing_targets),
+      ("ROUTING_SCALE", at_least(parse_float, 0.0)),
+      ("LOGP_GATES", lambda name, text: parse_choice(name, text, ("on", "off")) == "on"),
+      ("ADVANTAGES", choice("random", "zero")),
+      ("PAD_POSITION", choice("end", "start")),
+      ("PAD_ALIGN", parse_pad_align),
+      ("REAL_LEN", at_least(parse_int, 1)),
+      ("SEGMENTS", at_least(parse_int, 1)),
+      ("FINAL_ROWS", at_least(parse_int, 1)),
+      ("PROFILE_WINDOW", parse_window),
+      ("PROFILE_DIR", lambda name, text: text.strip()),
+      ("STAGE_BOUNDARY", choice("auto", "on", "off")),
+      ("ORCH_PIPELINE_STEP_BOUNDARY", kept_text(parse_bool_word)),
+      ("ORCH_STAGE_NEXT_MICROBATCH", kept_text(parse_bool_word)),
+      ("ORCH_RETURN_ROUTED_EXPERTS", kept_text(parse_bool_word)),
+      ("ORCH_PACK_PAD_POSITION", kept_text(choice("end", "start"))),
+      ("ORCH_PACK_PAD_ALIGN", kept_text(parse_pad_align)),
+      ("ROUTING", choice("auto", "on", "off")),
+      ("LOGPS_PASS", choice("auto", "on", "off")),
+      ("ALLOW_FALLBACKS", parse_bool_word),
+  )
+  for name, read in readers:
     if get(name) is not None:
-      parse_bool_word(name, env[name])  # validated here, read where it is resolved
-      setattr(settings, name.lower(), env[name].strip())
-  if get("ORCH_PACK_PAD_POSITION") is not None:
-    parse_choice("ORCH_PACK_PAD_POSITION", env["ORCH_PACK_PAD_POSITION"], ("end", "start"))
-    settings.orch_pack_pad_position = env["ORCH_PACK_PAD_POSITION"].strip()
-  if get("ORCH_PACK_PAD_ALIGN") is not None:
-    parse_pad_align("ORCH_PACK_PAD_ALIGN", env["ORCH_PACK_PAD_ALIGN"])
-    settings.orch_pack_pad_align = env["ORCH_PACK_PAD_ALIGN"].strip()
-  if get("ROUTING") is not None:
-    settings.routing = parse_choice("ROUTING", env["ROUTING"], ("auto", "on", "off"))
-  if get("LOGPS_PASS") is not None:
-    settings.logps_pass = parse_choice("LOGPS_PASS", env["LOGPS_PASS"], ("auto", "on", "off"))
-  if get("ALLOW_FALLBACKS") is not None:
-    settings.allow_fallbacks = parse_bool_word("ALLOW_FALLBACKS", env["ALLOW_FALLBACKS"])
+      setattr(settings, name.lower(), read(name, env[name]))
   settings.bench_name = one_line(get("BENCH_NAME") or get("JOBSET_NAME") or "bench")
   return settings
 
