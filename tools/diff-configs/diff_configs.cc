@@ -113,7 +113,7 @@ int diff_configs_main(int argc, char** argv) {
     std::string out = json ? bench::format_config_json(a, b, differences, keys)
                            : bench::format_config_text(differences, {use_color(color), false});
     write_output("-", out);
-    return outcome_of(!differences.empty());
+    return bench::config_outcome(differences);
   });
 }
 
