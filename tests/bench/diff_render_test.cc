@@ -18,6 +18,7 @@
 #include "rtb/bench/render.h"
 #include "rtb/k8s/diff.h"
 #include "rtb/k8s/yaml.h"
+#include "test_util.h"
 
 namespace rtb::bench {
 namespace {
@@ -194,15 +195,11 @@ TEST(DiffRoles, BenchIsATrainerThroughItsTrainerArgv) {
 TEST(DiffDocuments, InputWithoutAJobSetFails) {
   k8s::DryRun deployment =
       k8s::parse_dryrun(read_file(RTB_TESTDATA_DIR "/diff_not_jobset.yaml"), "x.yaml");
-  try {
-    diff_documents(deployment, k8s::RoleMains{});
-    FAIL() << "accepted a Deployment";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.file(), "x.yaml");
-    EXPECT_EQ(e.line(), 1);
-    EXPECT_THAT(e.message(), HasSubstr("not a JobSet"));
-    EXPECT_THAT(e.message(), HasSubstr("Deployment 'web'"));
-  }
+  Error e = test::error_of([&] { diff_documents(deployment, k8s::RoleMains{}); });
+  EXPECT_EQ(e.file(), "x.yaml");
+  EXPECT_EQ(e.line(), 1);
+  EXPECT_THAT(e.message(), HasSubstr("not a JobSet"));
+  EXPECT_THAT(e.message(), HasSubstr("Deployment 'web'"));
   EXPECT_THROW(
       diff_documents(k8s::parse_dryrun("kubectl delete jobset x\n", "e"), k8s::RoleMains{}), Error);
 }

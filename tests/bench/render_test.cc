@@ -14,6 +14,7 @@
 #include "rtb/base/io.h"
 #include "rtb/k8s/diff.h"
 #include "rtb/k8s/yaml.h"
+#include "test_util.h"
 
 namespace rtb::bench {
 namespace {
@@ -56,13 +57,10 @@ TEST(RenderTest, SelfCheckRefusesADifferenceNoOptionAskedFor) {
   YAML::Node tampered = YAML::Clone(result.bench);
   tampered["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]
           ["priorityClassName"] = "high";
-  try {
-    check_bench_against_e2e(trainer_of(dryrun).root, tampered, result.changes);
-    FAIL() << "the self-check accepted an unrequested change";
-  } catch (const Error& e) {
-    EXPECT_NE(e.message().find("internal error: self-check"), std::string::npos) << e.what();
-    EXPECT_NE(e.message().find("priorityClassName"), std::string::npos) << e.what();
-  }
+  Error e = test::error_of(
+      [&] { check_bench_against_e2e(trainer_of(dryrun).root, tampered, result.changes); });
+  EXPECT_NE(e.message().find("internal error: self-check"), std::string::npos) << e.what();
+  EXPECT_NE(e.message().find("priorityClassName"), std::string::npos) << e.what();
   // A recorded change covers its path and what lies below it, nothing else.
   std::vector<Change> changes = result.changes;
   changes.push_back({"test",
@@ -222,12 +220,8 @@ TEST(RenderTest, PadAndRoutingSettingsAreWrittenOnlyWhenGiven) {
        {"PAD_POSITION", "PAD_ALIGN", "ROUTING", "ALLOW_FALLBACKS", "LOGPS_PASS"}) {
     RenderOptions bad = options();
     bad.driver.extra_env = {{name, "1"}};
-    try {
-      driver_environment(bad, "", "");
-      ADD_FAILURE() << name << " accepted in --driver-env";
-    } catch (const Error& e) {
-      EXPECT_NE(e.message().find("its own option"), std::string::npos) << e.what();
-    }
+    Error e = test::error_of([&] { driver_environment(bad, "", ""); });
+    EXPECT_NE(e.message().find("its own option"), std::string::npos) << name << ": " << e.what();
   }
 }
 
@@ -354,12 +348,8 @@ TEST(RenderTest, MaxtextReplaceOfAnAbsentKeyNamesIt) {
   RenderOptions o = options();
   o.maxtext_replace = {"no_such_key=1"};
   k8s::DryRun dryrun = fixture();
-  try {
-    render_bench(dryrun, o);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_NE(e.message().find("no_such_key"), std::string::npos) << e.what();
-  }
+  Error e = test::error_of([&] { render_bench(dryrun, o); });
+  EXPECT_NE(e.message().find("no_such_key"), std::string::npos) << e.what();
 }
 
 TEST(RenderTest, TrainerSliceThatDoesNotDivideTheMeshFails) {
@@ -387,12 +377,8 @@ TEST(RenderTest, RefusesAClientScriptLinuxCannotPassAsOneArgument) {
   RenderOptions o = options();
   o.driver_source = incompressible(140000);
   k8s::DryRun dryrun = fixture();
-  try {
-    render_bench(dryrun, o);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_NE(e.message().find("131071 bytes"), std::string::npos) << e.what();
-  }
+  Error e = test::error_of([&] { render_bench(dryrun, o); });
+  EXPECT_NE(e.message().find("131071 bytes"), std::string::npos) << e.what();
   o.driver_source = std::string(100000, '#') + "\n";  // fits verbatim
   std::string script = render_bench(dryrun, o).yaml;
   EXPECT_NE(script.find("cat > /tmp/bench_driver.py <<'BENCH_DRIVER_EOF'"), std::string::npos);

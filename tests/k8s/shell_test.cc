@@ -560,28 +560,29 @@ std::string random_command_line(std::mt19937& random) {
   int parts = std::uniform_int_distribution<int>(1, 12)(random);
   for (int i = 0; i < parts; ++i) {
     int n = std::uniform_int_distribution<int>(0, 4)(random);
+    // A quoted run: `open`, n pieces that may stand inside it, `close`.
+    auto quoted = [&](const char* open, const std::vector<std::string>& inside, char close) {
+      line += open;
+      while (n-- > 0) line += pick(inside);
+      line += close;
+    };
     switch (std::uniform_int_distribution<int>(0, 6)(random)) {
       case 0:
         line += pick(plain);
         break;
       case 1:
-        line += "'";
-        while (n-- > 0) line += pick(in_single);
-        line += "'";
+        quoted("'", in_single, '\'');
         break;
       case 2:
       case 3:
-        line += std::uniform_int_distribution<int>(0, 3)(random) == 0 ? "$\"" : "\"";
-        while (n-- > 0) line += pick(in_double);
-        line += "\"";
+        quoted(std::uniform_int_distribution<int>(0, 3)(random) == 0 ? "$\"" : "\"", in_double,
+               '"');
         break;
       case 4:
         line += pick(escaped);
         break;
       case 5:
-        line += "$'";
-        while (n-- > 0) line += pick(in_ansi_c);
-        line += "'";
+        quoted("$'", in_ansi_c, '\'');
         break;
       default:
         line += pick(blanks);
