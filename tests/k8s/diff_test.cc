@@ -349,64 +349,58 @@ TEST(DiffFixture, IdenticalRendersHaveNoDifferences) {
   }
 }
 
-TEST(DiffFixture, ChangedMaxTextItemIsOneDifference) {
+// One edit of the fixture and the one difference it makes.
+struct FixtureEdit {
+  const char* name;
+  std::size_t line;  // 1-based
+  const char* from;  // replaced by `to` in that line; nullptr: `to` is a new line after it
+  std::string to;
+  Difference::Kind kind;
+  std::string path, old_value, new_value;
+};
+
+const FixtureEdit kFixtureEdits[] = {
+    {"ChangedMaxTextItemIsOneDifference", 456, "ragged_buffer_factor=2.0",
+     "ragged_buffer_factor=4.0", Difference::Kind::kChanged,
+     "spec.replicatedJobs[proc].template.spec.template.spec.containers[main].startup.env."
+     "MAXTEXT_EXTRA_FLAGS[ragged_buffer_factor]",
+     "ragged_buffer_factor=2.0", "ragged_buffer_factor=4.0"},
+    {"ChangedArgvFlagIsOneDifference", 456, "--mesh_fsdp=32", "--mesh_fsdp=16",
+     Difference::Kind::kChanged, kProcSpec + ".containers[main].startup.argv[--mesh_fsdp]",
+     "--mesh_fsdp=32", "--mesh_fsdp=16"},
+    // After --temporary_flags_for_debugging (line 402), before the 14 XLA flags.
+    {"InsertedProxyFlagIsOneAddition", 402, nullptr, "              - \"--xla_new=1\"",
+     Difference::Kind::kAdded, kProcSpec + ".initContainers[pathways-proxy].args[--xla_new]", "",
+     "--xla_new=1"},
+    // The line is now empty, which YAML ignores inside the sequence.
+    {"RemovedProxyFlagIsOneRemoval", 416, "              - \"--xla_tpu_dvfs_p_state=7\"", "",
+     Difference::Kind::kRemoved,
+     kProcSpec + ".initContainers[pathways-proxy].args[--xla_tpu_dvfs_p_state]",
+     "--xla_tpu_dvfs_p_state=7", ""},
+    {"ChangedWorkerLibtpuFlag", 598, "--xla_tpu_dvfs_p_state=7", "--xla_tpu_dvfs_p_state=3",
+     Difference::Kind::kChanged,
+     kWorkerSpec +
+         ".containers[pathways-worker].env[LIBTPU_INIT_ARGS].value[--xla_tpu_dvfs_p_state]",
+     "--xla_tpu_dvfs_p_state=7", "--xla_tpu_dvfs_p_state=3"},
+};
+
+class DiffFixtureEdit : public ::testing::TestWithParam<FixtureEdit> {};
+
+TEST_P(DiffFixtureEdit, OneEditIsOneDifference) {
+  const FixtureEdit& edit = GetParam();
   std::string a = fixture_text();
-  std::optional<Difference> found = only_difference(
-      a, replace_in_line(a, 456, "ragged_buffer_factor=2.0", "ragged_buffer_factor=4.0"));
+  std::string b = edit.from ? replace_in_line(a, edit.line, edit.from, edit.to)
+                            : insert_line_after(a, edit.line, edit.to);
+  std::optional<Difference> found = only_difference(a, b);
   ASSERT_TRUE(found);
-  EXPECT_EQ(found->kind, Difference::Kind::kChanged);
-  EXPECT_EQ(found->path,
-            "spec.replicatedJobs[proc].template.spec.template.spec.containers[main].startup.env."
-            "MAXTEXT_EXTRA_FLAGS[ragged_buffer_factor]");
-  EXPECT_EQ(found->old_value, "ragged_buffer_factor=2.0");
-  EXPECT_EQ(found->new_value, "ragged_buffer_factor=4.0");
+  EXPECT_EQ(found->kind, edit.kind);
+  EXPECT_EQ(found->path, edit.path);
+  EXPECT_EQ(found->old_value, edit.old_value);
+  EXPECT_EQ(found->new_value, edit.new_value);
 }
 
-TEST(DiffFixture, ChangedArgvFlagIsOneDifference) {
-  std::string a = fixture_text();
-  std::optional<Difference> found =
-      only_difference(a, replace_in_line(a, 456, "--mesh_fsdp=32", "--mesh_fsdp=16"));
-  ASSERT_TRUE(found);
-  EXPECT_EQ(found->kind, Difference::Kind::kChanged);
-  EXPECT_EQ(found->path, kProcSpec + ".containers[main].startup.argv[--mesh_fsdp]");
-  EXPECT_EQ(found->new_value, "--mesh_fsdp=16");
-}
-
-TEST(DiffFixture, InsertedProxyFlagIsOneAddition) {
-  std::string a = fixture_text();
-  // After --temporary_flags_for_debugging (line 402), before the 14 XLA flags.
-  std::optional<Difference> found =
-      only_difference(a, insert_line_after(a, 402, "              - \"--xla_new=1\""));
-  ASSERT_TRUE(found);
-  EXPECT_EQ(found->kind, Difference::Kind::kAdded);
-  EXPECT_EQ(found->path, kProcSpec + ".initContainers[pathways-proxy].args[--xla_new]");
-  EXPECT_EQ(found->new_value, "--xla_new=1");
-  EXPECT_EQ(found->old_value, "");
-}
-
-TEST(DiffFixture, RemovedProxyFlagIsOneRemoval) {
-  std::string a = fixture_text();
-  // The line is now empty, which YAML ignores inside the sequence.
-  std::optional<Difference> found = only_difference(
-      a, replace_in_line(a, 416, "              - \"--xla_tpu_dvfs_p_state=7\"", ""));
-  ASSERT_TRUE(found);
-  EXPECT_EQ(found->kind, Difference::Kind::kRemoved);
-  EXPECT_EQ(found->path,
-            kProcSpec + ".initContainers[pathways-proxy].args[--xla_tpu_dvfs_p_state]");
-  EXPECT_EQ(found->old_value, "--xla_tpu_dvfs_p_state=7");
-}
-
-TEST(DiffFixture, ChangedWorkerLibtpuFlag) {
-  std::string a = fixture_text();
-  std::optional<Difference> found = only_difference(
-      a, replace_in_line(a, 598, "--xla_tpu_dvfs_p_state=7", "--xla_tpu_dvfs_p_state=3"));
-  ASSERT_TRUE(found);
-  EXPECT_EQ(found->path,
-            kWorkerSpec +
-                ".containers[pathways-worker].env[LIBTPU_INIT_ARGS].value[--xla_tpu_dvfs_p_state]");
-  EXPECT_EQ(found->old_value, "--xla_tpu_dvfs_p_state=7");
-  EXPECT_EQ(found->new_value, "--xla_tpu_dvfs_p_state=3");
-}
+INSTANTIATE_TEST_SUITE_P(Edits, DiffFixtureEdit, ::testing::ValuesIn(kFixtureEdits),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 TEST(DiffFixture, ChangedWrapperLineIsOneDifferenceInTheScript) {
   std::string a = fixture_text();
