@@ -1,5 +1,6 @@
 #include "rtb/bench/render.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -105,6 +106,20 @@ TEST(RenderTest, DryrunInputFromTheArgumentElseLaunchRender) {
   EXPECT_EQ(dryrun_input("", false, ""), "");
   EXPECT_EQ(dryrun_input("", true, "b.txt"), "") << "--demo wins over the environment";
   EXPECT_EQ(dryrun_input("a.txt", true, "b.txt"), "a.txt") << "the caller refuses both";
+}
+
+TEST(RenderTest, ProfileWindowAndDriverEnvFromTheirOptions) {
+  EXPECT_EQ(parse_profile_window("3:2"), std::make_pair(3, 2));
+  for (const char* bad : {"3", "3:", ":2", "a:2", "3:2x", "3:2:1"}) {
+    EXPECT_EQ(test::error_of([&] { parse_profile_window(bad); }).message(),
+              fmt::format("--profile-window {}: expected START:COUNT (fwd_bwd calls)", bad));
+  }
+  EXPECT_EQ(parse_driver_env("K=a=b"), std::make_pair(std::string("K"), std::string("a=b")));
+  EXPECT_EQ(parse_driver_env("K="), std::make_pair(std::string("K"), std::string()));
+  for (const char* bad : {"K", "=v", ""}) {
+    EXPECT_EQ(test::error_of([&] { parse_driver_env(bad); }).message(),
+              fmt::format("--driver-env {}: expected KEY=VALUE", bad));
+  }
 }
 
 TEST(RenderTest, HeredocTerminatorNeverOccursInTheText) {

@@ -1,6 +1,5 @@
 #include "common/render_options.h"
 
-#include <charconv>
 #include <cstdlib>
 #include <utility>
 
@@ -11,29 +10,6 @@
 #include "rtb/payload/routing.h"
 
 namespace rtb::tool {
-namespace {
-
-std::pair<int, int> parse_window(const std::string& text) {
-  std::size_t colon = text.find(':');
-  int start = -1, count = -1;
-  if (colon != std::string::npos) {
-    auto a = std::from_chars(text.data(), text.data() + colon, start);
-    auto b = std::from_chars(text.data() + colon + 1, text.data() + text.size(), count);
-    if (a.ec == std::errc() && a.ptr == text.data() + colon && b.ec == std::errc() &&
-        b.ptr == text.data() + text.size()) {
-      return {start, count};
-    }
-  }
-  fail("--profile-window {}: expected START:COUNT (fwd_bwd calls)", text);
-}
-
-std::pair<std::string, std::string> parse_env(const std::string& text) {
-  std::size_t eq = text.find('=');
-  if (eq == std::string::npos || eq == 0) fail("--driver-env {}: expected KEY=VALUE", text);
-  return {text.substr(0, eq), text.substr(eq + 1)};
-}
-
-}  // namespace
 
 void add_render_options(CLI::App& app, RenderKnobs& knobs, NameOption name) {
   rtb::bench::RenderOptions& options = knobs.options;
@@ -128,9 +104,10 @@ void finish_render_options(RenderKnobs& knobs, std::string_view embedded_driver)
   } catch (const Error&) {  // the payload's rule, in the words of this option
     fail("--routing-scale {}: must be a finite number >= 0", options.driver.routing_scale);
   }
-  if (!knobs.profile_window.empty()) options.profile_window = parse_window(knobs.profile_window);
+  if (!knobs.profile_window.empty())
+    options.profile_window = bench::parse_profile_window(knobs.profile_window);
   for (const std::string& item : knobs.driver_env) {
-    options.driver.extra_env.push_back(parse_env(item));
+    options.driver.extra_env.push_back(bench::parse_driver_env(item));
   }
   if (!knobs.routing_file.empty()) {
     options.driver.routing_targets = rtb::payload::parse_routing_targets(
