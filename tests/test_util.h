@@ -100,3 +100,19 @@ std::string what_of(Call&& call) {
 }
 
 }  // namespace rtb::test
+
+// --- appended by the bench/k8s/tools helper (session 3) ---
+#include <initializer_list>
+
+namespace rtb::test {
+
+// A table of cases for a function of one argument: EXPECT_EQ(function(input), expected) for each
+// {input, expected}, naming the input when they differ. Input and Expected default to C strings;
+// give them for other types, e.g. expect_cases<std::int64_t>(parse, {{"2K", 2048}}).
+template <typename Expected = const char*, typename Input = const char*, typename Function>
+void expect_cases(const Function& function,
+                  std::initializer_list<std::pair<Input, Expected>> cases) {
+  for (const auto& [input, expected] : cases) EXPECT_EQ(function(input), expected) << input;
+}
+
+}  // namespace rtb::test

@@ -15,6 +15,7 @@
 #include "rtb/k8s/dryrun.h"
 #include "rtb/k8s/jobset.h"
 #include "rtb/k8s/yaml.h"
+#include "test_util.h"
 
 namespace rtb::bench {
 namespace {
@@ -24,10 +25,10 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::Pair;
 
-std::string fixture(const std::string& name) { return std::string(RTB_TESTDATA_DIR) + "/" + name; }
+using test::testdata;
 
 RenderResult render(RenderOptions options, const std::string& file = "launch_dryrun.txt") {
-  k8s::DryRun dryrun = k8s::parse_dryrun(read_file(fixture(file)), file);
+  k8s::DryRun dryrun = k8s::parse_dryrun(read_file(testdata(file)), file);
   if (options.name.empty()) options.name = "aot-bench";
   options.driver_source = "print('driver')\n";
   options.tool_version = "test";
@@ -243,23 +244,15 @@ TEST(Aot, ErrorsForMeshSliceAndInput) {
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (args[i].Scalar().rfind("--instance_type=", 0) == 0) args[i] = "--instance_type=tpu9:4x4x4";
   }
-  try {
-    plan_aot(bench, {});
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_THAT(e.message(), HasSubstr("the trainer slice tpu9:4x4x4 gives no compile_topology: "
-                                       "unknown TPU type 'tpu9'"));
-  }
+  Error e = test::error_of([&] { plan_aot(bench, {}); });
+  EXPECT_THAT(e.message(), HasSubstr("the trainer slice tpu9:4x4x4 gives no compile_topology: "
+                                     "unknown TPU type 'tpu9'"));
   // The e2e trainer itself is not a bench render.
   k8s::DryRun dryrun =
-      k8s::parse_dryrun(read_file(fixture("launch_dryrun.txt")), "launch_dryrun.txt");
+      k8s::parse_dryrun(read_file(testdata("launch_dryrun.txt")), "launch_dryrun.txt");
   k8s::Roles roles = select_roles(dryrun, k8s::RoleMains{});
-  try {
-    plan_aot(roles.trainer->root, {});
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_THAT(e.message(), HasSubstr("abtest-train is not a bench JobSet"));
-  }
+  Error not_bench = test::error_of([&] { plan_aot(roles.trainer->root, {}); });
+  EXPECT_THAT(not_bench.message(), HasSubstr("abtest-train is not a bench JobSet"));
 }
 
 TEST(Aot, ScriptQuotesEveryValue) {

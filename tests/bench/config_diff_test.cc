@@ -133,5 +133,18 @@ TEST(DiffConfigs, RealLogs) {
   EXPECT_EQ(by_key.count("adam_b1"), 0u);
 }
 
+// The verdict diff-configs exits with: kPass same, kFail different; a side that cannot be read
+// throws (kError in the tool).
+TEST(ConfigOutcome, PassFailAndError) {
+  ConfigSide a = side(ConfigSide::Kind::kLog, "a", {{"k1", "True", 1, ""}, {"k2", "1.0", 2, ""}});
+  ConfigSide same = side(ConfigSide::Kind::kLog, "b", {{"k1", "true", 5, ""}, {"k2", "1", 6, ""}});
+  ConfigSide changed = side(ConfigSide::Kind::kLog, "c", {{"k1", "true", 5, ""}});
+  EXPECT_EQ(config_outcome(diff_configs(a, same)), Outcome::kPass);
+  EXPECT_EQ(config_outcome(diff_configs(a, changed)), Outcome::kFail);
+  EXPECT_EQ(config_outcome(diff_configs(a, changed, [](std::string_view k) { return k == "k1"; })),
+            Outcome::kPass);
+  EXPECT_THROW(read_config_side(testdata("bad/no_trainer.txt"), {}, k8s::RoleMains{}), Error);
+}
+
 }  // namespace
 }  // namespace rtb::bench

@@ -18,6 +18,7 @@
 #include "rtb/bench/render.h"
 #include "rtb/k8s/diff.h"
 #include "rtb/k8s/yaml.h"
+#include "test_util.h"
 
 namespace rtb::bench {
 namespace {
@@ -194,15 +195,11 @@ TEST(DiffRoles, BenchIsATrainerThroughItsTrainerArgv) {
 TEST(DiffDocuments, InputWithoutAJobSetFails) {
   k8s::DryRun deployment =
       k8s::parse_dryrun(read_file(RTB_TESTDATA_DIR "/diff_not_jobset.yaml"), "x.yaml");
-  try {
-    diff_documents(deployment, k8s::RoleMains{});
-    FAIL() << "accepted a Deployment";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.file(), "x.yaml");
-    EXPECT_EQ(e.line(), 1);
-    EXPECT_THAT(e.message(), HasSubstr("not a JobSet"));
-    EXPECT_THAT(e.message(), HasSubstr("Deployment 'web'"));
-  }
+  Error e = test::error_of([&] { diff_documents(deployment, k8s::RoleMains{}); });
+  EXPECT_EQ(e.file(), "x.yaml");
+  EXPECT_EQ(e.line(), 1);
+  EXPECT_THAT(e.message(), HasSubstr("not a JobSet"));
+  EXPECT_THAT(e.message(), HasSubstr("Deployment 'web'"));
   EXPECT_THROW(
       diff_documents(k8s::parse_dryrun("kubectl delete jobset x\n", "e"), k8s::RoleMains{}), Error);
 }
@@ -539,7 +536,7 @@ TEST(FormatRenderText, FlagValuesMultiLineValuesAndColour) {
   EXPECT_THAT(colored, HasSubstr("\033[33m~ abtest-train:x.LIBTPU_INIT_ARGS[--xla_foo]"));
   EXPECT_THAT(colored, HasSubstr("\033[32m+ "));
   EXPECT_THAT(colored, HasSubstr("\033[0m\n"));
-  EXPECT_TRUE(report.failed());
+  EXPECT_EQ(report.outcome(), Outcome::kFail);
   EXPECT_THAT(
       format_render_stat(report),
       HasSubstr("4 differences in 1 document: 1 added, 1 removed, 1 changed, 1 type-changed"));
@@ -558,7 +555,7 @@ TEST(FormatRenderText, ExpectBenchListsOnlyUnexpectedUnlessAsked) {
       replace_once(render(o), "priorityClassName: medium", "priorityClassName: high");
   ExpectBenchResult result = expect_bench(bench);
   RenderReport report = make_expect_bench_report("e2e.txt", "bench.yaml", result, DiffFilter{});
-  EXPECT_TRUE(report.failed());
+  EXPECT_EQ(report.outcome(), Outcome::kFail);
   std::string text = format_render_text(report, {});
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
   EXPECT_THAT(text, HasSubstr("~ trainer:spec.replicatedJobs[proc].template.spec.template.spec."
@@ -568,7 +565,32 @@ TEST(FormatRenderText, ExpectBenchListsOnlyUnexpectedUnlessAsked) {
               HasSubstr("~ trainer:metadata.name: abtest-train -> abtest-bench  [allowed: name]"));
   DiffFilter filter;
   filter.ignore("*priorityClassName");
-  EXPECT_FALSE(make_expect_bench_report("e", "b", result, filter).failed());
+  EXPECT_EQ(make_expect_bench_report("e", "b", result, filter).outcome(), Outcome::kPass);
+}
+
+// The verdict diff-renders exits with: kPass same (or, with --expect-bench, only allowed
+// differences), kFail otherwise; input that cannot be judged throws (kError in the tool).
+TEST(RenderReportOutcome, PassFailAndError) {
+  k8s::DryRun e2e = parse(fixture_text(), "launch_dryrun.txt");
+  k8s::DryRun bench = parse(render(bench_options()), "bench.yaml");
+  EXPECT_EQ(make_render_report("a", "b", diff_renders(e2e, e2e, {}), DiffFilter{}).outcome(),
+            Outcome::kPass);
+  RenderDiffOptions by_role;
+  by_role.by_role = true;
+  RenderDiff changed = diff_renders(e2e, bench, by_role);
+  EXPECT_EQ(make_render_report("a", "b", changed, DiffFilter{}).outcome(), Outcome::kFail);
+  DiffFilter everything;
+  everything.ignore("*");
+  EXPECT_EQ(make_render_report("a", "b", changed, everything).outcome(), Outcome::kPass);
+
+  ExpectBenchResult allowed = check_expect_bench(e2e, bench, k8s::RoleMains{});
+  EXPECT_EQ(make_expect_bench_report("a", "b", allowed, DiffFilter{}).outcome(), Outcome::kPass);
+  std::string tampered =
+      replace_once(render(bench_options()), "priorityClassName: medium", "priorityClassName: high");
+  EXPECT_EQ(make_expect_bench_report("a", "b", expect_bench(tampered), DiffFilter{}).outcome(),
+            Outcome::kFail);
+  k8s::DryRun no_trainer = parse("kubectl delete jobset x\n", "e");
+  EXPECT_THROW(check_expect_bench(no_trainer, bench, k8s::RoleMains{}), Error);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "rtb/base/io.h"
 #include "rtb/k8s/dryrun.h"
 #include "rtb/k8s/yaml.h"
+#include "test_util.h"
 
 namespace rtb::bench {
 namespace {
@@ -36,13 +37,14 @@ TEST(RenderTable, WorkersRunTheClientsLibtpuSetPlusTheirExtras) {
 }
 
 TEST(RenderTable, SliceFieldsByKey) {
-  EXPECT_EQ(slice_field("cloud.google.com/gke-tpu-topology"), SliceField::kTopology);
-  EXPECT_EQ(slice_field("cloud.google.com/gke-tpu-slice-topology"), SliceField::kTopology);
-  EXPECT_EQ(slice_field("kueue.x-k8s.io/podset-slice-size"), SliceField::kPartitionHosts);
-  EXPECT_EQ(slice_field("cloud.google.com/gke-tpu-accelerator"), SliceField::kAccelerator);
-  EXPECT_EQ(slice_field("google.com/tpu"), SliceField::kChipsPerHost);
-  EXPECT_EQ(slice_field("kueue.x-k8s.io/podset-slice-required-topology"), std::nullopt);
-  EXPECT_EQ(slice_field(kGangIdLabel), std::nullopt);
+  test::expect_cases<std::optional<SliceField>, std::string_view>(
+      slice_field, {{"cloud.google.com/gke-tpu-topology", SliceField::kTopology},
+                    {"cloud.google.com/gke-tpu-slice-topology", SliceField::kTopology},
+                    {"kueue.x-k8s.io/podset-slice-size", SliceField::kPartitionHosts},
+                    {"cloud.google.com/gke-tpu-accelerator", SliceField::kAccelerator},
+                    {"google.com/tpu", SliceField::kChipsPerHost},
+                    {"kueue.x-k8s.io/podset-slice-required-topology", std::nullopt},
+                    {kGangIdLabel, std::nullopt}});
 }
 
 TEST(RenderTable, SliceFieldValuesOfA256ChipSlice) {

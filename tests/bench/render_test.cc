@@ -1,5 +1,6 @@
 #include "rtb/bench/render.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "rtb/base/io.h"
 #include "rtb/k8s/diff.h"
 #include "rtb/k8s/yaml.h"
+#include "test_util.h"
 
 namespace rtb::bench {
 namespace {
@@ -56,13 +58,10 @@ TEST(RenderTest, SelfCheckRefusesADifferenceNoOptionAskedFor) {
   YAML::Node tampered = YAML::Clone(result.bench);
   tampered["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]
           ["priorityClassName"] = "high";
-  try {
-    check_bench_against_e2e(trainer_of(dryrun).root, tampered, result.changes);
-    FAIL() << "the self-check accepted an unrequested change";
-  } catch (const Error& e) {
-    EXPECT_NE(e.message().find("internal error: self-check"), std::string::npos) << e.what();
-    EXPECT_NE(e.message().find("priorityClassName"), std::string::npos) << e.what();
-  }
+  Error e = test::error_of(
+      [&] { check_bench_against_e2e(trainer_of(dryrun).root, tampered, result.changes); });
+  EXPECT_NE(e.message().find("internal error: self-check"), std::string::npos) << e.what();
+  EXPECT_NE(e.message().find("priorityClassName"), std::string::npos) << e.what();
   // A recorded change covers its path and what lies below it, nothing else.
   std::vector<Change> changes = result.changes;
   changes.push_back({"test",
@@ -107,6 +106,20 @@ TEST(RenderTest, DryrunInputFromTheArgumentElseLaunchRender) {
   EXPECT_EQ(dryrun_input("", false, ""), "");
   EXPECT_EQ(dryrun_input("", true, "b.txt"), "") << "--demo wins over the environment";
   EXPECT_EQ(dryrun_input("a.txt", true, "b.txt"), "a.txt") << "the caller refuses both";
+}
+
+TEST(RenderTest, ProfileWindowAndDriverEnvFromTheirOptions) {
+  EXPECT_EQ(parse_profile_window("3:2"), std::make_pair(3, 2));
+  for (const char* bad : {"3", "3:", ":2", "a:2", "3:2x", "3:2:1"}) {
+    EXPECT_EQ(test::error_of([&] { parse_profile_window(bad); }).message(),
+              fmt::format("--profile-window {}: expected START:COUNT (fwd_bwd calls)", bad));
+  }
+  EXPECT_EQ(parse_driver_env("K=a=b"), std::make_pair(std::string("K"), std::string("a=b")));
+  EXPECT_EQ(parse_driver_env("K="), std::make_pair(std::string("K"), std::string()));
+  for (const char* bad : {"K", "=v", ""}) {
+    EXPECT_EQ(test::error_of([&] { parse_driver_env(bad); }).message(),
+              fmt::format("--driver-env {}: expected KEY=VALUE", bad));
+  }
 }
 
 TEST(RenderTest, HeredocTerminatorNeverOccursInTheText) {
@@ -222,12 +235,8 @@ TEST(RenderTest, PadAndRoutingSettingsAreWrittenOnlyWhenGiven) {
        {"PAD_POSITION", "PAD_ALIGN", "ROUTING", "ALLOW_FALLBACKS", "LOGPS_PASS"}) {
     RenderOptions bad = options();
     bad.driver.extra_env = {{name, "1"}};
-    try {
-      driver_environment(bad, "", "");
-      ADD_FAILURE() << name << " accepted in --driver-env";
-    } catch (const Error& e) {
-      EXPECT_NE(e.message().find("its own option"), std::string::npos) << e.what();
-    }
+    Error e = test::error_of([&] { driver_environment(bad, "", ""); });
+    EXPECT_NE(e.message().find("its own option"), std::string::npos) << name << ": " << e.what();
   }
 }
 
@@ -354,12 +363,8 @@ TEST(RenderTest, MaxtextReplaceOfAnAbsentKeyNamesIt) {
   RenderOptions o = options();
   o.maxtext_replace = {"no_such_key=1"};
   k8s::DryRun dryrun = fixture();
-  try {
-    render_bench(dryrun, o);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_NE(e.message().find("no_such_key"), std::string::npos) << e.what();
-  }
+  Error e = test::error_of([&] { render_bench(dryrun, o); });
+  EXPECT_NE(e.message().find("no_such_key"), std::string::npos) << e.what();
 }
 
 TEST(RenderTest, TrainerSliceThatDoesNotDivideTheMeshFails) {
@@ -387,12 +392,8 @@ TEST(RenderTest, RefusesAClientScriptLinuxCannotPassAsOneArgument) {
   RenderOptions o = options();
   o.driver_source = incompressible(140000);
   k8s::DryRun dryrun = fixture();
-  try {
-    render_bench(dryrun, o);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_NE(e.message().find("131071 bytes"), std::string::npos) << e.what();
-  }
+  Error e = test::error_of([&] { render_bench(dryrun, o); });
+  EXPECT_NE(e.message().find("131071 bytes"), std::string::npos) << e.what();
   o.driver_source = std::string(100000, '#') + "\n";  // fits verbatim
   std::string script = render_bench(dryrun, o).yaml;
   EXPECT_NE(script.find("cat > /tmp/bench_driver.py <<'BENCH_DRIVER_EOF'"), std::string::npos);

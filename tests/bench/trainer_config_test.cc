@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "test_util.h"
+
 namespace rtb::bench {
 namespace {
 
@@ -19,12 +21,12 @@ std::map<std::string, std::string> keys_of(const std::vector<std::string>& argv)
 }
 
 TEST(MaxTextKeyOfFlag, Mapping) {
-  EXPECT_EQ(maxtext_key_of_flag("maxtext_ckpt_path"), "load_parameters_path");
-  EXPECT_EQ(maxtext_key_of_flag("maxtext_attention"), "attention");
-  EXPECT_EQ(maxtext_key_of_flag("mesh_tp"), "ici_tensor_parallelism");
-  EXPECT_EQ(maxtext_key_of_flag("worker_id"), "run_name");
-  EXPECT_EQ(maxtext_key_of_flag("optimizer_learning_rate"), "learning_rate");
-  EXPECT_EQ(maxtext_key_of_flag("remat_policy"), "remat_policy");
+  test::expect_cases(maxtext_key_of_flag, {{"maxtext_ckpt_path", "load_parameters_path"},
+                                           {"maxtext_attention", "attention"},
+                                           {"mesh_tp", "ici_tensor_parallelism"},
+                                           {"worker_id", "run_name"},
+                                           {"optimizer_learning_rate", "learning_rate"},
+                                           {"remat_policy", "remat_policy"}});
   EXPECT_FALSE(maxtext_key_of_flag("maxtext_"));
   EXPECT_FALSE(maxtext_key_of_flag("port"));
 }

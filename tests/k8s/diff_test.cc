@@ -3,7 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <initializer_list>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "rtb/base/error.h"
@@ -92,6 +96,28 @@ std::vector<std::string> keys_of(const YAML::Node& map) {
   return keys;
 }
 
+// `node` is a mapping (of `count` keys, from `first` to `last`, where given) with these values.
+void expect_mapping(const YAML::Node& node, std::optional<std::size_t> count,
+                    std::string_view first, std::string_view last,
+                    std::initializer_list<std::pair<const char*, const char*>> values) {
+  ASSERT_TRUE(node.IsMap());
+  std::vector<std::string> keys = keys_of(node);
+  if (count) {
+    ASSERT_EQ(keys.size(), *count);
+  }
+  if (!first.empty()) {
+    ASSERT_FALSE(keys.empty());
+    EXPECT_EQ(keys.front(), first);
+  }
+  if (!last.empty()) {
+    ASSERT_FALSE(keys.empty());
+    EXPECT_EQ(keys.back(), last);
+  }
+  for (const auto& [key, value] : values) {
+    EXPECT_EQ(yaml::scalar_at(node, key), std::optional<std::string>(value)) << key;
+  }
+}
+
 std::string describe(const std::vector<Difference>& differences) {
   std::string out;
   for (const Difference& d : differences) {
@@ -102,6 +128,21 @@ std::string describe(const std::vector<Difference>& differences) {
 
 std::vector<Difference> diff_expanded(const std::string& a_text, const std::string& b_text) {
   return diff_trees(expand_for_diff(trainer_of(a_text)), expand_for_diff(trainer_of(b_text)));
+}
+
+// The one difference between the fixture text `a` and its edit `b` (empty: the edit did not
+// apply); nullopt, after a test failure, when there is not exactly one.
+std::optional<Difference> only_difference(const std::string& a, const std::string& b) {
+  if (b.empty()) {
+    ADD_FAILURE() << "the edit did not apply";
+    return std::nullopt;
+  }
+  std::vector<Difference> found = diff_expanded(a, b);
+  if (found.size() != 1u) {
+    ADD_FAILURE() << "expected one difference, found:\n" << describe(found);
+    return std::nullopt;
+  }
+  return found[0];
 }
 
 // --- paths and keys
@@ -208,72 +249,42 @@ TEST_F(ExpandedTrainer, CommandBecomesShellScriptAndStartup) {
 
 TEST_F(ExpandedTrainer, StartupEnvironment) {
   YAML::Node env = yaml::lookup(startup_, "env");
-  ASSERT_TRUE(env.IsMap());
-  std::vector<std::string> names = keys_of(env);
-  ASSERT_EQ(names.size(), 30u);
-  EXPECT_EQ(names.front(), "PYTHONUNBUFFERED");
-  EXPECT_EQ(names.back(), "ENABLE_PJRT_COMPATIBILITY");
-  EXPECT_EQ(yaml::scalar_at(env, "ENABLE_MULTI_NUMA"), std::optional<std::string>(""));
-  EXPECT_EQ(yaml::scalar_at(env, "WEIGHT_SYNC_DISABLE_TIMEOUTS"), std::optional<std::string>("1"));
-
-  YAML::Node maxtext = yaml::lookup(env, "MAXTEXT_EXTRA_FLAGS");
-  ASSERT_TRUE(maxtext.IsMap());
-  std::vector<std::string> maxtext_keys = keys_of(maxtext);
-  ASSERT_EQ(maxtext_keys.size(), 30u);
-  EXPECT_EQ(maxtext_keys.front(), "custom_mesh_and_rule");
-  EXPECT_EQ(maxtext_keys.back(), "fp8_moe_fake_quant");
-  EXPECT_EQ(yaml::scalar_at(maxtext, "ragged_buffer_factor"),
-            std::optional<std::string>("ragged_buffer_factor=2.0"));
-
-  YAML::Node libtpu = yaml::lookup(env, "LIBTPU_INIT_ARGS");
-  ASSERT_TRUE(libtpu.IsMap());
-  std::vector<std::string> libtpu_keys = keys_of(libtpu);
-  ASSERT_EQ(libtpu_keys.size(), 15u);
-  EXPECT_EQ(libtpu_keys.front(), "--DANGEROUS_tpu_runtime_abi_verification_disabled");
-  EXPECT_EQ(yaml::scalar_at(libtpu, "--xla_tpu_scoped_vmem_limit_kib"),
-            std::optional<std::string>("--xla_tpu_scoped_vmem_limit_kib=65472"));
+  expect_mapping(env, 30, "PYTHONUNBUFFERED", "ENABLE_PJRT_COMPATIBILITY",
+                 {{"ENABLE_MULTI_NUMA", ""}, {"WEIGHT_SYNC_DISABLE_TIMEOUTS", "1"}});
+  expect_mapping(yaml::lookup(env, "MAXTEXT_EXTRA_FLAGS"), 30, "custom_mesh_and_rule",
+                 "fp8_moe_fake_quant", {{"ragged_buffer_factor", "ragged_buffer_factor=2.0"}});
+  expect_mapping(yaml::lookup(env, "LIBTPU_INIT_ARGS"), 15,
+                 "--DANGEROUS_tpu_runtime_abi_verification_disabled", "",
+                 {{"--xla_tpu_scoped_vmem_limit_kib", "--xla_tpu_scoped_vmem_limit_kib=65472"}});
 }
 
 TEST_F(ExpandedTrainer, ArgvKeyedByFlag) {
   YAML::Node argv = yaml::lookup(startup_, "argv");
-  ASSERT_TRUE(argv.IsMap());
+  expect_mapping(argv, 58, "", "--skip_first_n_profiler_steps",
+                 {{"--worker_id", "--worker_id=abtest-train"},
+                  {"--optimizer_chain_kwargs", "--optimizer_chain_kwargs={'max_norm': 0.0625}"},
+                  {"--mesh_fsdp", "--mesh_fsdp=32"}});
   std::vector<std::string> keys = keys_of(argv);
-  ASSERT_EQ(keys.size(), 58u);
+  ASSERT_GE(keys.size(), 4u);
   EXPECT_THAT(
       std::vector<std::string>(keys.begin(), keys.begin() + 4),
       ElementsAre("--discovery_addrs", "--process_executor", "--process_main", "--worker_id"));
-  EXPECT_EQ(keys.back(), "--skip_first_n_profiler_steps");
-  EXPECT_EQ(yaml::scalar_at(argv, "--worker_id"),
-            std::optional<std::string>("--worker_id=abtest-train"));
-  EXPECT_EQ(yaml::scalar_at(argv, "--optimizer_chain_kwargs"),
-            std::optional<std::string>("--optimizer_chain_kwargs={'max_norm': 0.0625}"));
-  EXPECT_EQ(yaml::scalar_at(argv, "--mesh_fsdp"), std::optional<std::string>("--mesh_fsdp=32"));
 }
 
 TEST_F(ExpandedTrainer, ProxyArgsKeyedByFlag) {
   YAML::Node proxy = container_of(expanded_, "proc", "initContainers", "pathways-proxy");
-  YAML::Node args = yaml::lookup(proxy, "args");
-  ASSERT_TRUE(args.IsMap());
-  std::vector<std::string> keys = keys_of(args);
-  ASSERT_EQ(keys.size(), 19u);
-  EXPECT_EQ(keys.back(), "--sidecar_name");
-  EXPECT_EQ(yaml::scalar_at(args, "--xla_tpu_dvfs_p_state"),
-            std::optional<std::string>("--xla_tpu_dvfs_p_state=7"));
-  EXPECT_EQ(yaml::scalar_at(args, "--temporary_flags_for_debugging"),
-            std::optional<std::string>("--temporary_flags_for_debugging=temporary_flag_for_"
-                                       "debugging_test_only_hold_death_ref=false"));
+  expect_mapping(yaml::lookup(proxy, "args"), 19, "", "--sidecar_name",
+                 {{"--xla_tpu_dvfs_p_state", "--xla_tpu_dvfs_p_state=7"},
+                  {"--temporary_flags_for_debugging",
+                   "--temporary_flags_for_debugging=temporary_flag_for_"
+                   "debugging_test_only_hold_death_ref=false"}});
 }
 
 TEST_F(ExpandedTrainer, WorkerLibtpuValueExpanded) {
   YAML::Node worker = container_of(expanded_, "pw-node", "containers", "pathways-worker");
   YAML::Node entry = item_named(yaml::lookup(worker, "env"), "LIBTPU_INIT_ARGS");
-  YAML::Node value = yaml::lookup(entry, "value");
-  ASSERT_TRUE(value.IsMap());
-  std::vector<std::string> keys = keys_of(value);
-  ASSERT_EQ(keys.size(), 16u);
-  EXPECT_EQ(keys.front(), "--xla_tpu_use_tc_device_shape_on_sc");
-  EXPECT_EQ(yaml::scalar_at(value, "--megascale_port"),
-            std::optional<std::string>("--megascale_port=-1"));
+  expect_mapping(yaml::lookup(entry, "value"), 16, "--xla_tpu_use_tc_device_shape_on_sc", "",
+                 {{"--megascale_port", "--megascale_port=-1"}});
   // Other entries are unchanged, quoted strings included.
   YAML::Node skip =
       yaml::lookup(item_named(yaml::lookup(worker, "env"), "SKIP_MEGASCALE_PJRT_CLIENT"), "value");
@@ -281,10 +292,8 @@ TEST_F(ExpandedTrainer, WorkerLibtpuValueExpanded) {
   EXPECT_EQ(skip.Scalar(), "true");
   EXPECT_EQ(skip.Tag(), "!");
   // The worker's args are a flag list too.
-  YAML::Node args = yaml::lookup(worker, "args");
-  ASSERT_TRUE(args.IsMap());
-  EXPECT_EQ(yaml::scalar_at(args, "--server_port"),
-            std::optional<std::string>("--server_port=29005"));
+  expect_mapping(yaml::lookup(worker, "args"), std::nullopt, "", "",
+                 {{"--server_port", "--server_port=29005"}});
 }
 
 TEST(ExpandForDiff, RolloutStartup) {
@@ -340,69 +349,58 @@ TEST(DiffFixture, IdenticalRendersHaveNoDifferences) {
   }
 }
 
-TEST(DiffFixture, ChangedMaxTextItemIsOneDifference) {
+// One edit of the fixture and the one difference it makes.
+struct FixtureEdit {
+  const char* name;
+  std::size_t line;  // 1-based
+  const char* from;  // replaced by `to` in that line; nullptr: `to` is a new line after it
+  std::string to;
+  Difference::Kind kind;
+  std::string path, old_value, new_value;
+};
+
+const FixtureEdit kFixtureEdits[] = {
+    {"ChangedMaxTextItemIsOneDifference", 456, "ragged_buffer_factor=2.0",
+     "ragged_buffer_factor=4.0", Difference::Kind::kChanged,
+     "spec.replicatedJobs[proc].template.spec.template.spec.containers[main].startup.env."
+     "MAXTEXT_EXTRA_FLAGS[ragged_buffer_factor]",
+     "ragged_buffer_factor=2.0", "ragged_buffer_factor=4.0"},
+    {"ChangedArgvFlagIsOneDifference", 456, "--mesh_fsdp=32", "--mesh_fsdp=16",
+     Difference::Kind::kChanged, kProcSpec + ".containers[main].startup.argv[--mesh_fsdp]",
+     "--mesh_fsdp=32", "--mesh_fsdp=16"},
+    // After --temporary_flags_for_debugging (line 402), before the 14 XLA flags.
+    {"InsertedProxyFlagIsOneAddition", 402, nullptr, "              - \"--xla_new=1\"",
+     Difference::Kind::kAdded, kProcSpec + ".initContainers[pathways-proxy].args[--xla_new]", "",
+     "--xla_new=1"},
+    // The line is now empty, which YAML ignores inside the sequence.
+    {"RemovedProxyFlagIsOneRemoval", 416, "              - \"--xla_tpu_dvfs_p_state=7\"", "",
+     Difference::Kind::kRemoved,
+     kProcSpec + ".initContainers[pathways-proxy].args[--xla_tpu_dvfs_p_state]",
+     "--xla_tpu_dvfs_p_state=7", ""},
+    {"ChangedWorkerLibtpuFlag", 598, "--xla_tpu_dvfs_p_state=7", "--xla_tpu_dvfs_p_state=3",
+     Difference::Kind::kChanged,
+     kWorkerSpec +
+         ".containers[pathways-worker].env[LIBTPU_INIT_ARGS].value[--xla_tpu_dvfs_p_state]",
+     "--xla_tpu_dvfs_p_state=7", "--xla_tpu_dvfs_p_state=3"},
+};
+
+class DiffFixtureEdit : public ::testing::TestWithParam<FixtureEdit> {};
+
+TEST_P(DiffFixtureEdit, OneEditIsOneDifference) {
+  const FixtureEdit& edit = GetParam();
   std::string a = fixture_text();
-  std::string b = replace_in_line(a, 456, "ragged_buffer_factor=2.0", "ragged_buffer_factor=4.0");
-  ASSERT_FALSE(b.empty());
-  std::vector<Difference> found = diff_expanded(a, b);
-  ASSERT_EQ(found.size(), 1u) << describe(found);
-  EXPECT_EQ(found[0].kind, Difference::Kind::kChanged);
-  EXPECT_EQ(found[0].path,
-            "spec.replicatedJobs[proc].template.spec.template.spec.containers[main].startup.env."
-            "MAXTEXT_EXTRA_FLAGS[ragged_buffer_factor]");
-  EXPECT_EQ(found[0].old_value, "ragged_buffer_factor=2.0");
-  EXPECT_EQ(found[0].new_value, "ragged_buffer_factor=4.0");
+  std::string b = edit.from ? replace_in_line(a, edit.line, edit.from, edit.to)
+                            : insert_line_after(a, edit.line, edit.to);
+  std::optional<Difference> found = only_difference(a, b);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->kind, edit.kind);
+  EXPECT_EQ(found->path, edit.path);
+  EXPECT_EQ(found->old_value, edit.old_value);
+  EXPECT_EQ(found->new_value, edit.new_value);
 }
 
-TEST(DiffFixture, ChangedArgvFlagIsOneDifference) {
-  std::string a = fixture_text();
-  std::string b = replace_in_line(a, 456, "--mesh_fsdp=32", "--mesh_fsdp=16");
-  ASSERT_FALSE(b.empty());
-  std::vector<Difference> found = diff_expanded(a, b);
-  ASSERT_EQ(found.size(), 1u) << describe(found);
-  EXPECT_EQ(found[0].kind, Difference::Kind::kChanged);
-  EXPECT_EQ(found[0].path, kProcSpec + ".containers[main].startup.argv[--mesh_fsdp]");
-  EXPECT_EQ(found[0].new_value, "--mesh_fsdp=16");
-}
-
-TEST(DiffFixture, InsertedProxyFlagIsOneAddition) {
-  std::string a = fixture_text();
-  // After --temporary_flags_for_debugging (line 402), before the 14 XLA flags.
-  std::string b = insert_line_after(a, 402, "              - \"--xla_new=1\"");
-  ASSERT_FALSE(b.empty());
-  std::vector<Difference> found = diff_expanded(a, b);
-  ASSERT_EQ(found.size(), 1u) << describe(found);
-  EXPECT_EQ(found[0].kind, Difference::Kind::kAdded);
-  EXPECT_EQ(found[0].path, kProcSpec + ".initContainers[pathways-proxy].args[--xla_new]");
-  EXPECT_EQ(found[0].new_value, "--xla_new=1");
-  EXPECT_EQ(found[0].old_value, "");
-}
-
-TEST(DiffFixture, RemovedProxyFlagIsOneRemoval) {
-  std::string a = fixture_text();
-  std::string b = replace_in_line(a, 416, "              - \"--xla_tpu_dvfs_p_state=7\"", "");
-  ASSERT_FALSE(b.empty());
-  // The line is now empty, which YAML ignores inside the sequence.
-  std::vector<Difference> found = diff_expanded(a, b);
-  ASSERT_EQ(found.size(), 1u) << describe(found);
-  EXPECT_EQ(found[0].kind, Difference::Kind::kRemoved);
-  EXPECT_EQ(found[0].path,
-            kProcSpec + ".initContainers[pathways-proxy].args[--xla_tpu_dvfs_p_state]");
-  EXPECT_EQ(found[0].old_value, "--xla_tpu_dvfs_p_state=7");
-}
-
-TEST(DiffFixture, ChangedWorkerLibtpuFlag) {
-  std::string a = fixture_text();
-  std::string b = replace_in_line(a, 598, "--xla_tpu_dvfs_p_state=7", "--xla_tpu_dvfs_p_state=3");
-  ASSERT_FALSE(b.empty());
-  std::vector<Difference> found = diff_expanded(a, b);
-  ASSERT_EQ(found.size(), 1u) << describe(found);
-  EXPECT_EQ(found[0].path,
-            kWorkerSpec +
-                ".containers[pathways-worker].env[LIBTPU_INIT_ARGS].value[--xla_tpu_dvfs_p_state]");
-  EXPECT_EQ(found[0].old_value, "--xla_tpu_dvfs_p_state=7");
-  EXPECT_EQ(found[0].new_value, "--xla_tpu_dvfs_p_state=3");
-}
+INSTANTIATE_TEST_SUITE_P(Edits, DiffFixtureEdit, ::testing::ValuesIn(kFixtureEdits),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 TEST(DiffFixture, ChangedWrapperLineIsOneDifferenceInTheScript) {
   std::string a = fixture_text();
@@ -419,12 +417,11 @@ TEST(DiffFixture, ChangedWrapperLineIsOneDifferenceInTheScript) {
     start = end + 1;
   }
   ASSERT_NE(line, 0u);
-  std::string b = replace_in_line(a, line, "sleep 5", "sleep 10");
-  ASSERT_FALSE(b.empty());
-  std::vector<Difference> found = diff_expanded(a, b);
-  ASSERT_EQ(found.size(), 1u) << describe(found);
-  EXPECT_EQ(found[0].path, kProcSpec + ".containers[main].script");
-  EXPECT_THAT(found[0].new_value, HasSubstr("sleep 10"));
+  std::optional<Difference> found =
+      only_difference(a, replace_in_line(a, line, "sleep 5", "sleep 10"));
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->path, kProcSpec + ".containers[main].script");
+  EXPECT_THAT(found->new_value, HasSubstr("sleep 10"));
 }
 
 TEST(DiffFixture, ReorderedStartupAssignmentsAreNoDifference) {

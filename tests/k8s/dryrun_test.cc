@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rtb/base/error.h"
@@ -16,6 +17,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Pair;
 
 using test::lines_of;
 using test::testdata;
@@ -44,6 +46,13 @@ std::size_t unique_line(const std::string& text, std::string_view needle) {
 
 std::string name_of(const Document& doc) {
   return yaml::scalar_at(yaml::lookup(doc.root, "metadata"), "name").value_or("<none>");
+}
+
+// Each document's metadata.name and first line, in order.
+std::vector<std::pair<std::string, std::size_t>> names_and_lines(const DryRun& dryrun) {
+  std::vector<std::pair<std::string, std::size_t>> out;
+  for (const Document& doc : dryrun.documents) out.emplace_back(name_of(doc), doc.first_line);
+  return out;
 }
 
 Error error_of(std::string_view text, const std::string& source) {
@@ -242,9 +251,7 @@ TEST(DryRunErrors, ChunksThatDoNotLookLikeObjectsAreSkippedEvenWhenInvalid) {
       "Deleting: a: b\n  kind: x: y\n---\nkind: JobSet\nmetadata:\n  name: a\n---\n"
       "[unclosed\n---\n- a list\n- of items\n",
       "f");
-  ASSERT_EQ(dryrun.documents.size(), 1u);
-  EXPECT_EQ(name_of(dryrun.documents[0]), "a");
-  EXPECT_EQ(dryrun.documents[0].first_line, 4u);
+  EXPECT_THAT(names_and_lines(dryrun), ElementsAre(Pair("a", 4u)));
   EXPECT_EQ(dryrun.skipped_chunks, 3u);
 }
 
@@ -256,11 +263,7 @@ TEST(DryRunSplit, CrlfSeparatorsAndLines) {
       "pre\r\n---\r\nkind: JobSet\r\nmetadata:\r\n  name: a\r\n---\r\nkind: JobSet\r\n"
       "metadata:\r\n  name: b\r\n",
       "crlf.txt");
-  ASSERT_EQ(dryrun.documents.size(), 2u);
-  EXPECT_EQ(dryrun.documents[0].first_line, 3u);
-  EXPECT_EQ(dryrun.documents[1].first_line, 7u);
-  EXPECT_EQ(name_of(dryrun.documents[0]), "a");
-  EXPECT_EQ(name_of(dryrun.documents[1]), "b");
+  ASSERT_THAT(names_and_lines(dryrun), ElementsAre(Pair("a", 3u), Pair("b", 7u)));
   EXPECT_EQ(
       dryrun.documents[1].line_of(yaml::descend(dryrun.documents[1].root, {"metadata", "name"})),
       9u);
@@ -268,9 +271,7 @@ TEST(DryRunSplit, CrlfSeparatorsAndLines) {
 
 TEST(DryRunSplit, LastDocumentWithoutTrailingNewline) {
   DryRun dryrun = parse_dryrun("echo x\n---\nkind: JobSet\nmetadata:\n  name: last", "f");
-  ASSERT_EQ(dryrun.documents.size(), 1u);
-  EXPECT_EQ(name_of(dryrun.documents[0]), "last");
-  EXPECT_EQ(dryrun.documents[0].first_line, 3u);
+  EXPECT_THAT(names_and_lines(dryrun), ElementsAre(Pair("last", 3u)));
 }
 
 TEST(DryRunSplit, OnlyLinesThatAreExactlyThreeDashesSeparate) {

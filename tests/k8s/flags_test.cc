@@ -3,6 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <initializer_list>
+#include <optional>
+#include <string_view>
+#include <utility>
+
 #include "rtb/base/error.h"
 #include "rtb/k8s/shell.h"
 
@@ -36,23 +41,35 @@ constexpr std::string_view kMaxtextFlags =
     "ragged_buffer_factor=2.0 num_moe_token_chunks=2 sa_block_q=1024 context=remat "
     "rollout_fp8_moe=true fp8_moe_fake_quant=true";
 
+// Items and the key flag_key() finds in them ("": not a flag of the style).
+void expect_keys(FlagStyle style,
+                 std::initializer_list<std::pair<std::string_view, std::string_view>> cases) {
+  for (const auto& [item, key] : cases) EXPECT_EQ(flag_key(item, style), key) << item;
+}
+// Items and the value flag_value() finds in them.
+void expect_values(
+    FlagStyle style,
+    std::initializer_list<std::pair<std::string_view, std::optional<std::string_view>>> cases) {
+  for (const auto& [item, value] : cases) EXPECT_EQ(flag_value(item, style), value) << item;
+}
+
 TEST(FlagKey, DashDashForms) {
   constexpr auto kStyle = FlagStyle::kDashDash;
-  EXPECT_EQ(flag_key("--maxtext_attention=flash", kStyle), "maxtext_attention");
-  EXPECT_EQ(flag_key("--use_weight_converter", kStyle), "use_weight_converter");
-  EXPECT_EQ(flag_key("--no-use_rollout_logps", kStyle), "use_rollout_logps");
-  EXPECT_EQ(flag_key("--xla_tpu_foo.bar=1", kStyle), "xla_tpu_foo.bar");
-  EXPECT_EQ(flag_key("--some-dashed-key=a=b", kStyle), "some-dashed-key");
-  EXPECT_EQ(flag_key("--no-k=v", kStyle), "no-k");  // a value: not the negated form
-  EXPECT_EQ(flag_key("--megascale_port=-1", kStyle), "megascale_port");
+  expect_keys(kStyle, {{"--maxtext_attention=flash", "maxtext_attention"},
+                       {"--use_weight_converter", "use_weight_converter"},
+                       {"--no-use_rollout_logps", "use_rollout_logps"},
+                       {"--xla_tpu_foo.bar=1", "xla_tpu_foo.bar"},
+                       {"--some-dashed-key=a=b", "some-dashed-key"},
+                       {"--no-k=v", "no-k"},  // a value: not the negated form
+                       {"--megascale_port=-1", "megascale_port"}});
   for (std::string_view positional : {"python", "-m", "-v", "--", "--=v", "", "x=1"}) {
     EXPECT_EQ(flag_key(positional, kStyle), "") << positional;
   }
-  EXPECT_EQ(flag_value("--k=v", kStyle), "v");
-  EXPECT_EQ(flag_value("--k=", kStyle), "");
-  EXPECT_EQ(flag_value("--k", kStyle), std::nullopt);
-  EXPECT_EQ(flag_value("--no-k", kStyle), std::nullopt);
-  EXPECT_EQ(flag_value("k=v", kStyle), std::nullopt);
+  expect_values(kStyle, {{"--k=v", "v"},
+                         {"--k=", ""},
+                         {"--k", std::nullopt},
+                         {"--no-k", std::nullopt},
+                         {"k=v", std::nullopt}});
   EXPECT_TRUE(is_negated("--no-k", kStyle));
   EXPECT_FALSE(is_negated("--no-k=1", kStyle));
   EXPECT_FALSE(is_negated("--k", kStyle));
@@ -61,12 +78,15 @@ TEST(FlagKey, DashDashForms) {
 
 TEST(FlagKey, KeyValueForms) {
   constexpr auto kStyle = FlagStyle::kKeyValue;
-  EXPECT_EQ(flag_key("sa_block_q=1024", kStyle), "sa_block_q");
-  EXPECT_EQ(flag_key("a=b=c", kStyle), "a");
-  EXPECT_EQ(flag_value("a=b=c", kStyle), "b=c");
-  EXPECT_EQ(flag_key("novalue", kStyle), "");
-  EXPECT_EQ(flag_key("=v", kStyle), "");
-  EXPECT_EQ(flag_value("=v", kStyle), std::nullopt);
+  expect_keys(kStyle,
+              {{"sa_block_q=1024", "sa_block_q"}, {"a=b=c", "a"}, {"novalue", ""}, {"=v", ""}});
+  expect_values(kStyle, {{"a=b=c", "b=c"}, {"=v", std::nullopt}});
+}
+
+TEST(SplitFlagItems, SplitsOnBlanksAndChecksNothing) {
+  EXPECT_THAT(split_flag_items(" a=1\t\tpositional \n --k "),
+              ElementsAre("a=1", "positional", "--k"));
+  EXPECT_THAT(split_flag_items(" \t\n"), ElementsAre());
 }
 
 TEST(FlagList, ParseAndStrKeepOrderAndDropExtraBlanks) {

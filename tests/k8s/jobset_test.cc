@@ -219,15 +219,11 @@ TEST(JobSetContainers, DocumentWithoutJobs) {
   EXPECT_TRUE(view.job_names().empty());
   EXPECT_FALSE(view.process_main().has_value());
   EXPECT_EQ(role_of(view, RoleMains{}), Role::kUnknown);
-  try {
-    view.client("e.yaml");
-    FAIL() << "client() did not throw";
-  } catch (const Error& error) {
-    EXPECT_EQ(error.file(), "e.yaml");
-    EXPECT_EQ(error.line(), 2);
-    EXPECT_THAT(error.message(), HasSubstr("empty"));
-    EXPECT_THAT(error.message(), HasSubstr("no client container"));
-  }
+  Error error = test::error_of([&] { view.client("e.yaml"); });
+  EXPECT_EQ(error.file(), "e.yaml");
+  EXPECT_EQ(error.line(), 2);
+  EXPECT_THAT(error.message(), HasSubstr("empty"));
+  EXPECT_THAT(error.message(), HasSubstr("no client container"));
 }
 
 // --- bash_script_node / process_main ----------------------------------------------------------
@@ -237,17 +233,22 @@ TEST(BashScriptNode, Forms) {
     auto node = bash_script_node(YAML::Load(yaml_text));
     return node ? node->Scalar() : std::string("<none>");
   };
-  EXPECT_EQ(script_of("command: [bash, -c, echo hi]\n"), "echo hi");
-  EXPECT_EQ(script_of("command: [/bin/bash, -c, x]\n"), "x");
-  EXPECT_EQ(script_of("command: [sh, -c, x]\n"), "x");
-  EXPECT_EQ(script_of("command: [/bin/sh, -c, x]\n"), "x");
-  EXPECT_EQ(script_of("command: [bash, -lc, x]\n"), "<none>");
-  EXPECT_EQ(script_of("command: [bash, -c]\n"), "<none>");
-  EXPECT_EQ(script_of("command: [bash, -c, x, y]\n"), "<none>");
-  EXPECT_EQ(script_of("command: [python, -c, x]\n"), "<none>");
-  EXPECT_EQ(script_of("command: [bash, -c, [x]]\n"), "<none>");
-  EXPECT_EQ(script_of("args: [bash, -c, x]\n"), "<none>");
-  EXPECT_EQ(script_of("command: bash -c x\n"), "<none>");
+  // A container and the script bash_script_node finds in it.
+  std::pair<const char*, const char*> cases[] = {
+      {"command: [bash, -c, echo hi]\n", "echo hi"},
+      {"command: [/bin/bash, -c, x]\n", "x"},
+      {"command: [sh, -c, x]\n", "x"},
+      {"command: [/bin/sh, -c, x]\n", "x"},
+      {"command: [bash, -lc, x]\n", "<none>"},
+      {"command: [bash, -c]\n", "<none>"},
+      {"command: [bash, -c, x, y]\n", "<none>"},
+      {"command: [python, -c, x]\n", "<none>"},
+      {"command: [bash, -c, [x]]\n", "<none>"},
+      {"args: [bash, -c, x]\n", "<none>"},
+      {"command: bash -c x\n", "<none>"},
+  };
+  for (const auto& [container, script] : cases)
+    EXPECT_EQ(script_of(container), script) << container;
 }
 
 TEST(ProcessMain, FirstScriptThatNamesOne) {
@@ -348,16 +349,12 @@ TEST(JobSetClient, NoStartupBlockReportsFileAndLine) {
   // The error points into the trainer's client script: its first line (after `- |`).
   std::vector<std::string> lines = lines_of(bad.text);
   ASSERT_THAT(lines[313], HasSubstr("- |"));
-  try {
-    trainer.client(bad.path);
-    FAIL() << "client() did not throw";
-  } catch (const Error& error) {
-    EXPECT_EQ(error.file(), bad.path);
-    EXPECT_EQ(error.line(), 315);
-    EXPECT_THAT(error.message(), HasSubstr("abtest-train"));
-    EXPECT_THAT(error.message(), HasSubstr("'main'"));
-    EXPECT_THAT(error.message(), HasSubstr("no startup block"));
-  }
+  Error error = test::error_of([&] { trainer.client(bad.path); });
+  EXPECT_EQ(error.file(), bad.path);
+  EXPECT_EQ(error.line(), 315);
+  EXPECT_THAT(error.message(), HasSubstr("abtest-train"));
+  EXPECT_THAT(error.message(), HasSubstr("'main'"));
+  EXPECT_THAT(error.message(), HasSubstr("no startup block"));
   // The role is still found textually.
   EXPECT_EQ(role_of(trainer, RoleMains{}), Role::kTrainer);
 }
@@ -446,14 +443,17 @@ Error select_error(const DryRun& dryrun, const RoleMains& mains) {
   return test::error_of([&] { select_roles(dryrun, mains); });
 }
 
-TEST(Roles, NoTrainerNamesTheJobSetsFound) {
-  Loaded bad = load("bad/no_trainer.txt");
+// select_roles on the fixture `name` fails, naming the fixture and saying each of `phrases`.
+void expect_roles_error(const std::string& name, std::initializer_list<std::string> phrases) {
+  Loaded bad = load(name);
   Error error = select_error(bad.dryrun, RoleMains{});
   EXPECT_EQ(error.file(), bad.path);
-  EXPECT_THAT(error.message(), HasSubstr("no trainer"));
-  EXPECT_THAT(error.message(), HasSubstr("abtest-orch"));
-  EXPECT_THAT(error.message(), HasSubstr("abtest-roll"));
-  EXPECT_THAT(error.message(), HasSubstr(kTrainerMain));
+  for (const std::string& phrase : phrases) EXPECT_THAT(error.message(), HasSubstr(phrase));
+}
+
+TEST(Roles, NoTrainerNamesTheJobSetsFound) {
+  expect_roles_error("bad/no_trainer.txt",
+                     {"no trainer", "abtest-orch", "abtest-roll", kTrainerMain});
 
   Loaded main = load("launch_dryrun.txt");
   RoleMains other;
@@ -499,12 +499,8 @@ TEST(Roles, ALoneJobSetIsTheTrainerOnlyWhenAskedFor) {
 }
 
 TEST(Roles, TwoTrainersNamesBoth) {
-  Loaded bad = load("bad/two_trainers.txt");
-  Error error = select_error(bad.dryrun, RoleMains{});
-  EXPECT_EQ(error.file(), bad.path);
-  EXPECT_THAT(error.message(), HasSubstr("more than one trainer"));
-  EXPECT_THAT(error.message(), HasSubstr("abtest-train "));
-  EXPECT_THAT(error.message(), HasSubstr("abtest-train2"));
+  expect_roles_error("bad/two_trainers.txt",
+                     {"more than one trainer", "abtest-train ", "abtest-train2"});
 }
 
 TEST(Roles, TwoOrchestratorsIsAnError) {

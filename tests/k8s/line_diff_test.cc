@@ -1,5 +1,6 @@
 #include "rtb/k8s/line_diff.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -87,6 +88,26 @@ TEST(LineDiff, XpkScriptWithOneEditedLine) {
       diff_lines(script, edited, 1),
       ElementsAre("@@ -4,3 +4,3 @@", "  ", "- (bash hello) & PID=$!;",
                   "+ (bash hello --steps=20) & PID=$!;", "  while kill -0 $PID 2>/dev/null;"));
+}
+
+TEST(EditScript, KeepsCommonEndsAlignsTheMiddleAndSaysWhenItCannot) {
+  std::vector<std::string_view> a = {"x", "a", "b", "c", "y"}, b = {"x", "b", "d", "c", "y"};
+  // Each edit as kind (= kept, - removed, + added), old index, new index.
+  auto shown = [](const EditScript& script) {
+    std::string out;
+    for (const SequenceEdit& e : script.edits) {
+      out += fmt::format("{}{}{} ", "=-+"[static_cast<int>(e.kind)], e.old_index, e.new_index);
+    }
+    return out;
+  };
+  EditScript script = edit_script(a, b, 100);
+  EXPECT_TRUE(script.aligned);
+  // x kept, a removed, b kept, d added (the removal first), c and y kept.
+  EXPECT_EQ(shown(script), "=00 -11 =21 +32 =33 =44 ");
+  // The middle, 2 x 2 items, needs 9 table cells: with 8 it stands removed, then added.
+  EditScript coarse = edit_script(a, b, 8);
+  EXPECT_FALSE(coarse.aligned);
+  EXPECT_EQ(shown(coarse), "=00 -11 -21 +31 +32 =33 =44 ");
 }
 
 }  // namespace

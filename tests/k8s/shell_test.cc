@@ -7,8 +7,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rtb/base/error.h"
@@ -33,6 +35,11 @@ std::string error_of(std::string_view text) {
     return error.message();
   }
   return "(no error)";
+}
+
+// Texts and the message split() refuses each with.
+void expect_errors(std::initializer_list<std::pair<std::string, std::string>> cases) {
+  for (const auto& [text, message] : cases) EXPECT_EQ(error_of(text), message) << text;
 }
 
 // The example startup line of the brief (trainer, rollout and orchestrator features in one line).
@@ -306,28 +313,32 @@ TEST(ShellSplit, NewlineEndsTheCommand) {
 TEST(ShellSplit, UnterminatedQuotesNameTheirColumn) {
   std::string long_line = std::string(811, 'x') + "'abc def";
   long_line[400] = ' ';
-  EXPECT_EQ(error_of(long_line), "unterminated single quote starting at column 812");
-  EXPECT_EQ(error_of("a \"b c"), "unterminated double quote starting at column 3");
-  EXPECT_EQ(error_of("a \"b\\\""), "unterminated double quote starting at column 3");
-  EXPECT_EQ(error_of("x=$(echo (a)"), "unterminated $( starting at column 3");
-  EXPECT_EQ(error_of("x=$((1+2)"), "unterminated $( starting at column 3");
-  EXPECT_EQ(error_of("  ${x"), "unterminated ${ starting at column 3");
-  EXPECT_EQ(error_of("a `b"), "unterminated backquote starting at column 3");
-  EXPECT_EQ(error_of("$(echo \"a)"), "unterminated double quote starting at column 8");
-  EXPECT_EQ(error_of("$(echo 'a)"), "unterminated single quote starting at column 8");
-  EXPECT_EQ(error_of("$'a\\'"), "unterminated $' quote starting at column 1");
-  EXPECT_EQ(error_of("\n  'b"), "unterminated single quote starting at line 2, column 3");
+  expect_errors({
+      {long_line, "unterminated single quote starting at column 812"},
+      {"a \"b c", "unterminated double quote starting at column 3"},
+      {"a \"b\\\"", "unterminated double quote starting at column 3"},
+      {"x=$(echo (a)", "unterminated $( starting at column 3"},
+      {"x=$((1+2)", "unterminated $( starting at column 3"},
+      {"  ${x", "unterminated ${ starting at column 3"},
+      {"a `b", "unterminated backquote starting at column 3"},
+      {"$(echo \"a)", "unterminated double quote starting at column 8"},
+      {"$(echo 'a)", "unterminated single quote starting at column 8"},
+      {"$'a\\'", "unterminated $' quote starting at column 1"},
+      {"\n  'b", "unterminated single quote starting at line 2, column 3"},
+  });
 }
 
 TEST(ShellSplit, ShellOperatorsAreRejected) {
   std::string line = "PYTHONUNBUFFERED=1 python -m a.b.main; rm -rf x";
-  EXPECT_EQ(error_of(line), "unexpected shell operator ';' at column 38");
-  EXPECT_EQ(error_of("a & b"), "unexpected shell operator '&' at column 3");
-  EXPECT_EQ(error_of("a|b"), "unexpected shell operator '|' at column 2");
-  EXPECT_EQ(error_of("a >out"), "unexpected shell operator '>' at column 3");
-  EXPECT_EQ(error_of("a <in"), "unexpected shell operator '<' at column 3");
-  EXPECT_EQ(error_of("(a)"), "unexpected shell operator '(' at column 1");
-  EXPECT_EQ(error_of("a)"), "unexpected shell operator ')' at column 2");
+  expect_errors({
+      {line, "unexpected shell operator ';' at column 38"},
+      {"a & b", "unexpected shell operator '&' at column 3"},
+      {"a|b", "unexpected shell operator '|' at column 2"},
+      {"a >out", "unexpected shell operator '>' at column 3"},
+      {"a <in", "unexpected shell operator '<' at column 3"},
+      {"(a)", "unexpected shell operator '(' at column 1"},
+      {"a)", "unexpected shell operator ')' at column 2"},
+  });
   // Quoted or escaped, they are ordinary bytes.
   EXPECT_THAT(values(split("';&|<>()' \";&|<>()\" \\;\\&")),
               ElementsAre(";&|<>()", ";&|<>()", ";&"));
@@ -376,12 +387,16 @@ TEST(ShellParseCommand, EnvOnlyAndEmptyCommands) {
 }
 
 TEST(ShellQuote, ShortestSafeForm) {
-  EXPECT_EQ(quote("--xla_tpu_dvfs_p_state=7"), "--xla_tpu_dvfs_p_state=7");
-  EXPECT_EQ(quote("gs://bucket/a,b@c%d+e:f"), "gs://bucket/a,b@c%d+e:f");
-  EXPECT_EQ(quote(""), "''");
-  EXPECT_EQ(quote("a b"), "'a b'");
-  EXPECT_EQ(quote("it's"), "'it'\\''s'");
-  EXPECT_EQ(quote("'"), "''\\'''");
+  // A value and its shortest quoted form.
+  std::pair<std::string, std::string> cases[] = {
+      {"--xla_tpu_dvfs_p_state=7", "--xla_tpu_dvfs_p_state=7"},
+      {"gs://bucket/a,b@c%d+e:f", "gs://bucket/a,b@c%d+e:f"},
+      {"", "''"},
+      {"a b", "'a b'"},
+      {"it's", "'it'\\''s'"},
+      {"'", "''\\'''"},
+  };
+  for (const auto& [value, quoted] : cases) EXPECT_EQ(quote(value), quoted) << value;
   for (std::string value : {"~", "~x", "#x", "a*", "a?", "[a]", "{a,b}", "!x", "$x", "a\nb", "é"}) {
     EXPECT_EQ(quote(value).front(), '\'') << value;
   }
@@ -560,28 +575,29 @@ std::string random_command_line(std::mt19937& random) {
   int parts = std::uniform_int_distribution<int>(1, 12)(random);
   for (int i = 0; i < parts; ++i) {
     int n = std::uniform_int_distribution<int>(0, 4)(random);
+    // A quoted run: `open`, n pieces that may stand inside it, `close`.
+    auto quoted = [&](const char* open, const std::vector<std::string>& inside, char close) {
+      line += open;
+      while (n-- > 0) line += pick(inside);
+      line += close;
+    };
     switch (std::uniform_int_distribution<int>(0, 6)(random)) {
       case 0:
         line += pick(plain);
         break;
       case 1:
-        line += "'";
-        while (n-- > 0) line += pick(in_single);
-        line += "'";
+        quoted("'", in_single, '\'');
         break;
       case 2:
       case 3:
-        line += std::uniform_int_distribution<int>(0, 3)(random) == 0 ? "$\"" : "\"";
-        while (n-- > 0) line += pick(in_double);
-        line += "\"";
+        quoted(std::uniform_int_distribution<int>(0, 3)(random) == 0 ? "$\"" : "\"", in_double,
+               '"');
         break;
       case 4:
         line += pick(escaped);
         break;
       case 5:
-        line += "$'";
-        while (n-- > 0) line += pick(in_ansi_c);
-        line += "'";
+        quoted("$'", in_ansi_c, '\'');
         break;
       default:
         line += pick(blanks);

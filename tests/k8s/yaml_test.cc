@@ -362,12 +362,13 @@ TEST(YamlEmit, FixtureDocumentsRoundTripForBothReaders) {
 TEST(YamlEmit, FixtureQuotedNumericStringsStayQuoted) {
   DryRun dryrun = parse_dryrun(read_file(testdata("launch_dryrun.txt")), "launch_dryrun.txt");
   std::string trainer = emit(dryrun.documents.at(1).root);
-  EXPECT_THAT(trainer, HasSubstr("google.com/tpu: \"4\"\n"));
-  EXPECT_THAT(trainer, HasSubstr("cloud.google.com/gke-tpu-slice-topology: \"4x4x8\"\n"));
-  EXPECT_THAT(trainer, HasSubstr("kueue.x-k8s.io/podset-slice-size: \"16\"\n"));
-  EXPECT_THAT(trainer, HasSubstr("cluster-autoscaler.kubernetes.io/safe-to-evict: \"false\"\n"));
-  EXPECT_THAT(trainer, HasSubstr("values: [0, 75]\n"));
-  EXPECT_THAT(trainer, HasSubstr("completions: 32\n"));
+  for (const char* line :
+       {"google.com/tpu: \"4\"\n", "cloud.google.com/gke-tpu-slice-topology: \"4x4x8\"\n",
+        "kueue.x-k8s.io/podset-slice-size: \"16\"\n",
+        "cluster-autoscaler.kubernetes.io/safe-to-evict: \"false\"\n", "values: [0, 75]\n",
+        "completions: 32\n"}) {
+    EXPECT_THAT(trainer, HasSubstr(line));
+  }
   // The client script stays a readable literal block.
   EXPECT_THAT(trainer, HasSubstr("- |"));
   EXPECT_THAT(trainer, ContainsRegex("\n +\\) & PID=\\$!\n"));

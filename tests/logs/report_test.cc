@@ -533,5 +533,18 @@ TEST(BuildReport, Numerics) {
   EXPECT_THAT(e.message(), HasSubstr("no per-step metrics"));
 }
 
+TEST(Options, ValidateNamesTheBadOption) {
+  Options options;
+  EXPECT_NO_THROW(options.validate());
+  options.outlier_factor = 1.0;
+  EXPECT_THAT(test::error_of([&] { options.validate(); }).what(),
+              HasSubstr("--outlier-factor 1: must be a number > 1"));
+  options.outlier_factor = INFINITY;
+  EXPECT_THROW(options.validate(), Error);
+  options = Options{};
+  options.bootstrap.confidence = 1.5;
+  EXPECT_THAT(test::error_of([&] { options.validate(); }).what(), HasSubstr("--confidence 1.5"));
+}
+
 }  // namespace
 }  // namespace rtb::logs::report

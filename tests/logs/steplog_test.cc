@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -635,6 +636,25 @@ TEST(ParseRunLog, StreamsAFileFromTestdata) {
   // "completed step: N, seconds: X") were not read as steps.
   for (const StepRecord& record : log.steps) EXPECT_EQ(record.seconds_from, "BENCH_STEP");
   EXPECT_THROW(parse_run_log("/nonexistent/bench.log"), Error);
+}
+
+TEST(RunLogCache, ParsesAPathOnceAndStdinOnlyOnce) {
+  std::string path = std::string(RTB_TESTDATA_DIR) + "/bench_logs/bench_ctl.log";
+  RunLogCache cache;
+  RunLog first = cache.get(path);
+  RunLog again = cache.get(path);
+  EXPECT_EQ(again.name, "ab-ctl");
+  EXPECT_EQ(again.steps.size(), first.steps.size());
+  EXPECT_THROW(cache.get("/nonexistent/bench.log"), Error);
+  // "-" reads stdin: here the same log, then a second "-" is refused without reading.
+  ASSERT_NE(std::freopen(path.c_str(), "r", stdin), nullptr);
+  EXPECT_EQ(cache.get("-").steps.size(), 5u);
+  try {
+    cache.get("-");
+    ADD_FAILURE() << "a second - was read";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("- (stdin) can be given only once"));
+  }
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -48,6 +50,19 @@ TEST(ToolMains, AotSummarizeExitsWithItsOutcome) {
   std::string empty = test::testdata("memlog_bad_empty.log");
   EXPECT_EQ(run(aot_summarize_main, {"aot-summarize", empty, "--json", "-o", out}), 2);
   EXPECT_THAT(read_file(out), HasSubstr("\"exit_code\": 2,"));
+}
+
+TEST(ToolMains, RenderBenchRefusesABadRoutingScaleBeforeWriting) {
+  std::string bench = temp_path("bad_scale_bench.yaml");
+  std::remove(bench.c_str());
+  ::testing::internal::CaptureStderr();
+  int code = run(render_bench_main, {"render-bench", "--demo", "--name", "abtest-bench",
+                                     "--routing-scale", "-1", "-o", bench});
+  std::string stderr_text = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(code, 2);
+  // The payload's own rule (payload/routing.h), named by the option.
+  EXPECT_EQ(stderr_text, "render-bench: --routing-scale -1: must be a finite number >= 0\n");
+  EXPECT_FALSE(std::ifstream(bench).good()) << "no bench is written";
 }
 
 }  // namespace

@@ -68,13 +68,14 @@ int aot_check_main(int argc, char** argv) {
                     "Output file: the script (--print) or the summary (--run); default - (stdout)");
   app.add_option("--python", aot.python, "The Python with MaxText, Tunix and libtpu")
       ->capture_default_str();
-  app.add_option("--base-config", aot.base_config,
-                 "MaxText config file (default: the base.yml of the MaxText that Python imports)");
-  app.add_option("--log", aot.log,
-                 "The compile's log (default: logs/aot-bench-<UTC time>.log, made when it runs)");
-  app.add_option("--compile-key", aot.compile_keys,
-                 "KEY=VALUE: one more MaxText key for the compile, passed last "
-                 "(e.g. compile_engine_router_replay=true)");
+  add_plain_options(
+      app, {{"--base-config", &aot.base_config,
+             "MaxText config file (default: the base.yml of the MaxText that Python imports)"},
+            {"--log", &aot.log,
+             "The compile's log (default: logs/aot-bench-<UTC time>.log, made when it runs)"},
+            {"--compile-key", &aot.compile_keys,
+             "KEY=VALUE: one more MaxText key for the compile, passed last "
+             "(e.g. compile_engine_router_replay=true)"}});
   app.add_option("--hbm-gib", hbm_gib,
                  "--run: HBM per device to judge against (default: the trainer slice's chip)")
       ->check(CLI::PositiveNumber);

@@ -2,8 +2,6 @@
 // from bench driver logs and e2e orchestrator logs (see README.md).
 #include <spdlog/spdlog.h>
 
-#include <cmath>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,26 +32,6 @@ constexpr const char* kExamples = R"(  bench-report ctl.log variant.log
   bench-report --list-gates
 )";
 
-// Parses each distinct path once; "-" (stdin) may appear only once.
-class RunLogs {
- public:
-  logs::steplog::RunLog get(const std::string& path) {
-    if (path == "-") {
-      if (stdin_used_) fail("- (stdin) can be given only once");
-      stdin_used_ = true;
-      return logs::steplog::parse_run_log(path);
-    }
-    auto found = cache_.find(path);
-    if (found == cache_.end())
-      found = cache_.emplace(path, logs::steplog::parse_run_log(path)).first;
-    return found->second;
-  }
-
- private:
-  std::map<std::string, logs::steplog::RunLog> cache_;
-  bool stdin_used_ = false;
-};
-
 }  // namespace
 
 int bench_report_main(int argc, char** argv) {
@@ -63,10 +41,10 @@ int bench_report_main(int argc, char** argv) {
        "orchestrator logs (TRAINER_STEP_TIMING, `Train step N - ...`, [StepMetrics step=N]), with "
        "any line prefix, and reports seconds per optimizer step, the regular micro-batch time, "
        "tokens/s/chip (padded and real) and the trainer's micro-batch timeline per run; "
-       "micro-batch "
-       "times timed differently (device vs dispatch) are not compared; each run against the first "
-       "(the control) with a seeded bootstrap interval and a verdict; and the numerics gates of a "
-       "variant against two references. Exit 1 when a gate fails or --fail-if-slower trips.",
+       "micro-batch times timed differently (device vs dispatch) are not compared; each run "
+       "against the first (the control) with a seeded bootstrap interval and a verdict; and the "
+       "numerics gates of a variant against two references. Exit 1 when a gate fails or "
+       "--fail-if-slower trips.",
        kExamples});
   CLI::App& app = tool.app();
   std::vector<std::string> runs, control_pair, numerics, limits, metrics;
@@ -115,11 +93,7 @@ int bench_report_main(int argc, char** argv) {
                  "with timing)");
   add_json_flag(app, json, "Machine-readable output (schema rtb.bench-report/1)");
   add_output_option(app, output);
-  app.add_option("--bootstrap", options.bootstrap.resamples, "Bootstrap resamples")
-      ->capture_default_str();
-  app.add_option("--seed", options.bootstrap.seed, "Bootstrap seed")->capture_default_str();
-  app.add_option("--confidence", options.bootstrap.confidence, "Confidence level of intervals")
-      ->capture_default_str();
+  add_bootstrap_options(app, options.bootstrap);
 
   return tool.run(argc, argv, [&] {
     logs::report::Inputs inputs;
@@ -147,12 +121,9 @@ int bench_report_main(int argc, char** argv) {
     if (svg_file == "-" && output == "-") {
       fail("--svg - and the report would both go to stdout: give -o FILE for the report");
     }
-    options.bootstrap.validate();
-    if (!(options.outlier_factor > 1.0) || !std::isfinite(options.outlier_factor)) {
-      fail("--outlier-factor {}: must be a number > 1", options.outlier_factor);
-    }
+    options.validate();
 
-    RunLogs run_logs;
+    logs::steplog::RunLogCache run_logs;
     for (const std::string& path : runs) inputs.runs.push_back(run_logs.get(path));
     if (!control_pair.empty()) {
       inputs.control_pair.emplace(run_logs.get(control_pair[0]), run_logs.get(control_pair[1]));

@@ -1,7 +1,5 @@
 #include "common/render_options.h"
 
-#include <charconv>
-#include <cmath>
 #include <cstdlib>
 #include <utility>
 
@@ -12,29 +10,6 @@
 #include "rtb/payload/routing.h"
 
 namespace rtb::tool {
-namespace {
-
-std::pair<int, int> parse_window(const std::string& text) {
-  std::size_t colon = text.find(':');
-  int start = -1, count = -1;
-  if (colon != std::string::npos) {
-    auto a = std::from_chars(text.data(), text.data() + colon, start);
-    auto b = std::from_chars(text.data() + colon + 1, text.data() + text.size(), count);
-    if (a.ec == std::errc() && a.ptr == text.data() + colon && b.ec == std::errc() &&
-        b.ptr == text.data() + text.size()) {
-      return {start, count};
-    }
-  }
-  fail("--profile-window {}: expected START:COUNT (fwd_bwd calls)", text);
-}
-
-std::pair<std::string, std::string> parse_env(const std::string& text) {
-  std::size_t eq = text.find('=');
-  if (eq == std::string::npos || eq == 0) fail("--driver-env {}: expected KEY=VALUE", text);
-  return {text.substr(0, eq), text.substr(eq + 1)};
-}
-
-}  // namespace
 
 void add_render_options(CLI::App& app, RenderKnobs& knobs, NameOption name) {
   rtb::bench::RenderOptions& options = knobs.options;
@@ -49,30 +24,29 @@ void add_render_options(CLI::App& app, RenderKnobs& knobs, NameOption name) {
   } else if (name == NameOption::kOptional) {
     name_option->capture_default_str();
   }
-  app.add_option("--namespace", options.namespace_name, "Namespace of the bench JobSet");
-  app.add_option("--image", options.image, "Image of the client container");
-  app.add_option("--output-prefix", options.output_prefix,
-                 "Set --maxtext_output_directory to <PREFIX>/<NAME>");
-  app.add_option("--maxtext-flag", options.maxtext_flags,
-                 "KEY=VALUE: append to MAXTEXT_EXTRA_FLAGS (replace where the key stands)");
-  app.add_option("--maxtext-replace", options.maxtext_replace,
-                 "KEY=VALUE: replace a MAXTEXT_EXTRA_FLAGS item in place; error if absent");
-  app.add_option("--libtpu-flag", options.libtpu_flags,
-                 "--xla_...=V: write to the client's LIBTPU_INIT_ARGS, the pathways-proxy args and "
-                 "the pathways-worker env (use --libtpu-flag=--xla_...=V)");
-  app.add_option("--trainer-arg", options.trainer_args,
-                 "--k=v, --k or --no-k: set in the trainer argv");
-  app.add_option("--trainer-arg-remove", options.trainer_args_removed,
-                 "--k: remove from the trainer argv");
-  app.add_option("--orch-arg", options.orchestrator_args,
-                 "--k=v: set in the orchestrator argv the driver reads (ORCH_ARGV)");
-  app.add_option("--trainer-slice", options.trainer_slice,
-                 "TYPE:TOPOLOGY, e.g. tpu7x:4x4x4: change every field that encodes the trainer "
-                 "slice; FSDP fills the devices");
-  app.add_option("--logps-chunk", knobs.logps_chunk,
-                 "compute_logps_chunk_size, wherever the e2e passes it");
-  app.add_option("--profile-window", knobs.profile_window,
-                 "START:COUNT: profile these fwd_bwd calls");
+  add_plain_options(
+      app,
+      {{"--namespace", &options.namespace_name, "Namespace of the bench JobSet"},
+       {"--image", &options.image, "Image of the client container"},
+       {"--output-prefix", &options.output_prefix,
+        "Set --maxtext_output_directory to <PREFIX>/<NAME>"},
+       {"--maxtext-flag", &options.maxtext_flags,
+        "KEY=VALUE: append to MAXTEXT_EXTRA_FLAGS (replace where the key stands)"},
+       {"--maxtext-replace", &options.maxtext_replace,
+        "KEY=VALUE: replace a MAXTEXT_EXTRA_FLAGS item in place; error if absent"},
+       {"--libtpu-flag", &options.libtpu_flags,
+        "--xla_...=V: write to the client's LIBTPU_INIT_ARGS, the pathways-proxy args and the "
+        "pathways-worker env (use --libtpu-flag=--xla_...=V)"},
+       {"--trainer-arg", &options.trainer_args, "--k=v, --k or --no-k: set in the trainer argv"},
+       {"--trainer-arg-remove", &options.trainer_args_removed, "--k: remove from the trainer argv"},
+       {"--orch-arg", &options.orchestrator_args,
+        "--k=v: set in the orchestrator argv the driver reads (ORCH_ARGV)"},
+       {"--trainer-slice", &options.trainer_slice,
+        "TYPE:TOPOLOGY, e.g. tpu7x:4x4x4: change every field that encodes the trainer slice; "
+        "FSDP fills the devices"},
+       {"--logps-chunk", &knobs.logps_chunk,
+        "compute_logps_chunk_size, wherever the e2e passes it"},
+       {"--profile-window", &knobs.profile_window, "START:COUNT: profile these fwd_bwd calls"}});
   app.add_option("--steps", options.driver.steps, "Optimizer steps to time")->capture_default_str();
   app.add_option("--micro-steps", options.driver.micro_steps, "fwd_bwd calls per optimizer step")
       ->capture_default_str();
@@ -111,10 +85,10 @@ void add_render_options(CLI::App& app, RenderKnobs& knobs, NameOption name) {
                  "auto|on|off: the driver's LOGPS_PASS setting (default: not written; the "
                  "driver's auto applies)")
       ->check(CLI::IsMember({"auto", "on", "off"}));
-  app.add_option("--driver-env", knobs.driver_env,
-                 "K=V: an extra environment variable for the driver");
-  app.add_option("--driver", knobs.driver_file,
-                 "Use this bench_driver.py instead of the embedded one");
+  add_plain_options(
+      app,
+      {{"--driver-env", &knobs.driver_env, "K=V: an extra environment variable for the driver"},
+       {"--driver", &knobs.driver_file, "Use this bench_driver.py instead of the embedded one"}});
   add_role_main_options(app, options.mains);
 }
 
@@ -125,12 +99,15 @@ void finish_render_options(RenderKnobs& knobs, std::string_view embedded_driver)
   options.logps_chunk = knobs.logps_chunk;
   options.driver.logp_gates = knobs.logp_gates == "on";
   // The driver refuses these at pod start; refuse them before a bench is written.
-  if (!std::isfinite(options.driver.routing_scale) || options.driver.routing_scale < 0) {
+  try {
+    rtb::payload::check_routing_scale(options.driver.routing_scale);
+  } catch (const Error&) {  // the payload's rule, in the words of this option
     fail("--routing-scale {}: must be a finite number >= 0", options.driver.routing_scale);
   }
-  if (!knobs.profile_window.empty()) options.profile_window = parse_window(knobs.profile_window);
+  if (!knobs.profile_window.empty())
+    options.profile_window = bench::parse_profile_window(knobs.profile_window);
   for (const std::string& item : knobs.driver_env) {
-    options.driver.extra_env.push_back(parse_env(item));
+    options.driver.extra_env.push_back(bench::parse_driver_env(item));
   }
   if (!knobs.routing_file.empty()) {
     options.driver.routing_targets = rtb::payload::parse_routing_targets(

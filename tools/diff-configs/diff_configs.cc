@@ -44,9 +44,8 @@ int diff_configs_main(int argc, char** argv) {
   bool list_dumps = false, json = false;
   rtb::k8s::RoleMains mains;
 
-  app.add_option("A B", inputs, "Two logs or renders (- for stdin); one with --list-dumps")
-      ->required()
-      ->expected(1, 2);
+  add_one_or_two_inputs(app, inputs, "A B",
+                        "Two logs or renders (- for stdin); one with --list-dumps");
   // Signed, so that -1 is refused rather than read as 2^64 - 1 (see dump_number below).
   std::optional<long long> dump_all, dump_first, dump_second;
   app.add_option("--dump", dump_all, "N: use dump N (1-based, see --list-dumps) of each log");
@@ -113,7 +112,7 @@ int diff_configs_main(int argc, char** argv) {
     std::string out = json ? bench::format_config_json(a, b, differences, keys)
                            : bench::format_config_text(differences, {use_color(color), false});
     write_output("-", out);
-    return outcome_of(!differences.empty());
+    return bench::config_outcome(differences);
   });
 }
 

@@ -108,14 +108,15 @@ int diff_renders_main(int argc, char** argv) {
     if (json) {
       out = bench::format_render_json(report);
     } else if (stat) {
-      out = report.failed() || report.ignored || !report.hidden_server_fields.empty()
+      out = report.outcome() == Outcome::kFail || report.ignored ||
+                    !report.hidden_server_fields.empty()
                 ? bench::format_render_stat(report)
                 : "";
     } else {
       out = bench::format_render_text(report, {use_color(color), show_allowed});
     }
     write_output("-", out);
-    return outcome_of(report.failed());
+    return report.outcome();
   });
 }
 

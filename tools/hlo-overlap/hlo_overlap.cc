@@ -53,11 +53,9 @@ int hlo_overlap_main(int argc, char** argv) {
   hlo::ReportOptions report;
   std::size_t max_statement_mib = options.max_statement_bytes >> 20;
 
-  app.add_option("DUMP", inputs,
-                 "HLO text dump or binary HloProto (*.hlo.pb) (- for stdin); give two for an A/B "
-                 "comparison")
-      ->required()
-      ->expected(1, 2);
+  add_one_or_two_inputs(app, inputs, "DUMP",
+                        "HLO text dump or binary HloProto (*.hlo.pb) (- for stdin); give two for "
+                        "an A/B comparison");
   add_json_flag(app, json, "Print the JSON document instead of the text report");
   add_output_option(app, output, "Write the report here (default: - for stdout)");
   app.add_option("--svg", svg_file,

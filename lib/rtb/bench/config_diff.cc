@@ -141,4 +141,8 @@ std::vector<ConfigDifference> diff_configs(const ConfigSide& a, const ConfigSide
   return out;
 }
 
+Outcome config_outcome(const std::vector<ConfigDifference>& differences) {
+  return outcome_of(!differences.empty());
+}
+
 }  // namespace rtb::bench

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "rtb/base/outcome.h"
 #include "rtb/bench/config_elements.h"
 #include "rtb/k8s/dryrun.h"
 #include "rtb/k8s/jobset.h"
@@ -66,5 +67,9 @@ std::string_view config_kind_name(ConfigDifference::Kind kind);  // "added", ...
 std::vector<ConfigDifference> diff_configs(
     const ConfigSide& a, const ConfigSide& b,
     const std::function<bool(std::string_view)>& keep_key = nullptr);
+
+// diff-configs' verdict: kFail when the configs differ (`differences` from diff_configs() is not
+// empty), else kPass.
+Outcome config_outcome(const std::vector<ConfigDifference>& differences);
 
 }  // namespace rtb::bench

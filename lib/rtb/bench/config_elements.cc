@@ -12,6 +12,7 @@
 #include "rtb/base/error.h"
 #include "rtb/base/literal.h"
 #include "rtb/base/text.h"
+#include "rtb/k8s/line_diff.h"
 #include "rtb/logs/configlog.h"
 
 namespace rtb::bench {
@@ -216,24 +217,10 @@ std::optional<std::vector<ElementDifference>> diff_by_index(const Literal& a, co
   std::vector<std::string> left, right;
   for (const Literal& item : a.items) left.push_back(logs::canonical_config_literal(item));
   for (const Literal& item : b.items) right.push_back(logs::canonical_config_literal(item));
-  std::size_t prefix = 0;
-  while (prefix < left.size() && prefix < right.size() && left[prefix] == right[prefix]) ++prefix;
-  std::size_t suffix = 0;
-  while (suffix < left.size() - prefix && suffix < right.size() - prefix &&
-         left[left.size() - 1 - suffix] == right[right.size() - 1 - suffix]) {
-    ++suffix;
-  }
-  std::size_t n = left.size() - prefix - suffix, m = right.size() - prefix - suffix;
-  if ((n + 1) * (m + 1) > kMaxAlignmentCells) return std::nullopt;
-  // common[i][j]: length of the longest common subsequence of the middles' tails from i and j.
-  std::vector<std::uint32_t> common((n + 1) * (m + 1), 0);
-  auto at = [&](std::size_t i, std::size_t j) -> std::uint32_t& { return common[i * (m + 1) + j]; };
-  for (std::size_t i = n; i-- > 0;) {
-    for (std::size_t j = m; j-- > 0;) {
-      at(i, j) = left[prefix + i] == right[prefix + j] ? at(i + 1, j + 1) + 1
-                                                       : std::max(at(i + 1, j), at(i, j + 1));
-    }
-  }
+  k8s::EditScript script = k8s::edit_script(
+      std::vector<std::string_view>(left.begin(), left.end()),
+      std::vector<std::string_view>(right.begin(), right.end()), kMaxAlignmentCells);
+  if (!script.aligned) return std::nullopt;
   std::vector<ElementDifference> out, removed, added;
   auto shown = [](const Literal& item) { return python_repr(item); };
   auto flush_run = [&]() {
@@ -247,21 +234,16 @@ std::optional<std::vector<ElementDifference>> diff_by_index(const Literal& a, co
     removed.clear();
     added.clear();
   };
-  std::size_t i = 0, j = 0;
-  while (i < n || j < m) {
-    std::size_t ia = prefix + i, jb = prefix + j;
-    if (i < n && j < m && left[ia] == right[jb]) {
+  for (const k8s::SequenceEdit& edit : script.edits) {
+    std::size_t ia = edit.old_index, jb = edit.new_index;
+    if (edit.kind == k8s::DiffLine::Kind::kContext) {
       flush_run();
-      ++i;
-      ++j;
-    } else if (j == m || (i < n && at(i + 1, j) >= at(i, j + 1))) {
+    } else if (edit.kind == k8s::DiffLine::Kind::kRemoved) {
       removed.push_back(
           {Kind::kRemoved, std::to_string(ia), ia, std::nullopt, shown(a.items[ia]), std::nullopt});
-      ++i;
     } else {
       added.push_back(
           {Kind::kAdded, std::to_string(jb), std::nullopt, jb, std::nullopt, shown(b.items[jb])});
-      ++j;
     }
   }
   flush_run();

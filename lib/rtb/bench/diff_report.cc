@@ -287,7 +287,9 @@ std::size_t RenderReport::unexpected() const {
                     [](const ReportedDifference& d) { return !d.allowed.has_value(); }));
 }
 
-bool RenderReport::failed() const { return expect_bench ? unexpected() > 0 : !differences.empty(); }
+Outcome RenderReport::outcome() const {
+  return outcome_of(expect_bench ? unexpected() > 0 : !differences.empty());
+}
 
 RenderReport make_render_report(std::string a_source, std::string b_source, const RenderDiff& diff,
                                 const DiffFilter& filter) {
@@ -500,8 +502,9 @@ std::string format_render_json(const RenderReport& report) {
         .field("unexpected", report.unexpected());
   }
   j.end_object();
-  std::string_view result = report.expect_bench ? (report.failed() ? "fail" : "pass")
-                                                : (report.failed() ? "different" : "same");
+  bool failed = report.outcome() == Outcome::kFail;
+  std::string_view result =
+      report.expect_bench ? (failed ? "fail" : "pass") : (failed ? "different" : "same");
   return j.field("result", result).end_object().str();
 }
 

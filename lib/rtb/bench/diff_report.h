@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "rtb/base/outcome.h"
 #include "rtb/bench/config_diff.h"
 #include "rtb/bench/diff_render.h"
 #include "rtb/k8s/diff.h"
@@ -61,8 +62,8 @@ struct RenderReport {
   // Server-populated fields that differ and were left out (`doc:path`; diff_render.h).
   std::vector<std::string> hidden_server_fields;
   std::size_t unexpected() const;  // --expect-bench: kept and not allowed
-  // The exit status: differences (or, with --expect-bench, unexpected ones) remain.
-  bool failed() const;
+  // kFail when differences (or, with --expect-bench, unexpected ones) remain, else kPass.
+  Outcome outcome() const;
 };
 
 RenderReport make_render_report(std::string a_source, std::string b_source, const RenderDiff& diff,

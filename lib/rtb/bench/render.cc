@@ -1042,6 +1042,26 @@ std::string dryrun_input(std::string_view given, bool demo, const char* launch_r
   return launch_render;
 }
 
+std::pair<int, int> parse_profile_window(std::string_view text) {
+  std::size_t colon = text.find(':');
+  int start = -1, count = -1;
+  if (colon != std::string_view::npos) {
+    auto a = std::from_chars(text.data(), text.data() + colon, start);
+    auto b = std::from_chars(text.data() + colon + 1, text.data() + text.size(), count);
+    if (a.ec == std::errc() && a.ptr == text.data() + colon && b.ec == std::errc() &&
+        b.ptr == text.data() + text.size()) {
+      return {start, count};
+    }
+  }
+  fail("--profile-window {}: expected START:COUNT (fwd_bwd calls)", text);
+}
+
+std::pair<std::string, std::string> parse_driver_env(std::string_view text) {
+  std::size_t eq = text.find('=');
+  if (eq == std::string_view::npos || eq == 0) fail("--driver-env {}: expected KEY=VALUE", text);
+  return {std::string(text.substr(0, eq)), std::string(text.substr(eq + 1))};
+}
+
 std::string heredoc_terminator(std::string_view text) {
   auto occurs = [&](const std::string& word) {
     std::size_t start = 0;

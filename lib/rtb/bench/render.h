@@ -89,6 +89,11 @@ inline constexpr const char* kLaunchRenderEnv = "LAUNCH_RENDER";
 // (--demo) asks for the embedded example or it is empty; "" when neither names a file.
 std::string dryrun_input(std::string_view given, bool demo, const char* launch_render);
 
+// --profile-window START:COUNT (fwd_bwd calls) as {START, COUNT}. Throws rtb::Error naming it.
+std::pair<int, int> parse_profile_window(std::string_view text);
+// --driver-env KEY=VALUE (a non-empty key) as {KEY, VALUE}. Throws rtb::Error naming it.
+std::pair<std::string, std::string> parse_driver_env(std::string_view text);
+
 // Renders the bench JobSet. Throws rtb::Error for bad input or options; a difference from the e2e
 // trainer that no option asked for is an internal error (rtb::Error starting "internal error").
 RenderResult render_bench(const k8s::DryRun& dryrun, const RenderOptions& options);

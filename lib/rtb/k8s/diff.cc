@@ -48,25 +48,12 @@ YAML::Node flags_as_map(const std::vector<std::string>& items, FlagStyle style) 
   return map;
 }
 
-std::vector<std::string> split_blanks(std::string_view text) {
-  std::vector<std::string> out;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    std::size_t start = text.find_first_not_of(" \t\n", pos);
-    if (start == std::string_view::npos) break;
-    std::size_t end = text.find_first_of(" \t\n", start);
-    if (end == std::string_view::npos) end = text.size();
-    out.emplace_back(text.substr(start, end - start));
-    pos = end;
-  }
-  return out;
-}
-
 YAML::Node expand_variable(std::string_view name, const std::string& value) {
-  if (is_flag_string_variable(name)) return flags_as_map(split_blanks(value), FlagStyle::kDashDash);
+  if (is_flag_string_variable(name))
+    return flags_as_map(split_flag_items(value), FlagStyle::kDashDash);
   if (name == "MAXTEXT_EXTRA_FLAGS") {
     // Items that are not key=value stay positional rather than failing the whole comparison.
-    return flags_as_map(split_blanks(value), FlagStyle::kKeyValue);
+    return flags_as_map(split_flag_items(value), FlagStyle::kKeyValue);
   }
   return yaml::string_scalar(value);
 }

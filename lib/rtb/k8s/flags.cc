@@ -50,14 +50,18 @@ FlagList::FlagList(FlagStyle style, std::vector<std::string> items)
   }
 }
 
-FlagList FlagList::parse(std::string_view text, FlagStyle style) {
+std::vector<std::string> split_flag_items(std::string_view text) {
   std::vector<std::string> items;
   for (std::size_t start = text.find_first_not_of(kBlanks); start != std::string_view::npos;) {
     std::size_t end = std::min(text.find_first_of(kBlanks, start), text.size());
     items.emplace_back(text.substr(start, end - start));
     start = text.find_first_not_of(kBlanks, end);
   }
-  return FlagList(style, std::move(items));
+  return items;
+}
+
+FlagList FlagList::parse(std::string_view text, FlagStyle style) {
+  return FlagList(style, split_flag_items(text));
 }
 
 std::string FlagList::str() const {

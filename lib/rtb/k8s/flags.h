@@ -32,11 +32,15 @@ std::optional<std::string_view> flag_value(std::string_view item, FlagStyle styl
 // True for the negated form `--no-k` (kDashDash only).
 bool is_negated(std::string_view item, FlagStyle style);
 
+// The items of a flag string: the words between blanks (space, tab, newline), leading and
+// trailing blanks dropped. Checks nothing (FlagList does).
+std::vector<std::string> split_flag_items(std::string_view text);
+
 class FlagList {
  public:
   // Throws rtb::Error for a kKeyValue item without `=`, with an empty key or with a blank in it.
   FlagList(FlagStyle style, std::vector<std::string> items);
-  // Splits `text` on blanks (space, tab, newline); leading and trailing blanks are dropped.
+  // The items of split_flag_items(text).
   static FlagList parse(std::string_view text, FlagStyle style);
 
   // The items joined by one space (the form of LIBTPU_INIT_ARGS and MAXTEXT_EXTRA_FLAGS). For argv

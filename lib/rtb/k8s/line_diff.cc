@@ -10,21 +10,17 @@ namespace {
 
 constexpr std::size_t kMaxTableCells = std::size_t{1} << 20;
 
-struct Edit {
-  DiffLine::Kind kind;
-  std::size_t old_index, new_index;  // the line in each value (the one it has for kAdded/kRemoved)
-};
-
 // The edit script of the middle parts a[lo_a, hi_a) and b[lo_b, hi_b): a longest common
 // subsequence by dynamic programming over suffixes, or, when too large, all removed then added.
-void middle_edits(const std::vector<std::string_view>& a, const std::vector<std::string_view>& b,
+bool middle_edits(const std::vector<std::string_view>& a, const std::vector<std::string_view>& b,
                   std::size_t lo_a, std::size_t hi_a, std::size_t lo_b, std::size_t hi_b,
-                  std::vector<Edit>& out) {
+                  std::size_t max_cells, std::vector<SequenceEdit>& out) {
   std::size_t n = hi_a - lo_a, m = hi_b - lo_b;
-  if (n == 0 || m == 0 || (n + 1) * (m + 1) > kMaxTableCells) {
+  bool too_large = (n + 1) * (m + 1) > max_cells;
+  if (n == 0 || m == 0 || too_large) {
     for (std::size_t i = lo_a; i < hi_a; ++i) out.push_back({DiffLine::Kind::kRemoved, i, lo_b});
     for (std::size_t j = lo_b; j < hi_b; ++j) out.push_back({DiffLine::Kind::kAdded, hi_a, j});
-    return;
+    return !too_large;
   }
   // common[i][j]: length of the longest common subsequence of a[lo_a+i..] and b[lo_b+j..].
   std::vector<std::uint32_t> common((n + 1) * (m + 1), 0);
@@ -45,9 +41,28 @@ void middle_edits(const std::vector<std::string_view>& a, const std::vector<std:
       out.push_back({DiffLine::Kind::kRemoved, lo_a + i++, lo_b + j});
     }
   }
+  return true;
 }
 
 }  // namespace
+
+EditScript edit_script(const std::vector<std::string_view>& a,
+                       const std::vector<std::string_view>& b, std::size_t max_cells) {
+  std::size_t prefix = 0;
+  while (prefix < a.size() && prefix < b.size() && a[prefix] == b[prefix]) ++prefix;
+  std::size_t suffix = 0;
+  while (suffix < a.size() - prefix && suffix < b.size() - prefix &&
+         a[a.size() - 1 - suffix] == b[b.size() - 1 - suffix]) {
+    ++suffix;
+  }
+  EditScript script;
+  for (std::size_t i = 0; i < prefix; ++i) script.edits.push_back({DiffLine::Kind::kContext, i, i});
+  script.aligned = middle_edits(a, b, prefix, a.size() - suffix, prefix, b.size() - suffix,
+                                max_cells, script.edits);
+  for (std::size_t k = suffix; k > 0; --k)
+    script.edits.push_back({DiffLine::Kind::kContext, a.size() - k, b.size() - k});
+  return script;
+}
 
 std::vector<std::string_view> split_lines(std::string_view text) {
   std::vector<std::string_view> lines;
@@ -64,18 +79,7 @@ std::vector<std::string_view> split_lines(std::string_view text) {
 std::vector<LineHunk> line_diff(std::string_view old_text, std::string_view new_text,
                                 std::size_t context) {
   std::vector<std::string_view> a = split_lines(old_text), b = split_lines(new_text);
-  std::size_t prefix = 0;
-  while (prefix < a.size() && prefix < b.size() && a[prefix] == b[prefix]) ++prefix;
-  std::size_t suffix = 0;
-  while (suffix < a.size() - prefix && suffix < b.size() - prefix &&
-         a[a.size() - 1 - suffix] == b[b.size() - 1 - suffix]) {
-    ++suffix;
-  }
-  std::vector<Edit> edits;
-  for (std::size_t i = 0; i < prefix; ++i) edits.push_back({DiffLine::Kind::kContext, i, i});
-  middle_edits(a, b, prefix, a.size() - suffix, prefix, b.size() - suffix, edits);
-  for (std::size_t k = suffix; k > 0; --k)
-    edits.push_back({DiffLine::Kind::kContext, a.size() - k, b.size() - k});
+  std::vector<SequenceEdit> edits = edit_script(a, b, kMaxTableCells).edits;
 
   // Hunks: each change with `context` kept lines either side, merged when they overlap.
   std::vector<LineHunk> hunks;
@@ -96,7 +100,7 @@ std::vector<LineHunk> line_diff(std::string_view old_text, std::string_view new_
     hunk.old_start = edits[first].old_index + 1;
     hunk.new_start = edits[first].new_index + 1;
     for (std::size_t k = first; k < end; ++k) {
-      const Edit& edit = edits[k];
+      const SequenceEdit& edit = edits[k];
       switch (edit.kind) {
         case DiffLine::Kind::kContext:
           hunk.lines.push_back({edit.kind, a[edit.old_index]});

@@ -24,6 +24,27 @@ struct LineHunk {
 // The lines of `text`; a final newline does not start another line.
 std::vector<std::string_view> split_lines(std::string_view text);
 
+// One step of an edit script: a kept item (kContext), a removed one or an added one, with its
+// index in each sequence (for kRemoved and kAdded, the other index is where it stands between).
+struct SequenceEdit {
+  DiffLine::Kind kind;
+  std::size_t old_index, new_index;
+};
+
+struct EditScript {
+  std::vector<SequenceEdit> edits;
+  // false: the middle between the common ends was too large to align (over `max_cells` table
+  // cells) and stands as all removed, then all added.
+  bool aligned = true;
+};
+
+// A shortest edit script that turns `a` into `b`: the common prefix and suffix kept, the middle
+// aligned along a longest common subsequence (dynamic programming over suffixes, memory (n+1)(m+1)
+// cells), a removal before an addition where both are shortest. Shared by line_diff and the
+// element diff of config values (bench/config_elements.h).
+EditScript edit_script(const std::vector<std::string_view>& a,
+                       const std::vector<std::string_view>& b, std::size_t max_cells);
+
 // The hunks that turn `old_text` into `new_text`: a shortest edit by lines (longest common
 // subsequence) with up to `context` unchanged lines around each change; hunks whose context would
 // touch are merged. Empty when the texts have the same lines. Memory is bounded: past about a

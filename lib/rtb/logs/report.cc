@@ -528,6 +528,13 @@ RunAnalysis analyze_run(const RunLog& log, const Options& options) {
   return run;
 }
 
+void Options::validate() const {
+  bootstrap.validate();
+  if (!(outlier_factor > 1.0) || !std::isfinite(outlier_factor)) {
+    fail("--outlier-factor {}: must be a number > 1", outlier_factor);
+  }
+}
+
 Report build_report(const Inputs& inputs, const Options& options) {
   options.bootstrap.validate();
   Report report;

@@ -60,6 +60,8 @@ struct Options {
   double outlier_factor = kDefaultOutlierFactor;
   bool exclude_outliers = false;
   bool require_no_drops = false;  // a run that dropped tokens, or cannot show none, fails
+  // Throws rtb::Error naming the bad option (--bootstrap, --confidence, --outlier-factor).
+  void validate() const;
 };
 
 // The trainer-side timeline over the selected steps (TRAINER_STEP_TIMING).

@@ -851,4 +851,15 @@ StepTimeline step_timeline(const StepTiming& timing) {
   return out;
 }
 
+RunLog RunLogCache::get(const std::string& path) {
+  if (path == "-") {
+    if (stdin_used_) fail("- (stdin) can be given only once");
+    stdin_used_ = true;
+    return parse_run_log(path);
+  }
+  auto found = cache_.find(path);
+  if (found == cache_.end()) found = cache_.emplace(path, parse_run_log(path)).first;
+  return found->second;
+}
+
 }  // namespace rtb::logs::steplog

@@ -254,6 +254,18 @@ RunLog parse_run_log(const std::string& path);
 // The same over text already in memory (tests); `source` names it in warnings.
 RunLog parse_run_log_text(std::string_view text, const std::string& source);
 
+// The run logs of one report, each distinct path parsed once (a log may be a run, half of the
+// control pair and a numerics reference at once). "-" (stdin) can be read only once: a second
+// get("-") throws rtb::Error.
+class RunLogCache {
+ public:
+  RunLog get(const std::string& path);
+
+ private:
+  std::map<std::string, RunLog> cache_;
+  bool stdin_used_ = false;
+};
+
 // ---- The timeline of one TRAINER_STEP_TIMING record -------------------------------------------
 
 // Times in seconds after the step's first dispatch (the earliest dispatch_begin), on the
