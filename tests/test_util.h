@@ -2,7 +2,10 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <stdlib.h>  // mkdtemp
 
+#include <filesystem>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -42,26 +45,24 @@ Error error_of(Call&& call) {
   return Error("", 0, "");
 }
 
-// A table of cases for one function: EXPECT_EQ(function(input), expected) for each {input,
-// expected}, naming the input of a case that fails. The types are given, the function deduced:
-//   test::expect_each<std::string_view, std::string_view>(first_operand_name,
-//                                                        {{"%a", "a"}, {"b, %c", "b"}});
-template <typename Input, typename Expected, typename Function>
-void expect_each(const Function& function,
-                 std::initializer_list<std::pair<Input, Expected>> cases) {
+// What the rtb::Error that `call` throws says in full ("file:line: message"); a test failure
+// (and "") when it throws none.
+template <typename Call>
+std::string what_of(Call&& call) {
+  return error_of(std::forward<Call>(call)).what();
+}
+
+// A table of cases for a function of one argument: EXPECT_EQ(function(input), expected) for each
+// {input, expected}, naming the input of a case that fails. Expected and Input default to C
+// strings; give them for other types: expect_cases<int, std::string_view>(element_bits,
+// {{"pred", 8}, {"f32", 32}}).
+template <typename Expected = const char*, typename Input = const char*, typename Function>
+void expect_cases(const Function& function,
+                  std::initializer_list<std::pair<Input, Expected>> cases) {
   for (const auto& [input, expected] : cases) {
     EXPECT_EQ(function(input), expected) << "input: " << ::testing::PrintToString(input);
   }
 }
-
-}  // namespace rtb::test
-
-// --- temporary directories (appended) ---
-#include <stdlib.h>  // mkdtemp
-
-#include <filesystem>
-
-namespace rtb::test {
 
 // A new empty directory under the system's temporary directory, removed with what it holds when
 // the object goes: `TempDir dir("rtb_npy_test"); write_npy(dir / "a.npy", ...)`.
@@ -86,33 +87,5 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
-
-}  // namespace rtb::test
-
-// --- the text of an expected error (appended) ---
-namespace rtb::test {
-
-// What the rtb::Error that `call` throws says in full ("file:line: message"); a test failure
-// (and "") when it throws none.
-template <typename Call>
-std::string what_of(Call&& call) {
-  return error_of(std::forward<Call>(call)).what();
-}
-
-}  // namespace rtb::test
-
-// --- appended by the bench/k8s/tools helper (session 3) ---
-#include <initializer_list>
-
-namespace rtb::test {
-
-// A table of cases for a function of one argument: EXPECT_EQ(function(input), expected) for each
-// {input, expected}, naming the input when they differ. Input and Expected default to C strings;
-// give them for other types, e.g. expect_cases<std::int64_t>(parse, {{"2K", 2048}}).
-template <typename Expected = const char*, typename Input = const char*, typename Function>
-void expect_cases(const Function& function,
-                  std::initializer_list<std::pair<Input, Expected>> cases) {
-  for (const auto& [input, expected] : cases) EXPECT_EQ(function(input), expected) << input;
-}
 
 }  // namespace rtb::test

@@ -541,15 +541,15 @@ TEST(HloBadInput, HugeSingleLineFailsFastWithBoundedMemory) {
 }
 
 TEST(HloAnalysis, StatusAndCategoryNames) {
-  test::expect_each<Status, std::string_view>(status_name,
-                                              {{Status::kOverlapped, "overlapped"},
-                                               {Status::kExposed, "exposed"},
-                                               {Status::kUnpairedStart, "unpaired-start"},
-                                               {Status::kUnpairedDone, "unpaired-done"}});
-  test::expect_each<Category, std::string_view>(category_name,
-                                                {{Category::kCollective, "collective"},
-                                                 {Category::kCopy, "copy"},
-                                                 {Category::kOther, "other"}});
+  test::expect_cases<std::string_view, Status>(status_name,
+                                               {{Status::kOverlapped, "overlapped"},
+                                                {Status::kExposed, "exposed"},
+                                                {Status::kUnpairedStart, "unpaired-start"},
+                                                {Status::kUnpairedDone, "unpaired-done"}});
+  test::expect_cases<std::string_view, Category>(category_name,
+                                                 {{Category::kCollective, "collective"},
+                                                  {Category::kCopy, "copy"},
+                                                  {Category::kOther, "other"}});
 }
 
 }  // namespace

@@ -53,7 +53,7 @@ TEST(HloOpcodes, CategoryAndKindOfAsynchronousOps) {
   for (const char* kind : {"all-gather+slice", "async", ""}) {
     EXPECT_EQ(category_of(kind), Category::kOther) << kind;
   }
-  test::expect_each<std::string_view, std::string_view>(
+  test::expect_cases<std::string_view, std::string_view>(
       sugar_kind, {{"all-gather-start", "all-gather"},
                    {"collective-permute-done", "collective-permute"},
                    {"async-update", "async"},

@@ -22,28 +22,28 @@ using ::testing::ElementsAre;
 // ---- hlo_syntax ---------------------------------------------------------------------------------
 
 TEST(HloSyntax, ElementBitsCoverAllTypes) {
-  test::expect_each<std::string_view, int>(element_bits, {{"pred", 8},
-                                                          {"s4", 4},
-                                                          {"u4", 4},
-                                                          {"s8", 8},
-                                                          {"bf16", 16},
-                                                          {"f16", 16},
-                                                          {"f32", 32},
-                                                          {"u64", 64},
-                                                          {"c64", 64},
-                                                          {"c128", 128},
-                                                          {"f8e4m3fn", 8},
-                                                          {"f8e5m2", 8},
-                                                          {"f8e4m3b11fnuz", 8},
-                                                          {"f8e8m0fnu", 8},
-                                                          {"f4e2m1fn", 4},
-                                                          {"token", 0},
-                                                          {"f33", -1},
-                                                          {"banana", -1}});
+  test::expect_cases<int, std::string_view>(element_bits, {{"pred", 8},
+                                                           {"s4", 4},
+                                                           {"u4", 4},
+                                                           {"s8", 8},
+                                                           {"bf16", 16},
+                                                           {"f16", 16},
+                                                           {"f32", 32},
+                                                           {"u64", 64},
+                                                           {"c64", 64},
+                                                           {"c128", 128},
+                                                           {"f8e4m3fn", 8},
+                                                           {"f8e5m2", 8},
+                                                           {"f8e4m3b11fnuz", 8},
+                                                           {"f8e8m0fnu", 8},
+                                                           {"f4e2m1fn", 4},
+                                                           {"token", 0},
+                                                           {"f33", -1},
+                                                           {"banana", -1}});
 }
 
 TEST(HloSyntax, ShapeBytesOfArraysTuplesAndLayouts) {
-  test::expect_each<std::string_view, std::optional<std::int64_t>>(
+  test::expect_cases<std::optional<std::int64_t>, std::string_view>(
       shape_bytes, {{"f32[]", 4},
                     {"bf16[1,4096,32,128]{1,3,2,0:T(8,128)(2,1)S(1)}", 1 * 4096 * 32 * 128 * 2},
                     {"s4[3]{0}", 2},  // 12 bits round up to 2 bytes
@@ -117,7 +117,7 @@ TEST(HloSyntax, HeadsCutBeforeTheOpcodeAreIncomplete) {
 }
 
 TEST(HloSyntax, FirstOperandNameSkipsTypesAndComments) {
-  test::expect_each<std::string_view, std::string_view>(
+  test::expect_cases<std::string_view, std::string_view>(
       first_operand_name, {{"%ag-start", "ag-start"},
                            {"ag-start, %x", "ag-start"},
                            {"\n      f32[2,8,256,256] %ar-start", "ar-start"},
@@ -147,7 +147,7 @@ TEST(HloSyntax, AttributesSplitAtTopLevelCommas) {
 }
 
 TEST(HloSyntax, MetadataOpNameResolvesEscapes) {
-  test::expect_each<std::string_view, std::string_view>(
+  test::expect_cases<std::string_view, std::string_view>(
       metadata_op_name,
       {{"{op_type=\"AllGather\" op_name=\"ag0\"}", "ag0"},
        {"{op_name=\"jit(f)/\\\"x\\\" and \\'y\\'\" source_line=2}", "jit(f)/\"x\" and 'y'"},
@@ -156,7 +156,7 @@ TEST(HloSyntax, MetadataOpNameResolvesEscapes) {
 }
 
 TEST(HloSyntax, KnownTripCountInJsonAndEscapedForms) {
-  test::expect_each<std::string_view, std::optional<std::int64_t>>(
+  test::expect_cases<std::optional<std::int64_t>, std::string_view>(
       known_trip_count, {{"{\"known_trip_count\":{\"n\":\"10\"},\"x\":1}", 10},
                          {"\"{\\\"known_trip_count\\\":{\\\"n\\\":\\\"6\\\"}}\"", 6},
                          {"{\"known_trip_count\":{\"n\":\"0\"}}", 0},
