@@ -6,6 +6,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace rtb::json {
@@ -30,6 +31,20 @@ TEST(Quote, ReplacesEachInvalidByteSoTheOutputIsValidUtf8) {
   EXPECT_EQ(quote("\xed\xa0\x80"), R"("\ufffd\ufffd\ufffd")");            // a surrogate
   EXPECT_EQ(quote("\xf4\x90\x80\x80"), R"("\ufffd\ufffd\ufffd\ufffd")");  // above U+10FFFF
   EXPECT_EQ(quote("ab\xe2\x82"), R"("ab\ufffd\ufffd")");                  // cut sequence
+}
+
+TEST(Quote, AppendsRunsOfPlainTextAroundEveryEscape) {
+  // Plain runs at the start, between escapes and at the end, escapes side by side.
+  const std::string text =
+      "ab\"\\cd\x01\x7f\xc3\xa9"
+      "ef\xff"
+      "gh";
+  std::string out = "x=";
+  append_quoted(out, text);
+  EXPECT_EQ(out, R"(x="ab\"\\cd\u0001\u007f)"
+                 "\xc3\xa9"
+                 R"(ef\ufffdgh")");
+  EXPECT_EQ(quote(text), out.substr(2));
 }
 
 TEST(Number, ShortestFormAndNullForNonFinite) {
@@ -117,6 +132,14 @@ TEST(Writer, OneLineContainersInsideAnIndentedDocument) {
   ]
 }
 )");
+}
+
+TEST(Writer, HandsItsDocumentOverWithoutChange) {
+  Writer j;
+  j.begin_object().field("a", 1).key("b").begin_array().value("x").end_array().end_object();
+  std::string copied = j.str();
+  EXPECT_EQ(std::move(j).str(), copied);
+  EXPECT_EQ(copied.back(), '\n');
 }
 
 }  // namespace

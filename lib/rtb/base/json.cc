@@ -8,11 +8,19 @@
 #include "rtb/base/utf8.h"
 
 namespace rtb::json {
-std::string quote(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() + 2);
+namespace {
+// Bytes copied as they are: printable ASCII but the two that JSON escapes.
+bool plain(unsigned char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; }
+}  // namespace
+
+void append_quoted(std::string& out, std::string_view text) {
   out += '"';
   for (std::size_t i = 0; i < text.size();) {
+    std::size_t run = i;
+    while (run < text.size() && plain(static_cast<unsigned char>(text[run]))) ++run;
+    out.append(text.data() + i, run - i);  // most text is one run: one append, not one per byte
+    i = run;
+    if (i == text.size()) break;
     unsigned char c = static_cast<unsigned char>(text[i]);
     if (c >= 0x80) {
       std::size_t length = utf8::sequence_length(text, i);
@@ -41,16 +49,18 @@ std::string quote(std::string_view text) {
       case '\t':
         out += "\\t";
         break;
-      default:
-        if (c < 0x20 || c == 0x7f) {
-          out += fmt::format("\\u{:04x}", c);
-        } else {
-          out += static_cast<char>(c);
-        }
+      default:  // the other control characters and DEL
+        out += fmt::format("\\u{:04x}", c);
     }
     ++i;
   }
   out += '"';
+}
+
+std::string quote(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 2);
+  append_quoted(out, text);
   return out;
 }
 
@@ -60,7 +70,7 @@ std::string number(double value) {
 
 Writer& Writer::key(std::string_view name) {
   separate();
-  out_ += quote(name);
+  append_quoted(out_, name);
   out_ += ": ";
   after_key_ = true;
   return *this;

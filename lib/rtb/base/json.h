@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace rtb::json {
@@ -16,6 +17,8 @@ namespace rtb::json {
 // \u00XX) and so is DEL. Input comes from logs and clusters and may be any bytes: each byte that
 // is not part of a well-formed UTF-8 sequence becomes U+FFFD, so the output is always valid.
 std::string quote(std::string_view text);
+// The same, appended to `out` (no string of its own: the writer's hot path).
+void append_quoted(std::string& out, std::string_view text);
 
 // A number as JSON: shortest round-trip form; NaN and infinities (not JSON) become null.
 std::string number(double value);
@@ -42,7 +45,11 @@ class Writer {
     return *this;
   }
   Writer& key(std::string_view name);
-  Writer& value(std::string_view text) { return raw(quote(text)); }
+  Writer& value(std::string_view text) {
+    separate();
+    append_quoted(out_, text);
+    return *this;
+  }
   Writer& value(const char* text) { return value(std::string_view(text)); }
   Writer& value(const std::string& text) { return value(std::string_view(text)); }
   Writer& value(bool flag) { return raw(flag ? "true" : "false"); }
@@ -80,8 +87,13 @@ class Writer {
   }
   // Inserts already-formatted JSON as one value.
   Writer& raw(std::string_view text);
-  // The document, with a final newline.
-  std::string str() const { return out_ + "\n"; }
+  // The document, with a final newline. A writer about to go hands its text over without a copy
+  // (a report of many megabytes would be held twice): `return std::move(j).str();`.
+  std::string str() const& { return out_ + "\n"; }
+  std::string str() && {
+    out_ += '\n';
+    return std::move(out_);
+  }
 
  private:
   struct Container {

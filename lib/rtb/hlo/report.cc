@@ -7,6 +7,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "rtb/base/error.h"
@@ -333,7 +334,7 @@ std::string format_text(const Analysis& a, const ReportOptions& options) {
 std::string format_json(const Analysis& analysis, const ReportOptions& options) {
   json::Writer j;
   write_report(j, analysis, options);
-  return j.str();
+  return std::move(j).str();
 }
 
 namespace {
@@ -473,7 +474,7 @@ std::string format_compare_json(const Analysis& a, const Analysis& b,
   for (const std::string& difference : differences) j.value(difference);
   j.end_array();
   j.end_object();
-  return j.str();
+  return std::move(j).str();
 }
 
 // ---- SVG ----------------------------------------------------------------------------------------
