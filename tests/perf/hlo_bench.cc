@@ -15,7 +15,7 @@
 // Goals (issue 6): >= 1 GB/s, >= 20x the Python parser, peak memory < 256 MB.
 //
 // Environment: RTB_HLO_BENCH_BYTES overrides the dump size (default 1 GiB);
-// RTB_TESTDATA_DIR overrides the fixture directory (default: testdata/ next to this file).
+// RTB_TESTDATA_DIR overrides the fixture directory (default: the repository's testdata/).
 #include <benchmark/benchmark.h>
 #include <spawn.h>
 #include <sys/resource.h>
@@ -43,11 +43,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path source_dir() { return fs::path(__FILE__).parent_path(); }
+fs::path source_dir() { return fs::path(RTB_PERF_SOURCE_DIR) / "tests" / "perf"; }
 
 fs::path testdata_dir() {
   if (const char* env = std::getenv("RTB_TESTDATA_DIR")) return env;
-  return source_dir() / ".." / ".." / "testdata";
+  return RTB_PERF_TESTDATA_DIR;
 }
 
 std::string read_all(const fs::path& path) {

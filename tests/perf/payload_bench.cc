@@ -212,8 +212,7 @@ BENCHMARK(PayloadBuildRouting)
 
 fs::path driver_path() {
   if (const char* env = std::getenv("RTB_DRIVER")) return env;
-  return fs::path(__FILE__).parent_path() / ".." / ".." / "tools" / "render-bench" / "driver" /
-         "bench_driver.py";
+  return fs::path(RTB_PERF_SOURCE_DIR) / "tools" / "render-bench" / "driver" / "bench_driver.py";
 }
 
 // Imports the driver as a module and times np.full(-1) + fill_routing (fresh memory, as the C++
