@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "rtb/base/error.h"
+#include "rtb/base/text.h"
 
 namespace rtb::test {
 
@@ -22,15 +23,8 @@ inline std::string testdata(std::string_view name) {
 
 // The lines of `text` without their '\n' (no empty last line for a trailing newline).
 inline std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    lines.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return lines;
+  std::vector<std::string_view> lines = split_lines(text);
+  return {lines.begin(), lines.end()};
 }
 
 // The rtb::Error that `call` throws; a test failure (and an empty Error) when it throws none.

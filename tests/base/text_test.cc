@@ -1,4 +1,5 @@
-// Tests of base/text: trimming with explicit blank sets, byte sizes for people, terminal escapes.
+// Tests of base/text: trimming with explicit blank sets, lines, byte sizes for people, terminal
+// escapes.
 #include "rtb/base/text.h"
 
 #include <gtest/gtest.h>
@@ -64,6 +65,15 @@ TEST(HumanBytes, BinaryAndDecimalUnits) {
   };
   for (const auto& [bytes, units, text] : cases) EXPECT_EQ(human_bytes(bytes, units), text);
   EXPECT_EQ(human_bytes(2048), "2.0 KiB");  // binary by default
+}
+
+TEST(SplitLines, AFinalNewlineStartsNoLineButEmptyLinesCount) {
+  using Lines = std::vector<std::string_view>;
+  EXPECT_EQ(split_lines(""), Lines{});
+  EXPECT_EQ(split_lines("\n"), Lines{""});
+  EXPECT_EQ(split_lines("a"), Lines{"a"});
+  EXPECT_EQ(split_lines("a\n\nb\n"), (Lines{"a", "", "b"}));
+  EXPECT_EQ(split_lines("a\r\nb"), (Lines{"a\r", "b"})) << "only '\\n' ends a line";
 }
 
 TEST(IntegerRanges, CollapsesRunsOfConsecutiveIntegers) {

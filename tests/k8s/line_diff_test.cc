@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "rtb/base/io.h"
+#include "rtb/base/text.h"
 #include "rtb/k8s/dryrun.h"
 #include "rtb/k8s/yaml.h"
 #include "test_util.h"

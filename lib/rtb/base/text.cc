@@ -24,6 +24,18 @@ std::string human_bytes(std::int64_t bytes, ByteUnits units) {
   return fmt::format("{:.1f} {}", value, binary ? kBinaryUnits[unit] : kDecimalUnits[unit]);
 }
 
+std::vector<std::string_view> split_lines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
 std::string integer_ranges(const std::vector<std::int64_t>& sorted) {
   std::string out;
   for (std::size_t i = 0; i < sorted.size();) {

@@ -45,6 +45,10 @@ std::string human_bytes(std::int64_t bytes, ByteUnits units = ByteUnits::kBinary
 // none (step lists in logs and reports).
 std::string integer_ranges(const std::vector<std::int64_t>& sorted);
 
+// The lines of `text` without their '\n'; a final newline does not start another line
+// ("a\n\nb\n" is "a", "", "b").
+std::vector<std::string_view> split_lines(std::string_view text);
+
 // `line` without terminal escape sequences (ESC [ ... final byte, ESC ] ... BEL or ESC \, and
 // two-byte ESC sequences), as coloured consoles and notebooks leave in logs; `line` itself (no
 // copy) when it holds no ESC, else a view of `buffer`, which it overwrites.

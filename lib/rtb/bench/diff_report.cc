@@ -8,6 +8,7 @@
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
 #include "rtb/base/json.h"
+#include "rtb/base/text.h"
 #include "rtb/k8s/line_diff.h"
 
 namespace rtb::bench {
@@ -99,7 +100,7 @@ std::string paint(const std::string& line, std::string_view color, bool use_colo
   return fmt::format("{}{}{}\n", color, line, kReset);
 }
 
-std::size_t line_count(std::string_view value) { return k8s::split_lines(value).size(); }
+std::size_t line_count(std::string_view value) { return split_lines(value).size(); }
 
 bool multi_line(const k8s::Difference& d) {
   return d.kind == k8s::Difference::Kind::kChanged &&
@@ -257,16 +258,9 @@ bool glob_match(std::string_view glob, std::string_view text) {
 
 void DiffFilter::ignore_file(const std::string& path) {
   std::string text = read_file(path);
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    std::string_view line(text.data() + start, end - start);
-    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
-    while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r'))
-      line.remove_suffix(1);
+  for (std::string_view line : split_lines(text)) {
+    line = trim_back(trim_front(line, " \t"), kLineBlanks);
     if (!line.empty() && line.front() != '#') ignore_.emplace_back(line);
-    start = end + 1;
   }
 }
 

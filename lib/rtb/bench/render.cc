@@ -12,6 +12,7 @@
 #include "rtb/base/compress.h"
 #include "rtb/base/error.h"
 #include "rtb/base/slice.h"
+#include "rtb/base/text.h"
 #include "rtb/bench/render_table.h"
 #include "rtb/k8s/diff.h"
 #include "rtb/k8s/flags.h"
@@ -1063,16 +1064,9 @@ std::pair<std::string, std::string> parse_driver_env(std::string_view text) {
 }
 
 std::string heredoc_terminator(std::string_view text) {
+  const std::vector<std::string_view> lines = split_lines(text);
   auto occurs = [&](const std::string& word) {
-    std::size_t start = 0;
-    while (start <= text.size()) {
-      std::size_t end = text.find('\n', start);
-      std::string_view line = text.substr(start, end == std::string_view::npos ? end : end - start);
-      if (line == word) return true;
-      if (end == std::string_view::npos) break;
-      start = end + 1;
-    }
-    return false;
+    return std::find(lines.begin(), lines.end(), word) != lines.end();
   };
   std::string word = "BENCH_DRIVER_EOF";
   for (int n = 1; occurs(word); ++n) word = fmt::format("BENCH_DRIVER_EOF_{}", n);

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "rtb/base/error.h"
+#include "rtb/base/text.h"
 #include "rtb/base/utf8.h"
 #include "rtb/k8s/yaml.h"
 
@@ -18,15 +19,10 @@ bool is_separator(std::string_view line) {
 
 // A chunk that looks like a Kubernetes object: its YAML errors are real errors.
 bool looks_like_object(std::string_view chunk) {
-  std::size_t start = 0;
-  while (start < chunk.size()) {
-    std::size_t end = chunk.find('\n', start);
-    std::string_view line = chunk.substr(start, end == std::string_view::npos ? end : end - start);
-    if (line.rfind("kind:", 0) == 0 || line.rfind("apiVersion:", 0) == 0) return true;
-    if (end == std::string_view::npos) break;
-    start = end + 1;
-  }
-  return false;
+  const std::vector<std::string_view> lines = split_lines(chunk);
+  return std::any_of(lines.begin(), lines.end(), [](std::string_view line) {
+    return line.starts_with("kind:") || line.starts_with("apiVersion:");
+  });
 }
 
 void add_chunk(DryRun& out, std::string_view chunk, std::size_t first_line,

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "rtb/base/text.h"
+
 namespace rtb::k8s {
 namespace {
 
@@ -62,18 +64,6 @@ EditScript edit_script(const std::vector<std::string_view>& a,
   for (std::size_t k = suffix; k > 0; --k)
     script.edits.push_back({DiffLine::Kind::kContext, a.size() - k, b.size() - k});
   return script;
-}
-
-std::vector<std::string_view> split_lines(std::string_view text) {
-  std::vector<std::string_view> lines;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    lines.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return lines;
 }
 
 std::vector<LineHunk> line_diff(std::string_view old_text, std::string_view new_text,

@@ -21,9 +21,6 @@ struct LineHunk {
   std::vector<DiffLine> lines;
 };
 
-// The lines of `text`; a final newline does not start another line.
-std::vector<std::string_view> split_lines(std::string_view text);
-
 // One step of an edit script: a kept item (kContext), a removed one or an added one, with its
 // index in each sequence (for kRemoved and kAdded, the other index is where it stands between).
 struct SequenceEdit {
