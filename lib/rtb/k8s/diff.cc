@@ -195,9 +195,59 @@ ScalarType scalar_type(const YAML::Node& node) {
   return ScalarType::kString;
 }
 
+// The segment a key adds to a path (`.key`, or `key` at the start, or `[key]`) and the one a list
+// item's key adds (`[key]`): path_child and path_item, and PathTree below, spell paths with these.
+std::string segment(char open, std::string_view key, std::string_view close) {
+  std::string text;  // appended piece by piece: g++ 12 warns (-Wrestrict) on "[" + key + "]"
+  text.reserve(key.size() + 2);
+  text += open;
+  text += key;
+  text += close;
+  return text;
+}
+std::string child_segment(bool parent_empty, std::string_view key) {
+  if (!is_simple_key(key)) return segment('[', key, "]");
+  return parent_empty ? std::string(key) : segment('.', key, "");
+}
+std::string item_segment(std::string_view item_key) { return segment('[', item_key, "]"); }
+
+// The paths of the nodes diff_trees visits, as a tree of segments: a child's path is its parent's
+// plus one segment, so a path is never copied to make a longer one (down a chain of 100,000 nested
+// mappings that copying was quadratic), and it is spelled out only for a difference.
+class PathTree {
+ public:
+  using Id = std::size_t;
+  explicit PathTree(const std::string& base) { nodes_.push_back({0, base, base.empty()}); }
+  Id root() const { return 0; }
+  Id child(Id parent, std::string_view key) {
+    return add(parent, child_segment(nodes_[parent].empty, key));
+  }
+  Id item(Id parent, std::string_view item_key) { return add(parent, item_segment(item_key)); }
+  std::string spell(Id id) const {
+    std::vector<Id> chain{id};
+    while (chain.back() != root()) chain.push_back(nodes_[chain.back()].parent);
+    std::string path;
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) path += nodes_[*it].segment;
+    return path;
+  }
+
+ private:
+  struct Node {
+    Id parent;
+    std::string segment;
+    bool empty;  // the whole path is "" (only a root with an empty base can be)
+  };
+  Id add(Id parent, std::string segment) {
+    bool empty = nodes_[parent].empty && segment.empty();
+    nodes_.push_back({parent, std::move(segment), empty});
+    return nodes_.size() - 1;
+  }
+  std::vector<Node> nodes_;
+};
+
 struct Frame {
   YAML::Node a, b;
-  std::string path;
+  PathTree::Id path;
   bool command_item = false;  // an item of a split command line: never split again
 };
 
@@ -264,13 +314,11 @@ std::optional<std::vector<std::string>> shell_line_words(std::string_view text) 
 }  // namespace
 
 std::string path_child(const std::string& parent, std::string_view key) {
-  if (is_simple_key(key))
-    return parent.empty() ? std::string(key) : parent + "." + std::string(key);
-  return parent + "[" + std::string(key) + "]";
+  return parent + child_segment(parent.empty(), key);
 }
 
 std::string path_item(const std::string& parent, std::string_view item_key) {
-  return parent + "[" + std::string(item_key) + "]";
+  return parent + item_segment(item_key);
 }
 
 std::vector<std::string> sequence_item_keys(const YAML::Node& sequence) {
@@ -437,7 +485,8 @@ std::vector<Difference> diff_trees(const YAML::Node& a, const YAML::Node& b,
                                    const std::string& base_path) {
   std::vector<Difference> out;
   // Explicit stack, pushed in reverse so differences come out in document order.
-  std::vector<Frame> pending{{a, b, base_path}};
+  PathTree paths(base_path);
+  std::vector<Frame> pending{{a, b, paths.root()}};
   while (!pending.empty()) {
     Frame frame = std::move(pending.back());
     pending.pop_back();
@@ -453,13 +502,16 @@ std::vector<Difference> diff_trees(const YAML::Node& a, const YAML::Node& b,
         return node.IsMap() || node.IsSequence() ? node : YAML::Node(YAML::NodeType::Undefined);
       };
       if (x_present)
-        out.push_back({Difference::Kind::kRemoved, frame.path, describe(x), "", subtree(x)});
+        out.push_back(
+            {Difference::Kind::kRemoved, paths.spell(frame.path), describe(x), "", subtree(x)});
       if (y_present)
-        out.push_back({Difference::Kind::kAdded, frame.path, "", describe(y), subtree(y)});
+        out.push_back(
+            {Difference::Kind::kAdded, paths.spell(frame.path), "", describe(y), subtree(y)});
       continue;
     }
     if (x.Type() != y.Type()) {
-      out.push_back({Difference::Kind::kTypeChanged, frame.path, describe(x), describe(y)});
+      out.push_back(
+          {Difference::Kind::kTypeChanged, paths.spell(frame.path), describe(x), describe(y)});
       continue;
     }
     std::vector<Frame> children;
@@ -468,7 +520,7 @@ std::vector<Difference> diff_trees(const YAML::Node& a, const YAML::Node& b,
       if (x_type != y_type) {
         // "4" against 4, 'true' against true: shown with the quotes that make the difference.
         bool x_quoted = x.Tag() == "!", y_quoted = y.Tag() == "!";
-        out.push_back({Difference::Kind::kTypeChanged, frame.path,
+        out.push_back({Difference::Kind::kTypeChanged, paths.spell(frame.path),
                        x_quoted ? "\"" + x.Scalar() + "\"" : x.Scalar(),
                        y_quoted ? "\"" + y.Scalar() + "\"" : y.Scalar()});
       } else if (x.Scalar() != y.Scalar()) {
@@ -483,7 +535,8 @@ std::vector<Difference> diff_trees(const YAML::Node& a, const YAML::Node& b,
             continue;
           }
         }
-        out.push_back({Difference::Kind::kChanged, frame.path, x.Scalar(), y.Scalar()});
+        out.push_back(
+            {Difference::Kind::kChanged, paths.spell(frame.path), x.Scalar(), y.Scalar()});
       }
       continue;
     }
@@ -502,7 +555,7 @@ std::vector<Difference> diff_trees(const YAML::Node& a, const YAML::Node& b,
       bool flag_map = x.Tag() == kFlagMapTag || y.Tag() == kFlagMapTag || command_map;
       for (const std::string& key : keys) {
         children.push_back({yaml::lookup(x, key), yaml::lookup(y, key),
-                            flag_map ? path_item(frame.path, key) : path_child(frame.path, key),
+                            flag_map ? paths.item(frame.path, key) : paths.child(frame.path, key),
                             command_map});
       }
     } else if (x.IsSequence()) {
@@ -514,12 +567,12 @@ std::vector<Difference> diff_trees(const YAML::Node& a, const YAML::Node& b,
         auto it = y_index.find(x_keys[i]);
         children.push_back(
             {x[i], it == y_index.end() ? YAML::Node(YAML::NodeType::Undefined) : y[it->second],
-             path_item(frame.path, x_keys[i])});
+             paths.item(frame.path, x_keys[i])});
       }
       for (std::size_t i = 0; i < y_keys.size(); ++i) {
         if (!in_x.count(y_keys[i])) {
           children.push_back(
-              {YAML::Node(YAML::NodeType::Undefined), y[i], path_item(frame.path, y_keys[i])});
+              {YAML::Node(YAML::NodeType::Undefined), y[i], paths.item(frame.path, y_keys[i])});
         }
       }
     }
