@@ -134,6 +134,15 @@ TEST(Writer, OneLineContainersInsideAnIndentedDocument) {
 )");
 }
 
+TEST(Writer, EmptyTextIsNull) {
+  Writer j;
+  j.begin_object(Writer::Layout::kOneLine)
+      .field("a", null_if_empty(""))
+      .field("b", null_if_empty("x"))
+      .end_object();
+  EXPECT_EQ(j.str(), "{\"a\": null, \"b\": \"x\"}\n");
+}
+
 TEST(Writer, HandsItsDocumentOverWithoutChange) {
   Writer j;
   j.begin_object().field("a", 1).key("b").begin_array().value("x").end_array().end_object();

@@ -20,6 +20,12 @@ std::string quote(std::string_view text);
 // The same, appended to `out` (no string of its own: the writer's hot path).
 void append_quoted(std::string& out, std::string_view text);
 
+// `text`, or nothing (written as null) when it is empty: names and messages a record may lack,
+// e.g. j.field("op_name", json::null_if_empty(op_name)).
+inline std::optional<std::string_view> null_if_empty(std::string_view text) {
+  return text.empty() ? std::nullopt : std::optional<std::string_view>(text);
+}
+
 // A number as JSON: shortest round-trip form; NaN and infinities (not JSON) become null.
 std::string number(double value);
 

@@ -71,10 +71,6 @@ constexpr json::Writer::Layout kOneLine = json::Writer::Layout::kOneLine;
 std::optional<std::int64_t> line_or_null(std::int64_t line) {
   return line > 0 ? std::optional<std::int64_t>(line) : std::nullopt;
 }
-// A name, or null for none ("").
-std::optional<std::string_view> name_or_null(const std::string& name) {
-  return name.empty() ? std::nullopt : std::optional<std::string_view>(name);
-}
 
 // The fields of `t`, into the object open in `j`.
 void write_totals(json::Writer& j, const Totals& t) {
@@ -101,9 +97,9 @@ void write_collective(json::Writer& j, std::size_t index, const Collective& c) {
   j.field("kind", c.kind);
   j.field("category", category_name(c.category));
   j.field("computation", c.computation);
-  j.field("start", name_or_null(c.start));
-  j.field("done", name_or_null(c.done));
-  j.field("wrapper", name_or_null(c.wrapper));
+  j.field("start", json::null_if_empty(c.start));
+  j.field("done", json::null_if_empty(c.done));
+  j.field("wrapper", json::null_if_empty(c.wrapper));
   j.field("start_line", line_or_null(c.start_line));
   j.field("done_line", line_or_null(c.done_line));
   j.field("async", c.async);
@@ -116,7 +112,7 @@ void write_collective(json::Writer& j, std::size_t index, const Collective& c) {
   j.list("compute", c.compute_sample);
   j.field("executions", c.executions);
   j.field("executions_known", c.executions_known);
-  j.field("op_name", name_or_null(c.op_name));
+  j.field("op_name", json::null_if_empty(c.op_name));
   j.field("in_truncated_computation", c.in_truncated_computation);
   j.end_object();
 }

@@ -48,12 +48,6 @@ void object_or_null(Json& j, std::string_view key, bool present, Members&& membe
   j.end_object();
 }
 
-// `key`: the text, or null when it is empty.
-void text_or_null(Json& j, std::string_view key, std::string_view text) {
-  j.key(key);
-  text.empty() ? j.null() : j.value(text);
-}
-
 void summary_stat(Json& j, std::string_view name, const std::vector<double>& values,
                   std::size_t unknown, bool median) {
   j.key(name).begin_object();
@@ -110,7 +104,7 @@ std::string format_json(const Report& report) {
     j.key("microbatch_s").begin_object();
     j.field("median", run.microbatch_median).field("n", run.microbatch_s.size());
     interval_fields(j, run.microbatch_ci);
-    text_or_null(j, "source", run.microbatch_source);
+    j.field("source", json::null_if_empty(run.microbatch_source));
     j.end_object();
     j.key("microbatch_timing");
     run.microbatch_timing ? j.value(microbatch_timing_name(*run.microbatch_timing)) : j.null();
@@ -133,7 +127,7 @@ std::string format_json(const Report& report) {
     j.field("verdict", drop_verdict_name(dropping.verdict));
     j.field("dropped_tokens", dropping.dropped_tokens);
     j.field("counted_steps", dropping.counted_steps);
-    text_or_null(j, "source", dropping.source);
+    j.field("source", json::null_if_empty(dropping.source));
     j.field("why", dropping.why);
     j.field("shows_no_drops", dropping.shows_no_drops());
     j.end_object();
@@ -142,7 +136,8 @@ std::string format_json(const Report& report) {
     });
     j.field("tokens_per_s_per_chip", run.tokens_per_s_per_chip);
     j.field("real_tokens_per_s_per_chip", run.real_tokens_per_s_per_chip);
-    text_or_null(j, "tokens_per_s_per_chip_unknown", run.tokens_per_s_per_chip_unknown);
+    j.field("tokens_per_s_per_chip_unknown",
+            json::null_if_empty(run.tokens_per_s_per_chip_unknown));
     const TimelineSummary& t = run.timeline;
     j.key("timeline").begin_object();
     j.field("steps", t.steps).field("microbatches", t.microbatches);
@@ -170,7 +165,7 @@ std::string format_json(const Report& report) {
       j.field("tokens_per_row", run.summary->tokens_per_row);
       j.field("micro_steps", run.summary->micro_steps);
       j.field("first_step_s", run.summary->first_step_s);
-      text_or_null(j, "microbatch_timing", run.summary->microbatch_timing);
+      j.field("microbatch_timing", json::null_if_empty(run.summary->microbatch_timing));
       const auto& stage = run.summary->stage_boundary;
       object_or_null(j, "stage_boundary", stage.has_value(), [&] {
         j.field("requested", stage->requested).field("resolved", stage->resolved);
@@ -192,7 +187,7 @@ std::string format_json(const Report& report) {
     comparison_fields(j, c.step);
     object_or_null(j, "microbatch", c.microbatch_not_compared.empty(),
                    [&] { comparison_fields(j, c.microbatch); });
-    text_or_null(j, "microbatch_not_compared", c.microbatch_not_compared);
+    j.field("microbatch_not_compared", json::null_if_empty(c.microbatch_not_compared));
     j.end_object();
   }
   j.end_array();
@@ -213,7 +208,7 @@ std::string format_json(const Report& report) {
     for (const GateResult& gate : n.result.gates) {
       j.begin_object();
       j.field("name", gate.name);
-      text_or_null(j, "metric", gate.metric);
+      j.field("metric", json::null_if_empty(gate.metric));
       j.field("kind", gate_kind_name(gate.kind));
       j.field("limit", gate.limit);
       j.field("value", gate.deviation);
@@ -221,7 +216,7 @@ std::string format_json(const Report& report) {
       j.field("worst_step", gate.worst_step);
       j.field("steps", gate.steps);
       j.field("status", gate_status_name(gate.status));
-      text_or_null(j, "detail", gate.detail);
+      j.field("detail", json::null_if_empty(gate.detail));
       j.end_object();
     }
     j.end_array();

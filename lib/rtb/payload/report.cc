@@ -22,11 +22,6 @@ Json document(const char* command) {
   return j;
 }
 
-// `name`: the text, or null when it is empty (nothing written, no source).
-void text_or_null(Json& j, std::string_view name, const std::string& text) {
-  j.field(name, text.empty() ? std::nullopt : std::optional(text));
-}
-
 void layer_json(Json& j, int layer, const LoadStats& s, const std::vector<double>& targets) {
   const bool has_target = static_cast<std::size_t>(layer) < targets.size();
   j.begin_object();
@@ -197,7 +192,7 @@ std::string format_build_json(const Payload& p, const VerifyReport& checks,
   j.field("old_logps", o.old_logps);
   j.field("seed", static_cast<std::int64_t>(o.seed));
   j.end_object();
-  text_or_null(j, "output", output);
+  j.field("output", json::null_if_empty(output));
   j.field("real_tokens", p.real_tokens);
   j.list("warnings", p.warnings);
   j.list("targets", p.targets);
@@ -241,7 +236,7 @@ std::string format_verify_json(const std::string& file, const VerifyReport& r,
   j.field("real_tokens", r.real_tokens);
   j.field("min_real_len", r.min_real_len).field("max_real_len", r.max_real_len);
   j.field("pad_position", r.pad_position);
-  text_or_null(j, "targets_source", targets_source);
+  j.field("targets_source", json::null_if_empty(targets_source));
   j.list("targets", r.targets);
   j.list("notes", r.notes);
   j.key("settings").begin_object();
@@ -277,11 +272,11 @@ std::string format_measure_json(const std::string& file, const MeasureReport& r,
   j.list("shape", r.shape);
   j.field("dtype", std::string(dtype_name(r.dtype)));
   j.field("layer_count", r.layers).field("topk", r.topk).field("experts", r.experts);
-  text_or_null(j, "experts_from", r.experts_from);
+  j.field("experts_from", json::null_if_empty(r.experts_from));
   j.field("positions", r.positions);
   j.field("repeated", r.repeated);
   j.list("targets", r.max_over_mean());
-  text_or_null(j, "table", table);
+  j.field("table", json::null_if_empty(table));
   layers_json(j, r.per_layer, {});
   j.end_object();
   return j.str();
