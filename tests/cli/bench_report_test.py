@@ -25,12 +25,15 @@ import tempfile
 import unittest
 import xml.etree.ElementTree as ET
 
-from cli_common import BIN, TESTDATA, run_tool
+from cli_common import BIN, DRIVER, TESTDATA, run_tool
+
+# The driver's test doubles (a completion watcher for a fake clock) live with its tests.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "driver"))
+from doubles import InlineCompletionWatcher  # noqa: E402  # pylint: disable=wrong-import-position
 
 
 TOOL = os.path.join(BIN, "bench-report")
 HERE = os.path.dirname(os.path.abspath(__file__))
-DRIVER = os.path.join(HERE, "..", "..", "tools", "render-bench", "driver", "bench_driver.py")
 LOGS = os.path.join(TESTDATA, "bench_logs")
 
 MICRO_STEPS = 9
@@ -189,7 +192,7 @@ def bench_lines(name, device_s, steps=STEPS, micro_steps=MICRO_STEPS, metrics=No
   try:
     # On a fake clock the completions are observed in order on this thread.
     records = bd.run_steps(worker, plan, clock=clock, calls=bd.WorkerCalls(worker, Request),
-                           watcher=bd.InlineCompletionWatcher(clock),
+                           watcher=InlineCompletionWatcher(clock),
                            observer=bd.DeviceObserver(),
                            out=lines.append, log=lambda m: lines.append(f"[TrainerBench] {m}"))
   except RuntimeError as exc:

@@ -1,7 +1,8 @@
 """What every CLI test shares: where the built tools and the fixtures are, and how to run a tool.
 
-ctest sets RTB_BIN_DIR (the built tools), RTB_TESTDATA_DIR (testdata/) and RTB_PYTHON (the
-interpreter that has numpy and yaml); see CMakeLists.txt.
+ctest sets RTB_BIN_DIR (the built tools), RTB_TESTDATA_DIR (testdata/), RTB_PYTHON (the
+interpreter that has numpy and yaml) and RTB_DRIVER (the built one-file bench driver); see
+CMakeLists.txt.
 """
 
 import os
@@ -14,6 +15,9 @@ import unittest
 BIN = os.environ.get("RTB_BIN_DIR", "")
 TESTDATA = os.environ.get("RTB_TESTDATA_DIR", "")
 PYTHON = os.environ.get("RTB_PYTHON", sys.executable)
+# The one-file bench driver as render-bench embeds it (the build's artifact, made from the
+# rtb_driver package by tools/render-bench/driver/amalgamate.py).
+DRIVER = os.environ.get("RTB_DRIVER") or os.path.join(BIN, "..", "driver", "bench_driver.py")
 
 
 def tool_path(name):

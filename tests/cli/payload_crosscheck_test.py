@@ -15,13 +15,11 @@ import unittest
 
 import numpy as np
 
-from cli_common import BIN, PYTHON, run_tool
+from cli_common import BIN, DRIVER, PYTHON, run_tool
 
 
 TOOL = os.path.join(BIN, "check-payload")
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-DRIVER = os.environ.get("RTB_DRIVER",
-                        os.path.join(ROOT, "tools", "render-bench", "driver", "bench_driver.py"))
 DEFAULT_TABLE = os.path.join(ROOT, "data", "routing", "qwen3.5-397b-a17b.txt")
 SETTINGS = "payload_settings"
 ALL_CHECKS_PASS = "checks: 12 passed, 0 failed, 0 skipped"

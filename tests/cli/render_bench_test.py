@@ -18,14 +18,13 @@ import yaml
 from cli_common import BAD_INPUTS as BAD
 from cli_common import LAUNCH_DRYRUN as FIXTURE
 from cli_common import LAUNCH_DRYRUN_V5P as V5P
-from cli_common import BIN, TESTDATA, assert_bad_input, assert_help_and_version, run_tool
+from cli_common import BIN, DRIVER, TESTDATA, assert_bad_input, assert_help_and_version, run_tool
 
 
 TOOL = os.path.join(BIN, "render-bench")
 NO_PROXY = os.path.join(TESTDATA, "trainer_no_proxy.txt")
 DRIVER_PATH = "/tmp/bench_driver.py"
-DRIVER_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "render-bench",
-                             "driver", "bench_driver.py")
+DRIVER_SOURCE = DRIVER
 # The driver section of a client script: verbatim in a heredoc, or gzip + base64 when verbatim it
 # would not fit in one command argument (the embedded driver does not).
 DRIVER_BLOCK = re.compile(r"(?s)(?:cat > /tmp/bench_driver\.py|base64 -d > /tmp/bench_driver\.py\.gz)"
@@ -53,8 +52,7 @@ def driver_of(script):
         return gzip.decompress(base64.b64decode(packed.group(2))).decode("utf-8")
     verbatim = re.search(r"(?s)cat > /tmp/bench_driver\.py <<'(\w+)'\n(.*?\n)\1\n", script)
     return verbatim.group(2) if verbatim else None
-DRIVER_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "render-bench",
-                             "driver", "bench_driver.py")
+
 
 HOSTILE = [
     "$(touch {marker})",
@@ -71,9 +69,7 @@ HOSTILE = [
 
 
 def driver_text():
-    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "render-bench",
-                          "driver", "bench_driver.py")
-    with open(source, encoding="utf-8") as f:
+    with open(DRIVER, encoding="utf-8") as f:
         return "".join(" " * 22 + line if line.strip() else line for line in f)
 
 

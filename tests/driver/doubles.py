@@ -7,7 +7,7 @@ never ship in the pod, and render-bench does not embed this file.
 
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from driver_under_test import load_driver
+from driver_loader import load_driver
 
 driver = load_driver()
 

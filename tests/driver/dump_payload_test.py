@@ -9,13 +9,11 @@ import unittest
 
 import numpy as np
 
+from driver_loader import driver_path
+
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 
 
-def driver_path():
-  return os.environ.get("RTB_DRIVER") or os.path.join(
-      os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "render-bench", "driver",
-      "bench_driver.py")
 
 
 class DumpPayloadTest(unittest.TestCase):

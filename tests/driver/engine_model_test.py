@@ -29,7 +29,7 @@ from typing import Any, Dict, List
 import numpy as np
 
 
-from driver_under_test import load_driver
+from driver_loader import load_driver
 
 bd = load_driver()
 

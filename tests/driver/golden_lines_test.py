@@ -38,7 +38,7 @@ from unittest import mock
 import numpy as np
 
 from doubles import InlineCompletionWatcher
-from driver_under_test import load_driver
+from driver_loader import load_driver
 
 driver = load_driver()
 

@@ -6,7 +6,7 @@ import unittest
 import numpy as np
 
 
-from driver_under_test import load_driver
+from driver_loader import load_driver
 
 bd = load_driver()
 

@@ -15,6 +15,8 @@ import tempfile
 import textwrap
 import unittest
 
+from driver_loader import driver_path
+
 
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 
@@ -322,10 +324,6 @@ ORCH_ARGV = ("--process_main=tunix.experimental.examples.deepswe_dist.run_deepsw
              "--seq_logprob_error_threshold=2.0")
 
 
-def driver_path():
-  return os.environ.get("RTB_DRIVER") or os.path.join(
-      os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "render-bench", "driver",
-      "bench_driver.py")
 
 
 class PodFlowTest(unittest.TestCase):

@@ -9,13 +9,9 @@ import types
 import unittest
 
 
-def driver_path():
-  return os.environ.get("RTB_DRIVER") or os.path.join(
-      os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "render-bench", "driver",
-      "bench_driver.py")
 
 
-from driver_under_test import load_driver
+from driver_loader import driver_path, load_driver
 
 bd = load_driver()
 

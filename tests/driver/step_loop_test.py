@@ -11,7 +11,8 @@ from typing import Any, Optional
 import numpy as np
 
 
-from driver_under_test import load_driver
+from doubles import InlineCompletionWatcher
+from driver_loader import load_driver
 
 bd = load_driver()
 
@@ -231,7 +232,7 @@ class Harness:
 
   def run(self, plan, **kwargs):
     calls = bd.WorkerCalls(self.worker, make_request=Request)
-    kwargs.setdefault("watcher", bd.InlineCompletionWatcher(self.clock))
+    kwargs.setdefault("watcher", InlineCompletionWatcher(self.clock))
     kwargs.setdefault("observer", bd.DeviceObserver(block_all=self.fence))
     return bd.run_steps(self.worker, plan, clock=self.clock, profiler=self.profiler, calls=calls,
                         out=self.lines.append, log=self.logs.append, **kwargs)

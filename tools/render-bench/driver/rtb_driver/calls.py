@@ -1,0 +1,189 @@
+"""How the driver calls a TrainerWorker: the fwd_bwd / update / staging call shapes each Tunix
+generation expects, and reading what a response carries (updated, train_step, tokens)."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+import numpy as np
+
+
+def find_in(response: Any, key: str) -> Any:
+  """response[key], response.key, or the same in its metadata; None when absent."""
+  if isinstance(response, Mapping):
+    if key in response:
+      return response[key]
+    metadata = response.get("metadata")
+  else:
+    if hasattr(response, key) and not callable(getattr(response, key)):
+      return getattr(response, key)
+    metadata = getattr(response, "metadata", None)
+  if isinstance(metadata, Mapping):
+    return metadata.get(key)
+  return None
+
+
+def response_updated(response: Any) -> bool:
+  """Whether a fwd_bwd response says the optimizer update was applied inside the call."""
+  return bool(find_in(response, "updated"))
+
+
+def named_params(function: Any) -> Tuple[Dict[str, inspect.Parameter], bool]:
+  """(named parameters, takes **kwargs) of a callable; ({}, False) when it has no signature."""
+  try:
+    params = dict(inspect.signature(function).parameters)
+  except (TypeError, ValueError):
+    return {}, False
+  var_kw = any(param.kind == inspect.Parameter.VAR_KEYWORD for param in params.values())
+  return {name: param for name, param in params.items()
+          if param.kind not in (inspect.Parameter.VAR_KEYWORD,
+                                inspect.Parameter.VAR_POSITIONAL)}, var_kw
+
+
+# Update paths of a step (BENCH_STEP "update").
+UPDATE_FUSED = "fused"        # the last fwd_bwd(apply_optimizer=True) applies it (tunix#2719)
+
+
+UPDATE_EXPLICIT = "explicit"  # update() after the last fwd_bwd (the engine's RPC pair)
+
+
+UPDATE_DEFERRED = "deferred"  # fwd_bwd(apply_optimizer=True, defer_update=True), then
+
+
+class WorkerCalls:
+  """Calls a TrainerWorker the way its generation expects.
+
+  - A worker whose fwd_bwd takes `request` gets a TrainRequest (the engine's call). The
+    optimizer flags are passed only when its signature names them: through **kwargs they would
+    travel into the trainer's fwd_bwd.
+  - An older worker takes the payload itself and pops accumulate_gradients / apply_optimizer
+    from its keyword arguments (it then updates inside the call and reports `updated`).
+  - Staging (stage_fwd_bwd, defer_update, apply_deferred_update) exists in no public Tunix
+    release: it is the seed's TrainerWorker change (PIPELINE_STEP_BOUNDARY /
+    STAGE_NEXT_MICROBATCH, with AI-Hypercomputer/maxtext#5718). It is used only when the worker
+    names each call and argument exactly.
+  """
+
+  def __init__(self, worker: Any, make_request: Optional[Callable[[Any], Any]] = None):
+    self.worker = worker
+    self.make_request = make_request
+    params, var_kw = named_params(getattr(worker, "fwd_bwd", None))
+    self.takes_request = "request" in params
+    self.payload_keyword = next((name for name in ("payload", "batch") if name in params), None)
+    legacy = not self.takes_request and var_kw
+    self.pass_apply = "apply_optimizer" in params or legacy
+    self.pass_accumulate = "accumulate_gradients" in params or legacy
+    self.pass_skip_jit = "skip_jit" in params or var_kw
+    self.can_defer = "defer_update" in params
+    stage = getattr(worker, "stage_fwd_bwd", None)
+    stage_params, _ = named_params(stage) if callable(stage) else ({}, False)
+    self.can_stage_request = callable(stage) and "request" in stage_params
+    self.can_apply_deferred = callable(getattr(worker, "apply_deferred_update", None))
+
+  @property
+  def can_fuse(self) -> bool:
+    return self.pass_apply
+
+  def staging_gaps(self, before_update: bool) -> List[str]:
+    """What this worker lacks for a staged step boundary (empty: it can stage)."""
+    gaps = []
+    if not self.takes_request:
+      gaps.append("fwd_bwd(request=...) (staging hands the next step's TrainRequest over)")
+    if not self.can_stage_request:
+      gaps.append("TrainerWorker.stage_fwd_bwd(request)")
+    if before_update and self.can_fuse and not (self.can_defer and self.can_apply_deferred):
+      # A worker that fuses the update into the last call must defer it, or the stage would
+      # follow the update's dispatch.
+      if not self.can_defer:
+        gaps.append("fwd_bwd(..., defer_update=True)")
+      if not self.can_apply_deferred:
+        gaps.append("TrainerWorker.apply_deferred_update()")
+    return gaps
+
+  def request(self, payload: Any) -> Any:
+    """What one fwd_bwd call carries: a TrainRequest for a request-taking worker."""
+    if self.takes_request and self.make_request is not None:
+      return self.make_request(payload)
+    return payload
+
+  def fwd_bwd(self, request: Any, apply_optimizer: bool, defer_update: bool = False) -> Any:
+    kwargs: Dict[str, Any] = {}
+    if self.pass_skip_jit:
+      kwargs["skip_jit"] = False
+    if self.pass_accumulate:
+      kwargs["accumulate_gradients"] = True
+    if self.pass_apply:
+      kwargs["apply_optimizer"] = apply_optimizer
+    if defer_update:
+      kwargs["defer_update"] = True
+    if self.takes_request:
+      return self.worker.fwd_bwd(request=request, **kwargs)
+    if self.payload_keyword:
+      kwargs[self.payload_keyword] = request
+      return self.worker.fwd_bwd(**kwargs)
+    return self.worker.fwd_bwd(request, **kwargs)
+
+  def stage(self, request: Any) -> Any:
+    return self.worker.stage_fwd_bwd(request=request)
+
+  def apply_deferred_update(self) -> Any:
+    return self.worker.apply_deferred_update()
+
+  def update(self) -> Any:
+    return self.worker.update()
+
+
+def block_tree(tree: Any, depth: int = 0, budget: Optional[List[int]] = None) -> None:
+  """Blocks on every leaf of `tree` that has block_until_ready() (JAX arrays do)."""
+  budget = [20000] if budget is None else budget
+  budget[0] -= 1
+  if tree is None or depth > 6 or budget[0] < 0:
+    return
+  wait = getattr(tree, "block_until_ready", None)
+  if callable(wait) and not isinstance(tree, type):
+    wait()
+    return
+  if isinstance(tree, (str, bytes, int, float, bool, np.ndarray, np.generic)):
+    return
+  if isinstance(tree, Mapping):
+    for value in tree.values():
+      block_tree(value, depth + 1, budget)
+  elif isinstance(tree, (list, tuple, set)):
+    for value in tree:
+      block_tree(value, depth + 1, budget)
+  elif dataclasses.is_dataclass(tree):
+    for field in dataclasses.fields(tree):
+      block_tree(getattr(tree, field.name, None), depth + 1, budget)
+  elif hasattr(tree, "__dict__") and not callable(tree):
+    for value in vars(tree).values():
+      block_tree(value, depth + 1, budget)
+
+
+def is_blockable(value: Any) -> bool:
+  return value is not None and not isinstance(value, type) and callable(
+      getattr(value, "block_until_ready", None))
+
+
+def find_token(response: Any) -> Any:
+  """A blockable array carried by a response (directly, in a mapping, or in its metadata)."""
+  if response is None:
+    return None
+  if is_blockable(response):
+    return response
+  values: List[Any] = []
+  if isinstance(response, Mapping):
+    values = list(response.values())
+  else:
+    for name in ("token", "loss", "aux", "result", "metadata"):
+      value = getattr(response, name, None)
+      if value is not None:
+        values.append(value)
+  for value in values:
+    if isinstance(value, Mapping):
+      values.extend(value.values())
+      continue
+    if is_blockable(value):
+      return value
+  return None

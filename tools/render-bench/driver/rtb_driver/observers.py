@@ -1,0 +1,199 @@
+"""Watching the device: for each call, something that becomes ready when its device work is
+done (DeviceObserver), and a thread that notes when it does without holding up dispatch
+(CompletionWatcher)."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from .calls import is_blockable, find_token, block_tree
+
+
+# Where a call's device completion comes from (BENCH_STEP "microbatch_timing_source").
+SOURCE_STEP_TIMING = "step_timing"  # the trainer's TRAINER_STEP_TIMING ready times
+
+
+SOURCE_TOKEN = "token"              # a readiness token (trainer or response)
+
+
+SOURCE_LOSS = "loss"                # the call's own loss array in the trainer's metric buffer
+
+
+SOURCE_DISPATCH = "dispatch"        # none: host dispatch intervals
+
+
+def trainer_of(worker: Any) -> Any:
+  return getattr(worker, "_trainer", None)
+
+
+def engines_of(worker: Any) -> List[Any]:
+  """The trainer and what it wraps (Tunix's MaxText adapter keeps the engine as `engine` /
+  `_engine`), outermost first."""
+  found, current = [], trainer_of(worker)
+  while current is not None and len(found) < 4 and all(current is not seen for seen in found):
+    found.append(current)
+    current = next((getattr(current, name) for name in ("_engine", "engine")
+                    if getattr(current, name, None) is not None), None)
+  return found
+
+
+class DeviceObserver:
+  """Finds, for each call, something that becomes ready when the call's device work is done.
+
+  In order: a blockable array in the call's response, or the trainer's fresh readiness token
+  (`last_fwd_bwd_token` / `last_update_token`, which Tunix's StepTimer reads); else the loss
+  that the call's own kernel produced, which MaxText's engine keeps in `_cached_losses` (its
+  fwd_bwd returns None at dispatch). Reading that list never changes it. The trainer's own
+  ready times (get_step_timing) outrank all of these; the step loop prefers them when a step's
+  record has every one.
+
+  `fence()` waits for all device work without consuming anything (`block_all`, in the pod one
+  batched wait on every live JAX array): the step end when no update token exists, and the
+  profiler's window end when the window's last call has nothing to wait on.
+  """
+
+  def __init__(self, block_all: Optional[Callable[[], None]] = None):
+    self.block_all = block_all
+    # The last token / loss entry seen, held (not only its id) so that a freed array's id can
+    # never make a new one look stale.
+    self._seen: Dict[str, Any] = {}
+    self._seen_loss: Any = None
+
+  def _fresh_trainer_token(self, worker: Any, name: str) -> Any:
+    for trainer in engines_of(worker):
+      token = getattr(trainer, name, None)
+      if not is_blockable(token):
+        continue
+      if self._seen.get(name) is token:
+        return None  # stale: the same array as after the previous call
+      self._seen[name] = token
+      return token
+    return None
+
+  def _fresh_loss(self, worker: Any) -> Any:
+    # MaxText's engine appends each fwd_bwd's loss (a WeightedMetric of device arrays, an
+    # output of that call's kernel) to `_cached_losses` and clears the list in update()
+    # (AI-Hypercomputer/maxtext src/maxtext/training_engine/maxtext_engine.py@e591f30c).
+    for trainer in engines_of(worker):
+      losses = getattr(trainer, "_cached_losses", None)
+      if not isinstance(losses, list):
+        continue
+      if not losses:
+        return None
+      newest = losses[-1]
+      if self._seen_loss is newest:
+        return None  # the call added nothing: not this call's result
+      self._seen_loss = newest
+      return newest if _has_blockable(newest) else None
+    return None
+
+  def completion(self, worker: Any, response: Any, kind: str) -> Tuple[Any, str]:
+    """(waitable, source) for a call just dispatched; (None, "dispatch") when nothing fits."""
+    token = find_token(response)
+    if token is not None:
+      return token, SOURCE_TOKEN
+    name = "last_update_token" if kind == "update" else "last_fwd_bwd_token"
+    token = self._fresh_trainer_token(worker, name)
+    if token is not None:
+      return token, SOURCE_TOKEN
+    if kind == "fwd_bwd":
+      loss = self._fresh_loss(worker)
+      if loss is not None:
+        return loss, SOURCE_LOSS
+    return None, SOURCE_DISPATCH
+
+  def can_fence(self) -> bool:
+    return self.block_all is not None
+
+  def fence(self) -> bool:
+    """Waits for all device work; False when there is no way to (the caller says so)."""
+    if self.block_all is None:
+      return False
+    self.block_all()
+    return True
+
+
+def _has_blockable(tree: Any) -> bool:
+  """Whether a loss record holds a device array (directly or as a dataclass / mapping field)."""
+  if is_blockable(tree):
+    return True
+  if dataclasses.is_dataclass(tree) and not isinstance(tree, type):
+    return any(is_blockable(getattr(tree, field.name, None)) for field in dataclasses.fields(tree))
+  if isinstance(tree, Mapping):
+    return any(is_blockable(value) for value in tree.values())
+  return False
+
+
+class CompletionWatcher:
+  """Records when each watched call's device work completes, without holding up dispatch.
+
+  A daemon thread waits on the calls' waitables in order and notes the clock as each becomes
+  ready, as Tunix's StepTimer does with its "step-timer-ready" thread; the step loop never blocks
+  between dispatches, so MaxText's own throttle (max_inflight_computations) alone decides how
+  far the host runs ahead, as in the e2e run. A call whose waitable was handed over after it was
+  already ready gets the hand-over time: an upper bound, reached only when the device was
+  waiting for the host anyway.
+  """
+
+  def __init__(self, clock: Callable[[], float] = time.monotonic):
+    self.clock = clock
+    self._lock = threading.Lock()
+    self._pending: List[Tuple[Any, Any]] = []
+    self._wake = threading.Condition(self._lock)
+    self._times: Dict[Any, float] = {}
+    self._errors: Dict[Any, BaseException] = {}
+    self._done: Dict[Any, threading.Event] = {}
+    self._thread = threading.Thread(target=self._run, name="bench-completion", daemon=True)
+    self._thread.start()
+
+  def watch(self, key: Any, waitable: Any) -> None:
+    with self._lock:
+      self._done[key] = threading.Event()
+      self._pending.append((key, waitable))
+      self._wake.notify()
+
+  def settle(self) -> None:
+    """Nothing to do: the thread observes completions as they happen."""
+
+  def _run(self) -> None:
+    while True:
+      with self._lock:
+        while not self._pending:
+          self._wake.wait()
+        key, waitable = self._pending.pop(0)
+      try:
+        block_tree(waitable)
+        when = self.clock()
+        with self._lock:
+          self._times[key] = when
+      except BaseException as exc:  # pylint: disable=broad-except
+        with self._lock:
+          self._errors[key] = exc
+      self._done[key].set()
+
+  def is_done(self, key: Any) -> bool:
+    event = self._done.get(key)
+    return event is not None and event.is_set()
+
+  def wait(self, key: Any) -> Optional[float]:
+    """Blocks until `key` completed; its completion time (None if it was never watched)."""
+    event = self._done.get(key)
+    if event is None:
+      return None
+    event.wait()
+    with self._lock:
+      if key in self._errors:
+        raise self._errors.pop(key)
+      return self._times.get(key)
+
+  def drain(self, keys: Sequence[Any]) -> Dict[Any, float]:
+    return {key: when for key in keys if (when := self.wait(key)) is not None}
+
+  def forget(self, keys: Sequence[Any]) -> None:
+    with self._lock:
+      for key in keys:
+        self._times.pop(key, None)
+        self._done.pop(key, None)

@@ -1,0 +1,210 @@
+"""What the step loop runs and what it records: the plan, one record per step (BENCH_STEP),
+the profiler window and the staged boundary's state while it runs."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from .calls import find_in, UPDATE_EXPLICIT
+from .common import describe_exception, one_line
+from .metrics import dropped_tokens_of
+from .observers import SOURCE_DISPATCH
+from .resolve import StagePlan
+
+
+class JaxProfiler:
+  """jax.profiler traces (the default profiler of the step loop)."""
+
+  def start(self, log_dir: str) -> None:
+    import jax  # pylint: disable=import-outside-toplevel
+    jax.profiler.start_trace(log_dir)
+
+  def stop(self) -> None:
+    import jax  # pylint: disable=import-outside-toplevel
+    jax.profiler.stop_trace()
+
+
+# What each figure measures; BENCH_SUMMARY carries this table, README explains it.
+DEFINITIONS = {
+    "seconds": "one optimizer step: from its first fwd_bwd dispatch until all of its device "
+               "work, the update included, is done",
+    "microbatch_s/device": "from the later of the call's dispatch and the previous call's device "
+                           "completion to its own device completion",
+    "microbatch_s/dispatch": "host dispatch intervals (the next call's dispatch minus this "
+                             "one's; the last call: until the step's end); with an "
+                             "asynchronous engine they lag the device by up to "
+                             "max_inflight_computations calls",
+    "tokens_per_s_per_chip": "rows x tokens_per_row x micro_steps (padding included, the seed's "
+                             "definition) / seconds / chips",
+    "real_tokens_per_s_per_chip": "real (non-padding) tokens of the step / seconds / chips",
+    "first_step_s": "step 0, which includes the compile when the trainer compiles lazily "
+                    "(MaxText's compile() only stages)",
+}
+
+
+@dataclasses.dataclass
+class BenchPlan:
+  """What the step loop runs: payloads, counts, and how to turn time into throughput."""
+  name: str
+  steps: int
+  micro_steps: int
+  regular: Any
+  final: Any
+  tokens_regular: int
+  tokens_final: int
+  chips: int
+  padded_tokens_per_call: int = 0  # rows x tokens_per_row
+  profile_window: Optional[Tuple[int, int]] = None
+  profile_dir: Optional[str] = None
+  stage_boundary: Optional["StagePlan"] = None
+  # The actor log-prob pass before each micro-batch (LOGPS_PASS): called with the micro-batch's
+  # payload, it returns when the trainer has scored it. None: no pass.
+  logps_pass: Optional[Callable[[Any], Any]] = None
+
+  @property
+  def tokens_per_step(self) -> int:
+    return self.tokens_regular * (self.micro_steps - 1) + self.tokens_final
+
+  @property
+  def padded_tokens_per_step(self) -> int:
+    return self.padded_tokens_per_call * self.micro_steps
+
+  def profiled(self, step: int) -> bool:
+    """Whether any fwd_bwd call of `step` (0-based) is inside PROFILE_WINDOW."""
+    if self.profile_window is None:
+      return False
+    first, last = step * self.micro_steps, (step + 1) * self.micro_steps - 1
+    start, count = self.profile_window
+    return first <= start + count - 1 and start <= last
+
+
+@dataclasses.dataclass
+class StepRecord:
+  step: int
+  seconds: float
+  microbatch_s: List[float]
+  tokens: int
+  tokens_per_s_per_chip: float
+  fused_update: bool
+  microbatch_timing: str = "dispatch"
+  microbatch_timing_source: str = SOURCE_DISPATCH
+  padded_tokens: int = 0
+  real_tokens_per_s_per_chip: float = 0.0
+  update: str = UPDATE_EXPLICIT
+  staged: bool = False
+  profiled: bool = False
+  train_step: Optional[int] = None
+  metrics: Optional[Dict[str, float]] = None
+  logps_pass_s: Optional[List[float]] = None
+
+  def as_json(self) -> Dict[str, Any]:
+    record = {
+        "step": self.step,
+        "seconds": round(self.seconds, 6),
+        "microbatch_s": [round(value, 6) for value in self.microbatch_s],
+        "microbatch_timing": self.microbatch_timing,
+        "microbatch_timing_source": self.microbatch_timing_source,
+        "tokens": self.tokens,
+        "padded_tokens": self.padded_tokens,
+        "tokens_per_s_per_chip": round(self.tokens_per_s_per_chip, 3),
+        "real_tokens_per_s_per_chip": round(self.real_tokens_per_s_per_chip, 3),
+        "update": self.update,
+        "fused_update": self.fused_update,
+        "staged": self.staged,
+        "profiled": self.profiled,
+    }
+    if self.logps_pass_s is not None:
+      record["logps_pass_s"] = [round(value, 6) for value in self.logps_pass_s]
+    if self.train_step is not None:
+      record["train_step"] = self.train_step
+    if self.metrics:
+      record["metrics"] = self.metrics
+      dropped, _ = dropped_tokens_of(self.metrics)
+      if dropped is not None:
+        record["dropped_tokens"] = dropped
+    return record
+
+
+class ProfileWindow:
+  """The PROFILE_WINDOW state: starts before the window's first call, stops exactly once."""
+
+  def __init__(self, window: Optional[Tuple[int, int]], log_dir: Optional[str], profiler: Any,
+               log: Callable[[str], None]):
+    self.window = window
+    self.log_dir = log_dir or "/tmp/bench_profile"
+    self.profiler = profiler
+    self.log = log
+    self.started = False
+    self.stopped = False
+
+  def is_first(self, call: int) -> bool:
+    return self.window is not None and call == self.window[0]
+
+  def is_last(self, call: int) -> bool:
+    return self.window is not None and call == self.window[0] + self.window[1] - 1
+
+  def start(self, call: int) -> None:
+    if self.started or not self.is_first(call):
+      return
+    self.log(f"profiler: tracing fwd_bwd calls {self.window[0]}..{sum(self.window) - 1} "
+             f"to {self.log_dir}")
+    try:
+      self.profiler.start(self.log_dir)
+    except Exception as exc:  # pylint: disable=broad-except
+      # The timings are still worth having; say loudly that there is no trace.
+      self.log(f"profiler: start failed, no trace: {describe_exception(exc)}")
+      self.window = None
+      return
+    self.started = True
+
+  def stop(self, reason: str = "") -> None:
+    if self.started and not self.stopped:
+      self.stopped = True
+      self.profiler.stop()
+      self.log(f"profiler: trace stopped{reason}")
+
+
+class StageState:
+  """Staging while it runs: latched off by the first failed or overlap-free stage."""
+
+  def __init__(self, plan: Optional[StagePlan], log: Callable[[str], None]):
+    self.plan = plan
+    self.active = bool(plan and plan.resolved)
+    self.log = log
+    self.staged_steps: List[int] = []
+    self.latched_off: Optional[str] = None
+    self.overlap_unmeasured = False
+
+  def latch_off(self, reason: str) -> None:
+    if self.active:
+      self.active = False
+      self.latched_off = reason
+      self.log(f"staged step boundary: off for the rest of the run: {reason}")
+
+  def summary(self) -> Dict[str, Any]:
+    return {
+        "requested": self.plan.requested if self.plan else "off",
+        "resolved": "on" if self.plan and self.plan.resolved else "off",
+        "source": self.plan.source if self.plan else "",
+        "position": ("before_update" if not self.plan or self.plan.before_update else
+                     "after_update"),
+        "engaged": bool(self.staged_steps),
+        "staged_steps": list(self.staged_steps),
+        "latched_off": self.latched_off,
+    }
+
+
+def stage_reported_no_overlap(response: Any) -> Optional[str]:
+  """The worker's own verdict on a stage: a reason when it says it staged nothing or
+  overlapped nothing, else None."""
+  staged = find_in(response, "staged")
+  if staged is False:
+    reason = find_in(response, "reason")
+    if reason:
+      return f"the worker staged nothing ({one_line(reason)})"
+    return "the worker staged nothing"
+  overlap = find_in(response, "overlap_s")
+  if isinstance(overlap, (int, float)) and not isinstance(overlap, bool) and overlap <= 0:
+    return "the stage measured no overlap with the device (the worker's overlap_s is 0)"
+  return None

@@ -1,0 +1,396 @@
+"""The pod's set-up of the e2e trainer program, as named stages in the order the pod runs them.
+
+Every stage before the trainer is built needs no TPU and loads no weights: the trainer's and the
+orchestrator's modules and argv (through Tunix's own parsers), the functions and signatures the
+run will call, JAX, the GRPO config with LOGP_GATES applied, the tokenizer, the batch
+configuration and assembler, and the staged boundary the worker can run. The pod runs them, one
+log line each, then builds the trainer (build_trainer); `--preflight` runs exactly the same
+stages on CPU, each as one check line, and stops there. So a problem the preflight can see is
+found by the same code that would meet it in the pod.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import sys
+import uuid
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from .builders import (build_algo, build_assembler, build_warmup, make_batch_config, token_ids,
+                       TunixSetup)
+from .calls import named_params, WorkerCalls
+from .common import (DEFAULT_TRAINER_MODULE, int_or_none, one_line, say, SettingsError,
+                     TunixMissing)
+from .observers import engines_of
+from .resolve import (Choice, concrete_segment_counts, resolve_logps_pass, resolve_routing,
+                      resolve_stage_boundary, rollout_logps_requested, StagePlan)
+from .settings import Settings
+from .tunix import (call_checked, Fallbacks, import_orchestrator, import_tunix, initialize_jax,
+                    parse_with, plan_call, process_module, require, source_file,
+                    split_runtime_argv)
+from .values import flag_value
+
+# How the set-up runs: in the pod (JAX on the slice, a stage that fails stops the run) or as the
+# preflight (JAX on the CPU, every stage checked, stricter about what the pod only warns of).
+POD = "pod"
+PREFLIGHT = "preflight"
+
+TRAINER_WORKER_MODULE = "tunix.experimental.worker.trainer_worker"
+DATATYPES_MODULE = "tunix.experimental.common.datatypes"
+BATCH_ASSEMBLY_MODULE = "tunix.experimental.orchestrator.batch_assembly"
+# Modules the driver calls into without keeping them (BENCH_SUMMARY "versions" hashes them too).
+OTHER_CALLED_MODULES = ("tunix.experimental.orchestrator.compile_warmup",
+                        "tunix.utils.maxtext_utils",
+                        "tunix.experimental.distributed.runtime.contexts.k8s_context")
+
+
+@dataclasses.dataclass(frozen=True)
+class Stage:
+  """One step of the set-up: its name (the preflight's check name), what it does (returns one
+  line saying what it found) and the stages it needs."""
+  name: str
+  run: Callable[[], str]
+  needs: Tuple[str, ...] = ()
+
+
+class Setup:
+  """Builds what the e2e trainer runs, through Tunix's own parsers and factories, stage by stage;
+  what each stage found stays on the object for the next."""
+
+  def __init__(self, settings: Settings, mode: str = POD, fallbacks: Optional[Fallbacks] = None,
+               log: Callable[[str], None] = say):
+    if mode not in (POD, PREFLIGHT):
+      raise ValueError(f"unknown set-up mode {mode!r}")
+    self.settings = settings
+    self.mode = mode
+    self.log = log
+    self.fallbacks = fallbacks or Fallbacks(settings.allow_fallbacks, log=log)
+    # Lines about optional arguments a signature lacks: the pod logs them when it calls, the
+    # preflight prints them after its checks.
+    self.notes: List[str] = []
+    self.trainer_main, self.trainer_words = split_runtime_argv("TRAINER_ARGV",
+                                                               settings.trainer_argv)
+    self.orch_main, self.orch_words = split_runtime_argv("ORCH_ARGV", settings.orch_argv)
+    self.choices: Dict[str, Choice] = {}
+    self.trainer_node: Any = None
+    self.trainer_args: Any = None
+    self.worker_module: Any = None
+    self.worker_class: Any = None
+    self.datatypes_module: Any = None
+    self.orch_node: Any = None
+    self.orch_args: Any = None
+    self.rollout_logps: Optional[Choice] = None
+    self.algo: Any = None
+    self.algo_config: Any = None
+    self.pad_id = 0
+    self.eos_id = 0
+    self.tokenizer_vocab: Optional[int] = None
+    self.batch_assembly: Any = None
+    self.assembler: Any = None
+    self.stage_plan: Optional[StagePlan] = None
+
+  def stages(self) -> List[Stage]:
+    """The stages before the trainer is built, in the pod's order (JAX before the orchestrator's
+    module: importing run_deepswe_dist sets JAX_PLATFORMS=cpu when it is unset)."""
+    return [
+        Stage("trainer module", self.trainer_module),
+        Stage("TRAINER_ARGV", self.parse_trainer_argv, ("trainer module",)),
+        Stage("MaxText", self.trainer_backend, ("TRAINER_ARGV",)),
+        Stage("TrainerWorker", self.trainer_worker, ("TRAINER_ARGV",)),
+        Stage("datatypes", self.datatypes, ("TrainerWorker",)),
+        Stage("jax", self.jax),
+        Stage("orchestrator module", self.orchestrator_module),
+        Stage("ORCH_ARGV", self.parse_orchestrator_argv, ("orchestrator module",)),
+        Stage("GRPO config", self.grpo_config, ("ORCH_ARGV",)),
+        Stage("tokenizer", self.tokenizer, ("ORCH_ARGV", "TRAINER_ARGV")),
+        Stage("batch configuration", self.batch_configuration, ("GRPO config", "tokenizer")),
+        Stage("staged step boundary", self.staged_boundary, ("TrainerWorker",)),
+    ]
+
+  def run_before_trainer(self) -> None:
+    """The pod: every stage before the trainer is built, one log line each; the first that
+    fails stops the run (its exception says why)."""
+    for stage in self.stages():
+      self.log(f"set-up: {stage.name}: {one_line(stage.run())}")
+
+  # ---- the stages ----
+
+  def trainer_module(self) -> str:
+    self.trainer_node = import_tunix(process_module(self.trainer_main, DEFAULT_TRAINER_MODULE),
+                                     "parse the trainer argv")
+    for name in ("_parse_args", "_create_trainer_factory"):
+      require(self.trainer_node, name, "build the trainer")
+    return f"{self.trainer_node.__name__} ({source_file(self.trainer_node)})"
+
+  def parse_trainer_argv(self) -> str:
+    parse = require(self.trainer_node, "_parse_args", "parse the trainer argv")
+    self.trainer_args = parse_with(parse, self.trainer_words, "TRAINER_ARGV")
+    if self.settings.profile_window is not None and getattr(self.trainer_args, "profiler_steps",
+                                                            0):
+      self.log(f"PROFILE_WINDOW is set: the trainer's own profiler (--profiler_steps="
+               f"{self.trainer_args.profiler_steps}) is turned off so that one trace runs")
+      self.trainer_args.profiler_steps = 0
+    return f"{len(self.trainer_words)} words parsed by {self.trainer_node.__name__}._parse_args"
+
+  def trainer_backend(self) -> str:
+    # The trainer factory builds the MaxText engine through tunix.utils.maxtext_utils; both are
+    # imported here, before anything is built.
+    backend = getattr(self.trainer_args, "trainer_backend", "maxtext") or "maxtext"
+    if backend != "maxtext":
+      return f"--trainer_backend={backend}: no MaxText modules to check"
+    modules = []
+    for name in ("maxtext", "tunix.utils.maxtext_utils"):
+      module = import_tunix(name, "build the MaxText trainer")
+      modules.append(f"{name} ({source_file(module)})")
+    return ", ".join(modules)
+
+  def trainer_worker(self) -> str:
+    module = import_tunix(TRAINER_WORKER_MODULE, "build the worker")
+    worker_class = require(module, "TrainerWorker", "build the worker")
+    params, _ = named_params(worker_class.__init__)
+    optional = {name: None for name in ("execution_context", "logps_chunk_size")}
+    plan_call(worker_class, "TrainerWorker", {"trainer_factory": None, "worker_id": "check"},
+              optional, log=self.notes.append)
+    for method in ("fwd_bwd", "update", "with_loss_fn", "with_gen_model_input_fn"):
+      require(worker_class, method, "time the trainer")
+    calls = WorkerCalls(worker_class)
+    if not calls.takes_request and not calls.payload_keyword and not calls.pass_apply:
+      raise TunixMissing(f"TrainerWorker.fwd_bwd{inspect.signature(worker_class.fwd_bwd)} in "
+                         f"{source_file(worker_class)}: takes neither a request nor a payload")
+    self.worker_module, self.worker_class = module, worker_class
+    chunk = int(getattr(self.trainer_args, "compute_logps_chunk_size", 0) or 0)
+    parts = [f"fwd_bwd({'request' if calls.takes_request else 'payload'})",
+             "fused update" if calls.can_fuse else "explicit update()",
+             "compile" if hasattr(worker_class, "compile") else
+             "warmup_compile" if hasattr(worker_class, "warmup_compile") else "no compile call"]
+    if chunk > 0:
+      parts.append("logps_chunk_size=" + (str(chunk) if "logps_chunk_size" in params else
+                                          "not taken (the chunk reaches the loss through the "
+                                          "trainer's config only)"))
+    if self.mode == PREFLIGHT and not (hasattr(module, "payload_signature") and
+                                       hasattr(module, "signature_mismatch")):
+      # The pod meets this when it checks its payload (check_warmup_signature).
+      self.fallbacks.take("this TrainerWorker module has no payload_signature / "
+                          "signature_mismatch", "time without checking the payload against the "
+                          "warm-up signature")
+    return ", ".join(parts)
+
+  def datatypes(self) -> str:
+    module = import_tunix(DATATYPES_MODULE, "build train requests")
+    require(module, "RLTrainerPayload", "build the payload")
+    if WorkerCalls(self.worker_class).takes_request:
+      request_class = require(module, "TrainRequest", "call fwd_bwd(request=...)")
+      plan_call(request_class, "TrainRequest", {"request_id": "r", "payload": None,
+                                                "metadata": {}})
+    self.datatypes_module = module
+    return f"RLTrainerPayload, TrainRequest ({source_file(module)})"
+
+  def jax(self) -> str:
+    if self.mode == POD:
+      initialize_jax()  # Pathways or jax.distributed, as the runtime's K8s context does
+    jax = importlib.import_module("jax")
+    devices = jax.devices() if self.mode == PREFLIGHT else []
+    if self.mode == POD:
+      return f"jax {getattr(jax, '__version__', '?')} initialized"
+    return (f"jax {getattr(jax, '__version__', '?')}: {len(devices)} "
+            f"{getattr(devices[0], 'platform', '?') if devices else 'no'} devices")
+
+  def orchestrator_module(self) -> str:
+    self.orch_node = import_orchestrator(self.orch_main)
+    for name in ("_parse_args", "_build_algo"):
+      require(self.orch_node, name, "build the GRPO algorithm")
+    return f"{self.orch_node.__name__} ({source_file(self.orch_node)})"
+
+  def parse_orchestrator_argv(self) -> str:
+    parse = require(self.orch_node, "_parse_args", "parse the orchestrator argv")
+    args = parse_with(parse, self.orch_words, "ORCH_ARGV")
+    if getattr(args, "mini_batch_size", 0) is None:
+      args.mini_batch_size = args.batch_size
+    self.orch_args = args
+    # The payload's log-prob fields follow the e2e program, before LOGP_GATES changes anything.
+    self.rollout_logps = rollout_logps_requested(args)
+    self.choices["rollout_logps"] = self.rollout_logps
+    return f"{len(self.orch_words)} words parsed by {self.orch_node.__name__}._parse_args"
+
+  def grpo_config(self) -> str:
+    self.algo, self.algo_config, changed = build_algo(self.settings, self.orch_node,
+                                                      self.orch_args)
+    settings = self.settings
+    gates = ("LOGP_GATES=on: the gates stay as the e2e sets them" if settings.logp_gates else
+             "LOGP_GATES=off: " + (", ".join(changed) + " turned off" if changed else
+                                   "no log-prob gate was set"))
+    config = self.algo_config if self.algo_config is not None else self.algo
+    rollout = self.rollout_logps or Choice(False, "")
+    return (f"{type(config).__name__}; {gates}; ADVANTAGES={settings.advantages}; rollout "
+            f"log-probs {'in' if rollout.value else 'not in'} the payload ({rollout.source})")
+
+  def tokenizer(self) -> str:
+    self.pad_id, self.eos_id, self.tokenizer_vocab = token_ids(self.orch_args, self.trainer_args,
+                                                               self.fallbacks)
+    self.choices["eos_id"] = Choice(self.eos_id, "the tokenizer's eos id (its pad id when it has "
+                                    "none), as run_deepswe_dist configures the worker")
+    return f"pad id {self.pad_id}, eos id {self.eos_id}, vocabulary {self.tokenizer_vocab}"
+
+  def batch_configuration(self) -> str:
+    batch_assembly = import_tunix(BATCH_ASSEMBLY_MODULE, "build the batch configuration")
+    self.batch_assembly = batch_assembly
+    batch_config = make_batch_config(self.orch_node, batch_assembly, self.orch_args, self.pad_id)
+    self.assembler = build_assembler(batch_assembly, self.algo, self.orch_args, batch_config,
+                                     log=self.log if self.mode == POD else self.notes.append)
+    return (f"{type(self.assembler).__name__}: {self.assembler.batch_size} rows x "
+            f"{self.assembler.max_packed_len} tokens")
+
+  def staged_boundary(self) -> str:
+    plan = resolve_stage_boundary(self.settings)
+    checked = check_staging(plan, WorkerCalls(self.worker_class),
+                            log=self.log if self.mode == POD else self.notes.append)
+    if self.mode == PREFLIGHT and plan.resolved and not checked.resolved:
+      raise TunixMissing(f"the e2e run stages the step boundary ({plan.source}) but this image's "
+                         "TrainerWorker cannot: the bench would not reproduce it "
+                         f"({checked.source})")
+    self.stage_plan = checked
+    return f"{'on' if checked.resolved else 'off'} ({checked.source})"
+
+  def called_modules(self, worker: Any = None) -> List[Any]:
+    """What the run called into, for BENCH_SUMMARY "versions": the modules the stages loaded, the
+    others the driver calls, and the trainer and engines inside `worker` (their classes'
+    modules)."""
+    called: List[Any] = [self.trainer_node, self.worker_module, self.datatypes_module,
+                         self.orch_node, self.batch_assembly]
+    called += [sys.modules.get(name) for name in OTHER_CALLED_MODULES]
+    called += engines_of(worker) if worker is not None else []
+    return [value for value in called if value is not None]
+
+  # ---- the pod only: the trainer ----
+
+  def build_trainer(self) -> TunixSetup:
+    """Builds the trainer and the worker around it as the e2e run does, then what needs them:
+    the routing shape, the warm-up payload, train and log-prob requests."""
+    settings, trainer_args, orch_args = self.settings, self.trainer_args, self.orch_args
+    choices = self.choices
+    made = require(self.trainer_node, "_create_trainer_factory", "build the trainer")(trainer_args)
+    factory, mesh = made if isinstance(made, tuple) and len(made) == 2 else (made, None)
+    worker_kwargs: Dict[str, Any] = {"trainer_factory": factory,
+                                     "worker_id": getattr(trainer_args, "worker_id", "trainer-0")}
+    params, _ = named_params(self.worker_class.__init__)
+    outer_context = None
+    optional: Dict[str, Any] = {}
+    if mesh is not None and "execution_context" in params:
+      optional["execution_context"] = mesh  # the worker enters it around every method
+    elif mesh is not None:
+      outer_context = mesh  # a worker that cannot take it: the driver enters it
+    # The log-prob chunk reaches the worker through its constructor when it takes one, as
+    # run_trainer_node passes it; otherwise only through the trainer's own config.
+    chunk = int(getattr(trainer_args, "compute_logps_chunk_size", 0) or 0)
+    if chunk > 0:
+      if "logps_chunk_size" in params:
+        optional["logps_chunk_size"] = chunk
+        choices["logps_chunk"] = Choice(chunk, "TrainerWorker(logps_chunk_size=) from "
+                                        "--compute_logps_chunk_size")
+      else:
+        choices["logps_chunk"] = Choice(chunk, "this TrainerWorker takes no logps_chunk_size: "
+                                        "the chunk reaches the loss through the trainer's config "
+                                        "only")
+    worker = call_checked(self.worker_class, "TrainerWorker", worker_kwargs, optional,
+                          log=self.log)
+    if callable(getattr(worker, "initialize", None)):
+      worker.initialize()  # builds a lazily constructed trainer; idempotent
+    worker.with_loss_fn(self.algo.loss_fn(), has_aux=True)
+    worker.with_gen_model_input_fn(
+        self.algo.build_gen_model_input_fn(pad_id=self.pad_id, eos_id=self.eos_id))
+
+    routing_shape, experts, vocab, config = self.model_shapes(worker)
+    rollout = self.rollout_logps or Choice(False, "")
+    warmup, abstract = build_warmup(self.assembler, self.algo, self.algo_config, routing_shape,
+                                    rollout, self.fallbacks)
+    completion = getattr(warmup, "completion_ids")
+    num_segments = getattr(warmup, "num_segments", None)
+    max_segments = getattr(self.assembler, "max_segments_per_packed_row",
+                           getattr(orch_args, "max_segments_per_packed_row", None))
+    request_class = getattr(self.datatypes_module, "TrainRequest", None)
+    logps_request_class = getattr(self.datatypes_module, "LogprobsRequest", None)
+    choices["logps_pass"] = resolve_logps_pass(settings, self.algo_config, orch_args, rollout,
+                                               worker, logps_request_class)
+    output_dir = getattr(trainer_args, "maxtext_output_directory", None) or flag_value(
+        self.trainer_words, "--maxtext_output_directory")
+    return TunixSetup(
+        worker=worker, make_request=train_request_maker(request_class), warmup=warmup,
+        warmup_is_abstract=abstract, rows=int(completion.shape[0]),
+        tokens=int(completion.shape[1]), num_segments=int_or_none(num_segments),
+        max_segments_per_row=int_or_none(max_segments), routing_shape=routing_shape,
+        experts=int_or_none(experts), vocab=int(vocab), pad_id=int(self.pad_id),
+        eos_id=int(self.eos_id), maxtext_output_directory=output_dir,
+        payload_signature=getattr(self.worker_module, "payload_signature", None),
+        signature_mismatch=getattr(self.worker_module, "signature_mismatch", None),
+        outer_context=outer_context,
+        max_prompt_length=int_or_none(getattr(orch_args, "max_prompt_length", None)),
+        max_response_length=int_or_none(getattr(orch_args, "max_response_length", None)),
+        warmup_segment_counts=None if abstract else concrete_segment_counts(warmup),
+        rollout_as_old=bool(getattr(orch_args, "use_rollout_logps", False)), choices=choices,
+        fallbacks=self.fallbacks, logps_request_class=logps_request_class,
+        temperature=float(getattr(orch_args, "temperature", None) or 1.0), config=config)
+
+  def model_shapes(self, worker: Any) -> Tuple[Optional[Tuple[int, int]], Any, Any, Any]:
+    """(the routing shape the payload replays or None, experts, vocabulary, the trainer's model
+    config) from the built trainer."""
+    settings = self.settings
+    routing = resolve_routing(settings)
+    self.choices["routing"] = routing
+    trainer_shape = None
+    if callable(getattr(worker, "routed_experts_shape", None)):
+      trainer_shape = worker.routed_experts_shape()
+    config = getattr(getattr(worker, "_trainer", None), "_config", None)
+    if trainer_shape is None and config is not None:
+      layers = getattr(config, "num_decoder_layers", None)
+      topk = getattr(config, "num_experts_per_tok", None)
+      trainer_shape = (int(layers), int(topk)) if layers and topk else None
+    if routing.value and trainer_shape is None and settings.routing == "on":
+      raise SettingsError("ROUTING=on but the trainer reports no routing shape (a dense model?)")
+    routing_shape = ((int(trainer_shape[0]), int(trainer_shape[1]))
+                     if routing.value and trainer_shape else None)
+    experts = getattr(config, "num_experts", None)
+    vocab = getattr(config, "vocab_size", None) or self.tokenizer_vocab
+    if not vocab:
+      raise TunixMissing("cannot tell the vocabulary size: the trainer has no config.vocab_size "
+                         "and the tokenizer did not load")
+    if routing_shape is not None and not experts:
+      raise TunixMissing("the trainer reports a routing shape but its config has no num_experts")
+    return routing_shape, experts, vocab, config
+
+
+def train_request_maker(request_class: Any) -> Callable[[Any], Any]:
+  """What makes a TrainRequest of a payload, as the orchestrator does for each micro-batch."""
+
+  def make_request(payload: Any) -> Any:
+    if request_class is None:
+      raise TunixMissing("datatypes.TrainRequest is missing in this image's Tunix (needed to "
+                         "call fwd_bwd(request=...))")
+    metadata = dict(getattr(payload, "metadata", None) or {})
+    return call_checked(request_class, "TrainRequest", {
+        "request_id": f"train_req_{uuid.uuid4().hex[:8]}", "payload": payload,
+        "metadata": metadata})
+
+  return make_request
+
+
+def check_staging(stage_plan: StagePlan, calls: WorkerCalls,
+                  log: Callable[[str], None] = say) -> StagePlan:
+  """The staged boundary this worker can run: `on` that it cannot is a SettingsError naming the
+  missing call; `auto` that it cannot is turned off with a loud line (the bench then cannot
+  reproduce the e2e run's boundary)."""
+  if not stage_plan.resolved:
+    return stage_plan
+  gaps = calls.staging_gaps(stage_plan.before_update)
+  if not gaps:
+    return stage_plan
+  missing = ", ".join(gaps)
+  if stage_plan.requested == "on":
+    raise SettingsError(f"STAGE_BOUNDARY=on but this image's TrainerWorker lacks {missing} "
+                        "(the seed's staging change; see README)")
+  log(f"WARNING: the e2e run stages the step boundary ({stage_plan.source}) but this image's "
+      f"TrainerWorker lacks {missing}: the bench CANNOT reproduce it; every step ends with a "
+      "full drain and step times are not comparable with the e2e run's")
+  return dataclasses.replace(stage_plan, resolved=False,
+                             source=stage_plan.source + f"; not reproducible: lacks {missing}")

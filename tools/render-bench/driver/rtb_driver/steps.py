@@ -1,0 +1,298 @@
+"""The step loop: times STEPS optimizer steps of MICRO_STEPS fwd_bwd calls each.
+
+Every call accumulates gradients; the last of a step asks for the optimizer update, which the
+worker applies inside the call (fused), defers until apply_deferred_update() (staged boundary),
+or leaves to update() (explicit). A step ends when all of its device work, the update included,
+is done: the update's readiness token, else a fence on every device array. Micro-batch times are
+device times when every call of the step has a completion (the trainer's ready times, a readiness
+token, or the call's loss array), else dispatch intervals; each BENCH_STEP says which.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+
+import numpy as np
+
+from .calls import (find_in, block_tree, response_updated, UPDATE_DEFERRED, UPDATE_EXPLICIT,
+                    UPDATE_FUSED, WorkerCalls)
+from .common import int_or_none, describe_exception, emit, say
+from .metrics import log_step_timing, ready_times, scalar_metrics, TimingSnapshot
+from .observers import (CompletionWatcher, DeviceObserver, SOURCE_DISPATCH, SOURCE_LOSS,
+                        SOURCE_STEP_TIMING, SOURCE_TOKEN)
+from .plan import (ProfileWindow, stage_reported_no_overlap, BenchPlan, JaxProfiler, StageState,
+                   StepRecord)
+
+
+@dataclasses.dataclass
+class StepCalls:
+  """What one step's fwd_bwd calls left behind: when each was dispatched, what to wait on for its
+  completion (key None: nothing), where that completion comes from, and the log-prob passes."""
+  begins: List[float] = dataclasses.field(default_factory=list)
+  keys: List[Any] = dataclasses.field(default_factory=list)
+  waitables: List[Any] = dataclasses.field(default_factory=list)
+  sources: List[str] = dataclasses.field(default_factory=list)
+  logps_s: List[float] = dataclasses.field(default_factory=list)
+  response: Any = None  # the last call's
+
+  def watched(self) -> List[Any]:
+    return [key for key in self.keys if key is not None]
+
+
+class StepRunner:
+  """Runs a BenchPlan on a worker: one method per phase of a step, in the order the e2e
+  trainer's calls come (dispatch, stage, update, wait, metrics, record)."""
+
+  def __init__(self, worker: Any, plan: BenchPlan, *, clock: Callable[[], float] = time.monotonic,
+               profiler: Any = None, observer: Optional[DeviceObserver] = None,
+               watcher: Any = None, calls: Optional[WorkerCalls] = None,
+               out: Callable[[str], None] = emit, log: Callable[[str], None] = say,
+               stage_state: Optional[StageState] = None):
+    self.worker = worker
+    self.plan = plan
+    self.clock = clock
+    self.observer = observer or DeviceObserver()
+    self.watcher = watcher if watcher is not None else CompletionWatcher(clock)
+    self.calls = calls or WorkerCalls(worker)
+    self.out = out
+    self.log = log
+    self.stage = stage_state or StageState(plan.stage_boundary, log)
+    self.profile = ProfileWindow(plan.profile_window, plan.profile_dir, profiler or JaxProfiler(),
+                                 log)
+    self.warned_metrics: Set[Tuple[str, str]] = set()
+    self.unfenced_warned = False
+    self.call_index = 0  # fwd_bwd calls so far, over the whole run (PROFILE_WINDOW counts them)
+    self.staged_request: Any = None  # the next step's first request, staged on the trainer host
+
+  @property
+  def total_calls(self) -> int:
+    return self.plan.steps * self.plan.micro_steps
+
+  def run(self) -> List[StepRecord]:
+    """Times plan.steps optimizer steps (numbered from 0); one BENCH_STEP line each."""
+    window = self.plan.profile_window
+    if window is not None and window[0] >= self.total_calls:
+      self.log(f"profiler: PROFILE_WINDOW starts at call {window[0]} but the run makes "
+               f"only {self.total_calls} fwd_bwd calls: no trace")
+    records = []
+    try:
+      for step in range(self.plan.steps):
+        records.append(self.run_step(step))
+      if self.profile.started and not self.profile.stopped:
+        self.profile.stop(f" at the end of the run (the window asked for calls up to "
+                          f"{sum(window or (0, 0)) - 1}, the run made {self.total_calls})")
+    finally:
+      if self.profile.started and not self.profile.stopped:
+        try:
+          self.profile.stop(" after a failure")
+        except Exception as exc:  # pylint: disable=broad-except  # the failure itself propagates
+          self.log(f"profiler: stop failed: {describe_exception(exc)}")
+    if self.stage.overlap_unmeasured:
+      self.log("staged step boundary: the driver could not tell whether stages overlapped the "
+               "device (no completion to check); staging stayed on")
+    return records
+
+  def run_step(self, step: int) -> StepRecord:
+    staged_now = self.staged_request is not None
+    # A worker that fuses the update into the last call defers it while staging is on, so that
+    # the stage runs before the update (the seed's --stage_before_update). The last step defers
+    # too, so that every step takes the same path.
+    plan_before = bool(self.stage.plan and self.stage.plan.before_update)
+    deferred = bool(self.stage.active and self.calls.can_fuse and plan_before)
+    step_start = self.clock()
+    calls = self.dispatch(step, deferred)
+    fused = bool(self.calls.can_fuse and not deferred and response_updated(calls.response))
+    update_kind, train_step, update_result = self.update(step, calls, deferred, fused)
+    step_end, observed = self.wait_for_step_end(calls, update_result)
+    metrics = self.read_metrics(step)
+    snapshot = log_step_timing(self.worker, step, step, self.clock, self.out)
+    microbatch_s, ends_known, source = self.microbatch_times(calls, observed, snapshot, step_end)
+    seconds = step_end - step_start
+    record = self.record(step, seconds, microbatch_s, ends_known, source, update_kind, fused,
+                         staged_now, train_step, calls, metrics)
+    self.report(record, staged_now)
+    return record
+
+  def dispatch(self, step: int, deferred: bool) -> StepCalls:
+    """The step's fwd_bwd calls, each watched for its device completion without waiting."""
+    plan, calls = self.plan, StepCalls()
+    for index in range(plan.micro_steps):
+      last = index == plan.micro_steps - 1
+      payload = plan.final if last else plan.regular
+      if index == 0 and self.staged_request is not None:
+        request, self.staged_request = self.staged_request, None
+      else:
+        request = self.calls.request(payload)
+      if plan.logps_pass is not None:
+        # The e2e program scores each micro-batch with the actor before it trains on it.
+        pass_start = self.clock()
+        plan.logps_pass(payload)
+        calls.logps_s.append(self.clock() - pass_start)
+      self.profile.start(self.call_index)
+      calls.begins.append(self.clock())
+      if last and deferred:
+        calls.response = self.calls.fwd_bwd(request, apply_optimizer=True, defer_update=True)
+      else:
+        calls.response = self.calls.fwd_bwd(request, apply_optimizer=last)
+      waitable, source = self.observer.completion(self.worker, calls.response, "fwd_bwd")
+      key = (step, index)
+      calls.keys.append(key if waitable is not None else None)
+      calls.waitables.append(waitable)
+      calls.sources.append(source)
+      if waitable is not None:
+        self.watcher.watch(key, waitable)
+        self.watcher.settle()
+      if self.profile.is_last(self.call_index) and self.profile.started:
+        self.end_profile_window(key, waitable)
+      self.call_index += 1
+    return calls
+
+  def end_profile_window(self, key: Any, waitable: Any) -> None:
+    """The trace must hold the window's last call's device work: wait for it, consuming
+    nothing."""
+    if waitable is not None:
+      self.watcher.wait(key)
+    elif not self.observer.fence():
+      self.log("profiler: nothing to wait on for the window's last call; the trace may end "
+               "before its device work")
+    self.profile.stop()
+
+  def update(self, step: int, calls: StepCalls, deferred: bool,
+             fused: bool) -> Tuple[str, Optional[int], Any]:
+    """The step's optimizer update (unless the last call applied it), with the next step's
+    first micro-batch staged before or after it: (update kind, train step, update result)."""
+    update_kind = UPDATE_FUSED if fused else (UPDATE_DEFERRED if deferred else UPDATE_EXPLICIT)
+    train_step = int_or_none(find_in(calls.response, "train_step")) if fused else None
+    before_update = bool(self.stage.plan and self.stage.plan.before_update)
+    update_result = None
+    if self.stage.active and before_update and not fused:
+      self.stage_next(step, calls)
+    if deferred:
+      update_result = self.calls.apply_deferred_update()
+    elif not fused:
+      update_result = self.calls.update()
+    if self.stage.active and not before_update:
+      self.stage_next(step, calls)
+    if update_result is not None:
+      train_step = (int(update_result) if isinstance(update_result, (int, np.integer)) and
+                    not isinstance(update_result, bool) else
+                    int_or_none(find_in(update_result, "train_step")) or train_step)
+    return update_kind, train_step, update_result
+
+  def stage_next(self, step: int, calls: StepCalls) -> None:
+    """Sends the next step's first micro-batch to the trainer host while the device computes this
+    step's last one; latches staging off when it fails or overlaps nothing."""
+    if not self.stage.active or step + 1 >= self.plan.steps:
+      return
+    # Overlap: the last micro-batch still on the device when the stage begins.
+    busy = None
+    if calls.keys[-1] is not None:
+      is_ready = getattr(calls.waitables[-1], "is_ready", None)
+      busy = not (is_ready() if callable(is_ready) else self.watcher.is_done(calls.keys[-1]))
+    next_payload = self.plan.final if self.plan.micro_steps == 1 else self.plan.regular
+    request = self.calls.request(next_payload)
+    try:
+      result = self.calls.stage(request)
+    except Exception as exc:  # pylint: disable=broad-except  # any failure latches staging off
+      self.stage.latch_off(f"stage_fwd_bwd failed: {describe_exception(exc)}; the next "
+                           "micro-batch is sent whole")
+      return
+    self.staged_request = request  # staged: its train call carries no data
+    self.stage.staged_steps.append(step + 1)
+    verdict = stage_reported_no_overlap(result)
+    if verdict is None and busy is False:
+      verdict = ("the stage measured no overlap: the step's last micro-batch was done on the "
+                 "device before the stage began")
+    if busy is None and verdict is None:
+      self.stage.overlap_unmeasured = True
+    if verdict is not None:
+      self.stage.latch_off(verdict)
+
+  def wait_for_step_end(self, calls: StepCalls,
+                        update_result: Any) -> Tuple[float, Dict[Any, float]]:
+    """Waits for every call, then the update: (the step's end on the clock, each watched call's
+    completion time)."""
+    update_waitable, _ = self.observer.completion(self.worker, update_result, "update")
+    observed = self.watcher.drain(calls.watched())
+    if update_waitable is not None:
+      block_tree(update_waitable)
+    elif not self.observer.fence() and not self.unfenced_warned:
+      self.unfenced_warned = True
+      self.log("WARNING: no way to wait for the optimizer update (no update token, no fence): "
+               "step times end when the last call's device work is done")
+    step_end = self.clock()
+    self.watcher.forget(calls.watched())
+    return step_end, observed
+
+  def read_metrics(self, step: int) -> Any:
+    """What the trainer's get_metrics() reports after the step (None without it)."""
+    if not callable(getattr(self.worker, "get_metrics", None)):
+      return None
+    try:
+      return self.worker.get_metrics()
+    except Exception as exc:  # pylint: disable=broad-except  # a step without metrics still counts
+      self.log(f"get_metrics failed after step {step}: {describe_exception(exc)}")
+      return None
+
+  def microbatch_times(self, calls: StepCalls, observed: Dict[Any, float],
+                       snapshot: Optional[TimingSnapshot],
+                       step_end: float) -> Tuple[List[float], bool, str]:
+    """(seconds per micro-batch, whether they are device times, their completion source): the
+    trainer's ready times, else observed completions, else dispatch intervals."""
+    micro_steps = self.plan.micro_steps
+    published = ready_times(snapshot, micro_steps)
+    ends: Optional[List[float]] = None
+    source = SOURCE_DISPATCH
+    if published is not None:
+      ends, source = published[0], SOURCE_STEP_TIMING
+    elif all(key is not None and key in observed for key in calls.keys):
+      ends = [observed[key] for key in calls.keys]
+      source = SOURCE_LOSS if SOURCE_LOSS in calls.sources else SOURCE_TOKEN
+    begins = calls.begins
+    if ends is not None:
+      times = []
+      for index in range(micro_steps):
+        start = begins[index] if index == 0 else max(begins[index], ends[index - 1])
+        times.append(max(0.0, ends[index] - start))
+      return times, True, source
+    times = []
+    for index in range(micro_steps):
+      end = begins[index + 1] if index + 1 < micro_steps else step_end
+      times.append(max(0.0, end - begins[index]))
+    return times, False, source
+
+  def record(self, step: int, seconds: float, microbatch_s: List[float], device_times: bool,
+             source: str, update_kind: str, fused: bool, staged_now: bool,
+             train_step: Optional[int], calls: StepCalls, metrics: Any) -> StepRecord:
+    plan = self.plan
+    per_chip = plan.padded_tokens_per_step / seconds / plan.chips if seconds > 0 else 0.0
+    real_per_chip = plan.tokens_per_step / seconds / plan.chips if seconds > 0 else 0.0
+    return StepRecord(step=step, seconds=seconds, microbatch_s=microbatch_s,
+                      tokens=plan.tokens_per_step, tokens_per_s_per_chip=per_chip,
+                      fused_update=fused,
+                      microbatch_timing="device" if device_times else "dispatch",
+                      microbatch_timing_source=source,
+                      padded_tokens=plan.padded_tokens_per_step,
+                      real_tokens_per_s_per_chip=real_per_chip, update=update_kind,
+                      staged=staged_now, profiled=plan.profiled(step), train_step=train_step,
+                      logps_pass_s=calls.logps_s if plan.logps_pass is not None else None,
+                      metrics=scalar_metrics(metrics, warn=self.log,
+                                             warned=self.warned_metrics) or None)
+
+  def report(self, record: StepRecord, staged_now: bool) -> None:
+    """The step's BENCH_STEP line and its human line."""
+    self.out("BENCH_STEP " + json.dumps(record.as_json(), separators=(",", ":")))
+    self.log(f"{self.plan.name} step {record.step} ({record.step + 1}/{self.plan.steps}): "
+             f"{record.seconds:.3f} s, {record.tokens_per_s_per_chip:.1f} tok/s/chip (padding "
+             f"included), {record.update} update, micro-batches timed by "
+             f"{record.microbatch_timing} ({record.microbatch_timing_source})"
+             f"{', first micro-batch staged' if staged_now else ''}"
+             f"{', profiled' if record.profiled else ''}")
+
+
+def run_steps(worker: Any, plan: BenchPlan, **options: Any) -> List[StepRecord]:
+  """Times the plan's steps on `worker` (StepRunner's options); their records."""
+  return StepRunner(worker, plan, **options).run()

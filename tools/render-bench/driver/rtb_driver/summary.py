@@ -1,0 +1,189 @@
+"""The end of a run: BENCH_SUMMARY (means over the steady steps, what each figure measures),
+whether tokens were dropped, chips counted from the devices, and the human summary lines."""
+
+from __future__ import annotations
+
+import re
+import statistics
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
+
+from .common import say
+from .metrics import dropped_tokens_of
+from .payload import LayerRouting
+from .plan import BenchPlan, DEFINITIONS, StepRecord
+
+
+def token_dropping(config: Any, records: Sequence[StepRecord],
+                   experts: Optional[int]) -> Dict[str, Any]:
+  """BENCH_SUMMARY "token_dropping": whether any arm of an A/B can be said to drop no token.
+
+  Counted: every step's metrics carry a dropped-token count (DROPPED_TOKEN_METRICS). Else the
+  configuration decides: MaxText drops tokens only when capacity_factor (dense/padded MoE path) or
+  ragged_buffer_factor (sparse/ragged path) is positive; -1 (the default) sizes buffers for the
+  worst case. "verdict": "none" (counted zero, or dropless by configuration), "dropped" (counted),
+  "unknown" (no count and a configuration that may drop), "not-moe".
+  """
+  counts = [dropped_tokens_of(record.metrics) for record in records]
+  known = [count for count, _ in counts if count is not None]
+  names = sorted({name for _, name in counts if name})
+  factors = {key: getattr(config, key, None) for key in ("capacity_factor", "ragged_buffer_factor")}
+  factors = {key: (float(value) if isinstance(value, (int, float)) else None)
+             for key, value in factors.items()}
+  positive = [key for key, value in factors.items() if value is not None and value > 0]
+  known_factors = [value for value in factors.values() if value is not None]
+  out: Dict[str, Any] = {
+      "dropped_tokens": sum(known) if known else None,
+      "counted_steps": len(known),
+      "metric": names[0] if len(names) == 1 else (names or None),
+      **factors,
+  }
+  if known and len(known) == len(records):
+    out["verdict"] = "dropped" if sum(known) > 0 else "none"
+    out["why"] = f"counted by the trainer ({', '.join(names)}) in every step"
+  elif known and sum(known) > 0:
+    out["verdict"] = "dropped"
+    out["why"] = f"counted by the trainer ({', '.join(names)}) in {len(known)} steps"
+  elif not experts:
+    out["verdict"] = "not-moe"
+    out["why"] = "the trainer's config has no experts"
+  elif known_factors and not positive:
+    out["verdict"] = "none"
+    out["why"] = ("dropless by configuration: " + ", ".join(
+        f"{key} {value:g}" for key, value in factors.items() if value is not None)
+                  + " (not positive: buffers sized for the worst case)")
+  else:
+    out["verdict"] = "unknown"
+    out["why"] = ("the trainer counts no dropped tokens and "
+                  + (", ".join(f"{key} {factors[key]:g}" for key in positive)
+                     + " lets its MoE layers drop tokens" if positive
+                     else "its config names neither capacity_factor nor ragged_buffer_factor"))
+  return out
+
+
+def summarize(plan: BenchPlan, records: Sequence[StepRecord], *, rows: int, tokens_per_row: int,
+              real_len: int, segments: int, final_rows: int, layers: Optional[int],
+              topk: Optional[int], experts: Optional[int], routing: Sequence[LayerRouting],
+              routing_final: Optional[Sequence[LayerRouting]], knobs: Mapping[str, Any],
+              stage: Optional[Mapping[str, Any]] = None,
+              extra: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+  """BENCH_SUMMARY. Steps count from 0; step 0 includes the compile (first_step_s).
+
+  The means (mean_step_s, median_microbatch_s, both tokens/s/chip) cover the steady steps: every
+  step but step 0 and the profiled ones (step 0 alone when it is the only one). The median
+  micro-batch is over micro-batches 3..MICRO_STEPS (1-based; the first two of a step follow the
+  step boundary), or all of a step's when it has fewer than 3, and only when every steady step
+  timed its micro-batches the same way (microbatch_timing "mixed" otherwise: no median).
+  """
+  step_s = [record.seconds for record in records]
+  steady = [r for r in records[1:] if not r.profiled]
+  if len(records) == 1:
+    steady = list(records)
+  mean_step = statistics.fmean(r.seconds for r in steady) if steady else None
+  modes = sorted({record.microbatch_timing for record in steady})
+  timing = modes[0] if len(modes) == 1 else ("mixed" if modes else None)
+  sources = sorted({record.microbatch_timing_source for record in steady})
+  pool = []
+  for record in steady:
+    values = record.microbatch_s
+    pool.extend(values[2:] if len(values) >= 3 else values)
+  median_mb = statistics.median(pool) if pool and timing != "mixed" else None
+  per_chip = plan.padded_tokens_per_step / mean_step / plan.chips if mean_step else None
+  real_per_chip = plan.tokens_per_step / mean_step / plan.chips if mean_step else None
+  summary = {
+      "name": plan.name,
+      "steps": plan.steps,
+      "micro_steps": plan.micro_steps,
+      "rows": rows,
+      "tokens_per_row": tokens_per_row,
+      "real_len": real_len,
+      "segments": segments,
+      "final_rows": final_rows,
+      "layers": layers,
+      "topk": topk,
+      "experts": experts,
+      "chips": plan.chips,
+      "tokens_per_step": plan.tokens_per_step,
+      "padded_tokens_per_step": plan.padded_tokens_per_step,
+      "step_s": [round(value, 6) for value in step_s],
+      "first_step_s": round(records[0].seconds, 6) if records else None,
+      "steady_steps": [record.step for record in steady],
+      "profiled_steps": [record.step for record in records if record.profiled],
+      "mean_step_s": None if mean_step is None else round(mean_step, 6),
+      "median_microbatch_s": None if median_mb is None else round(median_mb, 6),
+      "microbatch_timing": timing,
+      "microbatch_timing_source": sources[0] if len(sources) == 1 else sources,
+      "tokens_per_s_per_chip": None if per_chip is None else round(per_chip, 3),
+      "real_tokens_per_s_per_chip": None if real_per_chip is None else round(real_per_chip, 3),
+      "update": records[-1].update if records else None,
+      "fused_update": bool(records and records[-1].fused_update),
+      "stage_boundary": dict(stage) if stage is not None else None,
+      "definitions": DEFINITIONS,
+      "routing": [entry.as_json() for entry in routing],
+      "knobs": dict(knobs),
+  }
+  if routing_final is not None:
+    summary["routing_final"] = [entry.as_json() for entry in routing_final]
+  if extra:
+    summary.update(extra)
+  return summary
+
+
+def count_chips(devices: Sequence[Any]) -> Tuple[int, int]:
+  """(chips, devices per chip) of a device list.
+
+  TPU devices carry chip coordinates: devices that share (slice, coords) are cores of one chip
+  (TPU v7x has two). Without coordinates the device kind decides (v2, v3 and 7x: 2 per chip).
+  """
+  if not devices:
+    return 0, 1
+  keys = set()
+  for device in devices:
+    coords = getattr(device, "coords", None)
+    if coords is None:
+      keys = None
+      break
+    keys.add((getattr(device, "slice_index", 0), tuple(coords)))
+  if keys:
+    chips = len(keys)
+    return chips, max(1, len(devices) // chips)
+  kind = str(getattr(devices[0], "device_kind", "")).lower()
+  per_chip = 2 if re.search(r"7x|v7|\bv2\b|\bv3\b", kind) else 1
+  return max(1, len(devices) // per_chip), per_chip
+
+
+def report_summary(summary: Mapping[str, Any], log: Callable[[str], None] = say) -> None:
+  """The human lines after BENCH_SUMMARY: each figure with what it measures."""
+  name = summary["name"]
+  log(f"{name}: done. Steps count from 0; step 0 took {summary['first_step_s']} s "
+      "(first_step_s, includes the compile); the means cover steps "
+      f"{summary['steady_steps']}")
+  log(f"  mean_step_s {summary['mean_step_s']}: s per optimizer step, first dispatch to the "
+      "update done")
+  timing = summary["microbatch_timing"]
+  if timing == "device":
+    log(f"  median_microbatch_s {summary['median_microbatch_s']}: device time per regular "
+        f"micro-batch (completion from {summary['microbatch_timing_source']})")
+  elif timing == "dispatch":
+    log(f"  median_microbatch_s {summary['median_microbatch_s']}: WARNING: host DISPATCH "
+        "intervals, not device times (the trainer offers no completion to wait on); they lag "
+        "the device by up to max_inflight_computations calls")
+  else:
+    log(f"  median_microbatch_s: none (steps timed micro-batches differently: {timing})")
+  log(f"  tokens_per_s_per_chip {summary['tokens_per_s_per_chip']}: rows x tokens_per_row x "
+      "micro_steps (padding included, the seed's definition) / s per step / chips")
+  log(f"  real_tokens_per_s_per_chip {summary['real_tokens_per_s_per_chip']}: real tokens only")
+  dropping = summary.get("token_dropping")
+  if dropping:
+    verdict = dropping.get("verdict")
+    if verdict == "dropped":
+      log(f"  WARNING: dropped tokens: {dropping.get('dropped_tokens'):g} ({dropping.get('why')}): "
+          "this arm did less MoE work than the e2e run's would at the same routing")
+    elif verdict == "unknown":
+      log(f"  WARNING: dropped tokens: unknown: {dropping.get('why')}; a comparison cannot claim "
+          "that no arm dropped tokens")
+    else:
+      log(f"  dropped tokens: {verdict} ({dropping.get('why')})")
+  stage = summary.get("stage_boundary") or {}
+  if stage.get("resolved") == "on":
+    log(f"  staged step boundary: engaged for steps {stage.get('staged_steps')}"
+        + (f"; latched off: {stage['latched_off']}" if stage.get("latched_off") else ""))
