@@ -64,9 +64,9 @@ class Module:
     self.docstring: Optional[str] = None
     self._read()
 
-  def _lines_of(self, node: ast.AST) -> range:
-    first = node.lineno  # type: ignore[attr-defined]  # statements carry positions
-    last = node.end_lineno or first  # type: ignore[attr-defined]
+  def _lines_of(self, node: ast.stmt) -> range:
+    first = node.lineno
+    last = node.end_lineno or first
     return range(first, last + 1)
 
   def _read(self) -> None:

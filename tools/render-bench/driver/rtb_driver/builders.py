@@ -108,7 +108,7 @@ def make_batch_config(orch_node: Any, batch_assembly: Any, orch_args: Any, pad_i
                        f"{source_file(make_config)}: not a signature the driver recognises "
                        "((args), (args, pad_id) or (args, *, pad_id))")
   config_class = require(batch_assembly, "BatchConfig", "build the batch configuration")
-  required = {"pad_id": pad_id}
+  required: Dict[str, Any] = {"pad_id": pad_id}
   for name in ("max_prompt_length", "max_response_length", "max_seq_token_per_tpu",
                "max_segments_per_packed_row", "trainer_fsdp"):
     required[name] = getattr(orch_args, name, None)
@@ -179,7 +179,7 @@ def equivalent_warmup(assembler: Any, routing_shape: Optional[Tuple[int, int]],
                              routing=routing_shape is not None)
   fields: Dict[str, Any] = {name: np.zeros(shape, dtype) for name, (shape, dtype) in layout.items()}
   fields["num_segments"] = (max_segments if max_segments else tokens) + 1
-  optional = {"metadata": {}}
+  optional: Dict[str, Any] = {"metadata": {}}
   return call_checked(payload_class, "RLTrainerPayload", fields, optional)
 
 

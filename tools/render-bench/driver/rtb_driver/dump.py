@@ -8,7 +8,7 @@ import json
 import os
 import sys
 import time
-from typing import Any, Dict, Mapping, Optional, Sequence
+from typing import Any, Dict, Mapping, NoReturn, Optional, Sequence
 
 import numpy as np
 
@@ -19,7 +19,7 @@ from .values import parse_float, parse_pad_align, parse_routing_targets, scale_t
 
 class _ArgumentParser(argparse.ArgumentParser):
 
-  def error(self, message: str) -> None:  # one line, exit 2 (by the caller)
+  def error(self, message: str) -> NoReturn:  # one line, exit 2 (by the caller)
     raise SettingsError(message)
 
 

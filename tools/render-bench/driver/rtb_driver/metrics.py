@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
 
 import numpy as np
 
@@ -19,7 +19,7 @@ def _as_scalar(value: Any) -> Optional[float]:
   if isinstance(value, bool) or value is None:
     return None
   if isinstance(value, (int, float, np.generic)):
-    return float(value)
+    return float(value)  # type: ignore[arg-type]  # a generic is a NumPy number here
   if hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(value, Mapping):
     try:
       if int(np.size(value)) == 1:
@@ -68,7 +68,7 @@ def _is_metrics_buffer(value: Any) -> bool:
 
 
 def scalar_metrics(tree: Any, warn: Optional[Callable[[str], None]] = None,
-                   warned: Optional[set] = None) -> Dict[str, float]:
+                   warned: Optional[Set[Tuple[str, str]]] = None) -> Dict[str, float]:
   """Flattens what a trainer's get_metrics() returns into name -> float for BENCH_STEP.
 
   Kinds read: Python and NumPy scalars and one-element arrays; weighted metrics (MaxText's and
@@ -80,12 +80,12 @@ def scalar_metrics(tree: Any, warn: Optional[Callable[[str], None]] = None,
   joined with '/'). Any other kind is named once through `warn`, never dropped silently.
   """
   out: Dict[str, float] = {}
-  warned = set() if warned is None else warned
+  seen: Set[Tuple[str, str]] = set() if warned is None else warned
 
   def note(name: str, value: Any) -> None:
     kind = type(value).__name__
-    if warn is not None and (name, kind) not in warned:
-      warned.add((name, kind))
+    if warn is not None and (name, kind) not in seen:
+      seen.add((name, kind))
       warn(f"metric {name or '<root>'}: a {kind} is not a metric kind the driver reads; left out")
 
   def weighted(name: str, pair: Tuple[Any, Any], value: Any) -> None:
@@ -148,8 +148,9 @@ def scalar_metrics(tree: Any, warn: Optional[Callable[[str], None]] = None,
           buffer(name, item)
         return
       scalars = [_as_scalar(item) for item in value]
-      if value and all(item is not None for item in scalars):
-        out[name] = float(np.mean(scalars))
+      numbers = [item for item in scalars if item is not None]
+      if value and len(numbers) == len(scalars):
+        out[name] = float(np.mean(numbers))
         return
       if value:
         note(name, value)

@@ -32,7 +32,8 @@ def trainer_of(worker: Any) -> Any:
 def engines_of(worker: Any) -> List[Any]:
   """The trainer and what it wraps (Tunix's MaxText adapter keeps the engine as `engine` /
   `_engine`), outermost first."""
-  found, current = [], trainer_of(worker)
+  found: List[Any] = []
+  current = trainer_of(worker)
   while current is not None and len(found) < 4 and all(current is not seen for seen in found):
     found.append(current)
     current = next((getattr(current, name) for name in ("_engine", "engine")

@@ -322,7 +322,7 @@ def build_payload(*, rows: int, tokens: int, layout: Mapping[str, Tuple[Tuple[in
     values = np.minimum(-math.log(vocab) + 0.05 * noise, -1e-3).astype(np.float32)
     return np.where(completion, values, np.float32(0)).astype(np.float32)
 
-  per_token = {
+  per_token: Dict[str, np.ndarray] = {
       "completion_ids": ids,
       "completion_mask": completion.astype(np.float32),
       "segment_ids": segment_ids,
@@ -365,6 +365,7 @@ def build_payload(*, rows: int, tokens: int, layout: Mapping[str, Tuple[Tuple[in
       notes.append(f"{name}{list(shape)} {dtype.name}: not a per-token field, left at zero")
       arrays[name] = array
       continue
+    values: np.ndarray
     if name in per_token:
       values = per_token[name]
     elif name in ("old_per_token_logps", "ref_per_token_logps", "rollout_per_token_logps"):

@@ -145,7 +145,7 @@ class ProfileWindow:
     return self.window is not None and call == self.window[0] + self.window[1] - 1
 
   def start(self, call: int) -> None:
-    if self.started or not self.is_first(call):
+    if self.started or self.window is None or not self.is_first(call):
       return
     self.log(f"profiler: tracing fwd_bwd calls {self.window[0]}..{sum(self.window) - 1} "
              f"to {self.log_dir}")

@@ -22,7 +22,7 @@ from .builders import TunixSetup
 from .setup import POD, Setup
 from .steps import run_steps
 from .summary import count_chips, report_summary, summarize, token_dropping
-from .tunix import field_layout, replace_fields, call_checked
+from .tunix import call_checked, Fallbacks, field_layout, replace_fields
 from .values import scale_targets
 from .versions import imported_versions
 
@@ -38,12 +38,13 @@ def resolve_plan_inputs(settings: Settings, setup: TunixSetup) -> Dict[str, Any]
   cap = setup.num_segments - 1 if setup.num_segments else None
   if setup.max_segments_per_row:
     cap = min(cap, setup.max_segments_per_row) if cap else setup.max_segments_per_row
+  segments: Union[int, List[int]]
   if settings.segments is not None:
-    segments: Union[int, List[int]] = settings.segments
-    if cap and segments > cap:
+    segments = settings.segments
+    if cap and settings.segments > cap:
       raise SettingsError(f"SEGMENTS={segments} exceeds the {cap} segments a row may hold "
                           "(the payload's num_segments-1, --max_segments_per_packed_row)")
-    if segments > real_len:
+    if settings.segments > real_len:
       raise SettingsError(f"SEGMENTS={segments} exceeds REAL_LEN={real_len}")
     rule = "SEGMENTS"
   elif setup.warmup_segment_counts is not None:
@@ -278,7 +279,8 @@ def check_warmup_signature(setup: TunixSetup, payload: Any) -> None:
   """The payload must match the warm-up payload's signature (what the trainer compiled for):
   a mismatch would make fwd_bwd recompile for another program, so it stops the run."""
   if setup.payload_signature is None or setup.signature_mismatch is None:
-    setup.fallbacks.take("this TrainerWorker module has no payload_signature / "
+    fallbacks = setup.fallbacks or Fallbacks(allowed=False)
+    fallbacks.take("this TrainerWorker module has no payload_signature / "
                          "signature_mismatch", "time without checking the payload against the "
                          "warm-up signature")
     return

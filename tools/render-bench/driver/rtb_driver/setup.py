@@ -128,7 +128,7 @@ class Setup:
     parse = require(self.trainer_node, "_parse_args", "parse the trainer argv")
     self.trainer_args = parse_with(parse, self.trainer_words, "TRAINER_ARGV")
     if self.settings.profile_window is not None and getattr(self.trainer_args, "profiler_steps",
-                                                            0):
+                                                            None):
       self.log(f"PROFILE_WINDOW is set: the trainer's own profiler (--profiler_steps="
                f"{self.trainer_args.profiler_steps}) is turned off so that one trace runs")
       self.trainer_args.profiler_steps = 0

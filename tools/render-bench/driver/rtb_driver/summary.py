@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import statistics
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Set, Tuple
 
 from .common import say
 from .metrics import dropped_tokens_of
@@ -136,10 +136,10 @@ def count_chips(devices: Sequence[Any]) -> Tuple[int, int]:
   """
   if not devices:
     return 0, 1
-  keys = set()
+  keys: Optional[Set[Tuple[Any, Tuple[Any, ...]]]] = set()
   for device in devices:
     coords = getattr(device, "coords", None)
-    if coords is None:
+    if coords is None or keys is None:
       keys = None
       break
     keys.add((getattr(device, "slice_index", 0), tuple(coords)))

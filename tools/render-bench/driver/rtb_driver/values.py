@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import re
 import shlex
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from .common import SEGMENT_ALIGN, SettingsError
 
@@ -115,7 +115,7 @@ def parse_routing_table(text: str, source: str) -> List[float]:
                           f"line {lines[0][0]} (the table mixes `target` and `layer,target`)")
   if width == 1:
     return [_parse_target_value(source, number, fields[0]) for number, fields in lines]
-  entries = {}
+  entries: Dict[int, Tuple[int, float]] = {}
   for number, (layer_text, target_text) in lines:
     if not re.fullmatch(r"\d+", layer_text):
       raise SettingsError(f"{source}:{number}: {layer_text!r} is not a layer index "
