@@ -71,8 +71,8 @@ class Module:
 
   def _read(self) -> None:
     body = self.tree.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and (
-        isinstance(body[0].value.value, str)):
+    if body and isinstance(body[0], ast.Expr) and isinstance(
+        body[0].value, ast.Constant) and (isinstance(body[0].value.value, str)):
       self.docstring = body[0].value.value
       self.dropped_lines.update(self._lines_of(body[0]))
       body = body[1:]
@@ -82,8 +82,8 @@ class Module:
         if node.level != 1 or not node.module:
           raise AmalgamationError(f"{where}: `from . import x` keeps module-qualified names, which "
                                   "one file cannot have; import the names (`from .x import a`)")
-        if any(alias.asname for alias in node.names) or any(alias.name == "*"
-                                                            for alias in node.names):
+        if any(alias.asname for alias in node.names) or any(
+            alias.name == "*" for alias in node.names):
           raise AmalgamationError(f"{where}: an intra-package import must name its names as they "
                                   "are (no `as`, no `*`)")
         self.local_imports.setdefault(node.module, []).extend(alias.name for alias in node.names)
@@ -173,8 +173,10 @@ def dependency_order(modules: Dict[str, Module]) -> List[str]:
   order: List[str] = []
   placed: Set[str] = set()
   while len(order) < len(modules):
-    ready = [name for name in sorted(modules) if name not in placed and all(
-        source in placed for source in modules[name].local_imports)]
+    ready = [
+        name for name in sorted(modules)
+        if name not in placed and all(source in placed for source in modules[name].local_imports)
+    ]
     if not ready:
       cycle = sorted(name for name in modules if name not in placed)
       raise AmalgamationError("import cycle among the modules " + ", ".join(cycle))
@@ -200,8 +202,8 @@ def check_names(modules: Dict[str, Module]) -> None:
         raise AmalgamationError(f"{modules[name].path}: `{statement}` binds {symbol}, which "
                                 f"{modules[owner[symbol]].path} defines")
       seen = imports.get(symbol)
-      if seen is not None and seen[0] != statement and not _same_binding(seen[0], statement,
-                                                                           symbol):
+      if seen is not None and seen[0] != statement and not _same_binding(
+          seen[0], statement, symbol):
         raise AmalgamationError(f"{modules[name].path}: `{statement}` binds {symbol}, which "
                                 f"{modules[seen[1]].path} binds with `{seen[0]}`")
       imports.setdefault(symbol, (statement, name))
@@ -238,12 +240,14 @@ def hoisted_imports(modules: Dict[str, Module], order: Sequence[str]) -> List[st
           plain.add(f"import {alias.name}" + (f" as {alias.asname}" if alias.asname else ""))
       elif isinstance(node, ast.ImportFrom) and node.module:
         for alias in node.names:
-          from_names.setdefault(node.module, set()).add(
-              alias.name + (f" as {alias.asname}" if alias.asname else ""))
+          from_names.setdefault(
+              node.module, set()).add(alias.name + (f" as {alias.asname}" if alias.asname else ""))
   third_party = sorted(line for line in plain if _is_third_party(line))
   standard = sorted(line for line in plain if not _is_third_party(line))
-  merged = [f"from {source} import {', '.join(sorted(names))}"
-            for source, names in sorted(from_names.items())]
+  merged = [
+      f"from {source} import {', '.join(sorted(names))}"
+      for source, names in sorted(from_names.items())
+  ]
   out = standard + merged
   if third_party:
     out += [""] + third_party
@@ -291,8 +295,8 @@ def amalgamate(package_dir: str, embed: Sequence[str] = ()) -> str:
     banner = BANNER.format(name)
     doc = ""
     if module.docstring:
-      doc = "".join(f"# {line}".rstrip() + "\n"
-                    for line in module.docstring.strip("\n").splitlines())
+      doc = "".join(
+          f"# {line}".rstrip() + "\n" for line in module.docstring.strip("\n").splitlines())
     body = embed_files(module, embed) if name == EMBED_MODULE else module.body_text()
     parts.append(f"\n{banner}\n{doc}\n{body}")
   parts.append('\nif __name__ == "__main__":\n  sys.exit(main())\n')
@@ -322,7 +326,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   parser = argparse.ArgumentParser(description="Build the one-file bench driver.")
   parser.add_argument("package_dir")
   parser.add_argument("output", help="the file to write, or - for stdout")
-  parser.add_argument("--embed", action="append", default=[], metavar="FILE",
+  parser.add_argument("--embed",
+                      action="append",
+                      default=[],
+                      metavar="FILE",
                       help="a data file the package reads through embedded.embedded_text")
   options = parser.parse_args(argv)
   try:

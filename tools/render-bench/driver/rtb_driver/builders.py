@@ -55,7 +55,7 @@ class TunixSetup:
 
 
 def token_ids(orch_args: Any, trainer_args: Any,
-               fallbacks: Fallbacks) -> Tuple[int, int, Optional[int]]:
+              fallbacks: Fallbacks) -> Tuple[int, int, Optional[int]]:
   """(pad_id, eos_id, tokenizer vocabulary size) as run_deepswe_dist gets them: the tokenizer's
   pad id (its eos when it has none), and its eos id (the pad id when it has none)."""
   path = (getattr(orch_args, "tokenizer_path", "") or os.environ.get("MODEL_DIR") or
@@ -68,15 +68,16 @@ def token_ids(orch_args: Any, trainer_args: Any,
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     eos_id = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else pad_id
     return int(pad_id), int(eos_id), len(tokenizer)
-  except Exception as exc:  # pylint: disable=broad-except
-    fallbacks.take(f"the tokenizer {path!r} did not load ({describe_exception(exc)})",
-                   "take the pad id from tunix.utils.maxtext_utils.get_tokenizer_pad_id and use "
-                   "it as the eos id too")
+  except Exception as exc:  # pylint: disable=broad-except  # any tokenizer failure is a fallback
+    fallbacks.take(
+        f"the tokenizer {path!r} did not load ({describe_exception(exc)})",
+        "take the pad id from tunix.utils.maxtext_utils.get_tokenizer_pad_id and use "
+        "it as the eos id too")
   maxtext_utils = import_tunix("tunix.utils.maxtext_utils", "find the tokenizer's pad id")
   get_pad = require(maxtext_utils, "get_tokenizer_pad_id", "find the tokenizer's pad id")
-  pad_id = int(get_pad(getattr(trainer_args, "model_id", None),
-                       getattr(trainer_args, "tokenizer_path", ""),
-                       getattr(trainer_args, "model_dir", None)))
+  pad_id = int(
+      get_pad(getattr(trainer_args, "model_id", None), getattr(trainer_args, "tokenizer_path", ""),
+              getattr(trainer_args, "model_dir", None)))
   return pad_id, pad_id, None
 
 
@@ -84,7 +85,6 @@ def token_ids(orch_args: Any, trainer_args: Any,
 # left out with a line otherwise. Everything else the driver passes is required.
 BATCH_CONFIG_OPTIONAL = ("trainer_dp", "trainer_expert", "segment_align_multiple",
                          "pack_pad_position", "pack_pad_align")
-
 
 WARMUP_OPTIONAL = ("rollout_logprobs", "sampler_is", "sampler_is_threshold",
                    "seq_logprob_error_threshold")
@@ -112,8 +112,9 @@ def make_batch_config(orch_node: Any, batch_assembly: Any, orch_args: Any, pad_i
   for name in ("max_prompt_length", "max_response_length", "max_seq_token_per_tpu",
                "max_segments_per_packed_row", "trainer_fsdp"):
     required[name] = getattr(orch_args, name, None)
-  optional = {name: getattr(orch_args, name) for name in BATCH_CONFIG_OPTIONAL
-              if hasattr(orch_args, name)}
+  optional = {
+      name: getattr(orch_args, name) for name in BATCH_CONFIG_OPTIONAL if hasattr(orch_args, name)
+  }
   return call_checked(config_class, "BatchConfig", required, optional)
 
 
@@ -130,14 +131,15 @@ def build_algo(settings: Settings, orch_node: Any, orch_args: Any) -> Tuple[Any,
       raise TunixMissing(f"LOGP_GATES=off cannot turn off {', '.join(left)} in the built GRPO "
                          f"config ({type(algo_config).__name__} in "
                          f"{source_file(type(algo_config))})")
-    say("LOGP_GATES=off: " + (", ".join(sorted(set(changed))) + " turned off" if changed else
-                              "the GRPO config has no log-prob gate set"))
+    say("LOGP_GATES=off: " +
+        (", ".join(sorted(set(changed))) +
+         " turned off" if changed else "the GRPO config has no log-prob gate set"))
   return algo, algo_config, sorted(set(changed))
 
 
-def build_warmup(assembler: Any, algo: Any, algo_config: Any,
-                 routing_shape: Optional[Tuple[int, int]], rollout_logps: Choice,
-                 fallbacks: Fallbacks) -> Tuple[Any, bool]:
+def build_warmup(assembler: Any, algo: Any, algo_config: Any, routing_shape: Optional[Tuple[int,
+                                                                                            int]],
+                 rollout_logps: Choice, fallbacks: Fallbacks) -> Tuple[Any, bool]:
   """Tunix's trainer warm-up payload (abstract), or the equivalent layout built from the
   assembler when compile_warmup is missing (a fallback)."""
   compile_warmup = None
@@ -147,9 +149,10 @@ def build_warmup(assembler: Any, algo: Any, algo_config: Any,
     pass
   build = getattr(compile_warmup, "build_trainer_warmup_payload", None)
   if build is None:
-    fallbacks.take("tunix.experimental.orchestrator.compile_warmup.build_trainer_warmup_payload "
-                   "is missing in this image's Tunix",
-                   "build the equivalent payload layout from the assembler")
+    fallbacks.take(
+        "tunix.experimental.orchestrator.compile_warmup.build_trainer_warmup_payload "
+        "is missing in this image's Tunix",
+        "build the equivalent payload layout from the assembler")
     return equivalent_warmup(assembler, routing_shape, rollout_logps.value), False
   required = {"algo": algo, "assembler": assembler}
   # Without routing the shape must not be dropped silently: a None shape means no routing.
@@ -168,14 +171,17 @@ def build_warmup(assembler: Any, algo: Any, algo_config: Any,
 
 
 def equivalent_warmup(assembler: Any, routing_shape: Optional[Tuple[int, int]],
-                       rollout_logps: bool) -> Any:
+                      rollout_logps: bool) -> Any:
   """The warm-up payload's layout for a Tunix without compile_warmup: the packed row fields at
   the assembler's [batch_size, max_packed_len], as concrete zero arrays."""
   datatypes = import_tunix("tunix.experimental.common.datatypes", "build the payload")
   payload_class = require(datatypes, "RLTrainerPayload", "build the payload")
   rows, tokens = int(assembler.batch_size), int(assembler.max_packed_len)
   max_segments = getattr(assembler, "max_segments_per_packed_row", None)
-  layout = spec_field_layout(rows, tokens, *(routing_shape or (0, 0)), old_logps=rollout_logps,
+  layout = spec_field_layout(rows,
+                             tokens,
+                             *(routing_shape or (0, 0)),
+                             old_logps=rollout_logps,
                              routing=routing_shape is not None)
   fields: Dict[str, Any] = {name: np.zeros(shape, dtype) for name, (shape, dtype) in layout.items()}
   fields["num_segments"] = (max_segments if max_segments else tokens) + 1
@@ -183,7 +189,10 @@ def equivalent_warmup(assembler: Any, routing_shape: Optional[Tuple[int, int]],
   return call_checked(payload_class, "RLTrainerPayload", fields, optional)
 
 
-def build_assembler(batch_assembly: Any, algo: Any, orch_args: Any, batch_config: Any,
+def build_assembler(batch_assembly: Any,
+                    algo: Any,
+                    orch_args: Any,
+                    batch_config: Any,
                     log: Callable[[str], None] = say) -> Any:
   """The orchestrator's batch assembler (create_batch_assembler), which must pack sequences: the
   bench's rows have the packed shapes of the warm-up payload, not shapes that follow the data."""
@@ -191,12 +200,19 @@ def build_assembler(batch_assembly: Any, algo: Any, orch_args: Any, batch_config
   generations = getattr(algo, "num_generations", orch_args.num_generations)
   create_params, _ = named_params(create)
   group_name = "group_size" if "group_size" in create_params else "num_generations"
-  assembler = call_checked(create, "create_batch_assembler", {
-      group_name: generations,
-      "mini_batch_size": getattr(algo, "mini_batch_size", orch_args.mini_batch_size),
-      "train_micro_batch_size": getattr(algo, "train_micro_batch_size",
-                                        orch_args.train_micro_batch_size),
-      "batch_config": batch_config}, log=log)
+  assembler = call_checked(
+      create,
+      "create_batch_assembler", {
+          group_name:
+              generations,
+          "mini_batch_size":
+              getattr(algo, "mini_batch_size", orch_args.mini_batch_size),
+          "train_micro_batch_size":
+              getattr(algo, "train_micro_batch_size", orch_args.train_micro_batch_size),
+          "batch_config":
+              batch_config
+      },
+      log=log)
   packed_class = getattr(batch_assembly, "SequencePackedBatchAssembler", None)
   if packed_class is not None and not isinstance(assembler, packed_class):
     raise SettingsError("ORCH_ARGV does not select sequence packing (--max_seq_token_per_tpu): "

@@ -37,17 +37,17 @@ def named_params(function: Any) -> Tuple[Dict[str, inspect.Parameter], bool]:
   except (TypeError, ValueError):
     return {}, False
   var_kw = any(param.kind == inspect.Parameter.VAR_KEYWORD for param in params.values())
-  return {name: param for name, param in params.items()
-          if param.kind not in (inspect.Parameter.VAR_KEYWORD,
-                                inspect.Parameter.VAR_POSITIONAL)}, var_kw
+  return {
+      name: param
+      for name, param in params.items()
+      if param.kind not in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
+  }, var_kw
 
 
 # Update paths of a step (BENCH_STEP "update").
-UPDATE_FUSED = "fused"        # the last fwd_bwd(apply_optimizer=True) applies it (tunix#2719)
-
+UPDATE_FUSED = "fused"  # the last fwd_bwd(apply_optimizer=True) applies it (tunix#2719)
 
 UPDATE_EXPLICIT = "explicit"  # update() after the last fwd_bwd (the engine's RPC pair)
-
 
 UPDATE_DEFERRED = "deferred"  # fwd_bwd(apply_optimizer=True, defer_update=True), then
 

@@ -5,37 +5,27 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-
 TAG = "[TrainerBench]"
 
-
 PROG = "bench_driver"
-
 
 # Segment starts sit on this grid (the GatedDeltaNet chunk, Tunix's segment_align_multiple).
 SEGMENT_ALIGN = 64
 
-
 # The bench's regular rows: 4,588 padding tokens in a 65,536-token budget (docs/payload-spec.md).
 REGULAR_PADDING = 4588
 
-
 REGULAR_BUDGET = 65536
-
 
 # Qwen3.5-397B-A17B, the default vocabulary of the payload file mode.
 DEFAULT_VOCAB = 248320
 
-
 # A target is "hit" when the achieved max/mean is within this relative distance.
 TARGET_TOLERANCE = 0.01
 
-
 DEFAULT_TRAINER_MODULE = "tunix.experimental.examples.common.run_trainer_node"
 
-
 DEFAULT_ORCH_MODULE = "tunix.experimental.examples.deepswe_dist.run_deepswe_dist"
-
 
 RUNTIME_FLAGS = ("--process_main", "--process_executor", "--discovery_id", "--discovery_port",
                  "--discovery_addrs")

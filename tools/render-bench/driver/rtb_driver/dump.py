@@ -26,9 +26,7 @@ class _ArgumentParser(argparse.ArgumentParser):
 # The .npz member that says how a payload file was built (check-payload reads it too).
 SETTINGS_MEMBER = "payload_settings"
 
-
 SETTINGS_FORMAT = "rtb.payload-settings/1"
-
 
 # The version of the driver's contract (its log lines and payload layout).
 DRIVER_VERSION = "2"
@@ -45,14 +43,26 @@ def payload_settings(*, rows: int, tokens: int, layers: Optional[int], topk: Opt
       "format": SETTINGS_FORMAT,
       "builder": "bench_driver",
       "version": DRIVER_VERSION,
-      "rows": rows, "tokens": tokens, "layers": layers, "topk": topk, "experts": experts,
-      "vocab": vocab, "pad_id": pad_id, "real_len": built.real_len,
-      "segments": built.segments, "segments_rule": segments_rule,
-      "max_prompt_length": max_prompt_length, "final_rows": final_rows,
-      "pad_position": pad_position, "pad_align": pad_align, "advantages": advantages,
+      "rows": rows,
+      "tokens": tokens,
+      "layers": layers,
+      "topk": topk,
+      "experts": experts,
+      "vocab": vocab,
+      "pad_id": pad_id,
+      "real_len": built.real_len,
+      "segments": built.segments,
+      "segments_rule": segments_rule,
+      "max_prompt_length": max_prompt_length,
+      "final_rows": final_rows,
+      "pad_position": pad_position,
+      "pad_align": pad_align,
+      "advantages": advantages,
       "seed": seed,
       "routing_targets": None if targets is None else [round(float(t), 9) for t in targets],
-      "routing_scale": scale, "routing_targets_source": targets_source, "old_logps": old_logps,
+      "routing_scale": scale,
+      "routing_targets_source": targets_source,
+      "old_logps": old_logps,
   }
 
 
@@ -109,32 +119,56 @@ def dump_main(argv: Sequence[str]) -> int:
   real_rows = options.rows
   if options.final and options.final_rows is not None:
     real_rows = options.final_rows
-  targets = ([1.0] * options.layers if options.routing_targets is None else
-             parse_routing_targets("--routing-targets", options.routing_targets))
+  targets = ([1.0] * options.layers if options.routing_targets is None else parse_routing_targets(
+      "--routing-targets", options.routing_targets))
   if len(targets) != options.layers:
     raise SettingsError(f"--routing-targets has {len(targets)} values but --layers is "
                         f"{options.layers}")
   targets = scale_targets(targets, scale)
   if options.max_prompt_length < 0:
     raise SettingsError(f"--max-prompt-length={options.max_prompt_length}: must be >= 0")
-  layout = spec_field_layout(options.rows, options.tokens, options.layers, options.topk,
+  layout = spec_field_layout(options.rows,
+                             options.tokens,
+                             options.layers,
+                             options.topk,
                              old_logps=not options.no_old_logps)
   start = time.monotonic()
-  built = build_payload(rows=options.rows, tokens=options.tokens, layout=layout,
-                        vocab=options.vocab, real_len=real_len, segments=options.segments,
-                        real_rows=real_rows, pad_position=options.pad_position,
-                        pad_align=pad_align, targets=targets, experts=options.experts,
-                        advantages=options.advantages, seed=options.seed, pad_id=options.pad_id,
+  built = build_payload(rows=options.rows,
+                        tokens=options.tokens,
+                        layout=layout,
+                        vocab=options.vocab,
+                        real_len=real_len,
+                        segments=options.segments,
+                        real_rows=real_rows,
+                        pad_position=options.pad_position,
+                        pad_align=pad_align,
+                        targets=targets,
+                        experts=options.experts,
+                        advantages=options.advantages,
+                        seed=options.seed,
+                        pad_id=options.pad_id,
                         max_prompt_length=options.max_prompt_length)
   elapsed = time.monotonic() - start
   record = payload_settings(
-      rows=options.rows, tokens=options.tokens, layers=options.layers, topk=options.topk,
-      experts=options.experts, vocab=options.vocab, pad_id=options.pad_id, built=built,
-      segments_rule="option", max_prompt_length=options.max_prompt_length,
-      final_rows=real_rows if options.final else None, pad_position=options.pad_position,
-      pad_align=pad_align, advantages=options.advantages, seed=options.seed, targets=targets,
-      scale=scale, targets_source=("--routing-targets" if options.routing_targets is not None
-                                   else "uniform (1.0 per layer, the default)"),
+      rows=options.rows,
+      tokens=options.tokens,
+      layers=options.layers,
+      topk=options.topk,
+      experts=options.experts,
+      vocab=options.vocab,
+      pad_id=options.pad_id,
+      built=built,
+      segments_rule="option",
+      max_prompt_length=options.max_prompt_length,
+      final_rows=real_rows if options.final else None,
+      pad_position=options.pad_position,
+      pad_align=pad_align,
+      advantages=options.advantages,
+      seed=options.seed,
+      targets=targets,
+      scale=scale,
+      targets_source=("--routing-targets" if options.routing_targets is not None else
+                      "uniform (1.0 per layer, the default)"),
       old_logps=not options.no_old_logps)
   directory = os.path.dirname(os.path.abspath(options.out))
   temporary = os.path.join(directory, f".{os.path.basename(options.out)}.{os.getpid()}.tmp")

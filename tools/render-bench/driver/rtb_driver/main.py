@@ -59,7 +59,7 @@ def main(argv: Optional[Sequence[str]] = None, env: Optional[Mapping[str, str]] 
   except TunixMissing as exc:
     print(f"{PROG}: {one_line(exc)}", file=sys.stderr)
     return 1
-  except Exception as exc:  # pylint: disable=broad-except
+  except Exception as exc:  # pylint: disable=broad-except  # last resort: one line, exit 1
     traceback.print_exc()
     print(f"{PROG}: failed: {describe_exception(exc)}", file=sys.stderr)
     return 1

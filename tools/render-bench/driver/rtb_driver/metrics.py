@@ -33,8 +33,8 @@ def _as_vector(value: Any) -> Optional[np.ndarray]:
   """A number or a numeric array (any size) as a flat float64 array; None otherwise."""
   if isinstance(value, bool) or value is None or isinstance(value, (str, bytes, Mapping)):
     return None
-  if isinstance(value, (int, float, np.generic)) or (hasattr(value, "shape") and
-                                                     hasattr(value, "dtype")):
+  if isinstance(value,
+                (int, float, np.generic)) or (hasattr(value, "shape") and hasattr(value, "dtype")):
     try:
       array = np.asarray(value, dtype=np.float64).reshape(-1)
     except (TypeError, ValueError):
@@ -55,8 +55,8 @@ def _weighted(value: Any) -> Optional[Tuple[Any, Any]]:
     if isinstance(value, Mapping):
       if numerator in value and denominator in value:
         return value[numerator], value[denominator]
-    elif hasattr(value, numerator) and hasattr(value, denominator) and not callable(
-        getattr(value, numerator)):
+    elif hasattr(value, numerator) and hasattr(
+        value, denominator) and not callable(getattr(value, numerator)):
       return getattr(value, numerator), getattr(value, denominator)
   return None
 
@@ -67,7 +67,8 @@ def _is_metrics_buffer(value: Any) -> bool:
       for table in ("weighted_metrics", "scalar_metrics"))
 
 
-def scalar_metrics(tree: Any, warn: Optional[Callable[[str], None]] = None,
+def scalar_metrics(tree: Any,
+                   warn: Optional[Callable[[str], None]] = None,
                    warned: Optional[Set[Tuple[str, str]]] = None) -> Dict[str, float]:
   """Flattens what a trainer's get_metrics() returns into name -> float for BENCH_STEP.
 
@@ -115,7 +116,8 @@ def scalar_metrics(tree: Any, warn: Optional[Callable[[str], None]] = None,
       reduce = functions.get(key)
       try:
         reduced = _as_scalar(reduce(vector)) if callable(reduce) else float(vector.mean())
-      except Exception:  # pylint: disable=broad-except
+      # pylint: disable-next=broad-except  # a failing reduction leaves the metric unread
+      except Exception:
         reduced = None
       if reduced is None:
         note(full, item)
@@ -176,7 +178,10 @@ class TimingSnapshot:
   at: float
 
 
-def log_step_timing(worker: Any, step: int, policy_version: int, clock: Callable[[], float],
+def log_step_timing(worker: Any,
+                    step: int,
+                    policy_version: int,
+                    clock: Callable[[], float],
                     out: Callable[[str], None] = emit) -> Optional[TimingSnapshot]:
   """Logs one TRAINER_STEP_TIMING line when the worker has get_step_timing (else nothing)."""
   get_timing = getattr(worker, "get_step_timing", None)
@@ -192,7 +197,7 @@ def log_step_timing(worker: Any, step: int, policy_version: int, clock: Callable
       raise ValueError("get_step_timing returned None")
     text = json.dumps(timing, separators=(",", ":"), allow_nan=False, default=_json_scalar)
     snapshot = TimingSnapshot(record=timing, at=start + rtt / 2)
-  except Exception as exc:  # pylint: disable=broad-except
+  except Exception as exc:  # pylint: disable=broad-except  # logged as 'unavailable'
     line = f"TRAINER_STEP_TIMING step={step} unavailable: {describe_exception(exc)}"
   else:
     line = "TRAINER_STEP_TIMING step=%d policy_version=%d rtt_s=%.3f timing=%s" % (
@@ -231,8 +236,8 @@ DROPPED_TOKEN_METRICS = ("dropped_tokens", "tokens_dropped", "num_dropped_tokens
                          "dropped_token_count")
 
 
-def dropped_tokens_of(metrics: Optional[Mapping[str, float]]) -> Tuple[Optional[float],
-                                                                         Optional[str]]:
+def dropped_tokens_of(
+    metrics: Optional[Mapping[str, float]]) -> Tuple[Optional[float], Optional[str]]:
   """(count, metric name) of a step's dropped tokens, or (None, None) when it has no such metric.
   Several such metrics (one per layer, say) add up."""
   total, names = None, []

@@ -11,18 +11,14 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .calls import is_blockable, find_token, block_tree
 
-
 # Where a call's device completion comes from (BENCH_STEP "microbatch_timing_source").
 SOURCE_STEP_TIMING = "step_timing"  # the trainer's TRAINER_STEP_TIMING ready times
 
+SOURCE_TOKEN = "token"  # a readiness token (trainer or response)
 
-SOURCE_TOKEN = "token"              # a readiness token (trainer or response)
+SOURCE_LOSS = "loss"  # the call's own loss array in the trainer's metric buffer
 
-
-SOURCE_LOSS = "loss"                # the call's own loss array in the trainer's metric buffer
-
-
-SOURCE_DISPATCH = "dispatch"        # none: host dispatch intervals
+SOURCE_DISPATCH = "dispatch"  # none: host dispatch intervals
 
 
 def trainer_of(worker: Any) -> Any:
@@ -36,7 +32,8 @@ def engines_of(worker: Any) -> List[Any]:
   current = trainer_of(worker)
   while current is not None and len(found) < 4 and all(current is not seen for seen in found):
     found.append(current)
-    current = next((getattr(current, name) for name in ("_engine", "engine")
+    current = next((getattr(current, name)
+                    for name in ("_engine", "engine")
                     if getattr(current, name, None) is not None), None)
   return found
 
@@ -170,7 +167,7 @@ class CompletionWatcher:
         when = self.clock()
         with self._lock:
           self._times[key] = when
-      except BaseException as exc:  # pylint: disable=broad-except
+      except BaseException as exc:  # pylint: disable=broad-except  # handed to the step loop
         with self._lock:
           self._errors[key] = exc
       self._done[key].set()

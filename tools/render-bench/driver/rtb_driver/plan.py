@@ -17,11 +17,11 @@ class JaxProfiler:
   """jax.profiler traces (the default profiler of the step loop)."""
 
   def start(self, log_dir: str) -> None:
-    import jax  # pylint: disable=import-outside-toplevel
+    import jax  # pylint: disable=import-outside-toplevel  # only the pod has JAX
     jax.profiler.start_trace(log_dir)
 
   def stop(self) -> None:
-    import jax  # pylint: disable=import-outside-toplevel
+    import jax  # pylint: disable=import-outside-toplevel  # only the pod has JAX
     jax.profiler.stop_trace()
 
 
@@ -151,7 +151,7 @@ class ProfileWindow:
              f"to {self.log_dir}")
     try:
       self.profiler.start(self.log_dir)
-    except Exception as exc:  # pylint: disable=broad-except
+    except Exception as exc:  # pylint: disable=broad-except  # no trace, the timings go on
       # The timings are still worth having; say loudly that there is no trace.
       self.log(f"profiler: start failed, no trace: {describe_exception(exc)}")
       self.window = None
@@ -187,8 +187,8 @@ class StageState:
         "requested": self.plan.requested if self.plan else "off",
         "resolved": "on" if self.plan and self.plan.resolved else "off",
         "source": self.plan.source if self.plan else "",
-        "position": ("before_update" if not self.plan or self.plan.before_update else
-                     "after_update"),
+        "position":
+            ("before_update" if not self.plan or self.plan.before_update else "after_update"),
         "engaged": bool(self.staged_steps),
         "staged_steps": list(self.staged_steps),
         "latched_off": self.latched_off,

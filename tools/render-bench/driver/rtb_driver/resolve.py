@@ -46,8 +46,9 @@ def resolve_stage_boundary(settings: Settings) -> "StagePlan":
     stage_from = "STAGE_NEXT_MICROBATCH follows PIPELINE_STEP_BOUNDARY"
   source = f"auto: {pipeline_from}; {stage_from}"
   if stage_next and not pipeline:
-    return StagePlan("auto", False, source + " (the e2e refuses staging without the pipelined "
-                     "boundary, so it does not stage)", before_update)
+    return StagePlan(
+        "auto", False, source + " (the e2e refuses staging without the pipelined "
+        "boundary, so it does not stage)", before_update)
   if before is not None:
     source += f"; ORCH_ARGV --stage_before_update={'true' if before else 'false'}"
   return StagePlan("auto", bool(pipeline and stage_next), source, before_update)
@@ -98,8 +99,8 @@ def resolve_padding(settings: Settings) -> Tuple[Choice, Choice]:
   else Tunix's packer default (end, 4096)."""
   words = settings.orch_argv
 
-  def pick(knob: Optional[Any], knob_name: str, flag: str, env_value: Optional[str],
-           env_name: str, default: Any, parse: Callable[[str, str], Any]) -> Choice:
+  def pick(knob: Optional[Any], knob_name: str, flag: str, env_value: Optional[str], env_name: str,
+           default: Any, parse: Callable[[str, str], Any]) -> Choice:
     if knob is not None:
       return Choice(knob, f"{knob_name} (the knob)")
     value = flag_value(words, flag)
@@ -128,8 +129,9 @@ def resolve_routing(settings: Settings) -> Choice:
     return Choice(flag, f"auto: ORCH_ARGV --return_routed_experts={'true' if flag else 'false'}")
   if settings.orch_return_routed_experts is not None:
     value = parse_bool_word("ORCH_RETURN_ROUTED_EXPERTS", settings.orch_return_routed_experts)
-    return Choice(value, "auto: orchestrator env RETURN_ROUTED_EXPERTS="
-                  f"{settings.orch_return_routed_experts}")
+    return Choice(
+        value, "auto: orchestrator env RETURN_ROUTED_EXPERTS="
+        f"{settings.orch_return_routed_experts}")
   return Choice(True, "auto: the e2e run does not say; replaying, as the seed always did")
 
 
@@ -143,12 +145,17 @@ def rollout_logps_requested(orch_args: Any) -> Choice:
     value = getattr(orch_args, name, None)
     if value not in (None, False, "", 0, "none"):
       reasons.append(f"--{name}={value}")
-  return Choice(bool(reasons), ", ".join(reasons) if reasons else
-                "no --use_rollout_logps, TIS type, sequence log-prob threshold or IS buckets")
+  return Choice(
+      bool(reasons), ", ".join(reasons)
+      if reasons else "no --use_rollout_logps, TIS type, sequence log-prob threshold or IS buckets")
 
 
-def resolve_logps_pass(settings: Settings, algo_config: Any, orch_args: Any,
-                       rollout_logps: Choice, worker: Any, request_class: Any,
+def resolve_logps_pass(settings: Settings,
+                       algo_config: Any,
+                       orch_args: Any,
+                       rollout_logps: Choice,
+                       worker: Any,
+                       request_class: Any,
                        log: Callable[[str], None] = say) -> Choice:
   """LOGPS_PASS: whether each micro-batch is scored by the actor (per_token_logps) before it
   trains, as the e2e program does when it checks the sampler against the trainer outside the
@@ -178,8 +185,9 @@ def resolve_logps_pass(settings: Settings, algo_config: Any, orch_args: Any,
     if fused:
       return Choice(False, f"auto: {reason}, but the GRPO loss checks the agreement itself")
   if not uses:
-    return Choice(False, "auto: the e2e program makes no actor log-prob pass (no rollout "
-                  "log-probs used as old ones)")
+    return Choice(
+        False, "auto: the e2e program makes no actor log-prob pass (no rollout "
+        "log-probs used as old ones)")
   if missing:
     log(f"WARNING: the e2e program scores each micro-batch with the actor first ({reason}) but "
         f"this image's Tunix lacks {', '.join(missing)}: the bench CANNOT reproduce that pass")

@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from .common import one_line, SettingsError
 from .table import SettingRow, setting_rows, table_default
 
+
 @dataclasses.dataclass
 class Settings:
   """The driver's settings, parsed from the environment (None means "resolved at run time")."""
@@ -110,8 +111,7 @@ def parse_settings(env: Mapping[str, str]) -> Settings:
     text = _given(env, row.name)
     if text is not None:
       setattr(settings, row.field, _store(row, text))
-  settings.bench_name = one_line(
-      _given(env, NAME_SETTING) or _given(env, "JOBSET_NAME") or "bench")
+  settings.bench_name = one_line(_given(env, NAME_SETTING) or _given(env, "JOBSET_NAME") or "bench")
   return settings
 
 

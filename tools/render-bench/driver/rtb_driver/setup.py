@@ -28,8 +28,7 @@ from .resolve import (Choice, concrete_segment_counts, resolve_logps_pass, resol
                       resolve_stage_boundary, rollout_logps_requested, StagePlan)
 from .settings import Settings
 from .tunix import (call_checked, Fallbacks, import_orchestrator, import_tunix, initialize_jax,
-                    parse_with, plan_call, process_module, require, source_file,
-                    split_runtime_argv)
+                    parse_with, plan_call, process_module, require, source_file, split_runtime_argv)
 from .values import flag_value
 
 # How the set-up runs: in the pod (JAX on the slice, a stage that fails stops the run) or as the
@@ -59,7 +58,10 @@ class Setup:
   """Builds what the e2e trainer runs, through Tunix's own parsers and factories, stage by stage;
   what each stage found stays on the object for the next."""
 
-  def __init__(self, settings: Settings, mode: str = POD, fallbacks: Optional[Fallbacks] = None,
+  def __init__(self,
+               settings: Settings,
+               mode: str = POD,
+               fallbacks: Optional[Fallbacks] = None,
                log: Callable[[str], None] = say):
     if mode not in (POD, PREFLIGHT):
       raise ValueError(f"unknown set-up mode {mode!r}")
@@ -151,8 +153,13 @@ class Setup:
     worker_class = require(module, "TrainerWorker", "build the worker")
     params, _ = named_params(worker_class.__init__)
     optional = {name: None for name in ("execution_context", "logps_chunk_size")}
-    plan_call(worker_class, "TrainerWorker", {"trainer_factory": None, "worker_id": "check"},
-              optional, log=self.notes.append)
+    plan_call(worker_class,
+              "TrainerWorker", {
+                  "trainer_factory": None,
+                  "worker_id": "check"
+              },
+              optional,
+              log=self.notes.append)
     for method in ("fwd_bwd", "update", "with_loss_fn", "with_gen_model_input_fn"):
       require(worker_class, method, "time the trainer")
     calls = WorkerCalls(worker_class)
@@ -161,20 +168,24 @@ class Setup:
                          f"{source_file(worker_class)}: takes neither a request nor a payload")
     self.worker_module, self.worker_class = module, worker_class
     chunk = int(getattr(self.trainer_args, "compute_logps_chunk_size", 0) or 0)
-    parts = [f"fwd_bwd({'request' if calls.takes_request else 'payload'})",
-             "fused update" if calls.can_fuse else "explicit update()",
-             "compile" if hasattr(worker_class, "compile") else
-             "warmup_compile" if hasattr(worker_class, "warmup_compile") else "no compile call"]
+    parts = [
+        f"fwd_bwd({'request' if calls.takes_request else 'payload'})",
+        "fused update" if calls.can_fuse else "explicit update()",
+        "compile" if hasattr(worker_class, "compile") else
+        "warmup_compile" if hasattr(worker_class, "warmup_compile") else "no compile call"
+    ]
     if chunk > 0:
-      parts.append("logps_chunk_size=" + (str(chunk) if "logps_chunk_size" in params else
-                                          "not taken (the chunk reaches the loss through the "
-                                          "trainer's config only)"))
+      parts.append("logps_chunk_size=" +
+                   (str(chunk) if "logps_chunk_size" in
+                    params else "not taken (the chunk reaches the loss through the "
+                    "trainer's config only)"))
     if self.mode == PREFLIGHT and not (hasattr(module, "payload_signature") and
                                        hasattr(module, "signature_mismatch")):
       # The pod meets this when it checks its payload (check_warmup_signature).
-      self.fallbacks.take("this TrainerWorker module has no payload_signature / "
-                          "signature_mismatch", "time without checking the payload against the "
-                          "warm-up signature")
+      self.fallbacks.take(
+          "this TrainerWorker module has no payload_signature / "
+          "signature_mismatch", "time without checking the payload against the "
+          "warm-up signature")
     return ", ".join(parts)
 
   def datatypes(self) -> str:
@@ -182,8 +193,7 @@ class Setup:
     require(module, "RLTrainerPayload", "build the payload")
     if WorkerCalls(self.worker_class).takes_request:
       request_class = require(module, "TrainRequest", "call fwd_bwd(request=...)")
-      plan_call(request_class, "TrainRequest", {"request_id": "r", "payload": None,
-                                                "metadata": {}})
+      plan_call(request_class, "TrainRequest", {"request_id": "r", "payload": None, "metadata": {}})
     self.datatypes_module = module
     return f"RLTrainerPayload, TrainRequest ({source_file(module)})"
 
@@ -215,12 +225,11 @@ class Setup:
     return f"{len(self.orch_words)} words parsed by {self.orch_node.__name__}._parse_args"
 
   def grpo_config(self) -> str:
-    self.algo, self.algo_config, changed = build_algo(self.settings, self.orch_node,
-                                                      self.orch_args)
+    self.algo, self.algo_config, changed = build_algo(self.settings, self.orch_node, self.orch_args)
     settings = self.settings
-    gates = ("LOGP_GATES=on: the gates stay as the e2e sets them" if settings.logp_gates else
-             "LOGP_GATES=off: " + (", ".join(changed) + " turned off" if changed else
-                                   "no log-prob gate was set"))
+    gates = ("LOGP_GATES=on: the gates stay as the e2e sets them"
+             if settings.logp_gates else "LOGP_GATES=off: " +
+             (", ".join(changed) + " turned off" if changed else "no log-prob gate was set"))
     config = self.algo_config if self.algo_config is not None else self.algo
     rollout = self.rollout_logps or Choice(False, "")
     return (f"{type(config).__name__}; {gates}; ADVANTAGES={settings.advantages}; rollout "
@@ -229,22 +238,27 @@ class Setup:
   def tokenizer(self) -> str:
     self.pad_id, self.eos_id, self.tokenizer_vocab = token_ids(self.orch_args, self.trainer_args,
                                                                self.fallbacks)
-    self.choices["eos_id"] = Choice(self.eos_id, "the tokenizer's eos id (its pad id when it has "
-                                    "none), as run_deepswe_dist configures the worker")
+    self.choices["eos_id"] = Choice(
+        self.eos_id, "the tokenizer's eos id (its pad id when it has "
+        "none), as run_deepswe_dist configures the worker")
     return f"pad id {self.pad_id}, eos id {self.eos_id}, vocabulary {self.tokenizer_vocab}"
 
   def batch_configuration(self) -> str:
     batch_assembly = import_tunix(BATCH_ASSEMBLY_MODULE, "build the batch configuration")
     self.batch_assembly = batch_assembly
     batch_config = make_batch_config(self.orch_node, batch_assembly, self.orch_args, self.pad_id)
-    self.assembler = build_assembler(batch_assembly, self.algo, self.orch_args, batch_config,
+    self.assembler = build_assembler(batch_assembly,
+                                     self.algo,
+                                     self.orch_args,
+                                     batch_config,
                                      log=self.log if self.mode == POD else self.notes.append)
     return (f"{type(self.assembler).__name__}: {self.assembler.batch_size} rows x "
             f"{self.assembler.max_packed_len} tokens")
 
   def staged_boundary(self) -> str:
     plan = resolve_stage_boundary(self.settings)
-    checked = check_staging(plan, WorkerCalls(self.worker_class),
+    checked = check_staging(plan,
+                            WorkerCalls(self.worker_class),
                             log=self.log if self.mode == POD else self.notes.append)
     if self.mode == PREFLIGHT and plan.resolved and not checked.resolved:
       raise TunixMissing(f"the e2e run stages the step boundary ({plan.source}) but this image's "
@@ -257,8 +271,10 @@ class Setup:
     """What the run called into, for BENCH_SUMMARY "versions": the modules the stages loaded, the
     others the driver calls, and the trainer and engines inside `worker` (their classes'
     modules)."""
-    called: List[Any] = [self.trainer_node, self.worker_module, self.datatypes_module,
-                         self.orch_node, self.batch_assembly]
+    called: List[Any] = [
+        self.trainer_node, self.worker_module, self.datatypes_module, self.orch_node,
+        self.batch_assembly
+    ]
     called += [sys.modules.get(name) for name in OTHER_CALLED_MODULES]
     called += engines_of(worker) if worker is not None else []
     return [value for value in called if value is not None]
@@ -272,8 +288,10 @@ class Setup:
     choices = self.choices
     made = require(self.trainer_node, "_create_trainer_factory", "build the trainer")(trainer_args)
     factory, mesh = made if isinstance(made, tuple) and len(made) == 2 else (made, None)
-    worker_kwargs: Dict[str, Any] = {"trainer_factory": factory,
-                                     "worker_id": getattr(trainer_args, "worker_id", "trainer-0")}
+    worker_kwargs: Dict[str, Any] = {
+        "trainer_factory": factory,
+        "worker_id": getattr(trainer_args, "worker_id", "trainer-0")
+    }
     params, _ = named_params(self.worker_class.__init__)
     outer_context = None
     optional: Dict[str, Any] = {}
@@ -287,14 +305,15 @@ class Setup:
     if chunk > 0:
       if "logps_chunk_size" in params:
         optional["logps_chunk_size"] = chunk
-        choices["logps_chunk"] = Choice(chunk, "TrainerWorker(logps_chunk_size=) from "
-                                        "--compute_logps_chunk_size")
+        choices["logps_chunk"] = Choice(
+            chunk, "TrainerWorker(logps_chunk_size=) from "
+            "--compute_logps_chunk_size")
       else:
-        choices["logps_chunk"] = Choice(chunk, "this TrainerWorker takes no logps_chunk_size: "
-                                        "the chunk reaches the loss through the trainer's config "
-                                        "only")
-    worker = call_checked(self.worker_class, "TrainerWorker", worker_kwargs, optional,
-                          log=self.log)
+        choices["logps_chunk"] = Choice(
+            chunk, "this TrainerWorker takes no logps_chunk_size: "
+            "the chunk reaches the loss through the trainer's config "
+            "only")
+    worker = call_checked(self.worker_class, "TrainerWorker", worker_kwargs, optional, log=self.log)
     if callable(getattr(worker, "initialize", None)):
       worker.initialize()  # builds a lazily constructed trainer; idempotent
     worker.with_loss_fn(self.algo.loss_fn(), has_aux=True)
@@ -315,22 +334,33 @@ class Setup:
                                                worker, logps_request_class)
     output_dir = getattr(trainer_args, "maxtext_output_directory", None) or flag_value(
         self.trainer_words, "--maxtext_output_directory")
-    return TunixSetup(
-        worker=worker, make_request=train_request_maker(request_class), warmup=warmup,
-        warmup_is_abstract=abstract, rows=int(completion.shape[0]),
-        tokens=int(completion.shape[1]), num_segments=int_or_none(num_segments),
-        max_segments_per_row=int_or_none(max_segments), routing_shape=routing_shape,
-        experts=int_or_none(experts), vocab=int(vocab), pad_id=int(self.pad_id),
-        eos_id=int(self.eos_id), maxtext_output_directory=output_dir,
-        payload_signature=getattr(self.worker_module, "payload_signature", None),
-        signature_mismatch=getattr(self.worker_module, "signature_mismatch", None),
-        outer_context=outer_context,
-        max_prompt_length=int_or_none(getattr(orch_args, "max_prompt_length", None)),
-        max_response_length=int_or_none(getattr(orch_args, "max_response_length", None)),
-        warmup_segment_counts=None if abstract else concrete_segment_counts(warmup),
-        rollout_as_old=bool(getattr(orch_args, "use_rollout_logps", False)), choices=choices,
-        fallbacks=self.fallbacks, logps_request_class=logps_request_class,
-        temperature=float(getattr(orch_args, "temperature", None) or 1.0), config=config)
+    return TunixSetup(worker=worker,
+                      make_request=train_request_maker(request_class),
+                      warmup=warmup,
+                      warmup_is_abstract=abstract,
+                      rows=int(completion.shape[0]),
+                      tokens=int(completion.shape[1]),
+                      num_segments=int_or_none(num_segments),
+                      max_segments_per_row=int_or_none(max_segments),
+                      routing_shape=routing_shape,
+                      experts=int_or_none(experts),
+                      vocab=int(vocab),
+                      pad_id=int(self.pad_id),
+                      eos_id=int(self.eos_id),
+                      maxtext_output_directory=output_dir,
+                      payload_signature=getattr(self.worker_module, "payload_signature", None),
+                      signature_mismatch=getattr(self.worker_module, "signature_mismatch", None),
+                      outer_context=outer_context,
+                      max_prompt_length=int_or_none(getattr(orch_args, "max_prompt_length", None)),
+                      max_response_length=int_or_none(
+                          getattr(orch_args, "max_response_length", None)),
+                      warmup_segment_counts=None if abstract else concrete_segment_counts(warmup),
+                      rollout_as_old=bool(getattr(orch_args, "use_rollout_logps", False)),
+                      choices=choices,
+                      fallbacks=self.fallbacks,
+                      logps_request_class=logps_request_class,
+                      temperature=float(getattr(orch_args, "temperature", None) or 1.0),
+                      config=config)
 
   def model_shapes(self, worker: Any) -> Tuple[Optional[Tuple[int, int]], Any, Any, Any]:
     """(the routing shape the payload replays or None, experts, vocabulary, the trainer's model
@@ -348,8 +378,8 @@ class Setup:
       trainer_shape = (int(layers), int(topk)) if layers and topk else None
     if routing.value and trainer_shape is None and settings.routing == "on":
       raise SettingsError("ROUTING=on but the trainer reports no routing shape (a dense model?)")
-    routing_shape = ((int(trainer_shape[0]), int(trainer_shape[1]))
-                     if routing.value and trainer_shape else None)
+    routing_shape = ((int(trainer_shape[0]),
+                      int(trainer_shape[1])) if routing.value and trainer_shape else None)
     experts = getattr(config, "num_experts", None)
     vocab = getattr(config, "vocab_size", None) or self.tokenizer_vocab
     if not vocab:
@@ -369,13 +399,16 @@ def train_request_maker(request_class: Any) -> Callable[[Any], Any]:
                          "call fwd_bwd(request=...))")
     metadata = dict(getattr(payload, "metadata", None) or {})
     return call_checked(request_class, "TrainRequest", {
-        "request_id": f"train_req_{uuid.uuid4().hex[:8]}", "payload": payload,
-        "metadata": metadata})
+        "request_id": f"train_req_{uuid.uuid4().hex[:8]}",
+        "payload": payload,
+        "metadata": metadata
+    })
 
   return make_request
 
 
-def check_staging(stage_plan: StagePlan, calls: WorkerCalls,
+def check_staging(stage_plan: StagePlan,
+                  calls: WorkerCalls,
                   log: Callable[[str], None] = say) -> StagePlan:
   """The staged boundary this worker can run: `on` that it cannot is a SettingsError naming the
   missing call; `auto` that it cannot is turned off with a loud line (the bench then cannot
@@ -392,5 +425,6 @@ def check_staging(stage_plan: StagePlan, calls: WorkerCalls,
   log(f"WARNING: the e2e run stages the step boundary ({stage_plan.source}) but this image's "
       f"TrainerWorker lacks {missing}: the bench CANNOT reproduce it; every step ends with a "
       "full drain and step times are not comparable with the e2e run's")
-  return dataclasses.replace(stage_plan, resolved=False,
+  return dataclasses.replace(stage_plan,
+                             resolved=False,
                              source=stage_plan.source + f"; not reproducible: lacks {missing}")

@@ -27,8 +27,10 @@ def token_dropping(config: Any, records: Sequence[StepRecord],
   known = [count for count, _ in counts if count is not None]
   names = sorted({name for _, name in counts if name})
   factors = {key: getattr(config, key, None) for key in ("capacity_factor", "ragged_buffer_factor")}
-  factors = {key: (float(value) if isinstance(value, (int, float)) else None)
-             for key, value in factors.items()}
+  factors = {
+      key: (float(value) if isinstance(value, (int, float)) else None)
+      for key, value in factors.items()
+  }
   positive = [key for key, value in factors.items() if value is not None and value > 0]
   known_factors = [value for value in factors.values() if value is not None]
   out: Dict[str, Any] = {
@@ -48,22 +50,33 @@ def token_dropping(config: Any, records: Sequence[StepRecord],
     out["why"] = "the trainer's config has no experts"
   elif known_factors and not positive:
     out["verdict"] = "none"
-    out["why"] = ("dropless by configuration: " + ", ".join(
-        f"{key} {value:g}" for key, value in factors.items() if value is not None)
-                  + " (not positive: buffers sized for the worst case)")
+    out["why"] = (
+        "dropless by configuration: " +
+        ", ".join(f"{key} {value:g}" for key, value in factors.items() if value is not None) +
+        " (not positive: buffers sized for the worst case)")
   else:
     out["verdict"] = "unknown"
-    out["why"] = ("the trainer counts no dropped tokens and "
-                  + (", ".join(f"{key} {factors[key]:g}" for key in positive)
-                     + " lets its MoE layers drop tokens" if positive
-                     else "its config names neither capacity_factor nor ragged_buffer_factor"))
+    out["why"] = ("the trainer counts no dropped tokens and " +
+                  (", ".join(f"{key} {factors[key]:g}" for key in positive) +
+                   " lets its MoE layers drop tokens" if positive else
+                   "its config names neither capacity_factor nor ragged_buffer_factor"))
   return out
 
 
-def summarize(plan: BenchPlan, records: Sequence[StepRecord], *, rows: int, tokens_per_row: int,
-              real_len: int, segments: int, final_rows: int, layers: Optional[int],
-              topk: Optional[int], experts: Optional[int], routing: Sequence[LayerRouting],
-              routing_final: Optional[Sequence[LayerRouting]], knobs: Mapping[str, Any],
+def summarize(plan: BenchPlan,
+              records: Sequence[StepRecord],
+              *,
+              rows: int,
+              tokens_per_row: int,
+              real_len: int,
+              segments: int,
+              final_rows: int,
+              layers: Optional[int],
+              topk: Optional[int],
+              experts: Optional[int],
+              routing: Sequence[LayerRouting],
+              routing_final: Optional[Sequence[LayerRouting]],
+              knobs: Mapping[str, Any],
               stage: Optional[Mapping[str, Any]] = None,
               extra: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
   """BENCH_SUMMARY. Steps count from 0; step 0 includes the compile (first_step_s).
@@ -185,5 +198,5 @@ def report_summary(summary: Mapping[str, Any], log: Callable[[str], None] = say)
       log(f"  dropped tokens: {verdict} ({dropping.get('why')})")
   stage = summary.get("stage_boundary") or {}
   if stage.get("resolved") == "on":
-    log(f"  staged step boundary: engaged for steps {stage.get('staged_steps')}"
-        + (f"; latched off: {stage['latched_off']}" if stage.get("latched_off") else ""))
+    log(f"  staged step boundary: engaged for steps {stage.get('staged_steps')}" +
+        (f"; latched off: {stage['latched_off']}" if stage.get("latched_off") else ""))

@@ -44,10 +44,8 @@ LOGP_GATE_FIELDS = ("seq_logprob_error_threshold", "truncated_importance_samplin
                     "truncated_importance_sampling_ratio_min",
                     "truncated_importance_sampling_ratio", "sampler_is")
 
-
 LOGP_GATE_PATTERN = re.compile(r"logprob_error_threshold|^truncated_importance_sampling|^tis_"
                                r"|^sampler_is$")
-
 
 LOGP_GATE_KEEP = ("sampler_is_threshold", "sampler_is_length_buckets")
 
@@ -103,7 +101,9 @@ def parse_with(parse: Callable[[List[str]], Any], words: List[str], name: str) -
     raise SettingsError(f"{name} is rejected by Tunix's argument parser: {reason}") from None
 
 
-def plan_call(function: Callable[..., Any], name: str, required: Mapping[str, Any],
+def plan_call(function: Callable[..., Any],
+              name: str,
+              required: Mapping[str, Any],
               optional: Optional[Mapping[str, Any]] = None,
               log: Callable[[str], None] = say) -> Dict[str, Any]:
   """The keyword arguments for a strict call of a Tunix function (see call_checked), checked
@@ -119,11 +119,14 @@ def plan_call(function: Callable[..., Any], name: str, required: Mapping[str, An
       raise TunixMissing(f"{where} takes no argument {key!r}, which the driver must pass "
                          f"(its signature: {name}{signature})")
   optional = dict(optional or {})
-  unknown = [param.name for param in params.values()
-             if param.default is inspect.Parameter.empty and param.name not in ("self", "cls")
-             and param.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                inspect.Parameter.KEYWORD_ONLY)
-             and param.name not in required and param.name not in optional]
+  unknown = [
+      param.name
+      for param in params.values()
+      if param.default is inspect.Parameter.empty and param.name not in ("self",
+                                                                         "cls") and param.kind in
+      (inspect.Parameter.POSITIONAL_OR_KEYWORD,
+       inspect.Parameter.KEYWORD_ONLY) and param.name not in required and param.name not in optional
+  ]
   if unknown:
     raise TunixMissing(f"{where} requires {', '.join(map(repr, unknown))}, which the driver "
                        f"does not know (its signature: {name}{signature})")
@@ -136,7 +139,9 @@ def plan_call(function: Callable[..., Any], name: str, required: Mapping[str, An
   return kwargs
 
 
-def call_checked(function: Callable[..., Any], name: str, required: Mapping[str, Any],
+def call_checked(function: Callable[..., Any],
+                 name: str,
+                 required: Mapping[str, Any],
                  optional: Optional[Mapping[str, Any]] = None,
                  log: Callable[[str], None] = say) -> Any:
   """Calls a Tunix function with keyword arguments, strictly.
@@ -195,8 +200,9 @@ def field_layout(payload: Any) -> Dict[str, Tuple[Tuple[int, ...], Any]]:
   """name -> (shape, dtype) of the array fields of a (possibly abstract) payload."""
   layout = {}
   if dataclasses.is_dataclass(payload):
-    items = [(field.name, getattr(payload, field.name, None))
-             for field in dataclasses.fields(payload)]
+    items = [
+        (field.name, getattr(payload, field.name, None)) for field in dataclasses.fields(payload)
+    ]
   else:
     items = list(vars(payload).items())
   for name, value in items:
@@ -224,7 +230,7 @@ def logp_gates_left_on(config: Any) -> List[str]:
       continue
     try:
       value = getattr(config, name)
-    except Exception:  # pylint: disable=broad-except
+    except Exception:  # pylint: disable=broad-except  # a property that raises sets no gate
       continue
     if callable(value) or value is None or value is False:
       continue

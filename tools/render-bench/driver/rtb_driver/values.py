@@ -146,8 +146,9 @@ def parse_routing_targets(name: str, text: str) -> List[float]:
   if "\n" in text:
     return parse_routing_table(text, name)
   fields = [field.strip() for field in text.split(",")]
-  return [_parse_target_value(f"{name} value {index}", 0, field)
-          for index, field in enumerate(fields)]
+  return [
+      _parse_target_value(f"{name} value {index}", 0, field) for index, field in enumerate(fields)
+  ]
 
 
 def scale_targets(targets: Sequence[float], scale: float) -> List[float]:
@@ -155,7 +156,6 @@ def scale_targets(targets: Sequence[float], scale: float) -> List[float]:
 
 
 TRUE_WORDS = ("1", "true", "yes", "on", "t", "y")
-
 
 FALSE_WORDS = ("0", "false", "no", "off", "f", "n", "")
 
