@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -110,10 +111,20 @@ TEST(RenderTest, DryrunInputFromTheArgumentElseLaunchRender) {
 
 TEST(RenderTest, ProfileWindowAndDriverEnvFromTheirOptions) {
   EXPECT_EQ(parse_profile_window("3:2"), std::make_pair(3, 2));
+  EXPECT_EQ(parse_profile_window(" 3 : 2 "), std::make_pair(3, 2));
+  EXPECT_EQ(parse_profile_window(""), std::nullopt) << "blank: no window";
   for (const char* bad : {"3", "3:", ":2", "a:2", "3:2x", "3:2:1"}) {
     EXPECT_EQ(test::error_of([&] { parse_profile_window(bad); }).message(),
-              fmt::format("--profile-window {}: expected START:COUNT (fwd_bwd calls)", bad));
+              fmt::format(
+                  "--profile-window {}: expected START:COUNT (fwd_bwd calls, 0-based start)", bad));
   }
+  // The driver's words (bench/driver_settings.h).
+  EXPECT_EQ(test::error_of([] { parse_profile_window("-1:2"); }).message(),
+            "--profile-window -1:2: START must be >= 0");
+  EXPECT_EQ(test::error_of([] { parse_profile_window("1:0"); }).message(),
+            "--profile-window 1:0: COUNT must be >= 1");
+  EXPECT_EQ(test::error_of([] { parse_profile_window("1:2147483648"); }).message(),
+            "--profile-window 1:2147483648: out of range (at most 2147483647)");
   EXPECT_EQ(parse_driver_env("K=a=b"), std::make_pair(std::string("K"), std::string("a=b")));
   EXPECT_EQ(parse_driver_env("K="), std::make_pair(std::string("K"), std::string()));
   for (const char* bad : {"K", "=v", ""}) {
@@ -141,22 +152,65 @@ TEST(RenderTest, DriverEnvironmentStartsWithTheMarkerAndValidates) {
   bool has_real_len = false;
   for (const auto& [name, value] : env) has_real_len |= name == "REAL_LEN" && value == "1000";
   EXPECT_TRUE(has_real_len);
-  for (auto tweak : std::vector<std::function<void(RenderOptions&)>>{
-           [](RenderOptions& x) { x.driver.steps = 0; },
-           [](RenderOptions& x) { x.driver.micro_steps = 0; },
-           [](RenderOptions& x) { x.driver.pad_align = 100; },
-           [](RenderOptions& x) { x.driver.routing_scale = -1; },
-           [](RenderOptions& x) {
-             x.driver.extra_env = {{"STEPS", "1"}};
-           },
-           [](RenderOptions& x) {
-             x.driver.extra_env = {{"1BAD", "1"}};
-           },
-       }) {
-    RenderOptions bad = options();
-    tweak(bad);
-    EXPECT_THROW(driver_environment(bad, "", ""), Error);
+  // Each value is checked by the driver settings table, in the words of its option.
+  using Tweak = std::function<void(RenderOptions&)>;
+  test::expect_cases<std::string, Tweak>(
+      [](const Tweak& tweak) {
+        RenderOptions bad = options();
+        tweak(bad);
+        return test::error_of([&] { driver_environment(bad, "", ""); }).message();
+      },
+      {{[](RenderOptions& x) { x.driver.steps = 0; }, "--steps 0: must be >= 1"},
+       {[](RenderOptions& x) { x.driver.micro_steps = -2; }, "--micro-steps -2: must be >= 1"},
+       {[](RenderOptions& x) { x.driver.pad_align = 100; },
+        "--pad-align 100: must be a multiple of the segment alignment 64"},
+       {[](RenderOptions& x) { x.driver.routing_scale = -1; }, "--routing-scale -1: must be >= 0"},
+       {[](RenderOptions& x) { x.driver.routing_scale = std::nan(""); },
+        "--routing-scale nan: must be finite"},
+       {[](RenderOptions& x) { x.driver.advantages = "none"; },
+        "--advantages none: must be one of random|zero"},
+       {[](RenderOptions& x) { x.profile_window = std::make_pair(-1, 2); },
+        "--profile-window -1:2: START must be >= 0"},
+       {[](RenderOptions& x) {
+          x.driver.extra_env = {{"STEPS", "1"}};
+        },
+        "--driver-env STEPS: set it with its own option, not --driver-env"},
+       {[](RenderOptions& x) {
+          x.driver.extra_env = {{"1BAD", "1"}};
+        },
+        "--driver-env 1BAD=1: '1BAD' is not an environment variable name"},
+       {[](RenderOptions& x) {
+          x.driver.other_settings = {{"REAL_LEN", "5"}};
+        },
+        "internal error: REAL_LEN has no option of its own"}});
+}
+
+// --driver-env: a setting of the table is checked as the driver checks it; one with its own option
+// (or that the render writes) is refused even when that option is absent; other names pass.
+TEST(RenderTest, DriverEnvOfATableSettingIsCheckedByTheTable) {
+  auto message = [](const std::string& name, const std::string& value) {
+    RenderOptions o = options();
+    o.driver.extra_env = {{name, value}};
+    return test::error_of([&] { driver_environment(o, "", ""); }).message();
+  };
+  EXPECT_EQ(message("REAL_LEN", "x"), "--driver-env REAL_LEN=x: not an integer");
+  EXPECT_EQ(message("SEGMENTS", "0"), "--driver-env SEGMENTS=0: must be >= 1");
+  EXPECT_EQ(message("ORCH_PACK_PAD_ALIGN", "100"),
+            "--driver-env ORCH_PACK_PAD_ALIGN=100: must be a multiple of the segment alignment 64");
+  for (const char* name : {"PROFILE_WINDOW", "TRAINER_ARGV", "ORCH_ARGV", "BENCH_NAME",
+                           "ROUTING_TARGETS", "LOGP_GATES"}) {
+    EXPECT_EQ(message(name, "1"),
+              fmt::format("--driver-env {}: set it with its own option, not --driver-env", name));
   }
+  RenderOptions o = options();
+  o.driver.extra_env = {{"REAL_LEN", " 1000 "},
+                        {"FINAL_ROWS", ""},
+                        {"PROFILE_DIR", "gs://b/p"},
+                        {"SEGMENTS", "3"},
+                        {"NOT_A_SETTING", "anything"}};
+  auto env = driver_environment(o, "", "");
+  std::vector<std::pair<std::string, std::string>> tail(env.end() - 7, env.end() - 2);
+  EXPECT_EQ(tail, o.driver.extra_env) << "written as given, in order";
 }
 
 TEST(RenderTest, StageBoundaryAndTheOrchestratorsStagingEnvironmentReachTheDriver) {

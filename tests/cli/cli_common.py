@@ -7,6 +7,7 @@ CMakeLists.txt.
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -87,6 +88,53 @@ def assert_help_and_version(test, tool, *in_help):
         test.assertIn(text, out)
     out, _ = expect_exit(test, 0, tool_path(tool), ["--version"])
     test.assertRegex(out, r"^" + re.escape(tool) + r" \(rl-trainer-bench\) \d+\.\d+\.\d+")
+
+
+# --- a bench JobSet's client script (render-bench's tests, the driver settings contract) -------
+def containers(jobset):
+    """(job, container) for every container and initContainer."""
+    for job in jobset["spec"]["replicatedJobs"]:
+        spec = job["template"]["spec"]["template"]["spec"]
+        for key in ("initContainers", "containers"):
+            for c in spec.get(key) or []:
+                yield job["name"], c
+
+
+def container(jobset, name):
+    for _, c in containers(jobset):
+        if c["name"] == name:
+            return c
+    raise AssertionError(f"no container {name}")
+
+
+def script_of(jobset):
+    return container(jobset, "main")["command"][2]
+
+
+def startup_words(script):
+    lines = script.split("\n")
+    start = next(i for i, line in enumerate(lines) if line.strip() == "(")
+    end = next(i for i, line in enumerate(lines) if line.strip().startswith(") & PID=$!"))
+    # bash removes backslash-newline line continuations before it splits words.
+    return shlex.split("\n".join(lines[start + 1 : end]).replace("\\\n", ""))
+
+
+def startup_env(script):
+    env = {}
+    for word in startup_words(script):
+        m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", word, re.S)
+        if not m:
+            break
+        env[m.group(1)] = m.group(2)
+    return env
+
+
+def driver_settings_env(script):
+    """The driver's settings in a client script: its startup assignments from BENCH_NAME (the first
+    one render-bench writes, k8s::kDriverSettingsStart) on, in order, as bash would pass them."""
+    env = startup_env(script)
+    names = list(env)
+    return {name: env[name] for name in names[names.index("BENCH_NAME"):]}
 
 
 class TempDirTestCase(unittest.TestCase):

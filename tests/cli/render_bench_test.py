@@ -19,6 +19,7 @@ from cli_common import BAD_INPUTS as BAD
 from cli_common import LAUNCH_DRYRUN as FIXTURE
 from cli_common import LAUNCH_DRYRUN_V5P as V5P
 from cli_common import BIN, DRIVER, TESTDATA, assert_bad_input, assert_help_and_version, run_tool
+from cli_common import container, containers, script_of, startup_env, startup_words
 
 
 TOOL = os.path.join(BIN, "render-bench")
@@ -97,44 +98,6 @@ def e2e_trainer(path=FIXTURE):
         if "run_trainer_node.main" in json.dumps(doc):
             return doc
     raise AssertionError("fixture has no trainer")
-
-
-def containers(jobset):
-    """(job, container) for every container and initContainer."""
-    for job in jobset["spec"]["replicatedJobs"]:
-        spec = job["template"]["spec"]["template"]["spec"]
-        for key in ("initContainers", "containers"):
-            for c in spec.get(key) or []:
-                yield job["name"], c
-
-
-def container(jobset, name):
-    for _, c in containers(jobset):
-        if c["name"] == name:
-            return c
-    raise AssertionError(f"no container {name}")
-
-
-def script_of(jobset):
-    return container(jobset, "main")["command"][2]
-
-
-def startup_words(script):
-    lines = script.split("\n")
-    start = next(i for i, line in enumerate(lines) if line.strip() == "(")
-    end = next(i for i, line in enumerate(lines) if line.strip().startswith(") & PID=$!"))
-    # bash removes backslash-newline line continuations before it splits words.
-    return shlex.split("\n".join(lines[start + 1 : end]).replace("\\\n", ""))
-
-
-def startup_env(script):
-    env = {}
-    for word in startup_words(script):
-        m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", word, re.S)
-        if not m:
-            break
-        env[m.group(1)] = m.group(2)
-    return env
 
 
 class RenderBenchTest(unittest.TestCase):

@@ -1,15 +1,111 @@
 #include "common/render_options.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <utility>
 
 #include "common/tool.h"
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
+#include "rtb/bench/driver_settings.h"
 #include "rtb/k8s/jobset.h"
 #include "rtb/payload/routing.h"
 
 namespace rtb::tool {
+namespace {
+
+using bench::DriverSetting;
+using bench::SettingKind;
+
+// The help of a setting's option: its meaning in the table, and its default when it has one.
+std::string setting_help(const DriverSetting& setting) {
+  if (setting.default_value == "-") return setting.meaning;
+  return fmt::format("{} (default: {})", setting.meaning, setting.default_value);
+}
+
+// What --help shows for the value; a choice as TEXT:{a,b}, the form the bash completions read
+// the values from (cmake/bash-completion.cmake).
+std::string value_name(const DriverSetting& setting) {
+  switch (setting.type) {
+    case SettingKind::kInt:
+    case SettingKind::kPadAlign:
+      return "INT";
+    case SettingKind::kFloat:
+      return "FLOAT";
+    case SettingKind::kChoice:
+      return fmt::format("TEXT:{{{}}}", fmt::join(setting.choices, ","));
+    default:
+      return "TEXT";
+  }
+}
+
+// Declares the option of each setting of the table that has one. --name and --profile-window are
+// declared with the other options; --routing-targets reads its targets from a FILE (the driver
+// takes them inline), and --allow-fallbacks is a flag.
+void add_driver_setting_options(CLI::App& app, RenderKnobs& knobs) {
+  for (const DriverSetting& setting : bench::driver_settings()) {
+    if (!setting.has_option() || setting.option == "--name" ||
+        setting.option == "--profile-window") {
+      continue;
+    }
+    if (setting.option == "--routing-targets") {
+      app.add_option(
+          setting.option, knobs.routing_file,
+          "Per-layer max/mean routing targets (file; default: the built-in Qwen3.5-397B table)");
+    } else if (setting.option == "--allow-fallbacks") {
+      app.add_flag(setting.option, knobs.options.driver.allow_fallbacks, setting.meaning);
+    } else {
+      app.add_option(setting.option, knobs.driver_settings[setting.name], setting_help(setting))
+          ->type_name(value_name(setting));
+    }
+  }
+}
+
+// Sets the field of `options` that holds `setting`, given `text` on its option; a blank text
+// leaves the default. A setting without a field of its own goes into other_settings. Throws
+// rtb::Error "<option> <text>: <reason>".
+void set_driver_setting(const DriverSetting& setting, const std::string& text,
+                        bench::RenderOptions& options) {
+  bench::DriverSettings& d = options.driver;
+  const std::string& name = setting.name;
+  constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
+  if (name == "STEPS" || name == "MICRO_STEPS" || name == "PAD_ALIGN") {
+    std::optional<std::int64_t> value = bench::int_setting(setting, text, kIntMax);
+    if (!value) return;
+    int number = static_cast<int>(*value);
+    if (name == "STEPS") d.steps = number;
+    if (name == "MICRO_STEPS") d.micro_steps = number;
+    if (name == "PAD_ALIGN") d.pad_align = number;
+  } else if (name == "SEED") {
+    if (std::optional<std::int64_t> value = bench::int_setting(setting, text)) d.seed = *value;
+  } else if (name == "ROUTING_SCALE") {
+    if (std::optional<double> value = bench::float_setting(setting, text)) d.routing_scale = *value;
+  } else {
+    std::string value = bench::checked_setting(setting, text);
+    if (value.empty()) return;
+    if (name == "LOGP_GATES") {
+      d.logp_gates = value == "on";
+    } else if (name == "ADVANTAGES") {
+      d.advantages = value;
+    } else if (name == "PAD_POSITION") {
+      d.pad_position = value;
+    } else if (name == "STAGE_BOUNDARY") {
+      d.stage_boundary = value;
+    } else if (name == "ROUTING") {
+      d.routing = value;
+    } else if (name == "LOGPS_PASS") {
+      d.logps_pass = value;
+    } else {
+      d.other_settings.emplace_back(name, value);
+    }
+  }
+}
+
+}  // namespace
 
 void add_render_options(CLI::App& app, RenderKnobs& knobs, NameOption name) {
   rtb::bench::RenderOptions& options = knobs.options;
@@ -46,45 +142,9 @@ void add_render_options(CLI::App& app, RenderKnobs& knobs, NameOption name) {
         "FSDP fills the devices"},
        {"--logps-chunk", &knobs.logps_chunk,
         "compute_logps_chunk_size, wherever the e2e passes it"},
-       {"--profile-window", &knobs.profile_window, "START:COUNT: profile these fwd_bwd calls"}});
-  app.add_option("--steps", options.driver.steps, "Optimizer steps to time")->capture_default_str();
-  app.add_option("--micro-steps", options.driver.micro_steps, "fwd_bwd calls per optimizer step")
-      ->capture_default_str();
-  app.add_option("--seed", options.driver.seed, "Seed of the synthetic payload")
-      ->capture_default_str();
-  app.add_option(
-      "--routing-targets", knobs.routing_file,
-      "Per-layer max/mean routing targets (file; default: the built-in Qwen3.5-397B table)");
-  app.add_option("--routing-scale", options.driver.routing_scale, "Stretch targets: 1 + S (t - 1)")
-      ->capture_default_str();
-  app.add_option("--logp-gates", knobs.logp_gates, "on|off: the GRPO log-prob gates")
-      ->check(CLI::IsMember({"on", "off"}))
-      ->capture_default_str();
-  app.add_option("--advantages", options.driver.advantages, "random|zero")
-      ->check(CLI::IsMember({"random", "zero"}))
-      ->capture_default_str();
-  app.add_option("--pad-position", options.driver.pad_position,
-                 "end|start: where rows keep padding (default: not written; the driver follows "
-                 "the e2e orchestrator's packing)")
-      ->check(CLI::IsMember({"end", "start"}));
-  app.add_option("--pad-align", options.driver.pad_align,
-                 "Padding-first shift granularity in tokens, a multiple of 64 (default: not "
-                 "written; the driver follows the e2e orchestrator's packing)");
-  app.add_option("--stage-boundary", options.driver.stage_boundary,
-                 "auto|on|off: the staged step boundary (auto follows the e2e orchestrator's "
-                 "PIPELINE_STEP_BOUNDARY / STAGE_NEXT_MICROBATCH)")
-      ->check(CLI::IsMember({"auto", "on", "off"}))
-      ->capture_default_str();
-  app.add_option("--routing", options.driver.routing,
-                 "auto|on|off: the driver's ROUTING setting (default: not written; the driver's "
-                 "auto applies)")
-      ->check(CLI::IsMember({"auto", "on", "off"}));
-  app.add_flag("--allow-fallbacks", options.driver.allow_fallbacks,
-               "Write ALLOW_FALLBACKS=1 into the driver's settings (default: not written)");
-  app.add_option("--logps-pass", options.driver.logps_pass,
-                 "auto|on|off: the driver's LOGPS_PASS setting (default: not written; the "
-                 "driver's auto applies)")
-      ->check(CLI::IsMember({"auto", "on", "off"}));
+       {"--profile-window", &knobs.profile_window,
+        bench::driver_setting("PROFILE_WINDOW").meaning.c_str()}});
+  add_driver_setting_options(app, knobs);
   add_plain_options(
       app,
       {{"--driver-env", &knobs.driver_env, "K=V: an extra environment variable for the driver"},
@@ -97,15 +157,15 @@ void finish_render_options(RenderKnobs& knobs, std::string_view embedded_driver)
   options.driver_source = driver_source(knobs, embedded_driver);
   options.tool_version = RTB_VERSION;
   options.logps_chunk = knobs.logps_chunk;
-  options.driver.logp_gates = knobs.logp_gates == "on";
-  // The driver refuses these at pod start; refuse them before a bench is written.
-  try {
-    rtb::payload::check_routing_scale(options.driver.routing_scale);
-  } catch (const Error&) {  // the payload's rule, in the words of this option
-    fail("--routing-scale {}: must be a finite number >= 0", options.driver.routing_scale);
+  // The driver refuses a bad setting at pod start; refuse it before a bench is written, in the
+  // same words.
+  for (const DriverSetting& setting : bench::driver_settings()) {
+    auto given = knobs.driver_settings.find(setting.name);
+    if (given != knobs.driver_settings.end() && given->second)
+      set_driver_setting(setting, *given->second, options);
   }
-  if (!knobs.profile_window.empty())
-    options.profile_window = bench::parse_profile_window(knobs.profile_window);
+  if (auto window = bench::parse_profile_window(knobs.profile_window))
+    options.profile_window = window;
   for (const std::string& item : knobs.driver_env) {
     options.driver.extra_env.push_back(bench::parse_driver_env(item));
   }

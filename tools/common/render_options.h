@@ -3,6 +3,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,7 +22,9 @@ struct RenderKnobs {
   bool demo = false;  // --demo: the embedded example DRY_RUN
   std::string routing_file;
   std::string profile_window;
-  std::string logp_gates = "on";
+  // What was given to each option of the driver settings table that takes text, by setting name
+  // (bench/driver_settings.h); finish_render_options() checks it with the table.
+  std::map<std::string, std::optional<std::string>, std::less<>> driver_settings;
   std::vector<std::string> driver_env;
   std::optional<std::string> driver_file;
   std::optional<int> logps_chunk;
@@ -30,12 +34,15 @@ struct RenderKnobs {
 // neither (for a tool with a mode that renders nothing, which then checks --name itself).
 enum class NameOption { kRequired, kOptional, kCheckedByCaller };
 
-// Declares DRYRUN, --demo, --name and every knob of README's render-bench table on `app`.
-// With kOptional, --name defaults to `knobs.options.name` as set by the caller.
+// Declares DRYRUN, --demo, --name and every knob of README's render-bench table on `app`; the
+// driver's settings are declared from the driver settings table, one option for each row that
+// names one. With kOptional, --name defaults to `knobs.options.name` as set by the caller.
 void add_render_options(CLI::App& app, RenderKnobs& knobs, NameOption name);
 
 // Completes knobs.options after parsing: the driver source (`embedded_driver` unless --driver),
-// routing targets, profile window, driver environment, version. Throws rtb::Error.
+// the driver settings (checked by the table: `--steps 0: must be >= 1`; a blank value leaves a
+// setting unset), routing targets, profile window, driver environment, version. Throws
+// rtb::Error.
 void finish_render_options(RenderKnobs& knobs, std::string_view embedded_driver);
 
 // The bench driver the render embeds: --driver FILE, else `embedded_driver`. Throws rtb::Error.

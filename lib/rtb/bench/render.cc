@@ -7,18 +7,19 @@
 #include <cctype>
 #include <charconv>
 #include <functional>
+#include <limits>
 #include <set>
 
 #include "rtb/base/compress.h"
 #include "rtb/base/error.h"
 #include "rtb/base/slice.h"
 #include "rtb/base/text.h"
+#include "rtb/bench/driver_settings.h"
 #include "rtb/bench/render_table.h"
 #include "rtb/k8s/diff.h"
 #include "rtb/k8s/flags.h"
 #include "rtb/k8s/shell.h"
 #include "rtb/k8s/yaml.h"
-#include "rtb/payload/builder.h"
 #include "rtb/payload/routing.h"
 
 namespace rtb::bench {
@@ -804,8 +805,7 @@ void Renderer::edit_trainer_slice() {
 void Renderer::set_driver_and_profiler() {
   if (options_.profile_window) {
     auto [start, count] = *options_.profile_window;
-    if (start < 0 || count <= 0)
-      fail("--profile-window {}:{}: START must be >= 0 and COUNT > 0", start, count);
+    checked_setting(driver_setting("PROFILE_WINDOW"), fmt::format("{}:{}", start, count));
     std::string path = client_path(".startup.argv");
     edit_flag_list(trainer_argv_, fmt::format("--profiler_steps={}", count), "--profile-window",
                    path, false);
@@ -1043,18 +1043,11 @@ std::string dryrun_input(std::string_view given, bool demo, const char* launch_r
   return launch_render;
 }
 
-std::pair<int, int> parse_profile_window(std::string_view text) {
-  std::size_t colon = text.find(':');
-  int start = -1, count = -1;
-  if (colon != std::string_view::npos) {
-    auto a = std::from_chars(text.data(), text.data() + colon, start);
-    auto b = std::from_chars(text.data() + colon + 1, text.data() + text.size(), count);
-    if (a.ec == std::errc() && a.ptr == text.data() + colon && b.ec == std::errc() &&
-        b.ptr == text.data() + text.size()) {
-      return {start, count};
-    }
-  }
-  fail("--profile-window {}: expected START:COUNT (fwd_bwd calls)", text);
+std::optional<std::pair<int, int>> parse_profile_window(std::string_view text) {
+  auto window =
+      window_setting(driver_setting("PROFILE_WINDOW"), text, std::numeric_limits<int>::max());
+  if (!window) return std::nullopt;
+  return std::make_pair(static_cast<int>(window->first), static_cast<int>(window->second));
 }
 
 std::pair<std::string, std::string> parse_driver_env(std::string_view text) {
@@ -1077,60 +1070,58 @@ std::vector<std::pair<std::string, std::string>> driver_environment(
     const RenderOptions& options, const std::string& trainer_argv, const std::string& orch_argv,
     const std::vector<std::pair<std::string, std::string>>& orch_env) {
   const DriverSettings& d = options.driver;
-  auto check_choice = [](std::string_view option, const std::optional<std::string>& value) {
-    if (value && *value != "auto" && *value != "on" && *value != "off")
-      fail("{} {}: auto, on or off", option, *value);
+  // The text the driver reads, checked by the table in the words of the setting's option.
+  auto value = [](std::string_view name, const std::string& text) {
+    return checked_setting(driver_setting(name), text);
   };
-  if (d.steps < 1) fail("--steps {}: must be at least 1", d.steps);
-  if (d.micro_steps < 1) fail("--micro-steps {}: must be at least 1", d.micro_steps);
-  // The payload's own checks, so that the driver gets only what check-payload accepts.
-  payload::check_routing_scale(d.routing_scale);
-  payload::parse_advantage_mode(d.advantages);
-  if (d.pad_position) payload::parse_pad_position(*d.pad_position);
-  if (d.pad_align) payload::check_pad_align(*d.pad_align);
-  check_choice("--stage-boundary", d.stage_boundary);
-  check_choice("--routing", d.routing);
-  check_choice("--logps-pass", d.logps_pass);
   std::vector<double> targets =
       d.routing_targets.empty() ? payload::default_routing_targets() : d.routing_targets;
   std::vector<std::pair<std::string, std::string>> env = {
       {std::string(k8s::kDriverSettingsStart), options.name},
-      {"STEPS", std::to_string(d.steps)},
-      {"MICRO_STEPS", std::to_string(d.micro_steps)},
-      {"SEED", std::to_string(d.seed)},
+      {"STEPS", value("STEPS", std::to_string(d.steps))},
+      {"MICRO_STEPS", value("MICRO_STEPS", std::to_string(d.micro_steps))},
+      {"SEED", value("SEED", std::to_string(d.seed))},
       {"ROUTING_TARGETS", payload::format_routing_targets_inline(targets)},
-      {"ROUTING_SCALE", fmt::format("{}", d.routing_scale)},
+      {"ROUTING_SCALE", value("ROUTING_SCALE", fmt::format("{}", d.routing_scale))},
       {"LOGP_GATES", d.logp_gates ? "on" : "off"},
-      {"ADVANTAGES", d.advantages},
+      {"ADVANTAGES", value("ADVANTAGES", d.advantages)},
   };
   // Written only when asked for: unset, the driver applies its own default.
-  if (d.pad_position) env.emplace_back("PAD_POSITION", *d.pad_position);
-  if (d.pad_align) env.emplace_back("PAD_ALIGN", std::to_string(*d.pad_align));
-  env.emplace_back("STAGE_BOUNDARY", d.stage_boundary);
-  if (d.routing) env.emplace_back("ROUTING", *d.routing);
+  if (d.pad_position) env.emplace_back("PAD_POSITION", value("PAD_POSITION", *d.pad_position));
+  if (d.pad_align) env.emplace_back("PAD_ALIGN", value("PAD_ALIGN", std::to_string(*d.pad_align)));
+  env.emplace_back("STAGE_BOUNDARY", value("STAGE_BOUNDARY", d.stage_boundary));
+  if (d.routing) env.emplace_back("ROUTING", value("ROUTING", *d.routing));
   if (d.allow_fallbacks) env.emplace_back("ALLOW_FALLBACKS", "1");
-  if (d.logps_pass) env.emplace_back("LOGPS_PASS", *d.logps_pass);
-  for (const auto& [name, value] : orch_env) env.emplace_back("ORCH_" + name, value);
+  if (d.logps_pass) env.emplace_back("LOGPS_PASS", value("LOGPS_PASS", *d.logps_pass));
+  for (const auto& [name, text] : d.other_settings) {
+    const DriverSetting& setting = driver_setting(name);
+    if (!setting.has_option()) fail("internal error: {} has no option of its own", name);
+    env.emplace_back(name, checked_setting(setting, text));
+  }
+  for (const auto& [name, text] : orch_env) env.emplace_back("ORCH_" + name, text);
   if (options.profile_window) {
-    env.emplace_back("PROFILE_WINDOW", fmt::format("{}:{}", options.profile_window->first,
-                                                   options.profile_window->second));
+    env.emplace_back("PROFILE_WINDOW",
+                     value("PROFILE_WINDOW", fmt::format("{}:{}", options.profile_window->first,
+                                                         options.profile_window->second)));
   }
   // Settings that have their own option are refused in --driver-env even when that option is
-  // absent, so a render never depends on which of the two set them.
-  static const std::set<std::string, std::less<>> kOwnOption = {
-      "PAD_POSITION", "PAD_ALIGN", "ROUTING", "ALLOW_FALLBACKS", "LOGPS_PASS"};
-  std::set<std::string, std::less<>> names(kOwnOption);
-  for (const auto& [name, value] : env) names.insert(name);
-  names.insert("TRAINER_ARGV");
-  names.insert("ORCH_ARGV");
-  for (const auto& [name, value] : d.extra_env) {
+  // absent, so a render never depends on which of the two set them; so are those the render
+  // writes itself. The other settings of the table are checked as the driver will check them.
+  std::set<std::string, std::less<>> written;
+  for (const auto& [name, text] : env) written.insert(name);
+  for (const auto& [name, text] : d.extra_env) {
     bool valid = !name.empty() && !(name[0] >= '0' && name[0] <= '9');
     for (char c : name) valid = valid && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
     if (!valid)
-      fail("--driver-env {}={}: '{}' is not an environment variable name", name, value, name);
-    if (names.count(name))
+      fail("--driver-env {}={}: '{}' is not an environment variable name", name, text, name);
+    const DriverSetting* setting = find_driver_setting(name);
+    if (written.count(name) || (setting && (setting->has_option() || setting->option == "argv")))
       fail("--driver-env {}: set it with its own option, not --driver-env", name);
-    env.emplace_back(name, value);
+    if (setting) {
+      if (std::optional<std::string> why = refusal(*setting, text))
+        fail("--driver-env {}={}: {}", name, text, *why);
+    }
+    env.emplace_back(name, text);
   }
   env.emplace_back("TRAINER_ARGV", trainer_argv);
   env.emplace_back("ORCH_ARGV", orch_argv);

@@ -16,7 +16,8 @@
 
 namespace rtb::bench {
 
-// Settings the bench driver reads from its environment (see the driver's module docstring).
+// Settings the bench driver reads from its environment: the table of bench/driver_settings.h
+// (tools/render-bench/driver/settings.tsv), which also checks each value here.
 struct DriverSettings {
   int steps = 5;
   int micro_steps = 9;
@@ -34,6 +35,9 @@ struct DriverSettings {
   std::optional<std::string> routing;     // auto | on | off
   std::optional<std::string> logps_pass;  // auto | on | off
   bool allow_fallbacks = false;           // written as ALLOW_FALLBACKS=1 when set
+  // Settings of the table that have a render-bench option but no field above, as given (name,
+  // value), in the table's order; written after the fields.
+  std::vector<std::pair<std::string, std::string>> other_settings;
   std::vector<std::pair<std::string, std::string>> extra_env;  // --driver-env K=V, in order
 };
 
@@ -89,8 +93,9 @@ inline constexpr const char* kLaunchRenderEnv = "LAUNCH_RENDER";
 // (--demo) asks for the embedded example or it is empty; "" when neither names a file.
 std::string dryrun_input(std::string_view given, bool demo, const char* launch_render);
 
-// --profile-window START:COUNT (fwd_bwd calls) as {START, COUNT}. Throws rtb::Error naming it.
-std::pair<int, int> parse_profile_window(std::string_view text);
+// --profile-window START:COUNT (fwd_bwd calls) as {START, COUNT}; std::nullopt for a blank value
+// (no window). Throws rtb::Error "--profile-window <text>: <reason>" in the driver's words.
+std::optional<std::pair<int, int>> parse_profile_window(std::string_view text);
 // --driver-env KEY=VALUE (a non-empty key) as {KEY, VALUE}. Throws rtb::Error naming it.
 std::pair<std::string, std::string> parse_driver_env(std::string_view text);
 
@@ -130,7 +135,9 @@ inline constexpr std::string_view kOrchestratorDriverEnv[] = {
 
 // The driver settings as the environment assignments of the client command, in order, starting
 // with k8s::kDriverSettingsStart. `orch_env`: the kOrchestratorDriverEnv values the e2e
-// orchestrator sets (name, value).
+// orchestrator sets (name, value). Every value of a setting in the driver settings table is checked
+// there and refused as its option (`--steps 0: must be >= 1`) or as `--driver-env K=V: <reason>`;
+// --driver-env refuses a setting that has its own option or that the render writes.
 std::vector<std::pair<std::string, std::string>> driver_environment(
     const RenderOptions& options, const std::string& trainer_argv, const std::string& orch_argv,
     const std::vector<std::pair<std::string, std::string>>& orch_env = {});
