@@ -35,25 +35,32 @@ class TableTest(unittest.TestCase):
 
   def test_each_kind_refuses_in_its_words(self):
     cases = [
-        ("int>=1", "0", "X='0': must be >= 1"),
-        ("int>=1", "x", "X='x': not an integer"),
-        ("int", "1.5", "X='1.5': not an integer"),
-        ("float>=0", "-1", "X='-1': must be >= 0"),
-        ("float>=0", "inf", "X='inf': must be finite"),
-        ("float>=0", "x", "X='x': not a number"),
-        ("choice:on|off", "maybe", "X='maybe': must be one of on|off"),
-        ("bool", "maybe", "X='maybe': not a boolean (true/false, 1/0, yes/no, on/off)"),
-        ("pad_align", "100", "X='100': must be a multiple of the segment alignment 64"),
-        ("pad_align", "0", "X='0': must be >= 1"),
-        ("window", "5", "X='5': expected START:COUNT (fwd_bwd calls, 0-based start)"),
-        ("window", "-1:2", "X='-1:2': START must be >= 0"),
-        ("window", "1:0", "X='1:0': COUNT must be >= 1"),
+        ("int>=1", "0", "must be >= 1"),
+        ("int>=1", "x", "not an integer"),
+        ("int", "1.5", "not an integer"),
+        ("float>=0", "-1", "must be >= 0"),
+        ("float>=0", "inf", "must be finite"),
+        ("float>=0", "x", "not a number"),
+        ("choice:on|off", "maybe", "must be one of on|off"),
+        ("bool", "maybe", "not a boolean (true/false, 1/0, yes/no, on/off)"),
+        ("pad_align", "100", "must be a multiple of the segment alignment 64"),
+        ("pad_align", "0", "must be >= 1"),
+        ("window", "5", "expected START:COUNT (fwd_bwd calls, 0-based start)"),
+        ("window", "-1:2", "START must be >= 0"),
+        ("window", "1:0", "COUNT must be >= 1"),
+        # ASCII only, as render-bench reads them: no other Unicode digits or spaces.
+        ("int>=1", "\u0663", "not an integer"),
+        ("int", "5\u00a0", "not an integer"),
+        ("float>=0", "\u0661.5", "not a number"),
+        ("choice:on|off", "on\u00a0", "must be one of on|off"),
+        ("bool", "\u00a0yes", "not a boolean (true/false, 1/0, yes/no, on/off)"),
+        ("window", "\u0661:2", "expected START:COUNT (fwd_bwd calls, 0-based start)"),
     ]
-    for kind, text, message in cases:
+    for kind, text, reason in cases:
       with self.subTest(kind=kind, text=text):
         with self.assertRaises(driver.SettingsError) as caught:
           driver.parse_kind(kind, "X", text)
-        self.assertEqual(str(caught.exception), message)
+        self.assertEqual(str(caught.exception), f"X={text!r}: {reason}")
 
   def test_each_kind_reads_its_values(self):
     cases = [("int>=1", " 3 ", 3), ("float>=0", "0.5", 0.5), ("choice:auto|on|off", "ON", "on"),

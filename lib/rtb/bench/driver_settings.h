@@ -67,8 +67,8 @@ std::vector<DriverSetting> parse_driver_settings(std::string_view text, std::str
 // Why the driver refuses `value` for `setting`, in its words ("must be >= 1"); std::nullopt when
 // it accepts it. The value is trimmed of white space first; a blank one means "unset" and is
 // accepted. argv, targets and text settings are not checked here. Digits and white space are
-// ASCII: Python also takes other Unicode digits and spaces (Arabic-Indic digits, a no-break
-// space), which are refused here.
+// ASCII on both sides: the driver refuses other Unicode digits and spaces too (Arabic-Indic
+// digits, a no-break space), which Python's int() and float() alone would take.
 std::optional<std::string> refusal(const DriverSetting& setting, std::string_view value);
 
 // A value given to the setting's render-bench option, checked: it throws rtb::Error

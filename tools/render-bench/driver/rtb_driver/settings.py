@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from .common import one_line, SettingsError
 from .table import SettingRow, setting_rows, table_default
+from .values import BLANKS
 
 
 @dataclasses.dataclass
@@ -81,7 +82,7 @@ NAME_SETTING = "BENCH_NAME"  # default: JOBSET_NAME, else "bench"
 def _given(env: Mapping[str, str], name: str) -> Optional[str]:
   """The value of `name`, or None when it is unset or empty (empty means the default)."""
   value = env.get(name)
-  if value is None or value.strip() == "":
+  if value is None or value.strip(BLANKS) == "":
     return None
   return value
 

@@ -11,10 +11,17 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from .common import SEGMENT_ALIGN, SettingsError
 
+# The white space a value is trimmed of: what str.strip() removes, in ASCII. Values are read as
+# ASCII only (Python would also take other Unicode digits and spaces), so that render-bench, which
+# checks the same settings in C++ (lib/rtb/bench/driver_settings.cc), reads them exactly alike.
+BLANKS = " \t\n\v\f\r\x1c\x1d\x1e\x1f"
+
 
 def parse_int(name: str, text: str, minimum: Optional[int] = None) -> int:
   try:
-    value = int(text.strip(), 10)
+    if not text.isascii():
+      raise ValueError(text)
+    value = int(text.strip(BLANKS), 10)
   except ValueError:
     raise SettingsError(f"{name}={text!r}: not an integer") from None
   if minimum is not None and value < minimum:
@@ -24,7 +31,9 @@ def parse_int(name: str, text: str, minimum: Optional[int] = None) -> int:
 
 def parse_float(name: str, text: str, minimum: Optional[float] = None) -> float:
   try:
-    value = float(text.strip())
+    if not text.isascii():
+      raise ValueError(text)
+    value = float(text.strip(BLANKS))
   except ValueError:
     raise SettingsError(f"{name}={text!r}: not a number") from None
   if not math.isfinite(value):
@@ -35,7 +44,7 @@ def parse_float(name: str, text: str, minimum: Optional[float] = None) -> float:
 
 
 def parse_choice(name: str, text: str, choices: Sequence[str]) -> str:
-  value = text.strip().lower()
+  value = text.strip(BLANKS).lower()
   if value not in choices:
     raise SettingsError(f"{name}={text!r}: must be one of {'|'.join(choices)}")
   return value
@@ -50,7 +59,7 @@ def parse_pad_align(name: str, text: str) -> int:
 
 
 def parse_window(name: str, text: str) -> Tuple[int, int]:
-  match = re.fullmatch(r"\s*(-?\d+)\s*:\s*(-?\d+)\s*", text)
+  match = re.fullmatch(r"\s*(-?\d+)\s*:\s*(-?\d+)\s*", text, flags=re.ASCII)
   if not match:
     raise SettingsError(f"{name}={text!r}: expected START:COUNT (fwd_bwd calls, 0-based start)")
   start, count = int(match.group(1)), int(match.group(2))
@@ -161,7 +170,7 @@ FALSE_WORDS = ("0", "false", "no", "off", "f", "n", "")
 
 
 def parse_bool_word(name: str, text: str) -> bool:
-  value = text.strip().lower()
+  value = text.strip(BLANKS).lower()
   if value in TRUE_WORDS:
     return True
   if value in FALSE_WORDS:
