@@ -5,11 +5,11 @@ import dataclasses
 import json
 import re
 import unittest
-from typing import Any
+from typing import Any, List
 
 import numpy as np
 
-from fakes import ExplicitWorker, Harness, TimingWorker, make_plan
+from fakes import Events, ExplicitWorker, FakeClock, Harness, TimingWorker, make_plan
 from driver_loader import load_driver
 
 bd = load_driver()
@@ -80,6 +80,20 @@ class StepTimingTest(unittest.TestCase):
     harness.run(make_plan(steps=2, micro_steps=2))
     self.assertEqual(harness.machine("TRAINER_STEP_TIMING"), [])
 
+  def test_the_snapshot_is_taken_at_the_calls_midpoint(self):
+    clock = FakeClock()
+    worker = TimingWorker(clock, Events(), timing={"v": 1, "mb": []}, rtt=0.5)
+    lines: List[str] = []
+    snapshot = bd.log_step_timing(worker, 4, 3, clock, lines.append)
+    self.assertEqual(snapshot.at, 1000.25)
+    self.assertEqual(snapshot.record, {"v": 1, "mb": []})
+    self.assertEqual(
+        lines,
+        ['TRAINER_STEP_TIMING step=4 policy_version=3 rtt_s=0.500 '
+         'timing={"v":1,"mb":[]}'])
+    self.assertIsNone(bd.log_step_timing(object(), 0, 0, clock, lines.append))
+    self.assertEqual(len(lines), 1)  # nothing logged without get_step_timing
+
 
 class ScalarMetricsTest(unittest.TestCase):
 
@@ -139,6 +153,71 @@ class ScalarMetricsTest(unittest.TestCase):
           }, warn=warnings.append, warned=warned), {"x": 1.0})
     self.assertEqual(len(warnings), 1)
     self.assertIn("odd", warnings[0])
+
+
+class ReadyTimesTest(unittest.TestCase):
+  """The trainer's own ready times, moved onto the driver's clock."""
+
+  def snapshot(self, mb: Any, update: Any = None) -> Any:
+    return bd.TimingSnapshot(record={"v": 1, "mb": mb, "update": update}, at=100.0)
+
+  def test_ready_times(self):
+    snapshot = self.snapshot([{
+        "i": 0,
+        "ready_ago_s": 3.0
+    }, {
+        "i": 1,
+        "ready_ago_s": 1
+    }], {"ready_ago_s": 0.5})
+    self.assertEqual(bd.ready_times(snapshot, 2), ([97.0, 99.0], 99.5))
+    self.assertEqual(bd.ready_times(self.snapshot([{"ready_ago_s": 2.0}]), 1), ([98.0], None))
+    self.assertEqual(
+        bd.ready_times(self.snapshot([{
+            "ready_ago_s": 2.0
+        }], {"ready_ago_s": True}), 1), ([98.0], None))
+
+  def test_none_unless_every_call_has_one(self):
+    for mb in ([{
+        "ready_ago_s": 1.0
+    }], [{
+        "ready_ago_s": 1.0
+    }, {
+        "ready_ago_s": None
+    }], [{
+        "ready_ago_s": 1.0
+    }, {
+        "ready_ago_s": float("nan")
+    }], [{
+        "ready_ago_s": 1.0
+    }, {
+        "ready_ago_s": False
+    }], [{
+        "ready_ago_s": 1.0
+    }, 2.0], "mb"):
+      with self.subTest(mb=mb):
+        self.assertIsNone(bd.ready_times(self.snapshot(mb), 2))
+    self.assertIsNone(bd.ready_times(None, 2))
+    self.assertIsNone(bd.ready_times(bd.TimingSnapshot(record=[1, 2], at=1.0), 2))
+
+
+class DroppedTokensTest(unittest.TestCase):
+
+  def test_dropped_tokens_of(self):
+    metrics = {
+        "loss": 1.0,
+        "moe/layer0/dropped_tokens": 2.0,
+        "moe/layer1/tokens_dropped": 3.0,
+        "num_dropped_tokens": 1.0,
+        "dropped_token_count": 0.0,
+        "moe/dropped_tokens_rate": 9.0,  # not a count
+        "moe/layer2/dropped_tokens": float("nan"),  # not finite: left out
+    }
+    self.assertEqual(bd.dropped_tokens_of(metrics),
+                     (6.0, "dropped_token_count,moe/layer0/dropped_tokens,"
+                      "moe/layer1/tokens_dropped,num_dropped_tokens"))
+    self.assertEqual(bd.dropped_tokens_of({"loss": 1.0}), (None, None))
+    self.assertEqual(bd.dropped_tokens_of(None), (None, None))
+    self.assertEqual(bd.dropped_tokens_of({"dropped_tokens": 0.0}), (0.0, "dropped_tokens"))
 
 
 if __name__ == "__main__":
