@@ -377,15 +377,9 @@ class FakeTunixTestCase(unittest.TestCase):
         handle.write(textwrap.dedent(text))
     return root
 
-  def run_driver(
-      self,
-      worker: str = "explicit",
-      root: Optional[str] = None,
-      args: Sequence[str] = (),
-      **settings: str) -> Tuple["subprocess.CompletedProcess[str]", List[Dict[str, Any]]]:
-    """Runs `python3 bench_driver.py ARGS` with a 2-step, 3-micro-step environment and
-    `settings` on top: (the finished process, every call the stand-ins logged)."""
-    root = root or self.root
+  def driver_env(self, root: str, worker: str = "explicit", **settings: str) -> Dict[str, str]:
+    """The environment of a 2-step, 3-micro-step run on the stand-in tree at `root`, with
+    `settings` on top; the stand-ins log their calls to a fresh calls.jsonl there."""
     log = os.path.join(root, "calls.jsonl")
     if os.path.exists(log):
       os.unlink(log)
@@ -402,16 +396,33 @@ class FakeTunixTestCase(unittest.TestCase):
         "ROUTING_TARGETS": "1,2,4"
     }
     env.update(settings)
+    return env
+
+  @staticmethod
+  def logged_calls(root: str) -> List[Dict[str, Any]]:
+    """Every call the stand-ins at `root` logged, in order."""
+    log = os.path.join(root, "calls.jsonl")
+    if not os.path.exists(log):
+      return []
+    with open(log, encoding="utf-8") as handle:
+      return [json.loads(line) for line in handle]
+
+  def run_driver(
+      self,
+      worker: str = "explicit",
+      root: Optional[str] = None,
+      args: Sequence[str] = (),
+      **settings: str) -> Tuple["subprocess.CompletedProcess[str]", List[Dict[str, Any]]]:
+    """Runs `python3 bench_driver.py ARGS` in driver_env(root, worker, **settings): (the
+    finished process, every call the stand-ins logged)."""
+    root = root or self.root
+    env = self.driver_env(root, worker, **settings)
     result = subprocess.run([PYTHON, driver_path(), *args],
                             env=env,
                             capture_output=True,
                             text=True,
                             timeout=60)
-    calls = []
-    if os.path.exists(log):
-      with open(log, encoding="utf-8") as handle:
-        calls = [json.loads(line) for line in handle]
-    return result, calls
+    return result, self.logged_calls(root)
 
   @staticmethod
   def machine(result: "subprocess.CompletedProcess[str]", prefix: str) -> List[str]:
