@@ -1,16 +1,21 @@
-"""Tests of `bench_driver.py --dump-payload` (dump.py), run as a subprocess with
-/usr/bin/python3."""
+"""Tests of `bench_driver.py --dump-payload` (dump.py): run as a subprocess with /usr/bin/python3,
+and dump_main in-process for its settings record and refusals."""
 
+import contextlib
+import io
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import unittest
+from typing import Tuple
 
 import numpy as np
 
-from driver_loader import driver_path
+from driver_loader import driver_path, load_driver
+
+bd = load_driver()
 
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 
@@ -212,6 +217,76 @@ class DumpPayloadTest(unittest.TestCase):
                        out="/nonexistent-dir/payload.npz")
     self.assertEqual(result.returncode, 2)
     self.assertIn("cannot write /nonexistent-dir/payload.npz", result.stderr)
+
+
+class InProcessTest(unittest.TestCase):
+  """dump_main and the settings record, called in-process."""
+
+  BASE = ["--rows", "2", "--tokens", "128", "--layers", "1", "--topk", "2", "--experts", "8"]
+
+  def setUp(self):
+    self.directory = tempfile.TemporaryDirectory()
+    self.addCleanup(self.directory.cleanup)
+    self.out = os.path.join(self.directory.name, "p.npz")
+
+  def dump(self, *args: str) -> Tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+      code = bd.dump_main(["--dump-payload", self.out, *self.BASE, *args])
+    return code, out.getvalue(), err.getvalue()
+
+  def test_the_settings_record(self):
+    code, _, err = self.dump("--final-rows", "1", "--routing-targets", "1.1234567891234")
+    self.assertEqual((code, err),
+                     (0, "bench_driver: note: --final-rows takes effect with --final\n"))
+    with np.load(self.out) as archive:
+      member = archive[bd.SETTINGS_MEMBER]
+    self.assertEqual((member.dtype, member.ndim), (np.dtype(np.uint8), 1))
+    record = json.loads(bytes(member).decode("utf-8"))
+    self.assertEqual(
+        record,
+        {
+            "format": "rtb.payload-settings/1",
+            "builder": "bench_driver",
+            "version": bd.DRIVER_VERSION,
+            "rows": 2,
+            "tokens": 128,
+            "layers": 1,
+            "topk": 2,
+            "experts": 8,
+            "vocab": bd.DEFAULT_VOCAB,
+            "pad_id": 0,
+            "real_len": bd.default_real_len(128),
+            "segments": 1,
+            "segments_rule": "option",
+            "max_prompt_length": 0,
+            "final_rows": None,  # --final-rows without --final
+            "pad_position": "end",
+            "pad_align": 4096,
+            "advantages": "random",
+            "seed": 0,
+            "routing_targets": [1.123456789],
+            "routing_scale": 1.0,
+            "routing_targets_source": "--routing-targets",
+            "old_logps": True,
+        })
+    self.assertEqual(json.loads(bytes(bd.settings_array({"a": [1, "é"]})).decode("utf-8")),
+                     {"a": [1, "é"]})
+
+  def test_refusals_write_nothing(self):
+    for args, message in [
+        (["--topk", "9"], "--topk=9 exceeds --experts=8 (each token needs distinct experts)"),
+        (["--pad-id", str(bd.DEFAULT_VOCAB)], f"--pad-id={bd.DEFAULT_VOCAB}: must be in [0, "
+         f"vocab={bd.DEFAULT_VOCAB})"),
+        (["--rows", "0"], "--rows=0: must be >= 1"),
+        (["--max-prompt-length", "-1"], "--max-prompt-length=-1: must be >= 0"),
+        (["--final", "--final-rows", "0"], "--final-rows=0: must be between 1 and --rows=2"),
+    ]:
+      with self.subTest(args=args):
+        with self.assertRaises(bd.SettingsError) as caught:
+          self.dump(*args)
+        self.assertEqual(str(caught.exception), message)
+        self.assertEqual(os.listdir(self.directory.name), [])
 
 
 if __name__ == "__main__":
