@@ -1,5 +1,6 @@
 """Tests of `bench_driver.py --preflight` (preflight.py): the pod's set-up checked on CPU, one
-line per check, against the stand-ins of fake_tunix.py; no trainer is built."""
+line per check, against the stand-ins of fake_tunix.py; no trainer is built. The checklist's
+lines and exit codes are also checked in-process."""
 
 import subprocess
 import unittest
@@ -7,6 +8,9 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import fake_tunix
 from fake_tunix import FAKES
+from driver_loader import load_driver
+
+bd = load_driver()
 
 
 class PreflightTest(fake_tunix.FakeTunixTestCase):
@@ -103,6 +107,46 @@ class PreflightTest(fake_tunix.FakeTunixTestCase):
     result, _, _ = self.preflight(STEPS="0")
     self.assertEqual(result.returncode, 2)
     self.assertIn("STEPS", result.stderr)
+
+
+class ChecklistTest(unittest.TestCase):
+  """The preflight's checklist, in-process: one line per check, and the exit code."""
+
+  def test_lines_and_exit_codes(self):
+    lines: List[str] = []
+    checks = bd.Checklist(lines.append)
+
+    def bad_setting() -> str:
+      raise bd.SettingsError("STEPS='0':\nmust be >= 1")
+
+    def missing() -> str:
+      raise bd.TunixMissing("")
+
+    self.assertTrue(checks.check("jax", lambda: "jax 0.7:\n 8 devices"))
+    self.assertEqual(checks.exit_code(), 0)
+    self.assertFalse(checks.check("tokenizer", missing, needs=["jax"]))
+    self.assertEqual(checks.exit_code(), 1)
+    self.assertFalse(checks.check("batch configuration", lambda: "x", needs=["jax", "tokenizer"]))
+    self.assertFalse(checks.check("settings", bad_setting))
+    self.assertEqual(checks.exit_code(), 2)  # bad settings outrank a failed check
+    self.assertEqual(lines, [
+        "preflight: ok    jax: jax 0.7: 8 devices",
+        "preflight: FAIL  tokenizer: TunixMissing",
+        "preflight: skip  batch configuration: needs tokenizer",
+        "preflight: FAIL  settings: STEPS='0': must be >= 1",
+    ])
+    self.assertEqual(checks.failed, ["tokenizer", "settings"])  # a skipped check is no failure
+    self.assertEqual(checks.passed, {"jax"})
+
+  def test_preflight_experts_reach_every_target(self):
+    self.assertEqual(bd.preflight_experts(None), 16)
+    self.assertEqual(bd.preflight_experts([1.0, 3.5]), 16)
+    self.assertEqual(bd.preflight_experts([9.0]), 36)
+    self.assertEqual(bd.preflight_experts([12.5]), 52)  # the highest target rounded up
+    for targets in ([1.0], [4.0, 2.0], [9.0], [12.5]):
+      with self.subTest(targets=targets):
+        # max/mean <= experts / top-k: the small payload can reach every target.
+        self.assertGreaterEqual(bd.preflight_experts(targets) / bd.PREFLIGHT_TOPK, max(targets))
 
 
 if __name__ == "__main__":
