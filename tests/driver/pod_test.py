@@ -3,12 +3,17 @@
 PodFlowTest runs the one-file driver as the pod does (python3 bench_driver.py, settings from the
 environment) on the stand-ins of fake_tunix.py: set-up, payloads, compile, timed steps and
 summary, and each way the run stops. In-process: resolve_plan_inputs, which checks the settings
-against the shapes Tunix reports.
+against the shapes Tunix reports, the warm-up signature check, the compile call, the actor
+log-prob pass and the gradient-norm warning.
 """
 
+import contextlib
+import dataclasses
+import io
 import json
 import types
 import unittest
+from typing import Any, Callable, List, Tuple
 
 import fake_tunix
 from fake_tunix import FAKES, ORCH_ARGV, TRAINER_ARGV
@@ -369,6 +374,144 @@ class PodFlowTest(fake_tunix.FakeTunixTestCase):
     self.assertEqual(events.count("stop_trace"), 1)
     self.assertEqual(len(self.machine(result, "BENCH_STEP ")), 1)
     self.assertEqual(self.machine(result, "BENCH_SUMMARY"), [])
+
+
+def quietly(call: Callable[[], Any]) -> Tuple[Any, str]:
+  """(what call() returns, what it printed)."""
+  out = io.StringIO()
+  with contextlib.redirect_stdout(out):
+    result = call()
+  return result, out.getvalue()
+
+
+class WarmupSignatureTest(unittest.TestCase):
+  """check_warmup_signature: the payload must be what the trainer compiled for."""
+
+  def setup(self, mismatch: Any = None, allowed: bool = False) -> Any:
+    signature = None if mismatch is None else (lambda payload: ("sig", payload))
+    return types.SimpleNamespace(warmup="WARMUP",
+                                 payload_signature=signature,
+                                 signature_mismatch=mismatch,
+                                 fallbacks=bd.Fallbacks(allowed, log=[].append))
+
+  def test_a_matching_payload(self):
+    compared = []
+
+    def mismatch(expected, actual):
+      compared.append((expected, actual))
+      return ""
+
+    _, out = quietly(lambda: bd.check_warmup_signature(self.setup(mismatch), "PAYLOAD"))
+    self.assertEqual(compared, [(("sig", "WARMUP"), ("sig", "PAYLOAD"))])
+    self.assertEqual(out, "[TrainerBench] payload matches the warm-up signature\n")
+
+  def test_a_mismatch_stops_the_run(self):
+    with self.assertRaises(bd.TunixMissing) as caught:
+      bd.check_warmup_signature(self.setup(lambda a, b: "completion_ids:\n int64"), "PAYLOAD")
+    self.assertEqual(
+        str(caught.exception), "the payload differs from the warm-up signature (fwd_bwd would "
+        "recompile another program): completion_ids: int64")
+
+    def broken(a, b):
+      raise ValueError("no shapes")
+
+    with self.assertRaisesRegex(
+        bd.TunixMissing, r"^could not compare the payload with the "
+        r"warm-up signature: no shapes$"):
+      bd.check_warmup_signature(self.setup(broken), "PAYLOAD")
+
+  def test_without_the_functions_a_fallback(self):
+    with self.assertRaisesRegex(bd.TunixMissing, "ALLOW_FALLBACKS=1 would time without checking"):
+      bd.check_warmup_signature(self.setup(), "PAYLOAD")
+    allowed = self.setup(allowed=True)
+    bd.check_warmup_signature(allowed, "PAYLOAD")
+    self.assertEqual(len(allowed.fallbacks.taken), 1)
+
+
+class CompileTest(unittest.TestCase):
+
+  def test_the_compile_call_each_worker_has(self):
+    calls: List[Any] = []
+
+    class Compiles:
+
+      def compile(self, payload):
+        calls.append(("compile", payload))
+
+    class WarmsUp:
+
+      def warmup_compile(self, payload):
+        calls.append(("warmup_compile", payload))
+
+    def setup(worker: Any, abstract: bool) -> Any:
+      return types.SimpleNamespace(worker=worker, warmup="WARMUP", warmup_is_abstract=abstract)
+
+    (method, _), out = quietly(lambda: bd.compile_trainer(setup(Compiles(), True), "REGULAR"))
+    self.assertEqual(method, "worker.compile")
+    self.assertIn("first_step_s", out)
+    (method, _), _ = quietly(lambda: bd.compile_trainer(setup(Compiles(), False), "REGULAR"))
+    (method, _), _ = quietly(lambda: bd.compile_trainer(setup(WarmsUp(), False), "REGULAR"))
+    self.assertEqual(method, "worker.warmup_compile (in the background; step 0 waits for it)")
+    (method, seconds), _ = quietly(lambda: bd.compile_trainer(setup(object(), True), "REGULAR"))
+    self.assertEqual(method, "none")
+    self.assertGreaterEqual(seconds, 0.0)
+    # An abstract warm-up payload is what compiles; a concrete one stands in for the payload.
+    self.assertEqual(calls, [("compile", "WARMUP"), ("compile", "REGULAR"),
+                             ("warmup_compile", "WARMUP")])
+
+
+class LogpsPassTest(unittest.TestCase):
+
+  def test_one_request_per_payload(self):
+
+    @dataclasses.dataclass
+    class LogprobsRequest:
+      prompt_tokens: Any
+      completion_tokens: Any
+      pad_id: int
+      eos_id: int
+      temperature: float = 1.0
+      model_role: str = "actor"
+      segment_ids: Any = None
+      segment_positions: Any = None
+
+    scored: List[Any] = []
+    worker = types.SimpleNamespace(per_token_logps=lambda request: scored.append(request) or 0.5)
+    setup = types.SimpleNamespace(logps_request_class=LogprobsRequest,
+                                  pad_id=3,
+                                  eos_id=4,
+                                  temperature=0.7,
+                                  worker=worker)
+    regular, final = (types.SimpleNamespace(prompt_ids=name + "-prompt",
+                                            completion_ids=name + "-ids",
+                                            segment_ids=name + "-segments",
+                                            segment_positions=name + "-positions")
+                      for name in ("regular", "final"))
+    self.assertIsNone(bd.make_logps_pass(setup, False, [regular, final]))
+    score = bd.make_logps_pass(setup, True, [regular, final])
+    self.assertEqual(score(final), 0.5)
+    score(regular)
+    self.assertEqual(scored, [
+        LogprobsRequest("final-prompt", "final-ids", 3, 4, 0.7, "actor", "final-segments",
+                        "final-positions"),
+        LogprobsRequest("regular-prompt", "regular-ids", 3, 4, 0.7, "actor", "regular-segments",
+                        "regular-positions"),
+    ])
+
+
+class GradientNormTest(unittest.TestCase):
+
+  def test_a_warning_when_no_step_reports_a_gradient_norm(self):
+
+    def record(metrics: Any) -> Any:
+      return bd.StepRecord(0, 1.0, [1.0], 10, 0.0, False, metrics=metrics)
+
+    _, out = quietly(lambda: bd.warn_without_gradient_norm([record({"loss": 1.0})]))
+    self.assertTrue(out.startswith("[TrainerBench] WARNING: the trainer reports no gradient norm"))
+    for records in ([record({"loss": 1.0}), record({"grad_norm": 0.5})],
+                    [record({"gradient_norm": 0.5})], [record(None)], []):
+      with self.subTest(records=records):
+        self.assertEqual(quietly(lambda: bd.warn_without_gradient_norm(records))[1], "")
 
 
 if __name__ == "__main__":
