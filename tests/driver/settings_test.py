@@ -1,6 +1,7 @@
 """Tests of the bench driver's environment contract (settings.py): parsing, defaults and
 one-line errors."""
 
+import json
 import unittest
 
 from settings_env import base_env, ORCH_ARGV, settings_error, TRAINER_ARGV
@@ -115,6 +116,50 @@ class ParseTest(unittest.TestCase):
     ]:
       with self.subTest(env=env):
         self.assertIn(fragment, settings_error(self, bd.parse_settings, env))
+
+  def test_orchestrator_copies_are_kept_as_written(self):
+    settings = bd.parse_settings(
+        base_env(ORCH_PACK_PAD_ALIGN=" 1024 ", ORCH_PIPELINE_STEP_BOUNDARY="Yes"))
+    # Validated now, resolved later: the text is the source BENCH_SUMMARY names.
+    self.assertEqual(settings.orch_pack_pad_align, "1024")
+    self.assertEqual(settings.orch_pipeline_step_boundary, "Yes")
+    self.assertIsNone(settings.orch_stage_next_microbatch)
+    self.assertEqual(settings_error(self, bd.parse_settings, base_env(ORCH_PACK_PAD_ALIGN="100")),
+                     "ORCH_PACK_PAD_ALIGN='100': must be a multiple of the segment alignment 64")
+
+  def test_the_first_bad_value_in_the_tables_order(self):
+    self.assertIn("STEPS", settings_error(self, bd.parse_settings, base_env(ROUTING="x",
+                                                                            STEPS="0")))
+
+
+class PrintSettingsTest(unittest.TestCase):
+
+  def test_every_setting_that_is_set_as_the_driver_reads_it(self):
+    text = bd.print_settings(
+        base_env(PROFILE_WINDOW="10:4",
+                 STEPS="3",
+                 LOGP_GATES="off",
+                 ROUTING_TARGETS="1.5, 2",
+                 ORCH_PACK_PAD_ALIGN="1024",
+                 SEED="",
+                 JOBSET_NAME="js"))
+    printed = json.loads(text)
+    self.assertEqual(text, json.dumps(printed, separators=(",", ":")))  # one compact line
+    self.assertEqual(list(printed), [
+        "TRAINER_ARGV", "ORCH_ARGV", "STEPS", "ROUTING_TARGETS", "LOGP_GATES", "PROFILE_WINDOW",
+        "ORCH_PACK_PAD_ALIGN"
+    ])  # the table's order; unset and empty ones left out
+    self.assertEqual(printed["TRAINER_ARGV"], bd.parse_settings(base_env()).trainer_argv)
+    self.assertEqual(printed["STEPS"], 3)
+    self.assertEqual(printed["ROUTING_TARGETS"], [1.5, 2.0])
+    self.assertEqual(printed["LOGP_GATES"], "off")
+    self.assertEqual(printed["PROFILE_WINDOW"], "10:4")
+    self.assertEqual(printed["ORCH_PACK_PAD_ALIGN"], 1024)
+
+  def test_a_bad_value_is_refused_as_the_pod_run_would(self):
+    self.assertEqual(settings_error(self, bd.print_settings, base_env(STEPS="0")),
+                     "STEPS='0': must be >= 1")
+    self.assertIn("TRAINER_ARGV is not set", settings_error(self, bd.print_settings, {}))
 
 
 if __name__ == "__main__":
