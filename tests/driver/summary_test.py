@@ -5,7 +5,7 @@ import dataclasses
 import json
 import types
 import unittest
-from typing import Optional
+from typing import Any, List, Optional
 
 from fakes import FusedWorker, Harness, make_plan
 from driver_loader import load_driver
@@ -104,6 +104,57 @@ class SummarizeTest(unittest.TestCase):
     self.assertTrue(summary["fused_update"])
     self.assertEqual(len(summary["step_s"]), 3)
     self.assertAlmostEqual(summary["mean_step_s"], 6.5)
+
+  def test_no_median_when_steps_timed_micro_batches_differently(self):
+    plan = make_plan(steps=3, micro_steps=2)
+    records = [
+        bd.StepRecord(step,
+                      2.0, [1.0, 1.0],
+                      10,
+                      0.0,
+                      False,
+                      microbatch_timing=timing,
+                      microbatch_timing_source=source)
+        for step, (timing, source) in enumerate([("device",
+                                                  "token"), ("device",
+                                                             "token"), ("dispatch", "dispatch")])
+    ]
+    summary = bd.summarize(plan,
+                           records,
+                           rows=1,
+                           tokens_per_row=8,
+                           real_len=7,
+                           segments=1,
+                           final_rows=1,
+                           layers=None,
+                           topk=None,
+                           experts=None,
+                           routing=[],
+                           routing_final=None,
+                           knobs={})
+    self.assertEqual(summary["microbatch_timing"], "mixed")
+    self.assertIsNone(summary["median_microbatch_s"])
+    self.assertEqual(summary["microbatch_timing_source"], ["dispatch", "token"])
+    self.assertEqual(summary["mean_step_s"], 2.0)
+
+  def test_no_steps(self):
+    summary = bd.summarize(make_plan(steps=0), [],
+                           rows=1,
+                           tokens_per_row=8,
+                           real_len=7,
+                           segments=1,
+                           final_rows=1,
+                           layers=None,
+                           topk=None,
+                           experts=None,
+                           routing=[],
+                           routing_final=None,
+                           knobs={})
+    self.assertIsNone(summary["first_step_s"])
+    self.assertIsNone(summary["mean_step_s"])
+    self.assertIsNone(summary["tokens_per_s_per_chip"])
+    self.assertIsNone(summary["update"])
+    self.assertFalse(summary["fused_update"])
 
 
 class TokenDroppingTest(unittest.TestCase):
@@ -241,6 +292,63 @@ class CountChipsTest(unittest.TestCase):
     self.assertEqual(bd.count_chips([Device("cpu")] * 3), (3, 1))
     two_slices = [Device("TPU v5", (0, 0, 0), s) for s in range(2)]
     self.assertEqual(bd.count_chips(two_slices), (2, 1))
+
+
+class ReportSummaryTest(unittest.TestCase):
+  """The human lines after BENCH_SUMMARY."""
+
+  SUMMARY = {
+      "name": "arm-a",
+      "first_step_s": 90.5,
+      "steady_steps": [1, 2],
+      "mean_step_s": 10.25,
+      "microbatch_timing": "device",
+      "median_microbatch_s": 1.125,
+      "microbatch_timing_source": "loss",
+      "tokens_per_s_per_chip": 3567.0,
+      "real_tokens_per_s_per_chip": 3300.0,
+  }
+
+  def lines(self, **changes: Any) -> List[str]:
+    summary = dict(self.SUMMARY)
+    summary.update(changes)
+    lines: List[str] = []
+    bd.report_summary(summary, lines.append)
+    return lines
+
+  def test_device_times(self):
+    lines = self.lines()
+    self.assertEqual(len(lines), 5)
+    self.assertTrue(lines[0].startswith("arm-a: done. Steps count from 0; step 0 took 90.5 s"))
+    self.assertIn("the means cover steps [1, 2]", lines[0])
+    self.assertTrue(lines[1].startswith("  mean_step_s 10.25: "))
+    self.assertEqual(
+        lines[2], "  median_microbatch_s 1.125: device time per regular micro-batch "
+        "(completion from loss)")
+    self.assertTrue(lines[3].startswith("  tokens_per_s_per_chip 3567.0: "))
+    self.assertEqual(lines[4], "  real_tokens_per_s_per_chip 3300.0: real tokens only")
+
+  def test_dispatch_intervals_and_mixed_timing_are_said(self):
+    self.assertIn("WARNING: host DISPATCH intervals, not device times",
+                  self.lines(microbatch_timing="dispatch")[2])
+    self.assertEqual(
+        self.lines(microbatch_timing="mixed")[2],
+        "  median_microbatch_s: none (steps timed micro-batches differently: mixed)")
+
+  def test_dropped_tokens_and_staging(self):
+    dropped = {"verdict": "dropped", "dropped_tokens": 12.0, "why": "counted"}
+    self.assertEqual(
+        self.lines(token_dropping=dropped)[5],
+        "  WARNING: dropped tokens: 12 (counted): this arm did less MoE work than the e2e run's "
+        "would at the same routing")
+    none = {"verdict": "none", "why": "dropless by configuration"}
+    self.assertEqual(
+        self.lines(token_dropping=none)[5], "  dropped tokens: none (dropless by configuration)")
+    staged = {"resolved": "on", "staged_steps": [1, 2], "latched_off": "no overlap"}
+    self.assertEqual(
+        self.lines(stage_boundary=staged)[5],
+        "  staged step boundary: engaged for steps [1, 2]; latched off: no overlap")
+    self.assertEqual(len(self.lines(stage_boundary={"resolved": "off"})), 5)
 
 
 if __name__ == "__main__":
