@@ -1,4 +1,9 @@
-"""The driver's step loop against a real-time stand-in of MaxText's training engine.
+"""The driver's step loop (steps.py) against a real-time stand-in of MaxText's training engine.
+
+An integration test of run_steps, named for the module it guards: besides StepRunner it runs the
+pod's real CompletionWatcher thread, DeviceObserver reading the engine's `_cached_losses`,
+scalar_metrics on MaxText's MetricsBuffers and summarize, on real time. steps_test.py holds the
+step loop's unit tests on a fake clock.
 
 The stand-in follows AI-Hypercomputer/maxtext src/maxtext/training_engine/ at e591f30c
 (maxtext_engine.py, inflight_throttler.py, metrics.py, abstract_engine.py), read upstream:
@@ -27,7 +32,6 @@ import unittest
 from typing import Any, Dict, List
 
 import numpy as np
-
 
 from driver_loader import load_driver
 
@@ -168,11 +172,15 @@ class MaxTextLikeEngine:
     # Values as MetricsRecorder holds them: one entry per micro-batch, on the device.
     out = []
     for buffer in self._recorded:
-      weighted = {name: WeightedMetric(np.array([np.asarray(m.unreduced_sum) for m in metrics]),
-                                       np.array([np.asarray(m.denominator) for m in metrics]))
-                  for name, metrics in buffer.weighted_metrics.items()}
-      scalars = {name: np.array([np.asarray(v) for v in values])
-                 for name, values in buffer.scalar_metrics.items()}
+      weighted = {
+          name: WeightedMetric(np.array([np.asarray(m.unreduced_sum) for m in metrics]),
+                               np.array([np.asarray(m.denominator) for m in metrics]))
+          for name, metrics in buffer.weighted_metrics.items()
+      }
+      scalars = {
+          name: np.array([np.asarray(v) for v in values
+                         ]) for name, values in buffer.scalar_metrics.items()
+      }
       out.append(MetricsBuffer(buffer.id, weighted, scalars))
     self._recorded = []
     return out
@@ -233,7 +241,11 @@ class StagingTrainerWorker(TrainerWorker):
     self.staged.add(request.request_id)
     return Response(staged=True)
 
-  def fwd_bwd(self, request, accumulate_gradients=True, apply_optimizer=False, skip_jit=False,
+  def fwd_bwd(self,
+              request,
+              accumulate_gradients=True,
+              apply_optimizer=False,
+              skip_jit=False,
               defer_update=False):
     del accumulate_gradients, skip_jit
     if request.request_id in self.staged:
@@ -257,19 +269,42 @@ class StagingTrainerWorker(TrainerWorker):
 
 
 def run(worker, device, steps=3, micro_steps=4, stage=None, state_log=None):
-  plan = bd.BenchPlan(name="engine-model", steps=steps, micro_steps=micro_steps,
-                      regular="REGULAR", final="FINAL", tokens_regular=100, tokens_final=100,
-                      chips=1, padded_tokens_per_call=128, stage_boundary=stage)
+  plan = bd.BenchPlan(name="engine-model",
+                      steps=steps,
+                      micro_steps=micro_steps,
+                      regular="REGULAR",
+                      final="FINAL",
+                      tokens_regular=100,
+                      tokens_final=100,
+                      chips=1,
+                      padded_tokens_per_call=128,
+                      stage_boundary=stage)
   lines, logs = [], [] if state_log is None else state_log
   state = bd.StageState(stage, logs.append)
   worker.compile(None)
-  records = bd.run_steps(worker, plan, calls=bd.WorkerCalls(worker, make_request=Request),
+  records = bd.run_steps(worker,
+                         plan,
+                         calls=bd.WorkerCalls(worker, make_request=Request),
                          observer=bd.DeviceObserver(block_all=device.wait_all),
-                         watcher=bd.CompletionWatcher(time.monotonic), profiler=object(),
-                         out=lines.append, log=logs.append, stage_state=state)
-  summary = bd.summarize(plan, records, rows=1, tokens_per_row=128, real_len=100, segments=1,
-                         final_rows=1, layers=None, topk=None, experts=None, routing=[],
-                         routing_final=None, knobs={}, stage=state.summary())
+                         watcher=bd.CompletionWatcher(time.monotonic),
+                         profiler=object(),
+                         out=lines.append,
+                         log=logs.append,
+                         stage_state=state)
+  summary = bd.summarize(plan,
+                         records,
+                         rows=1,
+                         tokens_per_row=128,
+                         real_len=100,
+                         segments=1,
+                         final_rows=1,
+                         layers=None,
+                         topk=None,
+                         experts=None,
+                         routing=[],
+                         routing_final=None,
+                         knobs={},
+                         stage=state.summary())
   return records, summary, lines
 
 
@@ -305,30 +340,35 @@ class MaxTextEngineModelTest(unittest.TestCase):
       losses_attribute = "_losses_elsewhere"
 
     device = Device()
-    records, summary, lines = run(TrainerWorker(NoCachedLosses(device, 0.0)), device, steps=2,
+    records, summary, lines = run(TrainerWorker(NoCachedLosses(device, 0.0)),
+                                  device,
+                                  steps=2,
                                   micro_steps=3)
     self.assertTrue(all(record.microbatch_timing == "dispatch" for record in records))
     self.assertEqual(summary["microbatch_timing"], "dispatch")
-    self.assertTrue(all('"microbatch_timing":"dispatch"' in line for line in lines
-                        if line.startswith("BENCH_STEP ")))
+    self.assertTrue(
+        all('"microbatch_timing":"dispatch"' in line
+            for line in lines
+            if line.startswith("BENCH_STEP ")))
     # The step still ends when the device is done (a fence), update included.
     for record in records[1:]:
       self.assertGreater(record.seconds, 3 * MB_SECONDS + UPDATE_SECONDS)
 
   def test_the_staged_boundary_removes_the_transfer_bubble(self):
     device = Device()
-    off, _, _ = run(StagingTrainerWorker(MaxTextLikeEngine(device, 0.0)), device,
+    off, _, _ = run(StagingTrainerWorker(MaxTextLikeEngine(device, 0.0)),
+                    device,
                     stage=bd.StagePlan("off", False, "test"))
     device = Device()
-    on, summary, _ = run(StagingTrainerWorker(MaxTextLikeEngine(device, 0.0)), device,
+    on, summary, _ = run(StagingTrainerWorker(MaxTextLikeEngine(device, 0.0)),
+                         device,
                          stage=bd.StagePlan("on", True, "test"))
     self.assertEqual([r.staged for r in on], [False, True, True])
     self.assertEqual(summary["stage_boundary"]["staged_steps"], [1, 2])
     self.assertIsNone(summary["stage_boundary"]["latched_off"])
     for staged, whole in zip(on[1:], off[1:]):
       # The staged step saves about one transfer; its device work is the same.
-      self.assertLess(staged.seconds, whole.seconds - 0.6 * TRANSFER_SECONDS,
-                      msg=(staged, whole))
+      self.assertLess(staged.seconds, whole.seconds - 0.6 * TRANSFER_SECONDS, msg=(staged, whole))
       self.assertEqual(staged.update, "deferred")
       self.assertEqual(whole.update, "fused")
 
@@ -337,7 +377,9 @@ class MaxTextEngineModelTest(unittest.TestCase):
     worker = StagingTrainerWorker(MaxTextLikeEngine(device, 0.0),
                                   stage_error=RuntimeError("host unreachable"))
     logs = []
-    records, summary, _ = run(worker, device, stage=bd.StagePlan("on", True, "test"),
+    records, summary, _ = run(worker,
+                              device,
+                              stage=bd.StagePlan("on", True, "test"),
                               state_log=logs)
     self.assertEqual(worker.stages, 1)
     self.assertEqual([r.staged for r in records], [False, False, False])

@@ -1,39 +1,56 @@
-"""Tests of `bench_driver.py --dump-payload`, run as a subprocess with /usr/bin/python3."""
+"""Tests of `bench_driver.py --dump-payload` (dump.py): run as a subprocess with /usr/bin/python3,
+and dump_main in-process for its settings record and refusals."""
 
+import contextlib
+import io
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import unittest
+from typing import Tuple
 
 import numpy as np
 
-from driver_loader import driver_path
+from driver_loader import driver_path, load_driver
+
+bd = load_driver()
 
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
-
-
 
 
 class DumpPayloadTest(unittest.TestCase):
 
   def test_the_file_says_how_it_was_built(self):
     result = self.dump("--rows", "2", "--tokens", "256", "--layers", "2", "--topk", "2",
-                       "--experts", "8", "--vocab", "300", "--segments", "3",
-                       "--max-prompt-length", "20", "--pad-position", "start", "--pad-align",
-                       "64", "--routing-targets", "1,3", "--routing-scale", "0.5", "--seed", "5")
+                       "--experts", "8", "--vocab", "300", "--segments", "3", "--max-prompt-length",
+                       "20", "--pad-position", "start", "--pad-align", "64", "--routing-targets",
+                       "1,3", "--routing-scale", "0.5", "--seed", "5")
     self.assertEqual(result.returncode, 0, result.stderr)
     arrays = self.load()
     self.assertEqual(arrays["payload_settings"].dtype, np.uint8)
     settings = json.loads(bytes(arrays["payload_settings"]).decode("utf-8"))
     self.assertEqual(settings["format"], "rtb.payload-settings/1")
     self.assertEqual(settings["builder"], "bench_driver")
-    for key, value in dict(rows=2, tokens=256, layers=2, topk=2, experts=8, vocab=300,
-                           segments=3, max_prompt_length=20, pad_position="start",
-                           pad_align=64, advantages="random", seed=5, routing_scale=0.5,
-                           routing_targets=[1.0, 2.0], final_rows=None, old_logps=True,
-                           pad_id=0, real_len=238).items():
+    for key, value in dict(rows=2,
+                           tokens=256,
+                           layers=2,
+                           topk=2,
+                           experts=8,
+                           vocab=300,
+                           segments=3,
+                           max_prompt_length=20,
+                           pad_position="start",
+                           pad_align=64,
+                           advantages="random",
+                           seed=5,
+                           routing_scale=0.5,
+                           routing_targets=[1.0, 2.0],
+                           final_rows=None,
+                           old_logps=True,
+                           pad_id=0,
+                           real_len=238).items():
       self.assertEqual(settings[key], value, key)
     # Prompts: the mask has zeros inside segments.
     real = arrays["segment_ids"] > 0
@@ -41,8 +58,11 @@ class DumpPayloadTest(unittest.TestCase):
 
   def test_a_closed_stdout_ends_quietly(self):
     # 3,000 layers print a table larger than a pipe's buffer; the reader stops after one line.
-    command = [PYTHON, driver_path(), "--dump-payload", self.out, "--rows", "1", "--tokens", "64",
-               "--layers", "3000", "--topk", "2", "--experts", "8"]
+    command = [
+        PYTHON,
+        driver_path(), "--dump-payload", self.out, "--rows", "1", "--tokens", "64", "--layers",
+        "3000", "--topk", "2", "--experts", "8"
+    ]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     process.stdout.readline()
     process.stdout.close()
@@ -70,8 +90,8 @@ class DumpPayloadTest(unittest.TestCase):
 
   def test_writes_every_field_of_the_spec(self):
     result = self.dump("--rows", "3", "--tokens", "512", "--layers", "3", "--topk", "4",
-                       "--experts", "32", "--vocab", "5000", "--segments", "4",
-                       "--routing-targets", "1,2.5,6", "--seed", "11")
+                       "--experts", "32", "--vocab", "5000", "--segments", "4", "--routing-targets",
+                       "1,2.5,6", "--seed", "11")
     self.assertEqual(result.returncode, 0, result.stderr)
     arrays = self.load()
     expected = {
@@ -98,8 +118,7 @@ class DumpPayloadTest(unittest.TestCase):
     routed = arrays["routed_experts"][real]
     for layer, target in enumerate([1.0, 2.5, 6.0]):
       loads = np.bincount(routed[:, layer].ravel().astype(np.int64), minlength=32)
-      self.assertLessEqual(abs(loads.max() / (routed[:, layer].size / 32) - target),
-                           0.01 * target)
+      self.assertLessEqual(abs(loads.max() / (routed[:, layer].size / 32) - target), 0.01 * target)
     ordered = np.sort(routed, axis=-1)
     self.assertFalse((ordered[..., 1:] == ordered[..., :-1]).any())
     self.assertTrue((arrays["routed_experts"][~real] == -1).all())
@@ -115,8 +134,8 @@ class DumpPayloadTest(unittest.TestCase):
       self.assertAlmostEqual(float(fields[2]), target, delta=0.01 * target)
 
   def test_uncompressed_archive(self):
-    result = self.dump("--rows", "1", "--tokens", "64", "--layers", "1", "--topk", "1",
-                       "--experts", "2")
+    result = self.dump("--rows", "1", "--tokens", "64", "--layers", "1", "--topk", "1", "--experts",
+                       "2")
     self.assertEqual(result.returncode, 0, result.stderr)
     import zipfile  # pylint: disable=import-outside-toplevel
     with zipfile.ZipFile(self.out) as archive:
@@ -139,8 +158,7 @@ class DumpPayloadTest(unittest.TestCase):
     routed = arrays["routed_experts"][real]
     for layer, target in enumerate([1.25, 2.0]):  # 1 + 0.5 * (t - 1)
       loads = np.bincount(routed[:, layer].ravel().astype(np.int64), minlength=16)
-      self.assertLessEqual(abs(loads.max() / (routed[:, layer].size / 16) - target),
-                           0.01 * target)
+      self.assertLessEqual(abs(loads.max() / (routed[:, layer].size / 16) - target), 0.01 * target)
 
   def test_routing_table_file(self):
     table = os.path.join(self.directory.name, "table.csv")
@@ -186,10 +204,89 @@ class DumpPayloadTest(unittest.TestCase):
         self.assertEqual(os.listdir(self.directory.name), [])
 
   def test_unwritable_output_exits_2(self):
-    result = self.dump("--rows", "1", "--tokens", "64", "--layers", "1", "--topk", "1",
-                       "--experts", "2", out="/nonexistent-dir/payload.npz")
+    result = self.dump("--rows",
+                       "1",
+                       "--tokens",
+                       "64",
+                       "--layers",
+                       "1",
+                       "--topk",
+                       "1",
+                       "--experts",
+                       "2",
+                       out="/nonexistent-dir/payload.npz")
     self.assertEqual(result.returncode, 2)
     self.assertIn("cannot write /nonexistent-dir/payload.npz", result.stderr)
+
+
+class InProcessTest(unittest.TestCase):
+  """dump_main and the settings record, called in-process."""
+
+  BASE = ["--rows", "2", "--tokens", "128", "--layers", "1", "--topk", "2", "--experts", "8"]
+
+  def setUp(self):
+    self.directory = tempfile.TemporaryDirectory()
+    self.addCleanup(self.directory.cleanup)
+    self.out = os.path.join(self.directory.name, "p.npz")
+
+  def dump(self, *args: str) -> Tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+      code = bd.dump_main(["--dump-payload", self.out, *self.BASE, *args])
+    return code, out.getvalue(), err.getvalue()
+
+  def test_the_settings_record(self):
+    code, _, err = self.dump("--final-rows", "1", "--routing-targets", "1.1234567891234")
+    self.assertEqual((code, err),
+                     (0, "bench_driver: note: --final-rows takes effect with --final\n"))
+    with np.load(self.out) as archive:
+      member = archive[bd.SETTINGS_MEMBER]
+    self.assertEqual((member.dtype, member.ndim), (np.dtype(np.uint8), 1))
+    record = json.loads(bytes(member).decode("utf-8"))
+    self.assertEqual(
+        record,
+        {
+            "format": "rtb.payload-settings/1",
+            "builder": "bench_driver",
+            "version": bd.DRIVER_VERSION,
+            "rows": 2,
+            "tokens": 128,
+            "layers": 1,
+            "topk": 2,
+            "experts": 8,
+            "vocab": bd.DEFAULT_VOCAB,
+            "pad_id": 0,
+            "real_len": bd.default_real_len(128),
+            "segments": 1,
+            "segments_rule": "option",
+            "max_prompt_length": 0,
+            "final_rows": None,  # --final-rows without --final
+            "pad_position": "end",
+            "pad_align": 4096,
+            "advantages": "random",
+            "seed": 0,
+            "routing_targets": [1.123456789],
+            "routing_scale": 1.0,
+            "routing_targets_source": "--routing-targets",
+            "old_logps": True,
+        })
+    self.assertEqual(json.loads(bytes(bd.settings_array({"a": [1, "é"]})).decode("utf-8")),
+                     {"a": [1, "é"]})
+
+  def test_refusals_write_nothing(self):
+    for args, message in [
+        (["--topk", "9"], "--topk=9 exceeds --experts=8 (each token needs distinct experts)"),
+        (["--pad-id", str(bd.DEFAULT_VOCAB)], f"--pad-id={bd.DEFAULT_VOCAB}: must be in [0, "
+         f"vocab={bd.DEFAULT_VOCAB})"),
+        (["--rows", "0"], "--rows=0: must be >= 1"),
+        (["--max-prompt-length", "-1"], "--max-prompt-length=-1: must be >= 0"),
+        (["--final", "--final-rows", "0"], "--final-rows=0: must be between 1 and --rows=2"),
+    ]:
+      with self.subTest(args=args):
+        with self.assertRaises(bd.SettingsError) as caught:
+          self.dump(*args)
+        self.assertEqual(str(caught.exception), message)
+        self.assertEqual(os.listdir(self.directory.name), [])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,185 @@
+"""Tests of what the step loop runs and records (plan.py): BenchPlan's counts and profiled steps,
+the BENCH_STEP record, the profiler window, the staged boundary's state and a stage's verdict."""
+
+import unittest
+from typing import Any, List, Optional, Tuple
+
+from fakes import Events, FakeProfiler, Response, make_plan, stage_plan
+from driver_loader import load_driver
+
+bd = load_driver()
+
+
+class BenchPlanTest(unittest.TestCase):
+
+  def test_tokens_per_step(self):
+    plan = make_plan(micro_steps=3, tokens_regular=100, tokens_final=40, padded=128)
+    self.assertEqual(plan.tokens_per_step, 100 * 2 + 40)  # the last micro-batch is the final one
+    self.assertEqual(plan.padded_tokens_per_step, 128 * 3)
+    self.assertEqual(make_plan(micro_steps=1, tokens_final=40).tokens_per_step, 40)
+
+  def test_a_step_is_profiled_when_any_of_its_calls_is_in_the_window(self):
+    # Steps of 3 calls: step 0 is calls 0-2, step 1 calls 3-5, step 2 calls 6-8.
+    for window, profiled in [((3, 3), [False, True, False]), ((2, 2), [True, True, False]),
+                             ((5, 2), [False, True, True]), ((0, 1), [True, False, False]),
+                             ((9, 4), [False, False, False])]:
+      with self.subTest(window=window):
+        plan = make_plan(steps=3, micro_steps=3, window=window)
+        self.assertEqual([plan.profiled(step) for step in range(3)], profiled)
+    self.assertFalse(make_plan(window=None).profiled(0))
+
+
+class StepRecordTest(unittest.TestCase):
+
+  def test_as_json(self):
+    record = bd.StepRecord(step=2,
+                           seconds=6.5000004,
+                           microbatch_s=[2.0000004, 1.25],
+                           tokens=240,
+                           tokens_per_s_per_chip=14.76923,
+                           fused_update=False,
+                           padded_tokens=384,
+                           real_tokens_per_s_per_chip=9.2307692)
+    self.assertEqual(
+        record.as_json(), {
+            "step": 2,
+            "seconds": 6.5,
+            "microbatch_s": [2.0, 1.25],
+            "microbatch_timing": "dispatch",
+            "microbatch_timing_source": "dispatch",
+            "tokens": 240,
+            "padded_tokens": 384,
+            "tokens_per_s_per_chip": 14.769,
+            "real_tokens_per_s_per_chip": 9.231,
+            "update": "explicit",
+            "fused_update": False,
+            "staged": False,
+            "profiled": False,
+        })
+    # The optional keys appear only when there is something to say.
+    record.train_step = 3
+    record.logps_pass_s = [0.1234567]
+    record.metrics = {"loss": 1.5, "moe/dropped_tokens": 2.0}
+    extra = {
+        key: value
+        for key, value in record.as_json().items()
+        if key not in ("step", "seconds", "microbatch_s", "microbatch_timing",
+                       "microbatch_timing_source", "tokens", "padded_tokens",
+                       "tokens_per_s_per_chip", "real_tokens_per_s_per_chip", "update",
+                       "fused_update", "staged", "profiled")
+    }
+    self.assertEqual(
+        extra, {
+            "train_step": 3,
+            "logps_pass_s": [0.123457],
+            "metrics": {
+                "loss": 1.5,
+                "moe/dropped_tokens": 2.0
+            },
+            "dropped_tokens": 2.0
+        })
+    record.metrics = {}
+    self.assertNotIn("metrics", record.as_json())
+
+
+class ProfileWindowTest(unittest.TestCase):
+
+  def window(self,
+             window: Optional[Tuple[int, int]] = (2, 3),
+             log_dir: Optional[str] = "/traces",
+             fail_start: bool = False) -> Any:
+    self.events = Events()
+    self.profiler = FakeProfiler(self.events, fail_start=fail_start)
+    self.logs: List[str] = []
+    return bd.ProfileWindow(window, log_dir, self.profiler, self.logs.append)
+
+  def test_starts_at_its_first_call_and_stops_once(self):
+    window = self.window()
+    self.assertEqual([window.is_first(call) for call in range(6)],
+                     [False, False, True, False, False, False])
+    self.assertEqual([window.is_last(call) for call in range(6)],
+                     [False, False, False, False, True, False])
+    window.stop()  # not started: nothing to stop
+    window.start(1)
+    self.assertEqual(self.profiler.starts, [])
+    window.start(2)
+    window.start(2)
+    self.assertEqual(self.profiler.starts, ["/traces"])
+    self.assertEqual(self.logs, ["profiler: tracing fwd_bwd calls 2..4 to /traces"])
+    window.stop(" at the end")
+    window.stop()
+    self.assertEqual(self.profiler.stops, 1)
+    self.assertEqual(self.logs[-1], "profiler: trace stopped at the end")
+
+  def test_a_failed_start_leaves_no_window(self):
+    window = self.window(fail_start=True)
+    window.start(2)
+    self.assertFalse(window.started)
+    self.assertIsNone(window.window)
+    self.assertEqual(self.logs[-1], "profiler: start failed, no trace: profiler busy")
+    self.assertFalse(window.is_last(4))
+    window.stop()
+    self.assertEqual(self.profiler.stops, 0)
+
+  def test_no_window(self):
+    window = self.window(window=None, log_dir=None)
+    self.assertEqual(window.log_dir, "/tmp/bench_profile")
+    window.start(0)
+    self.assertFalse(window.is_first(0) or window.is_last(0) or window.started)
+
+
+class StageStateTest(unittest.TestCase):
+
+  def test_latches_off_once(self):
+    logs: List[str] = []
+    state = bd.StageState(stage_plan(True), logs.append)
+    self.assertTrue(state.active)
+    state.staged_steps.append(1)
+    state.latch_off("first reason")
+    state.latch_off("second reason")
+    self.assertFalse(state.active)
+    self.assertEqual(logs, ["staged step boundary: off for the rest of the run: first reason"])
+    self.assertEqual(
+        state.summary(), {
+            "requested": "on",
+            "resolved": "on",
+            "source": "test",
+            "position": "before_update",
+            "engaged": True,
+            "staged_steps": [1],
+            "latched_off": "first reason",
+        })
+
+  def test_summary_without_staging(self):
+    self.assertFalse(bd.StageState(stage_plan(False), print).active)
+    self.assertEqual(
+        bd.StageState(None, print).summary(), {
+            "requested": "off",
+            "resolved": "off",
+            "source": "",
+            "position": "before_update",
+            "engaged": False,
+            "staged_steps": [],
+            "latched_off": None,
+        })
+    after = bd.StageState(stage_plan(True, before_update=False), print)
+    self.assertEqual(after.summary()["position"], "after_update")
+
+
+class StageVerdictTest(unittest.TestCase):
+
+  def test_the_workers_own_verdict(self):
+    self.assertEqual(bd.stage_reported_no_overlap(Response(staged=False, reason="queue\nfull")),
+                     "the worker staged nothing (queue full)")
+    self.assertEqual(bd.stage_reported_no_overlap({"staged": False}), "the worker staged nothing")
+    self.assertEqual(bd.stage_reported_no_overlap(Response(staged=True, overlap_s=0.0)),
+                     "the stage measured no overlap with the device (the worker's overlap_s is 0)")
+    for response in (Response(staged=True, overlap_s=0.25), Response(staged=True), {
+        "overlap_s": False
+    }, None):
+      with self.subTest(response=response):
+        self.assertIsNone(bd.stage_reported_no_overlap(response))
+
+
+if __name__ == "__main__":
+  unittest.main()

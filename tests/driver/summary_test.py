@@ -1,0 +1,355 @@
+"""Tests of the end of a run (summary.py): BENCH_SUMMARY and its means, the dropped-token
+verdict, chips counted from the devices, and the human summary lines."""
+
+import dataclasses
+import json
+import types
+import unittest
+from typing import Any, List, Optional
+
+from fakes import FusedWorker, Harness, make_plan
+from driver_loader import load_driver
+
+bd = load_driver()
+
+
+class SummarizeTest(unittest.TestCase):
+
+  def test_summary(self):
+    plan = make_plan(steps=3, micro_steps=5, chips=2, tokens_regular=10, tokens_final=10)
+    records = [
+        bd.StepRecord(step=i,
+                      seconds=s,
+                      microbatch_s=mbs,
+                      tokens=50,
+                      tokens_per_s_per_chip=0,
+                      fused_update=True)
+        for i, (s, mbs) in enumerate([(100.0,
+                                       [9, 9, 9, 9, 9]), (10.0,
+                                                          [1, 5, 2, 3, 4]), (12.0,
+                                                                             [7, 8, 6, 8, 9])])
+    ]
+    layer = bd.LayerRouting(0, 2.0, 2.001, 20, 10.0)
+    summary = bd.summarize(plan,
+                           records,
+                           rows=2,
+                           tokens_per_row=64,
+                           real_len=60,
+                           segments=2,
+                           final_rows=2,
+                           layers=1,
+                           topk=2,
+                           experts=8,
+                           routing=[layer],
+                           routing_final=None,
+                           knobs={"steps": 3},
+                           extra={"compile": {}})
+    self.assertEqual(summary["step_s"], [100.0, 10.0, 12.0])
+    self.assertAlmostEqual(summary["mean_step_s"], 11.0)
+    # micro-batches 3..5 of steps 2 and 3: [2, 3, 4, 6, 8, 9]
+    self.assertAlmostEqual(summary["median_microbatch_s"], 5.0)
+    self.assertAlmostEqual(summary["tokens_per_s_per_chip"], round(128 * 5 / 11.0 / 2, 3))
+    self.assertAlmostEqual(summary["real_tokens_per_s_per_chip"], round(50 / 11.0 / 2, 3))
+    self.assertEqual(summary["first_step_s"], 100.0)
+    self.assertEqual(summary["steady_steps"], [1, 2])
+    self.assertEqual(summary["microbatch_timing"], "dispatch")
+    self.assertEqual(summary["routing"], [{
+        "layer": 0,
+        "target": 2.0,
+        "achieved": 2.001,
+        "max_load": 20,
+        "mean_load": 10.0
+    }])
+    for key in ("name", "steps", "micro_steps", "rows", "tokens_per_row", "real_len", "layers",
+                "topk", "experts", "chips", "knobs", "compile"):
+      self.assertIn(key, summary)
+    json.dumps(summary)
+
+  def test_summary_of_one_step_and_few_micro_batches(self):
+    plan = make_plan(steps=1, micro_steps=2)
+    records = [bd.StepRecord(0, 4.0, [1.0, 3.0], 140, 0, False)]
+    summary = bd.summarize(plan,
+                           records,
+                           rows=1,
+                           tokens_per_row=8,
+                           real_len=7,
+                           segments=1,
+                           final_rows=1,
+                           layers=None,
+                           topk=None,
+                           experts=None,
+                           routing=[],
+                           routing_final=None,
+                           knobs={})
+    self.assertEqual(summary["mean_step_s"], 4.0)
+    self.assertEqual(summary["median_microbatch_s"], 2.0)
+
+  def test_summary_line_from_a_run(self):
+    harness = Harness(FusedWorker)
+    plan = make_plan(steps=3, micro_steps=3)
+    records = harness.run(plan)
+    summary = bd.summarize(plan,
+                           records,
+                           rows=2,
+                           tokens_per_row=64,
+                           real_len=50,
+                           segments=1,
+                           final_rows=2,
+                           layers=2,
+                           topk=2,
+                           experts=8,
+                           routing=[],
+                           routing_final=None,
+                           knobs={})
+    self.assertTrue(summary["fused_update"])
+    self.assertEqual(len(summary["step_s"]), 3)
+    self.assertAlmostEqual(summary["mean_step_s"], 6.5)
+
+  def test_no_median_when_steps_timed_micro_batches_differently(self):
+    plan = make_plan(steps=3, micro_steps=2)
+    records = [
+        bd.StepRecord(step,
+                      2.0, [1.0, 1.0],
+                      10,
+                      0.0,
+                      False,
+                      microbatch_timing=timing,
+                      microbatch_timing_source=source)
+        for step, (timing, source) in enumerate([("device",
+                                                  "token"), ("device",
+                                                             "token"), ("dispatch", "dispatch")])
+    ]
+    summary = bd.summarize(plan,
+                           records,
+                           rows=1,
+                           tokens_per_row=8,
+                           real_len=7,
+                           segments=1,
+                           final_rows=1,
+                           layers=None,
+                           topk=None,
+                           experts=None,
+                           routing=[],
+                           routing_final=None,
+                           knobs={})
+    self.assertEqual(summary["microbatch_timing"], "mixed")
+    self.assertIsNone(summary["median_microbatch_s"])
+    self.assertEqual(summary["microbatch_timing_source"], ["dispatch", "token"])
+    self.assertEqual(summary["mean_step_s"], 2.0)
+
+  def test_no_steps(self):
+    summary = bd.summarize(make_plan(steps=0), [],
+                           rows=1,
+                           tokens_per_row=8,
+                           real_len=7,
+                           segments=1,
+                           final_rows=1,
+                           layers=None,
+                           topk=None,
+                           experts=None,
+                           routing=[],
+                           routing_final=None,
+                           knobs={})
+    self.assertIsNone(summary["first_step_s"])
+    self.assertIsNone(summary["mean_step_s"])
+    self.assertIsNone(summary["tokens_per_s_per_chip"])
+    self.assertIsNone(summary["update"])
+    self.assertFalse(summary["fused_update"])
+
+
+class TokenDroppingTest(unittest.TestCase):
+
+  def test_dropped_tokens_counted_by_the_trainer(self):
+    records = [
+        bd.StepRecord(i,
+                      1.0, [1.0],
+                      10,
+                      0,
+                      True,
+                      metrics={
+                          "loss": 0.1,
+                          "moe/layer0/dropped_tokens": float(i),
+                          "moe/layer1/dropped_tokens": 1.0
+                      }) for i in range(3)
+    ]
+    self.assertEqual(records[2].as_json()["dropped_tokens"], 3.0)
+    config = types.SimpleNamespace(capacity_factor=-1.0, ragged_buffer_factor=2.75)
+    out = bd.token_dropping(config, records, experts=8)
+    self.assertEqual(out["verdict"], "dropped")
+    self.assertEqual(out["dropped_tokens"], 6.0)
+    self.assertEqual(out["counted_steps"], 3)
+    zero = [bd.StepRecord(0, 1.0, [1.0], 10, 0, True, metrics={"tokens_dropped": 0.0})]
+    self.assertEqual(bd.token_dropping(config, zero, experts=8)["verdict"], "none")
+
+  def test_dropped_tokens_from_the_configuration(self):
+    records = [bd.StepRecord(0, 1.0, [1.0], 10, 0, True, metrics={"loss": 0.1})]
+    self.assertNotIn("dropped_tokens", records[0].as_json())
+    dropless = types.SimpleNamespace(capacity_factor=-1.0, ragged_buffer_factor=-1.0)
+    out = bd.token_dropping(dropless, records, experts=8)
+    self.assertEqual(out["verdict"], "none")
+    self.assertIn("dropless by configuration", out["why"])
+    self.assertIsNone(out["dropped_tokens"])
+    # The seed's runs: ragged buffers 2.75x the balanced size may overflow, and nothing counts.
+    seed = types.SimpleNamespace(capacity_factor=-1.0, ragged_buffer_factor=2.75)
+    out = bd.token_dropping(seed, records, experts=512)
+    self.assertEqual(out["verdict"], "unknown")
+    self.assertIn("ragged_buffer_factor 2.75", out["why"])
+    self.assertEqual(bd.token_dropping(None, records, experts=512)["verdict"], "unknown")
+    self.assertEqual(bd.token_dropping(dropless, records, experts=None)["verdict"], "not-moe")
+    lines = []
+    bd.report_summary(
+        {
+            "name": "x",
+            "first_step_s": 1.0,
+            "steady_steps": [],
+            "mean_step_s": 1.0,
+            "microbatch_timing": "device",
+            "median_microbatch_s": 1.0,
+            "microbatch_timing_source": "token",
+            "tokens_per_s_per_chip": 1.0,
+            "real_tokens_per_s_per_chip": 1.0,
+            "token_dropping": out
+        }, lines.append)
+    self.assertTrue(any("WARNING: dropped tokens: unknown" in line for line in lines), lines)
+
+
+class ThroughputTest(unittest.TestCase):
+
+  def test_the_seeds_tokens_per_second_per_chip(self):
+    # 64 rows x 65,536 tokens x 9 micro-steps / s per step / 128 chips, padding included.
+    for step_s, expected in ((82.671, 3567), (106.30, 2774), (89.77, 3285)):
+      plan = bd.BenchPlan(name="seed",
+                          steps=5,
+                          micro_steps=9,
+                          regular=None,
+                          final=None,
+                          tokens_regular=64 * 60948,
+                          tokens_final=64 * 60948,
+                          chips=128,
+                          padded_tokens_per_call=64 * 65536)
+      records = [
+          bd.StepRecord(step, 300.0 if step == 0 else step_s, [], plan.tokens_per_step, 0.0, True)
+          for step in range(5)
+      ]
+      summary = bd.summarize(plan,
+                             records,
+                             rows=64,
+                             tokens_per_row=65536,
+                             real_len=60948,
+                             segments=1,
+                             final_rows=64,
+                             layers=None,
+                             topk=None,
+                             experts=None,
+                             routing=[],
+                             routing_final=None,
+                             knobs={})
+      self.assertEqual(round(summary["tokens_per_s_per_chip"]), expected)
+      self.assertEqual(summary["mean_step_s"], step_s)  # steps 1-4 of 5
+      self.assertEqual(summary["first_step_s"], 300.0)
+      self.assertLess(summary["real_tokens_per_s_per_chip"], summary["tokens_per_s_per_chip"])
+
+  def test_profiled_steps_stay_out_of_the_means(self):
+    plan = make_plan(steps=4, micro_steps=2, window=(4, 2))
+    self.assertEqual([plan.profiled(step) for step in range(4)], [False, False, True, False])
+    records = [
+        bd.StepRecord(step, seconds, [1.0, 1.0], 10, 0.0, False, profiled=plan.profiled(step))
+        for step, seconds in enumerate([50.0, 10.0, 99.0, 12.0])
+    ]
+    summary = bd.summarize(plan,
+                           records,
+                           rows=1,
+                           tokens_per_row=8,
+                           real_len=7,
+                           segments=1,
+                           final_rows=1,
+                           layers=None,
+                           topk=None,
+                           experts=None,
+                           routing=[],
+                           routing_final=None,
+                           knobs={})
+    self.assertEqual(summary["steady_steps"], [1, 3])
+    self.assertEqual(summary["profiled_steps"], [2])
+    self.assertEqual(summary["mean_step_s"], 11.0)
+
+
+class CountChipsTest(unittest.TestCase):
+
+  def test_count_chips(self):
+
+    @dataclasses.dataclass
+    class Device:
+      device_kind: str
+      coords: Optional[tuple] = None
+      slice_index: int = 0
+
+    v7x = [Device("TPU7x", (x, y, 0)) for x in range(2) for y in range(2) for _ in range(2)]
+    self.assertEqual(bd.count_chips(v7x), (4, 2))
+    v5p = [Device("TPU v5", (x, 0, 0)) for x in range(4)]
+    self.assertEqual(bd.count_chips(v5p), (4, 1))
+    self.assertEqual(bd.count_chips([Device("TPU7x")] * 8), (4, 2))
+    self.assertEqual(bd.count_chips([Device("cpu")] * 3), (3, 1))
+    two_slices = [Device("TPU v5", (0, 0, 0), s) for s in range(2)]
+    self.assertEqual(bd.count_chips(two_slices), (2, 1))
+
+
+class ReportSummaryTest(unittest.TestCase):
+  """The human lines after BENCH_SUMMARY."""
+
+  SUMMARY = {
+      "name": "arm-a",
+      "first_step_s": 90.5,
+      "steady_steps": [1, 2],
+      "mean_step_s": 10.25,
+      "microbatch_timing": "device",
+      "median_microbatch_s": 1.125,
+      "microbatch_timing_source": "loss",
+      "tokens_per_s_per_chip": 3567.0,
+      "real_tokens_per_s_per_chip": 3300.0,
+  }
+
+  def lines(self, **changes: Any) -> List[str]:
+    summary = dict(self.SUMMARY)
+    summary.update(changes)
+    lines: List[str] = []
+    bd.report_summary(summary, lines.append)
+    return lines
+
+  def test_device_times(self):
+    lines = self.lines()
+    self.assertEqual(len(lines), 5)
+    self.assertTrue(lines[0].startswith("arm-a: done. Steps count from 0; step 0 took 90.5 s"))
+    self.assertIn("the means cover steps [1, 2]", lines[0])
+    self.assertTrue(lines[1].startswith("  mean_step_s 10.25: "))
+    self.assertEqual(
+        lines[2], "  median_microbatch_s 1.125: device time per regular micro-batch "
+        "(completion from loss)")
+    self.assertTrue(lines[3].startswith("  tokens_per_s_per_chip 3567.0: "))
+    self.assertEqual(lines[4], "  real_tokens_per_s_per_chip 3300.0: real tokens only")
+
+  def test_dispatch_intervals_and_mixed_timing_are_said(self):
+    self.assertIn("WARNING: host DISPATCH intervals, not device times",
+                  self.lines(microbatch_timing="dispatch")[2])
+    self.assertEqual(
+        self.lines(microbatch_timing="mixed")[2],
+        "  median_microbatch_s: none (steps timed micro-batches differently: mixed)")
+
+  def test_dropped_tokens_and_staging(self):
+    dropped = {"verdict": "dropped", "dropped_tokens": 12.0, "why": "counted"}
+    self.assertEqual(
+        self.lines(token_dropping=dropped)[5],
+        "  WARNING: dropped tokens: 12 (counted): this arm did less MoE work than the e2e run's "
+        "would at the same routing")
+    none = {"verdict": "none", "why": "dropless by configuration"}
+    self.assertEqual(
+        self.lines(token_dropping=none)[5], "  dropped tokens: none (dropless by configuration)")
+    staged = {"resolved": "on", "staged_steps": [1, 2], "latched_off": "no overlap"}
+    self.assertEqual(
+        self.lines(stage_boundary=staged)[5],
+        "  staged step boundary: engaged for steps [1, 2]; latched off: no overlap")
+    self.assertEqual(len(self.lines(stage_boundary={"resolved": "off"})), 5)
+
+
+if __name__ == "__main__":
+  unittest.main()
