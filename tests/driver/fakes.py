@@ -413,3 +413,21 @@ class Harness:
 
   def bench_steps(self) -> List[Dict[str, Any]]:
     return [json.loads(line[len("BENCH_STEP "):]) for line in self.machine("BENCH_STEP ")]
+
+
+def summary_of(plan: Any, records: List[Any], **shape: Any) -> Dict[str, Any]:
+  """BENCH_SUMMARY of a run on a dense model of one 8-token row (7 real, one segment), without
+  routing; `shape` overrides any of summarize()'s keywords."""
+  keywords: Dict[str, Any] = dict(rows=1,
+                                  tokens_per_row=8,
+                                  real_len=7,
+                                  segments=1,
+                                  final_rows=1,
+                                  layers=None,
+                                  topk=None,
+                                  experts=None,
+                                  routing=[],
+                                  routing_final=None,
+                                  knobs={})
+  keywords.update(shape)
+  return bd.summarize(plan, records, **keywords)

@@ -34,6 +34,7 @@ from typing import Any, Dict, List
 import numpy as np
 
 from driver_loader import load_driver
+from fakes import summary_of
 
 bd = load_driver()
 
@@ -291,20 +292,7 @@ def run(worker, device, steps=3, micro_steps=4, stage=None, state_log=None):
                          out=lines.append,
                          log=logs.append,
                          stage_state=state)
-  summary = bd.summarize(plan,
-                         records,
-                         rows=1,
-                         tokens_per_row=128,
-                         real_len=100,
-                         segments=1,
-                         final_rows=1,
-                         layers=None,
-                         topk=None,
-                         experts=None,
-                         routing=[],
-                         routing_final=None,
-                         knobs={},
-                         stage=state.summary())
+  summary = summary_of(plan, records, tokens_per_row=128, real_len=100, stage=state.summary())
   return records, summary, lines
 
 

@@ -7,7 +7,7 @@ import types
 import unittest
 from typing import Any, List, Optional
 
-from fakes import FusedWorker, Harness, make_plan
+from fakes import FusedWorker, Harness, make_plan, summary_of
 from driver_loader import load_driver
 
 bd = load_driver()
@@ -30,20 +30,19 @@ class SummarizeTest(unittest.TestCase):
                                                                              [7, 8, 6, 8, 9])])
     ]
     layer = bd.LayerRouting(0, 2.0, 2.001, 20, 10.0)
-    summary = bd.summarize(plan,
-                           records,
-                           rows=2,
-                           tokens_per_row=64,
-                           real_len=60,
-                           segments=2,
-                           final_rows=2,
-                           layers=1,
-                           topk=2,
-                           experts=8,
-                           routing=[layer],
-                           routing_final=None,
-                           knobs={"steps": 3},
-                           extra={"compile": {}})
+    summary = summary_of(plan,
+                         records,
+                         rows=2,
+                         tokens_per_row=64,
+                         real_len=60,
+                         segments=2,
+                         final_rows=2,
+                         layers=1,
+                         topk=2,
+                         experts=8,
+                         routing=[layer],
+                         knobs={"steps": 3},
+                         extra={"compile": {}})
     self.assertEqual(summary["step_s"], [100.0, 10.0, 12.0])
     self.assertAlmostEqual(summary["mean_step_s"], 11.0)
     # micro-batches 3..5 of steps 2 and 3: [2, 3, 4, 6, 8, 9]
@@ -68,19 +67,7 @@ class SummarizeTest(unittest.TestCase):
   def test_summary_of_one_step_and_few_micro_batches(self):
     plan = make_plan(steps=1, micro_steps=2)
     records = [bd.StepRecord(0, 4.0, [1.0, 3.0], 140, 0, False)]
-    summary = bd.summarize(plan,
-                           records,
-                           rows=1,
-                           tokens_per_row=8,
-                           real_len=7,
-                           segments=1,
-                           final_rows=1,
-                           layers=None,
-                           topk=None,
-                           experts=None,
-                           routing=[],
-                           routing_final=None,
-                           knobs={})
+    summary = summary_of(plan, records)
     self.assertEqual(summary["mean_step_s"], 4.0)
     self.assertEqual(summary["median_microbatch_s"], 2.0)
 
@@ -88,19 +75,15 @@ class SummarizeTest(unittest.TestCase):
     harness = Harness(FusedWorker)
     plan = make_plan(steps=3, micro_steps=3)
     records = harness.run(plan)
-    summary = bd.summarize(plan,
-                           records,
-                           rows=2,
-                           tokens_per_row=64,
-                           real_len=50,
-                           segments=1,
-                           final_rows=2,
-                           layers=2,
-                           topk=2,
-                           experts=8,
-                           routing=[],
-                           routing_final=None,
-                           knobs={})
+    summary = summary_of(plan,
+                         records,
+                         rows=2,
+                         tokens_per_row=64,
+                         real_len=50,
+                         final_rows=2,
+                         layers=2,
+                         topk=2,
+                         experts=8)
     self.assertTrue(summary["fused_update"])
     self.assertEqual(len(summary["step_s"]), 3)
     self.assertAlmostEqual(summary["mean_step_s"], 6.5)
@@ -119,37 +102,14 @@ class SummarizeTest(unittest.TestCase):
                                                   "token"), ("device",
                                                              "token"), ("dispatch", "dispatch")])
     ]
-    summary = bd.summarize(plan,
-                           records,
-                           rows=1,
-                           tokens_per_row=8,
-                           real_len=7,
-                           segments=1,
-                           final_rows=1,
-                           layers=None,
-                           topk=None,
-                           experts=None,
-                           routing=[],
-                           routing_final=None,
-                           knobs={})
+    summary = summary_of(plan, records)
     self.assertEqual(summary["microbatch_timing"], "mixed")
     self.assertIsNone(summary["median_microbatch_s"])
     self.assertEqual(summary["microbatch_timing_source"], ["dispatch", "token"])
     self.assertEqual(summary["mean_step_s"], 2.0)
 
   def test_no_steps(self):
-    summary = bd.summarize(make_plan(steps=0), [],
-                           rows=1,
-                           tokens_per_row=8,
-                           real_len=7,
-                           segments=1,
-                           final_rows=1,
-                           layers=None,
-                           topk=None,
-                           experts=None,
-                           routing=[],
-                           routing_final=None,
-                           knobs={})
+    summary = summary_of(make_plan(steps=0), [])
     self.assertIsNone(summary["first_step_s"])
     self.assertIsNone(summary["mean_step_s"])
     self.assertIsNone(summary["tokens_per_s_per_chip"])
@@ -231,19 +191,12 @@ class ThroughputTest(unittest.TestCase):
           bd.StepRecord(step, 300.0 if step == 0 else step_s, [], plan.tokens_per_step, 0.0, True)
           for step in range(5)
       ]
-      summary = bd.summarize(plan,
-                             records,
-                             rows=64,
-                             tokens_per_row=65536,
-                             real_len=60948,
-                             segments=1,
-                             final_rows=64,
-                             layers=None,
-                             topk=None,
-                             experts=None,
-                             routing=[],
-                             routing_final=None,
-                             knobs={})
+      summary = summary_of(plan,
+                           records,
+                           rows=64,
+                           tokens_per_row=65536,
+                           real_len=60948,
+                           final_rows=64)
       self.assertEqual(round(summary["tokens_per_s_per_chip"]), expected)
       self.assertEqual(summary["mean_step_s"], step_s)  # steps 1-4 of 5
       self.assertEqual(summary["first_step_s"], 300.0)
@@ -256,19 +209,7 @@ class ThroughputTest(unittest.TestCase):
         bd.StepRecord(step, seconds, [1.0, 1.0], 10, 0.0, False, profiled=plan.profiled(step))
         for step, seconds in enumerate([50.0, 10.0, 99.0, 12.0])
     ]
-    summary = bd.summarize(plan,
-                           records,
-                           rows=1,
-                           tokens_per_row=8,
-                           real_len=7,
-                           segments=1,
-                           final_rows=1,
-                           layers=None,
-                           topk=None,
-                           experts=None,
-                           routing=[],
-                           routing_final=None,
-                           knobs={})
+    summary = summary_of(plan, records)
     self.assertEqual(summary["steady_steps"], [1, 3])
     self.assertEqual(summary["profiled_steps"], [2])
     self.assertEqual(summary["mean_step_s"], 11.0)
