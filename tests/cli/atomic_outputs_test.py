@@ -32,34 +32,38 @@ def data(*parts):
 # build gives SIGINT a real chance to land in the middle of writing.
 CASES = [
     ("render-bench", "render-bench",
-     [data("launch_dryrun.txt"), "--name", "abtest-bench", "-o", "OUT"],
-     [data("launch_dryrun.txt"), "--name", "abtest-bench", "--maxtext-replace", "no_such_key=1",
-      "-o", "OUT"]),
-    ("aot-check script", "aot-check", [data("launch_dryrun.txt"), "-o", "OUT"],
-     [data("bad", "not_yaml.txt"), "-o", "OUT"]),
-    ("aot-summarize", "aot-summarize", [data("memlog_engine_compile_a.log"), "-o", "OUT"],
-     [data("no_such_file.log"), "-o", "OUT"]),
+     [data("launch_dryrun.txt"), "--name", "abtest-bench", "-o", "OUT"], [
+         data("launch_dryrun.txt"), "--name", "abtest-bench", "--maxtext-replace", "no_such_key=1",
+         "-o", "OUT"
+     ]),
+    ("aot-check script", "aot-check", [data("launch_dryrun.txt"), "-o",
+                                       "OUT"], [data("bad", "not_yaml.txt"), "-o", "OUT"]),
+    ("aot-summarize", "aot-summarize", [data("memlog_engine_compile_a.log"), "-o",
+                                        "OUT"], [data("no_such_file.log"), "-o", "OUT"]),
     ("bench-report", "bench-report", [data("bench_logs", "bench_ctl.log"), "-o", "OUT"],
      [data("bench_logs", "bench_ctl.log"), "--no-such-option", "-o", "OUT"]),
-    ("bench-report svg", "bench-report",
-     [data("bench_logs", "bench_ctl.log"), "--svg", "OUT"],
-     [data("no_such_file.log"), "--svg", "OUT"]),
-    ("check-payload build", "check-payload",
-     ["build", "--rows", "8", "--tokens", "16384", "--layers", "8", "--topk", "4", "--experts",
-      "64", "--routing-targets", "1.5,2,2.5,3,3.5,4,4.5,5", "--threads", "1", "-q", "-o", "OUT"],
-     ["build", "--rows", "8", "--tokens", "16384", "--layers", "8", "--topk", "4", "--experts",
-      "64", "--routing-targets", "1,2", "-q", "-o", "OUT"]),
-    ("check-payload build svg", "check-payload",
-     ["build", "--rows", "2", "--tokens", "4096", "--layers", "4", "--topk", "2", "--experts",
-      "16", "--routing-targets", "1.5,2,4,8", "-q", "--svg", "OUT"],
-     ["build", "--rows", "2", "--tokens", "4096", "--layers", "4", "--topk", "2", "--experts",
-      "16", "--routing-targets", "1.5,2,4,99", "-q", "--svg", "OUT"]),
+    ("bench-report svg", "bench-report", [data("bench_logs", "bench_ctl.log"), "--svg",
+                                          "OUT"], [data("no_such_file.log"), "--svg", "OUT"]),
+    ("check-payload build", "check-payload", [
+        "build", "--rows", "8", "--tokens", "16384", "--layers", "8", "--topk", "4", "--experts",
+        "64", "--routing-targets", "1.5,2,2.5,3,3.5,4,4.5,5", "--threads", "1", "-q", "-o", "OUT"
+    ], [
+        "build", "--rows", "8", "--tokens", "16384", "--layers", "8", "--topk", "4", "--experts",
+        "64", "--routing-targets", "1,2", "-q", "-o", "OUT"
+    ]),
+    ("check-payload build svg", "check-payload", [
+        "build", "--rows", "2", "--tokens", "4096", "--layers", "4", "--topk", "2", "--experts",
+        "16", "--routing-targets", "1.5,2,4,8", "-q", "--svg", "OUT"
+    ], [
+        "build", "--rows", "2", "--tokens", "4096", "--layers", "4", "--topk", "2", "--experts",
+        "16", "--routing-targets", "1.5,2,4,99", "-q", "--svg", "OUT"
+    ]),
     ("hlo-overlap", "hlo-overlap",
-     [data("hlo", "handwritten_async_all_to_all.hlo.txt"), "-o", "OUT"],
-     [data("bad", "not_yaml.txt"), "-o", "OUT"]),
+     [data("hlo", "handwritten_async_all_to_all.hlo.txt"), "-o",
+      "OUT"], [data("bad", "not_yaml.txt"), "-o", "OUT"]),
     ("hlo-overlap svg", "hlo-overlap",
-     [data("hlo", "handwritten_while_trip_counts.hlo.txt"), "--svg", "OUT"],
-     [data("no_such_file.hlo.txt"), "--svg", "OUT"]),
+     [data("hlo", "handwritten_while_trip_counts.hlo.txt"), "--svg",
+      "OUT"], [data("no_such_file.hlo.txt"), "--svg", "OUT"]),
 ]
 
 
@@ -68,6 +72,7 @@ def with_out(args, out):
 
 
 class AtomicOutputs(unittest.TestCase):
+
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="rtb_atomic_")
         self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
@@ -84,8 +89,8 @@ class AtomicOutputs(unittest.TestCase):
     def clean_output(self, name, tool, args):
         directory = self.fresh_dir(name + "_clean")
         out = os.path.join(directory, "out")
-        proc = subprocess.run([os.path.join(BIN, tool)] + with_out(args, out),
-                              capture_output=True, timeout=120)
+        proc = subprocess.run([os.path.join(BIN, tool)] + with_out(args, out), capture_output=True,
+                              timeout=120)
         self.assertEqual(proc.returncode, 0, proc.stderr.decode(errors="replace"))
         self.assert_only(directory, "out", "a clean run leaves only its output")
         with open(out, "rb") as f:
@@ -125,8 +130,7 @@ class AtomicOutputs(unittest.TestCase):
                     resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
                 proc = subprocess.run([os.path.join(BIN, tool)] + with_out(args, out),
-                                      capture_output=True, timeout=120,
-                                      preexec_fn=limit_file_size)
+                                      capture_output=True, timeout=120, preexec_fn=limit_file_size)
                 stderr = proc.stderr.decode(errors="replace")
                 self.assertEqual(proc.returncode, 2, stderr)
                 self.assertNotIn("Traceback", stderr)
@@ -143,24 +147,24 @@ class AtomicOutputs(unittest.TestCase):
                 directory = self.fresh_dir(name + "_int")
                 out = os.path.join(directory, "out")
                 started = time.monotonic()
-                subprocess.run([os.path.join(BIN, tool)] + with_out(args, out),
-                               capture_output=True, timeout=120)
+                subprocess.run([os.path.join(BIN, tool)] + with_out(args, out), capture_output=True,
+                               timeout=120)
                 duration = time.monotonic() - started
                 for i, fraction in enumerate([0.0, 0.1, 0.3, 0.5, 0.7, 0.85, 0.95]):
                     sig = signal.SIGKILL if i % 3 == 2 else signal.SIGINT
                     with open(out, "wb") as f:
                         f.write(OLD)
                     proc = subprocess.Popen([os.path.join(BIN, tool)] + with_out(args, out),
-                                            stdout=subprocess.DEVNULL,
-                                            stderr=subprocess.DEVNULL)
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                     time.sleep(duration * fraction)
                     proc.send_signal(sig)
                     proc.wait(timeout=120)
                     with open(out, "rb") as f:
                         content = f.read()
-                    self.assertIn(content, (OLD, expected),
-                                  f"{name}: signal {sig} at {fraction:.2f} of the run left a "
-                                  f"partial file ({len(content)} bytes)")
+                    self.assertIn(
+                        content, (OLD, expected),
+                        f"{name}: signal {sig} at {fraction:.2f} of the run left a "
+                        f"partial file ({len(content)} bytes)")
                     others = sorted(set(os.listdir(directory)) - {"out"})
                     if sig == signal.SIGINT:
                         self.assertEqual(others, [], f"{name}: SIGINT at {fraction:.2f} left a "
