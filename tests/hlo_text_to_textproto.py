@@ -155,9 +155,8 @@ def parse_shape(text):
   if m.group(4) is not None:
     m2m, _, rest = m.group(4).partition(":")
     layout = {"m2m": [int(x) for x in m2m.split(",") if x.strip()]}
-    layout["tiles"] = [[int(x)
-                        for x in t.split(",")]
-                       for t in re.findall(r"\(([0-9,]+)\)", re.sub(r"[ES]\(\d+\)", "", rest))]
+    tiles = re.findall(r"\(([0-9,]+)\)", re.sub(r"[ES]\(\d+\)", "", rest))
+    layout["tiles"] = [[int(x) for x in t.split(",")] for t in tiles]
     e = re.search(r"E\((\d+)\)", rest)
     s = re.search(r"S\((\d+)\)", rest)
     layout["bits"] = int(e.group(1)) if e else 0

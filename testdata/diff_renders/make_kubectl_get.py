@@ -37,24 +37,31 @@ client_fields = fields(client)
 client_fields["f:metadata"]["f:annotations"] = {
     ".": {}, "f:kubectl.kubernetes.io/last-applied-configuration": {}
 }
+status_fields = {"f:status": {".": {}, "f:replicatedJobsStatus": {}, "f:restarts": {}}}
 meta["managedFields"] = [
     {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2", "fieldsType": "FieldsV1",
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "fieldsType": "FieldsV1",
         "fieldsV1": {k: v for k, v in client_fields.items() if k != "."},
-        "manager": "kubectl-client-side-apply", "operation": "Update",
-        "time": "2026-03-18T10:15:02Z"
+        "manager": "kubectl-client-side-apply",
+        "operation": "Update",
+        "time": "2026-03-18T10:15:02Z",
     },
     {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2", "fieldsType": "FieldsV1",
-        "fieldsV1": {"f:status": {".": {}, "f:replicatedJobsStatus": {},
-                                  "f:restarts": {}}}, "manager": "manager", "operation": "Update",
-        "subresource": "status", "time": "2026-03-18T10:15:09Z"
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "fieldsType": "FieldsV1",
+        "fieldsV1": status_fields,
+        "manager": "manager",
+        "operation": "Update",
+        "subresource": "status",
+        "time": "2026-03-18T10:15:09Z",
     },
 ]
+job_status = {"active": 1, "failed": 0, "ready": 1, "succeeded": 0, "suspended": 0}
 live["status"] = {
-    "replicatedJobsStatus": [{
-        "active": 1, "failed": 0, "name": j["name"], "ready": 1, "succeeded": 0, "suspended": 0
-    } for j in src["spec"]["replicatedJobs"]],
+    "replicatedJobsStatus": [
+        dict(job_status, name=j["name"]) for j in src["spec"]["replicatedJobs"]
+    ],
     "restarts": 0,
 }
 
@@ -69,6 +76,6 @@ def text(dumper, value):
 
 
 Dumper.add_representer(str, text)
-sys.stdout.write(
-    yaml.dump(live, Dumper=Dumper, sort_keys=True, default_flow_style=False, width=1 << 20,
-              indent=2))
+output = yaml.dump(live, Dumper=Dumper, sort_keys=True, default_flow_style=False, width=1 << 20,
+                   indent=2)
+sys.stdout.write(output)

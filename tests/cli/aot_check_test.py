@@ -174,8 +174,14 @@ class AotCheckTest(unittest.TestCase):
             marker = os.path.join(tmp, "PWNED")
             hostile = [
                 "$(touch %s)" % marker,
-                "`touch %s`" % marker, "a'b\"c", "line1\nline2", "back\\slash\\",
-                "; touch %s #" % marker, "$HOME ${PATH} $((1+1))", "d\u00e9j\u00e0 \u2713", ""
+                "`touch %s`" % marker,
+                "a'b\"c",
+                "line1\nline2",
+                "back\\slash\\",
+                "; touch %s #" % marker,
+                "$HOME ${PATH} $((1+1))",
+                "d\u00e9j\u00e0 \u2713",
+                "",
             ]
             args = []
             for i, value in enumerate(hostile):
@@ -193,8 +199,8 @@ class AotCheckTest(unittest.TestCase):
             self.assertFalse(os.path.exists(marker), "a value was executed")
             self.assertTrue(os.path.exists(log), "the log path is taken literally")
             argv = record["argv"]
-            xla = [k for k in argv if k.startswith("compile_xla_flags=")][-1].split("=",
-                                                                                    1)[1].split(" ")
+            xla_key = [k for k in argv if k.startswith("compile_xla_flags=")][-1]
+            xla = xla_key.split("=", 1)[1].split(" ")
             libtpu = record["env"]["LIBTPU_INIT_ARGS"].split(" ")
             for i, value in enumerate(hostile):
                 self.assertIn("hostile_%d=%s" % (i, value), argv)
@@ -252,11 +258,14 @@ class AotCheckTest(unittest.TestCase):
         """The seed's 512 when the render sets no chunk; AOT_LOGPS_CHUNK_SIZE (empty: 512) changes
         that default, and --logps-chunk, the render's own, overrides both."""
         no_chunk = [FIXTURE, "--json", "--trainer-arg-remove", "--compute_logps_chunk_size"]
-        for env, extra, expected in (({}, [], 512), ({"AOT_LOGPS_CHUNK_SIZE": ""}, [], 512),
-                                     ({"AOT_LOGPS_CHUNK_SIZE": "1024"}, [],
-                                      1024), ({"AOT_LOGPS_CHUNK_SIZE": "0"}, [], 0),
-                                     ({"AOT_LOGPS_CHUNK_SIZE": "1024"}, ["--logps-chunk",
-                                                                         "4096"], 4096)):
+        cases = (
+            ({}, [], 512),
+            ({"AOT_LOGPS_CHUNK_SIZE": ""}, [], 512),
+            ({"AOT_LOGPS_CHUNK_SIZE": "1024"}, [], 1024),
+            ({"AOT_LOGPS_CHUNK_SIZE": "0"}, [], 0),
+            ({"AOT_LOGPS_CHUNK_SIZE": "1024"}, ["--logps-chunk", "4096"], 4096),
+        )
+        for env, extra, expected in cases:
             rc, out, err = run_tool(TOOL, no_chunk + extra, env=env, unset=["AOT_LOGPS_CHUNK_SIZE"])
             self.assertEqual(rc, 0, err)
             self.assertEqual(json.loads(out)["logps_chunk_size"], expected, (env, extra))
@@ -341,8 +350,8 @@ class AotCheckTest(unittest.TestCase):
             self.assertEqual(len(err.strip().splitlines()[-1:]), 1)
             self.assertRegex(
                 err.strip().splitlines()[-1],
-                r"^aot-check: the compile exited with status 1 and its log .* reports no memory analysis"
-            )
+                r"^aot-check: the compile exited with status 1 and its log .* reports no memory "
+                r"analysis")
 
     def test_run_without_maxtext(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -30,41 +30,39 @@ def data(*parts):
 
 # (name, tool, arguments with OUT, arguments with OUT that fail with exit 2). A larger payload
 # build gives SIGINT a real chance to land in the middle of writing.
+# yapf: disable (a table: one case per entry, its two argument lists aligned)
 CASES = [
     ("render-bench", "render-bench",
-     [data("launch_dryrun.txt"), "--name", "abtest-bench", "-o", "OUT"], [
-         data("launch_dryrun.txt"), "--name", "abtest-bench", "--maxtext-replace", "no_such_key=1",
-         "-o", "OUT"
-     ]),
-    ("aot-check script", "aot-check", [data("launch_dryrun.txt"), "-o",
-                                       "OUT"], [data("bad", "not_yaml.txt"), "-o", "OUT"]),
-    ("aot-summarize", "aot-summarize", [data("memlog_engine_compile_a.log"), "-o",
-                                        "OUT"], [data("no_such_file.log"), "-o", "OUT"]),
+     [data("launch_dryrun.txt"), "--name", "abtest-bench", "-o", "OUT"],
+     [data("launch_dryrun.txt"), "--name", "abtest-bench", "--maxtext-replace", "no_such_key=1",
+      "-o", "OUT"]),
+    ("aot-check script", "aot-check", [data("launch_dryrun.txt"), "-o", "OUT"],
+     [data("bad", "not_yaml.txt"), "-o", "OUT"]),
+    ("aot-summarize", "aot-summarize", [data("memlog_engine_compile_a.log"), "-o", "OUT"],
+     [data("no_such_file.log"), "-o", "OUT"]),
     ("bench-report", "bench-report", [data("bench_logs", "bench_ctl.log"), "-o", "OUT"],
      [data("bench_logs", "bench_ctl.log"), "--no-such-option", "-o", "OUT"]),
-    ("bench-report svg", "bench-report", [data("bench_logs", "bench_ctl.log"), "--svg",
-                                          "OUT"], [data("no_such_file.log"), "--svg", "OUT"]),
-    ("check-payload build", "check-payload", [
-        "build", "--rows", "8", "--tokens", "16384", "--layers", "8", "--topk", "4", "--experts",
-        "64", "--routing-targets", "1.5,2,2.5,3,3.5,4,4.5,5", "--threads", "1", "-q", "-o", "OUT"
-    ], [
-        "build", "--rows", "8", "--tokens", "16384", "--layers", "8", "--topk", "4", "--experts",
-        "64", "--routing-targets", "1,2", "-q", "-o", "OUT"
-    ]),
-    ("check-payload build svg", "check-payload", [
-        "build", "--rows", "2", "--tokens", "4096", "--layers", "4", "--topk", "2", "--experts",
-        "16", "--routing-targets", "1.5,2,4,8", "-q", "--svg", "OUT"
-    ], [
-        "build", "--rows", "2", "--tokens", "4096", "--layers", "4", "--topk", "2", "--experts",
-        "16", "--routing-targets", "1.5,2,4,99", "-q", "--svg", "OUT"
-    ]),
+    ("bench-report svg", "bench-report",
+     [data("bench_logs", "bench_ctl.log"), "--svg", "OUT"],
+     [data("no_such_file.log"), "--svg", "OUT"]),
+    ("check-payload build", "check-payload",
+     ["build", "--rows", "8", "--tokens", "16384", "--layers", "8", "--topk", "4", "--experts",
+      "64", "--routing-targets", "1.5,2,2.5,3,3.5,4,4.5,5", "--threads", "1", "-q", "-o", "OUT"],
+     ["build", "--rows", "8", "--tokens", "16384", "--layers", "8", "--topk", "4", "--experts",
+      "64", "--routing-targets", "1,2", "-q", "-o", "OUT"]),
+    ("check-payload build svg", "check-payload",
+     ["build", "--rows", "2", "--tokens", "4096", "--layers", "4", "--topk", "2", "--experts",
+      "16", "--routing-targets", "1.5,2,4,8", "-q", "--svg", "OUT"],
+     ["build", "--rows", "2", "--tokens", "4096", "--layers", "4", "--topk", "2", "--experts",
+      "16", "--routing-targets", "1.5,2,4,99", "-q", "--svg", "OUT"]),
     ("hlo-overlap", "hlo-overlap",
-     [data("hlo", "handwritten_async_all_to_all.hlo.txt"), "-o",
-      "OUT"], [data("bad", "not_yaml.txt"), "-o", "OUT"]),
+     [data("hlo", "handwritten_async_all_to_all.hlo.txt"), "-o", "OUT"],
+     [data("bad", "not_yaml.txt"), "-o", "OUT"]),
     ("hlo-overlap svg", "hlo-overlap",
-     [data("hlo", "handwritten_while_trip_counts.hlo.txt"), "--svg",
-      "OUT"], [data("no_such_file.hlo.txt"), "--svg", "OUT"]),
+     [data("hlo", "handwritten_while_trip_counts.hlo.txt"), "--svg", "OUT"],
+     [data("no_such_file.hlo.txt"), "--svg", "OUT"]),
 ]
+# yapf: enable
 
 
 def with_out(args, out):

@@ -291,8 +291,8 @@ class BadInputsTest(unittest.TestCase):
             scripts = []
             for job in yaml.safe_load(text)["spec"]["replicatedJobs"]:
                 spec = job["template"]["spec"]["template"]["spec"]
-                for container in (spec.get("initContainers") or []) + (spec.get("containers")
-                                                                       or []):
+                containers = (spec.get("initContainers") or []) + (spec.get("containers") or [])
+                for container in containers:
                     command = container.get("command") or []
                     if len(command) >= 3 and command[0] in ("bash", "sh", "/bin/bash", "/bin/sh"):
                         scripts.append(command[2])

@@ -202,12 +202,13 @@ def bench_lines(name, device_s, steps=STEPS, micro_steps=MICRO_STEPS, metrics=No
             f"bench_driver: failed: {exc}"
         ]
         return lines
-    summary = bd.summarize(
-        plan, records, rows=BENCH_ROWS, tokens_per_row=BENCH_TOKENS_PER_ROW, real_len=60948,
-        segments=8, final_rows=4, layers=None, topk=None, experts=None, routing=[],
-        routing_final=None, knobs={"steps": steps, "micro_steps": micro_steps}, extra=dict(
-            {"devices": chips * 2},
-            **({"token_dropping": bd.token_dropping(moe[0], records, moe[1])} if moe else {})))
+    extra = {"devices": chips * 2}
+    if moe:
+        extra["token_dropping"] = bd.token_dropping(moe[0], records, moe[1])
+    summary = bd.summarize(plan, records, rows=BENCH_ROWS, tokens_per_row=BENCH_TOKENS_PER_ROW,
+                           real_len=60948, segments=8, final_rows=4, layers=None, topk=None,
+                           experts=None, routing=[], routing_final=None,
+                           knobs={"steps": steps, "micro_steps": micro_steps}, extra=extra)
     lines.append("BENCH_SUMMARY " + json.dumps(summary, separators=(",", ":")))
     lines.append(f"[TrainerBench] {name}: done: mean step {summary['mean_step_s']} s, "
                  f"{summary['tokens_per_s_per_chip']} tok/s/chip")
@@ -218,9 +219,10 @@ def bench_known(device_s, steps=STEPS, micro_steps=MICRO_STEPS, used=None, token
                 tokens_final=122_500, chips=4):
     """The known answers of a simulated run over the steps `used` (default 2..steps)."""
     used = list(range(2, steps + 1)) if used is None else used
+    calls = range(micro_steps)
     step_s = [
-        SimWorker.FIRST_DISPATCH + sum(device_s(s, i)
-                                       for i in range(micro_steps)) + SimWorker.UPDATE for s in used
+        SimWorker.FIRST_DISPATCH + sum(device_s(s, i) for i in calls) + SimWorker.UPDATE
+        for s in used
     ]
     regular = [device_s(s, i) for s in used for i in range(2, micro_steps)]
     tokens = tokens_regular * (micro_steps - 1) + tokens_final
@@ -405,12 +407,11 @@ def e2e_run(publish_ready=True, unavailable_step=None):
                 f"{step_time:.2f}s", n))
         lines.append(glog(f"<<< Step {step} finished | Advanced to Policy Version: {step + 1}", n))
         regular = [e2e_device_ms(step, i) / 1000 for i in range(2, MICRO_STEPS)]
+        gaps = sum(max(0, mbs[i + 1][1] - mbs[i][3]) for i in range(MICRO_STEPS - 1))
         known_steps[step] = {
             "step_time": round(step_time, 2),
             "regular_device_s": regular,
-            "idle_s": sum(max(0, mbs[i + 1][1] - mbs[i][3])
-                          for i in range(MICRO_STEPS - 1)) / 1000 +
-            max(0, u_begin - mbs[-1][3]) / 1000,
+            "idle_s": gaps / 1000 + max(0, u_begin - mbs[-1][3]) / 1000,
             "update_s": 0.9,
             "sync_wait_s": E2E_SYNC_WAIT_MS.get(step, 0) / 1000,
         }
@@ -469,13 +470,27 @@ def dispatch_microbatches(step):
 
 CURRENT_RUNS = {
     # file: (name, step seconds from step 0, micro-batch times, mode, profiled steps)
-    "bench_device_ctl.log": ("ab2-ctl", [131.204, 82.668, 82.672, 82.670,
-                                         82.674], device_microbatches, "device", ()),
-    "bench_dispatch_var.log": ("ab2-var", [133.9, 89.765, 89.772, 89.770,
-                                           89.773], dispatch_microbatches, "dispatch", ()),
-    "bench_profiled.log": ("ab2-prof", [131.5, 82.66, 106.30, 82.68, 82.673],
-                           lambda step: device_microbatches(step, 12.5 if step == 2 else 9.084),
-                           "device", (2, )),
+    "bench_device_ctl.log": (
+        "ab2-ctl",
+        [131.204, 82.668, 82.672, 82.670, 82.674],
+        device_microbatches,
+        "device",
+        (),
+    ),
+    "bench_dispatch_var.log": (
+        "ab2-var",
+        [133.9, 89.765, 89.772, 89.770, 89.773],
+        dispatch_microbatches,
+        "dispatch",
+        (),
+    ),
+    "bench_profiled.log": (
+        "ab2-prof",
+        [131.5, 82.66, 106.30, 82.68, 82.673],
+        lambda step: device_microbatches(step, 12.5 if step == 2 else 9.084),
+        "device",
+        (2, ),
+    ),
 }
 
 
@@ -487,32 +502,50 @@ def current_lines(name, step_s, microbatches, timing, profiled):
     source = "step_timing" if timing == "device" else "dispatch"
     for step, seconds in enumerate(step_s):
         record = {
-            "step": step, "seconds": seconds, "microbatch_s": microbatches(step),
-            "microbatch_timing": timing, "microbatch_timing_source": source,
-            "tokens": seed_real_tokens(step), "padded_tokens": SEED_PADDED,
+            "step": step,
+            "seconds": seconds,
+            "microbatch_s": microbatches(step),
+            "microbatch_timing": timing,
+            "microbatch_timing_source": source,
+            "tokens": seed_real_tokens(step),
+            "padded_tokens": SEED_PADDED,
             "tokens_per_s_per_chip": round(SEED_PADDED / seconds / SEED_CHIPS, 3),
             "real_tokens_per_s_per_chip": round(seed_real_tokens(step) / seconds / SEED_CHIPS, 3),
-            "update": "fused", "fused_update": True, "staged": step in (1, 2), "profiled": step
-            in profiled, "train_step": step + 1, "metrics": {"loss": 0.5, "gradient_norm": 2.0}
+            "update": "fused",
+            "fused_update": True,
+            "staged": step in (1, 2),
+            "profiled": step in profiled,
+            "train_step": step + 1,
+            "metrics": {"loss": 0.5, "gradient_norm": 2.0},
         }
         lines.append("BENCH_STEP " + json.dumps(record, separators=(",", ":")))
     steady = [s for s in range(1, len(step_s)) if s not in profiled]
     mean = statistics.fmean(step_s[s] for s in steady)
+    real_tokens = statistics.fmean(seed_real_tokens(s) for s in steady)
     summary = {
-        "name": name, "steps": len(step_s), "micro_steps": MICRO_STEPS, "rows": SEED_ROWS,
-        "tokens_per_row": SEED_TOKENS_PER_ROW, "real_len": 60948, "chips": SEED_CHIPS,
-        "tokens_per_step": seed_real_tokens(1), "padded_tokens_per_step": SEED_PADDED,
-        "step_s": step_s, "first_step_s": step_s[0], "steady_steps": steady,
-        "profiled_steps": list(profiled), "mean_step_s": round(mean, 6),
+        "name": name,
+        "steps": len(step_s),
+        "micro_steps": MICRO_STEPS,
+        "rows": SEED_ROWS,
+        "tokens_per_row": SEED_TOKENS_PER_ROW,
+        "real_len": 60948,
+        "chips": SEED_CHIPS,
+        "tokens_per_step": seed_real_tokens(1),
+        "padded_tokens_per_step": SEED_PADDED,
+        "step_s": step_s,
+        "first_step_s": step_s[0],
+        "steady_steps": steady,
+        "profiled_steps": list(profiled),
+        "mean_step_s": round(mean, 6),
         "median_microbatch_s": statistics.median(v for s in steady for v in microbatches(s)[2:]),
-        "microbatch_timing": timing, "tokens_per_s_per_chip": round(SEED_PADDED / mean / SEED_CHIPS,
-                                                                    3),
-        "real_tokens_per_s_per_chip": round(
-            statistics.fmean(seed_real_tokens(s) for s in steady) / mean / SEED_CHIPS,
-            3), "stage_boundary": {
-                "requested": "auto", "resolved": "on", "engaged": True, "staged_steps": [1, 2],
-                "latched_off": None
-            }, "knobs": {"steps": len(step_s), "micro_steps": MICRO_STEPS}
+        "microbatch_timing": timing,
+        "tokens_per_s_per_chip": round(SEED_PADDED / mean / SEED_CHIPS, 3),
+        "real_tokens_per_s_per_chip": round(real_tokens / mean / SEED_CHIPS, 3),
+        "stage_boundary": {
+            "requested": "auto", "resolved": "on", "engaged": True, "staged_steps": [1, 2],
+            "latched_off": None
+        },
+        "knobs": {"steps": len(step_s), "micro_steps": MICRO_STEPS},
     }
     lines.append("BENCH_SUMMARY " + json.dumps(summary, separators=(",", ":")))
     return lines
@@ -521,12 +554,12 @@ def current_lines(name, step_s, microbatches, timing, profiled):
 def current_known(step_s, microbatches, used):
     mean = statistics.fmean(step_s[s] for s in used)
     regular = [v for s in used for v in microbatches(s)[2:]]
+    real_tokens = statistics.fmean(seed_real_tokens(s) for s in used)
     return {
         "steps_used": used, "step_mean": mean, "first_step_s": step_s[0],
         "microbatch_median": statistics.median(regular), "microbatch_n": len(regular),
         "tokens_per_s_per_chip": SEED_PADDED / mean / SEED_CHIPS,
-        "real_tokens_per_s_per_chip": statistics.fmean(seed_real_tokens(s)
-                                                       for s in used) / mean / SEED_CHIPS
+        "real_tokens_per_s_per_chip": real_tokens / mean / SEED_CHIPS
     }
 
 
@@ -558,9 +591,8 @@ def interleave(lines, noise, every=3):
 
 
 def noise_lines():
-    with open(
-            os.path.join(LOGS or os.path.join(HERE, "..", "..", "testdata", "bench_logs"),
-                         "noise_maxtext_dpo.txt"), encoding="utf-8") as f:
+    logs = LOGS or os.path.join(HERE, "..", "..", "testdata", "bench_logs")
+    with open(os.path.join(logs, "noise_maxtext_dpo.txt"), encoding="utf-8") as f:
         return f.read().splitlines()
 
 
@@ -582,8 +614,8 @@ def fixtures():
     ctl = bench_lines("ab-ctl", CTL)
     put("bench_ctl.log", kubectl(interleave(ctl, noise), "ab-ctl-client-0-0-x7k2q"))
     known["bench_ctl.log"] = bench_known(CTL)
-    for name, device in (("ab-fast", FAST), ("ab-ctl2", CTL2), ("ab-tiny", TINY), ("ab-slow",
-                                                                                   SLOW)):
+    others = (("ab-fast", FAST), ("ab-ctl2", CTL2), ("ab-tiny", TINY), ("ab-slow", SLOW))
+    for name, device in others:
         put(f"bench_{name[3:]}.log", bench_lines(name, device))
         known[f"bench_{name[3:]}.log"] = bench_known(device)
     # The control's values with its steps in another order: the same mean, no change.
@@ -627,11 +659,12 @@ def fixtures():
 
     # Token dropping (issue 18): dropless by configuration, counted drops, cannot tell.
     put("bench_drops_none.log", bench_lines("ab-dropless", CTL, moe=(MoeConfig(-1, -1), 8)))
-    put(
-        "bench_drops_counted.log",
-        bench_lines(
-            "ab-drops", SLOW, moe=(MoeConfig(1.25, -1), 8), metrics=lambda step:
-            {"loss": 0.5, "gradient_norm": 2.0, "dropped_tokens": 100.0 * step}))
+
+    def drops(step):
+        return {"loss": 0.5, "gradient_norm": 2.0, "dropped_tokens": 100.0 * step}
+
+    put("bench_drops_counted.log",
+        bench_lines("ab-drops", SLOW, moe=(MoeConfig(1.25, -1), 8), metrics=drops))
     put("bench_drops_unknown.log", bench_lines("ab-maydrop", CTL, moe=(MoeConfig(1.25, -1), 8)))
 
     put("no_timing.log",
@@ -829,8 +862,8 @@ class ComparisonTest(unittest.TestCase):
         self.assertEqual(code, 0, err)
         known = expected()
         a, b = known["bench_ctl.log"]["step_mean"], known["bench_fast.log"]["step_mean"]
-        ma, mb = known["bench_ctl.log"]["microbatch_median"], known["bench_fast.log"][
-            "microbatch_median"]
+        ma = known["bench_ctl.log"]["microbatch_median"]
+        mb = known["bench_fast.log"]["microbatch_median"]
         sentence = (
             f"ab-fast against ab-ctl: {a:.3f} -> {b:.3f} s per optimizer step, mean of steps 2-5 "
             f"({(b / a - 1) * 100:+.2f}%, faster), and {ma:.3f} -> {mb:.3f} s per regular "
@@ -949,18 +982,18 @@ class DamagedLogTest(unittest.TestCase):
         self.assertRegex(err, r"^bench-report: .*no_timing\.log: no step timing lines")
 
     def test_bad_options_and_files(self):
+        ctl = log("bench_ctl.log")
         for args, message in (
             ([], "give at least one RUN log"),
-            ([log("bench_ctl.log"), "--steps",
-              "4-2"], "--steps 4-2: the range ends before it starts"),
-            ([log("bench_ctl.log"), "--steps", "x"], "--steps x: expected"),
-            ([log("bench_ctl.log"), "--bootstrap", "5"], "--bootstrap 5"),
-            ([log("bench_ctl.log"), "--confidence", "1.5"], "--confidence 1.5"),
-            ([log("bench_ctl.log"), "--fail-if-slower", "1"], "--fail-if-slower needs a control"),
+            ([ctl, "--steps", "4-2"], "--steps 4-2: the range ends before it starts"),
+            ([ctl, "--steps", "x"], "--steps x: expected"),
+            ([ctl, "--bootstrap", "5"], "--bootstrap 5"),
+            ([ctl, "--confidence", "1.5"], "--confidence 1.5"),
+            ([ctl, "--fail-if-slower", "1"], "--fail-if-slower needs a control"),
             (["/nonexistent/run.log"], "/nonexistent/run.log"),
             (["-", "-"], "stdin"),
-            ([log("bench_ctl.log"), "--limit", "speed=1"], "no gate named 'speed'"),
-            ([log("bench_ctl.log"), "--limit", "loss=abc"], "--limit loss=abc"),
+            ([ctl, "--limit", "speed=1"], "no gate named 'speed'"),
+            ([ctl, "--limit", "loss=abc"], "--limit loss=abc"),
         ):
             with self.subTest(args=args):
                 code, _, err = run(args, stdin="")
@@ -1294,9 +1327,8 @@ class MaxTextTest(unittest.TestCase):
         code, doc, err = report(self.BEFORE, self.AFTER)
         self.assertEqual(code, 0, err)
         before = doc["runs"][0]["outliers"]
-        self.assertEqual([(o["step"], o["seconds"]) for o in before["steps"]], [(1, 123.805),
-                                                                                (3, 3.317),
-                                                                                (8, 14.265)])
+        outliers = [(o["step"], o["seconds"]) for o in before["steps"]]
+        self.assertEqual(outliers, [(1, 123.805), (3, 3.317), (8, 14.265)])
         self.assertEqual(before["rule"], "seconds above 3x the median of the selected steps")
         self.assertAlmostEqual(before["median_s"], 0.590)
         self.assertFalse(before["left_out"])

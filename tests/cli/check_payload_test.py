@@ -185,9 +185,8 @@ class CheckPayloadTest(unittest.TestCase):
             self.assertEqual(segments[0, 64], 1)
             self.assertTrue((segments[2] == 0).all())  # final micro-batch: row 2 is padding
             self.assertTrue((data["advantages"] == 0).all())
-        code, stdout, _ = run(
-            ["verify", out, "--pad-align", "64", "--pad-position", "start", "--advantages", "zero"
-             ] + SMALL_VERIFY)
+        layout = ["--pad-align", "64", "--pad-position", "start", "--advantages", "zero"]
+        code, stdout, _ = run(["verify", out] + layout + SMALL_VERIFY)
         self.assertEqual(code, 0, stdout)
         self.assertIn("padding rows: 1", stdout)
         self.assertIn("pad position: start", stdout)
@@ -393,12 +392,12 @@ class CheckPayloadTest(unittest.TestCase):
         out = self.build()
         with np.load(out) as data:
             ids = data["completion_ids"].astype(np.int64)
+        prompt_ids = np.zeros((3, 2), np.int32)
         cases = [
             ({"prompt_mask": None}, "fields           FAILED", "prompt_mask: missing"),
             ({"completion_ids": ids}, "dtypes           FAILED", "completion_ids: int64"),
-            ({"prompt_ids": np.zeros(
-                (3, 2),
-                np.int32)}, "shapes           FAILED", "prompt_ids: shape [3, 2], expected [3, 0]"),
+            ({"prompt_ids": prompt_ids}, "shapes           FAILED",
+             "prompt_ids: shape [3, 2], expected [3, 0]"),
         ]
         for changes, line, message in cases:
             bad = self.rewrite(out, self.path("bad.npz"), **changes)

@@ -40,21 +40,29 @@ QLORA_BRIDGED = data("configlog_maxtext_qlora_demo_bridged_8e117fdc_cell18_64rul
 SETTING = {"type": ["string", "null"]}
 INDEX = {"type": ["integer", "null"]}
 ELEMENTS = {
-    "type": ["object", "null"], "required": ["pairing", "differences"],
-    "additionalProperties": False, "properties": {
-        "pairing": {"enum": ["name", "index", "key"]}, "differences": {
-            "type": "array", "items": {
-                "type": "object", "additionalProperties": False,
+    "type": ["object", "null"],
+    "required": ["pairing", "differences"],
+    "additionalProperties": False,
+    "properties": {
+        "pairing": {"enum": ["name", "index", "key"]},
+        "differences": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
                 "required": ["key", "kind", "moved", "old", "old_index", "new", "new_index"],
                 "properties": {
                     "key": {"type": "string"},
-                    "kind": {"enum": ["added", "removed", "changed",
-                                      "moved"]}, "moved": {"type": "boolean"}, "old": SETTING,
-                    "new": SETTING, "old_index": INDEX, "new_index": INDEX
-                }
-            }
-        }
-    }
+                    "kind": {"enum": ["added", "removed", "changed", "moved"]},
+                    "moved": {"type": "boolean"},
+                    "old": SETTING,
+                    "new": SETTING,
+                    "old_index": INDEX,
+                    "new_index": INDEX,
+                },
+            },
+        },
+    },
 }
 CONFIG_SCHEMA = {
     "type": "object",
@@ -66,11 +74,15 @@ CONFIG_SCHEMA = {
         "b": {"$ref": "side"},
         "keys": {"type": ["string", "null"]},
         "differences": {
-            "type": "array", "items": {
-                "type": "object", "required": [
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": [
                     "key", "kind", "old", "old_line", "old_origin", "new", "new_line", "new_origin",
                     "elements"
-                ], "additionalProperties": False, "properties": {
+                ],
+                "additionalProperties": False,
+                "properties": {
                     "key": {"type": "string"},
                     "kind": {"enum": ["added", "removed", "changed"]},
                     "old": SETTING,
@@ -80,25 +92,31 @@ CONFIG_SCHEMA = {
                     "old_line": {"type": ["integer", "null"]},
                     "new_line": {"type": ["integer", "null"]},
                     "elements": ELEMENTS,
-                }
-            }
+                },
+            },
         },
         "summary": {
-            "type": "object", "required": ["added", "removed", "changed", "total"],
-            "additionalProperties": False, "properties": {
+            "type": "object",
+            "required": ["added", "removed", "changed", "total"],
+            "additionalProperties": False,
+            "properties": {
                 k: {"type": "integer"}
                 for k in ["added", "removed", "changed", "total"]
-            }
+            },
         },
         "result": {"enum": ["same", "different"]},
     },
 }
 SIDE = {
-    "type": "object", "required": ["source", "kind", "dump", "keys"], "additionalProperties": False,
+    "type": "object",
+    "required": ["source", "kind", "dump", "keys"],
+    "additionalProperties": False,
     "properties": {
-        "source": {"type": "string"}, "kind": {"enum": ["log", "render"]},
-        "dump": {"type": ["integer", "null"]}, "keys": {"type": "integer"}
-    }
+        "source": {"type": "string"},
+        "kind": {"enum": ["log", "render"]},
+        "dump": {"type": ["integer", "null"]},
+        "keys": {"type": "integer"},
+    },
 }
 DUMPS_SCHEMA = {
     "type": "object",
@@ -107,26 +125,38 @@ DUMPS_SCHEMA = {
     "properties": {
         "schema": {"enum": ["rtb.diff-configs.dumps/1"]},
         "inputs": {
-            "type": "array", "items": {
-                "type": "object", "required": ["source", "kind", "default", "dumps"],
-                "additionalProperties": False, "properties": {
-                    "source": {"type": "string"}, "kind": {"enum": ["log", "render"]},
-                    "default": {"type": ["integer", "null"]}, "dumps": {
-                        "type": "array", "items": {
-                            "type": "object", "additionalProperties": False, "required": [
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["source", "kind", "default", "dumps"],
+                "additionalProperties": False,
+                "properties": {
+                    "source": {"type": "string"},
+                    "kind": {"enum": ["log", "render"]},
+                    "default": {"type": ["integer", "null"]},
+                    "dumps": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "additionalProperties": False,
+                            "required": [
                                 "number", "first_line", "last_line", "keys", "first_key",
                                 "last_key", "complete", "reason"
-                            ], "properties": {
-                                "number": {"type": "integer"}, "first_line": {"type": "integer"},
-                                "last_line": {"type": "integer"}, "keys": {"type": "integer"},
-                                "first_key": {"type": "string"}, "last_key": {"type": "string"},
+                            ],
+                            "properties": {
+                                "number": {"type": "integer"},
+                                "first_line": {"type": "integer"},
+                                "last_line": {"type": "integer"},
+                                "keys": {"type": "integer"},
+                                "first_key": {"type": "string"},
+                                "last_key": {"type": "string"},
                                 "complete": {"type": "boolean"},
-                                "reason": {"type": ["string", "null"]}
-                            }
-                        }
-                    }
-                }
-            }
+                                "reason": {"type": ["string", "null"]},
+                            },
+                        },
+                    },
+                },
+            },
         },
     },
 }
@@ -232,13 +262,11 @@ class DiffConfigsTest(TempDirTestCase):
         self.assertEqual(
             len(rules["new"]),
             len(rules["old"]) - len(", ('embed_tensor_transpose', ('tensor_transpose',))"))
-        self.assertEqual(
-            rules["elements"], {
-                "pairing": "name", "differences": [{
-                    "key": "embed_tensor_transpose", "kind": "removed", "moved": False,
-                    "old": "('tensor_transpose',)", "old_index": 39, "new": None, "new_index": None
-                }]
-            })
+        removed = {
+            "key": "embed_tensor_transpose", "kind": "removed", "moved": False,
+            "old": "('tensor_transpose',)", "old_index": 39, "new": None, "new_index": None
+        }
+        self.assertEqual(rules["elements"], {"pairing": "name", "differences": [removed]})
         self.assertTrue(all(d["elements"] is None for d in doc["differences"] if d is not rules))
         self.assertEqual(doc["summary"]["total"], 18)
 

@@ -42,10 +42,14 @@ DIFF_SCHEMA = {
         "a": {"type": "string"},
         "b": {"type": "string"},
         "documents": {
-            "type": "array", "items": {
-                "type": "object", "required": [
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": [
                     "document", "kind", "a_name", "b_name", "a_line", "b_line", "differences"
-                ], "additionalProperties": False, "properties": {
+                ],
+                "additionalProperties": False,
+                "properties": {
                     "document": {"type": "string"},
                     "kind": {"type": "string"},
                     "a_name": {"type": ["string", "null"]},
@@ -53,13 +57,16 @@ DIFF_SCHEMA = {
                     "a_line": {"type": ["integer", "null"]},
                     "b_line": {"type": ["integer", "null"]},
                     "differences": {"type": "integer"},
-                }
-            }
+                },
+            },
         },
         "differences": {
-            "type": "array", "items": {
-                "type": "object", "required": ["document", "path", "kind", "old", "new"],
-                "additionalProperties": False, "properties": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["document", "path", "kind", "old", "new"],
+                "additionalProperties": False,
+                "properties": {
                     "document": {"type": "string"},
                     "path": {"type": "string"},
                     "kind": {"enum": ["added", "removed", "changed", "type-changed"]},
@@ -72,23 +79,26 @@ DIFF_SCHEMA = {
                             "client-script", "client-program", "driver-settings", "maxtext-flag",
                             "libtpu-flag", "libtpu-workers", "argv-flag", "logps-chunk",
                             "trainer-slice"
-                        ]
+                        ],
                     },
                     "why": {"type": ["string", "null"]},
-                }
-            }
+                },
+            },
         },
         "summary": {
-            "type": "object", "required": [
+            "type": "object",
+            "required": [
                 "added", "removed", "changed", "type-changed", "total", "ignored",
                 "server_fields_hidden"
-            ], "additionalProperties": False, "properties": {
+            ],
+            "additionalProperties": False,
+            "properties": {
                 k: {"type": "integer"}
                 for k in [
                     "added", "removed", "changed", "type-changed", "total", "ignored",
                     "server_fields_hidden", "allowed", "unexpected"
                 ]
-            }
+            },
         },
         "result": {"enum": ["same", "different", "pass", "fail"]},
     },
@@ -124,8 +134,8 @@ class DiffRendersTest(TempDirTestCase):
 
     # --- plain diffs -----------------------------------------------------------------------
     def test_identical_inputs_exit_0_and_print_nothing(self):
-        for args in ([FIXTURE, FIXTURE], [V5P, V5P], ["--json", FIXTURE,
-                                                      FIXTURE], ["--stat", V5P, V5P]):
+        same = ([FIXTURE, FIXTURE], [V5P, V5P], ["--json", FIXTURE, FIXTURE], ["--stat", V5P, V5P])
+        for args in same:
             out, err = self.diff(*args, rc=0)
             self.assertEqual(err, "")
             if "--json" in args:
@@ -222,11 +232,9 @@ class DiffRendersTest(TempDirTestCase):
         self.assertRegex(
             lines[-1], r"^\d+ differences in 3 documents: \d+ added, \d+ removed, \d+ changed, "
             r"0 type-changed$")
-        self.assertTrue(
-            any(
-                re.match(
-                    r"abtest-train +replicatedJobs\[proc\]\.containers\[main\]\.startup\.env\."
-                    r"MAXTEXT_EXTRA_FLAGS +\d+ +\(\+\d+ -\d+ ~\d+ !0\)$", l) for l in lines), out)
+        flags_row = (r"abtest-train +replicatedJobs\[proc\]\.containers\[main\]\.startup\.env\."
+                     r"MAXTEXT_EXTRA_FLAGS +\d+ +\(\+\d+ -\d+ ~\d+ !0\)$")
+        self.assertTrue(any(re.match(flags_row, l) for l in lines), out)
         total = int(lines[-1].split()[0])
         self.assertEqual(total, sum(int(re.split(r" {2,}", l.strip())[2]) for l in lines[:-1]))
         text, _ = self.diff(FIXTURE, V5P, rc=1)
@@ -235,9 +243,13 @@ class DiffRendersTest(TempDirTestCase):
 
     def test_json_schema(self):
         bench = self.bench("json.yaml", "--trainer-slice", "tpu7x:4x4x4")
-        for args in ([FIXTURE, V5P], [FIXTURE,
-                                      FIXTURE], ["--by-role", FIXTURE,
-                                                 bench], ["--expect-bench", FIXTURE, bench]):
+        cases = (
+            [FIXTURE, V5P],
+            [FIXTURE, FIXTURE],
+            ["--by-role", FIXTURE, bench],
+            ["--expect-bench", FIXTURE, bench],
+        )
+        for args in cases:
             out, _ = self.diff("--json", *args)
             doc = json.loads(out)
             validate(DIFF_SCHEMA, doc)
@@ -339,9 +351,9 @@ class DiffRendersTest(TempDirTestCase):
                 if knob == "libtpu-flag":
                     self.assertEqual(out.count("[--xla_new]: --xla_new=3  [allowed: libtpu-flag]"),
                                      3, out)
+        no_proxy = os.path.join(TESTDATA, "trainer_no_proxy.txt")
         for source, args in ((V5P, ["--trainer-slice", "v5p:4x4x8", "--libtpu-flag=--xla_y=2"]),
-                             (os.path.join(TESTDATA,
-                                           "trainer_no_proxy.txt"), ["--libtpu-flag=--xla_y=2"])):
+                             (no_proxy, ["--libtpu-flag=--xla_y=2"])):
             with self.subTest(source=source):
                 bench = self.bench(os.path.basename(source) + ".yaml", *args, source=source)
                 self.diff("--expect-bench", source, bench, rc=0)
@@ -365,10 +377,11 @@ class DiffRendersTest(TempDirTestCase):
         ]
         self.assertEqual((driver["allowed"], driver["change"]), (True, "driver-settings"))
         settings = yaml.safe_load(driver["new"])
-        for name, value in (("ROUTING", "on"), ("ALLOW_FALLBACKS", "1"), ("LOGPS_PASS", "off"),
-                            ("PAD_POSITION", "end"), ("PAD_ALIGN", "512"),
-                            ("ORCH_PACK_PAD_POSITION", "start"), ("ORCH_RETURN_ROUTED_EXPERTS",
-                                                                  "1")):
+        expected = {
+            "ROUTING": "on", "ALLOW_FALLBACKS": "1", "LOGPS_PASS": "off", "PAD_POSITION": "end",
+            "PAD_ALIGN": "512", "ORCH_PACK_PAD_POSITION": "start", "ORCH_RETURN_ROUTED_EXPERTS": "1"
+        }
+        for name, value in expected.items():
             self.assertEqual(settings[name], value, name)
 
     def test_expect_bench_fails_for_a_hand_tampered_bench(self):
@@ -408,10 +421,9 @@ class DiffRendersTest(TempDirTestCase):
                 doc = json.loads(out)
                 self.assertEqual((doc["result"], doc["summary"]["unexpected"]), ("fail", count))
         # The tampered difference, once accepted, passes.
-        path = self.write(
-            "tampered.yaml",
-            bench.replace("terminationGracePeriodSeconds: 360", "terminationGracePeriodSeconds: 30",
-                          1))
+        tampered = bench.replace("terminationGracePeriodSeconds: 360",
+                                 "terminationGracePeriodSeconds: 30", 1)
+        path = self.write("tampered.yaml", tampered)
         self.diff("--expect-bench", FIXTURE, path, "--ignore", "*terminationGracePeriodSeconds",
                   rc=0)
 
@@ -438,9 +450,8 @@ class DiffRendersTest(TempDirTestCase):
         self.assert_error([FIXTURE, FIXTURE, "--rename", "novalue"], "OLD=NEW")
         self.assert_error([FIXTURE, FIXTURE, "--json", "--stat"], "--stat")
         self.assert_error(["--expect-bench", "--by-role", FIXTURE, FIXTURE], "--expect-bench")
-        self.assert_error(
-            ["--expect-bench",
-             os.path.join(TESTDATA, "bad", "no_trainer.txt"), FIXTURE], "no trainer JobSet")
+        no_trainer = os.path.join(TESTDATA, "bad", "no_trainer.txt")
+        self.assert_error(["--expect-bench", no_trainer, FIXTURE], "no trainer JobSet")
 
     # --- issue 16: real renders ------------------------------------------------------------------
 
@@ -509,17 +520,14 @@ class DiffRendersTest(TempDirTestCase):
         source = os.path.join(XPK, "xpk_super-slicing_at_254bbe3f.yaml")
         text = read(source)
         flags = " ".join(f"--xla_knob_{i}=true" for i in range(40))
-        env = (
-            "                env:\n                - name: TRAIN_CMD\n"
-            f"                  value: \"python3 -m maxtext.train base.yml steps=10 --lr 0.1 {flags}\"\n"
-        )
+        env = ("                env:\n                - name: TRAIN_CMD\n"
+               "                  value: \"python3 -m maxtext.train base.yml steps=10 --lr 0.1 "
+               f"{flags}\"\n")
         anchor = "                env: \n"  # xpk writes an empty env (null), trailing blank
         self.assertEqual(text.count(anchor), 2)
         old = self.write("cmd_a.yaml", text.replace(anchor, env, 1))
-        new = self.write(
-            "cmd_b.yaml",
-            text.replace(anchor,
-                         env.replace("--lr 0.1", "--lr 0.2").replace("steps=10", "steps=12"), 1))
+        new_env = env.replace("--lr 0.1", "--lr 0.2").replace("steps=10", "steps=12")
+        new = self.write("cmd_b.yaml", text.replace(anchor, new_env, 1))
         out, _ = self.diff(old, new, rc=1)
         prefix = ("~ golden-workload:spec.replicatedJobs[slice-job].template.spec.template.spec"
                   ".containers[jax-tpu-1].env[TRAIN_CMD].value")
@@ -533,11 +541,17 @@ class DiffRendersTest(TempDirTestCase):
                            "shows them: golden-workload:metadata.creationTimestamp, "), out)
         self.assertIn("golden-workload:status", out)
         out, _ = self.diff(XPK_254, XPK_LIVE, "--server-fields", rc=1)
-        for field in (
-                "metadata.uid", "metadata.resourceVersion", "metadata.generation",
-                "metadata.creationTimestamp", "metadata.managedFields", "status",
-                "metadata.namespace",
-                "metadata.annotations:\n    [kubectl.kubernetes.io/last-applied-configuration]"):
+        server_fields = (
+            "metadata.uid",
+            "metadata.resourceVersion",
+            "metadata.generation",
+            "metadata.creationTimestamp",
+            "metadata.managedFields",
+            "status",
+            "metadata.namespace",
+            "metadata.annotations:\n    [kubectl.kubernetes.io/last-applied-configuration]",
+        )
+        for field in server_fields:
             self.assertIn(f"+ golden-workload:{field}", out)
         self.assertNotIn("not compared", out)
         # A real change against the live object is still found, the server fields still hidden.

@@ -330,28 +330,32 @@ XLA_LAYOUT = ["xla_bench_hlo_llama31_405b_bf16_16x8.hlo.txt"]
 # Handwritten and test fixtures in the same layout but without XLA's final blank line: the
 # rendering has one line more at the very end, so only "lines" differs (by one).
 ONE_PER_LINE = [
-    "handwritten_async_all_to_all.hlo.txt", "handwritten_while_trip_counts.hlo.txt",
-    "handwritten_send_recv_copy.hlo.txt", "handwritten_nested_tuples.hlo.txt",
-    "handwritten_escaped_backend_config.hlo.txt", "handwritten_unpaired.hlo.txt",
-    "hlo_parser__CopyStartAndCopyDone.hlo.txt", "hlo_parser__SendRecv.hlo.txt",
-    "while_loop_unroller__LoopWithCollective2.hlo.txt"
+    "handwritten_async_all_to_all.hlo.txt",
+    "handwritten_while_trip_counts.hlo.txt",
+    "handwritten_send_recv_copy.hlo.txt",
+    "handwritten_nested_tuples.hlo.txt",
+    "handwritten_escaped_backend_config.hlo.txt",
+    "handwritten_unpaired.hlo.txt",
+    "hlo_parser__CopyStartAndCopyDone.hlo.txt",
+    "hlo_parser__SendRecv.hlo.txt",
+    "while_loop_unroller__LoopWithCollective2.hlo.txt",
 ]
 # Other layouts (instructions continued over several lines, comments, more blank lines): the
 # proto's rendering has one line per instruction, so line numbers differ; all else is identical.
 OTHER_LAYOUT = [
     "latency_hiding_scheduler__AllGatherAsyncBalance.hlo.txt",
     "latency_hiding_scheduler__BalanceChainedCollectivePermutesLoopedEinsum.hlo.txt",
-    "handwritten_multiline.hlo.txt"
+    "handwritten_multiline.hlo.txt",
 ]
 LINE_FIELDS = ("start_line", "done_line")
 
 
 def protoc_encode(textproto, out_path):
     with open(out_path, "wb") as out:
-        result = subprocess.run([
-            "protoc", "--encode=xla.HloProto", "--proto_path=" + SCHEMA_DIR,
-            os.path.join(SCHEMA_DIR, "hlo_subset.proto")
-        ], input=textproto.encode(), stdout=out, stderr=subprocess.PIPE, check=False)
+        schema = os.path.join(SCHEMA_DIR, "hlo_subset.proto")
+        command = ["protoc", "--encode=xla.HloProto", "--proto_path=" + SCHEMA_DIR, schema]
+        result = subprocess.run(command, input=textproto.encode(), stdout=out,
+                                stderr=subprocess.PIPE, check=False)
     if result.returncode != 0:
         raise AssertionError("protoc failed: " + result.stderr.decode())
 
@@ -365,9 +369,8 @@ def convert(fixture):
 def without(doc, keys, line_fields=False):
     doc = {k: v for k, v in doc.items() if k not in keys}
     if line_fields:
-        doc["collectives"] = [{k: v
-                               for k, v in c.items() if k not in LINE_FIELDS}
-                              for c in doc["collectives"]]
+        collectives = doc["collectives"]
+        doc["collectives"] = [{k: c[k] for k in c if k not in LINE_FIELDS} for c in collectives]
         doc["warnings"] = [w["message"] for w in doc["warnings"]]
     return doc
 

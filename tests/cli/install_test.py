@@ -23,12 +23,11 @@ def help_options(tool, *subcommand):
     """The long options a tool's --help lists (CLI11: two spaces, then the option names)."""
     code, stdout, _ = run_tool(os.path.join(BIN, tool), list(subcommand) + ["--help"])
     assert code == 0, tool
-    return sorted({
-        name
-        for line in stdout.splitlines() if line.startswith("  -")
-        for name in re.findall(r"--[a-z0-9-]+",
-                               line.split()[0])
-    })
+    names = set()
+    for line in stdout.splitlines():
+        if line.startswith("  -"):
+            names.update(re.findall(r"--[a-z0-9-]+", line.split()[0]))
+    return sorted(names)
 
 
 class InstallTest(unittest.TestCase):
@@ -76,10 +75,9 @@ class InstallTest(unittest.TestCase):
                 self.assertIn(option.replace("-", "\\-"), page, subcommand)
         # man renders the page without a warning.
         if shutil.which("man"):
-            proc = subprocess.run(
-                ["man", "--warnings", "-l",
-                 self.path("share", "man", "man1", "render-bench.1.gz")], capture_output=True,
-                text=True, env=dict(os.environ, MANWIDTH="100"))
+            page = self.path("share", "man", "man1", "render-bench.1.gz")
+            proc = subprocess.run(["man", "--warnings", "-l", page], capture_output=True, text=True,
+                                  env=dict(os.environ, MANWIDTH="100"))
             self.assertEqual(proc.returncode, 0, proc.stderr)
             self.assertEqual(proc.stderr, "")
             self.assertIn("--libtpu-flag", proc.stdout)

@@ -59,17 +59,11 @@ SHARED_SETTINGS = ("rows", "tokens", "layers", "topk", "experts", "vocab", "pad_
 
 
 def build_args(case, driver):
-    args = [
-        "--rows",
-        str(case["rows"]), "--tokens",
-        str(case["tokens"]), "--layers",
-        str(case["layers"]), "--topk",
-        str(case["topk"]), "--experts",
-        str(case["experts"]), "--vocab",
-        str(case["vocab"]), "--seed",
-        str(case["seed"]), "--routing-targets", case["targets"], "--max-prompt-length",
-        str(case.get("prompt", 0))
-    ]
+    args = []
+    for key in ("rows", "tokens", "layers", "topk", "experts", "vocab", "seed"):
+        args += ["--" + key, str(case[key])]
+    prompt = str(case.get("prompt", 0))
+    args += ["--routing-targets", case["targets"], "--max-prompt-length", prompt]
     for key, flag in (("segments", "--segments"), ("real_len", "--real-len"),
                       ("scale", "--routing-scale"), ("pad_position", "--pad-position"),
                       ("pad_align", "--pad-align"), ("advantages", "--advantages")):
@@ -191,12 +185,18 @@ class PayloadCrossCheckTest(unittest.TestCase):
         self.assertEqual(settings["format"], "rtb.payload-settings/1")
         self.assertEqual(settings["builder"], builder)
         expected = {
-            "rows": case["rows"], "tokens": case["tokens"], "layers": case["layers"],
-            "topk": case["topk"], "experts": case["experts"], "vocab": case["vocab"],
-            "max_prompt_length": case.get("prompt",
-                                          0), "pad_position": case.get("pad_position", "end"),
-            "advantages": case.get("advantages", "random"), "seed": case["seed"],
-            "old_logps": not case.get("no_old_logps", False), "final_rows": case.get("final")
+            "rows": case["rows"],
+            "tokens": case["tokens"],
+            "layers": case["layers"],
+            "topk": case["topk"],
+            "experts": case["experts"],
+            "vocab": case["vocab"],
+            "max_prompt_length": case.get("prompt", 0),
+            "pad_position": case.get("pad_position", "end"),
+            "advantages": case.get("advantages", "random"),
+            "seed": case["seed"],
+            "old_logps": not case.get("no_old_logps", False),
+            "final_rows": case.get("final"),
         }
         if "pad_align" in case:
             expected["pad_align"] = case["pad_align"]

@@ -220,12 +220,12 @@ class RenderBenchTest(unittest.TestCase):
             self.assertTrue(hits, suffix)
             for p in hits:
                 self.assertIn(p, quoted, f"{p} must stay a quoted string")
-        self.assertEqual(
-            found[".spec.replicatedJobs[0].template.spec.template.spec.containers[0].command[2]"].
-            style, "|")
+        script = found[
+            ".spec.replicatedJobs[0].template.spec.template.spec.containers[0].command[2]"]
+        self.assertEqual(script.style, "|")
         bench = yaml.safe_load(text)
-        annotations = bench["spec"]["replicatedJobs"][1]["template"]["spec"]["template"][
-            "metadata"]["annotations"]
+        pod = bench["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]
+        annotations = pod["metadata"]["annotations"]
         for value in annotations.values():
             self.assertIsInstance(value, str)
 
@@ -384,8 +384,8 @@ class RenderBenchTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             bench, _, _ = self.render()
             self.execute_client(bench, tmp)
-            with open(os.path.join(tmp, "bench_driver.py"),
-                      encoding="utf-8") as f, open(source, encoding="utf-8") as g:
+            written = os.path.join(tmp, "bench_driver.py")
+            with open(written, encoding="utf-8") as f, open(source, encoding="utf-8") as g:
                 self.assertEqual(f.read(), g.read())
 
     # --- the preflight Job ---------------------------------------------------------------------
@@ -463,8 +463,8 @@ class RenderBenchTest(unittest.TestCase):
                 self.assertIn(f"--hostile_{i}={value}", trainer_argv)
                 self.assertIn(f"--hostile_{i}={value}", orch_argv)
                 self.assertEqual(env[f"HOSTILE_{i}"], value)
-            with open(os.path.join(tmp, "bench_driver.py"),
-                      encoding="utf-8") as f, open(DRIVER_SOURCE, encoding="utf-8") as g:
+            written = os.path.join(tmp, "bench_driver.py")
+            with open(written, encoding="utf-8") as f, open(DRIVER_SOURCE, encoding="utf-8") as g:
                 self.assertEqual(f.read(), g.read())
 
     def test_preflight_errors_leave_the_output_untouched(self):
@@ -532,10 +532,8 @@ class RenderBenchTest(unittest.TestCase):
         self.assertNotIn("--DANGEROUS_tpu_runtime_abi_verification_disabled=true", e2e_worker)
         worker_env = {e["name"]: e.get("value") for e in container(bench, "pathways-worker")["env"]}
         worker = worker_env["LIBTPU_INIT_ARGS"].split()
-        extras = [
-            f for f in e2e_worker if f.split("=", 1)[0] not in {c.split("=", 1)[0]
-                                                                for c in client}
-        ]
+        client_names = {c.split("=", 1)[0] for c in client}
+        extras = [f for f in e2e_worker if f.split("=", 1)[0] not in client_names]
         self.assertEqual(extras, ["--megascale_port=-1", "--xprof_compress_jftrace=true"])
         self.assertEqual(worker, client + extras)
         # --explain names the change and why (the libtpu-workers knob).
@@ -697,9 +695,11 @@ class RenderBenchTest(unittest.TestCase):
         rc, out, err = run(["-", "--name", "abtest-bench"], stdin=text)
         self.assertEqual(rc, 0, err)
         env = startup_env(script_of(yaml.safe_load(out)))
-        for key, value in (("ORCH_PACK_PAD_POSITION", "start"), ("ORCH_PACK_PAD_ALIGN", "512"),
-                           ("ORCH_RETURN_ROUTED_EXPERTS", "1"), ("ORCH_PIPELINE_STEP_BOUNDARY",
-                                                                 "true")):
+        copied = {
+            "ORCH_PACK_PAD_POSITION": "start", "ORCH_PACK_PAD_ALIGN": "512",
+            "ORCH_RETURN_ROUTED_EXPERTS": "1", "ORCH_PIPELINE_STEP_BOUNDARY": "true"
+        }
+        for key, value in copied.items():
             self.assertEqual(env[key], value, key)
         self.assertNotIn("PAD_POSITION", env)
         self.assertNotIn("ORCH_STAGE_NEXT_MICROBATCH", env)

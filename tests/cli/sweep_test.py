@@ -76,9 +76,8 @@ class SweepTest(unittest.TestCase):
         self.env = {"STUB_RECORD": self.record, "STUB_LOGS": logs}
 
     def make(self, *args):
-        return run_tool(
-            ["make", "-C", self.dir, "-j2", "RTB_BIN=" + BIN, "KUBECTL=" + self.kubectl] +
-            list(args), env=self.env, timeout=300)
+        command = ["make", "-C", self.dir, "-j2", "RTB_BIN=" + BIN, "KUBECTL=" + self.kubectl]
+        return run_tool(command + list(args), env=self.env, timeout=300)
 
     def out(self, *parts):
         return os.path.join(self.dir, "out", *parts)
