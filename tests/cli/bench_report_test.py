@@ -1366,7 +1366,7 @@ class MaxTextTest(unittest.TestCase):
         for bad in ("1", "0.5", "nan"):
             code, _, err = run([self.BEFORE, "--outlier-factor", bad])
             self.assertEqual(code, 2, bad)
-            self.assertIn(f"--outlier-factor", err)
+            self.assertIn(f"--outlier-factor {bad}", err)
 
     def test_tunix_peft_log_has_losses_but_no_step_times(self):
         code, out, err = run([self.PEFT])
