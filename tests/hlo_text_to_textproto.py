@@ -16,6 +16,7 @@ line or continued on the next lines while brackets are open or the line ends wit
 
 import re
 import sys
+from typing import Any, Optional
 
 TYPES = {
     "pred": "PRED", "s8": "S8", "s16": "S16", "s32": "S32", "s64": "S64", "u8": "U8", "u16": "U16",
@@ -134,6 +135,7 @@ def shape_end(text):
       if depth == 0:
         return i + 1
   m = re.match(r"[a-z0-9]+\[[^\]]*\]", text)
+  assert m, text
   end = m.end()
   if text[end:end + 1] == "{":
     end = text.index("}", end) + 1
@@ -151,10 +153,10 @@ def parse_shape(text):
   for d in [d.strip() for d in m.group(2).split(",") if d.strip()]:
     dynamic.append(d.startswith("<="))
     dims.append(int(d[2:] if d.startswith("<=") else d))
-  shape = {"type": TYPES[m.group(1)], "dims": dims, "dynamic": dynamic}
+  shape: dict[str, Any] = {"type": TYPES[m.group(1)], "dims": dims, "dynamic": dynamic}
   if m.group(4) is not None:
     m2m, _, rest = m.group(4).partition(":")
-    layout = {"m2m": [int(x) for x in m2m.split(",") if x.strip()]}
+    layout: dict[str, Any] = {"m2m": [int(x) for x in m2m.split(",") if x.strip()]}
     tiles = re.findall(r"\(([0-9,]+)\)", re.sub(r"[ES]\(\d+\)", "", rest))
     layout["tiles"] = [[int(x) for x in t.split(",")] for t in tiles]
     e = re.search(r"E\((\d+)\)", rest)
@@ -194,13 +196,14 @@ def metadata_strings(value):
 
 def parse_instruction(text):
   m = re.match(r"(ROOT\s+)?%?([\w.\-]+)\s*=\s*", text)
+  assert m, text
   rest = text[m.end():]
   end = shape_end(rest)
   shape, rest = rest[:end], rest[end:].strip()
   opcode, _, rest = rest.partition("(")
   close = next(i for i, _, depth in outside_strings(rest, depth=1) if depth == 0)
   operands, attributes = rest[:close], rest[close + 1:].lstrip(", ")
-  instr = {
+  instr: dict[str, Any] = {
       "root": bool(m.group(1)), "name": m.group(2), "shape": parse_shape(shape),
       "opcode": opcode.strip(), "operands": [], "attrs": {}
   }
@@ -216,20 +219,24 @@ def parse_instruction(text):
 
 
 def parse_module(text):
-  module = {"computations": []}
-  current = None
+  module: dict[str, Any] = {"computations": []}
+  current: Optional[dict[str, Any]] = None
   for statement in statements(text):
     if statement.startswith("HloModule"):
-      module["name"] = re.match(r"HloModule\s+([\w.\-]+)", statement).group(1)
+      header = re.match(r"HloModule\s+([\w.\-]+)", statement)
+      assert header, statement
+      module["name"] = header.group(1)
       module["scheduled"] = "is_scheduled=true" in statement
     elif statement.endswith("{") and current is None:
       entry = statement.startswith("ENTRY")
-      name = re.match(r"(ENTRY\s+)?%?([\w.\-]+)", statement).group(2)
-      current = {"name": name, "entry": entry, "instructions": []}
+      head = re.match(r"(ENTRY\s+)?%?([\w.\-]+)", statement)
+      assert head, statement
+      current = {"name": head.group(2), "entry": entry, "instructions": []}
       module["computations"].append(current)
     elif statement == "}":
       current = None
     else:
+      assert current is not None, f"an instruction outside a computation: {statement}"
       current["instructions"].append(parse_instruction(statement))
   return module
 

@@ -5,13 +5,15 @@
 # FieldsV1, client-side apply's last-applied annotation; JobSet status per the CRD), emitted as
 # kubectl does (keys sorted, block style, multi-line strings as literal blocks).
 import json, sys, yaml
+from typing import Any
 
 src = yaml.safe_load(open(sys.argv[1]))
 
 
-def fields(node):
+def fields(node: Any) -> dict[str, Any]:
+  """The FieldsV1 set of `node`: every key, and every list item by its name."""
   if isinstance(node, dict):
-    out = {".": {}} if node else {}
+    out: dict[str, Any] = {".": {}} if node else {}
     for k, v in node.items():
       out["f:" + k] = fields(v)
     return out
@@ -37,7 +39,9 @@ client_fields = fields(client)
 client_fields["f:metadata"]["f:annotations"] = {
     ".": {}, "f:kubectl.kubernetes.io/last-applied-configuration": {}
 }
-status_fields = {"f:status": {".": {}, "f:replicatedJobsStatus": {}, "f:restarts": {}}}
+status_fields: dict[str, Any] = {
+    "f:status": {".": {}, "f:replicatedJobsStatus": {}, "f:restarts": {}},
+}
 meta["managedFields"] = [
     {
         "apiVersion": "jobset.x-k8s.io/v1alpha2",

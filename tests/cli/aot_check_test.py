@@ -258,7 +258,7 @@ class AotCheckTest(unittest.TestCase):
         """The seed's 512 when the render sets no chunk; AOT_LOGPS_CHUNK_SIZE (empty: 512) changes
         that default, and --logps-chunk, the render's own, overrides both."""
         no_chunk = [FIXTURE, "--json", "--trainer-arg-remove", "--compute_logps_chunk_size"]
-        cases = (
+        cases: tuple[tuple[dict[str, str], list[str], int], ...] = (
             ({}, [], 512),
             ({"AOT_LOGPS_CHUNK_SIZE": ""}, [], 512),
             ({"AOT_LOGPS_CHUNK_SIZE": "1024"}, [], 1024),
@@ -355,8 +355,11 @@ class AotCheckTest(unittest.TestCase):
 
     def test_run_without_maxtext(self):
         with tempfile.TemporaryDirectory() as tmp:
-            for args, env in (([], {"STUB_NO_MAXTEXT": "1"}),
-                              (["--python", os.path.join(tmp, "no-such-python")], {})):
+            cases: list[tuple[list[str], dict[str, str]]] = [
+                ([], {"STUB_NO_MAXTEXT": "1"}),
+                (["--python", os.path.join(tmp, "no-such-python")], {}),
+            ]
+            for args, env in cases:
                 rc, out, err = self.run_tool(tmp, *args, env=env)
                 self.assertEqual(rc, 2)
                 self.assertEqual(out, "")

@@ -133,8 +133,8 @@ class AtomicOutputs(unittest.TestCase):
                 self.assertEqual(proc.returncode, 2, stderr)
                 self.assertNotIn("Traceback", stderr)
                 self.assertIn(tool + ":", stderr)
-                with open(out, "rb") as f:
-                    self.assertEqual(f.read(), OLD, "the old file survives a failed write")
+                with open(out, "rb") as survivor:
+                    self.assertEqual(survivor.read(), OLD, "the old file survives a failed write")
                 self.assert_only(directory, "out", "a failed write leaves no temporary file")
 
     def test_interrupted_runs_leave_the_old_file_or_the_whole_new_one(self):

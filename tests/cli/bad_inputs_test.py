@@ -169,6 +169,9 @@ def shell_states(script):
 
 
 class BadInputsTest(unittest.TestCase):
+    # Set once, by setUpClass.
+    gen_dir: tempfile.TemporaryDirectory[str]
+    generated: dict[str, str]
 
     @classmethod
     def setUpClass(cls):

@@ -24,6 +24,7 @@ import sys
 import tempfile
 import unittest
 import xml.etree.ElementTree as ET
+from typing import Any
 
 from cli_common import BIN, TESTDATA, run_tool
 
@@ -43,6 +44,7 @@ def load_driver():
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, DRIVER)
+    assert spec is not None and spec.loader is not None, DRIVER
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
@@ -94,7 +96,7 @@ class SimWorker:
         self.clock, self.device_s, self.metrics = clock, device_s, metrics
         self.fail_at_call = fail_at_call
         self.device_free = clock.now
-        self.record = {"mb": [], "update": None}
+        self.record: dict[str, Any] = {"mb": [], "update": None}
         self.after_update = False
         self.updates = 0
         self.calls = 0
@@ -255,7 +257,7 @@ def numerics_metrics(loss=1.0, grad=1.0, logprob=0.0, entropy=1.0, ratio=1.0, na
     return metrics
 
 
-NUMERICS = {
+NUMERICS: dict[str, dict[str, float]] = {
     "numerics_ref1": {},
     "numerics_ref2": {
         "loss": 1 + 1e-7, "grad": 1 + 1.9e-5, "logprob": 3.6e-7, "entropy": 1 + 5e-8,

@@ -161,6 +161,7 @@ class CheckPayloadTest(unittest.TestCase):
         ])
         self.assertEqual(code, 0, stdout + stderr)
         row = re.search(r"\n\s+0\s+(\S+)\s+(\S+)\s+", stdout)
+        assert row is not None, stdout
         self.assertEqual(row.group(1), "3.9452")
         self.assertAlmostEqual(float(row.group(2)), 3.9452, delta=0.0395)
         code, stdout, _ = run(["verify", out])

@@ -289,6 +289,7 @@ class DiffRendersTest(TempDirTestCase):
                     break
                 chunks.append(data)
             proc.wait(timeout=60)
+            assert proc.stderr is not None  # stderr=PIPE
             proc.stderr.close()
             os.close(master)
             return proc.returncode, b"".join(chunks).decode()
@@ -302,7 +303,7 @@ class DiffRendersTest(TempDirTestCase):
         self.assertIn("~ abtest-train:", out)
 
     # --- --expect-bench ----------------------------------------------------------------------
-    KNOBS = {
+    KNOBS: dict[str, list[str]] = {
         "defaults": [],
         "maxtext-flag": [
             "--maxtext-flag", "ragged_buffer_factor=2.75", "--maxtext-flag", "brand_new=1"

@@ -31,6 +31,9 @@ def help_options(tool, *subcommand):
 
 
 class InstallTest(unittest.TestCase):
+    # Set once, by setUpClass.
+    prefix: str
+    install: tuple[int, str, str]
 
     @classmethod
     def setUpClass(cls):

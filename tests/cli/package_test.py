@@ -19,6 +19,11 @@ TOOLS = [
 
 
 class PackageTest(unittest.TestCase):
+    # Set once, by setUpClass.
+    dir: str
+    cpack: tuple[int, str, str]
+    debs: list[str]
+    root: str
 
     @classmethod
     def setUpClass(cls):

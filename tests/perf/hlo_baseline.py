@@ -27,7 +27,7 @@ def main(path):
       "unpaired_starts": 0, "unpaired_dones": 0
   }
   in_computation = False
-  open_starts = {}
+  open_starts: dict[str, int] = {}  # a start's name -> the compute count when it started
   compute = 0
   with open(path, encoding="utf-8", errors="replace") as f:
     for line in f:
