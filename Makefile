@@ -69,8 +69,9 @@ fuzz: deps
 lint: deps
 	./cmake/lint-python.sh
 
-# What CI runs (.ci/run): every test, every test again under sanitizers, 30 s of each fuzzer.
-ci: test test-asan
+# What CI runs (.ci/run): the Python lint, every test, every test again under sanitizers, 30 s of
+# each fuzzer.
+ci: lint test test-asan
 	$(MAKE) fuzz FUZZ_SECONDS=30
 
 bench: build
