@@ -13,18 +13,23 @@ APT_PACKAGES := cmake ninja-build g++ make python3 python3-numpy python3-yaml \
 # help2man: the man pages, generated from each tool's --help at build time; dpkg-dev: make deb's
 # dpkg-shlibdeps, which computes the package's Depends; bash-completion: the install test loads
 # the completions through its loader, as a user's shell does.
+# make lint (cmake/lint-python.sh) checks every Python file with pyflakes3, yapf3 and mypy: yapf
+# rather than black because it keeps the driver's Google style with 2-space indents; mypy reads
+# NumPy's own annotations (python3-numpy) and PyYAML's stubs in python3-typeshed, which mypy only
+# recommends (deps installs no recommends).
+LINT_PACKAGES := pyflakes3 yapf3 mypy python3-typeshed
 # clang and its runtime libraries: the sanitizer build (make test-asan, make fuzz).
 FUZZ_PACKAGES := clang-14 libclang-rt-14-dev
 FUZZ_SECONDS ?= 60
 FUZZ_PARALLEL ?= $(JOBS)
 
-.PHONY: all deps build demo test test-asan fuzz ci bench install deb format clean
+.PHONY: all deps build demo test test-asan fuzz lint ci bench install deb format clean
 
 all: build
 
 # Installs only what is missing, so a machine that has everything never calls apt-get.
 deps:
-	@./cmake/install-deps.sh $(APT_PACKAGES)
+	@./cmake/install-deps.sh $(APT_PACKAGES) $(LINT_PACKAGES)
 
 $(BUILD_DIR)/build.ninja:
 	cmake --preset $(PRESET)
@@ -59,8 +64,14 @@ fuzz: deps
 	cmake --build build/asan -j $(JOBS) --target fuzzers
 	FUZZ_PARALLEL=$(FUZZ_PARALLEL) ./fuzz/run.sh build/asan $(FUZZ_SECONDS)
 
-# What CI runs (.ci/run): every test, every test again under sanitizers, 30 s of each fuzzer.
-ci: test test-asan
+# Python: no pyflakes3 finding, no yapf3 change (.style.yapf), no mypy error (mypy.ini) in the
+# driver, its tests, the CLI tests or any other .py file (CONTRIBUTING.md, "Python").
+lint: deps
+	./cmake/lint-python.sh
+
+# What CI runs (.ci/run): the Python lint, every test, every test again under sanitizers, 30 s of
+# each fuzzer.
+ci: lint test test-asan
 	$(MAKE) fuzz FUZZ_SECONDS=30
 
 bench: build

@@ -20,175 +20,192 @@ TESTDATA = os.path.dirname(HERE)
 
 
 def read(name):
-    with open(os.path.join(TESTDATA, name), "rb") as f:
-        return f.read()
+  with open(os.path.join(TESTDATA, name), "rb") as f:
+    return f.read()
 
 
 def write(name, data):
-    with open(os.path.join(HERE, name), "wb") as f:
-        f.write(data)
+  with open(os.path.join(HERE, name), "wb") as f:
+    f.write(data)
 
 
 def replace_once(data, old, new):
-    assert data.count(old) >= 1, old
-    return data.replace(old, new, 1)
+  assert data.count(old) >= 1, old
+  return data.replace(old, new, 1)
 
 
 def write_damaged_text(stem, ext, text, nul, invalid_utf8):
-    """The damages every text input gets: <stem>_crlf<ext> (CRLF line ends), <stem>_nul<ext> (a NUL
+  """The damages every text input gets: <stem>_crlf<ext> (CRLF line ends), <stem>_nul<ext> (a NUL
     byte) and <stem>_invalid_utf8<ext> (bytes that are not UTF-8); `nul` and `invalid_utf8` are the
     (old, new) replacements, each made once."""
-    write(stem + "_crlf" + ext, text.replace(b"\n", b"\r\n"))
-    write(stem + "_nul" + ext, replace_once(text, *nul))
-    write(stem + "_invalid_utf8" + ext, replace_once(text, *invalid_utf8))
+  write(stem + "_crlf" + ext, text.replace(b"\n", b"\r\n"))
+  write(stem + "_nul" + ext, replace_once(text, *nul))
+  write(stem + "_invalid_utf8" + ext, replace_once(text, *invalid_utf8))
 
 
 def trainer_and_orchestrator(dryrun):
-    """The launcher's DRY_RUN without its rollout JobSet: enough for every tool, half the bytes."""
-    trainer = dryrun.index(b"\n  name: abtest-train\n")
-    return dryrun[: dryrun.index(b"\n---\n", trainer) + 1]
+  """The launcher's DRY_RUN without its rollout JobSet: enough for every tool, half the bytes."""
+  trainer = dryrun.index(b"\n  name: abtest-train\n")
+  return dryrun[:dryrun.index(b"\n---\n", trainer) + 1]
 
 
 def npy(dtype_descr, shape_text, payload, version=(1, 0), header_len=None):
-    """A .npy file with a hand-written header (shape_text is the Python tuple as text)."""
-    header = ("{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (dtype_descr, shape_text)).encode()
-    size_field = 2 if version[0] == 1 else 4
-    total = 6 + 2 + size_field + len(header) + 1
-    header += b" " * ((64 - total % 64) % 64) + b"\n"
-    length = len(header) if header_len is None else header_len
-    size = struct.pack("<H", length) if size_field == 2 else struct.pack("<I", length)
-    return b"\x93NUMPY" + bytes(version) + size + header + payload
+  """A .npy file with a hand-written header (shape_text is the Python tuple as text)."""
+  header = ("{'descr': '%s', 'fortran_order': False, 'shape': %s, }" %
+            (dtype_descr, shape_text)).encode()
+  size_field = 2 if version[0] == 1 else 4
+  total = 6 + 2 + size_field + len(header) + 1
+  header += b" " * ((64 - total % 64) % 64) + b"\n"
+  length = len(header) if header_len is None else header_len
+  size = struct.pack("<H", length) if size_field == 2 else struct.pack("<I", length)
+  return b"\x93NUMPY" + bytes(version) + size + header + payload
 
 
 def stored_zip(members):
-    """An uncompressed zip (what np.savez writes) of (name, bytes) members."""
-    import io
+  """An uncompressed zip (what np.savez writes) of (name, bytes) members."""
+  import io
 
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as z:
-        for name, data in members:
-            info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
-            z.writestr(info, data)
-    return buffer.getvalue()
+  buffer = io.BytesIO()
+  with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as z:
+    for name, data in members:
+      info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
+      z.writestr(info, data)
+  return buffer.getvalue()
 
 
 def main():
-    dryrun = trainer_and_orchestrator(read("launch_dryrun.txt"))
+  dryrun = trainer_and_orchestrator(read("launch_dryrun.txt"))
 
-    # --- DRY_RUN (render-bench, diff-renders, diff-configs, aot-check) -------------------------
-    # Cut inside the trainer's client script, in the middle of a line.
-    # The unchanged twin the diff tools compare the hostile variants with.
-    write("dryrun_base.txt", dryrun)
-    trainer_at = dryrun.index(b"name: abtest-train")
-    write("dryrun_truncated.txt", dryrun[: trainer_at + 6000])
-    # The NUL byte inside the trainer's gang-id label value; the bytes that are not UTF-8 (a lone
-    # continuation byte, an overlong encoding, 0xff) in a value.
-    write_damaged_text("dryrun", ".txt", dryrun,
-                       nul=(b'gang-id: "abtest"', b'gang-id: "ab\x00test"'),
-                       invalid_utf8=(b"queue-name: multislice-queue",
-                                     b"queue-name: multi\x80slice\xc0\xaf\xff-queue"))
-    # The trainer's metadata.name twice: the second one wins (YAML 1.2 says keys are unique).
-    write("dryrun_duplicate_keys.txt", replace_once(dryrun, b"  name: abtest-train\n",
-                                                    b"  name: abtest-train\n  name: abtest-train\n"))
-    # 300 levels of flow sequences in a trainer label (yaml-cpp itself accepts up to 2000).
-    write("dryrun_deep_nesting.txt", replace_once(dryrun, b"  labels:\n    kueue",
-                                                  b"  labels:\n    deep: " + b"[" * 300 + b"]" * 300
-                                                  + b"\n    kueue"))
-    # 3000 levels: beyond yaml-cpp's own recursion guard.
-    write("dryrun_deeper_nesting.txt", replace_once(dryrun, b"  labels:\n    kueue",
-                                                    b"  labels:\n    deep: " + b"{a: " * 3000
-                                                    + b"}" * 3000 + b"\n    kueue"))
-    # Billion laughs: 10 anchors, each a list of 10 aliases of the previous one (10^10 leaves).
-    bomb = [b"  annotations:\n", b"    l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"]
-    for level in range(1, 10):
-        bomb.append(b"    l%d: &l%d [%s]\n" % (level, level, b", ".join([b"*l%d" % (level - 1)] * 10)))
-    write("dryrun_alias_bomb.txt", replace_once(dryrun, b"  name: abtest-train\n",
-                                                b"  name: abtest-train\n" + b"".join(bomb)))
-    # A trainer document whose YAML is broken (an unclosed flow mapping after kind: JobSet).
-    write("dryrun_invalid_yaml.txt", replace_once(dryrun, b"  namespace: bench-ns\n  labels:",
-                                                  b"  namespace: {bench-ns\n  labels:"))
+  # --- DRY_RUN (render-bench, diff-renders, diff-configs, aot-check) -------------------------
+  # Cut inside the trainer's client script, in the middle of a line.
+  # The unchanged twin the diff tools compare the hostile variants with.
+  write("dryrun_base.txt", dryrun)
+  trainer_at = dryrun.index(b"name: abtest-train")
+  write("dryrun_truncated.txt", dryrun[:trainer_at + 6000])
+  # The NUL byte inside the trainer's gang-id label value; the bytes that are not UTF-8 (a lone
+  # continuation byte, an overlong encoding, 0xff) in a value.
+  write_damaged_text(
+      "dryrun", ".txt", dryrun, nul=(b'gang-id: "abtest"', b'gang-id: "ab\x00test"'),
+      invalid_utf8=(b"queue-name: multislice-queue",
+                    b"queue-name: multi\x80slice\xc0\xaf\xff-queue"))
+  # The trainer's metadata.name twice: the second one wins (YAML 1.2 says keys are unique).
+  write(
+      "dryrun_duplicate_keys.txt",
+      replace_once(dryrun, b"  name: abtest-train\n",
+                   b"  name: abtest-train\n  name: abtest-train\n"))
+  # 300 levels of flow sequences in a trainer label (yaml-cpp itself accepts up to 2000).
+  write(
+      "dryrun_deep_nesting.txt",
+      replace_once(dryrun, b"  labels:\n    kueue",
+                   b"  labels:\n    deep: " + b"[" * 300 + b"]" * 300 + b"\n    kueue"))
+  # 3000 levels: beyond yaml-cpp's own recursion guard.
+  write(
+      "dryrun_deeper_nesting.txt",
+      replace_once(dryrun, b"  labels:\n    kueue",
+                   b"  labels:\n    deep: " + b"{a: " * 3000 + b"}" * 3000 + b"\n    kueue"))
+  # Billion laughs: 10 anchors, each a list of 10 aliases of the previous one (10^10 leaves).
+  bomb = [b"  annotations:\n", b"    l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"]
+  for level in range(1, 10):
+    bomb.append(b"    l%d: &l%d [%s]\n" % (level, level, b", ".join([b"*l%d" % (level - 1)] * 10)))
+  write("dryrun_alias_bomb.txt",
+        replace_once(dryrun, b"  name: abtest-train\n", b"  name: abtest-train\n" + b"".join(bomb)))
+  # A trainer document whose YAML is broken (an unclosed flow mapping after kind: JobSet).
+  write(
+      "dryrun_invalid_yaml.txt",
+      replace_once(dryrun, b"  namespace: bench-ns\n  labels:",
+                   b"  namespace: {bench-ns\n  labels:"))
 
-    # --- binary junk, shared by every tool ---------------------------------------------------
-    rng = random.Random(8)
-    write("binary.bin", bytes(rng.randrange(256) for _ in range(4096)))
+  # --- binary junk, shared by every tool ---------------------------------------------------
+  rng = random.Random(8)
+  write("binary.bin", bytes(rng.randrange(256) for _ in range(4096)))
 
-    # --- MaxText config logs (diff-configs) ----------------------------------------------------
-    config = read("configlog_trainer_node.log")
-    write_damaged_text("configlog", ".log", config,
-                       nul=(b"Config param adam_b2: 0.95", b"Config param adam_b2: 0.\x0095"),
-                       invalid_utf8=(b"Config param adam_b2: 0.95", b"Config param adam_b2: 0.95\xff\xfe"))
-    # Ends in the middle of a config line.
-    cut = config.index(b"Config param adam_eps") + len(b"Config param adam_e")
-    write("configlog_cut_mid_line.log", config[:cut])
+  # --- MaxText config logs (diff-configs) ----------------------------------------------------
+  config = read("configlog_trainer_node.log")
+  write_damaged_text(
+      "configlog", ".log", config,
+      nul=(b"Config param adam_b2: 0.95", b"Config param adam_b2: 0.\x0095"),
+      invalid_utf8=(b"Config param adam_b2: 0.95", b"Config param adam_b2: 0.95\xff\xfe"))
+  # Ends in the middle of a config line.
+  cut = config.index(b"Config param adam_eps") + len(b"Config param adam_e")
+  write("configlog_cut_mid_line.log", config[:cut])
 
-    # --- MaxText compile logs (aot-summarize) -----------------------------------------------------
-    memlog = read("memlog_engine_compile_a.log")
-    write_damaged_text("memlog", ".log", memlog,
-                       nul=(b"temp_size_in_bytes=59055800320", b"temp_size_in_bytes=590\x0055800320"),
-                       invalid_utf8=(b"--- fwd_bwd ---", b"--- fwd_bwd\xff\xfe ---"))
-    write("memlog_out_of_range.log", replace_once(memlog, b"temp_size_in_bytes=59055800320",
-                                                  b"temp_size_in_bytes=590558003200000000000000000000"))
-    write("memlog_negative_size.log", replace_once(memlog, b"temp_size_in_bytes=59055800320",
-                                                   b"temp_size_in_bytes=-59055800320"))
-    # A cost analysis nested 20,000 lists deep (the parser must not recurse on input depth).
-    first_cost = memlog.index(b"Cost analysis: ")
-    line_end = memlog.index(b"\n", first_cost)
-    write("memlog_deep_literal.log", memlog[:first_cost] + b"Cost analysis: " + b"[" * 20000 + b"]" * 20000
-          + memlog[line_end:])
+  # --- MaxText compile logs (aot-summarize) -----------------------------------------------------
+  memlog = read("memlog_engine_compile_a.log")
+  write_damaged_text("memlog", ".log", memlog,
+                     nul=(b"temp_size_in_bytes=59055800320", b"temp_size_in_bytes=590\x0055800320"),
+                     invalid_utf8=(b"--- fwd_bwd ---", b"--- fwd_bwd\xff\xfe ---"))
+  write(
+      "memlog_out_of_range.log",
+      replace_once(memlog, b"temp_size_in_bytes=59055800320",
+                   b"temp_size_in_bytes=590558003200000000000000000000"))
+  write("memlog_negative_size.log",
+        replace_once(memlog, b"temp_size_in_bytes=59055800320", b"temp_size_in_bytes=-59055800320"))
+  # A cost analysis nested 20,000 lists deep (the parser must not recurse on input depth).
+  first_cost = memlog.index(b"Cost analysis: ")
+  line_end = memlog.index(b"\n", first_cost)
+  write("memlog_deep_literal.log",
+        memlog[:first_cost] + b"Cost analysis: " + b"[" * 20000 + b"]" * 20000 + memlog[line_end:])
 
-    # --- bench logs (bench-report) ----------------------------------------------------------------
-    bench = read("bench_logs/bench_fast.log")
-    write("bench_crlf.log", bench.replace(b"\n", b"\r\n"))
-    write("bench_nul.log", b"\x00".join(bench.split(b"BENCH_STEP ")))
-    lines = [b'BENCH_STEP {"step":1,"seconds":1e999,"microbatch_s":[1.0],"tokens":1}',
-             b'BENCH_STEP {"step":99999999999999999999999,"seconds":2.0,"microbatch_s":[1.0],"tokens":1}',
-             b'BENCH_STEP {"step":-3,"seconds":2.0,"microbatch_s":[1.0],"tokens":1}',
-             b'BENCH_STEP {"step":4,"seconds":-2.0,"microbatch_s":[-1.0],"tokens":-1}']
-    write("bench_out_of_range.log", b"\n".join(lines) + b"\n")
-    write("bench_deep_json.log", b'BENCH_STEP {"step":1,"seconds":2.0,"x":' + b"[" * 30000 + b"]" * 30000 + b"}\n")
-    write("bench_invalid_utf8.log", replace_once(bench, b"[TrainerBench] ab-fast: bench", b"[TrainerBench] ab-\xff\xfe: bench"))
-    write("bench_truncated.log", bench[: bench.index(b"BENCH_STEP") + 40])
+  # --- bench logs (bench-report) ----------------------------------------------------------------
+  bench = read("bench_logs/bench_fast.log")
+  write("bench_crlf.log", bench.replace(b"\n", b"\r\n"))
+  write("bench_nul.log", b"\x00".join(bench.split(b"BENCH_STEP ")))
+  lines = [
+      b'BENCH_STEP {"step":1,"seconds":1e999,"microbatch_s":[1.0],"tokens":1}',
+      b'BENCH_STEP {"step":99999999999999999999999,"seconds":2.0,"microbatch_s":[1.0],"tokens":1}',
+      b'BENCH_STEP {"step":-3,"seconds":2.0,"microbatch_s":[1.0],"tokens":1}',
+      b'BENCH_STEP {"step":4,"seconds":-2.0,"microbatch_s":[-1.0],"tokens":-1}'
+  ]
+  write("bench_out_of_range.log", b"\n".join(lines) + b"\n")
+  write("bench_deep_json.log",
+        b'BENCH_STEP {"step":1,"seconds":2.0,"x":' + b"[" * 30000 + b"]" * 30000 + b"}\n")
+  write("bench_invalid_utf8.log",
+        replace_once(bench, b"[TrainerBench] ab-fast: bench", b"[TrainerBench] ab-\xff\xfe: bench"))
+  write("bench_truncated.log", bench[:bench.index(b"BENCH_STEP") + 40])
 
-    # --- NumPy files (check-payload measure / verify / tiles) ----------------------------------
-    routed = struct.pack("<16h", *([1, 2, 3, 4] * 4))  # int16 [2, 2, 2, 2]
-    write("npy_huge_shape.npy", npy("<i2", "(1000000000000000, 60, 10)", routed))
-    write("npy_negative_shape.npy", npy("<i2", "(-1, 4, 2)", routed))
-    write("npy_overflow_shape.npy", npy("<i2", "(4294967296, 4294967296, 4294967296, 1)", routed))
-    write("npy_header_len_huge.npy", npy("<i2", "(2, 2, 2, 2)", routed, version=(2, 0), header_len=0xFFFFFFF0))
-    write("npy_truncated_data.npy", npy("<i2", "(2, 2, 2, 2)", routed[:10]))
-    write("npy_float_dtype.npy", npy("<f4", "(2, 2, 2)", struct.pack("<8f", *[1.0] * 8)))
-    write("npy_bad_magic.npy", b"\x93NUMPX" + npy("<i2", "(2, 2, 2, 2)", routed)[6:])
-    write("npy_expert_out_of_range.npy", npy("<i2", "(2, 2, 2, 2)", struct.pack("<16h", *([600, 1] * 8))))
-    write("npy_header_garbage.npy", npy("<i2", "__import__('os').system('false')", routed))
-    good = npy("<i2", "(2, 2, 2, 2)", routed)
-    # A zip whose only member declares 2^62 bytes (zip64 extra field) but holds 48.
-    zipped = bytearray(stored_zip([("routed_experts.npy", good)]))
-    central = zipped.rindex(b"PK\x01\x02")
-    # Patch the central directory's compressed and uncompressed sizes to 0xFFFFFFFF and add no
-    # zip64 extra: the reader must refuse the sizes rather than trust them.
-    struct.pack_into("<II", zipped, central + 20, 0xFFFFFFFF, 0xFFFFFFFF)
-    struct.pack_into("<II", zipped, 18, 0xFFFFFFFF, 0xFFFFFFFF)
-    write("npz_huge_declared_size.npz", bytes(zipped))
-    # The same with a zip64 extra field declaring 2^62 bytes.
-    name = b"routed_experts.npy"
-    extra = struct.pack("<HHQQ", 1, 16, 1 << 62, 1 << 62)
-    crc = zlib.crc32(good)
-    local = struct.pack("<IHHHHHIIIHH", 0x04034B50, 45, 0, 0, 0, 0, crc, 0xFFFFFFFF, 0xFFFFFFFF, len(name),
-                        len(extra)) + name + extra + good
-    cd = struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 45, 45, 0, 0, 0, 0, crc, 0xFFFFFFFF, 0xFFFFFFFF,
-                     len(name), len(extra), 0, 0, 0, 0, 0) + name + extra
-    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 1, 1, len(cd), len(local), 0)
-    write("npz_zip64_huge_size.npz", local + cd + end)
-    payload_zip = stored_zip([("routed_experts.npy", good), ("segment_ids.npy", npy("<i4", "(2, 2)", b"\x01\x00\x00\x00" * 4))])
-    write("npz_truncated.npz", payload_zip[: len(payload_zip) // 2])
-    write("npz_no_members.npz", stored_zip([]))
+  # --- NumPy files (check-payload measure / verify / tiles) ----------------------------------
+  routed = struct.pack("<16h", *([1, 2, 3, 4] * 4))  # int16 [2, 2, 2, 2]
+  write("npy_huge_shape.npy", npy("<i2", "(1000000000000000, 60, 10)", routed))
+  write("npy_negative_shape.npy", npy("<i2", "(-1, 4, 2)", routed))
+  write("npy_overflow_shape.npy", npy("<i2", "(4294967296, 4294967296, 4294967296, 1)", routed))
+  write("npy_header_len_huge.npy",
+        npy("<i2", "(2, 2, 2, 2)", routed, version=(2, 0), header_len=0xFFFFFFF0))
+  write("npy_truncated_data.npy", npy("<i2", "(2, 2, 2, 2)", routed[:10]))
+  write("npy_float_dtype.npy", npy("<f4", "(2, 2, 2)", struct.pack("<8f", *[1.0] * 8)))
+  write("npy_bad_magic.npy", b"\x93NUMPX" + npy("<i2", "(2, 2, 2, 2)", routed)[6:])
+  write("npy_expert_out_of_range.npy",
+        npy("<i2", "(2, 2, 2, 2)", struct.pack("<16h", *([600, 1] * 8))))
+  write("npy_header_garbage.npy", npy("<i2", "__import__('os').system('false')", routed))
+  good = npy("<i2", "(2, 2, 2, 2)", routed)
+  # A zip whose only member declares 2^62 bytes (zip64 extra field) but holds 48.
+  zipped = bytearray(stored_zip([("routed_experts.npy", good)]))
+  central = zipped.rindex(b"PK\x01\x02")
+  # Patch the central directory's compressed and uncompressed sizes to 0xFFFFFFFF and add no
+  # zip64 extra: the reader must refuse the sizes rather than trust them.
+  struct.pack_into("<II", zipped, central + 20, 0xFFFFFFFF, 0xFFFFFFFF)
+  struct.pack_into("<II", zipped, 18, 0xFFFFFFFF, 0xFFFFFFFF)
+  write("npz_huge_declared_size.npz", bytes(zipped))
+  # The same with a zip64 extra field declaring 2^62 bytes.
+  name = b"routed_experts.npy"
+  extra = struct.pack("<HHQQ", 1, 16, 1 << 62, 1 << 62)
+  crc = zlib.crc32(good)
+  local = struct.pack("<IHHHHHIIIHH", 0x04034B50, 45, 0, 0, 0, 0, crc, 0xFFFFFFFF, 0xFFFFFFFF,
+                      len(name), len(extra)) + name + extra + good
+  cd = struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 45, 45, 0, 0, 0, 0, crc, 0xFFFFFFFF,
+                   0xFFFFFFFF, len(name), len(extra), 0, 0, 0, 0, 0) + name + extra
+  end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 1, 1, len(cd), len(local), 0)
+  write("npz_zip64_huge_size.npz", local + cd + end)
+  payload_zip = stored_zip([("routed_experts.npy", good),
+                            ("segment_ids.npy", npy("<i4", "(2, 2)", b"\x01\x00\x00\x00" * 4))])
+  write("npz_truncated.npz", payload_zip[:len(payload_zip) // 2])
+  write("npz_no_members.npz", stored_zip([]))
 
-    # --- routing target tables (check-payload, render-bench --routing-targets) ----------------
-    write("routing_nan.txt", b"1.5\nnan\n2.0\n")
-    write("routing_negative.txt", b"1.5\n-2.0\n")
-    write("routing_out_of_range.txt", b"1.5\n1e999\n")
-    write("routing_crlf.txt", b"1.5\r\n2.0\r\n4.0\r\n8.0\r\n")
+  # --- routing target tables (check-payload, render-bench --routing-targets) ----------------
+  write("routing_nan.txt", b"1.5\nnan\n2.0\n")
+  write("routing_negative.txt", b"1.5\n-2.0\n")
+  write("routing_out_of_range.txt", b"1.5\n1e999\n")
+  write("routing_crlf.txt", b"1.5\r\n2.0\r\n4.0\r\n8.0\r\n")
 
 
 if __name__ == "__main__":
-    main()
+  main()

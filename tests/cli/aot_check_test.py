@@ -65,6 +65,7 @@ def keys_of(argv):
 
 
 class AotCheckTest(unittest.TestCase):
+
     def print_script(self, *args, path=FIXTURE):
         rc, out, err = run([path, *args])
         self.assertEqual(rc, 0, err)
@@ -77,8 +78,8 @@ class AotCheckTest(unittest.TestCase):
         record = os.path.join(tmp, "record.json")
         full_env = {"PATH": bindir + ":/usr/bin:/bin", "HOME": tmp, "STUB_RECORD": record}
         full_env.update(env or {})
-        proc = subprocess.run(["bash", "-c", script], env=full_env, cwd=tmp, capture_output=True, text=True,
-                              timeout=60)
+        proc = subprocess.run(["bash", "-c", script], env=full_env, cwd=tmp, capture_output=True,
+                              text=True, timeout=60)
         data = None
         if os.path.exists(record):
             with open(record, encoding="utf-8") as f:
@@ -91,27 +92,38 @@ class AotCheckTest(unittest.TestCase):
         self.assertTrue(script.startswith("#!/usr/bin/env bash\n"))
         subprocess.run(["bash", "-n"], input=script, text=True, check=True)
         with tempfile.TemporaryDirectory() as tmp:
-            rc, record, err = self.run_script(script, tmp, {"STUB_LOG": os.path.join(
-                TESTDATA, "memlog_engine_compile_a.log")})
+            rc, record, err = self.run_script(
+                script, tmp, {"STUB_LOG": os.path.join(TESTDATA, "memlog_engine_compile_a.log")})
             self.assertEqual(rc, 0, err)
             argv, env = record["argv"], record["env"]
             self.assertEqual(argv[0], FAKE_BASE, "the base.yml of the MaxText the probe found")
             keys = keys_of(argv)
             expected = {
-                "model_name": "qwen3.5-397b-a17b", "run_name": "aot-bench", "compile_topology": "tpu7x-256",
-                "compile_topology_num_slices": "1", "compile_engine_loss": "grpo",
-                "ici_fsdp_parallelism": "32", "ici_context_parallelism": "4", "ici_expert_parallelism": "2",
-                "ici_tensor_parallelism": "1", "per_device_batch_size": "0.25", "max_target_length": "65536",
-                "max_prefill_predict_length": "8192", "compile_engine_logps_chunk_size": "512",
+                "model_name": "qwen3.5-397b-a17b",
+                "run_name": "aot-bench",
+                "compile_topology": "tpu7x-256",
+                "compile_topology_num_slices": "1",
+                "compile_engine_loss": "grpo",
+                "ici_fsdp_parallelism": "32",
+                "ici_context_parallelism": "4",
+                "ici_expert_parallelism": "2",
+                "ici_tensor_parallelism": "1",
+                "per_device_batch_size": "0.25",
+                "max_target_length": "65536",
+                "max_prefill_predict_length": "8192",
+                "compile_engine_logps_chunk_size": "512",
                 "compile_engine_max_seq_token_per_tpu": "65536",
-                "compile_engine_max_segments_per_packed_row": "16", "attention": "flash",
-                "ragged_buffer_factor": "2.0", "enable_checkpointing": "False",
+                "compile_engine_max_segments_per_packed_row": "16",
+                "attention": "flash",
+                "ragged_buffer_factor": "2.0",
+                "enable_checkpointing": "False",
             }
             for key, value in expected.items():
                 self.assertEqual(keys.get(key), value, key)
             self.assertIn("beta: 0.0", keys["compile_engine_grpo_config"])
             self.assertIn("loss_algo: 'gspo-token'", keys["compile_engine_grpo_config"])
-            self.assertIn("--xla_tpu_scoped_vmem_limit_kib=65472", keys["compile_xla_flags"].split())
+            self.assertIn("--xla_tpu_scoped_vmem_limit_kib=65472",
+                          keys["compile_xla_flags"].split())
             self.assertIn("--xla_tpu_scoped_vmem_limit_kib=65472", env["LIBTPU_INIT_ARGS"].split())
             self.assertNotIn("JAX_COMPILATION_CACHE_DIR", env)
             self.assertEqual(env["REMAT_DECODER_LAYER_INPUT"], "device")
@@ -126,8 +138,9 @@ class AotCheckTest(unittest.TestCase):
     def test_knobs_change_the_compile(self):
         script = self.print_script("--trainer-slice", "tpu7x:4x4x4",
                                    "--libtpu-flag=--xla_tpu_scoped_vmem_limit_kib=65536",
-                                   "--maxtext-flag", "ragged_buffer_factor=2.75", "--logps-chunk", "4096",
-                                   "--orch-arg=--beta=0.04", "--compile-key", "compile_engine_router_replay=true")
+                                   "--maxtext-flag", "ragged_buffer_factor=2.75", "--logps-chunk",
+                                   "4096", "--orch-arg=--beta=0.04", "--compile-key",
+                                   "compile_engine_router_replay=true")
         with tempfile.TemporaryDirectory() as tmp:
             rc, record, err = self.run_script(script, tmp)
             self.assertEqual(rc, 0, err)
@@ -142,22 +155,34 @@ class AotCheckTest(unittest.TestCase):
             flags = keys["compile_xla_flags"].split()
             self.assertIn("--xla_tpu_scoped_vmem_limit_kib=65536", flags)
             self.assertNotIn("--xla_tpu_scoped_vmem_limit_kib=65472", flags)
-            self.assertIn("--xla_tpu_scoped_vmem_limit_kib=65536", record["env"]["LIBTPU_INIT_ARGS"].split())
-            self.assertEqual(record["argv"][-1], "compile_engine_router_replay=true", "--compile-key comes last")
+            self.assertIn("--xla_tpu_scoped_vmem_limit_kib=65536",
+                          record["env"]["LIBTPU_INIT_ARGS"].split())
+            self.assertEqual(record["argv"][-1], "compile_engine_router_replay=true",
+                             "--compile-key comes last")
 
     def test_v5p_render(self):
         rc, out, err = run([V5P, "--json"])
         self.assertEqual(rc, 0, err)
         plan = json.loads(out)
-        self.assertEqual((plan["slice"], plan["compile_topology"], plan["devices"]), ("tpuv5:4x4x4", "v5p-128", 64))
+        self.assertEqual((plan["slice"], plan["compile_topology"], plan["devices"]),
+                         ("tpuv5:4x4x4", "v5p-128", 64))
         self.assertEqual(plan["hbm_gib_per_device"], 95)
         self.assertEqual(plan["micro_batch"]["per_device_batch_size"], "1.0")
 
     def test_hostile_values_survive_bash(self):
         with tempfile.TemporaryDirectory() as tmp:
             marker = os.path.join(tmp, "PWNED")
-            hostile = ["$(touch %s)" % marker, "`touch %s`" % marker, "a'b\"c", "line1\nline2", "back\\slash\\",
-                       "; touch %s #" % marker, "$HOME ${PATH} $((1+1))", "d\u00e9j\u00e0 \u2713", ""]
+            hostile = [
+                "$(touch %s)" % marker,
+                "`touch %s`" % marker,
+                "a'b\"c",
+                "line1\nline2",
+                "back\\slash\\",
+                "; touch %s #" % marker,
+                "$HOME ${PATH} $((1+1))",
+                "d\u00e9j\u00e0 \u2713",
+                "",
+            ]
             args = []
             for i, value in enumerate(hostile):
                 args.append("--compile-key=hostile_%d=%s" % (i, value))
@@ -174,7 +199,8 @@ class AotCheckTest(unittest.TestCase):
             self.assertFalse(os.path.exists(marker), "a value was executed")
             self.assertTrue(os.path.exists(log), "the log path is taken literally")
             argv = record["argv"]
-            xla = [k for k in argv if k.startswith("compile_xla_flags=")][-1].split("=", 1)[1].split(" ")
+            xla_key = [k for k in argv if k.startswith("compile_xla_flags=")][-1]
+            xla = xla_key.split("=", 1)[1].split(" ")
             libtpu = record["env"]["LIBTPU_INIT_ARGS"].split(" ")
             for i, value in enumerate(hostile):
                 self.assertIn("hostile_%d=%s" % (i, value), argv)
@@ -232,10 +258,14 @@ class AotCheckTest(unittest.TestCase):
         """The seed's 512 when the render sets no chunk; AOT_LOGPS_CHUNK_SIZE (empty: 512) changes
         that default, and --logps-chunk, the render's own, overrides both."""
         no_chunk = [FIXTURE, "--json", "--trainer-arg-remove", "--compute_logps_chunk_size"]
-        for env, extra, expected in (({}, [], 512), ({"AOT_LOGPS_CHUNK_SIZE": ""}, [], 512),
-                                     ({"AOT_LOGPS_CHUNK_SIZE": "1024"}, [], 1024),
-                                     ({"AOT_LOGPS_CHUNK_SIZE": "0"}, [], 0),
-                                     ({"AOT_LOGPS_CHUNK_SIZE": "1024"}, ["--logps-chunk", "4096"], 4096)):
+        cases: tuple[tuple[dict[str, str], list[str], int], ...] = (
+            ({}, [], 512),
+            ({"AOT_LOGPS_CHUNK_SIZE": ""}, [], 512),
+            ({"AOT_LOGPS_CHUNK_SIZE": "1024"}, [], 1024),
+            ({"AOT_LOGPS_CHUNK_SIZE": "0"}, [], 0),
+            ({"AOT_LOGPS_CHUNK_SIZE": "1024"}, ["--logps-chunk", "4096"], 4096),
+        )
+        for env, extra, expected in cases:
             rc, out, err = run_tool(TOOL, no_chunk + extra, env=env, unset=["AOT_LOGPS_CHUNK_SIZE"])
             self.assertEqual(rc, 0, err)
             self.assertEqual(json.loads(out)["logps_chunk_size"], expected, (env, extra))
@@ -254,7 +284,8 @@ class AotCheckTest(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertEqual(json.loads(out)["mesh"]["fsdp"], 32)
         # An explicit file wins over LAUNCH_RENDER.
-        rc, out, err = run_tool(TOOL, [FIXTURE, "--json"], env={"LAUNCH_RENDER": "/nonexistent/dryrun.txt"})
+        rc, out, err = run_tool(TOOL, [FIXTURE, "--json"],
+                                env={"LAUNCH_RENDER": "/nonexistent/dryrun.txt"})
         self.assertEqual(rc, 0, err)
         rc, out, err = run_tool(TOOL, ["--json"], env={"LAUNCH_RENDER": "/nonexistent/dryrun.txt"})
         self.assertEqual((rc, out), (2, ""), err)
@@ -273,46 +304,62 @@ class AotCheckTest(unittest.TestCase):
 
     def test_run_summarizes_the_log(self):
         with tempfile.TemporaryDirectory() as tmp:
-            rc, out, err = self.run_tool(tmp, env={"STUB_LOG": os.path.join(TESTDATA, "memlog_engine_compile_a.log")})
+            rc, out, err = self.run_tool(
+                tmp, env={"STUB_LOG": os.path.join(TESTDATA, "memlog_engine_compile_a.log")})
             self.assertEqual(rc, 0, err)
             self.assertRegex(out.splitlines()[0], r"^log +logs/aot-bench-\d{8}T\d{6}Z\.log$")
             self.assertRegex(out, r"\nverdict +fits\n")
             self.assertRegex(out, r"\nHBM per device GiB +94\.74 \(chip tpu7x\)\n")
             self.assertEqual(len(os.listdir(os.path.join(tmp, "logs"))), 1)
-            self.assertIn("Jitting and compiling the engine's kernels", err, "the compile's output is on stderr")
+            self.assertIn("Jitting and compiling the engine's kernels", err,
+                          "the compile's output is on stderr")
 
             log = os.path.join(tmp, "b.log")
-            rc, out, err = self.run_tool(tmp, "--log", log, "--json",
-                                         env={"STUB_LOG": os.path.join(TESTDATA, "memlog_engine_compile_b.log")})
+            rc, out, err = self.run_tool(
+                tmp, "--log", log, "--json",
+                env={"STUB_LOG": os.path.join(TESTDATA, "memlog_engine_compile_b.log")})
             self.assertEqual(rc, 1, err)
             summary = json.loads(out)
             self.assertEqual(summary["logs"][0]["path"], log)
             self.assertFalse(summary["logs"][0]["fits"])
             self.assertTrue(os.path.exists(log))
 
-            rc, out, err = self.run_tool(tmp, "--hbm-gib", "100",
-                                         env={"STUB_LOG": os.path.join(TESTDATA, "memlog_engine_compile_b.log")})
+            rc, out, err = self.run_tool(
+                tmp, "--hbm-gib", "100",
+                env={"STUB_LOG": os.path.join(TESTDATA, "memlog_engine_compile_b.log")})
             self.assertEqual(rc, 0, err)
             self.assertIn("(--hbm-gib)", out)
 
     def test_run_reports_oom_and_failed_compiles(self):
         with tempfile.TemporaryDirectory() as tmp:
-            rc, out, err = self.run_tool(tmp, env={"STUB_LOG": os.path.join(
-                TESTDATA, "memlog_oom_engine_hlo_temporaries.log"), "STUB_STATUS": "1"})
+            rc, out, err = self.run_tool(
+                tmp, env={
+                    "STUB_LOG": os.path.join(TESTDATA, "memlog_oom_engine_hlo_temporaries.log"),
+                    "STUB_STATUS": "1"
+                })
             self.assertEqual(rc, 1, err)
-            self.assertRegex(out, r"out of memory +line 6: hbm 100\.13 GiB needed, 94\.74 available")
-            rc, out, err = self.run_tool(tmp, env={"STUB_LOG": os.path.join(
-                TESTDATA, "memlog_bad_no_analysis.log"), "STUB_STATUS": "1"})
+            self.assertRegex(out,
+                             r"out of memory +line 6: hbm 100\.13 GiB needed, 94\.74 available")
+            rc, out, err = self.run_tool(
+                tmp, env={
+                    "STUB_LOG": os.path.join(TESTDATA, "memlog_bad_no_analysis.log"),
+                    "STUB_STATUS": "1"
+                })
             self.assertEqual(rc, 2)
             self.assertEqual(out, "")
             self.assertEqual(len(err.strip().splitlines()[-1:]), 1)
-            self.assertRegex(err.strip().splitlines()[-1],
-                             r"^aot-check: the compile exited with status 1 and its log .* reports no memory analysis")
+            self.assertRegex(
+                err.strip().splitlines()[-1],
+                r"^aot-check: the compile exited with status 1 and its log .* reports no memory "
+                r"analysis")
 
     def test_run_without_maxtext(self):
         with tempfile.TemporaryDirectory() as tmp:
-            for args, env in (([], {"STUB_NO_MAXTEXT": "1"}),
-                              (["--python", os.path.join(tmp, "no-such-python")], {})):
+            cases: list[tuple[list[str], dict[str, str]]] = [
+                ([], {"STUB_NO_MAXTEXT": "1"}),
+                (["--python", os.path.join(tmp, "no-such-python")], {}),
+            ]
+            for args, env in cases:
                 rc, out, err = self.run_tool(tmp, *args, env=env)
                 self.assertEqual(rc, 2)
                 self.assertEqual(out, "")
@@ -329,10 +376,12 @@ class AotCheckTest(unittest.TestCase):
     def test_errors(self):
         self.assert_fails([os.path.join(BAD, "no_trainer.txt")], "no trainer JobSet")
         self.assert_fails([os.path.join(BAD, "empty.txt")], "no trainer JobSet")
-        self.assert_fails([FIXTURE, "--trainer-arg=--mesh_context=2"],
-                          "the mesh fsdp 32 x expert 2 x context 2 = 128 devices does not fill the 256 devices")
+        self.assert_fails(
+            [FIXTURE, "--trainer-arg=--mesh_context=2"],
+            "the mesh fsdp 32 x expert 2 x context 2 = 128 devices does not fill the 256 devices")
         self.assert_fails([FIXTURE, "--maxtext-flag", "ici_fsdp_parallelism=48"], "does not fill")
-        self.assert_fails([FIXTURE, "--trainer-arg=--train_micro_batch_size=40"], "not a multiple of --mesh_fsdp=32")
+        self.assert_fails([FIXTURE, "--trainer-arg=--train_micro_batch_size=40"],
+                          "not a multiple of --mesh_fsdp=32")
         self.assert_fails([FIXTURE, "--trainer-slice", "tpu7x:4x4"], "topolog")
         self.assert_fails([FIXTURE, "--trainer-slice", "tpu7x:1x1x1"], "does not divide")
         self.assert_fails([FIXTURE, "--compile-key", "oops"], "--compile-key oops")
@@ -341,8 +390,10 @@ class AotCheckTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "tpu9.txt")
             with open(FIXTURE, encoding="utf-8") as f, open(path, "w", encoding="utf-8") as g:
-                g.write(f.read().replace("--instance_type=tpu7x:4x4x8", "--instance_type=tpu9:4x4x8"))
-            self.assert_fails([path], "the trainer slice tpu9:4x4x8 gives no compile_topology: unknown TPU type")
+                g.write(f.read().replace("--instance_type=tpu7x:4x4x8",
+                                         "--instance_type=tpu9:4x4x8"))
+            self.assert_fails(
+                [path], "the trainer slice tpu9:4x4x8 gives no compile_topology: unknown TPU type")
 
     def test_help_and_version(self):
         # --trainer-slice: the render-bench knobs.

@@ -11,7 +11,6 @@ import unittest
 from cli_common import (BIN, TESTDATA, assert_bad_input, assert_help_and_version, expect_exit,
                         run_tool)
 
-
 TOOL = os.path.join(BIN, "aot-summarize")
 
 
@@ -38,6 +37,7 @@ def rows(table):
 
 
 class AotSummarizeTest(unittest.TestCase):
+
     def assert_rows(self, out, expected):
         """The summary table in `out` has these rows (label -> cells), among others."""
         r = rows(out)
@@ -46,26 +46,27 @@ class AotSummarizeTest(unittest.TestCase):
     def test_engine_compile_log(self):
         out, err = expect_exit(self, 0, TOOL, [data("memlog_engine_compile_a.log")])
         self.assertEqual(err, "")
-        self.assert_rows(out, {
-            "kind": ["engine compile"],
-            "HBM per device GiB": ["94.74 (compile_topology tpu7x-256)"],
-            "fwd_bwd/argument": ["25.00"],
-            "fwd_bwd/temp": ["55.00"],
-            "fwd_bwd/generated code": ["0.05"],
-            "fwd_bwd/host temp": ["2.00"],
-            "fwd_bwd/resident": ["84.00"],
-            "fwd_bwd/+state": ["8.75"],
-            "fwd_bwd/need": ["92.75"],
-            "fwd_bwd/headroom": ["1.99"],
-            "fwd_bwd/fits": ["yes"],
-            "fwd_bwd/flops": ["2.125e+16"],
-            "fwd_bwd/bytes accessed": ["4.4e+12"],
-            "fwd_bwd_accum/alias": ["4.00"],
-            "update/resident": ["42.00"],
-            "MaxText device peak GiB": ["92.75"],
-            "out of memory": ["-"],
-            "verdict": ["fits"],
-        })
+        self.assert_rows(
+            out, {
+                "kind": ["engine compile"],
+                "HBM per device GiB": ["94.74 (compile_topology tpu7x-256)"],
+                "fwd_bwd/argument": ["25.00"],
+                "fwd_bwd/temp": ["55.00"],
+                "fwd_bwd/generated code": ["0.05"],
+                "fwd_bwd/host temp": ["2.00"],
+                "fwd_bwd/resident": ["84.00"],
+                "fwd_bwd/+state": ["8.75"],
+                "fwd_bwd/need": ["92.75"],
+                "fwd_bwd/headroom": ["1.99"],
+                "fwd_bwd/fits": ["yes"],
+                "fwd_bwd/flops": ["2.125e+16"],
+                "fwd_bwd/bytes accessed": ["4.4e+12"],
+                "fwd_bwd_accum/alias": ["4.00"],
+                "update/resident": ["42.00"],
+                "MaxText device peak GiB": ["92.75"],
+                "out of memory": ["-"],
+                "verdict": ["fits"],
+            })
 
     def test_json_schema(self):
         out, err = expect_exit(self, 0, TOOL, [data("memlog_engine_compile_a.log"), "--json"])
@@ -76,7 +77,8 @@ class AotSummarizeTest(unittest.TestCase):
         self.assertEqual(log["kind"], "engine_compile")
         self.assertEqual(log["hbm_gib_per_device"], 94.74)
         self.assertEqual(log["compile_topology"], "tpu7x-256")
-        self.assertEqual([p["name"] for p in log["programs"]], ["fwd_bwd", "fwd_bwd_accum", "update"])
+        self.assertEqual([p["name"] for p in log["programs"]],
+                         ["fwd_bwd", "fwd_bwd_accum", "update"])
         fwd = log["programs"][0]
         self.assertEqual(fwd["source"], "memory_analysis")
         self.assertEqual(fwd["line"], 11)
@@ -97,14 +99,15 @@ class AotSummarizeTest(unittest.TestCase):
         out, err = expect_exit(self, 1, TOOL, ["--chip", "tpu7x", a, b])
         header = re.split(r" {2,}", out.splitlines()[0])
         self.assertEqual(header, ["log", a, b, "delta " + b])
-        self.assert_rows(out, {
-            "fwd_bwd/temp": ["55.00", "58.50", "+3.50"],
-            "fwd_bwd/headroom": ["1.99", "-1.51", "-3.50"],
-            "fwd_bwd/fits": ["yes", "NO"],
-            "fwd_bwd_accum/temp": ["56.00", "56.00", "+0.00"],
-            "HBM per device GiB": ["94.74 (chip tpu7x)", "94.74 (chip tpu7x)"],
-            "verdict": ["fits", "DOES NOT FIT (fwd_bwd)"],
-        })
+        self.assert_rows(
+            out, {
+                "fwd_bwd/temp": ["55.00", "58.50", "+3.50"],
+                "fwd_bwd/headroom": ["1.99", "-1.51", "-3.50"],
+                "fwd_bwd/fits": ["yes", "NO"],
+                "fwd_bwd_accum/temp": ["56.00", "56.00", "+0.00"],
+                "HBM per device GiB": ["94.74 (chip tpu7x)", "94.74 (chip tpu7x)"],
+                "verdict": ["fits", "DOES NOT FIT (fwd_bwd)"],
+            })
         out, err = expect_exit(self, 1, TOOL, ["--json", a, b])
         doc = json.loads(out)
         self.assertFalse(doc["fits"])
@@ -129,7 +132,8 @@ class AotSummarizeTest(unittest.TestCase):
         self.assertEqual(log["kind"], "train_compile")
         self.assertEqual([p["name"] for p in log["programs"]], ["train_step"])
         self.assertEqual(log["hbm_gib_per_device"], 32)
-        out, err = expect_exit(self, 1, TOOL, [data("memlog_train_compile.log"), "--hbm-gib", "15.5"])
+        out, err = expect_exit(self, 1, TOOL,
+                               [data("memlog_train_compile.log"), "--hbm-gib", "15.5"])
         self.assertEqual(rows(out)["train_step/fits"], ["NO"])
 
     def test_live_run_logs(self):
@@ -143,29 +147,37 @@ class AotSummarizeTest(unittest.TestCase):
             "train_step/resident": ["100.40"],
             "train_step/headroom": ["-5.40"],
         })
-        out, err = expect_exit(self, 0, TOOL, [real, "--hbm-gib", "101", data("memlog_maxtext_docs_excerpts_5505348a.log")])
+        out, err = expect_exit(
+            self, 0, TOOL,
+            [real, "--hbm-gib", "101",
+             data("memlog_maxtext_docs_excerpts_5505348a.log")])
         out, err = expect_exit(self, 0, TOOL, [data("memlog_live_tpu_usage.log")])
-        self.assert_rows(out, {
-            "tpu_programs/resident": ["71.94"],
-            "tpu_programs/programs (largest shown)": ["3"],
-            "HBM per device GiB": ["94.74 (log)"],
-        })
+        self.assert_rows(
+            out, {
+                "tpu_programs/resident": ["71.94"],
+                "tpu_programs/programs (largest shown)": ["3"],
+                "HBM per device GiB": ["94.74 (log)"],
+            })
 
     def test_out_of_memory_logs(self):
         out, err = expect_exit(self, 1, TOOL, [data("memlog_oom_engine_hlo_temporaries.log")])
-        self.assert_rows(out, {
-            "out of memory": ["line 6: hbm 100.13 GiB needed, 94.74 available"],
-            "verdict": ["DOES NOT FIT (out of memory reported)"],
-        })
-        out, err = expect_exit(self, 1, TOOL, [data("memlog_oom_train_compile_used_of.log"), "--json"])
+        self.assert_rows(
+            out, {
+                "out of memory": ["line 6: hbm 100.13 GiB needed, 94.74 available"],
+                "verdict": ["DOES NOT FIT (out of memory reported)"],
+            })
+        out, err = expect_exit(self, 1, TOOL,
+                               [data("memlog_oom_train_compile_used_of.log"), "--json"])
         oom = json.loads(out)["logs"][0]["oom"][0]
         self.assertEqual(oom["memory_space"], "hbm")
         self.assertEqual(oom["required_bytes"], round(21.95 * 2**30))
         self.assertEqual(oom["available_bytes"], round(15.48 * 2**30))
         self.assertIn("Used 21.95G of 15.48G hbm", oom["text"])
         out, err = expect_exit(self, 1, TOOL, [data("memlog_oom_runtime_allocate.log")])
-        self.assertEqual(rows(out)["tpu_programs/fits"], ["yes"], "the program fit; the allocation did not")
-        self.assertEqual(rows(out)["out of memory"], ["line 2: allocating 64.00 GiB failed, 10.51 GiB free"])
+        self.assertEqual(
+            rows(out)["tpu_programs/fits"], ["yes"], "the program fit; the allocation did not")
+        self.assertEqual(
+            rows(out)["out of memory"], ["line 2: allocating 64.00 GiB failed, 10.51 GiB free"])
         # An OOM log with a malformed line is still reported as does-not-fit, with a warning.
         rc, out, err = run([data("memlog_oom_with_truncated_dict.log")])
         self.assertEqual(rc, 1)
@@ -175,17 +187,19 @@ class AotSummarizeTest(unittest.TestCase):
     def test_measured_usage_outranks_the_estimate(self):
         log = data("memlog_maxtext_gemma4_baseline_L4440-4729_measured_fits_estimate_not.log")
         out, err = expect_exit(self, 0, TOOL, [log])
-        self.assert_rows(out, {
-            "HBM per device GiB": ["94.74 (log)"],
-            "tpu_programs/resident": ["75.87"],
-            "tpu_programs/fits": ["yes"],
-            "train_step/resident": ["105.50"],
-            "train_step/fits": ["NO (estimate; the measured usage decides)"],
-            "verdict": ["fits (measured usage; the estimate says it does not)"],
-        })
-        self.assertIn("estimate for train_step (line 51) is 105.50 GiB, more than the 94.74 GiB HBM "
-                      "per device, but libtpu measured 75.87 GiB for the largest program it loaded "
-                      "(line 6), which fits", out)
+        self.assert_rows(
+            out, {
+                "HBM per device GiB": ["94.74 (log)"],
+                "tpu_programs/resident": ["75.87"],
+                "tpu_programs/fits": ["yes"],
+                "train_step/resident": ["105.50"],
+                "train_step/fits": ["NO (estimate; the measured usage decides)"],
+                "verdict": ["fits (measured usage; the estimate says it does not)"],
+            })
+        self.assertIn(
+            "estimate for train_step (line 51) is 105.50 GiB, more than the 94.74 GiB HBM "
+            "per device, but libtpu measured 75.87 GiB for the largest program it loaded "
+            "(line 6), which fits", out)
         out, err = expect_exit(self, 0, TOOL, [log, "--json"])
         doc = json.loads(out)
         self.assertTrue(doc["fits"])
@@ -206,11 +220,13 @@ class AotSummarizeTest(unittest.TestCase):
 
     def test_runtime_failures_keep_units_and_free_is_not_capacity(self):
         out, err = expect_exit(self, 1, TOOL, [data("memlog_oom_runtime_allocate_mib.log")])
-        self.assert_rows(out, {
-            "out of memory": ["line 4: hbm: allocating 125.25 MiB failed, 44.87 MiB free"],
-            "HBM per device GiB": ["-"],
-        })
-        out, err = expect_exit(self, 1, TOOL, [data("memlog_oom_runtime_allocate_mib.log"), "--json"])
+        self.assert_rows(
+            out, {
+                "out of memory": ["line 4: hbm: allocating 125.25 MiB failed, 44.87 MiB free"],
+                "HBM per device GiB": ["-"],
+            })
+        out, err = expect_exit(self, 1, TOOL,
+                               [data("memlog_oom_runtime_allocate_mib.log"), "--json"])
         entry = json.loads(out)["logs"][0]
         self.assertIsNone(entry["hbm_gib_per_device"])
         oom = entry["oom"][0]
@@ -219,23 +235,32 @@ class AotSummarizeTest(unittest.TestCase):
         self.assertEqual(oom["free_bytes"], round(44.87 * 2**20))
         self.assertIsNone(oom["available_bytes"])
         out, err = expect_exit(self, 1, TOOL, [data("memlog_oom_runtime_allocate_wrapped.log")])
-        self.assertEqual(rows(out)["out of memory"],
-                         ["line 1: hbm: allocating 125.25 MiB failed, 44.87 MiB free"])
-        out, err = expect_exit(self, 1, TOOL, [data("memlog_maxtext_gemma4_compile_oom_vmem_L1776-1790.log")])
-        self.assertEqual(rows(out)["out of memory"], ["line 7: vmem 66.93 MiB needed, 63.94 available"])
+        self.assertEqual(
+            rows(out)["out of memory"],
+            ["line 1: hbm: allocating 125.25 MiB failed, 44.87 MiB free"])
+        out, err = expect_exit(self, 1, TOOL,
+                               [data("memlog_maxtext_gemma4_compile_oom_vmem_L1776-1790.log")])
+        self.assertEqual(
+            rows(out)["out of memory"], ["line 7: vmem 66.93 MiB needed, 63.94 available"])
         out, err = expect_exit(self, 1, TOOL, [data("memlog_maxtext_gemma4_compile_oom_E1000.log")])
-        self.assert_rows(out, {
-            "out of memory": ["line 53: hbm 94.77 GiB needed, 94.74 available [2 lines]"],
-            "HBM per device GiB": ["94.74 (log)"],  # Used X of Y: Y is the capacity
-        })
+        self.assert_rows(
+            out,
+            {
+                "out of memory": ["line 53: hbm 94.77 GiB needed, 94.74 available [2 lines]"],
+                "HBM per device GiB": ["94.74 (log)"],  # Used X of Y: Y is the capacity
+            })
 
     def test_reserve_failures_coloured_and_wrapped(self):
-        out, err = expect_exit(self, 1, TOOL, [data("memlog_oom_runtime_reserve_ansi_traceback.log")])
+        out, err = expect_exit(self, 1, TOOL,
+                               [data("memlog_oom_runtime_reserve_ansi_traceback.log")])
         self.assertNotIn("\x1b", out)
-        self.assertEqual(rows(out)["out of memory"],
-                         ["line 5: reserving 14.96 GiB for a program failed, 1.33 GiB free, 0 B reserved, "
-                          "1.33 GiB reservable"])
-        out, err = expect_exit(self, 1, TOOL, [data("memlog_oom_runtime_reserve_e0101_wrapped.log"), "--json"])
+        self.assertEqual(
+            rows(out)["out of memory"], [
+                "line 5: reserving 14.96 GiB for a program failed, 1.33 GiB free, 0 B reserved, "
+                "1.33 GiB reservable"
+            ])
+        out, err = expect_exit(self, 1, TOOL,
+                               [data("memlog_oom_runtime_reserve_e0101_wrapped.log"), "--json"])
         entry = json.loads(out)["logs"][0]
         self.assertEqual(entry["oom_lines"], 1)
         oom = entry["oom"][0]
@@ -244,7 +269,8 @@ class AotSummarizeTest(unittest.TestCase):
         self.assertEqual(oom["free_bytes"], round(147.64 * 2**20))
         self.assertEqual(oom["reserved_bytes"], 0)
         self.assertEqual(oom["reservable_bytes"], round(147.64 * 2**20))
-        self.assertTrue(oom["text"].startswith("E0101: RuntimeProgramAllocationFailure: Error loading program"))
+        self.assertTrue(
+            oom["text"].startswith("E0101: RuntimeProgramAllocationFailure: Error loading program"))
 
     def test_stdin_and_output_file(self):
         with open(data("memlog_engine_compile_a.log"), encoding="utf-8") as f:
@@ -263,17 +289,24 @@ class AotSummarizeTest(unittest.TestCase):
         assert_bad_input(self, "aot-summarize", run(args), expected)
 
     def test_bad_inputs(self):
-        self.assert_fails([data("memlog_bad_empty.log")], "memlog_bad_empty.log: holds no memory analysis")
-        self.assert_fails([data("memlog_bad_truncated_dict.log")],
-                          "memlog_bad_truncated_dict.log:2: Cost analysis: column 49: unterminated string")
-        self.assert_fails([data("memlog_bad_malformed_stats.log")],
-                          "memlog_bad_malformed_stats.log:3: Memory analysis: argument_size_in_bytes='2GB'")
-        self.assert_fails([data("memlog_bad_header_without_stats.log")],
-                          "memlog_bad_header_without_stats.log:5: kernel 'fwd_bwd_accum' has no Memory analysis")
+        self.assert_fails([data("memlog_bad_empty.log")],
+                          "memlog_bad_empty.log: holds no memory analysis")
+        self.assert_fails(
+            [data("memlog_bad_truncated_dict.log")],
+            "memlog_bad_truncated_dict.log:2: Cost analysis: column 49: unterminated string")
+        self.assert_fails(
+            [data("memlog_bad_malformed_stats.log")],
+            "memlog_bad_malformed_stats.log:3: Memory analysis: argument_size_in_bytes='2GB'")
+        self.assert_fails(
+            [data("memlog_bad_header_without_stats.log")],
+            "memlog_bad_header_without_stats.log:5: kernel 'fwd_bwd_accum' has no Memory analysis")
         self.assert_fails([data("memlog_bad_no_analysis.log")], "holds no memory analysis")
-        self.assert_fails([data("memlog_engine_compile_a.log"), data("missing.log")], "missing.log: cannot open")
-        self.assert_fails([data("memlog_engine_compile_a.log"), "--chip", "tpu9"], "unknown TPU type 'tpu9'")
-        self.assert_fails([data("memlog_engine_compile_a.log"), "--chip", "v5p", "--hbm-gib", "95"], "excludes")
+        self.assert_fails([data("memlog_engine_compile_a.log"),
+                           data("missing.log")], "missing.log: cannot open")
+        self.assert_fails([data("memlog_engine_compile_a.log"), "--chip", "tpu9"],
+                          "unknown TPU type 'tpu9'")
+        self.assert_fails([data("memlog_engine_compile_a.log"), "--chip", "v5p", "--hbm-gib", "95"],
+                          "excludes")
         self.assert_fails([data("memlog_engine_compile_a.log"), "--hbm-gib", "-1"], "--hbm-gib")
         self.assert_fails([], "LOG")
         rc, out, err = run([data("memlog_bad_empty.log"), "--json"])

@@ -30,6 +30,7 @@ def data(*parts):
 
 # (name, tool, arguments with OUT, arguments with OUT that fail with exit 2). A larger payload
 # build gives SIGINT a real chance to land in the middle of writing.
+# yapf: disable (a table: one case per entry, its two argument lists aligned)
 CASES = [
     ("render-bench", "render-bench",
      [data("launch_dryrun.txt"), "--name", "abtest-bench", "-o", "OUT"],
@@ -61,6 +62,7 @@ CASES = [
      [data("hlo", "handwritten_while_trip_counts.hlo.txt"), "--svg", "OUT"],
      [data("no_such_file.hlo.txt"), "--svg", "OUT"]),
 ]
+# yapf: enable
 
 
 def with_out(args, out):
@@ -68,6 +70,7 @@ def with_out(args, out):
 
 
 class AtomicOutputs(unittest.TestCase):
+
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="rtb_atomic_")
         self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
@@ -84,8 +87,8 @@ class AtomicOutputs(unittest.TestCase):
     def clean_output(self, name, tool, args):
         directory = self.fresh_dir(name + "_clean")
         out = os.path.join(directory, "out")
-        proc = subprocess.run([os.path.join(BIN, tool)] + with_out(args, out),
-                              capture_output=True, timeout=120)
+        proc = subprocess.run([os.path.join(BIN, tool)] + with_out(args, out), capture_output=True,
+                              timeout=120)
         self.assertEqual(proc.returncode, 0, proc.stderr.decode(errors="replace"))
         self.assert_only(directory, "out", "a clean run leaves only its output")
         with open(out, "rb") as f:
@@ -125,14 +128,13 @@ class AtomicOutputs(unittest.TestCase):
                     resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
                 proc = subprocess.run([os.path.join(BIN, tool)] + with_out(args, out),
-                                      capture_output=True, timeout=120,
-                                      preexec_fn=limit_file_size)
+                                      capture_output=True, timeout=120, preexec_fn=limit_file_size)
                 stderr = proc.stderr.decode(errors="replace")
                 self.assertEqual(proc.returncode, 2, stderr)
                 self.assertNotIn("Traceback", stderr)
                 self.assertIn(tool + ":", stderr)
-                with open(out, "rb") as f:
-                    self.assertEqual(f.read(), OLD, "the old file survives a failed write")
+                with open(out, "rb") as survivor:
+                    self.assertEqual(survivor.read(), OLD, "the old file survives a failed write")
                 self.assert_only(directory, "out", "a failed write leaves no temporary file")
 
     def test_interrupted_runs_leave_the_old_file_or_the_whole_new_one(self):
@@ -143,24 +145,24 @@ class AtomicOutputs(unittest.TestCase):
                 directory = self.fresh_dir(name + "_int")
                 out = os.path.join(directory, "out")
                 started = time.monotonic()
-                subprocess.run([os.path.join(BIN, tool)] + with_out(args, out),
-                               capture_output=True, timeout=120)
+                subprocess.run([os.path.join(BIN, tool)] + with_out(args, out), capture_output=True,
+                               timeout=120)
                 duration = time.monotonic() - started
                 for i, fraction in enumerate([0.0, 0.1, 0.3, 0.5, 0.7, 0.85, 0.95]):
                     sig = signal.SIGKILL if i % 3 == 2 else signal.SIGINT
                     with open(out, "wb") as f:
                         f.write(OLD)
                     proc = subprocess.Popen([os.path.join(BIN, tool)] + with_out(args, out),
-                                            stdout=subprocess.DEVNULL,
-                                            stderr=subprocess.DEVNULL)
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                     time.sleep(duration * fraction)
                     proc.send_signal(sig)
                     proc.wait(timeout=120)
                     with open(out, "rb") as f:
                         content = f.read()
-                    self.assertIn(content, (OLD, expected),
-                                  f"{name}: signal {sig} at {fraction:.2f} of the run left a "
-                                  f"partial file ({len(content)} bytes)")
+                    self.assertIn(
+                        content, (OLD, expected),
+                        f"{name}: signal {sig} at {fraction:.2f} of the run left a "
+                        f"partial file ({len(content)} bytes)")
                     others = sorted(set(os.listdir(directory)) - {"out"})
                     if sig == signal.SIGINT:
                         self.assertEqual(others, [], f"{name}: SIGINT at {fraction:.2f} left a "

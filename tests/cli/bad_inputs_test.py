@@ -69,7 +69,8 @@ def gen_huge_hlo_statement(path):
 def gen_huge_bench_line(path):
     """A bench log whose only step line carries 20 MiB of JSON."""
     with open(path, "wb") as f:
-        f.write(b'BENCH_STEP {"step":1,"seconds":2.0,"microbatch_s":[' + b"1.0," * (HUGE // 4) + b"1.0]}\n")
+        f.write(b'BENCH_STEP {"step":1,"seconds":2.0,"microbatch_s":[' + b"1.0," * (HUGE // 4) +
+                b"1.0]}\n")
 
 
 GENERATORS = {
@@ -89,11 +90,14 @@ def load_cases():
                 continue
             fields = line.split("\t")
             if len(fields) < 5 or len(fields) > 7:
-                raise ValueError(f"cases.tsv:{number}: expected 5 to 7 tab-separated fields, got {len(fields)}")
+                raise ValueError(
+                    f"cases.tsv:{number}: expected 5 to 7 tab-separated fields, got {len(fields)}")
             fields += [""] * (7 - len(fields))
             case_id, tool, args, exit_code, stderr, check, stdin = fields
-            cases.append({"line": number, "id": case_id, "tool": tool, "args": args, "exit": int(exit_code),
-                          "stderr": stderr, "check": check, "stdin": stdin})
+            cases.append({
+                "line": number, "id": case_id, "tool": tool, "args": args, "exit": int(exit_code),
+                "stderr": stderr, "check": check, "stdin": stdin
+            })
     return cases
 
 
@@ -165,6 +169,10 @@ def shell_states(script):
 
 
 class BadInputsTest(unittest.TestCase):
+    # Set once, by setUpClass.
+    gen_dir: tempfile.TemporaryDirectory[str]
+    generated: dict[str, str]
+
     @classmethod
     def setUpClass(cls):
         cls.gen_dir = tempfile.TemporaryDirectory(prefix="rtb-bad-gen-")
@@ -205,10 +213,14 @@ class BadInputsTest(unittest.TestCase):
         tool = case["tool"]
         with tempfile.TemporaryDirectory(prefix="rtb-bad-") as tmp:
             args = [self.expand(word, tmp) for word in shlex.split(case["args"])]
-            outputs = [args[i + 1] for i, a in enumerate(args[:-1])
-                       if a in OUTPUT_OPTIONS and args[i + 1].startswith(tmp + os.sep)]
-            outputs += [a.split("=", 1)[1] for a in args
-                        if a.split("=", 1)[0] in OUTPUT_OPTIONS[1:] and "=" in a]
+            outputs = [
+                args[i + 1] for i, a in enumerate(args[:-1])
+                if a in OUTPUT_OPTIONS and args[i + 1].startswith(tmp + os.sep)
+            ]
+            outputs += [
+                a.split("=", 1)[1] for a in args
+                if a.split("=", 1)[0] in OUTPUT_OPTIONS[1:] and "=" in a
+            ]
             outputs = [path for path in outputs if os.path.isdir(os.path.dirname(path))]
             for path in outputs:
                 with open(path, "wb") as f:
@@ -219,8 +231,8 @@ class BadInputsTest(unittest.TestCase):
             shown = " ".join(shlex.quote(w) for w in command)
             with open(stdin_path, "rb") as stdin:
                 try:
-                    proc = subprocess.run(command, stdin=stdin, capture_output=True, timeout=TIMEOUT_S,
-                                          cwd=tmp)
+                    proc = subprocess.run(command, stdin=stdin, capture_output=True,
+                                          timeout=TIMEOUT_S, cwd=tmp)
                 except subprocess.TimeoutExpired:
                     self.fail(f"hang: no exit within {TIMEOUT_S} s: {shown}")
             stderr = proc.stderr.decode("utf-8", "replace")
@@ -231,12 +243,15 @@ class BadInputsTest(unittest.TestCase):
                 self.assertNotIn(mark, stderr, "crash report on stderr" + context)
             self.assertEqual(proc.returncode, case["exit"], "exit code" + context)
 
-            log_prefixes = tuple(f"{tool}: {level}: " for level in ("warning", "info", "debug", "error",
-                                                                    "critical"))
-            errors = [line for line in stderr.splitlines() if line and not line.startswith(log_prefixes)]
+            log_prefixes = tuple(f"{tool}: {level}: "
+                                 for level in ("warning", "info", "debug", "error", "critical"))
+            errors = [
+                line for line in stderr.splitlines() if line and not line.startswith(log_prefixes)
+            ]
             expected = self.expand(case["stderr"], tmp)
             if case["exit"] == 2:
-                self.assertEqual(len(errors), 1, "exactly one error line besides log lines" + context)
+                self.assertEqual(len(errors), 1,
+                                 "exactly one error line besides log lines" + context)
                 self.assertTrue(errors[0].startswith(expected),
                                 f"error line should start with {expected!r}" + context)
             elif expected:
@@ -245,11 +260,13 @@ class BadInputsTest(unittest.TestCase):
 
             # Outputs: a failed run leaves a good file alone; no temporary file is left behind.
             after = set(os.listdir(tmp))
-            self.assertEqual(sorted(after - before), [], "files left in the output directory" + context)
+            self.assertEqual(sorted(after - before), [],
+                             "files left in the output directory" + context)
             if case["exit"] == 2:
                 for path in outputs:
                     with open(path, "rb") as f:
-                        self.assertEqual(f.read(), SENTINEL, f"{path} was changed by a failed run" + context)
+                        self.assertEqual(f.read(), SENTINEL,
+                                         f"{path} was changed by a failed run" + context)
             self.check_output(case, tmp, proc, outputs, context)
 
     def check_output(self, case, tmp, proc, outputs, context):
@@ -277,7 +294,8 @@ class BadInputsTest(unittest.TestCase):
             scripts = []
             for job in yaml.safe_load(text)["spec"]["replicatedJobs"]:
                 spec = job["template"]["spec"]["template"]["spec"]
-                for container in (spec.get("initContainers") or []) + (spec.get("containers") or []):
+                containers = (spec.get("initContainers") or []) + (spec.get("containers") or [])
+                for container in containers:
                     command = container.get("command") or []
                     if len(command) >= 3 and command[0] in ("bash", "sh", "/bin/bash", "/bin/sh"):
                         scripts.append(command[2])
@@ -285,15 +303,18 @@ class BadInputsTest(unittest.TestCase):
             scripts = [text]
         found = 0
         for script in scripts:
-            proc = subprocess.run(["bash", "-n"], input=script.encode(), capture_output=True, timeout=TIMEOUT_S)
-            self.assertEqual(proc.returncode, 0, "bash -n fails on the script: "
-                             + proc.stderr.decode(errors="replace") + context)
+            proc = subprocess.run(["bash", "-n"], input=script.encode(), capture_output=True,
+                                  timeout=TIMEOUT_S)
+            self.assertEqual(
+                proc.returncode, 0,
+                "bash -n fails on the script: " + proc.stderr.decode(errors="replace") + context)
             states = shell_states(script)
             for m in re.finditer(re.escape(value), script):
                 found += 1
-                self.assertIn(states[m.start()], ("single", "heredoc-quoted"),
-                              f"{value!r} at offset {m.start()} is not quoted: "
-                              f"{script[max(0, m.start() - 80):m.end() + 20]!r}" + context)
+                self.assertIn(
+                    states[m.start()], ("single", "heredoc-quoted"),
+                    f"{value!r} at offset {m.start()} is not quoted: "
+                    f"{script[max(0, m.start() - 80):m.end() + 20]!r}" + context)
         self.assertGreater(found, 0, f"{value!r} does not appear verbatim in a script" + context)
 
 

@@ -14,19 +14,24 @@ import numpy as np
 
 from cli_common import BIN, PYTHON, TESTDATA, run_tool
 
-
 TOOL = os.path.join(BIN, "check-payload")
 
-SMALL = ["--rows", "3", "--tokens", "1024", "--layers", "4", "--topk", "2", "--experts", "16",
-         "--vocab", "1000", "--real-len", "900", "--segments", "3", "--seed", "5",
-         "--routing-targets", "1,1.5,3,8"]
+SMALL = [
+    "--rows", "3", "--tokens", "1024", "--layers", "4", "--topk", "2", "--experts", "16", "--vocab",
+    "1000", "--real-len", "900", "--segments", "3", "--seed", "5", "--routing-targets", "1,1.5,3,8"
+]
 SMALL_VERIFY = ["--experts", "16", "--vocab", "1000", "--routing-targets", "1,1.5,3,8"]
 
 SPEC = {
-    "completion_ids": ("int32", 2), "completion_mask": ("float32", 2),
-    "segment_ids": ("int32", 2), "segment_positions": ("int32", 2),
-    "advantages": ("float32", 2), "old_per_token_logps": ("float32", 2),
-    "routed_experts": ("int16", 4), "prompt_ids": ("int32", 2), "prompt_mask": ("float32", 2),
+    "completion_ids": ("int32", 2),
+    "completion_mask": ("float32", 2),
+    "segment_ids": ("int32", 2),
+    "segment_positions": ("int32", 2),
+    "advantages": ("float32", 2),
+    "old_per_token_logps": ("float32", 2),
+    "routed_experts": ("int16", 4),
+    "prompt_ids": ("int32", 2),
+    "prompt_mask": ("float32", 2),
 }
 
 
@@ -150,23 +155,30 @@ class CheckPayloadTest(unittest.TestCase):
 
     def test_default_table_for_sixty_layers(self):
         out = self.path("q.npz")
-        code, stdout, stderr = run(["build", "--rows", "1", "--tokens", "4096", "--layers", "60",
-                                    "--topk", "10", "--experts", "512", "-o", out])
+        code, stdout, stderr = run([
+            "build", "--rows", "1", "--tokens", "4096", "--layers", "60", "--topk", "10",
+            "--experts", "512", "-o", out
+        ])
         self.assertEqual(code, 0, stdout + stderr)
         row = re.search(r"\n\s+0\s+(\S+)\s+(\S+)\s+", stdout)
+        assert row is not None, stdout
         self.assertEqual(row.group(1), "3.9452")
         self.assertAlmostEqual(float(row.group(2)), 3.9452, delta=0.0395)
         code, stdout, _ = run(["verify", out])
         self.assertEqual(code, 0, stdout)
         self.assertIn("targets: qwen3.5-397b-a17b.txt (built in)", stdout)
-        code, _, stderr = run(["build", "--rows", "1", "--tokens", "64", "--layers", "4",
-                               "--topk", "2", "--experts", "8"])
+        code, _, stderr = run([
+            "build", "--rows", "1", "--tokens", "64", "--layers", "4", "--topk", "2", "--experts",
+            "8"
+        ])
         self.assertEqual(code, 2)
         self.assertIn("the built-in routing table is for 60 layers", stderr)
 
     def test_pad_start_final_rows_and_zero_advantages(self):
-        out = self.build("s.npz", ["--pad-position", "start", "--pad-align", "64",
-                                   "--final-rows", "2", "--advantages", "zero", "--no-old-logps"])
+        out = self.build("s.npz", [
+            "--pad-position", "start", "--pad-align", "64", "--final-rows", "2", "--advantages",
+            "zero", "--no-old-logps"
+        ])
         with np.load(out) as data:
             self.assertNotIn("old_per_token_logps", data.files)
             segments = data["segment_ids"]
@@ -174,8 +186,8 @@ class CheckPayloadTest(unittest.TestCase):
             self.assertEqual(segments[0, 64], 1)
             self.assertTrue((segments[2] == 0).all())  # final micro-batch: row 2 is padding
             self.assertTrue((data["advantages"] == 0).all())
-        code, stdout, _ = run(["verify", out, "--pad-align", "64", "--pad-position", "start",
-                               "--advantages", "zero"] + SMALL_VERIFY)
+        layout = ["--pad-align", "64", "--pad-position", "start", "--advantages", "zero"]
+        code, stdout, _ = run(["verify", out] + layout + SMALL_VERIFY)
         self.assertEqual(code, 0, stdout)
         self.assertIn("padding rows: 1", stdout)
         self.assertIn("pad position: start", stdout)
@@ -206,8 +218,10 @@ class CheckPayloadTest(unittest.TestCase):
         self.assertIn(f"{table}:4: 'x' is not a number", stderr)
 
     def test_build_records_its_settings_in_the_file(self):
-        out = self.build("rec.npz", ["--max-prompt-length", "40", "--pad-position", "start",
-                                     "--pad-align", "64", "--final-rows", "2"])
+        out = self.build("rec.npz", [
+            "--max-prompt-length", "40", "--pad-position", "start", "--pad-align", "64",
+            "--final-rows", "2"
+        ])
         with np.load(out) as data:
             member = data["payload_settings"]
             self.assertEqual(str(member.dtype), "uint8")
@@ -216,18 +230,21 @@ class CheckPayloadTest(unittest.TestCase):
         self.assertEqual(settings["format"], "rtb.payload-settings/1")
         self.assertEqual(settings["builder"], "check-payload")
         self.assertRegex(settings["version"], r"^\d+\.\d+")
-        expected = {"rows": 3, "tokens": 1024, "layers": 4, "topk": 2, "experts": 16,
-                    "vocab": 1000, "pad_id": 0, "real_len": 900, "segments": 3,
-                    "segments_rule": "option", "max_prompt_length": 40, "final_rows": 2,
-                    "pad_position": "start", "pad_align": 64, "advantages": "random", "seed": 5,
-                    "routing_targets": [1, 1.5, 3, 8], "routing_scale": 1, "old_logps": True}
+        expected = {
+            "rows": 3, "tokens": 1024, "layers": 4, "topk": 2, "experts": 16, "vocab": 1000,
+            "pad_id": 0, "real_len": 900, "segments": 3, "segments_rule": "option",
+            "max_prompt_length": 40, "final_rows": 2, "pad_position": "start", "pad_align": 64,
+            "advantages": "random", "seed": 5, "routing_targets": [1, 1.5, 3, 8],
+            "routing_scale": 1, "old_logps": True
+        }
         for key, value in expected.items():
             self.assertEqual(settings[key], value, key)
         self.assertIn("inline", settings["routing_targets_source"])
         default = self.path("default.npz")
-        code, stdout, stderr = run(["build", "--rows", "1", "--tokens", "256", "--layers", "1",
-                                    "--topk", "1", "--experts", "2", "--routing-targets", "1",
-                                    "-o", default])
+        code, stdout, stderr = run([
+            "build", "--rows", "1", "--tokens", "256", "--layers", "1", "--topk", "1", "--experts",
+            "2", "--routing-targets", "1", "-o", default
+        ])
         self.assertEqual(code, 0, stdout + stderr)
         with np.load(default) as data:
             settings = json.loads(data["payload_settings"].tobytes())
@@ -269,21 +286,20 @@ class CheckPayloadTest(unittest.TestCase):
         # The issue: a file built with --pad-align 512 failed verify unless the options were
         # repeated. Now the file says how it was built.
         out = self.path("align.npz")
-        code, stdout, stderr = run(["build", "--rows", "2", "--tokens", "4096", "--layers", "2",
-                                    "--topk", "2", "--experts", "8", "--vocab", "1000",
-                                    "--real-len", "3000",
-                                    "--routing-targets", "1.5,3", "--routing-scale", "0.5",
-                                    "--pad-position", "start", "--pad-align", "512",
-                                    "--advantages", "zero", "--max-prompt-length", "64",
-                                    "-o", out])
+        code, stdout, stderr = run([
+            "build", "--rows", "2", "--tokens", "4096", "--layers", "2", "--topk", "2", "--experts",
+            "8", "--vocab", "1000", "--real-len", "3000", "--routing-targets", "1.5,3",
+            "--routing-scale", "0.5", "--pad-position", "start", "--pad-align", "512",
+            "--advantages", "zero", "--max-prompt-length", "64", "-o", out
+        ])
         self.assertEqual(code, 0, stdout + stderr)
         code, stdout, stderr = run(["verify", out])
         self.assertEqual(code, 0, stdout + stderr)
         self.assertIn("checks: 12 passed, 0 failed, 0 skipped", stdout)
         self.assertIn("pad position: start", stdout)
-        self.assertIn("settings from the file (payload_settings): experts 8, vocab 1000, "
-                      "pad_position start, pad_align 512, advantages zero, max_prompt_length 64",
-                      stdout)
+        self.assertIn(
+            "settings from the file (payload_settings): experts 8, vocab 1000, "
+            "pad_position start, pad_align 512, advantages zero, max_prompt_length 64", stdout)
         self.assertIn("(recorded in payload_settings)", stdout)
         code, stdout, _ = run(["verify", out, "--json"])
         report = json.loads(stdout)
@@ -305,11 +321,11 @@ class CheckPayloadTest(unittest.TestCase):
         # An older file (no payload_settings) with uniform routing at 60 layers: no table is
         # applied that nobody asked for, experts come from the ids, pad_align is not required.
         out = self.path("uniform.npz")
-        code, stdout, stderr = run(["build", "--rows", "1", "--tokens", "2048", "--layers", "60",
-                                    "--topk", "10", "--experts", "512", "--real-len", "1000",
-                                    "--routing-targets", ",".join(["1"] * 60),
-                                    "--pad-position", "start", "--pad-align", "512",
-                                    "-o", out])
+        code, stdout, stderr = run([
+            "build", "--rows", "1", "--tokens", "2048", "--layers", "60", "--topk", "10",
+            "--experts", "512", "--real-len", "1000", "--routing-targets", ",".join(["1"] * 60),
+            "--pad-position", "start", "--pad-align", "512", "-o", out
+        ])
         self.assertEqual(code, 0, stdout + stderr)
         old = self.rewrite(out, self.path("old.npz"), payload_settings=None)
         code, stdout, stderr = run(["verify", old])
@@ -340,7 +356,6 @@ class CheckPayloadTest(unittest.TestCase):
             self.assertTrue(stderr.startswith("check-payload: "), stderr)
             self.assertIn(message, stderr)
 
-
     def test_verify_json_of_a_good_payload(self):
         out = self.build()
         code, stdout, stderr = run(["verify", out, "--json", "--ep", "2"] + SMALL_VERIFY)
@@ -363,8 +378,8 @@ class CheckPayloadTest(unittest.TestCase):
         routed[2, 20, 0, 0] = 99
         advantages[0, 5] = np.nan
         ids[2, 950] = 7  # a token id on padding
-        bad = self.rewrite(out, self.path("bad.npz"), routed_experts=routed,
-                           advantages=advantages, completion_ids=ids)
+        bad = self.rewrite(out, self.path("bad.npz"), routed_experts=routed, advantages=advantages,
+                           completion_ids=ids)
         code, stdout, stderr = run(["verify", bad] + SMALL_VERIFY)
         self.assertEqual(code, 1, stderr)
         self.assertIn("routing          FAILED (2 failures)", stdout)
@@ -378,10 +393,11 @@ class CheckPayloadTest(unittest.TestCase):
         out = self.build()
         with np.load(out) as data:
             ids = data["completion_ids"].astype(np.int64)
+        prompt_ids = np.zeros((3, 2), np.int32)
         cases = [
             ({"prompt_mask": None}, "fields           FAILED", "prompt_mask: missing"),
             ({"completion_ids": ids}, "dtypes           FAILED", "completion_ids: int64"),
-            ({"prompt_ids": np.zeros((3, 2), np.int32)}, "shapes           FAILED",
+            ({"prompt_ids": prompt_ids}, "shapes           FAILED",
              "prompt_ids: shape [3, 2], expected [3, 0]"),
         ]
         for changes, line, message in cases:
@@ -397,7 +413,7 @@ class CheckPayloadTest(unittest.TestCase):
             whole = f.read()
         truncated = self.path("truncated.npz")
         with open(truncated, "wb") as f:
-            f.write(whole[: len(whole) // 2])
+            f.write(whole[:len(whole) // 2])
         text = os.path.join(TESTDATA, "routing_qwen3-30b-a3b-base_max_over_mean.csv")
         compressed = os.path.join(TESTDATA, "payload_numpy_compressed.npz")
         for path, message in [
@@ -422,8 +438,8 @@ class CheckPayloadTest(unittest.TestCase):
         routed_file = self.path("routed.npy")
         np.save(routed_file, routed.reshape(-1, 4, 2).astype(np.int32))  # [N, L, K] int32
         table = self.path("table.txt")
-        code, stdout, stderr = run(["measure", routed_file, "--ep", "2", "--experts", "16",
-                                    "-o", table])
+        code, stdout, stderr = run(
+            ["measure", routed_file, "--ep", "2", "--experts", "16", "-o", table])
         self.assertEqual(code, 0, stderr)
         self.assertIn("int32 [3072, 4, 2]", stdout)
         self.assertIn(f"target table written to {table}", stdout)
@@ -434,8 +450,9 @@ class CheckPayloadTest(unittest.TestCase):
         again = self.path("again.npz")
         code, stdout, _ = run(["build"] + SMALL[:-2] + ["--routing-targets", table, "-o", again])
         self.assertEqual(code, 0, stdout)
-        code, stdout, _ = run(["verify", again, "--experts", "16", "--vocab", "1000",
-                               "--routing-targets", "@" + table])
+        code, stdout, _ = run([
+            "verify", again, "--experts", "16", "--vocab", "1000", "--routing-targets", "@" + table
+        ])
         self.assertEqual(code, 0, stdout)
 
     def test_measure_takes_experts_from_the_file(self):
@@ -454,8 +471,8 @@ class CheckPayloadTest(unittest.TestCase):
         routed = np.array([[[0, 1]], [[0, 2]], [[0, 3]], [[-1, -1]]], dtype=np.int16)
         path = self.path("r.npy")
         np.save(path, routed)
-        code, stdout, stderr = run(["measure", path, "--ep", "2", "--experts", "4",
-                                    "--buffer-factor", "1", "--json"])
+        code, stdout, stderr = run(
+            ["measure", path, "--ep", "2", "--experts", "4", "--buffer-factor", "1", "--json"])
         self.assertEqual(code, 0, stderr)
         report = json.loads(stdout)
         layer = report["layers"][0]
@@ -473,29 +490,32 @@ class CheckPayloadTest(unittest.TestCase):
     # --- tiles -------------------------------------------------------------------------------
 
     def test_tiles_reproduce_the_seed_counts(self):
-        code, stdout, stderr = run(["tiles", "--cp", "4", "--block-q", "1024", "--block-kv",
-                                    "4096", "--dkv-block-q", "2048", "--dkv-block-kv", "2048",
-                                    "--rows", "2", "--tokens", "65536", "--json"])
+        code, stdout, stderr = run([
+            "tiles", "--cp", "4", "--block-q", "1024", "--block-kv", "4096", "--dkv-block-q",
+            "2048", "--dkv-block-kv", "2048", "--rows", "2", "--tokens", "65536", "--json"
+        ])
         self.assertEqual(code, 0, stderr)
         report = json.loads(stdout)
         self.assertEqual(report["end"]["fwd"], [80, 136, 136, 136])
         self.assertEqual(report["end"]["dkv"], [74, 132, 132, 132])
         self.assertEqual(report["start"]["fwd"], [125, 120, 120, 120])
         self.assertEqual(report["start"]["dkv"], [122, 116, 116, 116])
-        code, stdout, _ = run(["tiles", "--cp", "4", "--block-q", "1024", "--block-kv", "4096",
-                               "--dkv-block-q", "2048", "--dkv-block-kv", "2048", "--rows", "1",
-                               "--tokens", "65536"])
+        code, stdout, _ = run([
+            "tiles", "--cp", "4", "--block-q", "1024", "--block-kv", "4096", "--dkv-block-q",
+            "2048", "--dkv-block-kv", "2048", "--rows", "1", "--tokens", "65536"
+        ])
         self.assertIn("fwd 136 -> 125 (-8.1%), dkv 132 -> 122 (-7.6%)", stdout)
 
     def test_tiles_of_a_file_match_its_layout(self):
         out = self.build("t.npz", ["--pad-position", "start", "--pad-align", "64"])
-        args = ["--cp", "2", "--block-q", "128", "--block-kv", "256", "--pad-align", "64",
-                "--json"]
+        args = ["--cp", "2", "--block-q", "128", "--block-kv", "256", "--pad-align", "64", "--json"]
         code, stdout, stderr = run(["tiles", out] + args)
         self.assertEqual(code, 0, stderr)
         from_file = json.loads(stdout)
-        code, stdout, _ = run(["tiles", "--rows", "3", "--tokens", "1024", "--real-len", "900",
-                               "--segments", "3", "--seed", "5"] + args)
+        code, stdout, _ = run([
+            "tiles", "--rows", "3", "--tokens", "1024", "--real-len", "900", "--segments", "3",
+            "--seed", "5"
+        ] + args)
         from_options = json.loads(stdout)
         for position in ("end", "start"):
             self.assertEqual(from_file[position]["fwd_all_rows"],
@@ -504,8 +524,8 @@ class CheckPayloadTest(unittest.TestCase):
         code, _, stderr = run(["tiles", out, "--rows", "2"] + args)
         self.assertEqual(code, 2)
         self.assertIn("--rows describes rows to lay out", stderr)
-        code, _, stderr = run(["tiles", "--cp", "3", "--block-q", "64", "--block-kv", "64",
-                               "--tokens", "1000"])
+        code, _, stderr = run(
+            ["tiles", "--cp", "3", "--block-q", "64", "--block-kv", "64", "--tokens", "1000"])
         self.assertEqual(code, 2)
         self.assertIn("does not split into 2 x cp = 6 equal chunks", stderr)
 
@@ -518,14 +538,17 @@ class CheckPayloadTest(unittest.TestCase):
                 code, stdout, stderr = run(["tiles"] + source + blocks + ["--pad-align", bad])
                 self.assertEqual(code, 2, stderr)
                 self.assertEqual(stdout, "")
-                self.assertEqual(stderr.strip(), "check-payload: --pad-align must be a positive "
-                                 f"multiple of the segment alignment 64 (got {bad})")
+                self.assertEqual(
+                    stderr.strip(), "check-payload: --pad-align must be a positive "
+                    f"multiple of the segment alignment 64 (got {bad})")
 
     # --- streaming ---------------------------------------------------------------------------
 
     def test_verify_and_measure_memory_does_not_grow_with_rows(self):
-        shape = ["--tokens", "16384", "--layers", "16", "--topk", "8", "--experts", "64",
-                 "--routing-targets", "2,2,2,2,3,3,3,3,4,4,4,4,1,1,1,1"]
+        shape = [
+            "--tokens", "16384", "--layers", "16", "--topk", "8", "--experts", "64",
+            "--routing-targets", "2,2,2,2,3,3,3,3,4,4,4,4,1,1,1,1"
+        ]
         small, large = self.path("small.npz"), self.path("large.npz")
         for path, rows in ((small, "2"), (large, "48")):
             code, stdout, stderr = run(["build", "--rows", rows, "-q", "-o", path] + shape,

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+from typing import Iterable, Mapping, Optional, Sequence, Union
 
 BIN = os.environ.get("RTB_BIN_DIR", "")
 TESTDATA = os.environ.get("RTB_TESTDATA_DIR", "")
@@ -21,11 +22,11 @@ PYTHON = os.environ.get("RTB_PYTHON", sys.executable)
 DRIVER = os.environ.get("RTB_DRIVER") or os.path.join(BIN, "..", "driver", "bench_driver.py")
 
 
-def tool_path(name):
+def tool_path(name: str) -> str:
     return os.path.join(BIN, name)
 
 
-def testdata(*parts):
+def testdata(*parts: str) -> str:
     return os.path.join(TESTDATA, *parts)
 
 
@@ -35,8 +36,13 @@ LAUNCH_DRYRUN = testdata("launch_dryrun.txt")
 LAUNCH_DRYRUN_V5P = testdata("launch_dryrun_v5p.txt")
 BAD_INPUTS = testdata("bad")
 
+# A command: a tool's path, or a list of words that starts with one.
+Command = Union[str, Sequence[str]]
 
-def run_tool(command, args=(), stdin=None, env=None, unset=(), cwd=None, timeout=120):
+
+def run_tool(command: Command, args: Iterable[str] = (), stdin: Union[str, bytes, None] = None,
+             env: Optional[Mapping[str, str]] = None, unset: Iterable[str] = (),
+             cwd: Optional[str] = None, timeout: float = 120) -> tuple[int, str, str]:
     """Runs `command` (a path, or a list that starts with one) with `args` and `stdin` (text or
     bytes); returns (exit code, stdout, stderr) as UTF-8 text. `env` adds to this process's
     environment, `unset` removes."""
@@ -51,7 +57,8 @@ def run_tool(command, args=(), stdin=None, env=None, unset=(), cwd=None, timeout
     return proc.returncode, proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8")
 
 
-def expect_exit(test, code, command, args=(), **run_kwargs):
+def expect_exit(test: unittest.TestCase, code: Optional[int], command: Command,
+                args: Iterable[str] = (), **run_kwargs) -> tuple[str, str]:
     """Runs `command` like run_tool() and asserts that it exits with `code` (stdout and stderr in
     the message) unless `code` is None; returns (stdout, stderr)."""
     rc, out, err = run_tool(command, args, **run_kwargs)
@@ -60,7 +67,8 @@ def expect_exit(test, code, command, args=(), **run_kwargs):
     return out, err
 
 
-def assert_bad_input(test, tool, result, expected=None, pattern=None):
+def assert_bad_input(test: unittest.TestCase, tool: str, result: tuple[int, str, str],
+                     expected: Optional[str] = None, pattern: Optional[str] = None) -> str:
     """Asserts that `result`, the (exit code, stdout, stderr) of a run of `tool` (its name), is a
     bad-input failure as the house rules want it: exit 2, nothing on stdout, one stderr line
     `tool: ...` that holds `expected` and matches the regex `pattern` (each when given). Returns
@@ -79,7 +87,7 @@ def assert_bad_input(test, tool, result, expected=None, pattern=None):
     return lines[0]
 
 
-def assert_help_and_version(test, tool, *in_help):
+def assert_help_and_version(test: unittest.TestCase, tool: str, *in_help: str) -> None:
     """`tool --help` exits 0 with an example ("Examples:") and each text of `in_help`; `tool
     --version` exits 0 and names the tool, the project and a version."""
     out, _ = expect_exit(test, 0, tool_path(tool), ["--help"])
@@ -116,7 +124,7 @@ def startup_words(script):
     start = next(i for i, line in enumerate(lines) if line.strip() == "(")
     end = next(i for i, line in enumerate(lines) if line.strip().startswith(") & PID=$!"))
     # bash removes backslash-newline line continuations before it splits words.
-    return shlex.split("\n".join(lines[start + 1 : end]).replace("\\\n", ""))
+    return shlex.split("\n".join(lines[start + 1:end]).replace("\\\n", ""))
 
 
 def startup_env(script):
@@ -139,6 +147,7 @@ def driver_settings_env(script):
 
 class TempDirTestCase(unittest.TestCase):
     """A test case whose tests share one temporary directory, `self.tmp.name`, removed after them."""
+    tmp: tempfile.TemporaryDirectory[str]
 
     @classmethod
     def setUpClass(cls):
@@ -148,7 +157,7 @@ class TempDirTestCase(unittest.TestCase):
     def tearDownClass(cls):
         cls.tmp.cleanup()
 
-    def write(self, name, text):
+    def write(self, name: str, text: str) -> str:
         """Writes `text` (UTF-8) to `name` in the directory; returns its path."""
         path = os.path.join(self.tmp.name, name)
         with open(path, "w", encoding="utf-8") as f:

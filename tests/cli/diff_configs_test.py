@@ -10,9 +10,8 @@ import unittest
 from json_schema import validate
 
 from cli_common import LAUNCH_DRYRUN as FIXTURE
-from cli_common import (BIN, TESTDATA, TempDirTestCase, assert_bad_input,
-                        assert_help_and_version, expect_exit, run_tool)
-
+from cli_common import (BIN, TESTDATA, TempDirTestCase, assert_bad_input, assert_help_and_version,
+                        expect_exit, run_tool)
 
 TOOL = os.path.join(BIN, "diff-configs")
 RENDER = os.path.join(BIN, "render-bench")
@@ -40,16 +39,31 @@ QLORA_BRIDGED = data("configlog_maxtext_qlora_demo_bridged_8e117fdc_cell18_64rul
 # json_schema.validate() understands.
 SETTING = {"type": ["string", "null"]}
 INDEX = {"type": ["integer", "null"]}
-ELEMENTS = {"type": ["object", "null"], "required": ["pairing", "differences"], "additionalProperties": False,
-            "properties": {
-                "pairing": {"enum": ["name", "index", "key"]},
-                "differences": {"type": "array", "items": {
-                    "type": "object", "additionalProperties": False,
-                    "required": ["key", "kind", "moved", "old", "old_index", "new", "new_index"],
-                    "properties": {
-                        "key": {"type": "string"}, "kind": {"enum": ["added", "removed", "changed", "moved"]},
-                        "moved": {"type": "boolean"}, "old": SETTING, "new": SETTING,
-                        "old_index": INDEX, "new_index": INDEX}}}}}
+ELEMENTS = {
+    "type": ["object", "null"],
+    "required": ["pairing", "differences"],
+    "additionalProperties": False,
+    "properties": {
+        "pairing": {"enum": ["name", "index", "key"]},
+        "differences": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["key", "kind", "moved", "old", "old_index", "new", "new_index"],
+                "properties": {
+                    "key": {"type": "string"},
+                    "kind": {"enum": ["added", "removed", "changed", "moved"]},
+                    "moved": {"type": "boolean"},
+                    "old": SETTING,
+                    "new": SETTING,
+                    "old_index": INDEX,
+                    "new_index": INDEX,
+                },
+            },
+        },
+    },
+}
 CONFIG_SCHEMA = {
     "type": "object",
     "required": ["schema", "a", "b", "keys", "differences", "summary", "result"],
@@ -59,44 +73,91 @@ CONFIG_SCHEMA = {
         "a": {"$ref": "side"},
         "b": {"$ref": "side"},
         "keys": {"type": ["string", "null"]},
-        "differences": {"type": "array", "items": {
+        "differences": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": [
+                    "key", "kind", "old", "old_line", "old_origin", "new", "new_line", "new_origin",
+                    "elements"
+                ],
+                "additionalProperties": False,
+                "properties": {
+                    "key": {"type": "string"},
+                    "kind": {"enum": ["added", "removed", "changed"]},
+                    "old": SETTING,
+                    "new": SETTING,
+                    "old_origin": SETTING,
+                    "new_origin": SETTING,
+                    "old_line": {"type": ["integer", "null"]},
+                    "new_line": {"type": ["integer", "null"]},
+                    "elements": ELEMENTS,
+                },
+            },
+        },
+        "summary": {
             "type": "object",
-            "required": ["key", "kind", "old", "old_line", "old_origin", "new", "new_line", "new_origin",
-                         "elements"],
+            "required": ["added", "removed", "changed", "total"],
             "additionalProperties": False,
             "properties": {
-                "key": {"type": "string"}, "kind": {"enum": ["added", "removed", "changed"]},
-                "old": SETTING, "new": SETTING, "old_origin": SETTING, "new_origin": SETTING,
-                "old_line": {"type": ["integer", "null"]}, "new_line": {"type": ["integer", "null"]},
-                "elements": ELEMENTS,
-            }}},
-        "summary": {"type": "object", "required": ["added", "removed", "changed", "total"],
-                    "additionalProperties": False,
-                    "properties": {k: {"type": "integer"} for k in ["added", "removed", "changed", "total"]}},
+                k: {"type": "integer"}
+                for k in ["added", "removed", "changed", "total"]
+            },
+        },
         "result": {"enum": ["same", "different"]},
     },
 }
-SIDE = {"type": "object", "required": ["source", "kind", "dump", "keys"], "additionalProperties": False,
-        "properties": {"source": {"type": "string"}, "kind": {"enum": ["log", "render"]},
-                       "dump": {"type": ["integer", "null"]}, "keys": {"type": "integer"}}}
+SIDE = {
+    "type": "object",
+    "required": ["source", "kind", "dump", "keys"],
+    "additionalProperties": False,
+    "properties": {
+        "source": {"type": "string"},
+        "kind": {"enum": ["log", "render"]},
+        "dump": {"type": ["integer", "null"]},
+        "keys": {"type": "integer"},
+    },
+}
 DUMPS_SCHEMA = {
-    "type": "object", "required": ["schema", "inputs"], "additionalProperties": False,
+    "type": "object",
+    "required": ["schema", "inputs"],
+    "additionalProperties": False,
     "properties": {
         "schema": {"enum": ["rtb.diff-configs.dumps/1"]},
-        "inputs": {"type": "array", "items": {
-            "type": "object", "required": ["source", "kind", "default", "dumps"], "additionalProperties": False,
-            "properties": {
-                "source": {"type": "string"}, "kind": {"enum": ["log", "render"]},
-                "default": {"type": ["integer", "null"]},
-                "dumps": {"type": "array", "items": {
-                    "type": "object", "additionalProperties": False,
-                    "required": ["number", "first_line", "last_line", "keys", "first_key", "last_key",
-                                 "complete", "reason"],
-                    "properties": {
-                        "number": {"type": "integer"}, "first_line": {"type": "integer"},
-                        "last_line": {"type": "integer"}, "keys": {"type": "integer"},
-                        "first_key": {"type": "string"}, "last_key": {"type": "string"},
-                        "complete": {"type": "boolean"}, "reason": {"type": ["string", "null"]}}}}}}},
+        "inputs": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["source", "kind", "default", "dumps"],
+                "additionalProperties": False,
+                "properties": {
+                    "source": {"type": "string"},
+                    "kind": {"enum": ["log", "render"]},
+                    "default": {"type": ["integer", "null"]},
+                    "dumps": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "additionalProperties": False,
+                            "required": [
+                                "number", "first_line", "last_line", "keys", "first_key",
+                                "last_key", "complete", "reason"
+                            ],
+                            "properties": {
+                                "number": {"type": "integer"},
+                                "first_line": {"type": "integer"},
+                                "last_line": {"type": "integer"},
+                                "keys": {"type": "integer"},
+                                "first_key": {"type": "string"},
+                                "last_key": {"type": "string"},
+                                "complete": {"type": "boolean"},
+                                "reason": {"type": ["string", "null"]},
+                            },
+                        },
+                    },
+                },
+            },
+        },
     },
 }
 
@@ -106,6 +167,7 @@ def run(args, stdin=None, tool=TOOL, env=None):
 
 
 class DiffConfigsTest(TempDirTestCase):
+
     def diff(self, *args, rc=None, stdin=None, env=None):
         return expect_exit(self, rc, TOOL, args, stdin=stdin, env=env, unset=["NO_COLOR"])
 
@@ -151,7 +213,8 @@ class DiffConfigsTest(TempDirTestCase):
                          "~ load_parameters_path:  -> gs://maxtext-llama/test/yooh-2024-0123-1440/"
                          "decode-ckpt-maxtext/0/default"):
             self.assertIn(expected, lines)
-        self.assertEqual(lines, sorted(lines, key=lambda l: l[2:].split(":")[0].split("[")[0]), "key order")
+        self.assertEqual(lines, sorted(lines, key=lambda l: l[2:].split(":")[0].split("[")[0]),
+                         "key order")
         out, _ = self.diff(DPO, GRPO, rc=1)
         self.assertTrue(any(l.startswith("+ ") for l in out.splitlines()))
         self.assertTrue(any(l.startswith("- ") for l in out.splitlines()))
@@ -160,10 +223,12 @@ class DiffConfigsTest(TempDirTestCase):
     def test_values_compare_by_meaning_and_report_the_original_text(self):
         same = self.reprinted("reprinted.log")
         self.diff(DPO, same, rc=0)
-        changed = self.reprinted("changed.log", change=("dcn_parallelism", "[1,-1,1,1,1,1,1,1,1,1,1,2]"))
+        changed = self.reprinted("changed.log",
+                                 change=("dcn_parallelism", "[1,-1,1,1,1,1,1,1,1,1,1,2]"))
         out, _ = self.diff(DPO, changed, rc=1)
         self.assertEqual(out, "~ dcn_parallelism[11]: 1 -> 2\n")
-        changed = self.reprinted("changed.log", change=("ici_parallelism", "[1,1,1,-1,1,8,1,1,1,1,1,1]"))
+        changed = self.reprinted("changed.log",
+                                 change=("ici_parallelism", "[1,1,1,-1,1,8,1,1,1,1,1,1]"))
         out, _ = self.diff(DPO, changed, rc=1)
         self.assertEqual(out, "~ ici_parallelism[5]: 1 -> 8\n")
         # A container against a scalar: the whole values.
@@ -183,19 +248,25 @@ class DiffConfigsTest(TempDirTestCase):
         self.assertIn("- shardy: True", lines)
         self.assertEqual(len(lines), 18, out)
         self.assertLess(max(len(l) for l in lines), 100)
-        out, _ = self.diff(QLORA, QLORA_BRIDGED, "--keys", "^(logical_axis_rules|mlp_activations)$", rc=1)
-        self.assertEqual(out, "+ logical_axis_rules[embed_tensor_transpose]: ('tensor_transpose',)\n"
-                              "~ mlp_activations[0]: 'gelu' -> 'silu'\n")
+        out, _ = self.diff(QLORA, QLORA_BRIDGED, "--keys", "^(logical_axis_rules|mlp_activations)$",
+                           rc=1)
+        self.assertEqual(
+            out, "+ logical_axis_rules[embed_tensor_transpose]: ('tensor_transpose',)\n"
+            "~ mlp_activations[0]: 'gelu' -> 'silu'\n")
         # --json keeps both whole values and adds the items.
         out, _ = self.diff("--json", RULES_64, RULES_63, rc=1)
         doc = json.loads(out)
         validate(CONFIG_SCHEMA, doc, refs={"side": SIDE})
         rules = [d for d in doc["differences"] if d["key"] == "logical_axis_rules"][0]
         self.assertGreater(len(rules["old"]), 3000)
-        self.assertEqual(len(rules["new"]), len(rules["old"]) - len(", ('embed_tensor_transpose', ('tensor_transpose',))"))
-        self.assertEqual(rules["elements"], {"pairing": "name", "differences": [
-            {"key": "embed_tensor_transpose", "kind": "removed", "moved": False, "old": "('tensor_transpose',)",
-             "old_index": 39, "new": None, "new_index": None}]})
+        self.assertEqual(
+            len(rules["new"]),
+            len(rules["old"]) - len(", ('embed_tensor_transpose', ('tensor_transpose',))"))
+        removed = {
+            "key": "embed_tensor_transpose", "kind": "removed", "moved": False,
+            "old": "('tensor_transpose',)", "old_index": 39, "new": None, "new_index": None
+        }
+        self.assertEqual(rules["elements"], {"pairing": "name", "differences": [removed]})
         self.assertTrue(all(d["elements"] is None for d in doc["differences"] if d is not rules))
         self.assertEqual(doc["summary"]["total"], 18)
 
@@ -222,9 +293,10 @@ class DiffConfigsTest(TempDirTestCase):
                          ["~ checkpoint_dir", "~ metrics_dir", "~ run_name", "~ tensorboard_dir"])
         self.diff(RESTART, PREPGO, "--dump-a", "1", rc=0)
         _, err = self.diff(RESTART, PGO, "--dump", "2", rc=2)
-        self.assertEqual(err, f"diff-configs: {RESTART}:277: config dump 2 (lines 277-336, 60 keys) is "
-                              "truncated: it stops at ici_autoregressive_parallelism while dump 1 goes on "
-                              "to weight_dtype\n")
+        self.assertEqual(
+            err, f"diff-configs: {RESTART}:277: config dump 2 (lines 277-336, 60 keys) is "
+            "truncated: it stops at ici_autoregressive_parallelism while dump 1 goes on "
+            "to weight_dtype\n")
         _, err = self.diff(RESTART, PGO, "--dump", "9", rc=2)
         self.assertIn("--dump 9: the log has 3 config dumps", err)
         out, _ = self.diff("--list-dumps", "--json", RESTART, FIXTURE, rc=0)
@@ -242,18 +314,23 @@ class DiffConfigsTest(TempDirTestCase):
         out, _ = self.diff(TRAINER_NODE, FIXTURE, rc=1)
         self.assertEqual(out, "+ fp8_moe_fake_quant: true\n~ sa_block_q: 512 -> 1024\n")
         bench = os.path.join(self.tmp.name, "bench.yaml")
-        rc, _, err = run([FIXTURE, "--name", "abtest-bench", "--maxtext-flag", "sa_block_q=512",
-                          "--maxtext-flag", "ragged_buffer_factor=2.75", "-o", bench], tool=RENDER)
+        rc, _, err = run([
+            FIXTURE, "--name", "abtest-bench", "--maxtext-flag", "sa_block_q=512", "--maxtext-flag",
+            "ragged_buffer_factor=2.75", "-o", bench
+        ], tool=RENDER)
         self.assertEqual(rc, 0, err)
         out, _ = self.diff(bench, TRAINER_NODE, rc=1)
-        self.assertEqual(out.splitlines(), ["- fp8_moe_fake_quant: true", "~ ragged_buffer_factor: 2.75 -> 2.0",
-                                            "~ run_name: abtest-bench -> abtest-train"])
+        self.assertEqual(out.splitlines(), [
+            "- fp8_moe_fake_quant: true", "~ ragged_buffer_factor: 2.75 -> 2.0",
+            "~ run_name: abtest-bench -> abtest-train"
+        ])
         self.diff(bench, TRAINER_NODE, "--keys", "^sa_block", rc=0)
         # Two renders: every key either sets.
         out, _ = self.diff(FIXTURE, bench, rc=1)
-        self.assertEqual(out.splitlines(), ["~ ragged_buffer_factor: 2.0 -> 2.75",
-                                            "~ run_name: abtest-train -> abtest-bench",
-                                            "~ sa_block_q: 1024 -> 512"])
+        self.assertEqual(out.splitlines(), [
+            "~ ragged_buffer_factor: 2.0 -> 2.75", "~ run_name: abtest-train -> abtest-bench",
+            "~ sa_block_q: 1024 -> 512"
+        ])
 
     def test_json_schema(self):
         for args, rc in (([GPT3, PREPGO], 1), ([DPO, DPO], 0), ([FIXTURE, TRAINER_NODE], 1),
@@ -265,13 +342,15 @@ class DiffConfigsTest(TempDirTestCase):
             self.assertEqual(doc["result"], "different" if rc else "same")
         out, _ = self.diff("--json", FIXTURE, TRAINER_NODE, rc=1)
         doc = json.loads(out)
-        self.assertEqual((doc["a"]["kind"], doc["b"]["kind"], doc["b"]["dump"]), ("render", "log", 1))
+        self.assertEqual((doc["a"]["kind"], doc["b"]["kind"], doc["b"]["dump"]),
+                         ("render", "log", 1))
         changed = [d for d in doc["differences"] if d["key"] == "sa_block_q"][0]
         self.assertEqual((changed["old"], changed["new"]), ("1024", "512"))
         self.assertEqual(changed["old_origin"], "MAXTEXT_EXTRA_FLAGS sa_block_q=1024")
         self.assertEqual(changed["old_line"], 456)
         with open(TRAINER_NODE, encoding="utf-8") as f:
-            self.assertIn("Config param sa_block_q: 512", f.read().splitlines()[changed["new_line"] - 1])
+            self.assertIn("Config param sa_block_q: 512",
+                          f.read().splitlines()[changed["new_line"] - 1])
         out, _ = self.diff("--json", "--keys", "^z", DPO, GRPO, rc=1)
         self.assertEqual(json.loads(out)["differences"][0]["new"], None)
 
@@ -289,9 +368,10 @@ class DiffConfigsTest(TempDirTestCase):
         missing = data("no_such.log")
         self.assert_error([missing, GPT3], f"diff-configs: {missing}: cannot open")
         self.assert_error([GPT3, NO_CONFIG], f"diff-configs: {NO_CONFIG}: no `Config param` line")
-        self.assert_error([TRUNCATED, GPT3], f"diff-configs: {TRUNCATED}:17: no complete config dump: "
-                                             "config dump 1 (lines 17-75, 59 keys) is truncated: the log's "
-                                             "last line is cut")
+        self.assert_error([TRUNCATED, GPT3],
+                          f"diff-configs: {TRUNCATED}:17: no complete config dump: "
+                          "config dump 1 (lines 17-75, 59 keys) is truncated: the log's "
+                          "last line is cut")
         cut = self.write("cut.log", "boot\nConfig param a: 1\nConfig param b: 2\n")
         self.assert_error([cut, GPT3], "ends right after its line 3")
         self.assert_error([data("diff_not_jobset.yaml"), GPT3], "not a JobSet")

@@ -16,9 +16,8 @@ from json_schema import validate
 
 from cli_common import LAUNCH_DRYRUN as FIXTURE
 from cli_common import LAUNCH_DRYRUN_V5P as V5P
-from cli_common import (BIN, TESTDATA, TempDirTestCase, assert_bad_input,
-                        assert_help_and_version, expect_exit, run_tool)
-
+from cli_common import (BIN, TESTDATA, TempDirTestCase, assert_bad_input, assert_help_and_version,
+                        expect_exit, run_tool)
 
 TOOL = os.path.join(BIN, "diff-renders")
 RENDER = os.path.join(BIN, "render-bench")
@@ -42,39 +41,65 @@ DIFF_SCHEMA = {
         "mode": {"enum": ["diff", "expect-bench"]},
         "a": {"type": "string"},
         "b": {"type": "string"},
-        "documents": {"type": "array", "items": {
-            "type": "object",
-            "required": ["document", "kind", "a_name", "b_name", "a_line", "b_line", "differences"],
-            "additionalProperties": False,
-            "properties": {
-                "document": {"type": "string"}, "kind": {"type": "string"},
-                "a_name": {"type": ["string", "null"]}, "b_name": {"type": ["string", "null"]},
-                "a_line": {"type": ["integer", "null"]}, "b_line": {"type": ["integer", "null"]},
-                "differences": {"type": "integer"},
-            }}},
-        "differences": {"type": "array", "items": {
-            "type": "object",
-            "required": ["document", "path", "kind", "old", "new"],
-            "additionalProperties": False,
-            "properties": {
-                "document": {"type": "string"}, "path": {"type": "string"},
-                "kind": {"enum": ["added", "removed", "changed", "type-changed"]},
-                "old": {"type": ["string", "null"]}, "new": {"type": ["string", "null"]},
-                "allowed": {"type": "boolean"},
-                "change": {"enum": [None, "name", "gang-id", "max-restarts", "namespace", "image",
-                                    "client-script", "client-program", "driver-settings",
-                                    "maxtext-flag", "libtpu-flag", "libtpu-workers", "argv-flag",
-                                    "logps-chunk", "trainer-slice"]},
-                "why": {"type": ["string", "null"]},
-            }}},
+        "documents": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": [
+                    "document", "kind", "a_name", "b_name", "a_line", "b_line", "differences"
+                ],
+                "additionalProperties": False,
+                "properties": {
+                    "document": {"type": "string"},
+                    "kind": {"type": "string"},
+                    "a_name": {"type": ["string", "null"]},
+                    "b_name": {"type": ["string", "null"]},
+                    "a_line": {"type": ["integer", "null"]},
+                    "b_line": {"type": ["integer", "null"]},
+                    "differences": {"type": "integer"},
+                },
+            },
+        },
+        "differences": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["document", "path", "kind", "old", "new"],
+                "additionalProperties": False,
+                "properties": {
+                    "document": {"type": "string"},
+                    "path": {"type": "string"},
+                    "kind": {"enum": ["added", "removed", "changed", "type-changed"]},
+                    "old": {"type": ["string", "null"]},
+                    "new": {"type": ["string", "null"]},
+                    "allowed": {"type": "boolean"},
+                    "change": {
+                        "enum": [
+                            None, "name", "gang-id", "max-restarts", "namespace", "image",
+                            "client-script", "client-program", "driver-settings", "maxtext-flag",
+                            "libtpu-flag", "libtpu-workers", "argv-flag", "logps-chunk",
+                            "trainer-slice"
+                        ],
+                    },
+                    "why": {"type": ["string", "null"]},
+                },
+            },
+        },
         "summary": {
             "type": "object",
-            "required": ["added", "removed", "changed", "type-changed", "total", "ignored",
-                         "server_fields_hidden"],
+            "required": [
+                "added", "removed", "changed", "type-changed", "total", "ignored",
+                "server_fields_hidden"
+            ],
             "additionalProperties": False,
-            "properties": {k: {"type": "integer"} for k in
-                           ["added", "removed", "changed", "type-changed", "total", "ignored",
-                            "server_fields_hidden", "allowed", "unexpected"]}},
+            "properties": {
+                k: {"type": "integer"}
+                for k in [
+                    "added", "removed", "changed", "type-changed", "total", "ignored",
+                    "server_fields_hidden", "allowed", "unexpected"
+                ]
+            },
+        },
         "result": {"enum": ["same", "different", "pass", "fail"]},
     },
 }
@@ -90,6 +115,7 @@ def read(path):
 
 
 class DiffRendersTest(TempDirTestCase):
+
     def edited(self, name, *replacements, source=FIXTURE):
         text = read(source)
         for old, new in replacements:
@@ -108,7 +134,8 @@ class DiffRendersTest(TempDirTestCase):
 
     # --- plain diffs -----------------------------------------------------------------------
     def test_identical_inputs_exit_0_and_print_nothing(self):
-        for args in ([FIXTURE, FIXTURE], [V5P, V5P], ["--json", FIXTURE, FIXTURE], ["--stat", V5P, V5P]):
+        same = ([FIXTURE, FIXTURE], [V5P, V5P], ["--json", FIXTURE, FIXTURE], ["--stat", V5P, V5P])
+        for args in same:
             out, err = self.diff(*args, rc=0)
             self.assertEqual(err, "")
             if "--json" in args:
@@ -122,13 +149,13 @@ class DiffRendersTest(TempDirTestCase):
     def test_each_kind_of_change_is_found_once_with_its_path(self):
         b = self.edited(
             "kinds.txt",
-            ("ragged_buffer_factor=2.0", "ragged_buffer_factor=2.5"),          # changed flag
-            (" use_gdn_kernel=true", ""),                                       # removed flag
+            ("ragged_buffer_factor=2.0", "ragged_buffer_factor=2.5"),  # changed flag
+            (" use_gdn_kernel=true", ""),  # removed flag
             ("- --sidecar_name=external", "- --sidecar_name=external\n"
-             "              - \"--xla_brand_new=3\""),                        # added flag
-            ("        completions: 32", "        completions: \"32\""),          # type change
+             "              - \"--xla_brand_new=3\""),  # added flag
+            ("        completions: 32", "        completions: \"32\""),  # type change
             ("cloud.google.com/reservation-name: example-reservation",
-             "cloud.google.com/reservation-name: other-reservation"))          # changed field
+             "cloud.google.com/reservation-name: other-reservation"))  # changed field
         out, err = self.diff(FIXTURE, b, rc=1)
         self.assertEqual(err, "")
         lines = out.splitlines()
@@ -152,7 +179,8 @@ class DiffRendersTest(TempDirTestCase):
             f"~ abtest-train:{CLIENT}.startup.env.LIBTPU_INIT_ARGS[--xla_tpu_dvfs_p_state]: 7 -> 5",
             f"~ abtest-train:{CLIENT}.startup.argv[--mesh_fsdp]: 32 -> 16",
         ])
-        self.assertLess(max(len(line) for line in out.splitlines()), 200, "no 4,000-character lines")
+        self.assertLess(max(len(line) for line in out.splitlines()), 200,
+                        "no 4,000-character lines")
 
     def test_documents_by_name_by_role_and_renamed(self):
         bench = self.bench("plain.yaml")
@@ -163,40 +191,50 @@ class DiffRendersTest(TempDirTestCase):
         self.assertIn("~ trainer:metadata.name: abtest-train -> abtest-bench", out)
         self.assertIn("- orchestrator: only in", out)
         self.assertIn("- rollout: only in", out)
-        self.assertIn(f"~ trainer:{CLIENT}.startup.argv[--worker_id]: abtest-train -> abtest-bench", out)
+        self.assertIn(f"~ trainer:{CLIENT}.startup.argv[--worker_id]: abtest-train -> abtest-bench",
+                      out)
         # Two bench variants of a sweep, named apart: --rename makes the names equal.
-        a = self.bench("sweep-a.yaml", "--maxtext-flag", "ragged_buffer_factor=2.5", bench_name="sweep-a")
-        b = self.bench("sweep-b.yaml", "--maxtext-flag", "ragged_buffer_factor=3.0", bench_name="sweep-b")
+        a = self.bench("sweep-a.yaml", "--maxtext-flag", "ragged_buffer_factor=2.5",
+                       bench_name="sweep-a")
+        b = self.bench("sweep-b.yaml", "--maxtext-flag", "ragged_buffer_factor=3.0",
+                       bench_name="sweep-b")
         out, _ = self.diff(a, b, "--rename", "sweep-a=sweep-b", rc=1)
-        self.assertEqual(out, f"~ sweep-a:{CLIENT}.startup.env.MAXTEXT_EXTRA_FLAGS[ragged_buffer_factor]: "
-                              "2.5 -> 3.0\n")
+        self.assertEqual(
+            out, f"~ sweep-a:{CLIENT}.startup.env.MAXTEXT_EXTRA_FLAGS[ragged_buffer_factor]: "
+            "2.5 -> 3.0\n")
 
     def test_ignore_only_and_ignore_file(self):
         b = self.edited("ign.txt", ("ragged_buffer_factor=2.0", "ragged_buffer_factor=2.5"),
                         ("--mesh_fsdp=32 ", "--mesh_fsdp=16 "))
-        out, _ = self.diff(FIXTURE, b, "--ignore", "*MAXTEXT_EXTRA_FLAGS[ragged_buffer_factor]", rc=1)
+        out, _ = self.diff(FIXTURE, b, "--ignore", "*MAXTEXT_EXTRA_FLAGS[ragged_buffer_factor]",
+                           rc=1)
         self.assertEqual(out, f"~ abtest-train:{CLIENT}.startup.argv[--mesh_fsdp]: 32 -> 16\n")
-        out, _ = self.diff(FIXTURE, b, "--only", "abtest-train:*.startup.env.MAXTEXT_EXTRA_FLAGS", rc=1)
+        out, _ = self.diff(FIXTURE, b, "--only", "abtest-train:*.startup.env.MAXTEXT_EXTRA_FLAGS",
+                           rc=1)
         self.assertEqual(out.count("\n"), 1)
         self.assertIn("ragged_buffer_factor", out)
-        ignore = self.write("accepted.txt", "# accepted\n*.startup.argv[--mesh_fsdp]\n\n"
-                                            "*.startup.env.MAXTEXT_EXTRA_FLAGS\n")
+        ignore = self.write(
+            "accepted.txt", "# accepted\n*.startup.argv[--mesh_fsdp]\n\n"
+            "*.startup.env.MAXTEXT_EXTRA_FLAGS\n")
         out, err = self.diff(FIXTURE, b, "--ignore-file", ignore, rc=0)
         self.assertEqual(out, "")
         out, _ = self.diff(FIXTURE, b, "--ignore-file", ignore, "--json", rc=0)
         self.assertEqual(json.loads(out)["summary"]["ignored"], 2)
         out, _ = self.diff(FIXTURE, b, "--ignore-file", ignore, "--stat", rc=0)
         self.assertIn("2 ignored", out)
-        _, err = self.diff(FIXTURE, b, "--ignore-file", os.path.join(self.tmp.name, "none.txt"), rc=2)
+        _, err = self.diff(FIXTURE, b, "--ignore-file", os.path.join(self.tmp.name, "none.txt"),
+                           rc=2)
         self.assertIn("none.txt: cannot open", err)
 
     def test_stat(self):
         out, _ = self.diff(FIXTURE, V5P, "--stat", rc=1)
         lines = out.splitlines()
-        self.assertRegex(lines[-1], r"^\d+ differences in 3 documents: \d+ added, \d+ removed, \d+ changed, "
-                                    r"0 type-changed$")
-        self.assertTrue(any(re.match(r"abtest-train +replicatedJobs\[proc\]\.containers\[main\]\.startup\.env\."
-                                     r"MAXTEXT_EXTRA_FLAGS +\d+ +\(\+\d+ -\d+ ~\d+ !0\)$", l) for l in lines), out)
+        self.assertRegex(
+            lines[-1], r"^\d+ differences in 3 documents: \d+ added, \d+ removed, \d+ changed, "
+            r"0 type-changed$")
+        flags_row = (r"abtest-train +replicatedJobs\[proc\]\.containers\[main\]\.startup\.env\."
+                     r"MAXTEXT_EXTRA_FLAGS +\d+ +\(\+\d+ -\d+ ~\d+ !0\)$")
+        self.assertTrue(any(re.match(flags_row, l) for l in lines), out)
         total = int(lines[-1].split()[0])
         self.assertEqual(total, sum(int(re.split(r" {2,}", l.strip())[2]) for l in lines[:-1]))
         text, _ = self.diff(FIXTURE, V5P, rc=1)
@@ -205,8 +243,13 @@ class DiffRendersTest(TempDirTestCase):
 
     def test_json_schema(self):
         bench = self.bench("json.yaml", "--trainer-slice", "tpu7x:4x4x4")
-        for args in ([FIXTURE, V5P], [FIXTURE, FIXTURE], ["--by-role", FIXTURE, bench],
-                     ["--expect-bench", FIXTURE, bench]):
+        cases = (
+            [FIXTURE, V5P],
+            [FIXTURE, FIXTURE],
+            ["--by-role", FIXTURE, bench],
+            ["--expect-bench", FIXTURE, bench],
+        )
+        for args in cases:
             out, _ = self.diff("--json", *args)
             doc = json.loads(out)
             validate(DIFF_SCHEMA, doc)
@@ -233,7 +276,8 @@ class DiffRendersTest(TempDirTestCase):
             full_env = dict(os.environ)
             full_env.pop("NO_COLOR", None)
             full_env.update(env)
-            proc = subprocess.Popen([TOOL, FIXTURE, b], stdout=slave, stderr=subprocess.PIPE, env=full_env)
+            proc = subprocess.Popen([TOOL, FIXTURE, b], stdout=slave, stderr=subprocess.PIPE,
+                                    env=full_env)
             os.close(slave)
             chunks = []
             while True:
@@ -245,6 +289,7 @@ class DiffRendersTest(TempDirTestCase):
                     break
                 chunks.append(data)
             proc.wait(timeout=60)
+            assert proc.stderr is not None  # stderr=PIPE
             proc.stderr.close()
             os.close(master)
             return proc.returncode, b"".join(chunks).decode()
@@ -258,12 +303,18 @@ class DiffRendersTest(TempDirTestCase):
         self.assertIn("~ abtest-train:", out)
 
     # --- --expect-bench ----------------------------------------------------------------------
-    KNOBS = {
+    KNOBS: dict[str, list[str]] = {
         "defaults": [],
-        "maxtext-flag": ["--maxtext-flag", "ragged_buffer_factor=2.75", "--maxtext-flag", "brand_new=1"],
+        "maxtext-flag": [
+            "--maxtext-flag", "ragged_buffer_factor=2.75", "--maxtext-flag", "brand_new=1"
+        ],
         "maxtext-replace": ["--maxtext-replace", "sa_block_q=2048"],
-        "libtpu-flag": ["--libtpu-flag=--xla_tpu_scoped_vmem_limit_kib=65536", "--libtpu-flag", "--xla_new=3"],
-        "trainer-arg": ["--trainer-arg=--compute_logps_chunk_size=1024", "--trainer-arg=--new_flag"],
+        "libtpu-flag": [
+            "--libtpu-flag=--xla_tpu_scoped_vmem_limit_kib=65536", "--libtpu-flag", "--xla_new=3"
+        ],
+        "trainer-arg": [
+            "--trainer-arg=--compute_logps_chunk_size=1024", "--trainer-arg=--new_flag"
+        ],
         "trainer-arg-remove": ["--trainer-arg-remove=--profiler_steps"],
         "orch-arg": ["--orch-arg=--max_steps=3"],
         "trainer-slice 4x4x4": ["--trainer-slice", "tpu7x:4x4x4"],
@@ -271,14 +322,20 @@ class DiffRendersTest(TempDirTestCase):
         "trainer-slice 2x2x2": ["--trainer-slice", "tpu7x:2x2x2"],
         "logps-chunk": ["--logps-chunk", "4096"],
         "profile-window": ["--profile-window", "3:2"],
-        "driver settings": ["--steps", "4", "--micro-steps", "7", "--seed", "11", "--routing-scale", "0.5",
-                            "--logp-gates", "off", "--advantages", "zero", "--pad-position", "start",
-                            "--pad-align", "2048", "--driver-env", "REAL_LEN=1000"],
-        "namespace image output-prefix": ["--namespace", "other-ns", "--image", "example/other:2",
-                                          "--output-prefix", "gs://b/bench"],
-        "everything": ["--maxtext-flag", "ragged_buffer_factor=2.75", "--libtpu-flag=--xla_x=1",
-                       "--trainer-arg=--k=v", "--orch-arg=--max_steps=3", "--trainer-slice", "tpu7x:4x4x4",
-                       "--logps-chunk", "1024", "--profile-window", "1:1", "--namespace", "n2"],
+        "driver settings": [
+            "--steps", "4", "--micro-steps", "7", "--seed", "11", "--routing-scale", "0.5",
+            "--logp-gates", "off", "--advantages", "zero", "--pad-position", "start", "--pad-align",
+            "2048", "--driver-env", "REAL_LEN=1000"
+        ],
+        "namespace image output-prefix": [
+            "--namespace", "other-ns", "--image", "example/other:2", "--output-prefix",
+            "gs://b/bench"
+        ],
+        "everything": [
+            "--maxtext-flag", "ragged_buffer_factor=2.75", "--libtpu-flag=--xla_x=1",
+            "--trainer-arg=--k=v", "--orch-arg=--max_steps=3", "--trainer-slice", "tpu7x:4x4x4",
+            "--logps-chunk", "1024", "--profile-window", "1:1", "--namespace", "n2"
+        ],
     }
 
     def test_expect_bench_passes_for_every_knob(self):
@@ -293,9 +350,11 @@ class DiffRendersTest(TempDirTestCase):
                 if knob.startswith("trainer-slice"):
                     self.assertIn("[allowed: trainer-slice]", out)
                 if knob == "libtpu-flag":
-                    self.assertEqual(out.count("[--xla_new]: --xla_new=3  [allowed: libtpu-flag]"), 3, out)
+                    self.assertEqual(out.count("[--xla_new]: --xla_new=3  [allowed: libtpu-flag]"),
+                                     3, out)
+        no_proxy = os.path.join(TESTDATA, "trainer_no_proxy.txt")
         for source, args in ((V5P, ["--trainer-slice", "v5p:4x4x8", "--libtpu-flag=--xla_y=2"]),
-                             (os.path.join(TESTDATA, "trainer_no_proxy.txt"), ["--libtpu-flag=--xla_y=2"])):
+                             (no_proxy, ["--libtpu-flag=--xla_y=2"])):
             with self.subTest(source=source):
                 bench = self.bench(os.path.basename(source) + ".yaml", *args, source=source)
                 self.diff("--expect-bench", source, bench, rc=0)
@@ -304,25 +363,32 @@ class DiffRendersTest(TempDirTestCase):
         # ORCH_* copies appear only when the orchestrator sets them; they and ROUTING & co. live
         # under startup.driver, which --expect-bench allows.
         anchor = 'ORCHESTRATOR_ID="abtest-orch"'
-        source = self.edited("packed-e2e.txt", (anchor, "PACK_PAD_POSITION=start RETURN_ROUTED_EXPERTS=1 " + anchor))
-        bench = self.bench("packed-bench.yaml", "--routing", "on", "--allow-fallbacks", "--logps-pass", "off",
-                           "--pad-position", "end", "--pad-align", "512", source=source)
+        source = self.edited("packed-e2e.txt",
+                             (anchor, "PACK_PAD_POSITION=start RETURN_ROUTED_EXPERTS=1 " + anchor))
+        bench = self.bench("packed-bench.yaml", "--routing", "on", "--allow-fallbacks",
+                           "--logps-pass", "off", "--pad-position", "end", "--pad-align", "512",
+                           source=source)
         self.diff("--expect-bench", source, bench, rc=0)
         out, _ = self.diff("--expect-bench", "--show-allowed", source, bench, rc=0)
         self.assertNotIn("[unexpected", out)
         self.assertIn(f"{CLIENT}.startup.driver: ", out)
         out, _ = self.diff("--expect-bench", "--json", source, bench, rc=0)
-        (driver,) = [d for d in json.loads(out)["differences"] if d["path"] == f"{CLIENT}.startup.driver"]
+        (driver, ) = [
+            d for d in json.loads(out)["differences"] if d["path"] == f"{CLIENT}.startup.driver"
+        ]
         self.assertEqual((driver["allowed"], driver["change"]), (True, "driver-settings"))
         settings = yaml.safe_load(driver["new"])
-        for name, value in (("ROUTING", "on"), ("ALLOW_FALLBACKS", "1"), ("LOGPS_PASS", "off"),
-                            ("PAD_POSITION", "end"), ("PAD_ALIGN", "512"), ("ORCH_PACK_PAD_POSITION", "start"),
-                            ("ORCH_RETURN_ROUTED_EXPERTS", "1")):
+        expected = {
+            "ROUTING": "on", "ALLOW_FALLBACKS": "1", "LOGPS_PASS": "off", "PAD_POSITION": "end",
+            "PAD_ALIGN": "512", "ORCH_PACK_PAD_POSITION": "start", "ORCH_RETURN_ROUTED_EXPERTS": "1"
+        }
+        for name, value in expected.items():
             self.assertEqual(settings[name], value, name)
 
     def test_expect_bench_fails_for_a_hand_tampered_bench(self):
-        bench = read(self.bench("tamper-base.yaml", "--trainer-slice", "tpu7x:4x4x4",
-                                "--libtpu-flag=--xla_tpu_scoped_vmem_limit_kib=65536"))
+        bench = read(
+            self.bench("tamper-base.yaml", "--trainer-slice", "tpu7x:4x4x4",
+                       "--libtpu-flag=--xla_tpu_scoped_vmem_limit_kib=65536"))
         cases = [
             ("terminationGracePeriodSeconds: 360", "terminationGracePeriodSeconds: 30",
              "spec.replicatedJobs[proc].template.spec.template.spec.terminationGracePeriodSeconds: 360 -> 30"
@@ -330,7 +396,8 @@ class DiffRendersTest(TempDirTestCase):
             ("completions: 16", "completions: 8",
              "spec.replicatedJobs[pw-node].template.spec.completions: 32 -> 8  [unexpected: the bench slice "
              "tpu7x:4x4x4 (pathways-rm --instance_type) gives 16 here]"),
-            ('- "--xla_tpu_scoped_vmem_limit_kib=65536"', '- "--xla_tpu_scoped_vmem_limit_kib=65000"',
+            ('- "--xla_tpu_scoped_vmem_limit_kib=65536"',
+             '- "--xla_tpu_scoped_vmem_limit_kib=65000"',
              f"{PROXY}.args[--xla_tpu_scoped_vmem_limit_kib]: 65472 -> 65000  [unexpected: the client's "
              "LIBTPU_INIT_ARGS has --xla_tpu_scoped_vmem_limit_kib=65536 where this has "
              "--xla_tpu_scoped_vmem_limit_kib=65000]"),
@@ -355,9 +422,11 @@ class DiffRendersTest(TempDirTestCase):
                 doc = json.loads(out)
                 self.assertEqual((doc["result"], doc["summary"]["unexpected"]), ("fail", count))
         # The tampered difference, once accepted, passes.
-        path = self.write("tampered.yaml", bench.replace("terminationGracePeriodSeconds: 360",
-                                                         "terminationGracePeriodSeconds: 30", 1))
-        self.diff("--expect-bench", FIXTURE, path, "--ignore", "*terminationGracePeriodSeconds", rc=0)
+        tampered = bench.replace("terminationGracePeriodSeconds: 360",
+                                 "terminationGracePeriodSeconds: 30", 1)
+        path = self.write("tampered.yaml", tampered)
+        self.diff("--expect-bench", FIXTURE, path, "--ignore", "*terminationGracePeriodSeconds",
+                  rc=0)
 
     # --- errors ------------------------------------------------------------------------------
     def assert_error(self, args, expected, stdin=None):
@@ -366,11 +435,15 @@ class DiffRendersTest(TempDirTestCase):
     def test_bad_inputs(self):
         missing = os.path.join(TESTDATA, "bad", "missing.txt")
         self.assert_error([missing, FIXTURE], f"diff-renders: {missing}: cannot open")
-        self.assert_error([FIXTURE, NOT_JOBSET], f"{NOT_JOBSET}:1: not a JobSet: the input holds Deployment 'web'")
-        self.assert_error([os.path.join(TESTDATA, "bad", "not_yaml.txt"), FIXTURE], "no JobSet in the input")
-        self.assert_error([os.path.join(TESTDATA, "bad", "empty.txt"), FIXTURE], "no JobSet in the input")
-        broken = self.write("broken.yaml", "apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\n"
-                                           "metadata:\n  name: [unclosed\n")
+        self.assert_error([FIXTURE, NOT_JOBSET],
+                          f"{NOT_JOBSET}:1: not a JobSet: the input holds Deployment 'web'")
+        self.assert_error([os.path.join(TESTDATA, "bad", "not_yaml.txt"), FIXTURE],
+                          "no JobSet in the input")
+        self.assert_error([os.path.join(TESTDATA, "bad", "empty.txt"), FIXTURE],
+                          "no JobSet in the input")
+        broken = self.write(
+            "broken.yaml", "apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\n"
+            "metadata:\n  name: [unclosed\n")
         self.assert_error([FIXTURE, broken], f"{broken}:")
         self.assert_error(["-", FIXTURE], "<stdin>", stdin="")
         self.assert_error(["-", "-"], "only one of A and B")
@@ -378,24 +451,26 @@ class DiffRendersTest(TempDirTestCase):
         self.assert_error([FIXTURE, FIXTURE, "--rename", "novalue"], "OLD=NEW")
         self.assert_error([FIXTURE, FIXTURE, "--json", "--stat"], "--stat")
         self.assert_error(["--expect-bench", "--by-role", FIXTURE, FIXTURE], "--expect-bench")
-        self.assert_error(["--expect-bench", os.path.join(TESTDATA, "bad", "no_trainer.txt"), FIXTURE],
-                          "no trainer JobSet")
+        no_trainer = os.path.join(TESTDATA, "bad", "no_trainer.txt")
+        self.assert_error(["--expect-bench", no_trainer, FIXTURE], "no trainer JobSet")
 
     # --- issue 16: real renders ------------------------------------------------------------------
 
     def test_added_subtree_shows_its_leaves(self):
         # xpk 254bbe3f added a tolerations list to the worker of 678d7a9f.
         out, _ = self.diff(os.path.join(XPK, "xpk_pathways_v5p-8_at_678d7a9f.yaml"), XPK_254, rc=1)
-        self.assertEqual(out, "+ golden-workload:spec.replicatedJobs[worker].template.spec.template"
-                              ".spec.tolerations:\n"
-                              "    [0].operator: Exists\n"
-                              "    [0].key: google.com/tpu\n")
+        self.assertEqual(
+            out, "+ golden-workload:spec.replicatedJobs[worker].template.spec.template"
+            ".spec.tolerations:\n"
+            "    [0].operator: Exists\n"
+            "    [0].key: google.com/tpu\n")
         # 84e22e26 moved an annotation between template levels: removed here, added there.
         out, _ = self.diff(os.path.join(XPK, "xpk_pathways_v5p-8_at_678d7a9f.yaml"),
                            os.path.join(XPK, "xpk_pathways_v5p-8_at_84e22e26.yaml"), rc=1)
-        self.assertIn("- golden-workload:spec.replicatedJobs[pathways-head].template.metadata:\n"
-                      "    annotations[alpha.jobset.sigs.k8s.io/exclusive-topology]: "
-                      "kubernetes.io/hostname\n", out)
+        self.assertIn(
+            "- golden-workload:spec.replicatedJobs[pathways-head].template.metadata:\n"
+            "    annotations[alpha.jobset.sigs.k8s.io/exclusive-topology]: "
+            "kubernetes.io/hostname\n", out)
         self.assertNotIn("...", out)
 
     def test_whole_containers_list_leaves_and_long_lists_are_cut(self):
@@ -403,7 +478,8 @@ class DiffRendersTest(TempDirTestCase):
         new = os.path.join(XPK, "xpk_super-slicing_at_254bbe3f.yaml")
         out, _ = self.diff(old, new, rc=1)
         self.assertIn("    command[2]: echo XPK Start: $(date);... (16 lines)\n", out)
-        self.assertRegex(out, r"\n    onExitCodes\.values: \[42, 127, [^\n]*, \.\.\.\] \(130 items\)\n")
+        self.assertRegex(out,
+                         r"\n    onExitCodes\.values: \[42, 127, [^\n]*, \.\.\.\] \(130 items\)\n")
         # --json keeps whole values (the subtree as YAML).
         doc = json.loads(self.diff(old, new, "--json", rc=1)[0])
         added = [d for d in doc["differences"] if d["path"].endswith("containers[jax-tpu-2]")]
@@ -414,10 +490,12 @@ class DiffRendersTest(TempDirTestCase):
         out, _ = self.diff(os.path.join(XPK, "xpk_non-pathways_v5p-8_at_84e22e26.yaml"),
                            os.path.join(XPK, "xpk_sub-slicing_at_254bbe3f.yaml"), rc=1)
         self.assertNotIn("!", out)
-        self.assertIn("- golden-workload:metadata.annotations[alpha.jobset.sigs.k8s.io/exclusive-topology]: "
-                      "cloud.google.com/gke-nodepool\n", out)
-        self.assertIn("+ golden-workload:spec.replicatedJobs[slice-job].template.spec.template.metadata"
-                      ".annotations[cloud.google.com/gke-tpu-slice-topology]: 2x4\n", out)
+        self.assertIn(
+            "- golden-workload:metadata.annotations[alpha.jobset.sigs.k8s.io/exclusive-topology]: "
+            "cloud.google.com/gke-nodepool\n", out)
+        self.assertIn(
+            "+ golden-workload:spec.replicatedJobs[slice-job].template.spec.template.metadata"
+            ".annotations[cloud.google.com/gke-tpu-slice-topology]: 2x4\n", out)
 
     def test_changed_script_is_a_line_diff(self):
         source = os.path.join(XPK, "xpk_super-slicing_at_254bbe3f.yaml")
@@ -426,10 +504,12 @@ class DiffRendersTest(TempDirTestCase):
         out, _ = self.diff(source, edited, rc=1)
         path = ("golden-workload:spec.replicatedJobs[slice-job].template.spec.template.spec"
                 ".containers[jax-tpu-1].command[2]")
-        self.assertIn(f"~ {path}: 16 lines -> 16 lines\n"
-                      "    @@ -3,5 +3,5 @@\n"
-                      "      trap _sigterm SIGTERM;\n", out)
-        self.assertIn("    - (bash hello) & PID=$!;\n    + (bash hello --steps=20) & PID=$!;\n", out)
+        self.assertIn(
+            f"~ {path}: 16 lines -> 16 lines\n"
+            "    @@ -3,5 +3,5 @@\n"
+            "      trap _sigterm SIGTERM;\n", out)
+        self.assertIn("    - (bash hello) & PID=$!;\n    + (bash hello --steps=20) & PID=$!;\n",
+                      out)
         self.assertNotIn("(16 lines)", out)
         doc = json.loads(self.diff(source, edited, "--json", rc=1)[0])
         self.assertEqual(len(doc["differences"]), 2)
@@ -442,12 +522,13 @@ class DiffRendersTest(TempDirTestCase):
         text = read(source)
         flags = " ".join(f"--xla_knob_{i}=true" for i in range(40))
         env = ("                env:\n                - name: TRAIN_CMD\n"
-               f"                  value: \"python3 -m maxtext.train base.yml steps=10 --lr 0.1 {flags}\"\n")
+               "                  value: \"python3 -m maxtext.train base.yml steps=10 --lr 0.1 "
+               f"{flags}\"\n")
         anchor = "                env: \n"  # xpk writes an empty env (null), trailing blank
         self.assertEqual(text.count(anchor), 2)
         old = self.write("cmd_a.yaml", text.replace(anchor, env, 1))
-        new = self.write("cmd_b.yaml", text.replace(anchor, env.replace("--lr 0.1", "--lr 0.2")
-                                                   .replace("steps=10", "steps=12"), 1))
+        new_env = env.replace("--lr 0.1", "--lr 0.2").replace("steps=10", "steps=12")
+        new = self.write("cmd_b.yaml", text.replace(anchor, new_env, 1))
         out, _ = self.diff(old, new, rc=1)
         prefix = ("~ golden-workload:spec.replicatedJobs[slice-job].template.spec.template.spec"
                   ".containers[jax-tpu-1].env[TRAIN_CMD].value")
@@ -456,20 +537,29 @@ class DiffRendersTest(TempDirTestCase):
     def test_kubectl_get_of_the_applied_render(self):
         out, _ = self.diff(XPK_254, XPK_LIVE, rc=0)
         self.assertEqual(out.count("\n"), 1, out)
-        self.assertTrue(out.startswith("(8 server-populated fields not compared, --server-fields "
-                                       "shows them: golden-workload:metadata.creationTimestamp, "), out)
+        self.assertTrue(
+            out.startswith("(8 server-populated fields not compared, --server-fields "
+                           "shows them: golden-workload:metadata.creationTimestamp, "), out)
         self.assertIn("golden-workload:status", out)
         out, _ = self.diff(XPK_254, XPK_LIVE, "--server-fields", rc=1)
-        for field in ("metadata.uid", "metadata.resourceVersion", "metadata.generation",
-                      "metadata.creationTimestamp", "metadata.managedFields", "status",
-                      "metadata.namespace",
-                      "metadata.annotations:\n    [kubectl.kubernetes.io/last-applied-configuration]"):
+        server_fields = (
+            "metadata.uid",
+            "metadata.resourceVersion",
+            "metadata.generation",
+            "metadata.creationTimestamp",
+            "metadata.managedFields",
+            "status",
+            "metadata.namespace",
+            "metadata.annotations:\n    [kubectl.kubernetes.io/last-applied-configuration]",
+        )
+        for field in server_fields:
             self.assertIn(f"+ golden-workload:{field}", out)
         self.assertNotIn("not compared", out)
         # A real change against the live object is still found, the server fields still hidden.
         out, _ = self.diff(os.path.join(XPK, "xpk_pathways_v5p-8_at_678d7a9f.yaml"), XPK_LIVE, rc=1)
-        self.assertTrue(out.startswith("+ golden-workload:spec.replicatedJobs[worker].template.spec"
-                                       ".template.spec.tolerations:\n"), out)
+        self.assertTrue(
+            out.startswith("+ golden-workload:spec.replicatedJobs[worker].template.spec"
+                           ".template.spec.tolerations:\n"), out)
         self.assertIn("(8 server-populated fields not compared", out)
         doc = json.loads(self.diff(XPK_254, XPK_LIVE, "--json", rc=0)[0])
         validate(DIFF_SCHEMA, doc)

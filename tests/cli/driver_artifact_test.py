@@ -52,16 +52,16 @@ class DriverArtifactTest(unittest.TestCase):
     def test_the_written_driver_is_the_built_one_and_runs(self):
         with tempfile.TemporaryDirectory() as tmp:
             npz = os.path.join(tmp, "p.npz")
-            body = (
-                '"$REAL" "$1" --help > help.txt || exit 3\n'
-                '"$REAL" "$1" --print-settings > settings.json || exit 4\n'
-                '"$REAL" "$1" --dump-payload ' + shlex.quote(npz)
-                + " --rows 2 --tokens 256 --layers 2 --topk 2 --experts 8 > dump.txt || exit 5\n")
+            body = ('"$REAL" "$1" --help > help.txt || exit 3\n'
+                    '"$REAL" "$1" --print-settings > settings.json || exit 4\n'
+                    '"$REAL" "$1" --dump-payload ' + shlex.quote(npz) +
+                    " --rows 2 --tokens 256 --layers 2 --topk 2 --experts 8 > dump.txt || exit 5\n")
             proc, target = self.run_client(tmp, body)
             self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
             self.assertIn("EXIT_CODE=0", proc.stdout)
             with open(target, encoding="utf-8") as f, open(DRIVER, encoding="utf-8") as g:
-                self.assertEqual(f.read(), g.read(), "the pod writes the built driver byte for byte")
+                self.assertEqual(f.read(), g.read(),
+                                 "the pod writes the built driver byte for byte")
             with open(os.path.join(tmp, "help.txt"), encoding="utf-8") as f:
                 help_text = f.read()
             self.assertIn("Environment contract", help_text)

@@ -17,6 +17,7 @@ import os
 import subprocess
 import tempfile
 import unittest
+from typing import Any, Dict, List
 
 import yaml
 
@@ -56,8 +57,8 @@ def bad_values(kind):
         return [(str(minimum - 1), f"must be >= {minimum}"), ("x", "not an integer"),
                 ("1.5", "not an integer")]
     if kind.startswith("float>="):
-        minimum = float(kind[len("float>="):])
-        return [(f"{minimum - 1:g}", f"must be >= {minimum:g}"), ("x", "not a number"),
+        lowest = float(kind[len("float>="):])
+        return [(f"{lowest - 1:g}", f"must be >= {lowest:g}"), ("x", "not a number"),
                 ("inf", "must be finite"), ("nan", "must be finite")]
     if kind.startswith("choice:"):
         return [("maybe", f"must be one of {kind[len('choice:'):]}")]
@@ -83,8 +84,8 @@ def good_value(row):
         value = next(v for v in (minimum + 2, minimum + 3) if str(v) != default)
         return f" {value} ", value
     if kind.startswith("float>="):
-        value = next(v for v in (float(kind[len("float>="):]) + 1.5, 7.25) if f"{v:g}" != default)
-        return f"{value:g}", value
+        number = next(v for v in (float(kind[len("float>="):]) + 1.5, 7.25) if f"{v:g}" != default)
+        return f"{number:g}", number
     if kind.startswith("choice:"):
         word = next(w for w in reversed(kind[len("choice:"):].split("|")) if w != default)
         return word.upper(), word
@@ -111,6 +112,7 @@ def render(args, stdin=None):
 
 
 class DriverSettingsContractTest(unittest.TestCase):
+
     def render_bench_reason(self, args, where):
         """The reason render-bench gives for refusing `args`, its error line being
         `render-bench: <where>: <reason>`."""
@@ -126,8 +128,9 @@ class DriverSettingsContractTest(unittest.TestCase):
         code, out, err = run_driver({**REQUIRED, name: value})
         self.assertEqual((code, out), (2, ""), err)
         prefix = f"bench_driver: {name}={value!r}: "
-        self.assertTrue(err.startswith(prefix) and err.endswith("\n") and err.count("\n") == 1,
-                        f"{err!r} should be one line starting with {prefix!r}")
+        self.assertTrue(
+            err.startswith(prefix) and err.endswith("\n") and err.count("\n") == 1,
+            f"{err!r} should be one line starting with {prefix!r}")
         return err[len(prefix):-1]
 
     def refused(self):
@@ -168,8 +171,8 @@ class DriverSettingsContractTest(unittest.TestCase):
                 continue
             with self.subTest(setting=row["name"]):
                 given, _ = good_value(row)
-                rc, out, err = render(["--demo", "--name", "contract-bench",
-                                       f"--driver-env={row['name']}={given}"])
+                rc, out, err = render(
+                    ["--demo", "--name", "contract-bench", f"--driver-env={row['name']}={given}"])
                 self.assertEqual(rc, 0, err)
                 env = driver_settings_env(script_of(yaml.safe_load(out)))
                 self.assertEqual(env[row["name"]], given)
@@ -179,7 +182,9 @@ class DriverSettingsContractTest(unittest.TestCase):
         through its option, --driver-env for those without one, the e2e orchestrator's environment
         for its ORCH_* copies. The driver, run with exactly the driver settings of the client
         script, reads each back as the value asked for."""
-        expected, args, orchestrator_env = {}, [], []
+        expected: Dict[str, Any] = {}
+        args: List[str] = []
+        orchestrator_env: List[str] = []
         with tempfile.TemporaryDirectory() as tmp:
             for row in SETTINGS_ROWS:
                 name, option, kind = row["name"], row["option"], row["kind"]

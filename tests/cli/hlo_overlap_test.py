@@ -12,7 +12,6 @@ import xml.etree.ElementTree as ET
 from cli_common import (BIN, PYTHON, TESTDATA, TempDirTestCase, assert_bad_input,
                         assert_help_and_version, run_tool)
 
-
 TOOL = os.path.join(BIN, "hlo-overlap")
 HLO = os.path.join(TESTDATA, "hlo")
 BAD = os.path.join(HLO, "bad")
@@ -29,6 +28,7 @@ def run(args, stdin=None):
 
 
 class TextReport(unittest.TestCase):
+
     def test_reports_overlapped_and_exposed_pairs(self):
         code, out, err = run([A2A, "--list"])
         self.assertEqual(code, 0, err)
@@ -36,8 +36,9 @@ class TextReport(unittest.TestCase):
         self.assertIn("module async_all_to_all (scheduled), 3 computations", out)
         self.assertIn("collectives: 2 in the text, 2 executions; overlapped 1, exposed 1", out)
         self.assertRegex(out, r"all-to-all\s+collective\s+2\s+2\s+8\.0 MiB\s+1\s+1\s+4\.0 MiB\s+0")
-        self.assertIn("all-to-all %a2a-start -> %a2a-done in %main (line 6): overlapped, "
-                      "4.0 MiB x 1, 2 instr, 1 compute (%dot.1)", out)
+        self.assertIn(
+            "all-to-all %a2a-start -> %a2a-done in %main (line 6): overlapped, "
+            "4.0 MiB x 1, 2 instr, 1 compute (%dot.1)", out)
         self.assertIn("op_name: jit(step)/moe/all_to_all_back", out)
 
     def test_trip_counts_weight_the_totals(self):
@@ -79,6 +80,7 @@ class TextReport(unittest.TestCase):
 
 
 class JsonReport(unittest.TestCase):
+
     def test_schema(self):
         code, out, err = run([WHILE, "--json", "--top", "2"])
         self.assertEqual(code, 0, err)
@@ -106,10 +108,12 @@ class JsonReport(unittest.TestCase):
         ag = doc["collectives"][0]
         self.assertEqual((ag["kind"], ag["status"], ag["compute"]),
                          ("all-gather", "overlapped", ["outer"]))
-        self.assertEqual(doc["summary"]["all-reduce"],
-                         {"category": "collective", "instances": 2, "executions": 33,
-                          "bytes": 33 * 4096, "overlapped": 0, "exposed": 33,
-                          "exposed_bytes": 33 * 4096, "unpaired": 0, "executions_unknown": 0})
+        self.assertEqual(
+            doc["summary"]["all-reduce"], {
+                "category": "collective", "instances": 2, "executions": 33, "bytes": 33 * 4096,
+                "overlapped": 0, "exposed": 33, "exposed_bytes": 33 * 4096, "unpaired": 0,
+                "executions_unknown": 0
+            })
         self.assertEqual(doc["total_collectives"]["executions_unknown"], 1)
         self.assertEqual(doc["top_exposed"], [4, 3])
         self.assertEqual([c["computation"] for c in doc["by_computation"]],
@@ -129,13 +133,15 @@ class JsonReport(unittest.TestCase):
 
 
 class Truncation(unittest.TestCase):
+
     def test_truncated_dump_reports_and_exits_1(self):
         code, out, err = run([LLAMA, "--top", "1"])
         self.assertEqual(code, 1)
         self.assertIn("TRUNCATED at line 2000: the dump ends inside computation", out)
         self.assertIn("all-gather  collective        7", out)
-        self.assertRegex(err, r"^hlo-overlap: warning: .*maxtext_ref_llama3_8b_tpu-v6e-4_8fcc9e13"
-                              r"\.hlo\.txt:2000: truncated dump: ")
+        self.assertRegex(
+            err, r"^hlo-overlap: warning: .*maxtext_ref_llama3_8b_tpu-v6e-4_8fcc9e13"
+            r"\.hlo\.txt:2000: truncated dump: ")
         code, out, _ = run([LLAMA, "--allow-truncated", "--json"])
         self.assertEqual(code, 0)
         doc = json.loads(out)
@@ -150,6 +156,7 @@ class Truncation(unittest.TestCase):
 
 
 class Checks(unittest.TestCase):
+
     def test_fail_if_exposed_bytes(self):
         self.assertEqual(run([A2A, "--fail-if-exposed-bytes", "4MiB"])[0], 0)
         code, _, err = run([A2A, "--fail-if-exposed-bytes", "4194303"])
@@ -161,6 +168,7 @@ class Checks(unittest.TestCase):
 
 
 class Compare(unittest.TestCase):
+
     def test_side_by_side_with_deltas(self):
         # Different kinds on the two sides: different, exit 1.
         code, out, err = run([AG_BALANCE, A2A])
@@ -208,8 +216,9 @@ class Compare(unittest.TestCase):
                 f.write(text.replace(dot, "").replace("  %a2a-start =", dot + "  %a2a-start =", 1))
             code, out, err = run([A2A, moved])
             self.assertEqual(code, 1, err)
-            self.assertIn("different: 1 kind differs\n  all-to-all: overlapped 1 -> 0, "
-                          "exposed 1 -> 2, exposed bytes 4.0 MiB -> 8.0 MiB\n", out)
+            self.assertIn(
+                "different: 1 kind differs\n  all-to-all: overlapped 1 -> 0, "
+                "exposed 1 -> 2, exposed bytes 4.0 MiB -> 8.0 MiB\n", out)
             doc = json.loads(run([A2A, moved, "--json"])[1])
             self.assertFalse(doc["same"])
             self.assertEqual(doc["delta"]["total_collectives"]["exposed_bytes"], 4 << 20)
@@ -233,6 +242,7 @@ class Compare(unittest.TestCase):
 
 
 class Svg(unittest.TestCase):
+
     def test_writes_a_readable_svg(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "schedule.svg")
@@ -254,6 +264,7 @@ class Svg(unittest.TestCase):
 
 
 class BadInput(unittest.TestCase):
+
     def assert_error(self, args, pattern):
         assert_bad_input(self, "hlo-overlap", run(args), pattern=pattern)
 
@@ -318,45 +329,54 @@ PROTO = os.path.join(HLO, "proto")
 XLA_LAYOUT = ["xla_bench_hlo_llama31_405b_bf16_16x8.hlo.txt"]
 # Handwritten and test fixtures in the same layout but without XLA's final blank line: the
 # rendering has one line more at the very end, so only "lines" differs (by one).
-ONE_PER_LINE = ["handwritten_async_all_to_all.hlo.txt", "handwritten_while_trip_counts.hlo.txt",
-                "handwritten_send_recv_copy.hlo.txt", "handwritten_nested_tuples.hlo.txt",
-                "handwritten_escaped_backend_config.hlo.txt", "handwritten_unpaired.hlo.txt",
-                "hlo_parser__CopyStartAndCopyDone.hlo.txt", "hlo_parser__SendRecv.hlo.txt",
-                "while_loop_unroller__LoopWithCollective2.hlo.txt"]
+ONE_PER_LINE = [
+    "handwritten_async_all_to_all.hlo.txt",
+    "handwritten_while_trip_counts.hlo.txt",
+    "handwritten_send_recv_copy.hlo.txt",
+    "handwritten_nested_tuples.hlo.txt",
+    "handwritten_escaped_backend_config.hlo.txt",
+    "handwritten_unpaired.hlo.txt",
+    "hlo_parser__CopyStartAndCopyDone.hlo.txt",
+    "hlo_parser__SendRecv.hlo.txt",
+    "while_loop_unroller__LoopWithCollective2.hlo.txt",
+]
 # Other layouts (instructions continued over several lines, comments, more blank lines): the
 # proto's rendering has one line per instruction, so line numbers differ; all else is identical.
-OTHER_LAYOUT = ["latency_hiding_scheduler__AllGatherAsyncBalance.hlo.txt",
-                "latency_hiding_scheduler__BalanceChainedCollectivePermutesLoopedEinsum.hlo.txt",
-                "handwritten_multiline.hlo.txt"]
+OTHER_LAYOUT = [
+    "latency_hiding_scheduler__AllGatherAsyncBalance.hlo.txt",
+    "latency_hiding_scheduler__BalanceChainedCollectivePermutesLoopedEinsum.hlo.txt",
+    "handwritten_multiline.hlo.txt",
+]
 LINE_FIELDS = ("start_line", "done_line")
 
 
 def protoc_encode(textproto, out_path):
     with open(out_path, "wb") as out:
-        result = subprocess.run(
-            ["protoc", "--encode=xla.HloProto", "--proto_path=" + SCHEMA_DIR,
-             os.path.join(SCHEMA_DIR, "hlo_subset.proto")],
-            input=textproto.encode(), stdout=out, stderr=subprocess.PIPE, check=False)
+        schema = os.path.join(SCHEMA_DIR, "hlo_subset.proto")
+        command = ["protoc", "--encode=xla.HloProto", "--proto_path=" + SCHEMA_DIR, schema]
+        result = subprocess.run(command, input=textproto.encode(), stdout=out,
+                                stderr=subprocess.PIPE, check=False)
     if result.returncode != 0:
         raise AssertionError("protoc failed: " + result.stderr.decode())
 
 
 def convert(fixture):
-    result = subprocess.run([PYTHON, CONVERTER, os.path.join(HLO, fixture)],
-                            capture_output=True, text=True, check=True)
+    result = subprocess.run([PYTHON, CONVERTER, os.path.join(HLO, fixture)], capture_output=True,
+                            text=True, check=True)
     return result.stdout
 
 
 def without(doc, keys, line_fields=False):
     doc = {k: v for k, v in doc.items() if k not in keys}
     if line_fields:
-        doc["collectives"] = [{k: v for k, v in c.items() if k not in LINE_FIELDS}
-                              for c in doc["collectives"]]
+        collectives = doc["collectives"]
+        doc["collectives"] = [{k: c[k] for k in c if k not in LINE_FIELDS} for c in collectives]
         doc["warnings"] = [w["message"] for w in doc["warnings"]]
     return doc
 
 
 class BinaryProto(TempDirTestCase):
+
     def pb_of(self, fixture):
         path = os.path.join(self.tmp.name, fixture.replace(".hlo.txt", ".hlo.pb"))
         if not os.path.exists(path):
@@ -369,8 +389,9 @@ class BinaryProto(TempDirTestCase):
         return json.loads(out)
 
     def test_protoc_is_installed(self):
-        self.assertEqual(subprocess.run(["protoc", "--version"], capture_output=True).returncode,
-                         0, "protoc is needed (Debian protobuf-compiler; make deps installs it)")
+        self.assertEqual(
+            subprocess.run(["protoc", "--version"], capture_output=True).returncode, 0,
+            "protoc is needed (Debian protobuf-compiler; make deps installs it)")
 
     def test_real_xla_dump_gives_identical_json(self):
         for fixture in XLA_LAYOUT:
@@ -428,7 +449,8 @@ class BinaryProto(TempDirTestCase):
         self.assertEqual(code, 2, out + err)
         self.assertEqual(out, "")
         self.assertEqual(err.count("\n"), 1, err)
-        self.assertRegex(err, r"^hlo-overlap: " + re.escape(path) + r": binary HloProto: " + pattern)
+        self.assertRegex(err,
+                         r"^hlo-overlap: " + re.escape(path) + r": binary HloProto: " + pattern)
 
     def test_corrupt_protos_are_one_line_errors(self):
         with open(self.pb_of("handwritten_while_trip_counts.hlo.txt"), "rb") as f:
@@ -468,6 +490,7 @@ def field(number, payload):
 
 
 class Help(unittest.TestCase):
+
     def test_help_and_version(self):
         assert_help_and_version(self, "hlo-overlap", "--fail-if-exposed-bytes")
 

@@ -12,8 +12,10 @@ import unittest
 
 from cli_common import BIN, run_tool
 
-TOOLS = ["aot-check", "aot-summarize", "bench-report", "check-payload", "diff-configs",
-         "diff-renders", "hlo-overlap", "render-bench"]
+TOOLS = [
+    "aot-check", "aot-summarize", "bench-report", "check-payload", "diff-configs", "diff-renders",
+    "hlo-overlap", "render-bench"
+]
 BASH_COMPLETION = "/usr/share/bash-completion/bash_completion"  # Debian's bash-completion
 
 
@@ -21,16 +23,25 @@ def help_options(tool, *subcommand):
     """The long options a tool's --help lists (CLI11: two spaces, then the option names)."""
     code, stdout, _ = run_tool(os.path.join(BIN, tool), list(subcommand) + ["--help"])
     assert code == 0, tool
-    return sorted({name for line in stdout.splitlines() if line.startswith("  -")
-                   for name in re.findall(r"--[a-z0-9-]+", line.split()[0])})
+    names = set()
+    for line in stdout.splitlines():
+        if line.startswith("  -"):
+            names.update(re.findall(r"--[a-z0-9-]+", line.split()[0]))
+    return sorted(names)
 
 
 class InstallTest(unittest.TestCase):
+    # Set once, by setUpClass.
+    prefix: str
+    install: tuple[int, str, str]
+
     @classmethod
     def setUpClass(cls):
         cls.prefix = tempfile.mkdtemp(prefix="rtb-install-")
-        cls.install = run_tool([os.environ["RTB_CMAKE"], "--install", os.environ["RTB_BUILD_DIR"],
-                                "--prefix", cls.prefix])
+        cls.install = run_tool([
+            os.environ["RTB_CMAKE"], "--install", os.environ["RTB_BUILD_DIR"], "--prefix",
+            cls.prefix
+        ])
 
     @classmethod
     def tearDownClass(cls):
@@ -67,9 +78,9 @@ class InstallTest(unittest.TestCase):
                 self.assertIn(option.replace("-", "\\-"), page, subcommand)
         # man renders the page without a warning.
         if shutil.which("man"):
-            proc = subprocess.run(["man", "--warnings", "-l",
-                                   self.path("share", "man", "man1", "render-bench.1.gz")],
-                                  capture_output=True, text=True, env=dict(os.environ, MANWIDTH="100"))
+            page = self.path("share", "man", "man1", "render-bench.1.gz")
+            proc = subprocess.run(["man", "--warnings", "-l", page], capture_output=True, text=True,
+                                  env=dict(os.environ, MANWIDTH="100"))
             self.assertEqual(proc.returncode, 0, proc.stderr)
             self.assertEqual(proc.stderr, "")
             self.assertIn("--libtpu-flag", proc.stdout)
@@ -89,16 +100,18 @@ function=${spec#*-F }; function=${function%% *}
 "$function" "$1" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
 printf '%%s\\n' "${COMPREPLY[@]}"
 """ % BASH_COMPLETION
-        env = {"PATH": self.path("bin") + os.pathsep + os.environ.get("PATH", ""),
-               "XDG_DATA_DIRS": self.path("share"), "BASH_COMPLETION_USER_DIR": "/nonexistent"}
+        env = {
+            "PATH": self.path("bin") + os.pathsep + os.environ.get("PATH", ""),
+            "XDG_DATA_DIRS": self.path("share"), "BASH_COMPLETION_USER_DIR": "/nonexistent"
+        }
         code, stdout, stderr = run_tool(["bash", "--norc", "-c", script, "bash"] + list(words),
                                         env=env, unset=["BASH_COMPLETION_COMPAT_DIR"])
         self.assertEqual(code, 0, stderr)
         return stdout.split()
 
     def test_completions_load_from_the_prefix_and_complete(self):
-        self.assertTrue(os.path.isfile(
-            self.path("share", "bash-completion", "completions", "render-bench")))
+        self.assertTrue(
+            os.path.isfile(self.path("share", "bash-completion", "completions", "render-bench")))
         for tool in TOOLS:
             self.assertEqual(self.complete(tool, "--vers"), ["--version"], tool)
         self.assertEqual(self.complete("render-bench", "--libtpu"), ["--libtpu-flag"])
@@ -109,7 +122,8 @@ printf '%%s\\n' "${COMPREPLY[@]}"
         self.assertEqual(self.complete("diff-renders", "--color", "al"), ["always"])
         self.assertEqual(self.complete("bench-report", "--fail-if"), ["--fail-if-slower"])
         # Subcommands, then each subcommand's own options.
-        self.assertEqual(self.complete("check-payload", ""), ["build", "verify", "measure", "tiles"])
+        self.assertEqual(self.complete("check-payload", ""),
+                         ["build", "verify", "measure", "tiles"])
         self.assertEqual(self.complete("check-payload", "build", "--pad-p"), ["--pad-position"])
         self.assertEqual(self.complete("check-payload", "tiles", "--pad-p"), [])
         self.assertEqual(self.complete("check-payload", "build", "--pad-position", ""),

@@ -16,8 +16,8 @@ def validate(schema, value, where="$", refs=None):
         raise AssertionError(f"{where}: {value!r} not in {schema['enum']}")
     if "type" in schema:
         types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-        ok = any((t == "integer" and isinstance(value, int) and not isinstance(value, bool))
-                 or (t != "integer" and isinstance(value, TYPES[t])) for t in types)
+        is_integer = isinstance(value, int) and not isinstance(value, bool)
+        ok = any(is_integer if t == "integer" else isinstance(value, TYPES[t]) for t in types)
         if not ok:
             raise AssertionError(f"{where}: {value!r} is not {types}")
     if isinstance(value, dict):

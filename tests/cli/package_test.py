@@ -12,18 +12,27 @@ import unittest
 
 from cli_common import BIN, run_tool
 
-TOOLS = ["aot-check", "aot-summarize", "bench-report", "check-payload", "diff-configs",
-         "diff-renders", "hlo-overlap", "render-bench"]
+TOOLS = [
+    "aot-check", "aot-summarize", "bench-report", "check-payload", "diff-configs", "diff-renders",
+    "hlo-overlap", "render-bench"
+]
 
 
 class PackageTest(unittest.TestCase):
+    # Set once, by setUpClass.
+    dir: str
+    cpack: tuple[int, str, str]
+    debs: list[str]
+    root: str
+
     @classmethod
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="rtb-deb-")
         build = os.environ["RTB_BUILD_DIR"]
-        cls.cpack = run_tool([os.environ["RTB_CPACK"], "--config",
-                              os.path.join(build, "CPackConfig.cmake"), "-G", "DEB",
-                              "-B", os.path.join(cls.dir, "out")], cwd=build)
+        config = os.path.join(build, "CPackConfig.cmake")
+        out = os.path.join(cls.dir, "out")
+        cls.cpack = run_tool([os.environ["RTB_CPACK"], "--config", config, "-G", "DEB", "-B", out],
+                             cwd=build)
         cls.debs = glob.glob(os.path.join(cls.dir, "out", "*.deb"))
         cls.root = os.path.join(cls.dir, "root")
         if len(cls.debs) == 1:

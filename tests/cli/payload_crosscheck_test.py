@@ -17,7 +17,6 @@ import numpy as np
 
 from cli_common import BIN, DRIVER, PYTHON, run_tool
 
-
 TOOL = os.path.join(BIN, "check-payload")
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 DEFAULT_TABLE = os.path.join(ROOT, "data", "routing", "qwen3.5-397b-a17b.txt")
@@ -34,8 +33,8 @@ CASES = [
          targets="2,4,6", scale="0.5", pad_position="start", pad_align=128),
     dict(seed=2, rows=4, tokens=1024, layers=2, topk=2, experts=8, vocab=300, segments=2,
          targets="1.2,3.9", final=1, advantages="zero", no_old_logps=True),
-    dict(seed=3, rows=2, tokens=96, layers=2, topk=3, experts=6, vocab=50, real_len=70,
-         segments=4, targets="1,2"),
+    dict(seed=3, rows=2, tokens=96, layers=2, topk=3, experts=6, vocab=50, real_len=70, segments=4,
+         targets="1,2"),
     dict(seed=4, rows=2, tokens=1024, layers=60, topk=10, experts=512, vocab=248320,
          targets="@" + DEFAULT_TABLE, pad_position="start", pad_align=64),
     dict(seed=5, rows=1, tokens=65536, layers=1, topk=2, experts=4, vocab=248320, segments=3,
@@ -45,8 +44,8 @@ CASES = [
          prompt=128, targets="1.5,3"),
     dict(seed=7, rows=4, tokens=4096, layers=3, topk=2, experts=16, vocab=5000, real_len=3000,
          segments=3, prompt=512, targets="1,2,4", pad_position="start", pad_align=512, final=2),
-    dict(seed=8, rows=2, tokens=96, layers=1, topk=1, experts=4, vocab=50, real_len=70,
-         segments=5, prompt=3, targets="1.5", advantages="zero", no_old_logps=True),
+    dict(seed=8, rows=2, tokens=96, layers=1, topk=1, experts=4, vocab=50, real_len=70, segments=5,
+         prompt=3, targets="1.5", advantages="zero", no_old_logps=True),
     dict(seed=9, rows=2, tokens=8192, layers=2, topk=2, experts=8, vocab=248320, segments=2,
          prompt=8192, targets="1,2", scale="2", pad_position="start", pad_align=256),
 ]
@@ -58,11 +57,11 @@ SHARED_SETTINGS = ("rows", "tokens", "layers", "topk", "experts", "vocab", "pad_
 
 
 def build_args(case, driver):
-    args = ["--rows", str(case["rows"]), "--tokens", str(case["tokens"]),
-            "--layers", str(case["layers"]), "--topk", str(case["topk"]),
-            "--experts", str(case["experts"]), "--vocab", str(case["vocab"]),
-            "--seed", str(case["seed"]), "--routing-targets", case["targets"],
-            "--max-prompt-length", str(case.get("prompt", 0))]
+    args = []
+    for key in ("rows", "tokens", "layers", "topk", "experts", "vocab", "seed"):
+        args += ["--" + key, str(case[key])]
+    prompt = str(case.get("prompt", 0))
+    args += ["--routing-targets", case["targets"], "--max-prompt-length", prompt]
     for key, flag in (("segments", "--segments"), ("real_len", "--real-len"),
                       ("scale", "--routing-scale"), ("pad_position", "--pad-position"),
                       ("pad_align", "--pad-align"), ("advantages", "--advantages")):
@@ -140,7 +139,7 @@ def fields_of(arrays):
     is its JSON text's)."""
     out = {}
     for name, values in arrays.items():
-        shape = (values.ndim,) if name == SETTINGS else values.shape
+        shape = (values.ndim, ) if name == SETTINGS else values.shape
         out[name] = (str(values.dtype), shape)
     return out
 
@@ -183,13 +182,20 @@ class PayloadCrossCheckTest(unittest.TestCase):
         settings = settings_of(arrays)
         self.assertEqual(settings["format"], "rtb.payload-settings/1")
         self.assertEqual(settings["builder"], builder)
-        expected = {"rows": case["rows"], "tokens": case["tokens"], "layers": case["layers"],
-                    "topk": case["topk"], "experts": case["experts"], "vocab": case["vocab"],
-                    "max_prompt_length": case.get("prompt", 0),
-                    "pad_position": case.get("pad_position", "end"),
-                    "advantages": case.get("advantages", "random"), "seed": case["seed"],
-                    "old_logps": not case.get("no_old_logps", False),
-                    "final_rows": case.get("final")}
+        expected = {
+            "rows": case["rows"],
+            "tokens": case["tokens"],
+            "layers": case["layers"],
+            "topk": case["topk"],
+            "experts": case["experts"],
+            "vocab": case["vocab"],
+            "max_prompt_length": case.get("prompt", 0),
+            "pad_position": case.get("pad_position", "end"),
+            "advantages": case.get("advantages", "random"),
+            "seed": case["seed"],
+            "old_logps": not case.get("no_old_logps", False),
+            "final_rows": case.get("final"),
+        }
         if "pad_align" in case:
             expected["pad_align"] = case["pad_align"]
         if "real_len" in case:

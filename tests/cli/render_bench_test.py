@@ -21,16 +21,17 @@ from cli_common import LAUNCH_DRYRUN_V5P as V5P
 from cli_common import BIN, DRIVER, TESTDATA, assert_bad_input, assert_help_and_version, run_tool
 from cli_common import container, containers, script_of, startup_env, startup_words
 
-
 TOOL = os.path.join(BIN, "render-bench")
 NO_PROXY = os.path.join(TESTDATA, "trainer_no_proxy.txt")
 DRIVER_PATH = "/tmp/bench_driver.py"
 DRIVER_SOURCE = DRIVER
 # The driver section of a client script: verbatim in a heredoc, or gzip + base64 when verbatim it
 # would not fit in one command argument (the embedded driver does not).
-DRIVER_BLOCK = re.compile(r"(?s)(?:cat > /tmp/bench_driver\.py|base64 -d > /tmp/bench_driver\.py\.gz)"
-                          r" <<'(\w+)'.*?\n\s*\1\n")
-PACKED_DRIVER = re.compile(r"(?s)base64 -d > /tmp/bench_driver\.py\.gz <<'(\w+)' [^\n]*\n(.*?)\n\1\n")
+DRIVER_BLOCK = re.compile(
+    r"(?s)(?:cat > /tmp/bench_driver\.py|base64 -d > /tmp/bench_driver\.py\.gz)"
+    r" <<'(\w+)'.*?\n\s*\1\n")
+PACKED_DRIVER = re.compile(
+    r"(?s)base64 -d > /tmp/bench_driver\.py\.gz <<'(\w+)' [^\n]*\n(.*?)\n\1\n")
 
 
 def hostile_knobs(marker, flags):
@@ -39,10 +40,14 @@ def hostile_knobs(marker, flags):
     values = [v.replace("{marker}", marker) for v in HOSTILE]
     args = []
     for i, value in enumerate(values):
-        args += [f"--trainer-arg=--hostile_{i}={value}", f"--orch-arg=--hostile_{i}={value}",
-                 f"--driver-env=HOSTILE_{i}={value}"]
+        args += [
+            f"--trainer-arg=--hostile_{i}={value}", f"--orch-arg=--hostile_{i}={value}",
+            f"--driver-env=HOSTILE_{i}={value}"
+        ]
         if flags and not re.search(r"\s", value) and value:
-            args += [f"--maxtext-flag=hostile_{i}={value}", f"--libtpu-flag=--xla_hostile_{i}={value}"]
+            args += [
+                f"--maxtext-flag=hostile_{i}={value}", f"--libtpu-flag=--xla_hostile_{i}={value}"
+            ]
     return values, args
 
 
@@ -101,6 +106,7 @@ def e2e_trainer(path=FIXTURE):
 
 
 class RenderBenchTest(unittest.TestCase):
+
     def render(self, *extra, path=FIXTURE, name="abtest-bench"):
         rc, out, err = run([path, "--name", name, *extra])
         self.assertEqual(rc, 0, err)
@@ -115,7 +121,8 @@ class RenderBenchTest(unittest.TestCase):
         self.assertEqual(bench["metadata"]["labels"]["scheduling.x-k8s.io/gang-id"], "abtest-bench")
         self.assertEqual(bench["spec"]["failurePolicy"]["maxRestarts"], 0)
         e2e = e2e_trainer()
-        self.assertEqual(bench["spec"]["failurePolicy"]["rules"], e2e["spec"]["failurePolicy"]["rules"])
+        self.assertEqual(bench["spec"]["failurePolicy"]["rules"],
+                         e2e["spec"]["failurePolicy"]["rules"])
         self.assertNotIn("abtest-train", text.replace(driver_text(), ""))
         argv = shlex.split(startup_env(script_of(bench))["TRAINER_ARGV"])
         self.assertIn("--worker_id=abtest-bench", argv)
@@ -126,13 +133,15 @@ class RenderBenchTest(unittest.TestCase):
         self.assertEqual(bench["metadata"]["namespace"], e2e["metadata"]["namespace"])
         for key in ("coordinator", "network", "startupPolicy", "successPolicy"):
             self.assertEqual(bench["spec"].get(key), e2e["spec"].get(key), key)
-        for bench_job, e2e_job in zip(bench["spec"]["replicatedJobs"], e2e["spec"]["replicatedJobs"]):
+        for bench_job, e2e_job in zip(bench["spec"]["replicatedJobs"],
+                                      e2e["spec"]["replicatedJobs"]):
             self.assertEqual(bench_job["name"], e2e_job["name"])
             b = bench_job["template"]["spec"]["template"]
             e = e2e_job["template"]["spec"]["template"]
             self.assertEqual(b["metadata"], e["metadata"])
             for key in ("nodeSelector", "tolerations", "affinity", "priorityClassName", "volumes",
-                        "serviceAccountName", "hostNetwork", "dnsPolicy", "terminationGracePeriodSeconds"):
+                        "serviceAccountName", "hostNetwork", "dnsPolicy",
+                        "terminationGracePeriodSeconds"):
                 self.assertEqual(b["spec"].get(key), e["spec"].get(key), key)
         for (job, b), (_, e) in zip(containers(bench), containers(e2e_trainer())):
             for key in set(b) | set(e):
@@ -162,14 +171,18 @@ class RenderBenchTest(unittest.TestCase):
 
         found = {p: n for p, n in scalars(node)}
         quoted = [p for p, n in found.items() if n.style in ('"', "'", "|")]
-        for suffix in ("gke-tpu-slice-topology", "skip-tpu-webhook-check", "podset-slice-size", "google.com/tpu"):
+        for suffix in ("gke-tpu-slice-topology", "skip-tpu-webhook-check", "podset-slice-size",
+                       "google.com/tpu"):
             hits = [p for p in found if p.endswith(suffix)]
             self.assertTrue(hits, suffix)
             for p in hits:
                 self.assertIn(p, quoted, f"{p} must stay a quoted string")
-        self.assertEqual(found[".spec.replicatedJobs[0].template.spec.template.spec.containers[0].command[2]"].style, "|")
+        self.assertEqual(
+            found[".spec.replicatedJobs[0].template.spec.template.spec.containers[0].command[2]"].
+            style, "|")
         bench = yaml.safe_load(text)
-        annotations = bench["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["metadata"]["annotations"]
+        annotations = bench["spec"]["replicatedJobs"][1]["template"]["spec"]["template"][
+            "metadata"]["annotations"]
         for value in annotations.values():
             self.assertIsInstance(value, str)
 
@@ -186,13 +199,14 @@ class RenderBenchTest(unittest.TestCase):
         env = startup_env(script)
         e2e_env = startup_env(script_of(e2e_trainer()))
         keys = list(env)
-        self.assertEqual(keys[: len(e2e_env)], list(e2e_env), "the trainer's own environment comes first")
+        self.assertEqual(keys[:len(e2e_env)], list(e2e_env),
+                         "the trainer's own environment comes first")
         for key, value in e2e_env.items():
             self.assertEqual(env[key], value, key)
         driver_keys = keys[len(e2e_env):]
         self.assertEqual(driver_keys[0], "BENCH_NAME")
-        for key in ("STEPS", "MICRO_STEPS", "SEED", "ROUTING_TARGETS", "ROUTING_SCALE", "LOGP_GATES",
-                    "ADVANTAGES", "STAGE_BOUNDARY", "TRAINER_ARGV", "ORCH_ARGV"):
+        for key in ("STEPS", "MICRO_STEPS", "SEED", "ROUTING_TARGETS", "ROUTING_SCALE",
+                    "LOGP_GATES", "ADVANTAGES", "STAGE_BOUNDARY", "TRAINER_ARGV", "ORCH_ARGV"):
             self.assertIn(key, driver_keys)
         # Unset, the driver follows the e2e orchestrator's packing and its own defaults.
         for key in ("PAD_POSITION", "PAD_ALIGN", "ROUTING", "ALLOW_FALLBACKS", "LOGPS_PASS"):
@@ -218,7 +232,8 @@ class RenderBenchTest(unittest.TestCase):
         stub python3 that records its argv and environment; returns (record, script)."""
         target = os.path.join(tmp, "bench_driver.py")
         script = script.replace(f"cat > {DRIVER_PATH} <<", f"cat > {target} <<", 1)
-        script = script.replace(f"base64 -d > {DRIVER_PATH}.gz <<", f"base64 -d > {target}.gz <<", 1)
+        script = script.replace(f"base64 -d > {DRIVER_PATH}.gz <<", f"base64 -d > {target}.gz <<",
+                                1)
         script = script.replace(f"gzip -dc {DRIVER_PATH}.gz > {DRIVER_PATH} ||",
                                 f"gzip -dc {target}.gz > {target} ||", 1)
         # The driver's own text may name its path too: only the startup block's command changes.
@@ -231,11 +246,13 @@ class RenderBenchTest(unittest.TestCase):
         record = os.path.join(tmp, "record.json")
         with open(stub, "w", encoding="utf-8") as f:
             code = "import json,os,sys; json.dump({'argv': sys.argv[1:], 'env': dict(os.environ)}, open(%r, 'w'))" % record
-            f.write("#!/bin/sh\nexec %s -c %s \"$@\"\n"
-                    % (shlex.quote(os.environ.get("RTB_PYTHON", "/usr/bin/python3")), shlex.quote(code)))
+            f.write(
+                "#!/bin/sh\nexec %s -c %s \"$@\"\n" %
+                (shlex.quote(os.environ.get("RTB_PYTHON", "/usr/bin/python3")), shlex.quote(code)))
         os.chmod(stub, os.stat(stub).st_mode | stat.S_IEXEC)
         env = {"PATH": bindir + ":/usr/bin:/bin", "HOME": tmp}
-        proc = subprocess.run(["bash", "-c", script], env=env, cwd=tmp, capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(["bash", "-c", script], env=env, cwd=tmp, capture_output=True,
+                              text=True, timeout=60)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertIn("EXIT_CODE=0", proc.stdout)
         with open(record, encoding="utf-8") as f:
@@ -263,25 +280,28 @@ class RenderBenchTest(unittest.TestCase):
                 if not re.search(r"\s", value) and value:
                     self.assertIn(f"hostile_{i}={value}", maxtext)
                     self.assertIn(f"--xla_hostile_{i}={value}", libtpu)
-            self.assertIn(f"--maxtext_output_directory=gs://b/{values[0]}/abtest-bench", trainer_argv)
+            self.assertIn(f"--maxtext_output_directory=gs://b/{values[0]}/abtest-bench",
+                          trainer_argv)
 
     def test_sigterm_reaches_the_driver_and_its_exit_code_is_kept(self):
         bench, _, _ = self.render()
         with tempfile.TemporaryDirectory() as tmp:
             target = os.path.join(tmp, "bench_driver.py")
             script = script_of(bench).replace(f"cat > {DRIVER_PATH} <<", f"cat > {target} <<")
-            script = self.with_quick_poll(script.replace(f"python3 {DRIVER_PATH}\n", f"python3 {target}\n"))
+            script = self.with_quick_poll(
+                script.replace(f"python3 {DRIVER_PATH}\n", f"python3 {target}\n"))
             bindir = os.path.join(tmp, "bin")
             os.makedirs(bindir)
             marker = os.path.join(tmp, "got-term")
             stub = os.path.join(bindir, "python3")
             with open(stub, "w", encoding="utf-8") as f:
                 f.write("#!/bin/bash\ntrap 'echo term > %s; exit 7' TERM\ntouch %s.started\n"
-                        "while true; do sleep 0.1; done\n" % (shlex.quote(marker), shlex.quote(marker)))
+                        "while true; do sleep 0.1; done\n" %
+                        (shlex.quote(marker), shlex.quote(marker)))
             os.chmod(stub, 0o755)
             env = {"PATH": bindir + ":/usr/bin:/bin", "HOME": tmp}
-            proc = subprocess.Popen(["bash", "-c", script], env=env, cwd=tmp, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True)
+            proc = subprocess.Popen(["bash", "-c", script], env=env, cwd=tmp,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             for _ in range(200):
                 if os.path.exists(marker + ".started"):
                     break
@@ -293,11 +313,13 @@ class RenderBenchTest(unittest.TestCase):
             self.assertIn("EXIT_CODE=7", out)
 
     def test_namespace_and_image(self):
-        bench, _, _ = self.render("--namespace", "other-ns", "--image", "registry.example/img:tag@sha256:0")
+        bench, _, _ = self.render("--namespace", "other-ns", "--image",
+                                  "registry.example/img:tag@sha256:0")
         self.assertEqual(bench["metadata"]["namespace"], "other-ns")
         self.assertEqual(container(bench, "main")["image"], "registry.example/img:tag@sha256:0")
-        self.assertEqual(container(bench, "pathways-proxy")["image"],
-                         container(e2e_trainer(), "pathways-proxy")["image"])
+        self.assertEqual(
+            container(bench, "pathways-proxy")["image"],
+            container(e2e_trainer(), "pathways-proxy")["image"])
         self.assert_fails([FIXTURE, "--name", "x", "--namespace", "Bad Namespace"], "--namespace")
 
     def test_driver_override_and_heredoc_terminator_that_occurs_in_it(self):
@@ -319,7 +341,8 @@ class RenderBenchTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             bench, _, _ = self.render()
             self.execute_client(bench, tmp)
-            with open(os.path.join(tmp, "bench_driver.py"), encoding="utf-8") as f, open(source, encoding="utf-8") as g:
+            with open(os.path.join(tmp, "bench_driver.py"),
+                      encoding="utf-8") as f, open(source, encoding="utf-8") as g:
                 self.assertEqual(f.read(), g.read())
 
     # --- the preflight Job ---------------------------------------------------------------------
@@ -331,7 +354,8 @@ class RenderBenchTest(unittest.TestCase):
         return docs[0], out
 
     def test_preflight_is_a_cpu_job_in_the_trainer_image(self):
-        job, text = self.preflight("--namespace", "other-ns", "--image", "registry.example/img:tag@sha256:0")
+        job, text = self.preflight("--namespace", "other-ns", "--image",
+                                   "registry.example/img:tag@sha256:0")
         self.assertEqual((job["apiVersion"], job["kind"]), ("batch/v1", "Job"))
         self.assertEqual(job["metadata"]["name"], "abtest-bench-preflight")
         self.assertEqual(job["metadata"]["namespace"], "other-ns")
@@ -342,12 +366,13 @@ class RenderBenchTest(unittest.TestCase):
         e2e_pod = e2e_trainer()["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
         self.assertEqual(pod["spec"]["restartPolicy"], "Never")
         self.assertEqual(pod["spec"]["serviceAccountName"], e2e_pod["serviceAccountName"])
-        for key in ("nodeSelector", "tolerations", "affinity", "hostNetwork", "initContainers", "volumes"):
+        for key in ("nodeSelector", "tolerations", "affinity", "hostNetwork", "initContainers",
+                    "volumes"):
             self.assertNotIn(key, pod["spec"], key)
         driverless = DRIVER_BLOCK.sub("", text)
         self.assertNotIn("google.com/tpu", driverless)
         self.assertNotIn("gke-tpu", driverless)
-        (c,) = pod["spec"]["containers"]
+        (c, ) = pod["spec"]["containers"]
         self.assertEqual(c["image"], "registry.example/img:tag@sha256:0")
         self.assertNotIn("limits", c["resources"])
         self.assertEqual(set(c["resources"]["requests"]), {"cpu", "memory"})
@@ -358,8 +383,10 @@ class RenderBenchTest(unittest.TestCase):
         self.assertEqual(c["command"][:2], ["bash", "-c"])
 
     def test_preflight_script_is_the_bench_clients_with_jax_on_cpu(self):
-        knobs = ["--routing", "on", "--pad-position", "start", "--logps-pass", "off", "--steps", "3",
-                 "--orch-arg=--max_steps=3"]
+        knobs = [
+            "--routing", "on", "--pad-position", "start", "--logps-pass", "off", "--steps", "3",
+            "--orch-arg=--max_steps=3"
+        ]
         job, _ = self.preflight(*knobs)
         script = job["spec"]["template"]["spec"]["containers"][0]["command"][2]
         subprocess.run(["bash", "-n"], input=script, text=True, check=True)
@@ -371,7 +398,8 @@ class RenderBenchTest(unittest.TestCase):
         self.assertEqual(preflight.pop("JAX_PLATFORMS"), "cpu")
         self.assertEqual(preflight, client, "the same environment and driver settings")
         self.assertEqual(list(preflight), list(client), "in the same order")
-        for key, value in (("ROUTING", "on"), ("PAD_POSITION", "start"), ("LOGPS_PASS", "off"), ("STEPS", "3")):
+        for key, value in (("ROUTING", "on"), ("PAD_POSITION", "start"), ("LOGPS_PASS", "off"),
+                           ("STEPS", "3")):
             self.assertEqual(preflight[key], value, key)
 
     def test_preflight_passes_hostile_values_verbatim_and_nothing_else_runs(self):
@@ -392,14 +420,17 @@ class RenderBenchTest(unittest.TestCase):
                 self.assertIn(f"--hostile_{i}={value}", trainer_argv)
                 self.assertIn(f"--hostile_{i}={value}", orch_argv)
                 self.assertEqual(env[f"HOSTILE_{i}"], value)
-            with open(os.path.join(tmp, "bench_driver.py"), encoding="utf-8") as f, open(DRIVER_SOURCE, encoding="utf-8") as g:
+            with open(os.path.join(tmp, "bench_driver.py"),
+                      encoding="utf-8") as f, open(DRIVER_SOURCE, encoding="utf-8") as g:
                 self.assertEqual(f.read(), g.read())
 
     def test_preflight_errors_leave_the_output_untouched(self):
         self.assert_fails([FIXTURE, "--name", "x", "--preflight", "--pad-align", "100"], "multiple")
-        self.assert_fails([FIXTURE, "--name", "x", "--preflight", "--driver-env", "ROUTING=on"], "its own option")
+        self.assert_fails([FIXTURE, "--name", "x", "--preflight", "--driver-env", "ROUTING=on"],
+                          "its own option")
         self.assert_fails([FIXTURE, "--preflight"], "--name")
-        self.assert_fails([FIXTURE, "--name", "x", "--preflight", "--print-driver"], "--print-driver")
+        self.assert_fails([FIXTURE, "--name", "x", "--preflight", "--print-driver"],
+                          "--print-driver")
 
     def test_print_driver(self):
         with open(DRIVER_SOURCE, encoding="utf-8") as f:
@@ -425,7 +456,8 @@ class RenderBenchTest(unittest.TestCase):
         client = startup_env(script_of(bench))["LIBTPU_INIT_ARGS"].split()
         e2e_client = startup_env(script_of(e2e_trainer()))["LIBTPU_INIT_ARGS"].split()
         at = e2e_client.index("--xla_tpu_scoped_vmem_limit_kib=65472")
-        self.assertEqual(client[at], "--xla_tpu_scoped_vmem_limit_kib=65536", "replaced where it stands")
+        self.assertEqual(client[at], "--xla_tpu_scoped_vmem_limit_kib=65536",
+                         "replaced where it stands")
         self.assertEqual(client[-1], "--xla_brand_new=3", "appended")
         self.assertEqual(len(client), len(e2e_client) + 1)
         proxy = container(bench, "pathways-proxy")["args"]
@@ -433,7 +465,8 @@ class RenderBenchTest(unittest.TestCase):
         self.assertEqual(proxy[e2e_proxy.index("--xla_tpu_scoped_vmem_limit_kib=65472")],
                          "--xla_tpu_scoped_vmem_limit_kib=65536")
         last_xla = max(i for i, a in enumerate(e2e_proxy) if a.startswith("--xla"))
-        self.assertEqual(proxy[last_xla + 1], "--xla_brand_new=3", "new proxy flag after the last --xla")
+        self.assertEqual(proxy[last_xla + 1], "--xla_brand_new=3",
+                         "new proxy flag after the last --xla")
         self.assertEqual(proxy[-1], e2e_proxy[-1])
         worker_env = {e["name"]: e.get("value") for e in container(bench, "pathways-worker")["env"]}
         worker = worker_env["LIBTPU_INIT_ARGS"].split()
@@ -448,24 +481,32 @@ class RenderBenchTest(unittest.TestCase):
         DANGEROUS flag the e2e workers do not have) and keep their worker-only flags."""
         bench, text, err = self.render("--explain")
         client = startup_env(script_of(bench))["LIBTPU_INIT_ARGS"].split()
-        e2e_worker_env = {e["name"]: e.get("value") for e in container(e2e_trainer(), "pathways-worker")["env"]}
+        e2e_worker_env = {
+            e["name"]: e.get("value")
+            for e in container(e2e_trainer(), "pathways-worker")["env"]
+        }
         e2e_worker = e2e_worker_env["LIBTPU_INIT_ARGS"].split()
         self.assertNotIn("--DANGEROUS_tpu_runtime_abi_verification_disabled=true", e2e_worker)
         worker_env = {e["name"]: e.get("value") for e in container(bench, "pathways-worker")["env"]}
         worker = worker_env["LIBTPU_INIT_ARGS"].split()
-        extras = [f for f in e2e_worker if f.split("=", 1)[0] not in {c.split("=", 1)[0] for c in client}]
+        extras = [
+            f for f in e2e_worker if f.split("=", 1)[0] not in {c.split("=", 1)[0]
+                                                                for c in client}
+        ]
         self.assertEqual(extras, ["--megascale_port=-1", "--xprof_compress_jftrace=true"])
         self.assertEqual(worker, client + extras)
         # --explain names the change and why (the libtpu-workers knob).
-        self.assertIn("libtpu-workers: spec.replicatedJobs[pw-node].template.spec.template.spec.containers"
-                      "[pathways-worker].env[LIBTPU_INIT_ARGS].value[--DANGEROUS_tpu_runtime_abi_verification_disabled]:"
-                      " (absent) -> --DANGEROUS_tpu_runtime_abi_verification_disabled=true", err)
+        self.assertIn(
+            "libtpu-workers: spec.replicatedJobs[pw-node].template.spec.template.spec.containers"
+            "[pathways-worker].env[LIBTPU_INIT_ARGS].value[--DANGEROUS_tpu_runtime_abi_verification_disabled]:"
+            " (absent) -> --DANGEROUS_tpu_runtime_abi_verification_disabled=true", err)
         # A bench render is what diff-renders --expect-bench allows.
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "bench.yaml")
             with open(path, "w", encoding="utf-8") as f:
                 f.write(text)
-            rc, out, err = run_tool(os.path.join(BIN, "diff-renders"), [FIXTURE, path, "--expect-bench"])
+            rc, out, err = run_tool(os.path.join(BIN, "diff-renders"),
+                                    [FIXTURE, path, "--expect-bench"])
             self.assertEqual(rc, 0, out + err)
 
     def test_launch_render_names_the_dryrun_when_no_file_is_given(self):
@@ -491,11 +532,12 @@ class RenderBenchTest(unittest.TestCase):
         self.assertEqual(worker_env["LIBTPU_INIT_ARGS"], "--xla_x=1")
 
     def test_maxtext_flag_appends_or_replaces_in_place(self):
-        bench, _, _ = self.render("--maxtext-flag", "ragged_buffer_factor=2.75", "--maxtext-flag", "new_key=1",
-                                  "--maxtext-replace", "sa_block_q=2048")
+        bench, _, _ = self.render("--maxtext-flag", "ragged_buffer_factor=2.75", "--maxtext-flag",
+                                  "new_key=1", "--maxtext-replace", "sa_block_q=2048")
         items = startup_env(script_of(bench))["MAXTEXT_EXTRA_FLAGS"].split()
         e2e_items = startup_env(script_of(e2e_trainer()))["MAXTEXT_EXTRA_FLAGS"].split()
-        self.assertEqual(items[e2e_items.index("ragged_buffer_factor=2.0")], "ragged_buffer_factor=2.75")
+        self.assertEqual(items[e2e_items.index("ragged_buffer_factor=2.0")],
+                         "ragged_buffer_factor=2.75")
         self.assertEqual(items[e2e_items.index("sa_block_q=1024")], "sa_block_q=2048")
         self.assertEqual(items[-1], "new_key=1")
         self.assertEqual(len(items), len(e2e_items) + 1)
@@ -505,7 +547,9 @@ class RenderBenchTest(unittest.TestCase):
             out = os.path.join(tmp, "bench.yaml")
             with open(out, "w", encoding="utf-8") as f:
                 f.write("old\n")
-            rc, stdout, err = run([FIXTURE, "--name", "abtest-bench", "--maxtext-replace", "no_such_key=1", "-o", out])
+            rc, stdout, err = run([
+                FIXTURE, "--name", "abtest-bench", "--maxtext-replace", "no_such_key=1", "-o", out
+            ])
             self.assertEqual(rc, 2)
             self.assertEqual(stdout, "")
             self.assertEqual(len(err.splitlines()), 1, err)
@@ -514,8 +558,10 @@ class RenderBenchTest(unittest.TestCase):
                 self.assertEqual(f.read(), "old\n")
 
     def test_trainer_and_orchestrator_args(self):
-        bench, _, _ = self.render("--trainer-arg=--compute_logps_chunk_size=1024", "--trainer-arg=--new_flag",
-                                  "--trainer-arg-remove=--profiler_steps", "--orch-arg=--max_steps=3")
+        bench, _, _ = self.render("--trainer-arg=--compute_logps_chunk_size=1024",
+                                  "--trainer-arg=--new_flag",
+                                  "--trainer-arg-remove=--profiler_steps",
+                                  "--orch-arg=--max_steps=3")
         env = startup_env(script_of(bench))
         argv = shlex.split(env["TRAINER_ARGV"])
         self.assertIn("--compute_logps_chunk_size=1024", argv)
@@ -563,18 +609,21 @@ class RenderBenchTest(unittest.TestCase):
         self.assertGreaterEqual(text.count("abtest-bench"), 5)
 
     def test_logps_chunk_and_profile_window_and_driver_knobs(self):
-        bench, _, _ = self.render("--logps-chunk", "4096", "--profile-window", "3:2", "--steps", "4",
-                                  "--micro-steps", "7", "--seed", "11", "--routing-scale", "0.5",
-                                  "--logp-gates", "off", "--advantages", "zero", "--pad-position", "start",
-                                  "--pad-align", "2048", "--driver-env", "REAL_LEN=1000")
+        bench, _, _ = self.render("--logps-chunk", "4096", "--profile-window", "3:2", "--steps",
+                                  "4", "--micro-steps", "7", "--seed", "11", "--routing-scale",
+                                  "0.5", "--logp-gates", "off", "--advantages", "zero",
+                                  "--pad-position", "start", "--pad-align", "2048", "--driver-env",
+                                  "REAL_LEN=1000")
         env = startup_env(script_of(bench))
         argv = shlex.split(env["TRAINER_ARGV"])
         self.assertIn("--compute_logps_chunk_size=4096", argv)
         self.assertIn("--profiler_steps=2", argv)
         self.assertIn("--skip_first_n_profiler_steps=3", argv)
-        expected = {"STEPS": "4", "MICRO_STEPS": "7", "SEED": "11", "ROUTING_SCALE": "0.5", "LOGP_GATES": "off",
-                    "ADVANTAGES": "zero", "PAD_POSITION": "start", "PAD_ALIGN": "2048", "PROFILE_WINDOW": "3:2",
-                    "REAL_LEN": "1000", "BENCH_NAME": "abtest-bench"}
+        expected = {
+            "STEPS": "4", "MICRO_STEPS": "7", "SEED": "11", "ROUTING_SCALE": "0.5",
+            "LOGP_GATES": "off", "ADVANTAGES": "zero", "PAD_POSITION": "start", "PAD_ALIGN": "2048",
+            "PROFILE_WINDOW": "3:2", "REAL_LEN": "1000", "BENCH_NAME": "abtest-bench"
+        }
         for key, value in expected.items():
             self.assertEqual(env[key], value, key)
         self.assertEqual(len(env["ROUTING_TARGETS"].split(",")), 60, "the default 397B table")
@@ -582,27 +631,32 @@ class RenderBenchTest(unittest.TestCase):
     def test_routing_allow_fallbacks_and_logps_pass(self):
         bench, _, _ = self.render("--routing", "off", "--allow-fallbacks", "--logps-pass", "on")
         env = startup_env(script_of(bench))
-        self.assertEqual((env["ROUTING"], env["ALLOW_FALLBACKS"], env["LOGPS_PASS"]), ("off", "1", "on"))
+        self.assertEqual((env["ROUTING"], env["ALLOW_FALLBACKS"], env["LOGPS_PASS"]),
+                         ("off", "1", "on"))
         rc, out, _ = run(["--help"])
-        for option in ("--routing", "--allow-fallbacks", "--logps-pass", "--pad-position", "--pad-align"):
+        for option in ("--routing", "--allow-fallbacks", "--logps-pass", "--pad-position",
+                       "--pad-align"):
             self.assertIn(option, out)
         self.assert_fails([FIXTURE, "--name", "x", "--routing", "sometimes"], "--routing")
         self.assert_fails([FIXTURE, "--name", "x", "--logps-pass", "yes"], "--logps-pass")
         for name in ("PAD_POSITION", "PAD_ALIGN", "ROUTING", "ALLOW_FALLBACKS", "LOGPS_PASS"):
-            self.assert_fails([FIXTURE, "--name", "x", "--driver-env", f"{name}=1"], "its own option")
+            self.assert_fails([FIXTURE, "--name", "x", "--driver-env", f"{name}=1"],
+                              "its own option")
 
     def test_orchestrator_environment_is_copied_as_orch_variables(self):
         with open(FIXTURE, encoding="utf-8") as f:
             text = f.read()
         anchor = 'ORCHESTRATOR_ID="abtest-orch"'
         self.assertIn(anchor, text)
-        text = text.replace(anchor, "PACK_PAD_POSITION=start PACK_PAD_ALIGN=512 RETURN_ROUTED_EXPERTS=1 "
-                            "PIPELINE_STEP_BOUNDARY=true " + anchor, 1)
+        text = text.replace(
+            anchor, "PACK_PAD_POSITION=start PACK_PAD_ALIGN=512 RETURN_ROUTED_EXPERTS=1 "
+            "PIPELINE_STEP_BOUNDARY=true " + anchor, 1)
         rc, out, err = run(["-", "--name", "abtest-bench"], stdin=text)
         self.assertEqual(rc, 0, err)
         env = startup_env(script_of(yaml.safe_load(out)))
         for key, value in (("ORCH_PACK_PAD_POSITION", "start"), ("ORCH_PACK_PAD_ALIGN", "512"),
-                           ("ORCH_RETURN_ROUTED_EXPERTS", "1"), ("ORCH_PIPELINE_STEP_BOUNDARY", "true")):
+                           ("ORCH_RETURN_ROUTED_EXPERTS", "1"), ("ORCH_PIPELINE_STEP_BOUNDARY",
+                                                                 "true")):
             self.assertEqual(env[key], value, key)
         self.assertNotIn("PAD_POSITION", env)
         self.assertNotIn("ORCH_STAGE_NEXT_MICROBATCH", env)
@@ -622,9 +676,14 @@ class RenderBenchTest(unittest.TestCase):
             os.unlink(f.name)
 
     def test_explain_lists_changed_paths(self):
-        rc, _, err = run([FIXTURE, "--name", "abtest-bench", "--libtpu-flag=--xla_new=1", "--explain", "-o", "/dev/null"])
+        rc, _, err = run([
+            FIXTURE, "--name", "abtest-bench", "--libtpu-flag=--xla_new=1", "--explain", "-o",
+            "/dev/null"
+        ])
         self.assertEqual(rc, 0, err)
-        self.assertIn("--libtpu-flag: spec.replicatedJobs[proc].template.spec.template.spec.initContainers[pathways-proxy].args[--xla_new]", err)
+        self.assertIn(
+            "--libtpu-flag: spec.replicatedJobs[proc].template.spec.template.spec.initContainers[pathways-proxy].args[--xla_new]",
+            err)
         self.assertIn("metadata.name: abtest-train -> abtest-bench", err)
         self.assertIn("spec.failurePolicy.maxRestarts: 3 -> 0", err)
 
@@ -657,26 +716,34 @@ class RenderBenchTest(unittest.TestCase):
             out = os.path.join(tmp, "bench.yaml")
             with open(out, "w", encoding="utf-8") as f:
                 f.write("previous\n")
-            line = assert_bad_input(self, "render-bench", run(args + ["-o", out], stdin=stdin), expected)
+            line = assert_bad_input(self, "render-bench", run(args + ["-o", out], stdin=stdin),
+                                    expected)
             with open(out, encoding="utf-8") as f:
                 self.assertEqual(f.read(), "previous\n", "a failed render leaves FILE untouched")
             self.assertEqual(os.listdir(tmp), ["bench.yaml"])
             return line
 
     def test_bad_inputs(self):
-        self.assert_fails([os.path.join(BAD, "missing.txt"), "--name", "x"], "missing.txt: cannot open")
+        self.assert_fails([os.path.join(BAD, "missing.txt"), "--name", "x"],
+                          "missing.txt: cannot open")
         self.assert_fails([os.path.join(BAD, "not_yaml.txt"), "--name", "x"], "no trainer JobSet")
         self.assert_fails([os.path.join(BAD, "empty.txt"), "--name", "x"], "no trainer JobSet")
-        line = self.assert_fails([os.path.join(BAD, "no_trainer.txt"), "--name", "x"], "no trainer JobSet")
+        line = self.assert_fails([os.path.join(BAD, "no_trainer.txt"), "--name", "x"],
+                                 "no trainer JobSet")
         self.assertIn("abtest-orch", line)
-        line = self.assert_fails([os.path.join(BAD, "two_trainers.txt"), "--name", "x"], "more than one trainer")
+        line = self.assert_fails([os.path.join(BAD, "two_trainers.txt"), "--name", "x"],
+                                 "more than one trainer")
         self.assertIn("abtest-train2", line)
-        self.assert_fails([os.path.join(BAD, "no_startup_block.txt"), "--name", "x"], "no startup block")
-        line = self.assert_fails([os.path.join(BAD, "unbalanced_quote.txt"), "--name", "x"], "unbalanced_quote.txt:330:")
+        self.assert_fails([os.path.join(BAD, "no_startup_block.txt"), "--name", "x"],
+                          "no startup block")
+        line = self.assert_fails([os.path.join(BAD, "unbalanced_quote.txt"), "--name", "x"],
+                                 "unbalanced_quote.txt:330:")
         self.assertIn("quote", line)
-        self.assert_fails([FIXTURE, "--name", "x", "--trainer-slice", "tpu9:4x4x4"], "unknown TPU type")
+        self.assert_fails([FIXTURE, "--name", "x", "--trainer-slice", "tpu9:4x4x4"],
+                          "unknown TPU type")
         self.assert_fails([FIXTURE, "--name", "x", "--trainer-slice", "tpu7x:4x4"], "topolog")
-        self.assert_fails([FIXTURE, "--name", "x", "--trainer-slice", "tpu7x:1x1x1"], "does not divide")
+        self.assert_fails([FIXTURE, "--name", "x", "--trainer-slice", "tpu7x:1x1x1"],
+                          "does not divide")
         self.assert_fails([FIXTURE, "--name", "Bad_Name"], "DNS label")
         self.assert_fails([FIXTURE, "--name", "a" * 60], "too long")
         self.assert_fails([FIXTURE, "--name", "x", "--libtpu-flag=--xla_a=b c"], "blanks")

@@ -30,6 +30,7 @@ def recipe_and_rows(path):
 
 
 class RoutingTableSourceTest(unittest.TestCase):
+
     def test_the_recipe_in_the_comments_reproduces_the_rows(self):
         recipe, rows = recipe_and_rows(TABLE)
         self.assertIn("testdata/", recipe, "the recipe must read the copy in the repository")

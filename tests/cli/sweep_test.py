@@ -58,6 +58,7 @@ else:
 
 
 class SweepTest(unittest.TestCase):
+
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="rtb-sweep-")
         self.addCleanup(shutil.rmtree, self.dir)
@@ -75,8 +76,8 @@ class SweepTest(unittest.TestCase):
         self.env = {"STUB_RECORD": self.record, "STUB_LOGS": logs}
 
     def make(self, *args):
-        return run_tool(["make", "-C", self.dir, "-j2", "RTB_BIN=" + BIN,
-                         "KUBECTL=" + self.kubectl] + list(args), env=self.env, timeout=300)
+        command = ["make", "-C", self.dir, "-j2", "RTB_BIN=" + BIN, "KUBECTL=" + self.kubectl]
+        return run_tool(command + list(args), env=self.env, timeout=300)
 
     def out(self, *parts):
         return os.path.join(self.dir, "out", *parts)
@@ -107,8 +108,10 @@ class SweepTest(unittest.TestCase):
         # Every apply came before its wait, every wait before its logs.
         order = [(c[0], next(a for a in c if "ab-" in a or a.endswith(".yaml"))) for c in calls]
         for variant in VARIANTS:
-            steps = [verb for verb, target in order if "/%s.yaml" % variant in target
-                     or target == "job/ab-%s-proc-0" % variant]
+            steps = [
+                verb for verb, target in order
+                if "/%s.yaml" % variant in target or target == "job/ab-%s-proc-0" % variant
+            ]
             self.assertEqual(steps, ["apply", "wait", "logs"], variant)
 
         with open(self.out("report.json")) as f:
@@ -174,9 +177,10 @@ class SweepTest(unittest.TestCase):
                     'for a in "$@"; do out=$a; done\n'  # -o FILE is last
                     'sed -i "s|^\\( *image: \\).*|\\1evil/image:latest|" "$out"\n')
         os.chmod(os.path.join(tools, "render-bench"), 0o755)
-        code, stdout, stderr = run_tool(
-            ["make", "-C", self.dir, "-j2", "RTB_BIN=" + tools, "KUBECTL=" + self.kubectl,
-             "out/vmem.yaml"], env=self.env)
+        code, stdout, stderr = run_tool([
+            "make", "-C", self.dir, "-j2", "RTB_BIN=" + tools, "KUBECTL=" + self.kubectl,
+            "out/vmem.yaml"
+        ], env=self.env)
         self.assertNotEqual(code, 0, stdout + stderr)
         self.assertIn("evil/image:latest", stdout)  # diff-renders names the difference
         self.assertFalse(os.path.exists(self.out("vmem.yaml")))

@@ -65,9 +65,13 @@ class RealPackageTest(unittest.TestCase):
 
   def test_modules_come_after_what_they_import(self):
     text = amalgamate.amalgamate(PACKAGE, [TABLE])
-    banners = [line.split("module: ", 1)[1].rstrip(" -") for line in text.splitlines()
-               if line.startswith("# ---- module: ")]
-    modules = sorted(name[:-3] for name in os.listdir(PACKAGE)
+    banners = [
+        line.split("module: ", 1)[1].rstrip(" -")
+        for line in text.splitlines()
+        if line.startswith("# ---- module: ")
+    ]
+    modules = sorted(name[:-3]
+                     for name in os.listdir(PACKAGE)
                      if name.endswith(".py") and name not in ("__init__.py", "__main__.py"))
     self.assertEqual(sorted(banners), modules)
     position = {name: index for index, name in enumerate(banners)}
@@ -100,6 +104,7 @@ class RealPackageTest(unittest.TestCase):
     tree = ast.parse(text)
     embedded = next(node for node in tree.body if isinstance(node, ast.AnnAssign) and
                     isinstance(node.target, ast.Name) and node.target.id == "EMBEDDED_FILES")
+    assert isinstance(embedded, ast.AnnAssign) and embedded.value is not None
     with open(TABLE, encoding="utf-8") as handle:
       self.assertEqual(ast.literal_eval(embedded.value), {"settings.tsv": handle.read()})
 
@@ -139,16 +144,17 @@ class RefusalTest(unittest.TestCase):
     self.assertIn("module-qualified", message)
 
   def test_an_import_cycle(self):
-    message = self.refusal({"a": "from .b import B\nA = 1\n", "b": "from .a import A\nB = 2\n",
-                            "main": MAIN})
+    message = self.refusal(
+        {"a": "from .b import B\nA = 1\n", "b": "from .a import A\nB = 2\n", "main": MAIN})
     self.assertIn("import cycle among the modules a, b", message)
 
   def test_no_main(self):
     self.assertIn("no module `main`", self.refusal({"a": "A = 1\n"}))
 
   def test_a_renamed_intra_package_import(self):
-    message = self.refusal({"a": "A = 1\n", "main": "from .a import A as B\n\ndef main():\n"
-                            "  return B\n"})
+    message = self.refusal(
+        {"a": "A = 1\n", "main": "from .a import A as B\n\ndef main():\n"
+                                 "  return B\n"})
     self.assertIn("no `as`", message)
 
 
@@ -156,13 +162,12 @@ class BuildTest(unittest.TestCase):
 
   def test_a_small_package_joins_and_runs(self):
     with tempfile.TemporaryDirectory() as root:
-      package = write_package(root, {
-          "a": '"""Module a."""\nimport json\nA = json.dumps([1])\n',
-          "main": MAIN
-      })
+      package = write_package(
+          root, {"a": '"""Module a."""\nimport json\nA = json.dumps([1])\n', "main": MAIN})
       output = os.path.join(root, "out.py")
-      result = subprocess.run([PYTHON, os.path.join(DRIVER_DIR, "amalgamate.py"), package, output],
-                              capture_output=True, text=True)
+      result = subprocess.run(
+          [PYTHON, os.path.join(DRIVER_DIR, "amalgamate.py"), package, output], capture_output=True,
+          text=True)
       self.assertEqual(result.returncode, 0, result.stderr)
       with open(output, encoding="utf-8") as handle:
         text = handle.read()
@@ -176,8 +181,9 @@ class BuildTest(unittest.TestCase):
     with tempfile.TemporaryDirectory() as root:
       package = write_package(root, {"a": "A = 1\n", "b": "A = 2\n", "main": MAIN})
       output = os.path.join(root, "out.py")
-      result = subprocess.run([PYTHON, os.path.join(DRIVER_DIR, "amalgamate.py"), package, output],
-                              capture_output=True, text=True)
+      result = subprocess.run(
+          [PYTHON, os.path.join(DRIVER_DIR, "amalgamate.py"), package, output], capture_output=True,
+          text=True)
       self.assertEqual(result.returncode, 2)
       self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
       self.assertTrue(result.stderr.startswith("amalgamate.py: "))

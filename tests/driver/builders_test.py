@@ -19,14 +19,9 @@ from driver_loader import load_driver
 
 bd = load_driver()
 
-ORCH_ARGS = dict(max_prompt_length=64,
-                 max_response_length=448,
-                 max_seq_token_per_tpu=512,
-                 max_segments_per_packed_row=4,
-                 trainer_fsdp=2,
-                 num_generations=2,
-                 mini_batch_size=4,
-                 train_micro_batch_size=1)
+ORCH_ARGS = dict(max_prompt_length=64, max_response_length=448, max_seq_token_per_tpu=512,
+                 max_segments_per_packed_row=4, trainer_fsdp=2, num_generations=2,
+                 mini_batch_size=4, train_micro_batch_size=1)
 
 
 def orch_args(**changes: Any) -> types.SimpleNamespace:
@@ -136,12 +131,8 @@ class BatchConfigTest(unittest.TestCase):
       config = bd.make_batch_config(object(), assembly, args, 3)
     self.assertEqual(
         config,
-        BatchConfig(pad_id=3,
-                    max_prompt_length=64,
-                    max_response_length=448,
-                    max_seq_token_per_tpu=512,
-                    max_segments_per_packed_row=4,
-                    trainer_fsdp=2,
+        BatchConfig(pad_id=3, max_prompt_length=64, max_response_length=448,
+                    max_seq_token_per_tpu=512, max_segments_per_packed_row=4, trainer_fsdp=2,
                     trainer_expert=2))
     self.assertEqual(
         out.getvalue(),
@@ -156,25 +147,20 @@ class AssemblerTest(unittest.TestCase):
   """build_assembler: create_batch_assembler, which must pack sequences."""
 
   def assembly(self, **attributes: Any) -> types.ModuleType:
-    return module("fake_batch_assembly",
-                  SequencePackedBatchAssembler=SequencePackedBatchAssembler,
+    return module("fake_batch_assembly", SequencePackedBatchAssembler=SequencePackedBatchAssembler,
                   **attributes)
 
   def test_a_packing_assembler_from_the_algorithms_sizes(self):
 
     def create_batch_assembler(*, group_size, mini_batch_size, train_micro_batch_size,
                                batch_config):
-      return SequencePackedBatchAssembler(group_size=group_size,
-                                          mini_batch_size=mini_batch_size,
+      return SequencePackedBatchAssembler(group_size=group_size, mini_batch_size=mini_batch_size,
                                           train_micro_batch_size=train_micro_batch_size,
                                           batch_config=batch_config)
 
     algo = types.SimpleNamespace(num_generations=8, mini_batch_size=16)
     assembler = bd.build_assembler(self.assembly(create_batch_assembler=create_batch_assembler),
-                                   algo,
-                                   orch_args(),
-                                   "CONFIG",
-                                   log=[].append)
+                                   algo, orch_args(), "CONFIG", log=[].append)
     self.assertIsInstance(assembler, SequencePackedBatchAssembler)
     # The algorithm's sizes win over the argv's; what it lacks comes from the argv.
     self.assertEqual(
@@ -250,18 +236,14 @@ class TokenIdsTest(unittest.TestCase):
     self.paths: List[Any] = []
     self.pad_calls: List[Any] = []
     self.log: List[str] = []
-    self.trainer_args = types.SimpleNamespace(model_id="trainer-model",
-                                              tokenizer_path="/tok",
+    self.trainer_args = types.SimpleNamespace(model_id="trainer-model", tokenizer_path="/tok",
                                               model_dir="/weights")
     environment = mock.patch.dict(os.environ)
     environment.start()
     self.addCleanup(environment.stop)
     os.environ.pop("MODEL_DIR", None)
 
-  def token_ids(self,
-                tokenizer: Optional[Tokenizer],
-                allowed: bool,
-                args: Any = None,
+  def token_ids(self, tokenizer: Optional[Tokenizer], allowed: bool, args: Any = None,
                 maxtext_utils: Any = "fake") -> Any:
     if maxtext_utils == "fake":
 
@@ -407,13 +389,11 @@ class WarmupTest(unittest.TestCase):
       routed_experts: Any = None
       metadata: Any = None
 
-    assembler = types.SimpleNamespace(batch_size=2,
-                                      max_packed_len=128,
+    assembler = types.SimpleNamespace(batch_size=2, max_packed_len=128,
                                       max_segments_per_packed_row=4)
     taken: List[str] = []
     modules = {
-        self.WARMUP: None,
-        self.DATATYPES: module(self.DATATYPES, RLTrainerPayload=RLTrainerPayload)
+        self.WARMUP: None, self.DATATYPES: module(self.DATATYPES, RLTrainerPayload=RLTrainerPayload)
     }
     with mock.patch.dict(sys.modules, modules):
       warmup, abstract = bd.build_warmup(assembler, None, None, (3, 2), bd.Choice(True, ""),
@@ -433,10 +413,7 @@ class WarmupTest(unittest.TestCase):
   def test_no_warmup_payload_is_a_settings_error(self):
     calls: List[Dict[str, Any]] = []
 
-    def build_trainer_warmup_payload(*,
-                                     algo,
-                                     assembler,
-                                     routed_experts_shape,
+    def build_trainer_warmup_payload(*, algo, assembler, routed_experts_shape,
                                      rollout_logprobs=False):
       calls.append(
           dict(algo=algo, assembler=assembler, shape=routed_experts_shape,

@@ -37,18 +37,14 @@ class WorkerCallsTest(unittest.TestCase):
     self.assertEqual(explicit.fwd_bwd_calls, [("REQ", {"skip_jit": False})])
     fused = FusedWorker(clock, events)
     bd.WorkerCalls(fused).fwd_bwd("REQ", apply_optimizer=True)
-    self.assertEqual(fused.fwd_bwd_calls, [("REQ", {
-        "accumulate_gradients": True,
-        "apply_optimizer": True,
-        "skip_jit": False
-    })])
+    self.assertEqual(
+        fused.fwd_bwd_calls,
+        [("REQ", {"accumulate_gradients": True, "apply_optimizer": True, "skip_jit": False})])
     legacy = LegacyWorker(clock, events)
     bd.WorkerCalls(legacy).fwd_bwd("PAYLOAD", apply_optimizer=False)
-    self.assertEqual(legacy.fwd_bwd_calls, [("PAYLOAD", {
-        "skip_jit": False,
-        "accumulate_gradients": True,
-        "apply_optimizer": False
-    })])
+    self.assertEqual(
+        legacy.fwd_bwd_calls,
+        [("PAYLOAD", {"skip_jit": False, "accumulate_gradients": True, "apply_optimizer": False})])
 
   def test_the_payload_goes_by_the_name_the_worker_gives_it(self):
     received: List[Any] = []

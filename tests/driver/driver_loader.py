@@ -23,9 +23,12 @@ MODULE_NAME = "bench_driver_under_test"
 def build_driver(directory: str) -> str:
   """Builds the one-file driver from the package into `directory`; its path."""
   path = os.path.join(directory, "bench_driver.py")
-  subprocess.run([PYTHON, os.path.join(DRIVER_DIR, "amalgamate.py"),
-                  os.path.join(DRIVER_DIR, "rtb_driver"), path, "--embed",
-                  os.path.join(DRIVER_DIR, "settings.tsv")], check=True)
+  subprocess.run([
+      PYTHON,
+      os.path.join(DRIVER_DIR, "amalgamate.py"),
+      os.path.join(DRIVER_DIR, "rtb_driver"), path, "--embed",
+      os.path.join(DRIVER_DIR, "settings.tsv")
+  ], check=True)
   return path
 
 

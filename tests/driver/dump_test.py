@@ -33,23 +33,10 @@ class DumpPayloadTest(unittest.TestCase):
     settings = json.loads(bytes(arrays["payload_settings"]).decode("utf-8"))
     self.assertEqual(settings["format"], "rtb.payload-settings/1")
     self.assertEqual(settings["builder"], "bench_driver")
-    for key, value in dict(rows=2,
-                           tokens=256,
-                           layers=2,
-                           topk=2,
-                           experts=8,
-                           vocab=300,
-                           segments=3,
-                           max_prompt_length=20,
-                           pad_position="start",
-                           pad_align=64,
-                           advantages="random",
-                           seed=5,
-                           routing_scale=0.5,
-                           routing_targets=[1.0, 2.0],
-                           final_rows=None,
-                           old_logps=True,
-                           pad_id=0,
+    for key, value in dict(rows=2, tokens=256, layers=2, topk=2, experts=8, vocab=300, segments=3,
+                           max_prompt_length=20, pad_position="start", pad_align=64,
+                           advantages="random", seed=5, routing_scale=0.5,
+                           routing_targets=[1.0, 2.0], final_rows=None, old_logps=True, pad_id=0,
                            real_len=238).items():
       self.assertEqual(settings[key], value, key)
     # Prompts: the mask has zeros inside segments.
@@ -64,6 +51,7 @@ class DumpPayloadTest(unittest.TestCase):
         "3000", "--topk", "2", "--experts", "8"
     ]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout is not None and process.stderr is not None
     process.stdout.readline()
     process.stdout.close()
     stderr = process.stderr.read().decode()
@@ -204,17 +192,8 @@ class DumpPayloadTest(unittest.TestCase):
         self.assertEqual(os.listdir(self.directory.name), [])
 
   def test_unwritable_output_exits_2(self):
-    result = self.dump("--rows",
-                       "1",
-                       "--tokens",
-                       "64",
-                       "--layers",
-                       "1",
-                       "--topk",
-                       "1",
-                       "--experts",
-                       "2",
-                       out="/nonexistent-dir/payload.npz")
+    result = self.dump("--rows", "1", "--tokens", "64", "--layers", "1", "--topk", "1", "--experts",
+                       "2", out="/nonexistent-dir/payload.npz")
     self.assertEqual(result.returncode, 2)
     self.assertIn("cannot write /nonexistent-dir/payload.npz", result.stderr)
 

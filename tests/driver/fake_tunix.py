@@ -24,31 +24,26 @@ from driver_loader import driver_path
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 
 FAKES = {
-    "maxtext/__init__.py":
-        """
+    "maxtext/__init__.py": """
         # Stands in for the MaxText package (the preflight imports it).
         """,
-    "tunix/utils/maxtext_utils.py":
-        """
+    "tunix/utils/maxtext_utils.py": """
         def get_tokenizer_pad_id(model_id, tokenizer_path, model_dir):
           return 9
         """,
-    "tunix/experimental/distributed/runtime/contexts/k8s_context.py":
-        """
+    "tunix/experimental/distributed/runtime/contexts/k8s_context.py": """
         from tunix import fake_log
         class K8sJaxContext:
           def initialize(self):
             fake_log.record("jax_initialize")
         """,
-    "tunix/fake_log.py":
-        """
+    "tunix/fake_log.py": """
         import json, os
         def record(event, **fields):
           with open(os.environ["FAKE_TUNIX_LOG"], "a") as handle:
             handle.write(json.dumps(dict(event=event, **fields)) + "\\n")
         """,
-    "tunix/experimental/common/datatypes.py":
-        """
+    "tunix/experimental/common/datatypes.py": """
         import dataclasses
         from typing import Any
         @dataclasses.dataclass
@@ -88,8 +83,7 @@ FAKES = {
           def replace(self, **changes):
             return dataclasses.replace(self, **changes)
         """,
-    "tunix/experimental/examples/common/run_trainer_node.py":
-        """
+    "tunix/experimental/examples/common/run_trainer_node.py": """
         import argparse
         from tunix.experimental.worker import trainer_worker
         def _parse_args(argv):
@@ -110,8 +104,7 @@ FAKES = {
           return trainer_worker.TrainerWorker(trainer_factory=factory, worker_id=args.worker_id,
                                               execution_context=mesh)
         """,
-    "tunix/experimental/worker/trainer_worker.py":
-        """
+    "tunix/experimental/worker/trainer_worker.py": """
         import os
         import numpy as np
         from tunix import fake_log
@@ -198,8 +191,7 @@ FAKES = {
             return datatypes.Response(queued=True)
         TrainerWorker = FusedWorker if os.environ.get("FAKE_WORKER") == "fused" else ExplicitWorker
         """,
-    "tunix/experimental/examples/deepswe_dist/run_deepswe_dist.py":
-        """
+    "tunix/experimental/examples/deepswe_dist/run_deepswe_dist.py": """
         import argparse, dataclasses, os
         from typing import Optional
         os.environ.setdefault("JAX_PLATFORMS", "cpu")  # as the real module does
@@ -239,8 +231,7 @@ FAKES = {
         def _build_algo(args):
           return Algo(args)
         """,
-    "tunix/experimental/orchestrator/batch_assembly.py":
-        """
+    "tunix/experimental/orchestrator/batch_assembly.py": """
         import dataclasses
         from typing import Optional
         @dataclasses.dataclass
@@ -269,8 +260,7 @@ FAKES = {
                                               batch_config.pad_id,
                                               batch_config.max_segments_per_packed_row)
         """,
-    "tunix/experimental/orchestrator/compile_warmup.py":
-        """
+    "tunix/experimental/orchestrator/compile_warmup.py": """
         import numpy as np
         from tunix import fake_log
         from tunix.experimental.common import datatypes
@@ -294,8 +284,7 @@ FAKES = {
                               Abstract((rows, length, *routed_experts_shape), np.int16)),
               num_segments=(assembler.max_segments_per_packed_row or length) + 1)
         """,
-    "transformers.py":
-        """
+    "transformers.py": """
         class _Tokenizer:
           pad_token_id, eos_token_id, eos_token = 3, 4, "</s>"
           def __len__(self):
@@ -305,8 +294,7 @@ FAKES = {
           def from_pretrained(path, trust_remote_code=False):
             return _Tokenizer()
         """,
-    "jax/__init__.py":
-        """
+    "jax/__init__.py": """
         from jax import profiler
         class _Device:
           device_kind = "TPU7x"
@@ -319,8 +307,7 @@ FAKES = {
         def block_until_ready(tree):
           return tree
         """,
-    "jax/profiler.py":
-        """
+    "jax/profiler.py": """
         from tunix import fake_log
         def start_trace(log_dir):
           fake_log.record("start_trace", log_dir=log_dir)
@@ -384,16 +371,9 @@ class FakeTunixTestCase(unittest.TestCase):
     if os.path.exists(log):
       os.unlink(log)
     env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "PYTHONPATH": root,
-        "FAKE_TUNIX_LOG": log,
-        "FAKE_WORKER": worker,
-        "TRAINER_ARGV": TRAINER_ARGV,
-        "ORCH_ARGV": ORCH_ARGV,
-        "BENCH_NAME": "bench-test",
-        "STEPS": "2",
-        "MICRO_STEPS": "3",
-        "ROUTING_TARGETS": "1,2,4"
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": root, "FAKE_TUNIX_LOG": log,
+        "FAKE_WORKER": worker, "TRAINER_ARGV": TRAINER_ARGV, "ORCH_ARGV": ORCH_ARGV,
+        "BENCH_NAME": "bench-test", "STEPS": "2", "MICRO_STEPS": "3", "ROUTING_TARGETS": "1,2,4"
     }
     env.update(settings)
     return env
@@ -408,19 +388,13 @@ class FakeTunixTestCase(unittest.TestCase):
       return [json.loads(line) for line in handle]
 
   def run_driver(
-      self,
-      worker: str = "explicit",
-      root: Optional[str] = None,
-      args: Sequence[str] = (),
+      self, worker: str = "explicit", root: Optional[str] = None, args: Sequence[str] = (),
       **settings: str) -> Tuple["subprocess.CompletedProcess[str]", List[Dict[str, Any]]]:
     """Runs `python3 bench_driver.py ARGS` in driver_env(root, worker, **settings): (the
     finished process, every call the stand-ins logged)."""
     root = root or self.root
     env = self.driver_env(root, worker, **settings)
-    result = subprocess.run([PYTHON, driver_path(), *args],
-                            env=env,
-                            capture_output=True,
-                            text=True,
+    result = subprocess.run([PYTHON, driver_path(), *args], env=env, capture_output=True, text=True,
                             timeout=60)
     return result, self.logged_calls(root)
 

@@ -88,12 +88,8 @@ class WorkerBase:
   """What every fake worker has: the calls it received, update() and get_metrics(); each
   generation adds its own fwd_bwd, whose signature is what the driver reads."""
 
-  def __init__(self,
-               clock: FakeClock,
-               events: Events,
-               mb_seconds: float = 2.0,
-               update_seconds: float = 0.5,
-               fail_at: Optional[int] = None) -> None:
+  def __init__(self, clock: FakeClock, events: Events, mb_seconds: float = 2.0,
+               update_seconds: float = 0.5, fail_at: Optional[int] = None) -> None:
     self.clock, self.events = clock, events
     self.mb_seconds, self.update_seconds = mb_seconds, update_seconds
     self.fail_at = fail_at
@@ -128,16 +124,12 @@ class ExplicitWorker(WorkerBase):
 class FusedWorker(WorkerBase):
   """A worker that applies the optimizer inside the last fwd_bwd and says so (tunix#2719)."""
 
-  def fwd_bwd(self,
-              request: Any,
-              accumulate_gradients: bool = False,
-              apply_optimizer: bool = False,
+  def fwd_bwd(self, request: Any, accumulate_gradients: bool = False, apply_optimizer: bool = False,
               skip_jit: bool = False) -> Any:
     index = len(self.fwd_bwd_calls)
     self.fwd_bwd_calls.append((request,
                                dict(accumulate_gradients=accumulate_gradients,
-                                    apply_optimizer=apply_optimizer,
-                                    skip_jit=skip_jit)))
+                                    apply_optimizer=apply_optimizer, skip_jit=skip_jit)))
     self.events.add("fwd_bwd", index, bool(self.profiler and self.profiler.active))
     self.clock.advance(self.mb_seconds)
     if apply_optimizer:
@@ -167,10 +159,7 @@ class LegacyWorker(WorkerBase):
 class LiarWorker(FusedWorker):
   """Takes apply_optimizer but reports that it did not update: the driver must call update()."""
 
-  def fwd_bwd(self,
-              request: Any,
-              accumulate_gradients: bool = False,
-              apply_optimizer: bool = False,
+  def fwd_bwd(self, request: Any, accumulate_gradients: bool = False, apply_optimizer: bool = False,
               skip_jit: bool = False) -> Any:
     super().fwd_bwd(request, accumulate_gradients, False, skip_jit)
     return {"updated": False}
@@ -180,12 +169,8 @@ class TimingWorker(ExplicitWorker):
   """A worker with get_step_timing(), which takes `rtt` seconds and returns `timing` (or raises
   `error`)."""
 
-  def __init__(self,
-               clock: FakeClock,
-               events: Events,
-               timing: Any = None,
-               error: Optional[BaseException] = None,
-               rtt: float = 0.25) -> None:
+  def __init__(self, clock: FakeClock, events: Events, timing: Any = None,
+               error: Optional[BaseException] = None, rtt: float = 0.25) -> None:
     super().__init__(clock, events)
     self.timing, self.error, self.rtt = timing, error, rtt
     self.timing_calls = 0
@@ -217,10 +202,7 @@ class AsyncWorker(ExplicitWorker):
   """Dispatch returns at once; the device runs micro-batches back to back (tokens in the
   response), like a trainer that publishes readiness."""
 
-  def __init__(self,
-               clock: FakeClock,
-               events: Events,
-               device_seconds: float = 3.0,
+  def __init__(self, clock: FakeClock, events: Events, device_seconds: float = 3.0,
                dispatch_seconds: float = 0.1) -> None:
     super().__init__(clock, events)
     self.device_seconds, self.dispatch_seconds = device_seconds, dispatch_seconds
@@ -269,12 +251,8 @@ class StagingWorker(WorkerBase):
   Sending a micro-batch takes `transfer_seconds` of host time; the device waits for it unless
   the micro-batch was staged while it computed the previous one."""
 
-  def __init__(self,
-               clock: FakeClock,
-               events: Events,
-               mb_seconds: float = 2.0,
-               update_seconds: float = 0.5,
-               transfer_seconds: float = 1.0,
+  def __init__(self, clock: FakeClock, events: Events, mb_seconds: float = 2.0,
+               update_seconds: float = 0.5, transfer_seconds: float = 1.0,
                stage_error: Optional[BaseException] = None) -> None:
     super().__init__(clock, events, mb_seconds=mb_seconds, update_seconds=update_seconds)
     self.transfer_seconds = transfer_seconds
@@ -293,12 +271,8 @@ class StagingWorker(WorkerBase):
     self._trainer.last_update_token = self._trainer.run(f"update{self.updates}",
                                                         self.update_seconds)
 
-  def fwd_bwd(self,
-              request: Any,
-              accumulate_gradients: bool = False,
-              apply_optimizer: bool = False,
-              skip_jit: bool = False,
-              defer_update: bool = False) -> Any:
+  def fwd_bwd(self, request: Any, accumulate_gradients: bool = False, apply_optimizer: bool = False,
+              skip_jit: bool = False, defer_update: bool = False) -> Any:
     index = len(self.fwd_bwd_calls)
     self.fwd_bwd_calls.append(
         (request, dict(apply_optimizer=apply_optimizer, defer_update=defer_update)))
@@ -342,35 +316,19 @@ class TokenFusedWorker(StagingWorker):
   apply_deferred_update = None  # type: ignore[assignment]
 
   def fwd_bwd(  # type: ignore[override]  # the signature is what the driver reads
-      self,
-      request: Any,
-      accumulate_gradients: bool = False,
-      apply_optimizer: bool = False,
+      self, request: Any, accumulate_gradients: bool = False, apply_optimizer: bool = False,
       skip_jit: bool = False) -> Any:
     return super().fwd_bwd(request, accumulate_gradients, apply_optimizer, skip_jit)
 
 
-def make_plan(steps: int = 2,
-              micro_steps: int = 3,
-              window: Optional[Tuple[int, int]] = None,
-              chips: int = 4,
-              tokens_regular: int = 100,
-              tokens_final: int = 40,
-              padded: int = 128,
+def make_plan(steps: int = 2, micro_steps: int = 3, window: Optional[Tuple[int, int]] = None,
+              chips: int = 4, tokens_regular: int = 100, tokens_final: int = 40, padded: int = 128,
               stage: Any = None) -> Any:
   """A BenchPlan whose payloads are the strings REGULAR and FINAL."""
-  return bd.BenchPlan(name="bench-x",
-                      steps=steps,
-                      micro_steps=micro_steps,
-                      regular="REGULAR",
-                      final="FINAL",
-                      tokens_regular=tokens_regular,
-                      tokens_final=tokens_final,
-                      chips=chips,
-                      padded_tokens_per_call=padded,
-                      profile_window=window,
-                      profile_dir="/tmp/trace-dir",
-                      stage_boundary=stage)
+  return bd.BenchPlan(name="bench-x", steps=steps, micro_steps=micro_steps, regular="REGULAR",
+                      final="FINAL", tokens_regular=tokens_regular, tokens_final=tokens_final,
+                      chips=chips, padded_tokens_per_call=padded, profile_window=window,
+                      profile_dir="/tmp/trace-dir", stage_boundary=stage)
 
 
 def stage_plan(resolved: bool = True, before_update: bool = True) -> Any:
@@ -394,14 +352,8 @@ class Harness:
     calls = bd.WorkerCalls(self.worker, make_request=Request)
     kwargs.setdefault("watcher", InlineCompletionWatcher(self.clock))
     kwargs.setdefault("observer", bd.DeviceObserver(block_all=self.fence))
-    return bd.run_steps(self.worker,
-                        plan,
-                        clock=self.clock,
-                        profiler=self.profiler,
-                        calls=calls,
-                        out=self.lines.append,
-                        log=self.logs.append,
-                        **kwargs)
+    return bd.run_steps(self.worker, plan, clock=self.clock, profiler=self.profiler, calls=calls,
+                        out=self.lines.append, log=self.logs.append, **kwargs)
 
   def fence(self) -> None:
     """Waits for all device work: the fake workers' device is done at `device_free`."""
@@ -418,16 +370,8 @@ class Harness:
 def summary_of(plan: Any, records: List[Any], **shape: Any) -> Dict[str, Any]:
   """BENCH_SUMMARY of a run on a dense model of one 8-token row (7 real, one segment), without
   routing; `shape` overrides any of summarize()'s keywords."""
-  keywords: Dict[str, Any] = dict(rows=1,
-                                  tokens_per_row=8,
-                                  real_len=7,
-                                  segments=1,
-                                  final_rows=1,
-                                  layers=None,
-                                  topk=None,
-                                  experts=None,
-                                  routing=[],
-                                  routing_final=None,
-                                  knobs={})
+  keywords: Dict[str, Any] = dict(rows=1, tokens_per_row=8, real_len=7, segments=1, final_rows=1,
+                                  layers=None, topk=None, experts=None, routing=[],
+                                  routing_final=None, knobs={})
   keywords.update(shape)
   return bd.summarize(plan, records, **keywords)

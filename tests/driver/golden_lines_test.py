@@ -237,11 +237,8 @@ class FusedWorker(Worker):
     super().__init__(clock, device, **timing)
     self._trainer = Trainer()
 
-  def fwd_bwd(self,
-              request: Request,
-              accumulate_gradients: bool = False,
-              apply_optimizer: bool = False,
-              skip_jit: bool = False) -> Response:
+  def fwd_bwd(self, request: Request, accumulate_gradients: bool = False,
+              apply_optimizer: bool = False, skip_jit: bool = False) -> Response:
     del accumulate_gradients, skip_jit
     self._trainer.last_fwd_bwd_token = self.dispatch(request.payload)
     if not apply_optimizer:
@@ -252,10 +249,7 @@ class FusedWorker(Worker):
   def get_metrics(self) -> Dict[str, Any]:
     step = self.train_step
     return {
-        "loss": {
-            "value": np.array([1.5, 1.25, 1.0]) * step,
-            "weight": np.array([2.0, 2.0, 1.0])
-        },
+        "loss": {"value": np.array([1.5, 1.25, 1.0]) * step, "weight": np.array([2.0, 2.0, 1.0])},
         "kl": WeightedMetric(np.array([0.0]), np.array([0.0])),
         "is_ratio": [np.float32(1.0), np.float32(1.25), 0.875],
         # A non-finite metric is kept (the numerics gates look for it): NaN in the JSON.
@@ -298,13 +292,10 @@ class TimingWorker(Worker):
     return {
         "v": 1,
         "train_step": np.int64(self.train_step),
-        "mb": [{
-            "i": index,
-            "ready_ago_s": round(now - done.at, 3)
-        } for index, done in enumerate(ready)],
-        "update": {
-            "ready_ago_s": round(now - self.update_ready.at, 3)
-        },
+        "mb": [
+            {"i": index, "ready_ago_s": round(now - done.at, 3)} for index, done in enumerate(ready)
+        ],
+        "update": {"ready_ago_s": round(now - self.update_ready.at, 3)},
         "prepare": None,
         "host_s": np.float32(0.1),
     }
@@ -338,8 +329,7 @@ class DispatchWorker(Worker):
       loss = WeightedMetric(np.array([2.0, 3.0, 1.0]) * buffer_id, np.array([2.0, 2.0, 2.0]))
       ratios = np.array([1.0, 1.75, 1.5])
       scalars = {
-          "gradient_norm": np.array([0.3 * buffer_id]),
-          "is_ratio/max": ratios,
+          "gradient_norm": np.array([0.3 * buffer_id]), "is_ratio/max": ratios,
           "is_ratio/mean": ratios
       }
       buffers.append(MetricsBuffer(buffer_id, {"loss": loss}, scalars, {"is_ratio/max": np.max}))
@@ -377,11 +367,8 @@ class StagingWorker(Worker):
     self.staged: List[str] = []
     self.deferred = False
 
-  def fwd_bwd(self,
-              request: Request,
-              accumulate_gradients: bool = False,
-              apply_optimizer: bool = False,
-              skip_jit: bool = False,
+  def fwd_bwd(self, request: Request, accumulate_gradients: bool = False,
+              apply_optimizer: bool = False, skip_jit: bool = False,
               defer_update: bool = False) -> Response:
     del accumulate_gradients, skip_jit
     if request.request_id in self.staged:
@@ -486,11 +473,7 @@ class Bench:
     values.update(overrides)
     return values
 
-  def run(self,
-          worker: Any,
-          *,
-          config: Any,
-          fence: bool = True,
+  def run(self, worker: Any, *, config: Any, fence: bool = True,
           logps_pass: Optional[Callable[[Any], Any]] = None) -> List[str]:
     shape = self.shape
     settings = driver.parse_settings(self.env)
@@ -498,46 +481,26 @@ class Bench:
     stage_plan = driver.check_staging(driver.resolve_stage_boundary(settings), calls,
                                       self.log_lines.append)
     short_final = shape.final_rows < shape.rows
-    plan = driver.BenchPlan(name=settings.bench_name,
-                            steps=settings.steps,
-                            micro_steps=settings.micro_steps,
-                            regular=REGULAR,
-                            final=FINAL if short_final else REGULAR,
-                            tokens_regular=shape.rows * shape.real_len,
-                            tokens_final=shape.final_rows * shape.real_len,
-                            chips=shape.chips,
-                            padded_tokens_per_call=shape.rows * shape.tokens_per_row,
-                            profile_window=settings.profile_window,
-                            profile_dir=settings.profile_dir or "/tmp/golden/bench_profile",
-                            stage_boundary=stage_plan,
-                            logps_pass=logps_pass)
+    plan = driver.BenchPlan(
+        name=settings.bench_name, steps=settings.steps, micro_steps=settings.micro_steps,
+        regular=REGULAR, final=FINAL if short_final else REGULAR,
+        tokens_regular=shape.rows * shape.real_len, tokens_final=shape.final_rows * shape.real_len,
+        chips=shape.chips, padded_tokens_per_call=shape.rows * shape.tokens_per_row,
+        profile_window=settings.profile_window, profile_dir=settings.profile_dir or
+        "/tmp/golden/bench_profile", stage_boundary=stage_plan, logps_pass=logps_pass)
     stage_state = driver.StageState(stage_plan, self.log_lines.append)
     records = driver.run_steps(
-        worker,
-        plan,
-        clock=self.clock,
-        profiler=self.profiler,
+        worker, plan, clock=self.clock, profiler=self.profiler,
         observer=driver.DeviceObserver(block_all=self.device.fence if fence else None),
-        watcher=InlineCompletionWatcher(self.clock),
-        calls=calls,
-        out=self.lines.append,
-        log=self.log_lines.append,
-        stage_state=stage_state)
+        watcher=InlineCompletionWatcher(self.clock), calls=calls, out=self.lines.append,
+        log=self.log_lines.append, stage_state=stage_state)
     self.summary = driver.summarize(
-        plan,
-        records,
-        rows=shape.rows,
-        tokens_per_row=shape.tokens_per_row,
-        real_len=shape.real_len,
-        segments=shape.segments,
-        final_rows=shape.final_rows,
-        layers=shape.layers,
-        topk=shape.topk,
-        experts=shape.experts,
-        routing=routing_of(shape, shape.rows),
-        routing_final=routing_of(shape, shape.final_rows) if short_final else None,
-        knobs=settings.knobs(),
-        stage=stage_state.summary(),
+        plan, records, rows=shape.rows, tokens_per_row=shape.tokens_per_row,
+        real_len=shape.real_len, segments=shape.segments, final_rows=shape.final_rows,
+        layers=shape.layers, topk=shape.topk, experts=shape.experts, routing=routing_of(
+            shape,
+            shape.rows), routing_final=routing_of(shape, shape.final_rows) if short_final else None,
+        knobs=settings.knobs(), stage=stage_state.summary(),
         extra={"token_dropping": driver.token_dropping(config, records, shape.experts)})
     self.lines.append("BENCH_SUMMARY " + json.dumps(self.summary, separators=(",", ":")))
     return self.lines
@@ -556,11 +519,7 @@ def factors(capacity: Optional[float], ragged: Optional[float]) -> types.SimpleN
 def explicit_update_tokens() -> List[str]:
   """update() after the last call, readiness tokens in every response, a compile in step 0;
   metrics with a weighted loss and per-layer dropped-token counts (counted: dropped)."""
-  bench = Bench(Shape(),
-                BENCH_NAME="golden-explicit",
-                STEPS="3",
-                MICRO_STEPS="4",
-                SEED="11",
+  bench = Bench(Shape(), BENCH_NAME="golden-explicit", STEPS="3", MICRO_STEPS="4", SEED="11",
                 ROUTING_TARGETS="1.5,2.25")
   worker = TokenWorker(bench.clock, bench.device, **bench.timing())
   return bench.run(worker, config=factors(1.25, -1.0))
@@ -601,19 +560,13 @@ def staged_boundary_latch_off() -> List[str]:
   """STAGE_BOUNDARY auto from the orchestrator's --pipeline_step_boundary: step 1's first
   micro-batch is staged (deferred update, apply_deferred_update); the second stage reports that it
   staged nothing, which latches staging off, and the later steps fuse the update."""
-  bench = Bench(Shape(experts=512, topk=8),
-                BENCH_NAME="golden-staged",
-                STEPS="4",
-                MICRO_STEPS="3",
+  bench = Bench(Shape(experts=512, topk=8), BENCH_NAME="golden-staged", STEPS="4", MICRO_STEPS="3",
                 ORCH_ARGV="--batch_size=4 --num_generations=2 --pipeline_step_boundary=true")
   answers = [
       Response(staged=True, overlap_s=0.7),
       Response(staged=False, reason="trainer host\nbusy")
   ]
-  worker = StagingWorker(bench.clock,
-                         bench.device,
-                         transfer_s=0.7,
-                         stage_answers=answers,
+  worker = StagingWorker(bench.clock, bench.device, transfer_s=0.7, stage_answers=answers,
                          **bench.timing(host_s=0.05, regular_s=2.0, final_s=2.0, update_s=0.5))
   return bench.run(worker, config=None)
 
@@ -621,12 +574,8 @@ def staged_boundary_latch_off() -> List[str]:
 def profile_window() -> List[str]:
   """PROFILE_WINDOW 4:3 over steps 1 and 2 (left out of the means); the window's last call is
   waited for through MaxText's cached loss (source loss); a dense model (not-moe)."""
-  bench = Bench(Shape(layers=None, topk=None, experts=None),
-                BENCH_NAME="golden-profile",
-                STEPS="4",
-                MICRO_STEPS="3",
-                PROFILE_WINDOW="4:3",
-                PROFILE_DIR="/tmp/golden-trace")
+  bench = Bench(Shape(layers=None, topk=None, experts=None), BENCH_NAME="golden-profile", STEPS="4",
+                MICRO_STEPS="3", PROFILE_WINDOW="4:3", PROFILE_DIR="/tmp/golden-trace")
   worker = CachedLossWorker(bench.clock, bench.device, **bench.timing(regular_s=0.9, final_s=0.9))
   lines = bench.run(worker, config=factors(None, None))
   assert bench.profiler.calls == ["start /tmp/golden-trace", "stop"], bench.profiler.calls
@@ -636,12 +585,8 @@ def profile_window() -> List[str]:
 def logps_pass() -> List[str]:
   """LOGPS_PASS on: the actor scores each micro-batch on the device before it trains, timed
   inside the step (logps_pass_s)."""
-  bench = Bench(Shape(final_rows=1),
-                BENCH_NAME="golden-logps",
-                STEPS="2",
-                MICRO_STEPS="3",
-                LOGPS_PASS="on",
-                FINAL_ROWS="1")
+  bench = Bench(Shape(final_rows=1), BENCH_NAME="golden-logps", STEPS="2", MICRO_STEPS="3",
+                LOGPS_PASS="on", FINAL_ROWS="1")
   worker = TokenWorker(bench.clock, bench.device, **bench.timing(final_s=0.7))
 
   def score(payload: Any) -> None:
@@ -655,12 +600,8 @@ def final_micro_batch_fewer_tokens() -> List[str]:
   """A final micro-batch of 1 of 3 rows (fewer real tokens, shorter on the device; routing_final)
   with two micro-batches per step (the median covers all of them); the legacy worker that takes
   the payload itself."""
-  bench = Bench(Shape(rows=3, real_len=3900, final_rows=1, segments=2),
-                BENCH_NAME="golden-final",
-                STEPS="3",
-                MICRO_STEPS="2",
-                FINAL_ROWS="1",
-                REAL_LEN="3900")
+  bench = Bench(Shape(rows=3, real_len=3900, final_rows=1, segments=2), BENCH_NAME="golden-final",
+                STEPS="3", MICRO_STEPS="2", FINAL_ROWS="1", REAL_LEN="3900")
   worker = LegacyWorker(bench.clock, bench.device,
                         **bench.timing(regular_s=2.4, final_s=0.85, update_s=0.35))
   return bench.run(worker, config=factors(0.0, None))
@@ -683,36 +624,30 @@ class Scenario:
 
 
 SCENARIOS: Dict[str, Scenario] = {
-    "explicit-update-tokens":
-        Scenario(explicit_update_tokens,
-                 ('"update":"explicit"', '"microbatch_timing_source":"token"', '"dropped_tokens":',
-                  '"verdict":"dropped"')),
-    "fused-update-train-step":
-        Scenario(fused_update_train_step, ('"update":"fused"', '"fused_update":true',
-                                           '"train_step":3', '"kl":0.0', '"gradient_norm":NaN')),
-    "step-timing-ready-times":
-        Scenario(
-            step_timing_ready_times,
-            ("TRAINER_STEP_TIMING step=0 policy_version=0 rtt_s=",
-             '"microbatch_timing_source":"step_timing"', "TRAINER_STEP_TIMING step=2 unavailable: ",
-             "TRAINER_STEP_TIMING step=3 unavailable: ", '"microbatch_timing":"mixed"')),
-    "dispatch-only-fence":
-        Scenario(dispatch_only_fence,
-                 ('"microbatch_timing":"dispatch"', '"is_ratio/max":1.75', '"verdict":"none"')),
-    "staged-boundary-latch-off":
-        Scenario(staged_boundary_latch_off,
-                 ('"update":"deferred"', '"staged":true', '"engaged":true',
-                  '"latched_off":"the worker staged nothing')),
-    "profile-window":
-        Scenario(profile_window, ('"profiled":true', '"profiled_steps":[1,2]',
-                                  '"microbatch_timing_source":"loss"', '"verdict":"not-moe"')),
-    "logps-pass":
-        Scenario(logps_pass, ('"logps_pass_s":[', '"logps_pass":"on"')),
-    "final-micro-batch-fewer-tokens":
-        Scenario(final_micro_batch_fewer_tokens,
-                 ('"routing_final":[', '"final_rows":1', '"tokens":15600')),
-    "one-step-without-fence":
-        Scenario(one_step_without_fence, ('"steady_steps":[0]',)),
+    "explicit-update-tokens": Scenario(explicit_update_tokens,
+                                       ('"update":"explicit"', '"microbatch_timing_source":"token"',
+                                        '"dropped_tokens":', '"verdict":"dropped"')),
+    "fused-update-train-step": Scenario(fused_update_train_step,
+                                        ('"update":"fused"', '"fused_update":true',
+                                         '"train_step":3', '"kl":0.0', '"gradient_norm":NaN')),
+    "step-timing-ready-times": Scenario(
+        step_timing_ready_times,
+        ("TRAINER_STEP_TIMING step=0 policy_version=0 rtt_s=",
+         '"microbatch_timing_source":"step_timing"', "TRAINER_STEP_TIMING step=2 unavailable: ",
+         "TRAINER_STEP_TIMING step=3 unavailable: ", '"microbatch_timing":"mixed"')),
+    "dispatch-only-fence": Scenario(
+        dispatch_only_fence,
+        ('"microbatch_timing":"dispatch"', '"is_ratio/max":1.75', '"verdict":"none"')),
+    "staged-boundary-latch-off": Scenario(staged_boundary_latch_off,
+                                          ('"update":"deferred"', '"staged":true', '"engaged":true',
+                                           '"latched_off":"the worker staged nothing')),
+    "profile-window": Scenario(profile_window,
+                               ('"profiled":true', '"profiled_steps":[1,2]',
+                                '"microbatch_timing_source":"loss"', '"verdict":"not-moe"')),
+    "logps-pass": Scenario(logps_pass, ('"logps_pass_s":[', '"logps_pass":"on"')),
+    "final-micro-batch-fewer-tokens": Scenario(
+        final_micro_batch_fewer_tokens, ('"routing_final":[', '"final_rows":1', '"tokens":15600')),
+    "one-step-without-fence": Scenario(one_step_without_fence, ('"steady_steps":[0]',)),
 }
 
 

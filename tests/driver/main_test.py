@@ -26,11 +26,8 @@ class MainTest(unittest.TestCase):
   def run_driver(self, env, *args):
     full_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
     full_env.update(env)
-    return subprocess.run([sys.executable, driver_path(), *args],
-                          env=full_env,
-                          capture_output=True,
-                          text=True,
-                          timeout=60)
+    return subprocess.run([sys.executable, driver_path(), *args], env=full_env, capture_output=True,
+                          text=True, timeout=60)
 
   def test_bad_setting_exits_2_with_one_line(self):
     result = self.run_driver(base_env(STEPS="0"))
@@ -141,11 +138,8 @@ class SigtermTest(fake_tunix.FakeTunixTestCase):
                            "            return"))
     root = self.variant(replace={worker_path: slow})
     env = self.driver_env(root, PROFILE_WINDOW="0:2")
-    process = subprocess.Popen([fake_tunix.PYTHON, driver_path()],
-                               env=env,
-                               stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE,
-                               text=True)
+    process = subprocess.Popen([fake_tunix.PYTHON, driver_path()], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
     self.addCleanup(process.wait)
     self.addCleanup(process.kill)
     deadline = time.monotonic() + 60

@@ -5,7 +5,7 @@ import dataclasses
 import json
 import re
 import unittest
-from typing import Any, List
+from typing import Any, List, Set, Tuple
 
 import numpy as np
 
@@ -22,13 +22,7 @@ class StepTimingTest(unittest.TestCase):
 
   def test_one_line_per_step_in_the_orchestrator_format(self):
     timing = {
-        "v": 1,
-        "train_step": 3,
-        "mb": [{
-            "i": 0,
-            "ready_ago_s": None
-        }],
-        "update": None,
+        "v": 1, "train_step": 3, "mb": [{"i": 0, "ready_ago_s": None}], "update": None,
         "prepare": None
     }
     harness = Harness(TimingWorker, timing=timing, rtt=0.25)
@@ -37,7 +31,7 @@ class StepTimingTest(unittest.TestCase):
     self.assertEqual(len(lines), 2)
     for step, line in enumerate(lines):
       match = TIMING_LINE.match(line)
-      self.assertIsNotNone(match, line)
+      assert match is not None, line
       self.assertEqual(int(match.group(1)), step)
       self.assertEqual(int(match.group(2)), step)
       self.assertEqual(match.group(3), "0.250")
@@ -113,44 +107,29 @@ class ScalarMetricsTest(unittest.TestCase):
             "kl": WeightedMetric(np.array([0.0]), np.array([0.0])),
         }
         self.scalar_metrics = {
-            "gradient_norm": np.array([0.5]),
-            "lr": 1e-6,
-            "is_ratio/max": np.array([1.0, 3.0]),
+            "gradient_norm": np.array([0.5]), "lr": 1e-6, "is_ratio/max": np.array([1.0, 3.0]),
             "is_ratio/mean": np.array([1.0, 2.0])
         }
         self.aggregation_fns = {"is_ratio/max": np.max}
 
     expected = {
-        "loss": 2.0,
-        "kl": 0.0,
-        "gradient_norm": 0.5,
-        "lr": 1e-6,
-        "is_ratio/max": 3.0,
+        "loss": 2.0, "kl": 0.0, "gradient_norm": 0.5, "lr": 1e-6, "is_ratio/max": 3.0,
         "is_ratio/mean": 1.5
     }
     self.assertEqual(bd.scalar_metrics(Buffer(0)), expected)
     # MaxText's get_metrics() returns the buffers since the last call, one per step.
     self.assertEqual(bd.scalar_metrics([Buffer(0), Buffer(1)]), expected)
-    self.assertEqual(bd.scalar_metrics({
-        "a": {
-            "b": 1
-        },
-        "c": [np.float32(1), 3]
-    }), {
-        "a/b": 1.0,
-        "c": 2.0
-    })
+    self.assertEqual(bd.scalar_metrics({"a": {"b": 1}, "c": [np.float32(1), 3]}),
+                     {"a/b": 1.0, "c": 2.0})
     self.assertEqual(bd.scalar_metrics({"loss": {"value": 3.0, "weight": 2.0}}), {"loss": 1.5})
     self.assertEqual(bd.scalar_metrics(None), {})
     # Another kind is named once, not dropped silently.
-    warnings = []
-    warned = set()
+    warnings: List[str] = []
+    warned: Set[Tuple[str, str]] = set()
     for _ in range(2):
       self.assertEqual(
-          bd.scalar_metrics({
-              "odd": object(),
-              "x": 1
-          }, warn=warnings.append, warned=warned), {"x": 1.0})
+          bd.scalar_metrics({"odd": object(), "x": 1}, warn=warnings.append, warned=warned),
+          {"x": 1.0})
     self.assertEqual(len(warnings), 1)
     self.assertIn("odd", warnings[0])
 
@@ -162,38 +141,19 @@ class ReadyTimesTest(unittest.TestCase):
     return bd.TimingSnapshot(record={"v": 1, "mb": mb, "update": update}, at=100.0)
 
   def test_ready_times(self):
-    snapshot = self.snapshot([{
-        "i": 0,
-        "ready_ago_s": 3.0
-    }, {
-        "i": 1,
-        "ready_ago_s": 1
-    }], {"ready_ago_s": 0.5})
+    snapshot = self.snapshot([{"i": 0, "ready_ago_s": 3.0}, {"i": 1, "ready_ago_s": 1}],
+                             {"ready_ago_s": 0.5})
     self.assertEqual(bd.ready_times(snapshot, 2), ([97.0, 99.0], 99.5))
     self.assertEqual(bd.ready_times(self.snapshot([{"ready_ago_s": 2.0}]), 1), ([98.0], None))
     self.assertEqual(
-        bd.ready_times(self.snapshot([{
-            "ready_ago_s": 2.0
-        }], {"ready_ago_s": True}), 1), ([98.0], None))
+        bd.ready_times(self.snapshot([{"ready_ago_s": 2.0}], {"ready_ago_s": True}), 1),
+        ([98.0], None))
 
   def test_none_unless_every_call_has_one(self):
-    for mb in ([{
-        "ready_ago_s": 1.0
-    }], [{
-        "ready_ago_s": 1.0
-    }, {
-        "ready_ago_s": None
-    }], [{
-        "ready_ago_s": 1.0
-    }, {
-        "ready_ago_s": float("nan")
-    }], [{
-        "ready_ago_s": 1.0
-    }, {
-        "ready_ago_s": False
-    }], [{
-        "ready_ago_s": 1.0
-    }, 2.0], "mb"):
+    for mb in ([{"ready_ago_s": 1.0}], [{"ready_ago_s": 1.0},
+                                        {"ready_ago_s": None}], [{"ready_ago_s": 1.0},
+                                                                 {"ready_ago_s": float("nan")}],
+               [{"ready_ago_s": 1.0}, {"ready_ago_s": False}], [{"ready_ago_s": 1.0}, 2.0], "mb"):
       with self.subTest(mb=mb):
         self.assertIsNone(bd.ready_times(self.snapshot(mb), 2))
     self.assertIsNone(bd.ready_times(None, 2))

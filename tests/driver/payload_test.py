@@ -4,7 +4,7 @@ import math
 import unittest
 
 import numpy as np
-
+from typing import Any, Dict
 
 from driver_loader import load_driver
 
@@ -13,19 +13,19 @@ bd = load_driver()
 ROWS, TOKENS, LAYERS, TOPK, EXPERTS, VOCAB = 4, 512, 4, 4, 64, 1000
 
 
-def build(**overrides):
-  options = dict(rows=ROWS, tokens=TOKENS, vocab=VOCAB, real_len=476, segments=3,
-                 real_rows=ROWS, pad_position="end", pad_align=64,
-                 targets=[1.0, 1.5, 3.0, 8.0], experts=EXPERTS, advantages="random", seed=7,
-                 pad_id=0)
+def build(**overrides: Any) -> Any:
+  options: Dict[str,
+                Any] = dict(rows=ROWS, tokens=TOKENS, vocab=VOCAB, real_len=476, segments=3,
+                            real_rows=ROWS, pad_position="end", pad_align=64,
+                            targets=[1.0, 1.5, 3.0,
+                                     8.0], experts=EXPERTS, advantages="random", seed=7, pad_id=0)
   layout_options = dict(old_logps=True)
   for key in ("old_logps",):
     if key in overrides:
       layout_options[key] = overrides.pop(key)
   options.update(overrides)
   layers = len(options["targets"]) if options["targets"] is not None else LAYERS
-  layout = bd.spec_field_layout(options["rows"], options["tokens"], layers, TOPK,
-                                **layout_options)
+  layout = bd.spec_field_layout(options["rows"], options["tokens"], layers, TOPK, **layout_options)
   return bd.build_payload(layout=layout, **options)
 
 
@@ -80,14 +80,13 @@ class TrajectoryLayoutTest(unittest.TestCase):
   def test_rollout_logps_can_be_the_old_ones(self):
     layout = bd.spec_field_layout(ROWS, TOKENS, 4, TOPK)
     layout["rollout_per_token_logps"] = ((ROWS, TOKENS), np.dtype(np.float32))
-    options = dict(rows=ROWS, tokens=TOKENS, vocab=VOCAB, real_len=476, segments=3,
-                   real_rows=ROWS, pad_position="end", pad_align=64, targets=[1.0] * 4,
-                   experts=EXPERTS, advantages="random", seed=7)
+    options = dict(rows=ROWS, tokens=TOKENS, vocab=VOCAB, real_len=476, segments=3, real_rows=ROWS,
+                   pad_position="end", pad_align=64, targets=[1.0] * 4, experts=EXPERTS,
+                   advantages="random", seed=7)
     same = bd.build_payload(layout=layout, rollout_as_old=True, **options).arrays
     np.testing.assert_array_equal(same["rollout_per_token_logps"], same["old_per_token_logps"])
     apart = bd.build_payload(layout=layout, **options).arrays
-    self.assertFalse(np.array_equal(apart["rollout_per_token_logps"],
-                                    apart["old_per_token_logps"]))
+    self.assertFalse(np.array_equal(apart["rollout_per_token_logps"], apart["old_per_token_logps"]))
 
 
 class FieldsTest(unittest.TestCase):
@@ -143,9 +142,9 @@ class FieldsTest(unittest.TestCase):
     layout["ref_per_token_logps"] = ((2, 128), np.float32)
     layout["sampler_is_weights"] = ((2, 128), np.float32)
     layout["mystery"] = ((2, 128), np.float32)
-    built = bd.build_payload(rows=2, tokens=128, layout=layout, vocab=50, real_len=100,
-                             segments=1, real_rows=2, pad_position="end", pad_align=64,
-                             targets=[1.0], experts=4, advantages="zero", seed=0)
+    built = bd.build_payload(rows=2, tokens=128, layout=layout, vocab=50, real_len=100, segments=1,
+                             real_rows=2, pad_position="end", pad_align=64, targets=[1.0],
+                             experts=4, advantages="zero", seed=0)
     real = real_mask(built)
     self.assertTrue((built.arrays["ref_per_token_logps"][real] < 0).all())
     self.assertTrue((built.arrays["sampler_is_weights"][real] == 1).all())
@@ -252,8 +251,10 @@ class SegmentsTest(unittest.TestCase):
 
   def test_segments_differ_between_rows(self):
     built = build(real_len=476, segments=4)
-    starts = [tuple(np.flatnonzero(built.arrays["segment_positions"][row] == 0)[:4])
-              for row in range(ROWS)]
+    starts = [
+        tuple(np.flatnonzero(built.arrays["segment_positions"][row] == 0)[:4])
+        for row in range(ROWS)
+    ]
     self.assertGreater(len(set(starts)), 1)
 
   def test_small_shape_falls_back_to_any_distinct_cut_points(self):
@@ -389,8 +390,8 @@ class RoutingTest(unittest.TestCase):
       self.assertGreaterEqual(int(counts.min()), 0)
       self.assertEqual(int(counts[0]), int(counts.max()))
       mean = total / experts
-      self.assertLessEqual(abs(counts.max() / mean - target), max(0.5 / mean, 0.01 * target) +
-                           (math.ceil(mean) - mean) / mean)
+      self.assertLessEqual(abs(counts.max() / mean - target),
+                           max(0.5 / mean, 0.01 * target) + (math.ceil(mean) - mean) / mean)
 
 
 class DeterminismTest(unittest.TestCase):

@@ -32,13 +32,8 @@ class BenchPlanTest(unittest.TestCase):
 class StepRecordTest(unittest.TestCase):
 
   def test_as_json(self):
-    record = bd.StepRecord(step=2,
-                           seconds=6.5000004,
-                           microbatch_s=[2.0000004, 1.25],
-                           tokens=240,
-                           tokens_per_s_per_chip=14.76923,
-                           fused_update=False,
-                           padded_tokens=384,
+    record = bd.StepRecord(step=2, seconds=6.5000004, microbatch_s=[2.0000004, 1.25], tokens=240,
+                           tokens_per_s_per_chip=14.76923, fused_update=False, padded_tokens=384,
                            real_tokens_per_s_per_chip=9.2307692)
     self.assertEqual(
         record.as_json(), {
@@ -70,13 +65,8 @@ class StepRecordTest(unittest.TestCase):
     }
     self.assertEqual(
         extra, {
-            "train_step": 3,
-            "logps_pass_s": [0.123457],
-            "metrics": {
-                "loss": 1.5,
-                "moe/dropped_tokens": 2.0
-            },
-            "dropped_tokens": 2.0
+            "train_step": 3, "logps_pass_s": [0.123457],
+            "metrics": {"loss": 1.5, "moe/dropped_tokens": 2.0}, "dropped_tokens": 2.0
         })
     record.metrics = {}
     self.assertNotIn("metrics", record.as_json())
@@ -84,9 +74,7 @@ class StepRecordTest(unittest.TestCase):
 
 class ProfileWindowTest(unittest.TestCase):
 
-  def window(self,
-             window: Optional[Tuple[int, int]] = (2, 3),
-             log_dir: Optional[str] = "/traces",
+  def window(self, window: Optional[Tuple[int, int]] = (2, 3), log_dir: Optional[str] = "/traces",
              fail_start: bool = False) -> Any:
     self.events = Events()
     self.profiler = FakeProfiler(self.events, fail_start=fail_start)
@@ -174,9 +162,8 @@ class StageVerdictTest(unittest.TestCase):
     self.assertEqual(bd.stage_reported_no_overlap({"staged": False}), "the worker staged nothing")
     self.assertEqual(bd.stage_reported_no_overlap(Response(staged=True, overlap_s=0.0)),
                      "the stage measured no overlap with the device (the worker's overlap_s is 0)")
-    for response in (Response(staged=True, overlap_s=0.25), Response(staged=True), {
-        "overlap_s": False
-    }, None):
+    for response in (Response(staged=True,
+                              overlap_s=0.25), Response(staged=True), {"overlap_s": False}, None):
       with self.subTest(response=response):
         self.assertIsNone(bd.stage_reported_no_overlap(response))
 

@@ -13,7 +13,7 @@ import io
 import json
 import types
 import unittest
-from typing import Any, Callable, List, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 import fake_tunix
 from fake_tunix import FAKES, ORCH_ARGV, TRAINER_ARGV
@@ -27,15 +27,9 @@ class ResolvePlanInputsTest(unittest.TestCase):
   """The checks that need the shapes Tunix reports (a stand-in for TunixSetup)."""
 
   def setup(self, **overrides):
-    values = dict(rows=64,
-                  tokens=65536,
-                  num_segments=17,
-                  max_segments_per_row=16,
-                  routing_shape=(60, 10),
-                  experts=512,
-                  warmup_segment_counts=None,
-                  max_prompt_length=None,
-                  max_response_length=None)
+    values = dict(rows=64, tokens=65536, num_segments=17, max_segments_per_row=16,
+                  routing_shape=(60, 10), experts=512, warmup_segment_counts=None,
+                  max_prompt_length=None, max_response_length=None)
     values.update(overrides)
     return types.SimpleNamespace(**values)
 
@@ -71,24 +65,14 @@ class ResolvePlanInputsTest(unittest.TestCase):
     self.assertEqual(resolved["targets"], [1.5] * 60)
 
   def test_errors(self):
-    for env, setup, fragment in [
-        ({
-            "ROUTING_TARGETS": "2,2"
-        }, {}, "ROUTING_TARGETS has 2 values but the model has 60"),
-        ({
-            "REAL_LEN": "70000"
-        }, {}, "exceeds the token budget T=65536"),
-        ({
-            "SEGMENTS": "17"
-        }, {}, "the 16 segments a row may hold"),
-        ({
-            "SEGMENTS": "9",
-            "REAL_LEN": "8"
-        }, {}, "exceeds REAL_LEN=8"),
-        ({
-            "FINAL_ROWS": "65"
-        }, {}, "exceeds the rows per micro-batch R=64"),
-    ]:
+    cases: List[Tuple[Dict[str, str], Dict[str, Any], str]] = [
+        ({"ROUTING_TARGETS": "2,2"}, {}, "ROUTING_TARGETS has 2 values but the model has 60"),
+        ({"REAL_LEN": "70000"}, {}, "exceeds the token budget T=65536"),
+        ({"SEGMENTS": "17"}, {}, "the 16 segments a row may hold"),
+        ({"SEGMENTS": "9", "REAL_LEN": "8"}, {}, "exceeds REAL_LEN=8"),
+        ({"FINAL_ROWS": "65"}, {}, "exceeds the rows per micro-batch R=64"),
+    ]
+    for env, setup, fragment in cases:
       with self.subTest(env=env):
         self.assertIn(
             fragment,
@@ -130,10 +114,8 @@ class PodFlowTest(fake_tunix.FakeTunixTestCase):
     self.assertTrue(loss["has_aux"])
     self.assertEqual(loss["loss"], {"seq_logprob_error_threshold": 2.0})
     self.assertEqual(
-        next(c for c in calls if c["event"] == "with_gen_model_input_fn")["value"], {
-            "pad_id": 3,
-            "eos_id": 4
-        })
+        next(c for c in calls if c["event"] == "with_gen_model_input_fn")["value"],
+        {"pad_id": 3, "eos_id": 4})
 
     steps = [json.loads(line.split(" ", 1)[1]) for line in self.machine(result, "BENCH_STEP ")]
     self.assertEqual([step["step"] for step in steps], [0, 1])
@@ -202,8 +184,7 @@ class PodFlowTest(fake_tunix.FakeTunixTestCase):
   def test_a_tokenizer_that_does_not_load_is_a_fallback(self):
     root = self.variant(
         replace={
-            "transformers.py":
-                """
+            "transformers.py": """
         class AutoTokenizer:
           @staticmethod
           def from_pretrained(path, trust_remote_code=False):
@@ -216,10 +197,8 @@ class PodFlowTest(fake_tunix.FakeTunixTestCase):
     result, calls = self.run_driver(root=root, ALLOW_FALLBACKS="1", FAKE_PAD="9")
     self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
     self.assertEqual(
-        next(c for c in calls if c["event"] == "with_gen_model_input_fn")["value"], {
-            "pad_id": 9,
-            "eos_id": 9
-        })
+        next(c for c in calls if c["event"] == "with_gen_model_input_fn")["value"],
+        {"pad_id": 9, "eos_id": 9})
 
   def test_a_warmup_signature_mismatch_is_fatal(self):
     worker = FAKES["tunix/experimental/worker/trainer_worker.py"].replace(
@@ -300,12 +279,8 @@ class PodFlowTest(fake_tunix.FakeTunixTestCase):
     self.assertEqual([step["train_step"] for step in steps], [1, 2])
 
   def test_knobs_reach_the_payload_and_the_algorithm(self):
-    result, calls = self.run_driver(LOGP_GATES="off",
-                                    FINAL_ROWS="1",
-                                    PROFILE_WINDOW="1:2",
-                                    SEGMENTS="2",
-                                    PAD_POSITION="start",
-                                    PAD_ALIGN="64")
+    result, calls = self.run_driver(LOGP_GATES="off", FINAL_ROWS="1", PROFILE_WINDOW="1:2",
+                                    SEGMENTS="2", PAD_POSITION="start", PAD_ALIGN="64")
     self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
     warmup = next(call for call in calls if call["event"] == "warmup")
     self.assertIsNone(warmup["seq_logprob_error_threshold"])
@@ -334,21 +309,12 @@ class PodFlowTest(fake_tunix.FakeTunixTestCase):
 
   def test_bad_settings_found_with_the_shapes_exit_2(self):
     for settings, fragment in [
-        ({
-            "ROUTING_TARGETS": "1,2"
-        }, "ROUTING_TARGETS has 2 values but the model has 3 decoder"),
-        ({
-            "SEGMENTS": "5"
-        }, "the 4 segments a row may hold"),
-        ({
-            "FINAL_ROWS": "5"
-        }, "R=4"),
-        ({
-            "ROUTING_TARGETS": "1,2,9"
-        }, "cannot be reached with 16 experts and top-2"),
-        ({
-            "ORCH_ARGV": ORCH_ARGV.replace("--max_seq_token_per_tpu=512", "")
-        }, "does not select sequence packing"),
+        ({"ROUTING_TARGETS": "1,2"}, "ROUTING_TARGETS has 2 values but the model has 3 decoder"),
+        ({"SEGMENTS": "5"}, "the 4 segments a row may hold"),
+        ({"FINAL_ROWS": "5"}, "R=4"),
+        ({"ROUTING_TARGETS": "1,2,9"}, "cannot be reached with 16 experts and top-2"),
+        ({"ORCH_ARGV": ORCH_ARGV.replace("--max_seq_token_per_tpu=512",
+                                         "")}, "does not select sequence packing"),
     ]:
       with self.subTest(settings=settings):
         result, _ = self.run_driver(**settings)
@@ -389,8 +355,7 @@ class WarmupSignatureTest(unittest.TestCase):
 
   def setup(self, mismatch: Any = None, allowed: bool = False) -> Any:
     signature = None if mismatch is None else (lambda payload: ("sig", payload))
-    return types.SimpleNamespace(warmup="WARMUP",
-                                 payload_signature=signature,
+    return types.SimpleNamespace(warmup="WARMUP", payload_signature=signature,
                                  signature_mismatch=mismatch,
                                  fallbacks=bd.Fallbacks(allowed, log=[].append))
 
@@ -476,12 +441,14 @@ class LogpsPassTest(unittest.TestCase):
       segment_positions: Any = None
 
     scored: List[Any] = []
-    worker = types.SimpleNamespace(per_token_logps=lambda request: scored.append(request) or 0.5)
-    setup = types.SimpleNamespace(logps_request_class=LogprobsRequest,
-                                  pad_id=3,
-                                  eos_id=4,
-                                  temperature=0.7,
-                                  worker=worker)
+
+    def per_token_logps(request: Any) -> float:
+      scored.append(request)
+      return 0.5
+
+    worker = types.SimpleNamespace(per_token_logps=per_token_logps)
+    setup = types.SimpleNamespace(logps_request_class=LogprobsRequest, pad_id=3, eos_id=4,
+                                  temperature=0.7, worker=worker)
     regular, final = (types.SimpleNamespace(prompt_ids=name + "-prompt",
                                             completion_ids=name + "-ids",
                                             segment_ids=name + "-segments",

@@ -17,15 +17,11 @@ class PreflightTest(fake_tunix.FakeTunixTestCase):
   """The preflight's check lines and exit codes (0 all good, 1 a problem, 2 bad settings)."""
 
   def preflight(
-      self,
-      root: Optional[str] = None,
-      **settings: str
+      self, root: Optional[str] = None, **settings: str
   ) -> Tuple["subprocess.CompletedProcess[str]", List[Dict[str, Any]], Dict[str, str]]:
     """Runs `--preflight` on CPU: (the process, the stand-ins' calls, check name -> its status
     word, ok, FAIL or skip)."""
-    result, calls = self.run_driver(root=root,
-                                    args=["--preflight"],
-                                    JAX_PLATFORMS="cpu",
+    result, calls = self.run_driver(root=root, args=["--preflight"], JAX_PLATFORMS="cpu",
                                     **settings)
     lines = [line for line in result.stdout.splitlines() if line.startswith("preflight: ")]
     status = {}

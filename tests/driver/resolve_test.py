@@ -3,7 +3,7 @@ that decided it."""
 
 import types
 import unittest
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -19,11 +19,7 @@ class StageBoundaryTest(unittest.TestCase):
 
     def resolve(orch, **env):
       return bd.resolve_stage_boundary(
-          bd.parse_settings({
-              "TRAINER_ARGV": "--a",
-              "ORCH_ARGV": orch,
-              **env
-          }))
+          bd.parse_settings({"TRAINER_ARGV": "--a", "ORCH_ARGV": orch, **env}))
 
     self.assertFalse(resolve("--batch_size=4").resolved)
     self.assertTrue(resolve("--pipeline_step_boundary").resolved)
@@ -98,10 +94,8 @@ class PaddingTest(unittest.TestCase):
     self.assertEqual(
         resolve(ORCH_PACK_PAD_POSITION="start", ORCH_PACK_PAD_ALIGN="1024")[:2], ("start", 1024))
     # The flag outranks the environment; the knob outranks both.
-    position, align, source, _ = resolve("--pack_pad_position=end",
-                                         ORCH_PACK_PAD_POSITION="start",
-                                         PAD_POSITION="start",
-                                         PAD_ALIGN="128")
+    position, align, source, _ = resolve("--pack_pad_position=end", ORCH_PACK_PAD_POSITION="start",
+                                         PAD_POSITION="start", PAD_ALIGN="128")
     self.assertEqual((position, align), ("start", 128))
     self.assertIn("knob", source)
     self.assertIn("ORCH_ARGV",
@@ -171,8 +165,7 @@ class RoutingTest(unittest.TestCase):
 class RolloutLogpsTest(unittest.TestCase):
 
   def test_rollout_logps_follow_the_program(self):
-    args = types.SimpleNamespace(use_rollout_logps=False,
-                                 seq_logprob_error_threshold=None,
+    args = types.SimpleNamespace(use_rollout_logps=False, seq_logprob_error_threshold=None,
                                  truncated_importance_sampling_type=None,
                                  sampler_is_length_buckets=None)
     self.assertFalse(bd.rollout_logps_requested(args).value)
@@ -182,8 +175,7 @@ class RolloutLogpsTest(unittest.TestCase):
     self.assertIn("truncated_importance_sampling_type", choice.source)
 
   def test_the_source_lists_every_reason(self):
-    args = types.SimpleNamespace(use_rollout_logps=True,
-                                 seq_logprob_error_threshold=2.0,
+    args = types.SimpleNamespace(use_rollout_logps=True, seq_logprob_error_threshold=2.0,
                                  truncated_importance_sampling_type="none",
                                  sampler_is_length_buckets=0)
     self.assertEqual(bd.rollout_logps_requested(args),
@@ -216,23 +208,14 @@ class LogpsPassTest(unittest.TestCase):
 
   REASON = "the payload carries rollout log-probs and --use_rollout_logps is on"
 
-  def resolve(self,
-              setting: str = "auto",
-              algo_config: Any = None,
-              use_rollout_logps: bool = True,
-              rollout: bool = True,
-              worker: Any = None,
-              request_class: Any = object,
-              log: Optional[List[str]] = None,
-              **orch: Any) -> Any:
+  def resolve(self, setting: str = "auto", algo_config: Any = None, use_rollout_logps: bool = True,
+              rollout: bool = True, worker: Any = None, request_class: Any = object,
+              log: Optional[List[str]] = None, **orch: Any) -> Any:
     settings = bd.parse_settings(base_env(LOGPS_PASS=setting))
     orch_args = types.SimpleNamespace(use_rollout_logps=use_rollout_logps, **orch)
-    return bd.resolve_logps_pass(settings,
-                                 algo_config if algo_config is not None else object(),
-                                 orch_args,
-                                 bd.Choice(rollout, "test"),
-                                 Scorer() if worker is None else worker,
-                                 request_class,
+    return bd.resolve_logps_pass(settings, algo_config if algo_config is not None else object(),
+                                 orch_args, bd.Choice(rollout, "test"),
+                                 Scorer() if worker is None else worker, request_class,
                                  log=(log if log is not None else []).append)
 
   def test_off_and_on(self):
@@ -258,7 +241,8 @@ class LogpsPassTest(unittest.TestCase):
   def test_a_loss_that_checks_the_agreement_needs_no_pass(self):
 
     def config(**fields: Any) -> Any:
-      values = dict(policy_loss_fn="grpo", log_sampler_trainer_agreement=False, num_iterations=1)
+      values: Dict[str, Any] = dict(policy_loss_fn="grpo", log_sampler_trainer_agreement=False,
+                                    num_iterations=1)
       values.update(fields)
       return types.SimpleNamespace(**values)
 
@@ -267,16 +251,12 @@ class LogpsPassTest(unittest.TestCase):
     self.assertEqual(self.resolve(algo_config=config(), batch_size=4, mini_batch_size=4), fused)
     self.assertEqual(self.resolve(algo_config=config()), fused)  # sizes unknown
     scored = bd.Choice(True, "auto: " + self.REASON)
-    for fields, orch in [({
-        "policy_loss_fn": "gspo"
-    }, {}), ({
-        "log_sampler_trainer_agreement": True
-    }, {}), ({
-        "num_iterations": 2
-    }, {}), ({}, {
-        "batch_size": 4,
-        "mini_batch_size": 2
-    })]:
+    cases: List[Tuple[Dict[str, Any], Dict[str,
+                                           Any]]] = [({"policy_loss_fn": "gspo"}, {}),
+                                                     ({"log_sampler_trainer_agreement": True}, {}),
+                                                     ({"num_iterations": 2}, {}),
+                                                     ({}, {"batch_size": 4, "mini_batch_size": 2})]
+    for fields, orch in cases:
       with self.subTest(fields=fields, orch=orch):
         self.assertEqual(self.resolve(algo_config=config(**fields), **orch), scored)
 

@@ -35,21 +35,10 @@ class ParseTest(unittest.TestCase):
 
   def test_every_knob(self):
     settings = bd.parse_settings(
-        base_env(STEPS="3",
-                 MICRO_STEPS="12",
-                 SEED="-4",
-                 ROUTING_TARGETS="1.5, 2,3.25",
-                 ROUTING_SCALE="0.5",
-                 LOGP_GATES="off",
-                 ADVANTAGES="zero",
-                 PAD_POSITION="start",
-                 PAD_ALIGN="2048",
-                 REAL_LEN="60000",
-                 SEGMENTS="8",
-                 FINAL_ROWS="17",
-                 PROFILE_WINDOW="10:4",
-                 PROFILE_DIR="gs://bucket/trace",
-                 BENCH_NAME="my-bench",
+        base_env(STEPS="3", MICRO_STEPS="12", SEED="-4", ROUTING_TARGETS="1.5, 2,3.25",
+                 ROUTING_SCALE="0.5", LOGP_GATES="off", ADVANTAGES="zero", PAD_POSITION="start",
+                 PAD_ALIGN="2048", REAL_LEN="60000", SEGMENTS="8", FINAL_ROWS="17",
+                 PROFILE_WINDOW="10:4", PROFILE_DIR="gs://bucket/trace", BENCH_NAME="my-bench",
                  UNKNOWN_SETTING="ignored"))
     self.assertEqual((settings.steps, settings.micro_steps, settings.seed), (3, 12, -4))
     self.assertEqual(settings.routing_targets, [1.5, 2.0, 3.25])
@@ -106,12 +95,8 @@ class ParseTest(unittest.TestCase):
         (base_env(PROFILE_WINDOW="3:0"), "COUNT must be >= 1"),
         (base_env(PROFILE_WINDOW="-1:2"), "START must be >= 0"),
         (base_env(PAD_ALIGN="0"), "must be >= 1"),
-        ({
-            "ORCH_ARGV": ORCH_ARGV
-        }, "TRAINER_ARGV is not set"),
-        ({
-            "TRAINER_ARGV": TRAINER_ARGV
-        }, "ORCH_ARGV is not set"),
+        ({"ORCH_ARGV": ORCH_ARGV}, "TRAINER_ARGV is not set"),
+        ({"TRAINER_ARGV": TRAINER_ARGV}, "ORCH_ARGV is not set"),
         (base_env(ORCH_ARGV="--batch_size='16"), "cannot split into shell words"),
     ]:
       with self.subTest(env=env):
@@ -136,13 +121,8 @@ class PrintSettingsTest(unittest.TestCase):
 
   def test_every_setting_that_is_set_as_the_driver_reads_it(self):
     text = bd.print_settings(
-        base_env(PROFILE_WINDOW="10:4",
-                 STEPS="3",
-                 LOGP_GATES="off",
-                 ROUTING_TARGETS="1.5, 2",
-                 ORCH_PACK_PAD_ALIGN="1024",
-                 SEED="",
-                 JOBSET_NAME="js"))
+        base_env(PROFILE_WINDOW="10:4", STEPS="3", LOGP_GATES="off", ROUTING_TARGETS="1.5, 2",
+                 ORCH_PACK_PAD_ALIGN="1024", SEED="", JOBSET_NAME="js"))
     printed = json.loads(text)
     self.assertEqual(text, json.dumps(printed, separators=(",", ":")))  # one compact line
     self.assertEqual(list(printed), [

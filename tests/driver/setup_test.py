@@ -19,11 +19,8 @@ bd = load_driver()
 class CheckStagingTest(unittest.TestCase):
 
   def test_on_needs_every_call(self):
-    settings = bd.parse_settings({
-        "TRAINER_ARGV": "--a",
-        "ORCH_ARGV": "--b",
-        "STAGE_BOUNDARY": "on"
-    })
+    settings = bd.parse_settings(
+        {"TRAINER_ARGV": "--a", "ORCH_ARGV": "--b", "STAGE_BOUNDARY": "on"})
     plan = bd.resolve_stage_boundary(settings)
     self.assertTrue(plan.resolved)
     clock, events = FakeClock(), Events()
@@ -34,7 +31,7 @@ class CheckStagingTest(unittest.TestCase):
                   plan)
     # auto that the worker cannot run: off, and said loudly.
     auto = bd.StagePlan("auto", True, "auto: ORCH_ARGV --pipeline_step_boundary=true")
-    lines = []
+    lines: List[str] = []
     result = bd.check_staging(auto, bd.WorkerCalls(FusedWorker(clock, events), Request),
                               lines.append)
     self.assertFalse(result.resolved)

@@ -242,11 +242,7 @@ class StagingTrainerWorker(TrainerWorker):
     self.staged.add(request.request_id)
     return Response(staged=True)
 
-  def fwd_bwd(self,
-              request,
-              accumulate_gradients=True,
-              apply_optimizer=False,
-              skip_jit=False,
+  def fwd_bwd(self, request, accumulate_gradients=True, apply_optimizer=False, skip_jit=False,
               defer_update=False):
     del accumulate_gradients, skip_jit
     if request.request_id in self.staged:
@@ -270,28 +266,17 @@ class StagingTrainerWorker(TrainerWorker):
 
 
 def run(worker, device, steps=3, micro_steps=4, stage=None, state_log=None):
-  plan = bd.BenchPlan(name="engine-model",
-                      steps=steps,
-                      micro_steps=micro_steps,
-                      regular="REGULAR",
-                      final="FINAL",
-                      tokens_regular=100,
-                      tokens_final=100,
-                      chips=1,
-                      padded_tokens_per_call=128,
-                      stage_boundary=stage)
-  lines, logs = [], [] if state_log is None else state_log
+  plan = bd.BenchPlan(name="engine-model", steps=steps, micro_steps=micro_steps, regular="REGULAR",
+                      final="FINAL", tokens_regular=100, tokens_final=100, chips=1,
+                      padded_tokens_per_call=128, stage_boundary=stage)
+  lines: List[str] = []
+  logs: List[str] = [] if state_log is None else state_log
   state = bd.StageState(stage, logs.append)
   worker.compile(None)
-  records = bd.run_steps(worker,
-                         plan,
-                         calls=bd.WorkerCalls(worker, make_request=Request),
+  records = bd.run_steps(worker, plan, calls=bd.WorkerCalls(worker, make_request=Request),
                          observer=bd.DeviceObserver(block_all=device.wait_all),
-                         watcher=bd.CompletionWatcher(time.monotonic),
-                         profiler=object(),
-                         out=lines.append,
-                         log=logs.append,
-                         stage_state=state)
+                         watcher=bd.CompletionWatcher(time.monotonic), profiler=object(),
+                         out=lines.append, log=logs.append, stage_state=state)
   summary = summary_of(plan, records, tokens_per_row=128, real_len=100, stage=state.summary())
   return records, summary, lines
 
@@ -328,9 +313,7 @@ class MaxTextEngineModelTest(unittest.TestCase):
       losses_attribute = "_losses_elsewhere"
 
     device = Device()
-    records, summary, lines = run(TrainerWorker(NoCachedLosses(device, 0.0)),
-                                  device,
-                                  steps=2,
+    records, summary, lines = run(TrainerWorker(NoCachedLosses(device, 0.0)), device, steps=2,
                                   micro_steps=3)
     self.assertTrue(all(record.microbatch_timing == "dispatch" for record in records))
     self.assertEqual(summary["microbatch_timing"], "dispatch")
@@ -344,12 +327,10 @@ class MaxTextEngineModelTest(unittest.TestCase):
 
   def test_the_staged_boundary_removes_the_transfer_bubble(self):
     device = Device()
-    off, _, _ = run(StagingTrainerWorker(MaxTextLikeEngine(device, 0.0)),
-                    device,
+    off, _, _ = run(StagingTrainerWorker(MaxTextLikeEngine(device, 0.0)), device,
                     stage=bd.StagePlan("off", False, "test"))
     device = Device()
-    on, summary, _ = run(StagingTrainerWorker(MaxTextLikeEngine(device, 0.0)),
-                         device,
+    on, summary, _ = run(StagingTrainerWorker(MaxTextLikeEngine(device, 0.0)), device,
                          stage=bd.StagePlan("on", True, "test"))
     self.assertEqual([r.staged for r in on], [False, True, True])
     self.assertEqual(summary["stage_boundary"]["staged_steps"], [1, 2])
@@ -364,10 +345,8 @@ class MaxTextEngineModelTest(unittest.TestCase):
     device = Device()
     worker = StagingTrainerWorker(MaxTextLikeEngine(device, 0.0),
                                   stage_error=RuntimeError("host unreachable"))
-    logs = []
-    records, summary, _ = run(worker,
-                              device,
-                              stage=bd.StagePlan("on", True, "test"),
+    logs: List[str] = []
+    records, summary, _ = run(worker, device, stage=bd.StagePlan("on", True, "test"),
                               state_log=logs)
     self.assertEqual(worker.stages, 1)
     self.assertEqual([r.staged for r in records], [False, False, False])

@@ -267,12 +267,15 @@ class StepEndTest(unittest.TestCase):
   def test_the_trainers_ready_times_come_first(self):
 
     class Published(StagingWorker):
-      stage_fwd_bwd = None
-      apply_deferred_update = None
+      # A worker without the staging calls: they are absent, as on a public Tunix.
+      stage_fwd_bwd = None  # type: ignore[assignment]
+      apply_deferred_update = None  # type: ignore[assignment]
 
       def fwd_bwd(self, request, accumulate_gradients=False, apply_optimizer=False, skip_jit=False):
         response = super().fwd_bwd(request, accumulate_gradients, False, skip_jit)
-        self.ready = getattr(self, "ready", []) + [self._trainer.last_fwd_bwd_token.ready_at]
+        token = self._trainer.last_fwd_bwd_token
+        assert token is not None  # StagingWorker.fwd_bwd publishes one
+        self.ready = getattr(self, "ready", []) + [token.ready_at]
         self._trainer.last_fwd_bwd_token = None  # readiness only through get_step_timing
         return response
 
@@ -285,18 +288,9 @@ class StepEndTest(unittest.TestCase):
         self.clock.advance(0.1)
         now = self.clock.now
         record = {
-            "v":
-                1,
-            "train_step":
-                self.updates,
-            "update":
-                None,
-            "prepare":
-                None,
-            "mb": [{
-                "i": i,
-                "ready_ago_s": round(now - ready, 3)
-            } for i, ready in enumerate(self.ready)]
+            "v": 1, "train_step": self.updates, "update": None, "prepare": None, "mb": [
+                {"i": i, "ready_ago_s": round(now - ready, 3)} for i, ready in enumerate(self.ready)
+            ]
         }
         self.ready = []
         self.clock.advance(0.1)

@@ -18,11 +18,7 @@ class SummarizeTest(unittest.TestCase):
   def test_summary(self):
     plan = make_plan(steps=3, micro_steps=5, chips=2, tokens_regular=10, tokens_final=10)
     records = [
-        bd.StepRecord(step=i,
-                      seconds=s,
-                      microbatch_s=mbs,
-                      tokens=50,
-                      tokens_per_s_per_chip=0,
+        bd.StepRecord(step=i, seconds=s, microbatch_s=mbs, tokens=50, tokens_per_s_per_chip=0,
                       fused_update=True)
         for i, (s, mbs) in enumerate([(100.0,
                                        [9, 9, 9, 9, 9]), (10.0,
@@ -30,19 +26,9 @@ class SummarizeTest(unittest.TestCase):
                                                                              [7, 8, 6, 8, 9])])
     ]
     layer = bd.LayerRouting(0, 2.0, 2.001, 20, 10.0)
-    summary = summary_of(plan,
-                         records,
-                         rows=2,
-                         tokens_per_row=64,
-                         real_len=60,
-                         segments=2,
-                         final_rows=2,
-                         layers=1,
-                         topk=2,
-                         experts=8,
-                         routing=[layer],
-                         knobs={"steps": 3},
-                         extra={"compile": {}})
+    summary = summary_of(plan, records, rows=2, tokens_per_row=64, real_len=60, segments=2,
+                         final_rows=2, layers=1, topk=2, experts=8, routing=[layer],
+                         knobs={"steps": 3}, extra={"compile": {}})
     self.assertEqual(summary["step_s"], [100.0, 10.0, 12.0])
     self.assertAlmostEqual(summary["mean_step_s"], 11.0)
     # micro-batches 3..5 of steps 2 and 3: [2, 3, 4, 6, 8, 9]
@@ -52,13 +38,9 @@ class SummarizeTest(unittest.TestCase):
     self.assertEqual(summary["first_step_s"], 100.0)
     self.assertEqual(summary["steady_steps"], [1, 2])
     self.assertEqual(summary["microbatch_timing"], "dispatch")
-    self.assertEqual(summary["routing"], [{
-        "layer": 0,
-        "target": 2.0,
-        "achieved": 2.001,
-        "max_load": 20,
-        "mean_load": 10.0
-    }])
+    self.assertEqual(
+        summary["routing"],
+        [{"layer": 0, "target": 2.0, "achieved": 2.001, "max_load": 20, "mean_load": 10.0}])
     for key in ("name", "steps", "micro_steps", "rows", "tokens_per_row", "real_len", "layers",
                 "topk", "experts", "chips", "knobs", "compile"):
       self.assertIn(key, summary)
@@ -75,15 +57,8 @@ class SummarizeTest(unittest.TestCase):
     harness = Harness(FusedWorker)
     plan = make_plan(steps=3, micro_steps=3)
     records = harness.run(plan)
-    summary = summary_of(plan,
-                         records,
-                         rows=2,
-                         tokens_per_row=64,
-                         real_len=50,
-                         final_rows=2,
-                         layers=2,
-                         topk=2,
-                         experts=8)
+    summary = summary_of(plan, records, rows=2, tokens_per_row=64, real_len=50, final_rows=2,
+                         layers=2, topk=2, experts=8)
     self.assertTrue(summary["fused_update"])
     self.assertEqual(len(summary["step_s"]), 3)
     self.assertAlmostEqual(summary["mean_step_s"], 6.5)
@@ -91,12 +66,7 @@ class SummarizeTest(unittest.TestCase):
   def test_no_median_when_steps_timed_micro_batches_differently(self):
     plan = make_plan(steps=3, micro_steps=2)
     records = [
-        bd.StepRecord(step,
-                      2.0, [1.0, 1.0],
-                      10,
-                      0.0,
-                      False,
-                      microbatch_timing=timing,
+        bd.StepRecord(step, 2.0, [1.0, 1.0], 10, 0.0, False, microbatch_timing=timing,
                       microbatch_timing_source=source)
         for step, (timing, source) in enumerate([("device",
                                                   "token"), ("device",
@@ -121,16 +91,10 @@ class TokenDroppingTest(unittest.TestCase):
 
   def test_dropped_tokens_counted_by_the_trainer(self):
     records = [
-        bd.StepRecord(i,
-                      1.0, [1.0],
-                      10,
-                      0,
-                      True,
-                      metrics={
-                          "loss": 0.1,
-                          "moe/layer0/dropped_tokens": float(i),
-                          "moe/layer1/dropped_tokens": 1.0
-                      }) for i in range(3)
+        bd.StepRecord(
+            i, 1.0, [1.0], 10, 0, True, metrics={
+                "loss": 0.1, "moe/layer0/dropped_tokens": float(i), "moe/layer1/dropped_tokens": 1.0
+            }) for i in range(3)
     ]
     self.assertEqual(records[2].as_json()["dropped_tokens"], 3.0)
     config = types.SimpleNamespace(capacity_factor=-1.0, ragged_buffer_factor=2.75)
@@ -156,19 +120,13 @@ class TokenDroppingTest(unittest.TestCase):
     self.assertIn("ragged_buffer_factor 2.75", out["why"])
     self.assertEqual(bd.token_dropping(None, records, experts=512)["verdict"], "unknown")
     self.assertEqual(bd.token_dropping(dropless, records, experts=None)["verdict"], "not-moe")
-    lines = []
+    lines: List[str] = []
     bd.report_summary(
         {
-            "name": "x",
-            "first_step_s": 1.0,
-            "steady_steps": [],
-            "mean_step_s": 1.0,
-            "microbatch_timing": "device",
-            "median_microbatch_s": 1.0,
-            "microbatch_timing_source": "token",
-            "tokens_per_s_per_chip": 1.0,
-            "real_tokens_per_s_per_chip": 1.0,
-            "token_dropping": out
+            "name": "x", "first_step_s": 1.0, "steady_steps": [
+            ], "mean_step_s": 1.0, "microbatch_timing": "device", "median_microbatch_s": 1.0,
+            "microbatch_timing_source": "token", "tokens_per_s_per_chip": 1.0,
+            "real_tokens_per_s_per_chip": 1.0, "token_dropping": out
         }, lines.append)
     self.assertTrue(any("WARNING: dropped tokens: unknown" in line for line in lines), lines)
 
@@ -178,24 +136,14 @@ class ThroughputTest(unittest.TestCase):
   def test_the_seeds_tokens_per_second_per_chip(self):
     # 64 rows x 65,536 tokens x 9 micro-steps / s per step / 128 chips, padding included.
     for step_s, expected in ((82.671, 3567), (106.30, 2774), (89.77, 3285)):
-      plan = bd.BenchPlan(name="seed",
-                          steps=5,
-                          micro_steps=9,
-                          regular=None,
-                          final=None,
-                          tokens_regular=64 * 60948,
-                          tokens_final=64 * 60948,
-                          chips=128,
+      plan = bd.BenchPlan(name="seed", steps=5, micro_steps=9, regular=None, final=None,
+                          tokens_regular=64 * 60948, tokens_final=64 * 60948, chips=128,
                           padded_tokens_per_call=64 * 65536)
       records = [
           bd.StepRecord(step, 300.0 if step == 0 else step_s, [], plan.tokens_per_step, 0.0, True)
           for step in range(5)
       ]
-      summary = summary_of(plan,
-                           records,
-                           rows=64,
-                           tokens_per_row=65536,
-                           real_len=60948,
+      summary = summary_of(plan, records, rows=64, tokens_per_row=65536, real_len=60948,
                            final_rows=64)
       self.assertEqual(round(summary["tokens_per_s_per_chip"]), expected)
       self.assertEqual(summary["mean_step_s"], step_s)  # steps 1-4 of 5

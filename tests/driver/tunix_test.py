@@ -74,8 +74,7 @@ class LogpGatesTest(unittest.TestCase):
 
     args = argparse.Namespace(truncated_importance_sampling_type="seq-mask-tis",
                               truncated_importance_sampling_ratio_min=0.5,
-                              truncated_importance_sampling_ratio=2.0,
-                              beta=0.0)
+                              truncated_importance_sampling_ratio=2.0, beta=0.0)
     changed = bd.disable_logp_gates(args)
     self.assertEqual(len(changed), 3)
     self.assertIsNone(args.truncated_importance_sampling_type)
@@ -113,24 +112,12 @@ class CheckedCallTest(unittest.TestCase):
 
   def test_required_and_optional_arguments(self):
     lines: List[str] = []
-    kwargs = bd.plan_call(takes, "takes", {
-        "request_id": "r",
-        "payload": 1
-    }, {
-        "metadata": {},
-        "temperature": 1.0
-    }, lines.append)
+    kwargs = bd.plan_call(takes, "takes", {"request_id": "r", "payload": 1},
+                          {"metadata": {}, "temperature": 1.0}, lines.append)
     self.assertEqual(kwargs, {"request_id": "r", "payload": 1, "metadata": {}})
     self.assertEqual(lines, ["takes: this Tunix takes no 'temperature' (optional); left out"])
-    self.assertEqual(bd.call_checked(takes, "takes", {
-        "request_id": "r",
-        "payload": 2
-    }), {
-        "request_id": "r",
-        "payload": 2,
-        "metadata": None,
-        "extra": None
-    })
+    self.assertEqual(bd.call_checked(takes, "takes", {"request_id": "r", "payload": 2}),
+                     {"request_id": "r", "payload": 2, "metadata": None, "extra": None})
 
   def test_a_required_argument_the_function_does_not_take(self):
     with self.assertRaises(bd.TunixMissing) as caught:
@@ -229,14 +216,11 @@ class PayloadFieldsTest(unittest.TestCase):
 
     payload = Payload(np.zeros((2, 8), np.int32),
                       types.SimpleNamespace(shape=(2, 8), dtype="float32"))
-    self.assertEqual(bd.field_layout(payload), {
-        "ids": ((2, 8), np.dtype(np.int32)),
-        "mask": ((2, 8), np.dtype(np.float32))
-    })
+    self.assertEqual(bd.field_layout(payload),
+                     {"ids": ((2, 8), np.dtype(np.int32)), "mask": ((2, 8), np.dtype(np.float32))})
     self.assertEqual(
         bd.field_layout(
-            types.SimpleNamespace(ids=np.zeros(3, np.int16),
-                                  n=2,
+            types.SimpleNamespace(ids=np.zeros(3, np.int16), n=2,
                                   shaped=types.SimpleNamespace(shape=(1,)))),
         {"ids": ((3,), np.dtype(np.int16))})
     self.assertEqual(bd.replace_fields(payload, num_segments=5).num_segments, 5)

@@ -45,8 +45,7 @@ class VersionsTest(unittest.TestCase):
         handle.write("class Engine: pass\n")
       module = module_from(path, "maxtext.engine")
       engine_class = type("Engine", (), {"__module__": "maxtext.engine"})
-      record = driver.imported_versions([engine_class(), module, None],
-                                        {"maxtext.engine": module})
+      record = driver.imported_versions([engine_class(), module, None], {"maxtext.engine": module})
       self.assertEqual(list(record["modules"]), ["maxtext.engine"])
 
   def test_packages_not_imported_are_null(self):

@@ -326,10 +326,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   parser = argparse.ArgumentParser(description="Build the one-file bench driver.")
   parser.add_argument("package_dir")
   parser.add_argument("output", help="the file to write, or - for stdout")
-  parser.add_argument("--embed",
-                      action="append",
-                      default=[],
-                      metavar="FILE",
+  parser.add_argument("--embed", action="append", default=[], metavar="FILE",
                       help="a data file the package reads through embedded.embedded_text")
   options = parser.parse_args(argv)
   try:

@@ -178,10 +178,7 @@ def equivalent_warmup(assembler: Any, routing_shape: Optional[Tuple[int, int]],
   payload_class = require(datatypes, "RLTrainerPayload", "build the payload")
   rows, tokens = int(assembler.batch_size), int(assembler.max_packed_len)
   max_segments = getattr(assembler, "max_segments_per_packed_row", None)
-  layout = spec_field_layout(rows,
-                             tokens,
-                             *(routing_shape or (0, 0)),
-                             old_logps=rollout_logps,
+  layout = spec_field_layout(rows, tokens, *(routing_shape or (0, 0)), old_logps=rollout_logps,
                              routing=routing_shape is not None)
   fields: Dict[str, Any] = {name: np.zeros(shape, dtype) for name, (shape, dtype) in layout.items()}
   fields["num_segments"] = (max_segments if max_segments else tokens) + 1
@@ -189,10 +186,7 @@ def equivalent_warmup(assembler: Any, routing_shape: Optional[Tuple[int, int]],
   return call_checked(payload_class, "RLTrainerPayload", fields, optional)
 
 
-def build_assembler(batch_assembly: Any,
-                    algo: Any,
-                    orch_args: Any,
-                    batch_config: Any,
+def build_assembler(batch_assembly: Any, algo: Any, orch_args: Any, batch_config: Any,
                     log: Callable[[str], None] = say) -> Any:
   """The orchestrator's batch assembler (create_batch_assembler), which must pack sequences: the
   bench's rows have the packed shapes of the warm-up payload, not shapes that follow the data."""
@@ -201,18 +195,12 @@ def build_assembler(batch_assembly: Any,
   create_params, _ = named_params(create)
   group_name = "group_size" if "group_size" in create_params else "num_generations"
   assembler = call_checked(
-      create,
-      "create_batch_assembler", {
-          group_name:
-              generations,
-          "mini_batch_size":
-              getattr(algo, "mini_batch_size", orch_args.mini_batch_size),
-          "train_micro_batch_size":
-              getattr(algo, "train_micro_batch_size", orch_args.train_micro_batch_size),
-          "batch_config":
-              batch_config
-      },
-      log=log)
+      create, "create_batch_assembler", {
+          group_name: generations, "mini_batch_size": getattr(
+              algo, "mini_batch_size", orch_args.mini_batch_size), "train_micro_batch_size":
+                  getattr(algo, "train_micro_batch_size", orch_args.train_micro_batch_size),
+          "batch_config": batch_config
+      }, log=log)
   packed_class = getattr(batch_assembly, "SequencePackedBatchAssembler", None)
   if packed_class is not None and not isinstance(assembler, packed_class):
     raise SettingsError("ORCH_ARGV does not select sequence packing (--max_seq_token_per_tpu): "

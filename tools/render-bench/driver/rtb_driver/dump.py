@@ -127,48 +127,24 @@ def dump_main(argv: Sequence[str]) -> int:
   targets = scale_targets(targets, scale)
   if options.max_prompt_length < 0:
     raise SettingsError(f"--max-prompt-length={options.max_prompt_length}: must be >= 0")
-  layout = spec_field_layout(options.rows,
-                             options.tokens,
-                             options.layers,
-                             options.topk,
+  layout = spec_field_layout(options.rows, options.tokens, options.layers, options.topk,
                              old_logps=not options.no_old_logps)
   start = time.monotonic()
-  built = build_payload(rows=options.rows,
-                        tokens=options.tokens,
-                        layout=layout,
-                        vocab=options.vocab,
-                        real_len=real_len,
-                        segments=options.segments,
-                        real_rows=real_rows,
-                        pad_position=options.pad_position,
-                        pad_align=pad_align,
-                        targets=targets,
-                        experts=options.experts,
-                        advantages=options.advantages,
-                        seed=options.seed,
-                        pad_id=options.pad_id,
+  built = build_payload(rows=options.rows, tokens=options.tokens, layout=layout,
+                        vocab=options.vocab, real_len=real_len, segments=options.segments,
+                        real_rows=real_rows, pad_position=options.pad_position, pad_align=pad_align,
+                        targets=targets, experts=options.experts, advantages=options.advantages,
+                        seed=options.seed, pad_id=options.pad_id,
                         max_prompt_length=options.max_prompt_length)
   elapsed = time.monotonic() - start
   record = payload_settings(
-      rows=options.rows,
-      tokens=options.tokens,
-      layers=options.layers,
-      topk=options.topk,
-      experts=options.experts,
-      vocab=options.vocab,
-      pad_id=options.pad_id,
-      built=built,
-      segments_rule="option",
-      max_prompt_length=options.max_prompt_length,
-      final_rows=real_rows if options.final else None,
-      pad_position=options.pad_position,
-      pad_align=pad_align,
-      advantages=options.advantages,
-      seed=options.seed,
-      targets=targets,
-      scale=scale,
-      targets_source=("--routing-targets" if options.routing_targets is not None else
-                      "uniform (1.0 per layer, the default)"),
+      rows=options.rows, tokens=options.tokens, layers=options.layers, topk=options.topk,
+      experts=options.experts, vocab=options.vocab, pad_id=options.pad_id, built=built,
+      segments_rule="option", max_prompt_length=options.max_prompt_length,
+      final_rows=real_rows if options.final else None, pad_position=options.pad_position,
+      pad_align=pad_align, advantages=options.advantages, seed=options.seed, targets=targets,
+      scale=scale, targets_source=("--routing-targets" if options.routing_targets is not None else
+                                   "uniform (1.0 per layer, the default)"),
       old_logps=not options.no_old_logps)
   directory = os.path.dirname(os.path.abspath(options.out))
   temporary = os.path.join(directory, f".{os.path.basename(options.out)}.{os.getpid()}.tmp")

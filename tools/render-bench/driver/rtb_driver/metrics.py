@@ -67,8 +67,7 @@ def _is_metrics_buffer(value: Any) -> bool:
       for table in ("weighted_metrics", "scalar_metrics"))
 
 
-def scalar_metrics(tree: Any,
-                   warn: Optional[Callable[[str], None]] = None,
+def scalar_metrics(tree: Any, warn: Optional[Callable[[str], None]] = None,
                    warned: Optional[Set[Tuple[str, str]]] = None) -> Dict[str, float]:
   """Flattens what a trainer's get_metrics() returns into name -> float for BENCH_STEP.
 
@@ -178,10 +177,7 @@ class TimingSnapshot:
   at: float
 
 
-def log_step_timing(worker: Any,
-                    step: int,
-                    policy_version: int,
-                    clock: Callable[[], float],
+def log_step_timing(worker: Any, step: int, policy_version: int, clock: Callable[[], float],
                     out: Callable[[str], None] = emit) -> Optional[TimingSnapshot]:
   """Logs one TRAINER_STEP_TIMING line when the worker has get_step_timing (else nothing)."""
   get_timing = getattr(worker, "get_step_timing", None)

@@ -209,11 +209,7 @@ SPEC_FIELDS = {
 }
 
 
-def spec_field_layout(rows: int,
-                      tokens: int,
-                      layers: int,
-                      topk: int,
-                      old_logps: bool = True,
+def spec_field_layout(rows: int, tokens: int, layers: int, topk: int, old_logps: bool = True,
                       routing: bool = True) -> Dict[str, Tuple[Tuple[int, ...], np.dtype]]:
   """The fields, shapes and dtypes of the spec (the --dump-payload layout)."""
   layout = {}
@@ -222,11 +218,8 @@ def spec_field_layout(rows: int,
       continue
     if name == "routed_experts" and not routing:
       continue
-    shape = {
-        "token": (rows, tokens),
-        "routing": (rows, tokens, layers, topk),
-        "prompt": (rows, 0)
-    }[kind]
+    shape = {"token": (rows, tokens), "routing": (rows, tokens, layers, topk),
+             "prompt": (rows, 0)}[kind]
     layout[name] = (shape, np.dtype(dtype))
   return layout
 
@@ -260,23 +253,11 @@ def segments_per_row(segments: Union[int, Sequence[int]], rows: int) -> List[int
   return counts
 
 
-def build_payload(*,
-                  rows: int,
-                  tokens: int,
-                  layout: Mapping[str, Tuple[Tuple[int, ...], Any]],
-                  vocab: int,
-                  real_len: int,
-                  segments: Union[int, Sequence[int]],
-                  real_rows: int,
-                  pad_position: str,
-                  pad_align: int,
-                  targets: Optional[Sequence[float]],
-                  experts: Optional[int],
-                  advantages: str,
-                  seed: int,
-                  pad_id: int = 0,
-                  max_prompt_length: int = 0,
-                  rollout_as_old: bool = False) -> BuiltPayload:
+def build_payload(*, rows: int, tokens: int, layout: Mapping[str, Tuple[Tuple[int, ...], Any]],
+                  vocab: int, real_len: int, segments: Union[int, Sequence[int]], real_rows: int,
+                  pad_position: str, pad_align: int, targets: Optional[Sequence[float]],
+                  experts: Optional[int], advantages: str, seed: int, pad_id: int = 0,
+                  max_prompt_length: int = 0, rollout_as_old: bool = False) -> BuiltPayload:
   """Builds one micro-batch: every field of `layout` (name -> (shape, dtype)) as a NumPy array.
 
   Rows 0..real_rows-1 hold real_len real tokens each, cut into `segments` segments (one count
@@ -334,7 +315,8 @@ def build_payload(*,
   else:
     per_segment = _rng(seed, _ADVANTAGES).standard_normal((rows, most)).astype(np.float32)
   token_advantages = np.where(
-      completion, np.take_along_axis(per_segment, segment_ids.astype(np.int64) - 1, axis=1),
+      completion, np.take_along_axis(per_segment,
+                                     segment_ids.astype(np.int64) - 1, axis=1),
       np.float32(0)).astype(np.float32)
 
   def logps(stream: int) -> np.ndarray:
@@ -373,13 +355,8 @@ def build_payload(*,
           raise SettingsError(f"routing target {target:g} of layer {layer} cannot be reached with "
                               f"{experts} experts and top-{topk} (max/mean <= {experts / topk:g})")
       routed = np.full(shape, -1, dtype=np.int16)
-      routing_report = fill_routing(routed,
-                                    real_rows=real_rows,
-                                    real_len=real_len,
-                                    shift=shift,
-                                    experts=experts,
-                                    targets=targets,
-                                    seed=seed)
+      routing_report = fill_routing(routed, real_rows=real_rows, real_len=real_len, shift=shift,
+                                    experts=experts, targets=targets, seed=seed)
       arrays[name] = routed if dtype == np.int16 else routed.astype(dtype)
       continue
     array = np.zeros(shape, dtype=dtype)
@@ -408,14 +385,9 @@ def build_payload(*,
       continue
     array[:real_rows, span] = values[:real_rows].astype(dtype)
     arrays[name] = array
-  return BuiltPayload(arrays=arrays,
-                      routing=routing_report,
-                      real_rows=real_rows,
-                      real_len=real_len,
-                      segments=counts[0] if len(set(counts)) == 1 else counts,
-                      shift=shift,
-                      real_tokens=real_rows * real_len,
-                      notes=notes)
+  return BuiltPayload(arrays=arrays, routing=routing_report, real_rows=real_rows, real_len=real_len,
+                      segments=counts[0] if len(set(counts)) == 1 else counts, shift=shift,
+                      real_tokens=real_rows * real_len, notes=notes)
 
 
 def format_routing_report(report: Sequence[LayerRouting]) -> List[str]:

@@ -78,13 +78,8 @@ def resolve_plan_inputs(settings: Settings, setup: TunixSetup) -> Dict[str, Any]
     say("the payload replays no routing: ROUTING_TARGETS is ignored")
   position, align = resolve_padding(settings)
   return {
-      "real_len": real_len,
-      "segments": segments,
-      "segments_rule": rule,
-      "final_rows": final_rows,
-      "targets": targets,
-      "pad_position": position,
-      "pad_align": align,
+      "real_len": real_len, "segments": segments, "segments_rule": rule, "final_rows": final_rows,
+      "targets": targets, "pad_position": position, "pad_align": align,
       "max_prompt_length": setup.max_prompt_length or 0
   }
 
@@ -123,48 +118,27 @@ def run_pod(settings: Settings) -> int:
         f"staged step boundary {'on' if staged else 'off'} "
         f"({stage_plan.source if stage_plan else ''})")
     stage_state = StageState(plan.stage_boundary, say)
-    records = run_steps(worker,
-                        plan,
-                        calls=calls,
-                        observer=DeviceObserver(block_all=block_all),
-                        watcher=CompletionWatcher(time.monotonic),
-                        profiler=JaxProfiler(),
+    records = run_steps(worker, plan, calls=calls, observer=DeviceObserver(block_all=block_all),
+                        watcher=CompletionWatcher(time.monotonic), profiler=JaxProfiler(),
                         stage_state=stage_state)
   warn_without_gradient_norm(records)
   layers, topk = tunix.routing_shape or (None, None)
   resolved = payloads.resolved
   fallbacks = tunix.fallbacks.taken if tunix.fallbacks else []
-  summary = summarize(plan,
-                      records,
-                      rows=tunix.rows,
-                      tokens_per_row=tunix.tokens,
-                      real_len=resolved["real_len"],
-                      segments=resolved["segments"],
-                      final_rows=resolved["final_rows"],
-                      layers=layers,
-                      topk=topk,
-                      experts=tunix.experts,
-                      routing=payloads.regular_built.routing,
-                      routing_final=payloads.final_built.routing if payloads.final_built else None,
-                      knobs=settings.knobs(),
-                      stage=stage_state.summary(),
-                      extra={
-                          "token_dropping": token_dropping(tunix.config, records, tunix.experts),
-                          "compile": {
-                              "method": compile_method,
-                              "call_s": round(compile_call_s, 3)
-                          },
-                          "devices": len(devices),
-                          "shift": payloads.regular_built.shift,
-                          "choices": {
-                              key: {
-                                  "value": choice.value,
-                                  "source": choice.source
-                              } for key, choice in tunix.choices.items()
-                          },
-                          "fallbacks": list(fallbacks),
-                          "versions": imported_versions(setup.called_modules(tunix.worker))
-                      })
+  summary = summarize(
+      plan, records, rows=tunix.rows, tokens_per_row=tunix.tokens, real_len=resolved["real_len"],
+      segments=resolved["segments"], final_rows=resolved["final_rows"], layers=layers, topk=topk,
+      experts=tunix.experts, routing=payloads.regular_built.routing,
+      routing_final=payloads.final_built.routing if payloads.final_built else None,
+      knobs=settings.knobs(), stage=stage_state.summary(), extra={
+          "token_dropping": token_dropping(tunix.config, records, tunix.experts),
+          "compile": {"method": compile_method, "call_s": round(compile_call_s, 3)},
+          "devices": len(devices), "shift": payloads.regular_built.shift, "choices": {
+              key: {"value": choice.value, "source": choice.source}
+              for key, choice in tunix.choices.items()
+          }, "fallbacks": list(fallbacks),
+          "versions": imported_versions(setup.called_modules(tunix.worker))
+      })
   emit("BENCH_SUMMARY " + json.dumps(summary, separators=(",", ":")))
   report_summary(summary)
   return 0
@@ -190,21 +164,12 @@ def build_payloads(settings: Settings, tunix: TunixSetup) -> Payloads:
 
   def build(real_rows: int) -> Tuple[Any, BuiltPayload]:
     start = time.monotonic()
-    built = build_payload(rows=tunix.rows,
-                          tokens=tunix.tokens,
-                          layout=layout,
-                          vocab=tunix.vocab,
-                          real_len=resolved["real_len"],
-                          segments=resolved["segments"],
-                          real_rows=real_rows,
-                          pad_position=resolved["pad_position"].value,
-                          pad_align=resolved["pad_align"].value,
-                          targets=resolved["targets"],
-                          experts=tunix.experts,
-                          advantages=settings.advantages,
-                          seed=settings.seed,
-                          pad_id=tunix.pad_id,
-                          max_prompt_length=resolved["max_prompt_length"],
+    built = build_payload(rows=tunix.rows, tokens=tunix.tokens, layout=layout, vocab=tunix.vocab,
+                          real_len=resolved["real_len"], segments=resolved["segments"],
+                          real_rows=real_rows, pad_position=resolved["pad_position"].value,
+                          pad_align=resolved["pad_align"].value, targets=resolved["targets"],
+                          experts=tunix.experts, advantages=settings.advantages, seed=settings.seed,
+                          pad_id=tunix.pad_id, max_prompt_length=resolved["max_prompt_length"],
                           rollout_as_old=tunix.rollout_as_old)
     for note in built.notes:
       say(f"payload: {note}")
@@ -267,17 +232,12 @@ def make_plan(settings: Settings, tunix: TunixSetup, payloads: Payloads, chips: 
   profile_dir = settings.profile_dir or os.path.join(tunix.maxtext_output_directory or "/tmp",
                                                      "bench_profile")
   regular_built = payloads.regular_built
-  plan = BenchPlan(name=settings.bench_name,
-                   steps=settings.steps,
-                   micro_steps=settings.micro_steps,
-                   regular=payloads.regular,
-                   final=payloads.final,
+  plan = BenchPlan(name=settings.bench_name, steps=settings.steps, micro_steps=settings.micro_steps,
+                   regular=payloads.regular, final=payloads.final,
                    tokens_regular=regular_built.real_tokens,
-                   tokens_final=(payloads.final_built or regular_built).real_tokens,
-                   chips=chips,
+                   tokens_final=(payloads.final_built or regular_built).real_tokens, chips=chips,
                    padded_tokens_per_call=tunix.rows * tunix.tokens,
-                   profile_window=settings.profile_window,
-                   profile_dir=profile_dir,
+                   profile_window=settings.profile_window, profile_dir=profile_dir,
                    stage_boundary=stage_plan)
   plan.logps_pass = make_logps_pass(tunix, tunix.choices["logps_pass"].value,
                                     [payloads.regular, payloads.final])
@@ -305,15 +265,11 @@ def make_logps_pass(setup: TunixSetup, enabled: bool,
   for payload in payloads:
     requests[id(payload)] = call_checked(
         setup.logps_request_class, "LogprobsRequest", {
-            "prompt_tokens": payload.prompt_ids,
-            "completion_tokens": payload.completion_ids,
-            "pad_id": setup.pad_id,
-            "eos_id": setup.eos_id
+            "prompt_tokens": payload.prompt_ids, "completion_tokens": payload.completion_ids,
+            "pad_id": setup.pad_id, "eos_id": setup.eos_id
         }, {
-            "temperature": setup.temperature,
-            "model_role": "actor",
-            "segment_ids": payload.segment_ids,
-            "segment_positions": payload.segment_positions
+            "temperature": setup.temperature, "model_role": "actor",
+            "segment_ids": payload.segment_ids, "segment_positions": payload.segment_positions
         })
 
   def score(payload: Any) -> Any:

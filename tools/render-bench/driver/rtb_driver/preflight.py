@@ -72,20 +72,16 @@ def run_preflight(settings: Settings, out: Callable[[str], None] = emit) -> int:
   trainer and loads no weights. Exit 0 all good, 1 a problem, 2 bad settings."""
   checks = Checklist(out)
   notes: List[str] = []
-  setup = Setup(settings,
-                PREFLIGHT,
-                Fallbacks(settings.allow_fallbacks, log=notes.append),
+  setup = Setup(settings, PREFLIGHT, Fallbacks(settings.allow_fallbacks, log=notes.append),
                 log=notes.append)
   out(f"preflight: {settings.bench_name}: JAX_PLATFORMS={os.environ.get('JAX_PLATFORMS', '')!r}"
       " (the pod's settings, checked on this machine's CPU)")
   for stage in setup.stages():
     checks.check(stage.name, stage.run, needs=stage.needs)
   warmup: Dict[str, Any] = {}
-  checks.check("warm-up payload",
-               lambda: check_warmup(setup, warmup),
+  checks.check("warm-up payload", lambda: check_warmup(setup, warmup),
                needs=["batch configuration"])
-  checks.check("payload",
-               lambda: check_small_payload(setup, warmup["payload"]),
+  checks.check("payload", lambda: check_small_payload(setup, warmup["payload"]),
                needs=["warm-up payload", "datatypes"])
   for note in setup.notes + notes:
     out(f"preflight: note  {one_line(note)}")
@@ -135,21 +131,11 @@ def check_small_payload(setup: Setup, warmup: Any) -> str:
       real_len, prompt, getattr(orch_args, "max_response_length", None)) or 1
   targets = (scale_targets(settings.routing_targets, settings.routing_scale)
              if "routed_experts" in small and settings.routing_targets is not None else None)
-  built = build_payload(rows=rows,
-                        tokens=tokens,
-                        layout=small,
-                        vocab=setup.tokenizer_vocab or 1000,
-                        real_len=real_len,
-                        segments=min(segments, real_len),
-                        real_rows=rows,
-                        pad_position=position.value,
-                        pad_align=align.value,
-                        targets=targets,
-                        experts=preflight_experts(targets),
-                        advantages=settings.advantages,
-                        seed=settings.seed,
-                        pad_id=setup.pad_id,
-                        max_prompt_length=prompt,
+  built = build_payload(rows=rows, tokens=tokens, layout=small, vocab=setup.tokenizer_vocab or 1000,
+                        real_len=real_len, segments=min(segments, real_len), real_rows=rows,
+                        pad_position=position.value, pad_align=align.value, targets=targets,
+                        experts=preflight_experts(targets), advantages=settings.advantages,
+                        seed=settings.seed, pad_id=setup.pad_id, max_prompt_length=prompt,
                         rollout_as_old=bool(getattr(orch_args, "use_rollout_logps", False)))
   for name, (shape, dtype) in layout.items():
     array = built.arrays.get(name)

@@ -150,13 +150,8 @@ def rollout_logps_requested(orch_args: Any) -> Choice:
       if reasons else "no --use_rollout_logps, TIS type, sequence log-prob threshold or IS buckets")
 
 
-def resolve_logps_pass(settings: Settings,
-                       algo_config: Any,
-                       orch_args: Any,
-                       rollout_logps: Choice,
-                       worker: Any,
-                       request_class: Any,
-                       log: Callable[[str], None] = say) -> Choice:
+def resolve_logps_pass(settings: Settings, algo_config: Any, orch_args: Any, rollout_logps: Choice,
+                       worker: Any, request_class: Any, log: Callable[[str], None] = say) -> Choice:
   """LOGPS_PASS: whether each micro-batch is scored by the actor (per_token_logps) before it
   trains, as the e2e program does when it checks the sampler against the trainer outside the
   loss: the batch carries rollout log-probs, --use_rollout_logps is on, and the agreement cannot

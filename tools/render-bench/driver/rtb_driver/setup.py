@@ -58,10 +58,7 @@ class Setup:
   """Builds what the e2e trainer runs, through Tunix's own parsers and factories, stage by stage;
   what each stage found stays on the object for the next."""
 
-  def __init__(self,
-               settings: Settings,
-               mode: str = POD,
-               fallbacks: Optional[Fallbacks] = None,
+  def __init__(self, settings: Settings, mode: str = POD, fallbacks: Optional[Fallbacks] = None,
                log: Callable[[str], None] = say):
     if mode not in (POD, PREFLIGHT):
       raise ValueError(f"unknown set-up mode {mode!r}")
@@ -153,13 +150,8 @@ class Setup:
     worker_class = require(module, "TrainerWorker", "build the worker")
     params, _ = named_params(worker_class.__init__)
     optional = {name: None for name in ("execution_context", "logps_chunk_size")}
-    plan_call(worker_class,
-              "TrainerWorker", {
-                  "trainer_factory": None,
-                  "worker_id": "check"
-              },
-              optional,
-              log=self.notes.append)
+    plan_call(worker_class, "TrainerWorker", {"trainer_factory": None, "worker_id": "check"},
+              optional, log=self.notes.append)
     for method in ("fwd_bwd", "update", "with_loss_fn", "with_gen_model_input_fn"):
       require(worker_class, method, "time the trainer")
     calls = WorkerCalls(worker_class)
@@ -247,18 +239,14 @@ class Setup:
     batch_assembly = import_tunix(BATCH_ASSEMBLY_MODULE, "build the batch configuration")
     self.batch_assembly = batch_assembly
     batch_config = make_batch_config(self.orch_node, batch_assembly, self.orch_args, self.pad_id)
-    self.assembler = build_assembler(batch_assembly,
-                                     self.algo,
-                                     self.orch_args,
-                                     batch_config,
+    self.assembler = build_assembler(batch_assembly, self.algo, self.orch_args, batch_config,
                                      log=self.log if self.mode == POD else self.notes.append)
     return (f"{type(self.assembler).__name__}: {self.assembler.batch_size} rows x "
             f"{self.assembler.max_packed_len} tokens")
 
   def staged_boundary(self) -> str:
     plan = resolve_stage_boundary(self.settings)
-    checked = check_staging(plan,
-                            WorkerCalls(self.worker_class),
+    checked = check_staging(plan, WorkerCalls(self.worker_class),
                             log=self.log if self.mode == POD else self.notes.append)
     if self.mode == PREFLIGHT and plan.resolved and not checked.resolved:
       raise TunixMissing(f"the e2e run stages the step boundary ({plan.source}) but this image's "
@@ -289,8 +277,7 @@ class Setup:
     made = require(self.trainer_node, "_create_trainer_factory", "build the trainer")(trainer_args)
     factory, mesh = made if isinstance(made, tuple) and len(made) == 2 else (made, None)
     worker_kwargs: Dict[str, Any] = {
-        "trainer_factory": factory,
-        "worker_id": getattr(trainer_args, "worker_id", "trainer-0")
+        "trainer_factory": factory, "worker_id": getattr(trainer_args, "worker_id", "trainer-0")
     }
     params, _ = named_params(self.worker_class.__init__)
     outer_context = None
@@ -334,33 +321,21 @@ class Setup:
                                                worker, logps_request_class)
     output_dir = getattr(trainer_args, "maxtext_output_directory", None) or flag_value(
         self.trainer_words, "--maxtext_output_directory")
-    return TunixSetup(worker=worker,
-                      make_request=train_request_maker(request_class),
-                      warmup=warmup,
-                      warmup_is_abstract=abstract,
-                      rows=int(completion.shape[0]),
-                      tokens=int(completion.shape[1]),
-                      num_segments=int_or_none(num_segments),
-                      max_segments_per_row=int_or_none(max_segments),
-                      routing_shape=routing_shape,
-                      experts=int_or_none(experts),
-                      vocab=int(vocab),
-                      pad_id=int(self.pad_id),
-                      eos_id=int(self.eos_id),
-                      maxtext_output_directory=output_dir,
-                      payload_signature=getattr(self.worker_module, "payload_signature", None),
-                      signature_mismatch=getattr(self.worker_module, "signature_mismatch", None),
-                      outer_context=outer_context,
-                      max_prompt_length=int_or_none(getattr(orch_args, "max_prompt_length", None)),
-                      max_response_length=int_or_none(
-                          getattr(orch_args, "max_response_length", None)),
-                      warmup_segment_counts=None if abstract else concrete_segment_counts(warmup),
-                      rollout_as_old=bool(getattr(orch_args, "use_rollout_logps", False)),
-                      choices=choices,
-                      fallbacks=self.fallbacks,
-                      logps_request_class=logps_request_class,
-                      temperature=float(getattr(orch_args, "temperature", None) or 1.0),
-                      config=config)
+    return TunixSetup(
+        worker=worker, make_request=train_request_maker(request_class), warmup=warmup,
+        warmup_is_abstract=abstract, rows=int(completion.shape[0]), tokens=int(completion.shape[1]),
+        num_segments=int_or_none(num_segments), max_segments_per_row=int_or_none(max_segments),
+        routing_shape=routing_shape, experts=int_or_none(experts), vocab=int(vocab),
+        pad_id=int(self.pad_id), eos_id=int(self.eos_id), maxtext_output_directory=output_dir,
+        payload_signature=getattr(self.worker_module, "payload_signature", None),
+        signature_mismatch=getattr(self.worker_module, "signature_mismatch",
+                                   None), outer_context=outer_context,
+        max_prompt_length=int_or_none(getattr(orch_args, "max_prompt_length", None)),
+        max_response_length=int_or_none(getattr(orch_args, "max_response_length", None)),
+        warmup_segment_counts=None if abstract else concrete_segment_counts(warmup),
+        rollout_as_old=bool(getattr(orch_args, "use_rollout_logps", False)), choices=choices,
+        fallbacks=self.fallbacks, logps_request_class=logps_request_class, temperature=float(
+            getattr(orch_args, "temperature", None) or 1.0), config=config)
 
   def model_shapes(self, worker: Any) -> Tuple[Optional[Tuple[int, int]], Any, Any, Any]:
     """(the routing shape the payload replays or None, experts, vocabulary, the trainer's model
@@ -399,16 +374,13 @@ def train_request_maker(request_class: Any) -> Callable[[Any], Any]:
                          "call fwd_bwd(request=...))")
     metadata = dict(getattr(payload, "metadata", None) or {})
     return call_checked(request_class, "TrainRequest", {
-        "request_id": f"train_req_{uuid.uuid4().hex[:8]}",
-        "payload": payload,
-        "metadata": metadata
+        "request_id": f"train_req_{uuid.uuid4().hex[:8]}", "payload": payload, "metadata": metadata
     })
 
   return make_request
 
 
-def check_staging(stage_plan: StagePlan,
-                  calls: WorkerCalls,
+def check_staging(stage_plan: StagePlan, calls: WorkerCalls,
                   log: Callable[[str], None] = say) -> StagePlan:
   """The staged boundary this worker can run: `on` that it cannot is a SettingsError naming the
   missing call; `auto` that it cannot is turned off with a loud line (the bench then cannot
@@ -425,6 +397,5 @@ def check_staging(stage_plan: StagePlan,
   log(f"WARNING: the e2e run stages the step boundary ({stage_plan.source}) but this image's "
       f"TrainerWorker lacks {missing}: the bench CANNOT reproduce it; every step ends with a "
       "full drain and step times are not comparable with the e2e run's")
-  return dataclasses.replace(stage_plan,
-                             resolved=False,
+  return dataclasses.replace(stage_plan, resolved=False,
                              source=stage_plan.source + f"; not reproducible: lacks {missing}")

@@ -46,18 +46,10 @@ class StepRunner:
   """Runs a BenchPlan on a worker: one method per phase of a step, in the order the e2e
   trainer's calls come (dispatch, stage, update, wait, metrics, record)."""
 
-  def __init__(self,
-               worker: Any,
-               plan: BenchPlan,
-               *,
-               clock: Callable[[], float] = time.monotonic,
-               profiler: Any = None,
-               observer: Optional[DeviceObserver] = None,
-               watcher: Any = None,
-               calls: Optional[WorkerCalls] = None,
-               out: Callable[[str], None] = emit,
-               log: Callable[[str], None] = say,
-               stage_state: Optional[StageState] = None):
+  def __init__(self, worker: Any, plan: BenchPlan, *, clock: Callable[[], float] = time.monotonic,
+               profiler: Any = None, observer: Optional[DeviceObserver] = None, watcher: Any = None,
+               calls: Optional[WorkerCalls] = None, out: Callable[[str], None] = emit,
+               log: Callable[[str], None] = say, stage_state: Optional[StageState] = None):
     self.worker = worker
     self.plan = plan
     self.clock = clock
@@ -278,23 +270,14 @@ class StepRunner:
     plan = self.plan
     per_chip = plan.padded_tokens_per_step / seconds / plan.chips if seconds > 0 else 0.0
     real_per_chip = plan.tokens_per_step / seconds / plan.chips if seconds > 0 else 0.0
-    return StepRecord(step=step,
-                      seconds=seconds,
-                      microbatch_s=microbatch_s,
-                      tokens=plan.tokens_per_step,
-                      tokens_per_s_per_chip=per_chip,
-                      fused_update=fused,
-                      microbatch_timing="device" if device_times else "dispatch",
-                      microbatch_timing_source=source,
-                      padded_tokens=plan.padded_tokens_per_step,
-                      real_tokens_per_s_per_chip=real_per_chip,
-                      update=update_kind,
-                      staged=staged_now,
-                      profiled=plan.profiled(step),
-                      train_step=train_step,
-                      logps_pass_s=calls.logps_s if plan.logps_pass is not None else None,
-                      metrics=scalar_metrics(metrics, warn=self.log, warned=self.warned_metrics) or
-                      None)
+    return StepRecord(
+        step=step, seconds=seconds, microbatch_s=microbatch_s, tokens=plan.tokens_per_step,
+        tokens_per_s_per_chip=per_chip, fused_update=fused,
+        microbatch_timing="device" if device_times else "dispatch", microbatch_timing_source=source,
+        padded_tokens=plan.padded_tokens_per_step, real_tokens_per_s_per_chip=real_per_chip,
+        update=update_kind, staged=staged_now, profiled=plan.profiled(step), train_step=train_step,
+        logps_pass_s=calls.logps_s if plan.logps_pass is not None else None,
+        metrics=scalar_metrics(metrics, warn=self.log, warned=self.warned_metrics) or None)
 
   def report(self, record: StepRecord, staged_now: bool) -> None:
     """The step's BENCH_STEP line and its human line."""

@@ -63,20 +63,10 @@ def token_dropping(config: Any, records: Sequence[StepRecord],
   return out
 
 
-def summarize(plan: BenchPlan,
-              records: Sequence[StepRecord],
-              *,
-              rows: int,
-              tokens_per_row: int,
-              real_len: int,
-              segments: int,
-              final_rows: int,
-              layers: Optional[int],
-              topk: Optional[int],
-              experts: Optional[int],
-              routing: Sequence[LayerRouting],
-              routing_final: Optional[Sequence[LayerRouting]],
-              knobs: Mapping[str, Any],
+def summarize(plan: BenchPlan, records: Sequence[StepRecord], *, rows: int, tokens_per_row: int,
+              real_len: int, segments: int, final_rows: int, layers: Optional[int],
+              topk: Optional[int], experts: Optional[int], routing: Sequence[LayerRouting],
+              routing_final: Optional[Sequence[LayerRouting]], knobs: Mapping[str, Any],
               stage: Optional[Mapping[str, Any]] = None,
               extra: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
   """BENCH_SUMMARY. Steps count from 0; step 0 includes the compile (first_step_s).

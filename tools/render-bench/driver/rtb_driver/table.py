@@ -122,12 +122,8 @@ def parse_table(text: str, source: str = TABLE_FILE) -> List[SettingRow]:
       header_seen = True
       continue
     name, kind, default, option, meaning = (cell.strip() for cell in cells)
-    row = SettingRow(name=name,
-                     kind=kind,
-                     default=None if default == NONE else default,
-                     option=None if option == NONE else option,
-                     meaning=meaning,
-                     line=number)
+    row = SettingRow(name=name, kind=kind, default=None if default == NONE else default,
+                     option=None if option == NONE else option, meaning=meaning, line=number)
     try:
       describe_kind(kind)
     except KeyError:
@@ -171,10 +167,6 @@ def contract_help(width: int = 100) -> str:
       lines.append(head.rstrip())
       head = indent
     lines.extend(
-        textwrap.wrap(text,
-                      width=width,
-                      initial_indent=head,
-                      subsequent_indent=indent,
-                      break_on_hyphens=False,
-                      break_long_words=False))
+        textwrap.wrap(text, width=width, initial_indent=head, subsequent_indent=indent,
+                      break_on_hyphens=False, break_long_words=False))
   return "\n".join(lines)

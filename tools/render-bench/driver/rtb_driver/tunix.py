@@ -101,9 +101,7 @@ def parse_with(parse: Callable[[List[str]], Any], words: List[str], name: str) -
     raise SettingsError(f"{name} is rejected by Tunix's argument parser: {reason}") from None
 
 
-def plan_call(function: Callable[..., Any],
-              name: str,
-              required: Mapping[str, Any],
+def plan_call(function: Callable[..., Any], name: str, required: Mapping[str, Any],
               optional: Optional[Mapping[str, Any]] = None,
               log: Callable[[str], None] = say) -> Dict[str, Any]:
   """The keyword arguments for a strict call of a Tunix function (see call_checked), checked
@@ -139,11 +137,9 @@ def plan_call(function: Callable[..., Any],
   return kwargs
 
 
-def call_checked(function: Callable[..., Any],
-                 name: str,
-                 required: Mapping[str, Any],
-                 optional: Optional[Mapping[str, Any]] = None,
-                 log: Callable[[str], None] = say) -> Any:
+def call_checked(function: Callable[..., Any], name: str, required: Mapping[str, Any],
+                 optional: Optional[Mapping[str, Any]] = None, log: Callable[[str],
+                                                                             None] = say) -> Any:
   """Calls a Tunix function with keyword arguments, strictly.
 
   Every `required` argument must be one the signature names (or takes through **kwargs); an

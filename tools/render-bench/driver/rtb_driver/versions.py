@@ -75,7 +75,6 @@ def imported_versions(called: Iterable[Any] = (),
     digest.update(f"{name}={value}\n".encode("utf-8"))
   packages = {name: package_version(name, modules) for name in PACKAGES}
   return {
-      "packages": packages,
-      "modules": hashes,
+      "packages": packages, "modules": hashes,
       "code": digest.hexdigest()[:HASH_DIGITS] if hashes else None
   }
