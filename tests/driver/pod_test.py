@@ -9,8 +9,10 @@ log-prob pass and the gradient-norm warning.
 
 import contextlib
 import dataclasses
+import hashlib
 import io
 import json
+import os
 import types
 import unittest
 from typing import Any, Callable, Dict, List, Tuple
@@ -156,6 +158,42 @@ class PodFlowTest(fake_tunix.FakeTunixTestCase):
           line.startswith(
               ("[TrainerBench] ", "BENCH_STEP {", "BENCH_SUMMARY {", "TRAINER_STEP_TIMING step=")),
           line)
+
+  def test_versions_name_the_code_the_run_called(self):
+    result, _ = self.run_driver()
+    self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+    versions = self.summary_of(result)["versions"]
+    called = {
+        "tunix.experimental.examples.common.run_trainer_node",
+        "tunix.experimental.worker.trainer_worker", "tunix.experimental.common.datatypes",
+        "tunix.experimental.examples.deepswe_dist.run_deepswe_dist",
+        "tunix.experimental.orchestrator.batch_assembly",
+        "tunix.experimental.orchestrator.compile_warmup", "tunix.utils.maxtext_utils",
+        "tunix.experimental.distributed.runtime.contexts.k8s_context"
+    }
+    self.assertEqual(set(versions["modules"]), called)
+    for name, digest in versions["modules"].items():
+      self.assertRegex(digest, r"^[0-9a-f]{12}$", name)
+    worker_file = os.path.join(self.root, "tunix/experimental/worker/trainer_worker.py")
+    with open(worker_file, "rb") as handle:
+      self.assertEqual(versions["modules"]["tunix.experimental.worker.trainer_worker"],
+                       hashlib.sha256(handle.read()).hexdigest()[:12])
+    # The stand-ins have no version (the set-up imports maxtext too); numpy is the real one.
+    self.assertEqual(versions["packages"]["tunix"], "unknown")
+    self.assertEqual(versions["packages"]["maxtext"], "unknown")
+    self.assertIsNone(versions["packages"]["libtpu"])  # not imported
+    self.assertRegex(versions["packages"]["numpy"], r"^\d+\.\d+")
+    # Another TrainerWorker file: its hash and the run's code hash change, nothing else.
+    with open(worker_file, encoding="utf-8") as handle:
+      worker = handle.read()
+    root = self.variant(
+        replace={"tunix/experimental/worker/trainer_worker.py": worker + "\n# another build\n"})
+    changed, _ = self.run_driver(root=root)
+    self.assertEqual(changed.returncode, 0, changed.stdout + changed.stderr)
+    other = self.summary_of(changed)["versions"]
+    differing = {name for name in called if other["modules"][name] != versions["modules"][name]}
+    self.assertEqual(differing, {"tunix.experimental.worker.trainer_worker"})
+    self.assertNotEqual(other["code"], versions["code"])
 
   def test_staging_on_without_the_calls_exits_2_naming_them(self):
     line = self.run_stopped(2, STAGE_BOUNDARY="on")  # nothing was timed
