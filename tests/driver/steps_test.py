@@ -2,6 +2,7 @@
 and a fake clock: which calls a step makes and in what order, how it ends, what it records."""
 
 import unittest
+from typing import Any
 
 from fakes import (AsyncWorker, ExplicitWorker, FusedWorker, Harness, LegacyWorker, LiarWorker,
                    Request, StagingWorker, TokenFusedWorker, make_plan, stage_plan)
@@ -28,6 +29,20 @@ class UpdateTest(unittest.TestCase):
     self.assertEqual(names, ["fwd_bwd"] * 3 + ["update"] + ["fwd_bwd"] * 3 + ["update"])
     self.assertEqual([record.fused_update for record in records], [False, False])
     self.assertEqual([record.train_step for record in records], [1, 2])
+
+  def test_a_train_step_of_0_is_kept(self):
+    # A trainer that counts its steps from 0 reports train_step 0 after the first update.
+
+    class FromZero(ExplicitWorker):
+
+      def update(self) -> Any:
+        super().update()
+        return {"train_step": self.updates - 1}
+
+    harness = Harness(FromZero)
+    records = harness.run(make_plan(steps=2, micro_steps=2))
+    self.assertEqual([record.train_step for record in records], [0, 1])
+    self.assertEqual([step["train_step"] for step in harness.bench_steps()], [0, 1])
 
   def test_no_second_update_after_a_fused_one(self):
     harness = Harness(FusedWorker)

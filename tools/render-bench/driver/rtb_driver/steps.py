@@ -176,10 +176,12 @@ class StepRunner:
     if self.stage.active and not before_update:
       self.stage_next(step, calls)
     if update_result is not None:
-      train_step = (int(update_result)
-                    if isinstance(update_result,
-                                  (int, np.integer)) and not isinstance(update_result, bool) else
-                    int_or_none(find_in(update_result, "train_step")) or train_step)
+      if isinstance(update_result, (int, np.integer)) and not isinstance(update_result, bool):
+        train_step = int(update_result)
+      else:
+        reported = int_or_none(find_in(update_result, "train_step"))
+        # 0 is a step number (a trainer counting from 0), not "none reported".
+        train_step = reported if reported is not None else train_step
     return update_kind, train_step, update_result
 
   def stage_next(self, step: int, calls: StepCalls) -> None:
