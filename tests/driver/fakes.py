@@ -312,8 +312,8 @@ class StagingWorker(WorkerBase):
 class TokenFusedWorker(StagingWorker):
   """Publishes readiness tokens and fuses the update into the last call (no staging)."""
 
-  stage_fwd_bwd = None  # type: ignore[assignment]
-  apply_deferred_update = None  # type: ignore[assignment]
+  stage_fwd_bwd = None  # type: ignore[assignment]  # absent, as on a public Tunix
+  apply_deferred_update = None  # type: ignore[assignment]  # absent, likewise
 
   def fwd_bwd(  # type: ignore[override]  # the signature is what the driver reads
       self, request: Any, accumulate_gradients: bool = False, apply_optimizer: bool = False,

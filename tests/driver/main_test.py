@@ -119,7 +119,7 @@ class InProcessTest(unittest.TestCase):
 
   def test_sigterm_unwinds(self):
     with self.assertRaises(SystemExit) as caught:
-      bd._terminate(signal.SIGTERM, None)  # pylint: disable=protected-access
+      bd._terminate(signal.SIGTERM, None)  # pylint: disable=protected-access  # the handler itself
     self.assertEqual(caught.exception.code, 128 + signal.SIGTERM)
 
 

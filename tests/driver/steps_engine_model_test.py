@@ -82,7 +82,7 @@ class Device:
       seconds, outputs = self._queue.get()
       time.sleep(seconds)
       for output in outputs:
-        output._ready.set()  # pylint: disable=protected-access
+        output._ready.set()  # pylint: disable=protected-access  # the device model's own array
       with self._idle:
         self._pending -= 1
         self._idle.notify_all()

@@ -282,9 +282,8 @@ class StepEndTest(unittest.TestCase):
   def test_the_trainers_ready_times_come_first(self):
 
     class Published(StagingWorker):
-      # A worker without the staging calls: they are absent, as on a public Tunix.
-      stage_fwd_bwd = None  # type: ignore[assignment]
-      apply_deferred_update = None  # type: ignore[assignment]
+      stage_fwd_bwd = None  # type: ignore[assignment]  # absent, as on a public Tunix
+      apply_deferred_update = None  # type: ignore[assignment]  # absent, likewise
 
       def fwd_bwd(self, request, accumulate_gradients=False, apply_optimizer=False, skip_jit=False):
         response = super().fwd_bwd(request, accumulate_gradients, False, skip_jit)
