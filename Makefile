@@ -88,8 +88,10 @@ install: build
 deb: build
 	cd $(BUILD_DIR) && cpack -G DEB
 
+# Applies what make lint's format checks ask for: clang-format for C++, yapf3 for Python.
 format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')
+	yapf3 -i $$(git ls-files '*.py')
 
 clean:
 	rm -rf build
