@@ -88,7 +88,7 @@ install: build
 deb: build
 	cd $(BUILD_DIR) && cpack -G DEB
 
-# Applies what make lint's format checks ask for: clang-format for C++, yapf3 for Python.
+# Formats the code: clang-format for C++, yapf3 for Python (the format make lint checks).
 format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')
 	yapf3 -i $$(git ls-files '*.py')
