@@ -47,6 +47,9 @@ test: build
 # the whole ctest suite under sanitizers (halt on error) and the fuzz targets, so CI compiles the
 # library twice (release and this), not three times. It keeps line tables only (-gline-tables-only,
 # CMakePresets.json): enough for the file:line of sanitizer stack traces, and a faster build.
+# The asan test preset leaves out what runs no sanitized code, so that a second run would only
+# repeat make test's: the bench driver's own tests (driver_*, Python on the built driver file) and
+# the package and install tests (cpack and cmake --install of the same files).
 build/asan/build.ninja:
 	cmake --preset asan
 
