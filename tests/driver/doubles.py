@@ -5,6 +5,7 @@ real clock) so that a test can run the driver's own code on a fake clock. They a
 never ship in the pod, and render-bench does not embed this file.
 """
 
+import dataclasses
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from driver_loader import load_driver
@@ -61,3 +62,19 @@ class InlineCompletionWatcher:
         self._order.remove(key)
         self._waitables.pop(key)
         self._times.pop(key, None)
+
+
+@dataclasses.dataclass
+class WeightedMetric:
+  """MaxText's and Tunix's WeightedMetric: a metric's unreduced sum and its denominator."""
+  unreduced_sum: Any
+  denominator: Any
+
+
+@dataclasses.dataclass
+class MetricsBuffer:
+  """MaxText's MetricsBuffer: per-micro-batch entries and their aggregation functions."""
+  id: Any
+  weighted_metrics: Dict[str, Any] = dataclasses.field(default_factory=dict)
+  scalar_metrics: Dict[str, Any] = dataclasses.field(default_factory=dict)
+  aggregation_fns: Dict[str, Any] = dataclasses.field(default_factory=dict)

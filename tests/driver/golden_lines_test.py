@@ -37,7 +37,7 @@ from unittest import mock
 
 import numpy as np
 
-from doubles import InlineCompletionWatcher
+from doubles import InlineCompletionWatcher, MetricsBuffer, WeightedMetric
 from driver_loader import load_driver
 
 driver = load_driver()
@@ -125,22 +125,6 @@ class Response:
 
   def __init__(self, **metadata: Any) -> None:
     self.metadata = metadata
-
-
-@dataclasses.dataclass
-class WeightedMetric:
-  """MaxText's and Tunix's WeightedMetric field names."""
-  unreduced_sum: Any
-  denominator: Any
-
-
-@dataclasses.dataclass
-class MetricsBuffer:
-  """MaxText's MetricsBuffer: per-micro-batch entries and their aggregation functions."""
-  id: int
-  weighted_metrics: Dict[str, Any]
-  scalar_metrics: Dict[str, Any]
-  aggregation_fns: Dict[str, Any]
 
 
 class Trainer:

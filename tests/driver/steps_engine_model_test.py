@@ -24,15 +24,15 @@ fwd_bwd(..., defer_update=True), apply_deferred_update(); the seed's PIPELINE_ST
 STAGE_NEXT_MICROBATCH with AI-Hypercomputer/maxtext#5718), which no public Tunix has.
 """
 
-import dataclasses
 import queue
 import threading
 import time
 import unittest
-from typing import Any, Dict, List
+from typing import List
 
 import numpy as np
 
+from doubles import MetricsBuffer, WeightedMetric
 from driver_loader import load_driver
 from fakes import summary_of
 
@@ -90,20 +90,6 @@ class Device:
   def wait_all(self):
     with self._idle:
       self._idle.wait_for(lambda: self._pending == 0)
-
-
-@dataclasses.dataclass
-class WeightedMetric:
-  unreduced_sum: Any
-  denominator: Any
-
-
-@dataclasses.dataclass
-class MetricsBuffer:
-  id: Any
-  weighted_metrics: Dict[str, Any] = dataclasses.field(default_factory=dict)
-  scalar_metrics: Dict[str, Any] = dataclasses.field(default_factory=dict)
-  aggregation_fns: Dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 class InflightThrottler:
