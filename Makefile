@@ -72,10 +72,10 @@ fuzz: deps
 lint: deps
 	./cmake/lint-python.sh
 
-# What CI runs (.ci/run): the Python lint, every test, every test again under sanitizers, 30 s of
+# What CI runs (.ci/run): the Python lint, every test, every test again under sanitizers, 15 s of
 # each fuzzer.
 ci: lint test test-asan
-	$(MAKE) fuzz FUZZ_SECONDS=30
+	$(MAKE) fuzz FUZZ_SECONDS=15
 
 bench: build
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target perf_benchmarks
