@@ -11,7 +11,7 @@ import json
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from .common import one_line, SettingsError
-from .table import SettingRow, setting_rows, table_default
+from .table import rows_by_name, SettingRow, setting_rows, table_default
 from .values import BLANKS
 
 
@@ -103,7 +103,7 @@ def parse_settings(env: Mapping[str, str]) -> Settings:
   for name, role in REQUIRED.items():
     if _given(env, name) is None:
       raise SettingsError(f"{name} is not set (the {role} argv as a shell-quoted string)")
-  by_name = {row.name: row for row in rows}
+  by_name = rows_by_name()
   settings = Settings(trainer_argv=by_name["TRAINER_ARGV"].parse(env["TRAINER_ARGV"]),
                       orch_argv=by_name["ORCH_ARGV"].parse(env["ORCH_ARGV"]))
   for row in rows:

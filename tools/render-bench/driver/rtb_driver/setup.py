@@ -193,11 +193,12 @@ class Setup:
     if self.mode == POD:
       initialize_jax()  # Pathways or jax.distributed, as the runtime's K8s context does
     jax = importlib.import_module("jax")
-    devices = jax.devices() if self.mode == PREFLIGHT else []
+    version = getattr(jax, "__version__", "?")
     if self.mode == POD:
-      return f"jax {getattr(jax, '__version__', '?')} initialized"
-    return (f"jax {getattr(jax, '__version__', '?')}: {len(devices)} "
-            f"{getattr(devices[0], 'platform', '?') if devices else 'no'} devices")
+      return f"jax {version} initialized"
+    devices = jax.devices()  # the preflight's CPU: no device of the slice is touched
+    platform = getattr(devices[0], "platform", "?") if devices else "no"
+    return f"jax {version}: {len(devices)} {platform} devices"
 
   def orchestrator_module(self) -> str:
     self.orch_node = import_orchestrator(self.orch_main)
