@@ -46,6 +46,8 @@ class Settings:
   orch_return_routed_experts: Optional[str] = None
   orch_pipeline_step_boundary: Optional[str] = None
   orch_stage_next_microbatch: Optional[str] = None
+  # The rollout JobSet's --return_routed_experts (or its environment), copied by render-bench.
+  rollout_return_routed_experts: Optional[str] = None
 
   def knobs(self) -> Dict[str, Any]:
     """The settings as parsed, for BENCH_SUMMARY."""
