@@ -1,0 +1,364 @@
+#include "rtb/base/secrets.h"
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "rtb/base/error.h"
+#include "rtb/base/text.h"
+
+namespace rtb {
+namespace embedded {
+std::string_view secrets_table();
+}  // namespace embedded
+
+namespace {
+
+constexpr std::string_view kTableName = "data/secrets.tsv";
+constexpr std::string_view kMaskPrefix = "***#";
+constexpr std::string_view kBlockBegin = "-----BEGIN ";
+constexpr std::string_view kBlockEnd = "-----END ";
+
+bool is_alnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
+bool is_word_char(char c) { return is_alnum(c) || c == '_'; }
+bool is_name_char(char c) { return is_word_char(c) || c == '-' || c == '.'; }
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+bool in_alphabet(char c, std::string_view alphabet) {
+  if (alphabet == "upper_digit")
+    return std::isupper(static_cast<unsigned char>(c)) ||
+           std::isdigit(static_cast<unsigned char>(c));
+  if (alphabet == "alnum") return is_alnum(c);
+  if (alphabet == "alnum_") return is_word_char(c);
+  return is_word_char(c) || c == '-';  // alnum_-
+}
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool is_number(std::string_view text) {
+  std::size_t i = 0;
+  if (i < text.size() && (text[i] == '-' || text[i] == '+')) ++i;
+  bool digits = false;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i, digits = true;
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i, digits = true;
+  }
+  if (digits && i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    if (i < text.size() && (text[i] == '-' || text[i] == '+')) ++i;
+    if (i == text.size() || !std::isdigit(static_cast<unsigned char>(text[i]))) return false;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+  }
+  return digits && i == text.size();
+}
+
+// A placeholder or a special token, never a credential: <think>, </s>, [PAD], {x}, ${VAR}, $VAR,
+// $(cmd), {{ template }}.
+bool is_placeholder(std::string_view text) {
+  if (text.size() >= 2) {
+    char first = text.front(), last = text.back();
+    if ((first == '<' && last == '>') || (first == '[' && last == ']') ||
+        (first == '{' && last == '}'))
+      return true;
+  }
+  if (text.starts_with("${") || text.starts_with("$(")) return true;
+  if (text.size() >= 2 && text[0] == '$' &&
+      std::all_of(text.begin() + 1, text.end(), [](char c) { return is_word_char(c); }))
+    return true;
+  return false;
+}
+
+// [begin, end) of the password in a URL's user:password@ authority starting at `scheme_end` (the
+// index just past "://"); {0, 0} when the authority has none.
+std::pair<std::size_t, std::size_t> url_password(std::string_view text, std::size_t scheme_end) {
+  std::size_t end = scheme_end;
+  while (end < text.size() && !is_space(text[end]) && text[end] != '/' && text[end] != '?' &&
+         text[end] != '#' && text[end] != '"' && text[end] != '\'' && text[end] != '>')
+    ++end;
+  std::string_view authority = text.substr(scheme_end, end - scheme_end);
+  std::size_t at = authority.rfind('@');
+  if (at == std::string_view::npos) return {0, 0};
+  std::size_t colon = authority.find(':');
+  if (colon == std::string_view::npos || colon > at || colon + 1 == at) return {0, 0};
+  return {scheme_end + colon + 1, scheme_end + at};
+}
+
+std::string normalized_name(std::string_view name) {
+  while (!name.empty() && (name.front() == '-' || name.front() == '"' || name.front() == '\''))
+    name.remove_prefix(1);
+  while (!name.empty() && (name.back() == '"' || name.back() == '\'')) name.remove_suffix(1);
+  std::string out;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    bool hump = i > 0 && std::isupper(static_cast<unsigned char>(c)) &&
+                (std::islower(static_cast<unsigned char>(name[i - 1])) ||
+                 std::isdigit(static_cast<unsigned char>(name[i - 1])));
+    if (hump) out += '_';
+    out += (c == '-' || c == '.') ? '_'
+                                  : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<SecretRule> parse_secret_rules(std::string_view text, std::string_view file) {
+  std::vector<SecretRule> rules;
+  std::int64_t line_number = 0;
+  bool header = false;
+  for (std::string_view line : split_lines(text)) {
+    ++line_number;
+    if (line.empty() || line.front() == '#') continue;
+    std::vector<std::string_view> cells;
+    std::size_t start = 0;
+    for (std::size_t tab; (tab = line.find('\t', start)) != std::string_view::npos; start = tab + 1)
+      cells.push_back(line.substr(start, tab - start));
+    cells.push_back(line.substr(start));
+    auto fail = [&](std::string_view what) {
+      throw Error(std::string(file), line_number, std::string(what));
+    };
+    if (cells.size() != 5)
+      fail("expected 5 tab-separated columns (kind pattern min alphabet meaning)");
+    if (!header) {
+      if (cells[0] != "kind") fail("the first row must be the header");
+      header = true;
+      continue;
+    }
+    SecretRule rule;
+    rule.pattern = std::string(cells[1]);
+    rule.meaning = std::string(cells[4]);
+    if (rule.pattern.empty()) fail("empty pattern");
+    if (cells[0] == "name-suffix") {
+      rule.kind = SecretRule::Kind::kNameSuffix;
+    } else if (cells[0] == "block") {
+      rule.kind = SecretRule::Kind::kBlock;
+    } else if (cells[0] == "value-prefix") {
+      rule.kind = SecretRule::Kind::kValuePrefix;
+      if (cells[2].empty() || cells[2].find_first_not_of("0123456789") != std::string_view::npos)
+        fail("value-prefix needs a minimum length");
+      rule.min_length = std::stoul(std::string(cells[2]));
+      if (cells[3] != "alnum" && cells[3] != "alnum_" && cells[3] != "alnum_-" &&
+          cells[3] != "upper_digit")
+        fail("alphabet must be one of alnum|alnum_|alnum_-|upper_digit");
+      rule.alphabet = std::string(cells[3]);
+    } else {
+      fail("kind must be one of name-suffix|value-prefix|block");
+    }
+    rules.push_back(std::move(rule));
+  }
+  if (!header) throw Error(std::string(file), 0, "no header row");
+  return rules;
+}
+
+std::vector<SecretRule> secret_rules() {
+  return parse_secret_rules(embedded::secrets_table(), kTableName);
+}
+
+bool is_credential_name(std::string_view name, const std::vector<SecretRule>& rules) {
+  std::string normal = normalized_name(name);
+  if (normal.empty()) return false;
+  for (const SecretRule& rule : rules) {
+    if (rule.kind != SecretRule::Kind::kNameSuffix) continue;
+    std::string_view pattern = rule.pattern;
+    if (std::string_view(normal).ends_with(pattern)) return true;
+    if (pattern.front() == '_' && normal == pattern.substr(1)) return true;
+  }
+  return false;
+}
+
+bool looks_like_credential(std::string_view value) {
+  if (value.empty() || value.starts_with(kMaskPrefix)) return false;
+  if (is_number(value) || is_placeholder(value)) return false;
+  std::string word = lower(value);
+  for (std::string_view plain : {"true", "false", "yes", "no", "on", "off", "none", "null"})
+    if (word == plain) return false;
+  if (value.starts_with('/') || value.starts_with("./") || value.starts_with("../") ||
+      value.starts_with("~/"))
+    return false;
+  if (std::size_t scheme = value.find("://"); scheme != std::string_view::npos)
+    return url_password(value, scheme + 3).second != 0;
+  return true;
+}
+
+SecretMasker::SecretMasker(bool masking, const Key& key)
+    : masking_(masking), key_(key), rules_(secret_rules()) {}
+
+SecretMasker SecretMasker::with_fresh_key() {
+  Key key{};
+  if (RAND_bytes(key.data(), static_cast<int>(key.size())) != 1)
+    throw Error("cannot draw a key for masking secrets from the system's random source");
+  return SecretMasker(true, key);
+}
+
+SecretMasker SecretMasker::with_key(const Key& key) { return SecretMasker(true, key); }
+
+SecretMasker SecretMasker::showing() { return SecretMasker(false, Key{}); }
+
+std::string SecretMasker::fingerprint(std::string_view value) const {
+  if (!masking_) return std::string(value);
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  HMAC(EVP_sha256(), key_.data(), static_cast<int>(key_.size()),
+       reinterpret_cast<const unsigned char*>(value.data()), value.size(), digest, &length);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out(kMaskPrefix);
+  for (unsigned int i = 0; i < 4 && i < length; ++i) {
+    out += kHex[digest[i] >> 4];
+    out += kHex[digest[i] & 0xf];
+  }
+  return out;
+}
+
+std::string SecretMasker::value(std::string_view name, std::string_view value) const {
+  if (!masking_) return std::string(value);
+  if (is_credential_name(name, rules_) && looks_like_credential(value)) return fingerprint(value);
+  return scrub(value);
+}
+
+std::string SecretMasker::scrub(std::string_view text) const {
+  if (!masking_) return std::string(text);
+  std::string out;
+  out.reserve(text.size());
+  // A k8s env entry {name: HF_TOKEN, value: ...} (YAML or JSON): its `value` key masks by the name.
+  bool pending_env_credential = false;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    std::string_view rest = text.substr(i);
+    // A PEM private key block, whole (to the end of the text when its END line is cut off).
+    if (rest.starts_with(kBlockBegin)) {
+      std::size_t line_end = rest.find('\n');
+      std::string_view first_line = rest.substr(0, line_end);
+      bool is_block = std::any_of(rules_.begin(), rules_.end(), [&](const SecretRule& rule) {
+        return rule.kind == SecretRule::Kind::kBlock &&
+               first_line.find(rule.pattern) != std::string_view::npos;
+      });
+      if (is_block) {
+        std::size_t end = rest.find(kBlockEnd);
+        if (end != std::string_view::npos) {
+          std::size_t close = rest.find("-----", end + kBlockEnd.size());
+          end = close == std::string_view::npos ? rest.size() : close + 5;
+        } else {
+          end = rest.size();
+        }
+        out += fingerprint(rest.substr(0, end));
+        i += end;
+        continue;
+      }
+    }
+    if (rest.starts_with("://")) {
+      auto [begin, end] = url_password(text, i + 3);
+      if (end != 0 && !is_placeholder(text.substr(begin, end - begin))) {
+        out.append(text.substr(i, begin - i));
+        out += fingerprint(text.substr(begin, end - begin));
+        i = end;
+        continue;
+      }
+    }
+    bool word_start = i == 0 || !is_name_char(text[i - 1]);
+    if (word_start) {
+      // A token-shaped word.
+      bool masked = false;
+      for (const SecretRule& rule : rules_) {
+        if (rule.kind != SecretRule::Kind::kValuePrefix || !rest.starts_with(rule.pattern))
+          continue;
+        std::size_t end = rule.pattern.size();
+        while (end < rest.size() && in_alphabet(rest[end], rule.alphabet)) ++end;
+        if (end - rule.pattern.size() < rule.min_length) continue;
+        if (end < rest.size() && is_word_char(rest[end])) continue;  // part of a longer identifier
+        out += fingerprint(rest.substr(0, end));
+        i += end;
+        masked = true;
+        break;
+      }
+      if (masked) continue;
+      // A setting: NAME=VALUE, --name=value, --name value, "name": "value", name: value.
+      std::size_t name_end = 0;
+      while (name_end < rest.size() && is_name_char(rest[name_end])) ++name_end;
+      std::string_view name = rest.substr(0, name_end);
+      if (!name.empty() &&
+          std::any_of(name.begin(), name.end(), [](char c) { return is_alnum(c); })) {
+        std::size_t cursor = name_end;
+        if (cursor < rest.size() && (rest[cursor] == '"' || rest[cursor] == '\'')) ++cursor;
+        std::size_t separator_end = cursor;
+        bool assigned = false;
+        if (separator_end < rest.size() && rest[separator_end] == '=') {
+          ++separator_end;
+          assigned = true;
+        } else if (separator_end < rest.size() && rest[separator_end] == ':' &&
+                   separator_end + 1 < rest.size() &&
+                   (rest[separator_end + 1] == ' ' || rest[separator_end + 1] == '"')) {
+          ++separator_end;
+          while (separator_end < rest.size() && rest[separator_end] == ' ') ++separator_end;
+          assigned = true;
+        } else if (name.starts_with("-") && separator_end < rest.size() &&
+                   rest[separator_end] == ' ') {
+          ++separator_end;  // --name value
+          assigned = true;
+        }
+        if (assigned) {
+          std::size_t value_begin = separator_end, value_end = separator_end;
+          char quote = 0;
+          if (value_begin < rest.size() &&
+              (rest[value_begin] == '"' || rest[value_begin] == '\'')) {
+            quote = rest[value_begin++];
+            value_end = value_begin;
+            while (value_end < rest.size() && rest[value_end] != quote && rest[value_end] != '\n')
+              value_end +=
+                  (quote == '"' && rest[value_end] == '\\' && value_end + 1 < rest.size()) ? 2 : 1;
+            value_end = std::min(value_end, rest.size());
+          } else {
+            while (value_end < rest.size() && !is_space(rest[value_end]) &&
+                   rest[value_end] != ',' && rest[value_end] != ';' && rest[value_end] != '}' &&
+                   rest[value_end] != ']' && rest[value_end] != ')' && rest[value_end] != '"' &&
+                   rest[value_end] != '\'')
+              ++value_end;
+          }
+          std::string_view value = rest.substr(value_begin, value_end - value_begin);
+          bool credential_key = is_credential_name(name, rules_);
+          bool env_value = pending_env_credential && name == "value";
+          pending_env_credential = name == "name" && is_credential_name(value, rules_);
+          if ((credential_key || env_value) && looks_like_credential(value)) {
+            out.append(rest.substr(0, value_begin));
+            out += fingerprint(value);
+            i += value_end;
+            continue;
+          }
+        }
+        // Not a credential: copy the name whole (its insides are not word starts) and go on.
+        out.append(name);
+        i += name_end;
+        continue;
+      }
+    }
+    out += text[i];
+    ++i;
+  }
+  return out;
+}
+
+std::vector<std::string> SecretMasker::scrub_words(const std::vector<std::string>& words) const {
+  std::vector<std::string> out;
+  out.reserve(words.size());
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string& word = words[i];
+    if (masking_ && word.starts_with("-") && word.find('=') == std::string::npos &&
+        i + 1 < words.size() && is_credential_name(word, rules_) &&
+        looks_like_credential(words[i + 1])) {
+      out.push_back(word);
+      out.push_back(fingerprint(words[++i]));
+      continue;
+    }
+    out.push_back(scrub(word));
+  }
+  return out;
+}
+
+}  // namespace rtb
