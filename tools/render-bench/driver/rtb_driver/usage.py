@@ -34,8 +34,10 @@ A step runs from its first fwd_bwd dispatch until all of its device work, the up
 is done. Micro-batch times are device times ("microbatch_timing":"device": from the later of the
 call's dispatch and the previous call's completion to its own completion), the completion taken
 from the trainer's get_step_timing ready times, a readiness token, or the call's own loss array
-(MaxText's _cached_losses), in that order; without any of them they are host dispatch intervals
-("dispatch"), which lag an asynchronous engine by up to max_inflight_computations calls.
+(MaxText's _cached_losses, or under retry_when_tokens_dropped its _pending_overflow_check, which
+holds the newest call's loss one call longer), in that order; without any of them they are host
+dispatch intervals ("dispatch"), which lag an asynchronous engine by up to
+max_inflight_computations calls. BENCH_SUMMARY "microbatch_timing_why" says which and why.
 tokens_per_s_per_chip is rows x tokens_per_row x micro_steps / s per step / chips (padding
 included, the seed's definition); real_tokens_per_s_per_chip counts real tokens only.
 
@@ -44,14 +46,16 @@ Log lines (stdout). Human lines start with `[TrainerBench] `. Machine lines star
               "microbatch_timing_source":"step_timing|token|loss|dispatch","tokens":REAL,
               "padded_tokens":P,"tokens_per_s_per_chip":X,"real_tokens_per_s_per_chip":Y,
               "update":"fused|explicit|deferred","fused_update":B,"staged":B,"profiled":B,
-              "train_step":N,"metrics":{...},"dropped_tokens":D}     one per optimizer step
-                 (dropped_tokens only when the trainer's metrics carry a dropped-token count)
+              "replays":N|null,"train_step":N,"metrics":{...},"dropped_tokens":D}
+                 one per optimizer step (replays: MoE dropless replays the trainer counted,
+                 moe_dropless_replays; dropped_tokens only when the trainer's metrics carry a
+                 dropped-token count)
   TRAINER_STEP_TIMING step=%d policy_version=%d rtt_s=%.3f timing=<compact json>
   TRAINER_STEP_TIMING step=N unavailable: <error>      when get_step_timing raises or gives None
   BENCH_SUMMARY {..., "first_step_s", "steady_steps", "profiled_steps", "mean_step_s",
                  "median_microbatch_s", "microbatch_timing", "tokens_per_s_per_chip",
                  "real_tokens_per_s_per_chip", "stage_boundary", "token_dropping",
-                 "definitions", ...}  at the end
+                 "grad_norm", "microbatch_timing_why", "definitions", ...}  at the end
 Exit codes: 0 success, 2 bad settings, 1 a failure while running.
 
 The payload is laid out as Tunix's sequence packer writes rows: each segment is a trajectory, a
