@@ -32,7 +32,7 @@ import queue
 import threading
 import time
 import unittest
-from typing import List
+from typing import List, Optional
 
 import numpy as np
 
@@ -197,7 +197,7 @@ class DroplessReplayEngine(MaxTextLikeEngine):
     self.overflow_at = set(overflow_at)
     self.calls = 0
     self._dropless_replays = 0
-    self._pending_overflow_check = None
+    self._pending_overflow_check: Optional[PendingOverflowCheck] = None
 
   def _resolve_overflow_check(self):
     check, self._pending_overflow_check = self._pending_overflow_check, None
@@ -211,7 +211,7 @@ class DroplessReplayEngine(MaxTextLikeEngine):
       self._throttler.add_computation([loss.unreduced_sum, loss.denominator])
       self._dropless_replays += 1
     self._buffer().weighted_metrics.setdefault("loss", []).append(loss)
-    self._cached_losses.append(loss)
+    getattr(self, self.losses_attribute).append(loss)
 
   def fwd_bwd(self, payload, **kwargs) -> None:
     del payload, kwargs

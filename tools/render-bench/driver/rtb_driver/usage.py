@@ -17,6 +17,8 @@ MICRO_STEPS fwd_bwd calls on a synthetic micro-batch whose MoE routing load is c
 Usage:
   python3 bench_driver.py                    the bench, settings from the environment (the pod)
   python3 bench_driver.py --preflight        the pod's set-up checked on CPU (below)
+  python3 bench_driver.py --preflight --numerics
+                                             the numerics knobs checked on CPU (below)
   python3 bench_driver.py --print-settings   the settings as the driver reads them, as JSON
   python3 bench_driver.py --dump-payload ... a payload file (below)
   python3 bench_driver.py --help
@@ -73,6 +75,14 @@ call, parses both argvs with Tunix's parsers, builds the GRPO config with LOGP_G
 batch configuration, the warm-up payload and a small payload to its layout, and prints one line per
 check (`preflight: ok|FAIL|skip NAME: detail`). Builds no trainer, loads no weights. Exit 0 all
 good, 1 a problem, 2 bad settings.
+  python3 bench_driver.py --preflight --numerics
+runs the same set-up, then builds the image's own TrainerWorker and engine for a miniature model of
+the same family on one CPU device with random weights (NUMERICS_MAXTEXT_FLAGS appended to
+MAXTEXT_EXTRA_FLAGS), runs one fwd_bwd and one update() with random advantages and one with zero
+advantages, and checks that LOGP_GATES=off masks nothing (the loss's denominator is the completion
+mask's token count), that ADVANTAGES=random gives a finite gradient norm > 0 and that
+ADVANTAGES=zero gives none (at most 1e-6 of it; skipped when the GRPO config's beta adds a KL
+term). Same lines and exit codes.
 
 Payload file mode (needs NumPy only, no Tunix or JAX):
   python3 bench_driver.py --dump-payload OUT.npz --rows R --tokens T --layers L --topk K
