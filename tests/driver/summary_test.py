@@ -389,8 +389,9 @@ class MicrobatchTimingWhyTest(unittest.TestCase):
         dict(ReportSummaryTest.SUMMARY, microbatch_timing="dispatch",
              microbatch_timing_why="host dispatch intervals: a call had nothing to wait on (x)"),
         lines.append)
-    self.assertIn("not device times: host dispatch intervals: a call had nothing to wait on (x)",
-                  lines[2])
+    self.assertIn(
+        "WARNING: host DISPATCH intervals, not device times: a call had nothing to wait "
+        "on (x)", lines[2])
     self.assertNotIn("offers no completion", lines[2])
 
 

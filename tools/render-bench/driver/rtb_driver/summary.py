@@ -232,9 +232,9 @@ def report_summary(summary: Mapping[str, Any], log: Callable[[str], None] = say)
     log(f"  median_microbatch_s {summary['median_microbatch_s']}: device time per regular "
         f"micro-batch (completion from {summary['microbatch_timing_source']})")
   elif timing == "dispatch":
+    why = str(summary.get("microbatch_timing_why") or "no completion to wait on")
     log(f"  median_microbatch_s {summary['median_microbatch_s']}: WARNING: host DISPATCH "
-        "intervals, not device times: " +
-        str(summary.get("microbatch_timing_why") or "no completion to wait on"))
+        "intervals, not device times: " + why.replace("host dispatch intervals: ", "", 1))
   else:
     log(f"  median_microbatch_s: none (steps timed micro-batches differently: {timing})")
   log(f"  tokens_per_s_per_chip {summary['tokens_per_s_per_chip']}: rows x tokens_per_row x "
