@@ -158,6 +158,22 @@ class NumericsChecksTest(unittest.TestCase):
     self.assertEqual(bd.loss_denominator(types.SimpleNamespace(_trainer=pending)), 5.0)
     self.assertIsNone(bd.accumulated_gradient_norm(types.SimpleNamespace(_trainer=older)))
 
+  def test_a_pending_overflow_check_is_settled_before_the_sums_are_read(self):
+    settled: List[str] = []
+
+    class Engine:
+      _pending_overflow_check: Any = object()
+
+      def _resolve_overflow_check(self) -> None:
+        settled.append("settled")
+        self._pending_overflow_check = None
+
+    engine = Engine()
+    bd.settle_overflow_check(types.SimpleNamespace(_trainer=engine))
+    self.assertEqual(settled, ["settled"])
+    bd.settle_overflow_check(types.SimpleNamespace(_trainer=engine))  # nothing pending
+    self.assertEqual(settled, ["settled"])
+
 
 if __name__ == "__main__":
   unittest.main()

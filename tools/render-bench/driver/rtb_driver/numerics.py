@@ -192,6 +192,7 @@ def run_once(setup: Setup, runs: Dict[str, Any], advantages: str) -> str:
   payload = miniature_payload(setup, tunix, advantages)
   response = calls.fwd_bwd(calls.request(payload), apply_optimizer=False)
   block_tree(response)
+  settle_overflow_check(worker)
   tokens = float(np.asarray(payload.completion_mask).sum())
   denominator = loss_denominator(worker)
   norm = accumulated_gradient_norm(worker)
@@ -259,6 +260,18 @@ def _as_float(value: Any) -> Optional[float]:
   except (TypeError, ValueError):
     return None
   return float(array.sum()) if array.size else None
+
+
+def settle_overflow_check(worker: Any) -> None:
+  """Under retry_when_tokens_dropped MaxText's engine accumulates an overflowed micro-batch as
+  zero until its flag is read after the next dispatch; update() settles it first, and so does
+  the engine's own test before reading the sums (maxtext_engine.py and
+  maxtext_engine_dropless_replay_test.py @b8bf66d6). Done here before the sums are read."""
+  for engine in engines_of(worker):
+    settle = getattr(engine, "_resolve_overflow_check", None)
+    if getattr(engine, PENDING_CHECK, None) is not None and callable(settle):
+      settle()
+      return
 
 
 def loss_denominator(worker: Any) -> Optional[float]:
