@@ -328,7 +328,7 @@ NUMERICS_WORKER = """
     class MiniatureConfig:
       def __init__(self, flags):
         items = dict(item.split("=", 1) for item in flags.split())
-        self.num_decoder_layers = int(items.get("num_decoder_layers", LAYERS))
+        self.num_decoder_layers = int(items.get("base_num_decoder_layers", LAYERS))
         self.num_experts_per_tok = int(items.get("num_experts_per_tok", TOPK))
         self.num_experts = int(items.get("num_experts", EXPERTS))
         self.emb_dim = int(items.get("base_emb_dim", 0)) or None

@@ -56,7 +56,7 @@ class NumericsPreflightTest(fake_tunix.FakeTunixTestCase):
     self.assertTrue(result.stdout.rstrip().endswith("preflight: numerics: all good (exit 0)"))
     # The miniature model reached the engine through MAXTEXT_EXTRA_FLAGS, on one device.
     (engine,) = [call for call in calls if call["event"] == "numerics_engine"]
-    self.assertIn("num_decoder_layers=2", engine["flags"])
+    self.assertIn("base_num_decoder_layers=2", engine["flags"])
     self.assertIn("num_experts=4", engine["flags"])
     self.assertIn("--mesh_fsdp 2 -> 1", self.line(result, "miniature trainer"))
     # One fwd_bwd and one update per advantage setting, random first.
@@ -93,11 +93,11 @@ class NumericsPreflightTest(fake_tunix.FakeTunixTestCase):
                   self.line(result, "LOGP_GATES=off masks nothing"))
 
   def test_the_flags_can_be_replaced_and_are_checked(self):
-    result, calls, _ = self.numerics(LOGP_GATES="off",
-                                     NUMERICS_MAXTEXT_FLAGS="num_decoder_layers=1 num_experts=8")
+    result, calls, _ = self.numerics(
+        LOGP_GATES="off", NUMERICS_MAXTEXT_FLAGS="base_num_decoder_layers=1 num_experts=8")
     self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
     (engine,) = [call for call in calls if call["event"] == "numerics_engine"]
-    self.assertEqual(engine["flags"], "num_decoder_layers=1 num_experts=8")
+    self.assertEqual(engine["flags"], "base_num_decoder_layers=1 num_experts=8")
     line = self.run_stopped(2, worker="numerics", args=["--preflight", "--numerics"],
                             NUMERICS_MAXTEXT_FLAGS="num_experts=4 oops")
     self.assertIn("NUMERICS_MAXTEXT_FLAGS: 'oops' is not a MaxText KEY=VALUE item", line)

@@ -30,9 +30,10 @@ from .tunix import field_layout, Fallbacks, replace_fields
 # The miniature model when NUMERICS_MAXTEXT_FLAGS is unset: the dimensions of MaxText's own CPU
 # test of the engine (tests/post_training/unit/maxtext_engine_dropless_replay_test.py@b8bf66d6:
 # 256-wide, 2 heads, 4 experts top-2, unscanned layers) with two decoder layers, random weights
-# (no checkpoint: a production one does not fit these shapes) and no checkpointing. Appended to
+# (no checkpoint: a production one does not fit these shapes) and no checkpointing
+# (num_decoder_layers follows from base_num_decoder_layers, configs/types.py). Appended to
 # MAXTEXT_EXTRA_FLAGS, which Tunix appends last, so these keys win over the e2e's.
-MINIATURE_FLAGS = ("override_model_config=true base_num_decoder_layers=2 num_decoder_layers=2 "
+MINIATURE_FLAGS = ("override_model_config=true base_num_decoder_layers=2 "
                    "inhomogeneous_layer_cycle_interval=1 base_emb_dim=256 base_num_query_heads=2 "
                    "base_num_kv_heads=2 head_dim=256 base_mlp_dim=256 base_moe_mlp_dim=256 "
                    "num_experts=4 num_experts_per_tok=2 scan_layers=false weight_dtype=float32 "
