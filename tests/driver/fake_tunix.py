@@ -316,6 +316,89 @@ FAKES = {
         """,
 }
 
+# Appended to the fake trainer_worker.py for `--preflight --numerics` (numerics_test.py): a NumPy
+# stand-in of MaxText's engine (maxtext_engine.py@b8bf66d6: `_accumulated_grads` and
+# `_accumulated_denominator` summed by fwd_bwd, applied and cleared by update(), gradient_norm
+# recorded) whose loss is a GRPO-like policy loss on one weight per token id, built for the
+# miniature model that MAXTEXT_EXTRA_FLAGS describes. FAKE_NUMERICS_BUG breaks a knob: "mask"
+# masks each segment's first completion token whatever the gates say, "advantages" adds 1 to
+# every advantage.
+NUMERICS_WORKER = """
+    import math
+    class MiniatureConfig:
+      def __init__(self, flags):
+        items = dict(item.split("=", 1) for item in flags.split())
+        self.num_decoder_layers = int(items.get("base_num_decoder_layers", LAYERS))
+        self.num_experts_per_tok = int(items.get("num_experts_per_tok", TOPK))
+        self.num_experts = int(items.get("num_experts", EXPERTS))
+        self.emb_dim = int(items.get("base_emb_dim", 0)) or None
+        self.vocab_size = VOCAB
+        self.capacity_factor, self.ragged_buffer_factor = -1.0, 2.0
+    class NumericsEngine:
+      def __init__(self):
+        flags = os.environ.get("MAXTEXT_EXTRA_FLAGS", "")
+        self._config = MiniatureConfig(flags)
+        self.weights = np.zeros(VOCAB)
+        self._accumulated_grads = None
+        self._accumulated_denominator = None
+        self.gate = None
+        self.bug = os.environ.get("FAKE_NUMERICS_BUG", "")
+        self.norm = None
+        fake_log.record("numerics_engine", flags=flags)
+      def fwd_bwd(self, payload):
+        mask = payload.completion_mask.astype(np.float64)
+        if self.gate is not None or self.bug == "mask":
+          first = np.zeros_like(mask, dtype=bool)
+          first[:, 1:] = (mask[:, 1:] > 0) & (mask[:, :-1] == 0)
+          mask = np.where(first, 0.0, mask)
+        advantages = payload.advantages.astype(np.float64) + (1.0 if self.bug == "advantages"
+                                                               else 0.0)
+        grads = np.zeros(VOCAB)
+        np.add.at(grads, payload.completion_ids, -advantages * mask)
+        if self._accumulated_grads is None:
+          self._accumulated_grads = {"embedding": {"weight": grads}}
+          self._accumulated_denominator = np.float32(mask.sum())
+        else:
+          self._accumulated_grads["embedding"]["weight"] += grads
+          self._accumulated_denominator += np.float32(mask.sum())
+      def update(self):
+        grads = self._accumulated_grads["embedding"]["weight"] / max(
+            float(self._accumulated_denominator), 1.0)
+        self.norm = float(math.sqrt((grads ** 2).sum()))
+        self.weights -= 0.1 * grads
+        self._accumulated_grads = self._accumulated_denominator = None
+    class NumericsWorker(ExplicitWorker):
+      def __init__(self, trainer_factory, **kwargs):
+        super().__init__(trainer_factory, **kwargs)
+        self._trainer = NumericsEngine()
+      def with_loss_fn(self, loss_fn, has_aux=False):
+        self._trainer.gate = loss_fn()["seq_logprob_error_threshold"]
+        fake_log.record("with_loss_fn", loss=loss_fn(), has_aux=has_aux)
+      def routed_experts_shape(self):
+        config = self._trainer._config
+        return (config.num_decoder_layers, config.num_experts_per_tok)
+      def fwd_bwd(self, request, **kwargs):
+        payload = request.payload
+        config = self._trainer._config
+        assert payload.routed_experts.shape[2:] == (config.num_decoder_layers,
+                                                    config.num_experts_per_tok)
+        assert (payload.routed_experts < config.num_experts).all()
+        fake_log.record("fwd_bwd", kwargs=kwargs, rows=int(payload.completion_ids.shape[0]),
+                        tokens=int(payload.completion_ids.shape[1]),
+                        advantages=float(np.abs(payload.advantages).sum()))
+        self._trainer.fwd_bwd(payload)
+        return datatypes.Response(queued=True)
+      def update(self):
+        self._trainer.update()
+        self.step += 1
+        fake_log.record("update", step=self.step)
+        return self.step
+      def get_metrics(self):
+        return {"loss": 0.5, "gradient_norm": self._trainer.norm}
+    if os.environ.get("FAKE_WORKER") == "numerics":
+      TrainerWorker = NumericsWorker
+    """
+
 TRAINER_ARGV = ("--process_main=tunix.experimental.examples.common.run_trainer_node.main "
                 "--discovery_id=trainer --discovery_port=8080 --worker_id=bench-trainer "
                 "--mesh_fsdp=2 --maxtext_output_directory=gs://bucket/bench "

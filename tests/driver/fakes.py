@@ -8,11 +8,12 @@ report. doubles.py holds the single-threaded CompletionWatcher they run with.
 """
 
 import json
+import types
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 import numpy as np
 
-from doubles import InlineCompletionWatcher
+from doubles import InlineCompletionWatcher, WeightedMetric
 from driver_loader import load_driver
 
 bd = load_driver()
@@ -319,6 +320,104 @@ class TokenFusedWorker(StagingWorker):
       self, request: Any, accumulate_gradients: bool = False, apply_optimizer: bool = False,
       skip_jit: bool = False) -> Any:
     return super().fwd_bwd(request, accumulate_gradients, apply_optimizer, skip_jit)
+
+
+class PendingOverflowCheck:
+  """MaxText's _PendingOverflowCheck (maxtext_engine.py@b8bf66d6), the fields the driver reads:
+  the call's overflow flag and its loss."""
+
+  def __init__(self, has_overflow: bool, loss: Any, micro_step: int) -> None:
+    self.has_overflow, self.loss, self.micro_step = has_overflow, loss, micro_step
+
+
+class OneLateLossEngine:
+  """MaxText's engine under retry_when_tokens_dropped (maxtext_engine.py@b8bf66d6) on the fake
+  clock: fwd_bwd dispatches the capped kernel and parks its loss in `_pending_overflow_check`;
+  the next fwd_bwd (or update()) reads the flag, reruns an overflowed micro-batch on the dropless
+  kernel (one more device run, counted in `_dropless_replays`), and only then appends the loss to
+  `_cached_losses`, which update() clears; update() records moe_dropless_replays."""
+
+  def __init__(self, clock: FakeClock, events: Events, mb_seconds: float, update_seconds: float,
+               rerun_seconds: float, overflow_at: Set[int]) -> None:
+    self.clock, self.events = clock, events
+    self.mb_seconds, self.update_seconds, self.rerun_seconds = (mb_seconds, update_seconds,
+                                                                rerun_seconds)
+    self.overflow_at = overflow_at
+    self._config = types.SimpleNamespace(retry_when_tokens_dropped=True, skip_step_on_spikes=False,
+                                         capacity_factor=-1.0, ragged_buffer_factor=2.75)
+    self._dropless_replay = True
+    self._dropless_replays = 0
+    self._pending_overflow_check: Optional[PendingOverflowCheck] = None
+    self._cached_losses: List[Any] = []
+    self.device_free = clock.now
+    self.calls = 0
+    self.recorded: List[float] = []
+
+  def _run(self, label: str, seconds: float) -> Token:
+    start = max(self.clock.now, self.device_free)
+    self.device_free = start + seconds
+    return Token(self.clock, self.events, self.device_free, label)
+
+  def _resolve_overflow_check(self) -> None:
+    check, self._pending_overflow_check = self._pending_overflow_check, None
+    if check is None:
+      return
+    loss = check.loss
+    if check.has_overflow:  # reading the flag waits for the capped kernel
+      self.events.add("rerun", check.micro_step)
+      rerun = self._run(f"rerun{check.micro_step}", self.rerun_seconds)
+      loss = WeightedMetric(rerun, rerun)
+      self._dropless_replays += 1
+    self._cached_losses.append(loss)
+
+  def fwd_bwd(self, index: int) -> None:
+    token = self._run(f"mb{index}", self.mb_seconds)
+    check = PendingOverflowCheck(index in self.overflow_at, WeightedMetric(token, token), index)
+    self._resolve_overflow_check()
+    self._pending_overflow_check = check
+
+  def update(self) -> Token:
+    self._resolve_overflow_check()
+    token = self._run("update", self.update_seconds)
+    self.recorded.append(float(self._dropless_replays))
+    self._dropless_replays = 0
+    self._cached_losses.clear()
+    return token
+
+
+class OneLateLossWorker(WorkerBase):
+  """Tunix's TrainerWorker over OneLateLossEngine: fwd_bwd returns at dispatch with nothing to
+  wait on; the engine sits at `_trainer`, where Tunix keeps it; get_metrics() carries the
+  step's moe_dropless_replays."""
+
+  def __init__(self, clock: FakeClock, events: Events, mb_seconds: float = 2.0,
+               update_seconds: float = 0.5, rerun_seconds: float = 3.0,
+               overflow_at: Optional[Set[int]] = None, dispatch_seconds: float = 0.1) -> None:
+    super().__init__(clock, events, mb_seconds=mb_seconds, update_seconds=update_seconds)
+    self.dispatch_seconds = dispatch_seconds
+    self._trainer = OneLateLossEngine(clock, events, mb_seconds, update_seconds, rerun_seconds,
+                                      overflow_at or set())
+
+  @property
+  def device_free(self) -> float:
+    return self._trainer.device_free
+
+  def fwd_bwd(self, request: Any, **kwargs: Any) -> Any:
+    index = len(self.fwd_bwd_calls)
+    self.fwd_bwd_calls.append((request, dict(kwargs)))
+    self.events.add("fwd_bwd", index, False)
+    self.clock.advance(self.dispatch_seconds)
+    self._trainer.fwd_bwd(index)
+    return Response(queued=True)
+
+  def update(self) -> Any:
+    self.updates += 1
+    self.events.add("update", self.updates)
+    self._trainer.update()
+    return None
+
+  def get_metrics(self) -> Any:
+    return {"loss": 1.5, "moe_dropless_replays": self._trainer.recorded[-1]}
 
 
 def make_plan(steps: int = 2, micro_steps: int = 3, window: Optional[Tuple[int, int]] = None,

@@ -404,6 +404,69 @@ class CachedLossWorker(Worker):
     return {"loss": [np.float32(2.0) / self.train_step, 1.5, np.float64(1.25)]}
 
 
+@dataclasses.dataclass
+class PendingCheck:
+  """MaxText's _PendingOverflowCheck: a call's overflow flag and its loss (maxtext_engine.py
+  @b8bf66d6)."""
+  has_overflow: bool
+  loss: WeightedMetric
+
+
+class OneLateTrainer(Trainer):
+  """MaxText's engine under retry_when_tokens_dropped: the newest call's loss is pending."""
+
+  def __init__(self) -> None:
+    super().__init__()
+    self._pending_overflow_check: Optional[PendingCheck] = None
+
+
+class OneLateLossWorker(Worker):
+  """Tunix's TrainerWorker over MaxText's engine under retry_when_tokens_dropped
+  (maxtext_engine.py@b8bf66d6): each call's loss waits in `_pending_overflow_check` until the
+  next call or update() reads its overflow flag, reruns an overflowed micro-batch on the dropless
+  kernel and appends the loss to `_cached_losses`; update() records moe_dropless_replays."""
+
+  def __init__(self, clock: Clock, device: Device, *, overflow_at: Sequence[int], rerun_s: float,
+               **timing: float) -> None:
+    super().__init__(clock, device, **timing)
+    self._trainer = OneLateTrainer()
+    self.overflow_at = set(overflow_at)
+    self.rerun_s = rerun_s
+    self.calls = 0
+    self.replays = 0
+    self.recorded: List[int] = []
+
+  def resolve(self) -> None:
+    check, self._trainer._pending_overflow_check = self._trainer._pending_overflow_check, None
+    if check is None:
+      return
+    loss = check.loss
+    if check.has_overflow:
+      done = self.device.run(self.rerun_s)
+      loss = WeightedMetric(done, done)
+      self.replays += 1
+    self._trainer.cache_loss(loss)
+
+  def fwd_bwd(self, request: Request, **kwargs: Any) -> Response:
+    del kwargs
+    done = self.dispatch(request.payload)
+    check = PendingCheck(self.calls in self.overflow_at, WeightedMetric(done, done))
+    self.calls += 1
+    self.resolve()
+    self._trainer._pending_overflow_check = check
+    return Response(queued=True)
+
+  def update(self) -> None:
+    self.resolve()
+    self.dispatch_update()
+    self.recorded.append(self.replays)
+    self.replays = 0
+    self._trainer.clear_losses()
+
+  def get_metrics(self) -> Dict[str, Any]:
+    return {"loss": 1.5, "moe_dropless_replays": self.recorded[-1]}
+
+
 # ------------------------------------------------------------------------------------------------
 # Scenarios: each runs the driver's step loop and summary and returns the lines it printed.
 # ------------------------------------------------------------------------------------------------
@@ -481,11 +544,13 @@ class Bench:
     self.summary = driver.summarize(
         plan, records, rows=shape.rows, tokens_per_row=shape.tokens_per_row,
         real_len=shape.real_len, segments=shape.segments, final_rows=shape.final_rows,
-        layers=shape.layers, topk=shape.topk, experts=shape.experts, routing=routing_of(
-            shape,
-            shape.rows), routing_final=routing_of(shape, shape.final_rows) if short_final else None,
-        knobs=settings.knobs(), stage=stage_state.summary(),
-        extra={"token_dropping": driver.token_dropping(config, records, shape.experts)})
+        layers=shape.layers, topk=shape.topk, experts=shape.experts,
+        routing=routing_of(shape, shape.rows),
+        routing_final=routing_of(shape, shape.final_rows) if short_final else None,
+        knobs=settings.knobs(), stage=stage_state.summary(), extra={
+            "token_dropping": driver.token_dropping(config, records, shape.experts),
+            "grad_norm": driver.grad_norm(config, records)
+        })
     self.lines.append("BENCH_SUMMARY " + json.dumps(self.summary, separators=(",", ":")))
     return self.lines
 
@@ -599,6 +664,19 @@ def one_step_without_fence() -> List[str]:
   return bench.run(worker, config=factors(-1.0, -1.0), fence=False)
 
 
+def one_late_loss_replays() -> List[str]:
+  """MaxText's engine under retry_when_tokens_dropped at the seed's ragged_buffer_factor 2.75:
+  each call's completion is its pending overflow check's loss (device timing in every step); call
+  4 overflows and is rerun dropless after call 5's kernel (replays 1 in step 1: verdict
+  replayed); no gradient norm with skip_step_on_spikes off."""
+  bench = Bench(Shape(experts=8), BENCH_NAME="golden-replays", STEPS="3", MICRO_STEPS="3")
+  worker = OneLateLossWorker(bench.clock, bench.device, overflow_at=[4], rerun_s=2.5,
+                             **bench.timing(regular_s=1.5, final_s=1.5, update_s=0.4))
+  config = types.SimpleNamespace(capacity_factor=-1.0, ragged_buffer_factor=2.75,
+                                 retry_when_tokens_dropped=True, skip_step_on_spikes=False)
+  return bench.run(worker, config=config)
+
+
 @dataclasses.dataclass
 class Scenario:
   run: Callable[[], List[str]]
@@ -632,6 +710,10 @@ SCENARIOS: Dict[str, Scenario] = {
     "final-micro-batch-fewer-tokens": Scenario(
         final_micro_batch_fewer_tokens, ('"routing_final":[', '"final_rows":1', '"tokens":15600')),
     "one-step-without-fence": Scenario(one_step_without_fence, ('"steady_steps":[0]',)),
+    "one-late-loss-replays": Scenario(
+        one_late_loss_replays,
+        ('"replays":1', '"microbatch_timing_source":"loss"', '"verdict":"replayed"',
+         '"retry_when_tokens_dropped":true', "_pending_overflow_check", '"reported":false')),
 }
 
 

@@ -9,6 +9,7 @@ from typing import Any, List, Set, Tuple
 
 import numpy as np
 
+from doubles import MetricsBuffer
 from fakes import Events, ExplicitWorker, FakeClock, Harness, TimingWorker, make_plan
 from driver_loader import load_driver
 
@@ -178,6 +179,29 @@ class DroppedTokensTest(unittest.TestCase):
     self.assertEqual(bd.dropped_tokens_of({"loss": 1.0}), (None, None))
     self.assertEqual(bd.dropped_tokens_of(None), (None, None))
     self.assertEqual(bd.dropped_tokens_of({"dropped_tokens": 0.0}), (0.0, "dropped_tokens"))
+
+
+class ReplaysAndGradNormTest(unittest.TestCase):
+
+  def test_replays_of(self):
+    self.assertIsNone(bd.replays_of(None))
+    self.assertIsNone(bd.replays_of({"loss": 1.0}))
+    self.assertEqual(bd.replays_of({"moe_dropless_replays": 2.0}), 2)
+    # Several such names (per layer, say) add up; a NaN is not a count.
+    self.assertEqual(bd.replays_of({"a/moe_dropless_replays": 1.0, "b/moe_dropless_replays": 2.0}),
+                     3)
+    self.assertIsNone(bd.replays_of({"moe_dropless_replays": float("nan")}))
+    self.assertIsNone(bd.replays_of({"moe_dropless_replays_total": 2.0}))
+
+  def test_replays_from_maxtexts_metrics_buffer(self):
+    # update() records the count once per step (maxtext_engine.py@b8bf66d6).
+    buffer = MetricsBuffer(id=1, scalar_metrics={"moe_dropless_replays": np.array([3])})
+    self.assertEqual(bd.replays_of(bd.scalar_metrics([buffer])), 3)
+
+  def test_grad_norm_name(self):
+    self.assertIsNone(bd.grad_norm_name({"loss": 1.0}))
+    self.assertEqual(bd.grad_norm_name({"loss": 1.0, "gradient_norm": 2.0}), "gradient_norm")
+    self.assertEqual(bd.grad_norm_name({"opt/grad_norm": 2.0}), "opt/grad_norm")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ import types
 import unittest
 from typing import Any, Optional
 
-from fakes import Events, FakeClock, Response, Token
+from fakes import (Events, FakeClock, Harness, make_plan, OneLateLossWorker, PendingOverflowCheck,
+                   Response, Token)
 from driver_loader import load_driver
 
 bd = load_driver()
@@ -173,6 +174,77 @@ class CompletionWatcherTest(unittest.TestCase):
     with self.assertRaisesRegex(RuntimeError, "^device lost$"):
       watcher.wait("failing")
     self.assertEqual(watcher.wait("after"), 1.0)  # the thread goes on
+
+
+class OneLateLossEngineTest(unittest.TestCase):
+  """MaxText's engine under retry_when_tokens_dropped (maxtext_engine.py@b8bf66d6) holds each
+  call's loss in `_pending_overflow_check` until the next call: the call's completion is that
+  pending loss, never the list's newest entry (the previous call's)."""
+
+  def test_the_pending_checks_loss_is_the_calls_completion(self):
+    events, clock = Events(), FakeClock()
+    engine = types.SimpleNamespace(_cached_losses=[], _pending_overflow_check=None)
+    worker = types.SimpleNamespace(_trainer=types.SimpleNamespace(_engine=engine))
+    observer = bd.DeviceObserver()
+    first = PendingOverflowCheck(False, Token(clock, events, 1.0, "mb0"), 0)
+    engine._pending_overflow_check = first
+    self.assertEqual(observer.completion(worker, None, "fwd_bwd"), (first.loss, "loss"))
+    # The next call settled the first (its loss joins the list) and parked its own.
+    engine._cached_losses.append(first.loss)
+    second = PendingOverflowCheck(True, Token(clock, events, 2.0, "mb1"), 1)
+    engine._pending_overflow_check = second
+    self.assertEqual(observer.completion(worker, None, "fwd_bwd"), (second.loss, "loss"))
+    # A call that parked nothing new has no completion of its own.
+    self.assertEqual(observer.completion(worker, None, "fwd_bwd"), (None, "dispatch"))
+    self.assertIn("_pending_overflow_check was the previous call's", observer.missing)
+    self.assertIn("_pending_overflow_check", observer.timing_why("loss"))
+    self.assertIn("retry_when_tokens_dropped", observer.timing_why("loss"))
+
+  def test_without_a_pending_check_the_list_is_read_as_before(self):
+    # b8bf66d6 without the replay: the attribute exists and stays None; losses go to the list.
+    events, clock = Events(), FakeClock()
+    loss = Token(clock, events, 1.0, "mb0")
+    engine = types.SimpleNamespace(_cached_losses=[loss], _pending_overflow_check=None)
+    observer = bd.DeviceObserver()
+    worker = types.SimpleNamespace(_trainer=engine)
+    self.assertEqual(observer.completion(worker, None, "fwd_bwd"), (loss, "loss"))
+    self.assertEqual(observer.timing_why("loss"),
+                     "device times from each call's own loss in the engine's _cached_losses")
+
+  def test_dispatch_timing_names_its_reason(self):
+    observer = bd.DeviceObserver()
+    worker = types.SimpleNamespace(_trainer=types.SimpleNamespace(_cached_losses=[]))
+    self.assertEqual(observer.completion(worker, None, "fwd_bwd"), (None, "dispatch"))
+    why = observer.timing_why("dispatch")
+    self.assertIn("_cached_losses was empty after the call", why)
+    self.assertNotIn("throttle", why)
+    observer.completion(types.SimpleNamespace(), None, "fwd_bwd")
+    self.assertIn("the trainer offers none", observer.timing_why("dispatch"))
+    self.assertIn("get_step_timing", observer.timing_why("step_timing"))
+    self.assertIn("readiness token", observer.timing_why("token"))
+
+  def test_every_step_is_device_timed_on_the_one_late_engine(self):
+    # Four calls a step, 2 s each back to back on the device after 0.1 s dispatches; call 1 of
+    # step 0 overflows: its 3 s dropless rerun runs after call 2's kernel, inside call 3's time.
+    harness = Harness(OneLateLossWorker, overflow_at={1})
+    plan = make_plan(steps=2, micro_steps=4)
+    records = harness.run(plan)
+    for record in records:
+      self.assertEqual((record.microbatch_timing, record.microbatch_timing_source),
+                       ("device", "loss"), record)
+      self.assertIn("_pending_overflow_check", record.timing_why)
+    self.assertEqual([round(value, 6) for value in records[0].microbatch_s], [2.1, 2.0, 2.0, 5.0])
+    self.assertEqual([round(value, 6) for value in records[1].microbatch_s], [2.1, 2.0, 2.0, 2.0])
+    self.assertEqual([step["replays"] for step in harness.bench_steps()], [1, 0])
+    self.assertEqual(harness.events.items.count(("rerun", 1)), 1)
+
+  def test_the_last_calls_rerun_lands_in_the_steps_end(self):
+    harness = Harness(OneLateLossWorker, overflow_at={2})
+    (record,) = harness.run(make_plan(steps=1, micro_steps=3))
+    self.assertEqual([round(value, 6) for value in record.microbatch_s], [2.1, 2.0, 2.0])
+    # 0.1 s dispatch, three 2 s kernels, the 3 s rerun update() starts, then the 0.5 s update.
+    self.assertAlmostEqual(record.seconds, 0.1 + 6.0 + 3.0 + 0.5)
+    self.assertEqual(record.replays, 1)
 
 
 if __name__ == "__main__":

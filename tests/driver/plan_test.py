@@ -50,6 +50,7 @@ class StepRecordTest(unittest.TestCase):
             "fused_update": False,
             "staged": False,
             "profiled": False,
+            "replays": None,
         })
     # The optional keys appear only when there is something to say.
     record.train_step = 3
@@ -61,7 +62,7 @@ class StepRecordTest(unittest.TestCase):
         if key not in ("step", "seconds", "microbatch_s", "microbatch_timing",
                        "microbatch_timing_source", "tokens", "padded_tokens",
                        "tokens_per_s_per_chip", "real_tokens_per_s_per_chip", "update",
-                       "fused_update", "staged", "profiled")
+                       "fused_update", "staged", "profiled", "replays")
     }
     self.assertEqual(
         extra, {
@@ -166,6 +167,26 @@ class StageVerdictTest(unittest.TestCase):
                               overlap_s=0.25), Response(staged=True), {"overlap_s": False}, None):
       with self.subTest(response=response):
         self.assertIsNone(bd.stage_reported_no_overlap(response))
+
+
+class StepRecordReplaysTest(unittest.TestCase):
+
+  def test_replays_come_from_maxtexts_metric_right_after_profiled(self):
+    record = bd.StepRecord(step=0, seconds=1.0, microbatch_s=[1.0], tokens=1,
+                           tokens_per_s_per_chip=1.0, fused_update=False)
+    self.assertIsNone(record.replays)  # no metrics: not counted
+    record.metrics = {"loss": 1.5}
+    self.assertIsNone(record.as_json()["replays"])
+    # MaxText's update() records the step's count once (maxtext_engine.py@b8bf66d6).
+    record.metrics = {"loss": 1.5, "moe_dropless_replays": 2.0}
+    keys = list(record.as_json())
+    self.assertEqual(keys[keys.index("profiled") + 1], "replays")
+    self.assertEqual(record.as_json()["replays"], 2)
+    self.assertIsInstance(record.as_json()["replays"], int)
+    record.metrics = {"train/moe_dropless_replays": 0.0}
+    self.assertEqual(record.replays, 0)  # counted zero is not "not counted"
+    record.metrics = {"moe_dropless_replays": float("nan")}
+    self.assertIsNone(record.replays)
 
 
 if __name__ == "__main__":

@@ -504,20 +504,5 @@ class LogpsPassTest(unittest.TestCase):
     ])
 
 
-class GradientNormTest(unittest.TestCase):
-
-  def test_a_warning_when_no_step_reports_a_gradient_norm(self):
-
-    def record(metrics: Any) -> Any:
-      return bd.StepRecord(0, 1.0, [1.0], 10, 0.0, False, metrics=metrics)
-
-    _, out = quietly(lambda: bd.warn_without_gradient_norm([record({"loss": 1.0})]))
-    self.assertTrue(out.startswith("[TrainerBench] WARNING: the trainer reports no gradient norm"))
-    for records in ([record({"loss": 1.0}), record({"grad_norm": 0.5})],
-                    [record({"gradient_norm": 0.5})], [record(None)], []):
-      with self.subTest(records=records):
-        self.assertEqual(quietly(lambda: bd.warn_without_gradient_norm(records))[1], "")
-
-
 if __name__ == "__main__":
   unittest.main()

@@ -19,6 +19,10 @@ The stand-in follows AI-Hypercomputer/maxtext src/maxtext/training_engine/ at e5
 The device is a thread that runs the dispatched work back to back for known durations, so the
 driver's device-mode micro-batch times can be checked against them.
 
+DroplessReplayEngine follows the same engine at b8bf66d6 under retry_when_tokens_dropped (a
+micro-batch's loss recorded one call late, an overflowed micro-batch rerun dropless, the step's
+moe_dropless_replays recorded by update()).
+
 StagingTrainerWorker stands in for the seed's TrainerWorker staging change (stage_fwd_bwd,
 fwd_bwd(..., defer_update=True), apply_deferred_update(); the seed's PIPELINE_STEP_BOUNDARY /
 STAGE_NEXT_MICROBATCH with AI-Hypercomputer/maxtext#5718), which no public Tunix has.
@@ -28,7 +32,7 @@ import queue
 import threading
 import time
 import unittest
-from typing import List
+from typing import List, Optional
 
 import numpy as np
 
@@ -173,6 +177,65 @@ class MaxTextLikeEngine:
     return out
 
 
+class PendingOverflowCheck:
+  """MaxText's _PendingOverflowCheck (maxtext_engine.py@b8bf66d6): a micro-batch accumulated
+  before its MoE overflow flag reached the host, with its loss."""
+
+  def __init__(self, has_overflow, loss, micro_step):
+    self.has_overflow, self.loss, self.micro_step = has_overflow, loss, micro_step
+
+
+class DroplessReplayEngine(MaxTextLikeEngine):
+  """MaxText's engine under retry_when_tokens_dropped (maxtext_engine.py@b8bf66d6): fwd_bwd
+  parks the call's loss and overflow flag in `_pending_overflow_check`; the next fwd_bwd (after
+  dispatching its own kernel) or update() reads the flag (a device read: it waits for the
+  kernel), reruns an overflowed micro-batch on the dropless kernel and only then records the
+  loss in `_cached_losses`; update() records moe_dropless_replays and clears the list."""
+
+  def __init__(self, device: Device, overflow_at=(), compile_seconds: float = 0.3):
+    super().__init__(device, compile_seconds)
+    self.overflow_at = set(overflow_at)
+    self.calls = 0
+    self._dropless_replays = 0
+    self._pending_overflow_check: Optional[PendingOverflowCheck] = None
+
+  def _resolve_overflow_check(self):
+    check, self._pending_overflow_check = self._pending_overflow_check, None
+    if check is None:
+      return
+    loss = check.loss
+    if bool(np.asarray(check.has_overflow)):
+      self._throttler.wait_for_next()
+      loss = WeightedMetric(DeviceArray(6.0), DeviceArray(2.0))
+      self.device.dispatch(MB_SECONDS, [loss.unreduced_sum, loss.denominator])
+      self._throttler.add_computation([loss.unreduced_sum, loss.denominator])
+      self._dropless_replays += 1
+    self._buffer().weighted_metrics.setdefault("loss", []).append(loss)
+    getattr(self, self.losses_attribute).append(loss)
+
+  def fwd_bwd(self, payload, **kwargs) -> None:
+    del payload, kwargs
+    if not self._compiled:
+      time.sleep(self.compile_seconds)
+      self._compiled = True
+    self._throttler.wait_for_next()
+    loss = WeightedMetric(DeviceArray(3.0), DeviceArray(2.0))
+    flag = DeviceArray(1.0 if self.calls in self.overflow_at else 0.0)
+    self.device.dispatch(MB_SECONDS, [loss.unreduced_sum, loss.denominator, flag])
+    self.dispatches.append(time.monotonic())
+    self._throttler.add_computation([loss.unreduced_sum, loss.denominator])
+    check = PendingOverflowCheck(flag, loss, self.calls)
+    self.calls += 1
+    self._resolve_overflow_check()
+    self._pending_overflow_check = check
+
+  def update(self, **kwargs) -> None:
+    self._resolve_overflow_check()
+    super().update(**kwargs)
+    self._buffer().scalar_metrics["moe_dropless_replays"] = [self._dropless_replays]
+    self._dropless_replays = 0
+
+
 class Response:
 
   def __init__(self, **metadata):
@@ -310,6 +373,25 @@ class MaxTextEngineModelTest(unittest.TestCase):
     # The step still ends when the device is done (a fence), update included.
     for record in records[1:]:
       self.assertGreater(record.seconds, 3 * MB_SECONDS + UPDATE_SECONDS)
+
+  def test_device_times_on_the_dropless_replay_engine(self):
+    # Call 5 (step 1's second) overflows: its dropless rerun runs after call 6's kernel.
+    device = Device()
+    records, summary, lines = run(TrainerWorker(DroplessReplayEngine(device, overflow_at=[5])),
+                                  device)
+    for record in records:
+      self.assertEqual((record.microbatch_timing, record.microbatch_timing_source),
+                       ("device", "loss"), record)
+      for value in record.microbatch_s[1:3]:
+        self.assertAlmostEqual(value, MB_SECONDS, delta=0.05 * MB_SECONDS, msg=record)
+    # The rerun lands in the micro-batch after next.
+    self.assertAlmostEqual(records[1].microbatch_s[3], 2 * MB_SECONDS, delta=0.1 * MB_SECONDS)
+    self.assertEqual([record.replays for record in records], [0, 1, 0])
+    self.assertEqual(summary["microbatch_timing"], "device")
+    self.assertIn("_pending_overflow_check", summary["microbatch_timing_why"])
+    self.assertTrue(all('"replays":' in line for line in lines if line.startswith("BENCH_STEP ")))
+    # Step 1's loss holds the rerun's (doubled) loss in place of the overflowed one.
+    self.assertAlmostEqual(records[1].metrics["loss"], (3 * 3.0 + 6.0) / 8.0)
 
   def test_the_staged_boundary_removes_the_transfer_bubble(self):
     device = Device()

@@ -240,5 +240,160 @@ class ReportSummaryTest(unittest.TestCase):
     self.assertEqual(len(self.lines(stage_boundary={"resolved": "off"})), 5)
 
 
+def replay_record(step: int, replays: Optional[float], **metrics: float) -> Any:
+  """A step whose metrics carry MaxText's moe_dropless_replays (None: not counted)."""
+  if replays is not None:
+    metrics["moe_dropless_replays"] = replays
+  return bd.StepRecord(step, 1.0, [1.0], 10, 0, True, metrics=metrics or None)
+
+
+class TokenDroppingReplaysTest(unittest.TestCase):
+  """The token_dropping verdict under MaxText's retry_when_tokens_dropped (issue 25 item 2)."""
+
+  # The seed's measured runs: ragged buffers 2.75x the balanced size, which may overflow.
+  SEED = dict(capacity_factor=-1.0, ragged_buffer_factor=2.75)
+
+  def verdict(self, records: List[Any], retry: Optional[bool], **config: Any) -> Any:
+    settings = dict(self.SEED, **config)
+    if retry is not None:
+      settings["retry_when_tokens_dropped"] = retry
+    return bd.token_dropping(types.SimpleNamespace(**settings), records, experts=512)
+
+  def test_the_seeds_no_token_dropped_is_provable_with_replays_counted(self):
+    clean = [replay_record(step, 0.0, loss=0.1) for step in range(3)]
+    out = self.verdict(clean, retry=True)
+    self.assertEqual(out["verdict"], "none")
+    self.assertEqual(out["replays"], 0)
+    self.assertEqual(out["replay_counted_steps"], 3)
+    self.assertIs(out["retry_when_tokens_dropped"], True)
+    self.assertIn("rerun dropless", out["why"])
+    self.assertEqual(out["ragged_buffer_factor"], 2.75)
+    replayed = [replay_record(0, 0.0), replay_record(1, 2.0), replay_record(2, 1.0)]
+    out = self.verdict(replayed, retry=True)
+    self.assertEqual(out["verdict"], "replayed")
+    self.assertEqual(out["replays"], 3)
+    self.assertIsNone(out["dropped_tokens"])
+
+  def test_without_a_count_in_every_step_the_replay_cannot_say_none(self):
+    partial = [replay_record(0, 0.0), replay_record(1, None, loss=0.1)]
+    out = self.verdict(partial, retry=True)
+    self.assertEqual(out["verdict"], "unknown")
+    self.assertEqual(out["replay_counted_steps"], 1)
+    self.assertIn("counted in 1 of 2 steps", out["why"])
+    # A positive count in any step is a replay, counted or not elsewhere.
+    some = [replay_record(0, 1.0), replay_record(1, None, loss=0.1)]
+    self.assertEqual(self.verdict(some, retry=True)["verdict"], "replayed")
+
+  def test_retry_off_keeps_the_configurations_verdict(self):
+    records = [replay_record(0, None, loss=0.1)]
+    out = self.verdict(records, retry=False)
+    self.assertEqual(out["verdict"], "unknown")
+    self.assertIs(out["retry_when_tokens_dropped"], False)
+    self.assertIsNone(out["replays"])
+    self.assertEqual(out["replay_counted_steps"], 0)
+    self.assertEqual(self.verdict(records, retry=None)["retry_when_tokens_dropped"], None)
+    # A count without the setting proves nothing about dropping.
+    self.assertEqual(self.verdict([replay_record(0, 0.0)], retry=None)["verdict"], "unknown")
+    dropless = self.verdict(records, retry=False, ragged_buffer_factor=-1.0)
+    self.assertEqual(dropless["verdict"], "none")
+
+  def test_the_replay_does_not_cover_a_positive_capacity_factor(self):
+    records = [replay_record(0, 0.0)]
+    out = self.verdict(records, retry=True, capacity_factor=1.25)
+    self.assertEqual(out["verdict"], "unknown")
+    self.assertIn("capacity_factor is positive", out["why"])
+
+  def test_counted_drops_still_win_and_not_moe_stays(self):
+    dropped = [replay_record(0, 1.0, dropped_tokens=4.0)]
+    self.assertEqual(self.verdict(dropped, retry=True)["verdict"], "dropped")
+    none_dropped = [replay_record(0, 1.0, dropped_tokens=0.0)]
+    self.assertEqual(self.verdict(none_dropped, retry=True)["verdict"], "replayed")
+    self.assertEqual(
+        bd.token_dropping(types.SimpleNamespace(retry_when_tokens_dropped=True),
+                          [replay_record(0, 0.0)], experts=None)["verdict"], "not-moe")
+
+  def test_the_replayed_verdict_is_a_warning(self):
+    lines: List[str] = []
+    summary = dict(ReportSummaryTest.SUMMARY,
+                   token_dropping={"verdict": "replayed", "replays": 3, "why": "counted"})
+    bd.report_summary(summary, lines.append)
+    self.assertEqual(
+        lines[5], "  WARNING: MoE dropless replays: 3 (counted): no token dropped, but each "
+        "replay is a whole extra forward/backward in the step times")
+
+
+class GradNormTest(unittest.TestCase):
+  """BENCH_SUMMARY grad_norm (issue 25 item 11)."""
+
+  def test_reported(self):
+    records = [
+        replay_record(0, None, loss=1.0, gradient_norm=0.5),
+        replay_record(1, None, loss=1.0)
+    ]
+    out = bd.grad_norm(types.SimpleNamespace(skip_step_on_spikes=False), records)
+    self.assertEqual(
+        out, {
+            "reported": True, "metric": "gradient_norm", "steps": 1, "skip_step_on_spikes": False,
+            "why": "reported as gradient_norm in 1 of 2 steps"
+        })
+    other = bd.grad_norm(None, [replay_record(0, None, **{"opt/grad_norm": 0.5})])
+    self.assertEqual((other["metric"], other["skip_step_on_spikes"]), ("opt/grad_norm", None))
+
+  def test_not_reported_says_why(self):
+    records = [replay_record(0, None, loss=1.0)]
+    off = bd.grad_norm(types.SimpleNamespace(skip_step_on_spikes=False), records)
+    self.assertFalse(off["reported"])
+    self.assertIsNone(off["metric"])
+    self.assertEqual(off["steps"], 0)
+    self.assertIn("skip_step_on_spikes is off", off["why"])
+    self.assertIn("e591f30c", off["why"])
+    self.assertIn("b8bf66d6", off["why"])
+    on = bd.grad_norm(types.SimpleNamespace(skip_step_on_spikes=True), records)
+    self.assertIn("skip_step_on_spikes is on, yet", on["why"])
+    self.assertIn("no skip_step_on_spikes", bd.grad_norm(None, records)["why"])
+    silent = bd.grad_norm(None, [replay_record(0, None)])
+    self.assertIn("reported no metrics", silent["why"])
+    lines: List[str] = []
+    bd.report_summary(dict(ReportSummaryTest.SUMMARY, grad_norm=off), lines.append)
+    self.assertTrue(
+        lines[5].startswith("  gradient norm: not reported, the grad-norm gate is not "
+                            "evaluated (skip_step_on_spikes is off"), lines)
+    self.assertEqual(len(self.lines_with(dict(off, reported=True))), 5)
+
+  @staticmethod
+  def lines_with(norm: Any) -> List[str]:
+    lines: List[str] = []
+    bd.report_summary(dict(ReportSummaryTest.SUMMARY, grad_norm=norm), lines.append)
+    return lines
+
+
+class MicrobatchTimingWhyTest(unittest.TestCase):
+  """BENCH_SUMMARY microbatch_timing_why (issue 25 item 3)."""
+
+  def test_the_steady_steps_reasons_once_each(self):
+    plan = make_plan(steps=3, micro_steps=2)
+    records = [
+        bd.StepRecord(step, 1.0, [0.5, 0.5], 10, 0, False, timing_why=why)
+        for step, why in enumerate(["compile step", "reason a", "reason a"])
+    ]
+    self.assertEqual(summary_of(plan, records)["microbatch_timing_why"], "reason a")
+    records[2].timing_why = "reason b"
+    self.assertEqual(summary_of(plan, records)["microbatch_timing_why"], "reason a; reason b")
+    for record in records:
+      record.timing_why = None
+    self.assertIsNone(summary_of(plan, records)["microbatch_timing_why"])
+
+  def test_the_dispatch_warning_gives_the_reason(self):
+    lines: List[str] = []
+    bd.report_summary(
+        dict(ReportSummaryTest.SUMMARY, microbatch_timing="dispatch",
+             microbatch_timing_why="host dispatch intervals: a call had nothing to wait on (x)"),
+        lines.append)
+    self.assertIn(
+        "WARNING: host DISPATCH intervals, not device times: a call had nothing to wait "
+        "on (x)", lines[2])
+    self.assertNotIn("offers no completion", lines[2])
+
+
 if __name__ == "__main__":
   unittest.main()

@@ -10,6 +10,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from .common import describe_exception, one_line, PROG, SettingsError, TunixMissing
 from .dump import dump_main
+from .numerics import run_numerics
 from .pod import run_pod
 from .preflight import run_preflight
 from .settings import parse_settings, print_settings
@@ -39,7 +40,8 @@ def main(argv: Optional[Sequence[str]] = None, env: Optional[Mapping[str, str]] 
     if argv == ["--print-settings"]:
       print(print_settings(os.environ if env is None else env))
       return 0
-    preflight = argv == ["--preflight"]
+    numerics = sorted(argv) == ["--numerics", "--preflight"]
+    preflight = argv == ["--preflight"] or numerics
     if argv and not preflight:
       raise SettingsError(f"unexpected arguments {' '.join(argv)} (settings come from the "
                           "environment; see --help)")
@@ -52,6 +54,8 @@ def main(argv: Optional[Sequence[str]] = None, env: Optional[Mapping[str, str]] 
   except (ValueError, OSError):
     pass
   try:
+    if numerics:
+      return run_numerics(settings)
     return run_preflight(settings) if preflight else run_pod(settings)
   except SettingsError as exc:
     print(f"{PROG}: {one_line(exc)}", file=sys.stderr)

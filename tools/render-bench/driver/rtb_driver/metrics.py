@@ -242,3 +242,33 @@ def dropped_tokens_of(
       total = (total or 0.0) + value
       names.append(name)
   return total, (",".join(sorted(names)) if names else None)
+
+
+# Under retry_when_tokens_dropped MaxText's engine reruns each micro-batch whose MoE ragged buffer
+# overflowed on a dropless kernel and records the step's count of such reruns under this name in
+# update(), once per step (AI-Hypercomputer/maxtext training_engine/maxtext_engine.py@b8bf66d6).
+REPLAY_METRIC = "moe_dropless_replays"
+
+
+def replays_of(metrics: Optional[Mapping[str, float]]) -> Optional[int]:
+  """MoE dropless replays the trainer counted in a step (REPLAY_METRIC, summed over every name
+  ending in it), or None when its metrics carry no such count."""
+  values = [
+      value for name, value in (metrics or {}).items()
+      if name.rsplit("/", 1)[-1] == REPLAY_METRIC and math.isfinite(value)
+  ]
+  return int(round(sum(values))) if values else None
+
+
+# Names under which a trainer reports the update's gradient norm: MaxText's engine records
+# "gradient_norm" (maxtext_engine.py@e591f30c only under skip_step_on_spikes, @b8bf66d6 on every
+# update), other trainers "grad_norm".
+GRAD_NORM_METRICS = ("gradient_norm", "grad_norm")
+
+
+def grad_norm_name(metrics: Optional[Mapping[str, float]]) -> Optional[str]:
+  """The name of a step's gradient-norm metric (GRAD_NORM_METRICS), or None."""
+  for name in sorted(metrics or {}):
+    if name.rsplit("/", 1)[-1] in GRAD_NORM_METRICS:
+      return name
+  return None

@@ -20,6 +20,10 @@ SOURCE_LOSS = "loss"  # the call's own loss array in the trainer's metric buffer
 
 SOURCE_DISPATCH = "dispatch"  # none: host dispatch intervals
 
+# MaxText's one-late engine (retry_when_tokens_dropped, maxtext_engine.py@b8bf66d6): the pending
+# micro-batch whose overflow flag is read after the next dispatch; its `loss` is that call's.
+PENDING_CHECK = "_pending_overflow_check"
+
 
 def trainer_of(worker: Any) -> Any:
   return getattr(worker, "_trainer", None)
@@ -59,6 +63,10 @@ class DeviceObserver:
     # never make a new one look stale.
     self._seen: Dict[str, Any] = {}
     self._seen_loss: Any = None
+    # Why the newest call without a completion had none, and whether a completion came from the
+    # one-late engine's pending overflow check (both for BENCH_SUMMARY "microbatch_timing_why").
+    self.missing = "no call has been observed"
+    self.one_late = False
 
   def _fresh_trainer_token(self, worker: Any, name: str) -> Any:
     for trainer in engines_of(worker):
@@ -74,18 +82,42 @@ class DeviceObserver:
   def _fresh_loss(self, worker: Any) -> Any:
     # MaxText's engine appends each fwd_bwd's loss (a WeightedMetric of device arrays, an
     # output of that call's kernel) to `_cached_losses` and clears the list in update()
-    # (AI-Hypercomputer/maxtext src/maxtext/training_engine/maxtext_engine.py@e591f30c).
+    # (AI-Hypercomputer/maxtext src/maxtext/training_engine/maxtext_engine.py@e591f30c). Under
+    # retry_when_tokens_dropped (@b8bf66d6) the call's loss waits in `_pending_overflow_check`
+    # (its `loss` field) until the next call or update() reads the overflow flag; only then does
+    # it reach `_cached_losses`, one call late. The pending check is this call's; the list's
+    # newest entry is the previous call's.
     for trainer in engines_of(worker):
+      pending = getattr(trainer, PENDING_CHECK, None)
+      if pending is not None and hasattr(pending, "loss"):
+        if self._seen_loss is pending:
+          self.missing = (f"the engine's {PENDING_CHECK} was the previous call's after this "
+                          "call")
+          return None
+        self._seen_loss = pending
+        if not _has_blockable(pending.loss):
+          self.missing = f"the loss in the engine's {PENDING_CHECK} holds no device array"
+          return None
+        self.one_late = True
+        return pending.loss
       losses = getattr(trainer, "_cached_losses", None)
       if not isinstance(losses, list):
         continue
       if not losses:
+        self.missing = "the engine's _cached_losses was empty after the call"
         return None
       newest = losses[-1]
       if self._seen_loss is newest:
+        self.missing = "the call added no loss to the engine's _cached_losses"
         return None  # the call added nothing: not this call's result
       self._seen_loss = newest
-      return newest if _has_blockable(newest) else None
+      if not _has_blockable(newest):
+        self.missing = "the engine's newest loss holds no device array"
+        return None
+      return newest
+    self.missing = ("the trainer offers none: no readiness token, no ready times "
+                    "(get_step_timing) and no loss list (_cached_losses) on the trainer or its "
+                    "engine")
     return None
 
   def completion(self, worker: Any, response: Any, kind: str) -> Tuple[Any, str]:
@@ -102,6 +134,24 @@ class DeviceObserver:
       if loss is not None:
         return loss, SOURCE_LOSS
     return None, SOURCE_DISPATCH
+
+  def timing_why(self, source: str) -> str:
+    """Why a step's micro-batches were timed from `source` (BENCH_SUMMARY
+    "microbatch_timing_why")."""
+    if source == SOURCE_STEP_TIMING:
+      return "device times from the trainer's own ready times (get_step_timing)"
+    if source == SOURCE_TOKEN:
+      return "device times from each call's readiness token"
+    if source == SOURCE_LOSS and self.one_late:
+      return (f"device times from each call's own loss, read from the engine's {PENDING_CHECK}: "
+              "under retry_when_tokens_dropped the engine records a micro-batch's loss only "
+              "when the next one is dispatched (and clears the list in update()); a replayed "
+              "micro-batch's dropless rerun runs after the next call's kernel, so its time "
+              "counts in the micro-batch after next (in the step's end when there is none)")
+    if source == SOURCE_LOSS:
+      return "device times from each call's own loss in the engine's _cached_losses"
+    return (f"host dispatch intervals: a call had nothing to wait on ({self.missing}); they lag "
+            "the device by up to max_inflight_computations calls")
 
   def can_fence(self) -> bool:
     return self.block_all is not None

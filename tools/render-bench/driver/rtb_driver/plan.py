@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .calls import find_in, UPDATE_EXPLICIT
 from .common import describe_exception, one_line
-from .metrics import dropped_tokens_of
+from .metrics import dropped_tokens_of, replays_of
 from .observers import SOURCE_DISPATCH
 from .resolve import StagePlan
 
@@ -97,6 +97,14 @@ class StepRecord:
   train_step: Optional[int] = None
   metrics: Optional[Dict[str, float]] = None
   logps_pass_s: Optional[List[float]] = None
+  # Why the micro-batches were timed the way they were (BENCH_SUMMARY "microbatch_timing_why");
+  # not a BENCH_STEP field.
+  timing_why: Optional[str] = None
+
+  @property
+  def replays(self) -> Optional[int]:
+    """MoE dropless replays the trainer counted in this step (None: not counted)."""
+    return replays_of(self.metrics)
 
   def as_json(self) -> Dict[str, Any]:
     record = {
@@ -113,6 +121,7 @@ class StepRecord:
         "fused_update": self.fused_update,
         "staged": self.staged,
         "profiled": self.profiled,
+        "replays": self.replays,
     }
     if self.logps_pass_s is not None:
       record["logps_pass_s"] = [round(value, 6) for value in self.logps_pass_s]

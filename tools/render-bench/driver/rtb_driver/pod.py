@@ -15,13 +15,13 @@ from .calls import block_tree, WorkerCalls
 from .common import describe_exception, emit, one_line, say, SettingsError, TunixMissing
 from .observers import CompletionWatcher, DeviceObserver
 from .payload import build_payload, BuiltPayload, default_real_len, default_segments
-from .plan import BenchPlan, JaxProfiler, StageState, StepRecord
+from .plan import BenchPlan, JaxProfiler, StageState
 from .resolve import Choice, resolve_padding, StagePlan, trajectory_segments
 from .settings import Settings
 from .builders import TunixSetup
 from .setup import POD, Setup
 from .steps import run_steps
-from .summary import count_chips, report_summary, summarize, token_dropping
+from .summary import count_chips, grad_norm, report_summary, summarize, token_dropping
 from .tunix import call_checked, Fallbacks, field_layout, replace_fields
 from .values import scale_targets
 from .versions import imported_versions
@@ -121,7 +121,6 @@ def run_pod(settings: Settings) -> int:
     records = run_steps(worker, plan, calls=calls, observer=DeviceObserver(block_all=block_all),
                         watcher=CompletionWatcher(time.monotonic), profiler=JaxProfiler(),
                         stage_state=stage_state)
-  warn_without_gradient_norm(records)
   layers, topk = tunix.routing_shape or (None, None)
   resolved = payloads.resolved
   fallbacks = tunix.fallbacks.taken if tunix.fallbacks else []
@@ -132,6 +131,7 @@ def run_pod(settings: Settings) -> int:
       routing_final=payloads.final_built.routing if payloads.final_built else None,
       knobs=settings.knobs(), stage=stage_state.summary(), extra={
           "token_dropping": token_dropping(tunix.config, records, tunix.experts),
+          "grad_norm": grad_norm(tunix.config, records),
           "compile": {"method": compile_method, "call_s": round(compile_call_s, 3)},
           "devices": len(devices), "shift": payloads.regular_built.shift, "choices": {
               key: {"value": choice.value, "source": choice.source}
@@ -242,16 +242,6 @@ def make_plan(settings: Settings, tunix: TunixSetup, payloads: Payloads, chips: 
   plan.logps_pass = make_logps_pass(tunix, tunix.choices["logps_pass"].value,
                                     [payloads.regular, payloads.final])
   return plan
-
-
-def warn_without_gradient_norm(records: Sequence[StepRecord]) -> None:
-  reported = [record.metrics for record in records if record.metrics]
-  if reported and not any(key in metrics
-                          for metrics in reported
-                          for key in ("gradient_norm", "grad_norm")):
-    say("WARNING: the trainer reports no gradient norm: MaxText records gradient_norm only with "
-        "skip_step_on_spikes=true (maxtext training_engine/maxtext_engine.py@e591f30c), so "
-        "bench-report's grad_norm gate has nothing to compare")
 
 
 def make_logps_pass(setup: TunixSetup, enabled: bool,

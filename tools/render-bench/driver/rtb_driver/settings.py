@@ -48,6 +48,8 @@ class Settings:
   orch_stage_next_microbatch: Optional[str] = None
   # The rollout JobSet's --return_routed_experts (or its environment), copied by render-bench.
   rollout_return_routed_experts: Optional[str] = None
+  # `--preflight --numerics`: the miniature model's MaxText flags (None: numerics.MINIATURE_FLAGS).
+  numerics_maxtext_flags: Optional[str] = None
 
   def knobs(self) -> Dict[str, Any]:
     """The settings as parsed, for BENCH_SUMMARY."""

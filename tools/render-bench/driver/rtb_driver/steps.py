@@ -279,6 +279,7 @@ class StepRunner:
         padded_tokens=plan.padded_tokens_per_step, real_tokens_per_s_per_chip=real_per_chip,
         update=update_kind, staged=staged_now, profiled=plan.profiled(step), train_step=train_step,
         logps_pass_s=calls.logps_s if plan.logps_pass is not None else None,
+        timing_why=self.observer.timing_why(source),
         metrics=scalar_metrics(metrics, warn=self.log, warned=self.warned_metrics) or None)
 
   def report(self, record: StepRecord, staged_now: bool) -> None:

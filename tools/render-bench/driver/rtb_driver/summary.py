@@ -8,24 +8,37 @@ import statistics
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Set, Tuple
 
 from .common import say
-from .metrics import dropped_tokens_of
+from .metrics import dropped_tokens_of, grad_norm_name, REPLAY_METRIC
 from .payload import LayerRouting
 from .plan import BenchPlan, DEFINITIONS, StepRecord
+
+
+def _config_flag(config: Any, name: str) -> Optional[bool]:
+  """A boolean MaxText setting of the trainer's config; None when the config does not say."""
+  value = getattr(config, name, None)
+  return value if isinstance(value, bool) else None
 
 
 def token_dropping(config: Any, records: Sequence[StepRecord],
                    experts: Optional[int]) -> Dict[str, Any]:
   """BENCH_SUMMARY "token_dropping": whether any arm of an A/B can be said to drop no token.
 
-  Counted: every step's metrics carry a dropped-token count (DROPPED_TOKEN_METRICS). Else the
-  configuration decides: MaxText drops tokens only when capacity_factor (dense/padded MoE path) or
-  ragged_buffer_factor (sparse/ragged path) is positive; -1 (the default) sizes buffers for the
-  worst case. "verdict": "none" (counted zero, or dropless by configuration), "dropped" (counted),
-  "unknown" (no count and a configuration that may drop), "not-moe".
+  Counted: every step's metrics carry a dropped-token count (DROPPED_TOKEN_METRICS). Replayed:
+  under retry_when_tokens_dropped MaxText reruns every micro-batch whose ragged buffer overflowed
+  on a dropless kernel and keeps only the rerun's gradients, counting the reruns
+  (moe_dropless_replays); with that count in every step no token was dropped, and replays > 0
+  mean whole extra forward/backward passes. Else the configuration decides: MaxText drops tokens
+  only when capacity_factor (dense/padded MoE path) or ragged_buffer_factor (sparse/ragged path)
+  is positive; -1 (the default) sizes buffers for the worst case. "verdict": "none" (counted
+  zero, no replay, or dropless by configuration), "dropped" (counted), "replayed" (no token
+  dropped, replays > 0), "unknown" (neither a count nor the configuration can tell), "not-moe".
   """
   counts = [dropped_tokens_of(record.metrics) for record in records]
   known = [count for count, _ in counts if count is not None]
   names = sorted({name for _, name in counts if name})
+  replays = [record.replays for record in records if record.replays is not None]
+  replayed = sum(replays) if replays else None
+  retry = _config_flag(config, "retry_when_tokens_dropped")
   factors = {key: getattr(config, key, None) for key in ("capacity_factor", "ragged_buffer_factor")}
   factors = {
       key: (float(value) if isinstance(value, (int, float)) else None)
@@ -38,9 +51,15 @@ def token_dropping(config: Any, records: Sequence[StepRecord],
       "counted_steps": len(known),
       "metric": names[0] if len(names) == 1 else (names or None),
       **factors,
+      "replays": replayed,
+      "replay_counted_steps": len(replays),
+      "retry_when_tokens_dropped": retry,
   }
+  # The replay covers ragged-buffer overflows only (the flag RoutedMoE sows), not capacity_factor.
+  replay_proves = bool(retry and replays and len(replays) == len(records) and
+                       "capacity_factor" not in positive)
   if known and len(known) == len(records):
-    out["verdict"] = "dropped" if sum(known) > 0 else "none"
+    out["verdict"] = "dropped" if sum(known) > 0 else ("replayed" if replayed else "none")
     out["why"] = f"counted by the trainer ({', '.join(names)}) in every step"
   elif known and sum(known) > 0:
     out["verdict"] = "dropped"
@@ -48,12 +67,23 @@ def token_dropping(config: Any, records: Sequence[StepRecord],
   elif not experts:
     out["verdict"] = "not-moe"
     out["why"] = "the trainer's config has no experts"
+  elif replay_proves or (retry and replayed):
+    out["verdict"] = "replayed" if replayed else "none"
+    out["why"] = (f"retry_when_tokens_dropped: every micro-batch whose ragged buffer overflowed "
+                  f"was rerun dropless; {REPLAY_METRIC} counted {replayed} in "
+                  f"{len(replays)} of {len(records)} steps")
   elif known_factors and not positive:
     out["verdict"] = "none"
     out["why"] = (
         "dropless by configuration: " +
         ", ".join(f"{key} {value:g}" for key, value in factors.items() if value is not None) +
         " (not positive: buffers sized for the worst case)")
+  elif retry:
+    out["verdict"] = "unknown"
+    out["why"] = (f"retry_when_tokens_dropped is on, but {REPLAY_METRIC} was counted in "
+                  f"{len(replays)} of {len(records)} steps" +
+                  (" and capacity_factor is positive (the replay covers ragged-buffer "
+                   "overflows only)" if "capacity_factor" in positive else ""))
   else:
     out["verdict"] = "unknown"
     out["why"] = ("the trainer counts no dropped tokens and " +
@@ -61,6 +91,39 @@ def token_dropping(config: Any, records: Sequence[StepRecord],
                    " lets its MoE layers drop tokens" if positive else
                    "its config names neither capacity_factor nor ragged_buffer_factor"))
   return out
+
+
+def grad_norm(config: Any, records: Sequence[StepRecord]) -> Dict[str, Any]:
+  """BENCH_SUMMARY "grad_norm": whether the trainer reported a gradient norm, and why not.
+
+  MaxText's engine records gradient_norm only under skip_step_on_spikes at e591f30c, and on
+  every update at b8bf66d6 (training_engine/maxtext_engine.py, _update_kernel and update()).
+  """
+  names = [grad_norm_name(record.metrics) for record in records]
+  found = sorted({name for name in names if name})
+  steps = sum(1 for name in names if name)
+  skip = _config_flag(config, "skip_step_on_spikes")
+  if steps:
+    why = f"reported as {', '.join(found)} in {steps} of {len(records)} steps"
+  elif not any(record.metrics for record in records):
+    why = "the trainer reported no metrics (get_metrics() absent, failing or empty)"
+  elif skip is False:
+    why = ("skip_step_on_spikes is off: MaxText's engine computes and records gradient_norm "
+           "only under skip_step_on_spikes before b8bf66d6 (e591f30c), on every update from "
+           "b8bf66d6; this one is older, so the grad-norm gate is not evaluated")
+  elif skip:
+    why = ("skip_step_on_spikes is on, yet the trainer's metrics carry no gradient_norm: the "
+           "grad-norm gate is not evaluated")
+  else:
+    why = ("the trainer's metrics carry no gradient norm and its config has no "
+           "skip_step_on_spikes: the grad-norm gate is not evaluated")
+  return {
+      "reported": bool(steps),
+      "metric": found[0] if len(found) == 1 else (", ".join(found) or None),
+      "steps": steps,
+      "skip_step_on_spikes": skip,
+      "why": why,
+  }
 
 
 def summarize(plan: BenchPlan, records: Sequence[StepRecord], *, rows: int, tokens_per_row: int,
@@ -85,6 +148,7 @@ def summarize(plan: BenchPlan, records: Sequence[StepRecord], *, rows: int, toke
   modes = sorted({record.microbatch_timing for record in steady})
   timing = modes[0] if len(modes) == 1 else ("mixed" if modes else None)
   sources = sorted({record.microbatch_timing_source for record in steady})
+  whys = list(dict.fromkeys(record.timing_why for record in steady if record.timing_why))
   pool = []
   for record in steady:
     values = record.microbatch_s
@@ -115,6 +179,7 @@ def summarize(plan: BenchPlan, records: Sequence[StepRecord], *, rows: int, toke
       "median_microbatch_s": None if median_mb is None else round(median_mb, 6),
       "microbatch_timing": timing,
       "microbatch_timing_source": sources[0] if len(sources) == 1 else sources,
+      "microbatch_timing_why": "; ".join(whys) or None,
       "tokens_per_s_per_chip": None if per_chip is None else round(per_chip, 3),
       "real_tokens_per_s_per_chip": None if real_per_chip is None else round(real_per_chip, 3),
       "update": records[-1].update if records else None,
@@ -167,9 +232,9 @@ def report_summary(summary: Mapping[str, Any], log: Callable[[str], None] = say)
     log(f"  median_microbatch_s {summary['median_microbatch_s']}: device time per regular "
         f"micro-batch (completion from {summary['microbatch_timing_source']})")
   elif timing == "dispatch":
+    why = str(summary.get("microbatch_timing_why") or "no completion to wait on")
     log(f"  median_microbatch_s {summary['median_microbatch_s']}: WARNING: host DISPATCH "
-        "intervals, not device times (the trainer offers no completion to wait on); they lag "
-        "the device by up to max_inflight_computations calls")
+        "intervals, not device times: " + why.replace("host dispatch intervals: ", "", 1))
   else:
     log(f"  median_microbatch_s: none (steps timed micro-batches differently: {timing})")
   log(f"  tokens_per_s_per_chip {summary['tokens_per_s_per_chip']}: rows x tokens_per_row x "
@@ -181,11 +246,17 @@ def report_summary(summary: Mapping[str, Any], log: Callable[[str], None] = say)
     if verdict == "dropped":
       log(f"  WARNING: dropped tokens: {dropping.get('dropped_tokens'):g} ({dropping.get('why')}): "
           "this arm did less MoE work than the e2e run's would at the same routing")
+    elif verdict == "replayed":
+      log(f"  WARNING: MoE dropless replays: {dropping.get('replays')} ({dropping.get('why')}): "
+          "no token dropped, but each replay is a whole extra forward/backward in the step times")
     elif verdict == "unknown":
       log(f"  WARNING: dropped tokens: unknown: {dropping.get('why')}; a comparison cannot claim "
           "that no arm dropped tokens")
     else:
       log(f"  dropped tokens: {verdict} ({dropping.get('why')})")
+  norm = summary.get("grad_norm")
+  if norm and not norm.get("reported"):
+    log(f"  gradient norm: not reported, the grad-norm gate is not evaluated ({norm.get('why')})")
   stage = summary.get("stage_boundary") or {}
   if stage.get("resolved") == "on":
     log(f"  staged step boundary: engaged for steps {stage.get('staged_steps')}" +

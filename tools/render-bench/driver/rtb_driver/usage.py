@@ -17,6 +17,8 @@ MICRO_STEPS fwd_bwd calls on a synthetic micro-batch whose MoE routing load is c
 Usage:
   python3 bench_driver.py                    the bench, settings from the environment (the pod)
   python3 bench_driver.py --preflight        the pod's set-up checked on CPU (below)
+  python3 bench_driver.py --preflight --numerics
+                                             the numerics knobs checked on CPU (below)
   python3 bench_driver.py --print-settings   the settings as the driver reads them, as JSON
   python3 bench_driver.py --dump-payload ... a payload file (below)
   python3 bench_driver.py --help
@@ -34,8 +36,10 @@ A step runs from its first fwd_bwd dispatch until all of its device work, the up
 is done. Micro-batch times are device times ("microbatch_timing":"device": from the later of the
 call's dispatch and the previous call's completion to its own completion), the completion taken
 from the trainer's get_step_timing ready times, a readiness token, or the call's own loss array
-(MaxText's _cached_losses), in that order; without any of them they are host dispatch intervals
-("dispatch"), which lag an asynchronous engine by up to max_inflight_computations calls.
+(MaxText's _cached_losses, or under retry_when_tokens_dropped its _pending_overflow_check, which
+holds the newest call's loss one call longer), in that order; without any of them they are host
+dispatch intervals ("dispatch"), which lag an asynchronous engine by up to
+max_inflight_computations calls. BENCH_SUMMARY "microbatch_timing_why" says which and why.
 tokens_per_s_per_chip is rows x tokens_per_row x micro_steps / s per step / chips (padding
 included, the seed's definition); real_tokens_per_s_per_chip counts real tokens only.
 
@@ -44,14 +48,16 @@ Log lines (stdout). Human lines start with `[TrainerBench] `. Machine lines star
               "microbatch_timing_source":"step_timing|token|loss|dispatch","tokens":REAL,
               "padded_tokens":P,"tokens_per_s_per_chip":X,"real_tokens_per_s_per_chip":Y,
               "update":"fused|explicit|deferred","fused_update":B,"staged":B,"profiled":B,
-              "train_step":N,"metrics":{...},"dropped_tokens":D}     one per optimizer step
-                 (dropped_tokens only when the trainer's metrics carry a dropped-token count)
+              "replays":N|null,"train_step":N,"metrics":{...},"dropped_tokens":D}
+                 one per optimizer step (replays: MoE dropless replays the trainer counted,
+                 moe_dropless_replays; dropped_tokens only when the trainer's metrics carry a
+                 dropped-token count)
   TRAINER_STEP_TIMING step=%d policy_version=%d rtt_s=%.3f timing=<compact json>
   TRAINER_STEP_TIMING step=N unavailable: <error>      when get_step_timing raises or gives None
   BENCH_SUMMARY {..., "first_step_s", "steady_steps", "profiled_steps", "mean_step_s",
                  "median_microbatch_s", "microbatch_timing", "tokens_per_s_per_chip",
                  "real_tokens_per_s_per_chip", "stage_boundary", "token_dropping",
-                 "definitions", ...}  at the end
+                 "grad_norm", "microbatch_timing_why", "definitions", ...}  at the end
 Exit codes: 0 success, 2 bad settings, 1 a failure while running.
 
 The payload is laid out as Tunix's sequence packer writes rows: each segment is a trajectory, a
@@ -69,6 +75,14 @@ call, parses both argvs with Tunix's parsers, builds the GRPO config with LOGP_G
 batch configuration, the warm-up payload and a small payload to its layout, and prints one line per
 check (`preflight: ok|FAIL|skip NAME: detail`). Builds no trainer, loads no weights. Exit 0 all
 good, 1 a problem, 2 bad settings.
+  python3 bench_driver.py --preflight --numerics
+runs the same set-up, then builds the image's own TrainerWorker and engine for a miniature model of
+the same family on one CPU device with random weights (NUMERICS_MAXTEXT_FLAGS appended to
+MAXTEXT_EXTRA_FLAGS), runs one fwd_bwd and one update() with random advantages and one with zero
+advantages, and checks that LOGP_GATES=off masks nothing (the loss's denominator is the completion
+mask's token count), that ADVANTAGES=random gives a finite gradient norm > 0 and that
+ADVANTAGES=zero gives none (at most 1e-6 of it; skipped when the GRPO config's beta adds a KL
+term). Same lines and exit codes.
 
 Payload file mode (needs NumPy only, no Tunix or JAX):
   python3 bench_driver.py --dump-payload OUT.npz --rows R --tokens T --layers L --topk K
