@@ -195,18 +195,24 @@ class PodFlowTest(fake_tunix.FakeTunixTestCase):
     self.assertEqual(differing, {"tunix.experimental.worker.trainer_worker"})
     self.assertNotEqual(other["code"], versions["code"])
 
-  def test_staging_on_without_the_calls_exits_2_naming_them(self):
+  def test_staging_without_the_calls_stops_before_the_trainer(self):
     line = self.run_stopped(2, STAGE_BOUNDARY="on")  # nothing was timed
     self.assertIn("STAGE_BOUNDARY=on", line)
     self.assertIn("stage_fwd_bwd", line)
-    # auto, with the e2e orchestrator staging: a loud line, and the run goes on without it.
-    result, _ = self.run_driver(ORCH_PIPELINE_STEP_BOUNDARY="true")
+    # auto, with the e2e orchestrator staging: a fact found at run time, exit 1, before the
+    # trainer is built; STAGE_BOUNDARY=off runs unstaged.
+    result, calls = self.run_driver(ORCH_PIPELINE_STEP_BOUNDARY="true")
+    self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+    (line,) = result.stderr.strip().splitlines()
+    self.assertIn("the e2e run stages the step boundary (auto: ", line)
+    self.assertIn("STAGE_BOUNDARY=off", line)
+    events = {call["event"] for call in calls}
+    self.assertFalse(events & {"trainer", "worker"}, events)  # no trainer built
+    result, _ = self.run_driver(ORCH_PIPELINE_STEP_BOUNDARY="true", STAGE_BOUNDARY="off")
     self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
-    self.assertIn("the bench CANNOT reproduce it", result.stdout)
     stage = self.summary_of(result)["stage_boundary"]
     self.assertEqual((stage["requested"], stage["resolved"], stage["engaged"]),
-                     ("auto", "off", False))
-    self.assertIn("not reproducible", stage["source"])
+                     ("off", "off", False))
 
   def test_fallbacks_stop_the_run_unless_allowed(self):
     root = self.variant(remove=["tunix/experimental/orchestrator/compile_warmup.py"])
