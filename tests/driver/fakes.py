@@ -296,7 +296,9 @@ class StagingWorker(WorkerBase):
       raise self.stage_error
     self.clock.advance(self.transfer_seconds)
     self.staged.add(id(request))
-    return Response(staged=True)
+    response = Response(staged=True)
+    response.request_id = request.request_id  # the handle the staged request carries back
+    return response
 
   def apply_deferred_update(self) -> Any:
     assert self.deferred, "apply_deferred_update without a deferred update"
@@ -307,6 +309,15 @@ class StagingWorker(WorkerBase):
 
   def update(self) -> Any:
     raise AssertionError("the staged path never calls update()")
+
+
+class StagedNothingWorker(StagingWorker):
+  """The seed's staging calls, but a stage that answers "staged nothing" (`staged`: false with a
+  reason) and keeps no micro-batch: the next micro-batch's fwd_bwd carries the whole of it."""
+
+  def stage_fwd_bwd(self, request: Any) -> Any:
+    self.events.add("stage")
+    return Response(staged=False, reason="trainer host busy")
 
 
 class TokenFusedWorker(StagingWorker):

@@ -462,8 +462,7 @@ class Bench:
     shape = self.shape
     settings = driver.parse_settings(self.env)
     calls = driver.WorkerCalls(worker, request_maker())
-    stage_plan = driver.check_staging(driver.resolve_stage_boundary(settings), calls,
-                                      self.log_lines.append)
+    stage_plan = driver.check_staging(driver.resolve_stage_boundary(settings), calls)
     short_final = shape.final_rows < shape.rows
     plan = driver.BenchPlan(
         name=settings.bench_name, steps=settings.steps, micro_steps=settings.micro_steps,
@@ -547,7 +546,7 @@ def staged_boundary_latch_off() -> List[str]:
   bench = Bench(Shape(experts=512, topk=8), BENCH_NAME="golden-staged", STEPS="4", MICRO_STEPS="3",
                 ORCH_ARGV="--batch_size=4 --num_generations=2 --pipeline_step_boundary=true")
   answers = [
-      Response(staged=True, overlap_s=0.7),
+      Response(staged=True, overlap_s=0.7, request_id="train_req_3"),
       Response(staged=False, reason="trainer host\nbusy")
   ]
   worker = StagingWorker(bench.clock, bench.device, transfer_s=0.7, stage_answers=answers,

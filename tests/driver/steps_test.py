@@ -5,7 +5,8 @@ import unittest
 from typing import Any
 
 from fakes import (AsyncWorker, ExplicitWorker, FusedWorker, Harness, LegacyWorker, LiarWorker,
-                   Request, StagingWorker, TokenFusedWorker, make_plan, stage_plan)
+                   Request, StagedNothingWorker, StagingWorker, TokenFusedWorker, make_plan,
+                   stage_plan)
 from driver_loader import load_driver
 
 bd = load_driver()
@@ -209,7 +210,7 @@ class StagedBoundaryTest(unittest.TestCase):
     self.assertEqual([r.staged for r in records_on], [False, True, True])
     self.assertTrue(all(r.update == "deferred" for r in records_on))
     summary = state.summary()
-    self.assertEqual(summary["staged_steps"], [1, 2])
+    self.assertEqual(summary["staged_steps"], 2)
     self.assertTrue(summary["engaged"])
     self.assertIsNone(summary["latched_off"])
     # The order the seed's orchestrator uses: last fwd_bwd (deferred), stage, apply the update.
@@ -241,8 +242,27 @@ class StagedBoundaryTest(unittest.TestCase):
     state = bd.StageState(stage_plan(True), harness.logs.append)
     records = harness.run(make_plan(steps=3, micro_steps=2, stage=stage_plan(True)),
                           stage_state=state)
-    self.assertEqual([r.staged for r in records], [False, True, False])
+    # No overlap is no evidence: not counted, and the next micro-batch goes whole.
+    self.assertEqual([r.staged for r in records], [False, False, False])
     self.assertIn("no overlap", state.summary()["latched_off"])
+    self.assertEqual(state.summary()["staged_steps"], 0)
+
+  def test_a_stage_that_staged_nothing_counts_nothing(self):
+    harness = Harness(StagedNothingWorker)
+    state = bd.StageState(stage_plan(True), harness.logs.append)
+    records = harness.run(make_plan(steps=3, micro_steps=2, stage=stage_plan(True)),
+                          stage_state=state)
+    self.assertEqual([r.staged for r in records], [False, False, False])
+    summary = state.summary()
+    self.assertFalse(summary["engaged"])
+    self.assertEqual(summary["staged_steps"], 0)
+    self.assertEqual(summary["latched_off"], "the worker staged nothing (trainer host busy)")
+    # Step 1's first micro-batch went whole, in a request of its own (not the one staged).
+    staged_request = harness.worker.fwd_bwd_calls[2][0]
+    self.assertIsInstance(staged_request, Request)
+    self.assertEqual(harness.events.names().count("stage"), 1)
+    self.assertEqual(
+        [round(r.seconds, 6) for r in records][1:], [round(records[1].seconds, 6)] * 2)
 
 
 class StepEndTest(unittest.TestCase):

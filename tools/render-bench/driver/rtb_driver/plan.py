@@ -166,7 +166,8 @@ class ProfileWindow:
 
 
 class StageState:
-  """Staging while it runs: latched off by the first failed or overlap-free stage."""
+  """Staging while it runs: latched off by the first failed stage, or the first without positive
+  evidence that it staged and overlapped the device."""
 
   def __init__(self, plan: Optional[StagePlan], log: Callable[[str], None]):
     self.plan = plan
@@ -174,7 +175,6 @@ class StageState:
     self.log = log
     self.staged_steps: List[int] = []
     self.latched_off: Optional[str] = None
-    self.overlap_unmeasured = False
 
   def latch_off(self, reason: str) -> None:
     if self.active:
@@ -190,21 +190,38 @@ class StageState:
         "position":
             ("before_update" if not self.plan or self.plan.before_update else "after_update"),
         "engaged": bool(self.staged_steps),
-        "staged_steps": list(self.staged_steps),
+        "staged_steps": len(self.staged_steps),
         "latched_off": self.latched_off,
     }
 
 
-def stage_reported_no_overlap(response: Any) -> Optional[str]:
-  """The worker's own verdict on a stage: a reason when it says it staged nothing or
-  overlapped nothing, else None."""
+def stage_evidence(response: Any, request: Any, busy: Optional[bool]) -> Optional[str]:
+  """None when a stage response is positive evidence that the next micro-batch was staged with an
+  overlap: it says `staged`, carries the staged request's id (`request_id` or `handle`) to be
+  passed back with that request, and an overlap > 0 (the worker's `overlap_s`, else the driver's
+  own look: the previous micro-batch still busy on the device when the stage began). Else why
+  the step cannot count as staged. A call that merely did not raise proves nothing."""
   staged = find_in(response, "staged")
-  if staged is False:
+  if staged is not True:
     reason = find_in(response, "reason")
-    if reason:
-      return f"the worker staged nothing ({one_line(reason)})"
-    return "the worker staged nothing"
+    if staged is False:
+      return "the worker staged nothing" + (f" ({one_line(reason)})" if reason else "")
+    return "the worker's stage response does not say it staged (no `staged`: true)"
+  sent = getattr(request, "request_id", None)
+  handle = find_in(response, "request_id")
+  handle = handle if handle is not None else find_in(response, "handle")
+  if sent is None or handle != sent:
+    return (f"the stage response's request id {handle!r} does not match the staged request's "
+            f"{sent!r}: nothing to pass back")
   overlap = find_in(response, "overlap_s")
-  if isinstance(overlap, (int, float)) and not isinstance(overlap, bool) and overlap <= 0:
+  if isinstance(overlap, (int, float)) and not isinstance(overlap, bool):
+    if overlap > 0:
+      return None
     return "the stage measured no overlap with the device (the worker's overlap_s is 0)"
+  if busy is None:
+    return ("neither the worker (no overlap_s) nor the driver (no completion to check) saw the "
+            "stage overlap the device")
+  if not busy:
+    return ("the stage measured no overlap: the step's last micro-batch was done on the device "
+            "before the stage began")
   return None

@@ -23,7 +23,7 @@ from .common import int_or_none, describe_exception, emit, say
 from .metrics import log_step_timing, ready_times, scalar_metrics, TimingSnapshot
 from .observers import (CompletionWatcher, DeviceObserver, SOURCE_DISPATCH, SOURCE_LOSS,
                         SOURCE_STEP_TIMING, SOURCE_TOKEN)
-from .plan import (ProfileWindow, stage_reported_no_overlap, BenchPlan, JaxProfiler, StageState,
+from .plan import (ProfileWindow, stage_evidence, BenchPlan, JaxProfiler, StageState,
                    StepRecord)
 
 
@@ -89,9 +89,6 @@ class StepRunner:
           self.profile.stop(" after a failure")
         except Exception as exc:  # pylint: disable=broad-except  # the failure itself propagates
           self.log(f"profiler: stop failed: {describe_exception(exc)}")
-    if self.stage.overlap_unmeasured:
-      self.log("staged step boundary: the driver could not tell whether stages overlapped the "
-               "device (no completion to check); staging stayed on")
     return records
 
   def run_step(self, step: int) -> StepRecord:
@@ -202,16 +199,13 @@ class StepRunner:
       self.stage.latch_off(f"stage_fwd_bwd failed: {describe_exception(exc)}; the next "
                            "micro-batch is sent whole")
       return
+    verdict = stage_evidence(result, request, busy)
+    if verdict is not None:
+      # Not counted: the next step sends its first micro-batch whole, in a fresh request.
+      self.stage.latch_off(verdict)
+      return
     self.staged_request = request  # staged: its train call carries no data
     self.stage.staged_steps.append(step + 1)
-    verdict = stage_reported_no_overlap(result)
-    if verdict is None and busy is False:
-      verdict = ("the stage measured no overlap: the step's last micro-batch was done on the "
-                 "device before the stage began")
-    if busy is None and verdict is None:
-      self.stage.overlap_unmeasured = True
-    if verdict is not None:
-      self.stage.latch_off(verdict)
 
   def wait_for_step_end(self, calls: StepCalls,
                         update_result: Any) -> Tuple[float, Dict[Any, float]]:

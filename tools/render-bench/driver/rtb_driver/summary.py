@@ -188,5 +188,6 @@ def report_summary(summary: Mapping[str, Any], log: Callable[[str], None] = say)
       log(f"  dropped tokens: {verdict} ({dropping.get('why')})")
   stage = summary.get("stage_boundary") or {}
   if stage.get("resolved") == "on":
-    log(f"  staged step boundary: engaged for steps {stage.get('staged_steps')}" +
+    log(f"  staged step boundary: {stage.get('staged_steps')} steps counted staged (each on the "
+        "worker's evidence)" +
         (f"; latched off: {stage['latched_off']}" if stage.get("latched_off") else ""))
