@@ -470,7 +470,8 @@ class Bench:
         tokens_regular=shape.rows * shape.real_len, tokens_final=shape.final_rows * shape.real_len,
         chips=shape.chips, padded_tokens_per_call=shape.rows * shape.tokens_per_row,
         profile_window=settings.profile_window, profile_dir=settings.profile_dir or
-        "/tmp/golden/bench_profile", stage_boundary=stage_plan, logps_pass=logps_pass)
+        "/tmp/golden/bench_profile", stage_boundary=stage_plan, logps_pass=logps_pass,
+        short_final=short_final)
     stage_state = driver.StageState(stage_plan, self.log_lines.append)
     records = driver.run_steps(
         worker, plan, clock=self.clock, profiler=self.profiler,
@@ -581,7 +582,8 @@ def logps_pass() -> List[str]:
 
 def final_micro_batch_fewer_tokens() -> List[str]:
   """A final micro-batch of 1 of 3 rows (fewer real tokens, shorter on the device; routing_final)
-  with two micro-batches per step (the median covers all of them); the legacy worker that takes
+  with two micro-batches per step (the median covers the first alone: a short final micro-batch
+  is no regular one); the legacy worker that takes
   the payload itself."""
   bench = Bench(Shape(rows=3, real_len=3900, final_rows=1, segments=2), BENCH_NAME="golden-final",
                 STEPS="3", MICRO_STEPS="2", FINAL_ROWS="1", REAL_LEN="3900")
@@ -615,7 +617,7 @@ SCENARIOS: Dict[str, Scenario] = {
                                          '"train_step":3', '"kl":0.0', '"gradient_norm":NaN')),
     "step-timing-ready-times": Scenario(
         step_timing_ready_times,
-        ("TRAINER_STEP_TIMING step=0 policy_version=0 rtt_s=",
+        ("TRAINER_STEP_TIMING step=0 policy_version=1 rtt_s=",
          '"microbatch_timing_source":"step_timing"', "TRAINER_STEP_TIMING step=2 unavailable: ",
          "TRAINER_STEP_TIMING step=3 unavailable: ", '"microbatch_timing":"mixed"')),
     "dispatch-only-fence": Scenario(

@@ -33,7 +33,8 @@ class StepTimingTest(unittest.TestCase):
       match = TIMING_LINE.match(line)
       assert match is not None, line
       self.assertEqual(int(match.group(1)), step)
-      self.assertEqual(int(match.group(2)), step)
+      # The policy version after the step's update (Tunix docs/trainer_step_timing.md@40a12182).
+      self.assertEqual(int(match.group(2)), step + 1)
       self.assertEqual(match.group(3), "0.250")
       self.assertEqual(match.group(4), json.dumps(timing, separators=(",", ":")))
       self.assertEqual(json.loads(match.group(4)), timing)

@@ -39,6 +39,8 @@ class StepRecordTest(unittest.TestCase):
         record.as_json(), {
             "step": 2,
             "seconds": 6.5,
+            "train_step_s": 6.5,
+            "boundary_free_step_s": None,
             "microbatch_s": [2.0, 1.25],
             "microbatch_timing": "dispatch",
             "microbatch_timing_source": "dispatch",
@@ -58,11 +60,13 @@ class StepRecordTest(unittest.TestCase):
     extra = {
         key: value
         for key, value in record.as_json().items()
-        if key not in ("step", "seconds", "microbatch_s", "microbatch_timing",
+        if key not in ("step", "seconds", "train_step_s", "boundary_free_step_s", "microbatch_s",
+                       "microbatch_timing",
                        "microbatch_timing_source", "tokens", "padded_tokens",
                        "tokens_per_s_per_chip", "real_tokens_per_s_per_chip", "update",
                        "fused_update", "staged", "profiled")
     }
+    self.assertEqual(record.as_json()["train_step_s"], round(6.5000004 - 0.1234567, 6))
     self.assertEqual(
         extra, {
             "train_step": 3, "logps_pass_s": [0.123457],

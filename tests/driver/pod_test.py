@@ -130,7 +130,9 @@ class PodFlowTest(fake_tunix.FakeTunixTestCase):
     timing = self.machine(result, "TRAINER_STEP_TIMING ")
     self.assertEqual(len(timing), 2)
     self.assertRegex(
-        timing[1], r"^TRAINER_STEP_TIMING step=1 policy_version=1 rtt_s=\d+\.\d{3} "
+        # policy_version: the version after the step's update (Tunix
+        # docs/trainer_step_timing.md@40a12182), step + 1 when every step applies one.
+        timing[1], r"^TRAINER_STEP_TIMING step=1 policy_version=2 rtt_s=\d+\.\d{3} "
         r'timing=\{"v":1,"train_step":2,"mb":\[\],"update":null,"prepare":null\}$')
     summary = self.summary_of(result)
     self.assertEqual(summary["name"], "bench-test")

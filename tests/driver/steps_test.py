@@ -187,6 +187,19 @@ class TimingTest(unittest.TestCase):
     waits = [item[1] for item in harness.events.items if item[0] == "wait"]
     self.assertEqual(waits[:5], ["mb0", "mb1", "mb2", "mb3", "update1"])
 
+  def test_the_boundary_free_estimate(self):
+    # Device times: the first micro-batch (3.1 s, its dispatch included) is replaced by the
+    # median of micro-batches 3..4 (3.0 s).
+    harness = Harness(AsyncWorker, device_seconds=3.0, dispatch_seconds=0.1)
+    records = harness.run(make_plan(steps=2, micro_steps=4))
+    for record, step in zip(records, harness.bench_steps()):
+      self.assertAlmostEqual(record.boundary_free_step_s, record.seconds - 0.1, places=6)
+      self.assertAlmostEqual(step["boundary_free_step_s"], round(record.seconds - 0.1, 6))
+    # Dispatch intervals: no estimate.
+    harness = Harness(ExplicitWorker)
+    harness.run(make_plan(steps=1, micro_steps=4))
+    self.assertIsNone(harness.bench_steps()[0]["boundary_free_step_s"])
+
   def test_step_end_waits_for_the_device(self):
     harness = Harness(AsyncWorker, device_seconds=5.0, dispatch_seconds=0.0)
     records = harness.run(make_plan(steps=1, micro_steps=2))
@@ -361,6 +374,10 @@ class LogpsPassTest(unittest.TestCase):
       self.assertAlmostEqual(record.seconds, 6.5 + 0.75)
     self.assertEqual(harness.bench_steps()[0]["logps_pass_s"], [0.25] * 3)
     self.assertNotIn("logps_pass_s", Harness(ExplicitWorker).run(make_plan())[0].as_json())
+    # train_step_s: the step without its passes; the bare step when there are none.
+    self.assertEqual([step["train_step_s"] for step in harness.bench_steps()], [6.5, 6.5])
+    self.assertEqual(Harness(ExplicitWorker).run(make_plan())[0].as_json()["train_step_s"],
+                     6.5)
 
 
 if __name__ == "__main__":

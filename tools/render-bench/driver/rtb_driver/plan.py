@@ -4,6 +4,7 @@ the profiler window and the staged boundary's state while it runs."""
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .calls import find_in, UPDATE_EXPLICIT
@@ -40,7 +41,38 @@ DEFINITIONS = {
     "real_tokens_per_s_per_chip": "real (non-padding) tokens of the step / seconds / chips",
     "first_step_s": "step 0, which includes the compile when the trainer compiles lazily "
                     "(MaxText's compile() only stages)",
+    "median_microbatch_s": "median over the steady steps of their regular micro-batches: 3..N "
+                           "(1-based; the first two follow the step boundary), all of a step's "
+                           "when it has fewer than 3, never a short final one (FINAL_ROWS < "
+                           "rows)",
+    "train_step_s": "seconds minus the step's actor log-prob passes (the sum of logps_pass_s); "
+                    "seconds when there is no pass",
+    "boundary_free_step_s": "an ESTIMATE, not a measurement: seconds with the first micro-batch "
+                            "replaced by the step's median regular micro-batch (3..N, 1-based, "
+                            "never a short final one), which the step boundary does not change "
+                            "(the seed's 'median of micro-batches 3 to 9'); null unless the "
+                            "micro-batches were device-timed and there are 3 or more; in "
+                            "BENCH_SUMMARY the mean over the steady steps",
+    "fence_s": "one wait on an array the last update produced, timed on an idle device after "
+               "the last step: what ending a step on that array costs",
 }
+
+
+def regular_microbatches(microbatch_s: List[float], short_final: bool) -> List[float]:
+  """A step's regular micro-batches: 3..N (1-based), or all of them when there are fewer than 3,
+  never a short final one (FINAL_ROWS < rows)."""
+  values = list(microbatch_s[:-1] if short_final else microbatch_s)
+  return values[2:] if len(microbatch_s) >= 3 else values
+
+
+def boundary_free_estimate(seconds: float, microbatch_s: List[float], device_times: bool,
+                           short_final: bool) -> Optional[float]:
+  """BENCH_STEP boundary_free_step_s (an estimate, see DEFINITIONS); None when it cannot be
+  made."""
+  regular = regular_microbatches(microbatch_s, short_final)
+  if not device_times or len(microbatch_s) < 3 or not regular:
+    return None
+  return seconds - microbatch_s[0] + statistics.median(regular)
 
 
 @dataclasses.dataclass
@@ -61,6 +93,9 @@ class BenchPlan:
   # The actor log-prob pass before each micro-batch (LOGPS_PASS): called with the micro-batch's
   # payload, it returns when the trainer has scored it. None: no pass.
   logps_pass: Optional[Callable[[Any], Any]] = None
+  # Whether the final micro-batch has fewer rows than the regular ones (FINAL_ROWS < rows): it
+  # is then no regular micro-batch.
+  short_final: bool = False
 
   @property
   def tokens_per_step(self) -> int:
@@ -97,11 +132,19 @@ class StepRecord:
   train_step: Optional[int] = None
   metrics: Optional[Dict[str, float]] = None
   logps_pass_s: Optional[List[float]] = None
+  boundary_free_step_s: Optional[float] = None
+
+  @property
+  def train_step_s(self) -> float:
+    return self.seconds - sum(self.logps_pass_s or [])
 
   def as_json(self) -> Dict[str, Any]:
     record = {
         "step": self.step,
         "seconds": round(self.seconds, 6),
+        "train_step_s": round(self.train_step_s, 6),
+        "boundary_free_step_s": (None if self.boundary_free_step_s is None else round(
+            self.boundary_free_step_s, 6)),
         "microbatch_s": [round(value, 6) for value in self.microbatch_s],
         "microbatch_timing": self.microbatch_timing,
         "microbatch_timing_source": self.microbatch_timing_source,

@@ -238,7 +238,7 @@ def make_plan(settings: Settings, tunix: TunixSetup, payloads: Payloads, chips: 
                    tokens_final=(payloads.final_built or regular_built).real_tokens, chips=chips,
                    padded_tokens_per_call=tunix.rows * tunix.tokens,
                    profile_window=settings.profile_window, profile_dir=profile_dir,
-                   stage_boundary=stage_plan)
+                   stage_boundary=stage_plan, short_final=payloads.final_built is not None)
   plan.logps_pass = make_logps_pass(tunix, tunix.choices["logps_pass"].value,
                                     [payloads.regular, payloads.final])
   return plan

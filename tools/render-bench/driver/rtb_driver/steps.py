@@ -23,7 +23,7 @@ from .common import int_or_none, describe_exception, emit, say
 from .metrics import log_step_timing, ready_times, scalar_metrics, TimingSnapshot
 from .observers import (CompletionWatcher, DeviceObserver, SOURCE_DISPATCH, SOURCE_LOSS,
                         SOURCE_STEP_TIMING, SOURCE_TOKEN)
-from .plan import (ProfileWindow, stage_evidence, BenchPlan, JaxProfiler, StageState,
+from .plan import (boundary_free_estimate, ProfileWindow, stage_evidence, BenchPlan, JaxProfiler, StageState,
                    StepRecord)
 
 
@@ -104,7 +104,8 @@ class StepRunner:
     update_kind, train_step, update_result = self.update(step, calls, deferred, fused)
     step_end, observed = self.wait_for_step_end(calls, update_result)
     metrics = self.read_metrics(step)
-    snapshot = log_step_timing(self.worker, step, step, self.clock, self.out)
+    # policy_version: the version after this step's update (Tunix docs/trainer_step_timing.md).
+    snapshot = log_step_timing(self.worker, step, step + 1, self.clock, self.out)
     microbatch_s, ends_known, source = self.microbatch_times(calls, observed, snapshot, step_end)
     seconds = step_end - step_start
     record = self.record(step, seconds, microbatch_s, ends_known, source, update_kind, fused,
@@ -273,6 +274,8 @@ class StepRunner:
         padded_tokens=plan.padded_tokens_per_step, real_tokens_per_s_per_chip=real_per_chip,
         update=update_kind, staged=staged_now, profiled=plan.profiled(step), train_step=train_step,
         logps_pass_s=calls.logps_s if plan.logps_pass is not None else None,
+        boundary_free_step_s=boundary_free_estimate(seconds, microbatch_s, device_times,
+                                                    plan.short_final),
         metrics=scalar_metrics(metrics, warn=self.log, warned=self.warned_metrics) or None)
 
   def report(self, record: StepRecord, staged_now: bool) -> None:

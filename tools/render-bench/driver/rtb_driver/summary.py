@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Set, Tuple
 from .common import say
 from .metrics import dropped_tokens_of
 from .payload import LayerRouting
-from .plan import BenchPlan, DEFINITIONS, StepRecord
+from .plan import BenchPlan, DEFINITIONS, regular_microbatches, StepRecord
 
 
 def token_dropping(config: Any, records: Sequence[StepRecord],
@@ -74,8 +74,10 @@ def summarize(plan: BenchPlan, records: Sequence[StepRecord], *, rows: int, toke
   The means (mean_step_s, median_microbatch_s, both tokens/s/chip) cover the steady steps: every
   step but step 0 and the profiled ones (step 0 alone when it is the only one). The median
   micro-batch is over micro-batches 3..MICRO_STEPS (1-based; the first two of a step follow the
-  step boundary), or all of a step's when it has fewer than 3, and only when every steady step
-  timed its micro-batches the same way (microbatch_timing "mixed" otherwise: no median).
+  step boundary), or all of a step's when it has fewer than 3, never a short final one
+  (plan.short_final), and only when every steady step timed its micro-batches the same way
+  (microbatch_timing "mixed" otherwise: no median). boundary_free_step_s is the mean of the
+  steady steps' estimates, None unless every one has one.
   """
   step_s = [record.seconds for record in records]
   steady = [r for r in records[1:] if not r.profiled]
@@ -87,9 +89,11 @@ def summarize(plan: BenchPlan, records: Sequence[StepRecord], *, rows: int, toke
   sources = sorted({record.microbatch_timing_source for record in steady})
   pool = []
   for record in steady:
-    values = record.microbatch_s
-    pool.extend(values[2:] if len(values) >= 3 else values)
+    pool.extend(regular_microbatches(record.microbatch_s, plan.short_final))
   median_mb = statistics.median(pool) if pool and timing != "mixed" else None
+  estimates = [record.boundary_free_step_s for record in steady]
+  boundary_free = (statistics.fmean(e for e in estimates if e is not None)
+                   if estimates and None not in estimates else None)
   per_chip = plan.padded_tokens_per_step / mean_step / plan.chips if mean_step else None
   real_per_chip = plan.tokens_per_step / mean_step / plan.chips if mean_step else None
   summary = {
@@ -113,6 +117,7 @@ def summarize(plan: BenchPlan, records: Sequence[StepRecord], *, rows: int, toke
       "profiled_steps": [record.step for record in records if record.profiled],
       "mean_step_s": None if mean_step is None else round(mean_step, 6),
       "median_microbatch_s": None if median_mb is None else round(median_mb, 6),
+      "boundary_free_step_s": None if boundary_free is None else round(boundary_free, 6),
       "microbatch_timing": timing,
       "microbatch_timing_source": sources[0] if len(sources) == 1 else sources,
       "tokens_per_s_per_chip": None if per_chip is None else round(per_chip, 3),
