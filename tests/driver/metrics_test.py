@@ -149,6 +149,12 @@ class ReadyTimesTest(unittest.TestCase):
     self.assertEqual(
         bd.ready_times(self.snapshot([{"ready_ago_s": 2.0}], {"ready_ago_s": True}), 1),
         ([98.0], None))
+    # A NaN or infinite update time is no time: the update's readiness was not observed.
+    for ago in (float("nan"), float("inf")):
+      with self.subTest(ago=ago):
+        self.assertEqual(
+            bd.ready_times(self.snapshot([{"ready_ago_s": 2.0}], {"ready_ago_s": ago}), 1),
+            ([98.0], None))
 
   def test_none_unless_every_call_has_one(self):
     for mb in ([{"ready_ago_s": 1.0}], [{"ready_ago_s": 1.0},

@@ -139,7 +139,7 @@ class CompletionWatcher:
   def __init__(self, clock: Callable[[], float] = time.monotonic):
     self.clock = clock
     self._lock = threading.Lock()
-    self._pending: List[Tuple[Any, Any]] = []
+    self._pending: List[Tuple[Any, Any, threading.Event]] = []
     self._wake = threading.Condition(self._lock)
     self._times: Dict[Any, float] = {}
     self._errors: Dict[Any, BaseException] = {}
@@ -149,8 +149,9 @@ class CompletionWatcher:
 
   def watch(self, key: Any, waitable: Any) -> None:
     with self._lock:
-      self._done[key] = threading.Event()
-      self._pending.append((key, waitable))
+      done = threading.Event()
+      self._done[key] = done
+      self._pending.append((key, waitable, done))
       self._wake.notify()
 
   def settle(self) -> None:
@@ -161,16 +162,18 @@ class CompletionWatcher:
       with self._lock:
         while not self._pending:
           self._wake.wait()
-        key, waitable = self._pending.pop(0)
+        key, waitable, done = self._pending.pop(0)
       try:
         block_tree(waitable)
         when = self.clock()
         with self._lock:
-          self._times[key] = when
+          if self._done.get(key) is done:  # not forgotten meanwhile
+            self._times[key] = when
       except BaseException as exc:  # pylint: disable=broad-except  # handed to the step loop
         with self._lock:
-          self._errors[key] = exc
-      self._done[key].set()
+          if self._done.get(key) is done:
+            self._errors[key] = exc
+      done.set()  # its own event: a key forgotten meanwhile has none in _done
 
   def is_done(self, key: Any) -> bool:
     event = self._done.get(key)
@@ -191,7 +194,12 @@ class CompletionWatcher:
     return {key: when for key in keys if (when := self.wait(key)) is not None}
 
   def forget(self, keys: Sequence[Any]) -> None:
+    """Drops what is known of `keys`; one still queued is not waited on, one being waited on
+    completes unnoted."""
     with self._lock:
+      forgotten = set(keys)
+      self._pending = [entry for entry in self._pending if entry[0] not in forgotten]
       for key in keys:
         self._times.pop(key, None)
+        self._errors.pop(key, None)
         self._done.pop(key, None)
