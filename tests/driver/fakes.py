@@ -36,7 +36,7 @@ class Response:
 
   def __init__(self, **metadata: Any) -> None:
     self.metadata = metadata
-    self.request_id = None
+    self.request_id: Optional[str] = None
 
 
 class Request:
@@ -84,6 +84,14 @@ class FakeProfiler:
     self.events.add("profiler_stop")
 
 
+class EngineState:
+  """What a trainer keeps of its train state: MaxText's engine rebinds `_state_pure` from each
+  update's output (maxtext_engine.py@b8bf66d6); None before the first update."""
+
+  def __init__(self) -> None:
+    self._state_pure: Any = None
+
+
 class WorkerBase:
   """What every fake worker has: the calls it received, update() and get_metrics(); each
   generation adds its own fwd_bwd, whose signature is what the driver reads."""
@@ -96,11 +104,19 @@ class WorkerBase:
     self.fwd_bwd_calls: List[Tuple[Any, Dict[str, Any]]] = []
     self.updates = 0
     self.profiler: Optional[FakeProfiler] = None
+    self._trainer: Any = EngineState()
+
+  def publish_state(self) -> None:
+    """The update's new state, as MaxText's engine rebinds it (ready once the update is)."""
+    self._trainer._state_pure = {
+        "model": {"w": Token(self.clock, self.events, self.clock.now, f"state{self.updates}")}
+    }
 
   def update(self) -> Any:
     self.updates += 1
     self.events.add("update", self.updates)
     self.clock.advance(self.update_seconds)
+    self.publish_state()
     return self.updates
 
   def get_metrics(self) -> Any:
@@ -135,6 +151,7 @@ class FusedWorker(WorkerBase):
     if apply_optimizer:
       self.updates += 1
       self.clock.advance(self.update_seconds)
+      self.publish_state()
       return Response(queued=True, updated=True, train_step=self.updates)
     return Response(queued=True)
 
@@ -152,8 +169,54 @@ class LegacyWorker(WorkerBase):
     self.clock.advance(self.mb_seconds)
     if apply:
       self.updates += 1
+      self.publish_state()
       return {"queued": True, "updated": True, "train_step": self.updates}
     return {"queued": True, "updated": False} if accumulate else Response(queued=True)
+
+
+class KwargsFusedWorker(WorkerBase):
+  """google/tunix#2719: fwd_bwd(request, **kwargs) pops apply_optimizer from its keyword
+  arguments, applies the update inside the last call and says `updated`."""
+
+  def fwd_bwd(self, request: Any, **kwargs: Any) -> Any:
+    self.fwd_bwd_calls.append((request, dict(kwargs)))
+    self.events.add("fwd_bwd", len(self.fwd_bwd_calls) - 1, False)
+    apply = bool(kwargs.pop("apply_optimizer", False))
+    kwargs.pop("skip_jit", None)
+    assert not kwargs, kwargs
+    self.clock.advance(self.mb_seconds)
+    if not apply:
+      return Response(queued=True)
+    self.updates += 1
+    self.clock.advance(self.update_seconds)
+    self.publish_state()
+    return Response(queued=True, updated=True, train_step=self.updates)
+
+
+class RejectingEngine:
+  """A trainer whose fwd_bwd names its arguments: an unknown keyword is a TypeError."""
+
+  def __init__(self) -> None:
+    self._state_pure: Any = None
+
+  def fwd_bwd(self, payload: Any) -> None:
+    del payload
+
+
+class ForwardingWorker(ExplicitWorker):
+  """Tunix's TrainerWorker: fwd_bwd(request, **kwargs) pops skip_jit and forwards the rest to
+  the trainer's fwd_bwd (trainer_worker.py), here one that rejects keywords it does not name."""
+
+  def __init__(self, clock: FakeClock, events: Events, **kwargs: Any) -> None:
+    super().__init__(clock, events, **kwargs)
+    self._trainer = RejectingEngine()
+
+  def fwd_bwd(self, request: Any, **kwargs: Any) -> Any:
+    self.fwd_bwd_calls.append((request, dict(kwargs)))
+    kwargs.pop("skip_jit", None)
+    self._trainer.fwd_bwd(request.payload, **kwargs)
+    self.clock.advance(self.mb_seconds)
+    return Response(queued=True)
 
 
 class LiarWorker(FusedWorker):

@@ -135,6 +135,8 @@ class Trainer:
     self.last_fwd_bwd_token: Optional[Ready] = None
     self.last_update_token: Optional[Ready] = None
     self._cached_losses: List[WeightedMetric] = []
+    # MaxText's engine rebinds its pure state from each update's output (b8bf66d6).
+    self._state_pure: Optional[Dict[str, Ready]] = None
 
   def cache_loss(self, loss: WeightedMetric) -> None:
     self._cached_losses.append(loss)
@@ -174,6 +176,7 @@ class Worker:
     self.compile_s = compile_s
     self.compiled = False
     self.train_step = 0
+    self._trainer = Trainer()
 
   def dispatch(self, payload: Any) -> Ready:
     """Host time for a call, then its device work."""
@@ -186,7 +189,9 @@ class Worker:
   def dispatch_update(self) -> Ready:
     self.clock.advance(self.host_s)
     self.train_step += 1
-    return self.device.run(self.update_s)
+    done = self.device.run(self.update_s)
+    self._trainer._state_pure = {"params": done}
+    return done
 
 
 class TokenWorker(Worker):
@@ -473,19 +478,22 @@ class Bench:
         "/tmp/golden/bench_profile", stage_boundary=stage_plan, logps_pass=logps_pass,
         short_final=short_final)
     stage_state = driver.StageState(stage_plan, self.log_lines.append)
-    records = driver.run_steps(
+    runner = driver.StepRunner(
         worker, plan, clock=self.clock, profiler=self.profiler,
         observer=driver.DeviceObserver(block_all=self.device.fence if fence else None),
         watcher=InlineCompletionWatcher(self.clock), calls=calls, out=self.lines.append,
         log=self.log_lines.append, stage_state=stage_state)
+    records = runner.run()
     self.summary = driver.summarize(
         plan, records, rows=shape.rows, tokens_per_row=shape.tokens_per_row,
         real_len=shape.real_len, segments=shape.segments, final_rows=shape.final_rows,
-        layers=shape.layers, topk=shape.topk, experts=shape.experts, routing=routing_of(
-            shape,
-            shape.rows), routing_final=routing_of(shape, shape.final_rows) if short_final else None,
-        knobs=settings.knobs(), stage=stage_state.summary(),
-        extra={"token_dropping": driver.token_dropping(config, records, shape.experts)})
+        layers=shape.layers, topk=shape.topk, experts=shape.experts,
+        routing=routing_of(shape, shape.rows),
+        routing_final=routing_of(shape, shape.final_rows) if short_final else None,
+        knobs=settings.knobs(), stage=stage_state.summary(), extra={
+            "token_dropping": driver.token_dropping(config, records, shape.experts),
+            **runner.summary_facts()
+        })
     self.lines.append("BENCH_SUMMARY " + json.dumps(self.summary, separators=(",", ":")))
     return self.lines
 
@@ -532,8 +540,8 @@ def step_timing_ready_times() -> List[str]:
 
 def dispatch_only_fence() -> List[str]:
   """Nothing to wait on (no token, no loss, no step timing): dispatch intervals, the host held
-  back by two results in flight, each step ended by a fence; MetricsBuffer metrics; dropless by
-  configuration."""
+  back by two results in flight, each step ended on the engine's new state; MetricsBuffer
+  metrics; dropless by configuration."""
   bench = Bench(Shape(experts=8), BENCH_NAME="golden-dispatch", STEPS="3", MICRO_STEPS="3")
   worker = DispatchWorker(bench.clock, bench.device,
                           **bench.timing(host_s=0.2, regular_s=1.1, final_s=1.1, update_s=0.3))
@@ -593,8 +601,8 @@ def final_micro_batch_fewer_tokens() -> List[str]:
 
 
 def one_step_without_fence() -> List[str]:
-  """A single step (it is its own steady step) of a worker with nothing to wait on and no fence:
-  the step ends when the host is back from dispatching the update, before the device is done."""
+  """A single step (it is its own steady step) of a worker with nothing to wait on and no fence
+  on every live array: the step ends on the engine's new state, when the update is done."""
   bench = Bench(Shape(), BENCH_NAME="golden-one-step", STEPS="1", MICRO_STEPS="2")
   worker = DispatchWorker(bench.clock, bench.device, **bench.timing())
   return bench.run(worker, config=factors(-1.0, -1.0), fence=False)
@@ -612,9 +620,10 @@ SCENARIOS: Dict[str, Scenario] = {
     "explicit-update-tokens": Scenario(explicit_update_tokens,
                                        ('"update":"explicit"', '"microbatch_timing_source":"token"',
                                         '"dropped_tokens":', '"verdict":"dropped"')),
-    "fused-update-train-step": Scenario(fused_update_train_step,
-                                        ('"update":"fused"', '"fused_update":true',
-                                         '"train_step":3', '"kl":0.0', '"gradient_norm":NaN')),
+    "fused-update-train-step": Scenario(
+        fused_update_train_step,
+        ('"update":"fused"', '"fused_update":true', '"update_path":{"ran":"fused",',
+         '"train_step":3', '"kl":0.0', '"gradient_norm":NaN')),
     "step-timing-ready-times": Scenario(
         step_timing_ready_times,
         ("TRAINER_STEP_TIMING step=0 policy_version=1 rtt_s=",
@@ -632,7 +641,8 @@ SCENARIOS: Dict[str, Scenario] = {
     "logps-pass": Scenario(logps_pass, ('"logps_pass_s":[', '"logps_pass":"on"')),
     "final-micro-batch-fewer-tokens": Scenario(
         final_micro_batch_fewer_tokens, ('"routing_final":[', '"final_rows":1', '"tokens":15600')),
-    "one-step-without-fence": Scenario(one_step_without_fence, ('"steady_steps":[0]',)),
+    "one-step-without-fence": Scenario(one_step_without_fence,
+                                       ('"steady_steps":[0]', '"fence_s":0.0')),
 }
 
 

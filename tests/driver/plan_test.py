@@ -61,8 +61,7 @@ class StepRecordTest(unittest.TestCase):
         key: value
         for key, value in record.as_json().items()
         if key not in ("step", "seconds", "train_step_s", "boundary_free_step_s", "microbatch_s",
-                       "microbatch_timing",
-                       "microbatch_timing_source", "tokens", "padded_tokens",
+                       "microbatch_timing", "microbatch_timing_source", "tokens", "padded_tokens",
                        "tokens_per_s_per_chip", "real_tokens_per_s_per_chip", "update",
                        "fused_update", "staged", "profiled")
     }
@@ -170,10 +169,11 @@ class StageEvidenceTest(unittest.TestCase):
 
     self.assertIsNone(bd.stage_evidence(staged(overlap_s=0.25), request, None))
     self.assertIsNone(bd.stage_evidence(staged(), request, True))  # the driver saw the overlap
-    self.assertIsNone(bd.stage_evidence({"staged": True, "handle": "train_req_test"}, request, True))
+    self.assertIsNone(bd.stage_evidence({"staged": True, "handle": "train_req_test"}, request,
+                                        True))
     refusals = {
-        "the worker staged nothing (queue full)": (Response(staged=False, reason="queue\nfull"),
-                                                   True),
+        "the worker staged nothing (queue full)": (Response(staged=False,
+                                                            reason="queue\nfull"), True),
         "the worker staged nothing": ({"staged": False}, True),
         "the worker's stage response does not say it staged (no `staged`: true)": (None, True),
         "the stage response's request id None does not match the staged request's "

@@ -107,8 +107,12 @@ class PodFlowTest(fake_tunix.FakeTunixTestCase):
     self.assertEqual(len(fwd_bwd), 6)
     self.assertEqual(events.count("update"), 2)
     rows, tokens = 4, 512 - round(512 * 4588 / 65536)
-    for call in fwd_bwd:
-      self.assertEqual(call["kwargs"], {"skip_jit": False})
+    for index, call in enumerate(fwd_bwd):
+      # fwd_bwd(request, **kwargs): the warm-up step asks for the fused update (tunix#2719); this
+      # worker does not say `updated`, so step 1 is not asked.
+      self.assertEqual(
+          call["kwargs"],
+          {"skip_jit": False, "apply_optimizer": index == 2} if index < 3 else {"skip_jit": False})
       self.assertEqual(call["tokens"], rows * tokens)
       self.assertTrue(call["request"].startswith("train_req_"))
       self.assertIsNone(call["jax_platforms"])  # the orchestrator import did not leave cpu
@@ -132,10 +136,14 @@ class PodFlowTest(fake_tunix.FakeTunixTestCase):
     self.assertRegex(
         # policy_version: the version after the step's update (Tunix
         # docs/trainer_step_timing.md@40a12182), step + 1 when every step applies one.
-        timing[1], r"^TRAINER_STEP_TIMING step=1 policy_version=2 rtt_s=\d+\.\d{3} "
+        timing[1],
+        r"^TRAINER_STEP_TIMING step=1 policy_version=2 rtt_s=\d+\.\d{3} "
         r'timing=\{"v":1,"train_step":2,"mb":\[\],"update":null,"prepare":null\}$')
     summary = self.summary_of(result)
     self.assertEqual(summary["name"], "bench-test")
+    self.assertEqual(summary["update_path"]["ran"], "explicit")
+    self.assertIn("did not apply it in the warm-up step", summary["update_path"]["why"])
+    self.assertLess(summary["fence_s"], 1.0)  # the state leaf is ready at once here
     self.assertEqual((summary["rows"], summary["tokens_per_row"], summary["real_len"]),
                      (4, 512, tokens))
     self.assertEqual((summary["layers"], summary["topk"], summary["experts"]), (3, 2, 16))
@@ -323,6 +331,7 @@ class PodFlowTest(fake_tunix.FakeTunixTestCase):
     steps = [json.loads(line.split(" ", 1)[1]) for line in self.machine(result, "BENCH_STEP ")]
     self.assertTrue(all(step["fused_update"] for step in steps))
     self.assertEqual([step["train_step"] for step in steps], [1, 2])
+    self.assertEqual(self.summary_of(result)["update_path"]["ran"], "fused")
 
   def test_knobs_reach_the_payload_and_the_algorithm(self):
     result, calls = self.run_driver(LOGP_GATES="off", FINAL_ROWS="1", PROFILE_WINDOW="1:2",

@@ -6,7 +6,7 @@ stages' work against stand-in Tunix modules is tested through the driver run as 
 import dataclasses
 import types
 import unittest
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 from fakes import (Events, ExplicitWorker, FakeClock, FusedWorker, Request, StagingWorker,
                    stage_plan)
@@ -31,8 +31,9 @@ class CheckStagingTest(unittest.TestCase):
                   plan)
     # auto that the worker cannot run: a fact found at run time, exit 1, before any trainer.
     auto = bd.StagePlan("auto", True, "auto: ORCH_ARGV --pipeline_step_boundary=true")
-    with self.assertRaisesRegex(bd.TunixMissing, r"^the e2e run stages the step boundary "
-                                r"\(auto: .*lacks .*stage_fwd_bwd.*STAGE_BOUNDARY=off"):
+    with self.assertRaisesRegex(
+        bd.TunixMissing, r"^the e2e run stages the step boundary "
+        r"\(auto: .*lacks .*stage_fwd_bwd.*STAGE_BOUNDARY=off"):
       bd.check_staging(auto, bd.WorkerCalls(FusedWorker(clock, events), Request))
     # off, explicitly: nothing is checked.
     off = bd.StagePlan("off", False, "STAGE_BOUNDARY=off")
@@ -71,8 +72,9 @@ class CheckStagingTest(unittest.TestCase):
     self.assertIn("auto: orchestrator env PIPELINE_STEP_BOUNDARY=true", refusals[0])
     self.assertIn("lacks TrainerWorker.stage_fwd_bwd(request)", refusals[0])
     # STAGE_BOUNDARY=off, explicit, runs unstaged.
-    off = bd.Setup(bd.parse_settings(base_env(ORCH_PIPELINE_STEP_BOUNDARY="true",
-                                              STAGE_BOUNDARY="off")), bd.POD, log=[].append)
+    off = bd.Setup(
+        bd.parse_settings(base_env(ORCH_PIPELINE_STEP_BOUNDARY="true", STAGE_BOUNDARY="off")),
+        bd.POD, log=[].append)
     off.worker_class = FusedWorker
     self.assertTrue(off.staged_boundary().startswith("off (STAGE_BOUNDARY=off"))
     staging = bd.Setup(settings, bd.PREFLIGHT, log=[].append)

@@ -15,7 +15,8 @@ The stand-in follows AI-Hypercomputer/maxtext src/maxtext/training_engine/ at e5
   `_cached_losses`, which update() clears; get_metrics() returns the MetricsBuffers recorded
   since the last call (one per step) and clears them;
 - compile() only stages: the compile happens in the first fwd_bwd;
-- update() returns None and is dispatched like fwd_bwd.
+- update() returns None and is dispatched like fwd_bwd; the engine rebinds its pure state from
+  the update's output (`_state_pure`, maxtext_engine.py@b8bf66d6), on which the step ends.
 The device is a thread that runs the dispatched work back to back for known durations, so the
 driver's device-mode micro-batch times can be checked against them.
 
@@ -28,7 +29,7 @@ import queue
 import threading
 import time
 import unittest
-from typing import List
+from typing import Any, List, Optional
 
 import numpy as np
 
@@ -119,6 +120,7 @@ class MaxTextLikeEngine:
     self._recorded: List[MetricsBuffer] = []
     self.train_step = 0
     self.dispatches: List[float] = []
+    self._state_pure: Any = None
 
   def compile(self, dummy_data):
     del dummy_data
@@ -151,6 +153,7 @@ class MaxTextLikeEngine:
     state = DeviceArray(0.0)
     self.device.dispatch(UPDATE_SECONDS, [state])
     self._throttler.add_computation([state])
+    self._state_pure = {"model": {"w": state}}  # rebound from the update's output (b8bf66d6)
     self._buffer().scalar_metrics["learning_rate"] = [1e-6]
     getattr(self, self.losses_attribute).clear()
     self.train_step += 1
@@ -177,6 +180,7 @@ class Response:
 
   def __init__(self, **metadata):
     self.metadata = metadata
+    self.request_id: Optional[str] = None
 
 
 class Request:
@@ -309,7 +313,7 @@ class MaxTextEngineModelTest(unittest.TestCase):
         all('"microbatch_timing":"dispatch"' in line
             for line in lines
             if line.startswith("BENCH_STEP ")))
-    # The step still ends when the device is done (a fence), update included.
+    # The step still ends when the device is done (a leaf of the new state), update included.
     for record in records[1:]:
       self.assertGreater(record.seconds, 3 * MB_SECONDS + UPDATE_SECONDS)
 

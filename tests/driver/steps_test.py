@@ -4,9 +4,10 @@ and a fake clock: which calls a step makes and in what order, how it ends, what 
 import unittest
 from typing import Any
 
-from fakes import (AsyncWorker, ExplicitWorker, FusedWorker, Harness, LegacyWorker, LiarWorker,
-                   Request, StagedNothingWorker, StagingWorker, TokenFusedWorker, make_plan,
-                   stage_plan)
+from fakes import (AsyncWorker, ExplicitWorker, ForwardingWorker, FusedWorker, Harness,
+                   KwargsFusedWorker, LegacyWorker, LiarWorker, Request, StagedNothingWorker,
+                   StagingWorker, TokenFusedWorker, make_plan, stage_plan)
+from doubles import InlineCompletionWatcher
 from driver_loader import load_driver
 
 bd = load_driver()
@@ -20,10 +21,14 @@ class UpdateTest(unittest.TestCase):
     worker = harness.worker
     self.assertEqual(worker.updates, 2)
     self.assertEqual(len(worker.fwd_bwd_calls), 6)
-    for request, kwargs in worker.fwd_bwd_calls:
+    # fwd_bwd(request, **kwargs) may take apply_optimizer through them (google/tunix#2719): the
+    # warm-up step asks; this worker does not say `updated`, so the later steps do not ask.
+    for index, (request, kwargs) in enumerate(worker.fwd_bwd_calls):
       self.assertIsInstance(request, Request)
-      self.assertNotIn("apply_optimizer", kwargs)  # would leak into trainer.fwd_bwd(**kwargs)
-      self.assertEqual(kwargs, {"skip_jit": False})
+      if index < 3:
+        self.assertEqual(kwargs, {"skip_jit": False, "apply_optimizer": index == 2})
+      else:
+        self.assertEqual(kwargs, {"skip_jit": False})
     payloads = [request.payload for request, _ in worker.fwd_bwd_calls]
     self.assertEqual(payloads, ["REGULAR", "REGULAR", "FINAL"] * 2)
     names = [name for name in harness.events.names() if name in ("fwd_bwd", "update")]
@@ -74,6 +79,68 @@ class UpdateTest(unittest.TestCase):
     records = harness.run(make_plan(steps=2, micro_steps=2))
     self.assertEqual(harness.events.names().count("update"), 2)
     self.assertFalse(any(record.fused_update for record in records))
+
+
+class UpdatePathTest(unittest.TestCase):
+  """Which update path the steps ran (BENCH_SUMMARY update_path), learnt in the warm-up step."""
+
+  def runner(self, harness, plan):
+    return bd.StepRunner(harness.worker, plan, clock=harness.clock, profiler=harness.profiler,
+                         calls=bd.WorkerCalls(harness.worker, Request), out=harness.lines.append,
+                         log=harness.logs.append, watcher=InlineCompletionWatcher(harness.clock),
+                         observer=bd.DeviceObserver(block_all=harness.fence))
+
+  def test_a_kwargs_worker_that_applies_the_update_fuses(self):
+    harness = Harness(KwargsFusedWorker)
+    runner = self.runner(harness, make_plan(steps=3, micro_steps=2))
+    records = runner.run()
+    self.assertEqual([r.update for r in records], ["fused"] * 3)
+    self.assertNotIn("update", harness.events.names())  # no second update
+    flags = [kwargs.get("apply_optimizer") for _, kwargs in harness.worker.fwd_bwd_calls]
+    self.assertEqual(flags, [False, True] * 3)
+    path = runner.summary_facts()["update_path"]
+    self.assertEqual(path["ran"], "fused")
+    self.assertIn("through **kwargs and applied it in the warm-up step", path["why"])
+
+  def test_a_kwargs_worker_that_does_not_apply_it_is_asked_once(self):
+    harness = Harness(ExplicitWorker)
+    runner = self.runner(harness, make_plan(steps=2, micro_steps=2))
+    runner.run()
+    path = runner.summary_facts()["update_path"]
+    self.assertEqual(path["ran"], "explicit")
+    self.assertIn("did not apply it in the warm-up step", path["why"])
+
+  def test_a_worker_that_forwards_apply_optimizer_to_a_rejecting_trainer_fails_in_step_0(self):
+    harness = Harness(ForwardingWorker)
+    with self.assertRaisesRegex(
+        bd.TunixMissing, r"^the worker's fwd_bwd takes \*\*kwargs, so the warm-up step "
+        r"asked it for the fused update .*unexpected keyword"):
+      harness.run(make_plan(steps=2, micro_steps=2))
+    self.assertEqual(len(harness.worker.fwd_bwd_calls), 1)  # the first call of step 0
+    self.assertEqual(harness.bench_steps(), [])
+
+  def test_named_and_mixed_paths(self):
+    harness = Harness(FusedWorker)
+    runner = self.runner(harness, make_plan(steps=2, micro_steps=2))
+    runner.run()
+    self.assertEqual(
+        runner.summary_facts()["update_path"], {
+            "ran": "fused", "why": "the worker's fwd_bwd names apply_optimizer and its "
+                                   "response said `updated`"
+        })
+    harness = Harness(StagingWorker, stage_error=RuntimeError("down"))
+    state = bd.StageState(stage_plan(True), harness.logs.append)
+    runner = bd.StepRunner(harness.worker, make_plan(steps=3, micro_steps=2,
+                                                     stage=stage_plan(True)), clock=harness.clock,
+                           profiler=harness.profiler, calls=bd.WorkerCalls(harness.worker, Request),
+                           out=harness.lines.append, log=harness.logs.append,
+                           watcher=InlineCompletionWatcher(harness.clock),
+                           observer=bd.DeviceObserver(block_all=harness.fence), stage_state=state)
+    runner.run()
+    path = runner.summary_facts()["update_path"]
+    self.assertEqual(path["ran"], "mixed")
+    self.assertTrue(path["why"].startswith("deferred in steps [0]: staging defers"), path["why"])
+    self.assertIn("; fused in steps [1, 2]: ", path["why"])
 
 
 class ProfilerTest(unittest.TestCase):
@@ -274,8 +341,7 @@ class StagedBoundaryTest(unittest.TestCase):
     staged_request = harness.worker.fwd_bwd_calls[2][0]
     self.assertIsInstance(staged_request, Request)
     self.assertEqual(harness.events.names().count("stage"), 1)
-    self.assertEqual(
-        [round(r.seconds, 6) for r in records][1:], [round(records[1].seconds, 6)] * 2)
+    self.assertEqual([round(r.seconds, 6) for r in records][1:], [round(records[1].seconds, 6)] * 2)
 
 
 class StepEndTest(unittest.TestCase):
@@ -299,9 +365,48 @@ class StepEndTest(unittest.TestCase):
         self._trainer.run(f"update{self.updates}", self.update_seconds)  # no token published
 
     harness = Harness(NoUpdateToken, mb_seconds=1.0, update_seconds=4.0, transfer_seconds=0.0)
-    records = harness.run(make_plan(steps=2, micro_steps=2))
+    # Nothing the update produced to wait on: an error, not a wait on every live array.
+    with self.assertRaisesRegex(bd.TunixMissing, "^no way to end the step on its update: "):
+      harness.run(make_plan(steps=2, micro_steps=2))
+    self.assertNotIn("fence", harness.events.names())
+
+  def test_the_step_ends_on_a_leaf_of_the_new_state(self):
+
+    class StateOnly(TokenFusedWorker):
+      """No update token: the update's output is the trainer's new state (MaxText's engine)."""
+
+      def _update(self):
+        self.updates += 1
+        self._trainer._state_pure = {
+            "model": {"w": self._trainer.run(f"state{self.updates}", self.update_seconds)}
+        }
+
+    harness = Harness(StateOnly, mb_seconds=1.0, update_seconds=4.0, transfer_seconds=0.0)
+    runner = bd.StepRunner(harness.worker, make_plan(steps=2, micro_steps=2), clock=harness.clock,
+                           profiler=harness.profiler, calls=bd.WorkerCalls(harness.worker, Request),
+                           out=harness.lines.append, log=harness.logs.append,
+                           watcher=InlineCompletionWatcher(harness.clock),
+                           observer=bd.DeviceObserver(block_all=harness.fence))
+    records = runner.run()
     self.assertEqual([round(r.seconds, 6) for r in records], [6.0, 6.0])
-    self.assertEqual(harness.events.names().count("fence"), 2)
+    self.assertNotIn("fence", harness.events.names())
+    waits = [item[1] for item in harness.events.items if item[0] == "wait"]
+    self.assertEqual(waits.count("state1"), 1)
+    self.assertEqual(waits.count("state2"), 2)  # the step end, then fence_s on the idle device
+    self.assertEqual(runner.summary_facts()["fence_s"], 0.0)
+
+    # A leaf that the update did not replace is not its output.
+
+    class StaleState(StateOnly):
+
+      def _update(self):
+        if self.updates == 0:
+          super()._update()
+        else:
+          self.updates += 1
+
+    with self.assertRaisesRegex(bd.TunixMissing, "no way to end the step"):
+      Harness(StaleState, transfer_seconds=0.0).run(make_plan(steps=2, micro_steps=2))
 
   def test_a_profiled_step_keeps_its_metrics(self):
     harness = Harness(ExplicitWorker)
@@ -328,7 +433,7 @@ class StepEndTest(unittest.TestCase):
 
       def update(self):
         self.updates += 1
-        self._trainer.run("update", self.update_seconds)
+        self._trainer._state_pure = {"w": self._trainer.run("update", self.update_seconds)}
         return self.updates
 
       def get_step_timing(self):
@@ -376,8 +481,7 @@ class LogpsPassTest(unittest.TestCase):
     self.assertNotIn("logps_pass_s", Harness(ExplicitWorker).run(make_plan())[0].as_json())
     # train_step_s: the step without its passes; the bare step when there are none.
     self.assertEqual([step["train_step_s"] for step in harness.bench_steps()], [6.5, 6.5])
-    self.assertEqual(Harness(ExplicitWorker).run(make_plan())[0].as_json()["train_step_s"],
-                     6.5)
+    self.assertEqual(Harness(ExplicitWorker).run(make_plan())[0].as_json()["train_step_s"], 6.5)
 
 
 if __name__ == "__main__":

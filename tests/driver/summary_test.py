@@ -59,8 +59,8 @@ class SummarizeTest(unittest.TestCase):
     records = [
         bd.StepRecord(step=i, seconds=s, microbatch_s=mbs, tokens=50, tokens_per_s_per_chip=0,
                       fused_update=True, microbatch_timing="device")
-        for i, (s, mbs) in enumerate([(30.0, [9, 9, 9, 9, 0.5]), (14.0, [4, 3, 2, 2, 0.5]),
-                                      (16.0, [6, 3, 3, 3, 0.5])])
+        for i, (s, mbs) in enumerate([(30.0, [9, 9, 9, 9, 0.5]), (
+            14.0, [4, 3, 2, 2, 0.5]), (16.0, [6, 3, 3, 3, 0.5])])
     ]
     plan = make_plan(steps=3, micro_steps=5)
     plan.short_final = True

@@ -9,7 +9,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .calls import is_blockable, find_token, block_tree
+from .calls import is_blockable, find_token, first_blockable, block_tree
 
 # Where a call's device completion comes from (BENCH_STEP "microbatch_timing_source").
 SOURCE_STEP_TIMING = "step_timing"  # the trainer's TRAINER_STEP_TIMING ready times
@@ -19,6 +19,10 @@ SOURCE_TOKEN = "token"  # a readiness token (trainer or response)
 SOURCE_LOSS = "loss"  # the call's own loss array in the trainer's metric buffer
 
 SOURCE_DISPATCH = "dispatch"  # none: host dispatch intervals
+
+# Where a trainer keeps its train state, most direct first: MaxText's engine's pure-pytree mirrors
+# of the state and the parameters, then the NNX train state (maxtext_engine.py@b8bf66d6).
+STATE_ATTRIBUTES = ("_state_pure", "_params_pure", "_state")
 
 
 def trainer_of(worker: Any) -> Any:
@@ -48,9 +52,11 @@ class DeviceObserver:
   ready times (get_step_timing) outrank all of these; the step loop prefers them when a step's
   record has every one.
 
-  `fence()` waits for all device work without consuming anything (`block_all`, in the pod one
-  batched wait on every live JAX array): the step end when no update token exists, and the
-  profiler's window end when the window's last call has nothing to wait on.
+  The step ends on an array the update produced: its readiness token (the update's result or
+  the trainer's `last_update_token`), else a leaf of the trainer's new state
+  (fresh_state_leaf). `fence()` waits for all device work without consuming anything
+  (`block_all`, in the pod one batched wait on every live JAX array): only the profiler's window
+  end uses it, when the window's last call has nothing to wait on.
   """
 
   def __init__(self, block_all: Optional[Callable[[], None]] = None):
@@ -102,6 +108,24 @@ class DeviceObserver:
       if loss is not None:
         return loss, SOURCE_LOSS
     return None, SOURCE_DISPATCH
+
+  def fresh_state_leaf(self, worker: Any) -> Any:
+    """A leaf of the trainer's state that the last update produced, or None.
+
+    MaxText's engine rebinds its state from the update kernel's output (`nnx.update(self._state,
+    new_state_pure)`, then `_publish_state`; maxtext_engine.py@b8bf66d6 `update`), and every
+    output of one executable becomes ready together: that leaf is ready when the update is done.
+    A leaf that is the same array as after the previous step was not produced by this update."""
+    for trainer in engines_of(worker):
+      for name in STATE_ATTRIBUTES:
+        leaf = first_blockable(getattr(trainer, name, None))
+        if leaf is None:
+          continue
+        if self._seen.get("state") is leaf:
+          return None
+        self._seen["state"] = leaf
+        return leaf
+    return None
 
   def can_fence(self) -> bool:
     return self.block_all is not None

@@ -139,12 +139,12 @@ class StepRecord:
     return self.seconds - sum(self.logps_pass_s or [])
 
   def as_json(self) -> Dict[str, Any]:
-    record = {
+    record: Dict[str, Any] = {
         "step": self.step,
         "seconds": round(self.seconds, 6),
         "train_step_s": round(self.train_step_s, 6),
-        "boundary_free_step_s": (None if self.boundary_free_step_s is None else round(
-            self.boundary_free_step_s, 6)),
+        "boundary_free_step_s":
+            (None if self.boundary_free_step_s is None else round(self.boundary_free_step_s, 6)),
         "microbatch_s": [round(value, 6) for value in self.microbatch_s],
         "microbatch_timing": self.microbatch_timing,
         "microbatch_timing_source": self.microbatch_timing_source,

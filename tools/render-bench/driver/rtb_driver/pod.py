@@ -20,7 +20,7 @@ from .resolve import Choice, resolve_padding, StagePlan, trajectory_segments
 from .settings import Settings
 from .builders import TunixSetup
 from .setup import POD, Setup
-from .steps import run_steps
+from .steps import StepRunner
 from .summary import count_chips, report_summary, summarize, token_dropping
 from .tunix import call_checked, Fallbacks, field_layout, replace_fields
 from .values import scale_targets
@@ -118,9 +118,10 @@ def run_pod(settings: Settings) -> int:
         f"staged step boundary {'on' if staged else 'off'} "
         f"({stage_plan.source if stage_plan else ''})")
     stage_state = StageState(plan.stage_boundary, say)
-    records = run_steps(worker, plan, calls=calls, observer=DeviceObserver(block_all=block_all),
+    runner = StepRunner(worker, plan, calls=calls, observer=DeviceObserver(block_all=block_all),
                         watcher=CompletionWatcher(time.monotonic), profiler=JaxProfiler(),
                         stage_state=stage_state)
+    records = runner.run()
   warn_without_gradient_norm(records)
   layers, topk = tunix.routing_shape or (None, None)
   resolved = payloads.resolved
@@ -137,7 +138,8 @@ def run_pod(settings: Settings) -> int:
               key: {"value": choice.value, "source": choice.source}
               for key, choice in tunix.choices.items()
           }, "fallbacks": list(fallbacks),
-          "versions": imported_versions(setup.called_modules(tunix.worker))
+          "versions": imported_versions(setup.called_modules(tunix.worker)),
+          **runner.summary_facts()
       })
   emit("BENCH_SUMMARY " + json.dumps(summary, separators=(",", ":")))
   report_summary(summary)

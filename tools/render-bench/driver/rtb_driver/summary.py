@@ -92,8 +92,8 @@ def summarize(plan: BenchPlan, records: Sequence[StepRecord], *, rows: int, toke
     pool.extend(regular_microbatches(record.microbatch_s, plan.short_final))
   median_mb = statistics.median(pool) if pool and timing != "mixed" else None
   estimates = [record.boundary_free_step_s for record in steady]
-  boundary_free = (statistics.fmean(e for e in estimates if e is not None)
-                   if estimates and None not in estimates else None)
+  boundary_free = (statistics.fmean(
+      e for e in estimates if e is not None) if estimates and None not in estimates else None)
   per_chip = plan.padded_tokens_per_step / mean_step / plan.chips if mean_step else None
   real_per_chip = plan.tokens_per_step / mean_step / plan.chips if mean_step else None
   summary = {
