@@ -249,6 +249,15 @@ class ReportSummaryTest(unittest.TestCase):
     self.assertTrue(lines[3].startswith("  tokens_per_s_per_chip 3567.0: "))
     self.assertEqual(lines[4], "  real_tokens_per_s_per_chip 3300.0: real tokens only")
 
+  def test_the_estimate_and_the_update_path_are_said(self):
+    lines = self.lines(boundary_free_step_s=9.5, fence_s=0.001,
+                       update_path={"ran": "fused", "why": "named"})
+    self.assertEqual(
+        lines[3], "  boundary_free_step_s 9.5: an ESTIMATE, the step with its first micro-batch "
+        "replaced by the median regular one")
+    self.assertEqual(lines[6],
+                     "  update path: fused (named); step-end fence 0.001 s on the idle device")
+
   def test_dispatch_intervals_and_mixed_timing_are_said(self):
     self.assertIn("WARNING: host DISPATCH intervals, not device times",
                   self.lines(microbatch_timing="dispatch")[2])

@@ -98,6 +98,13 @@ class WorkerCalls:
   def can_fuse(self) -> bool:
     return self.pass_apply
 
+  def describe_update(self) -> str:
+    """How the last call of a step asks for the update, for the log lines before the run."""
+    if self.apply_through_kwargs and self.pass_apply:
+      return ("apply_optimizer through **kwargs on the last call (google/tunix#2719), kept only "
+              "if the warm-up step's response says `updated`")
+    return "apply_optimizer on the last call" if self.pass_apply else "explicit update()"
+
   def decline_kwargs_apply(self, reason: str) -> None:
     """Stops asking through **kwargs (the step loop cannot use a fused update here)."""
     if self.apply_through_kwargs and self.pass_apply:

@@ -114,7 +114,7 @@ def run_pod(settings: Settings) -> int:
     plan = make_plan(settings, tunix, payloads, chips, stage_plan)
     staged = bool(stage_plan and stage_plan.resolved)
     say(f"fwd_bwd call: {'TrainRequest' if calls.takes_request else 'payload'}, "
-        f"{'apply_optimizer on the last call' if calls.can_fuse else 'explicit update()'}; "
+        f"{calls.describe_update()}; "
         f"staged step boundary {'on' if staged else 'off'} "
         f"({stage_plan.source if stage_plan else ''})")
     stage_state = StageState(plan.stage_boundary, say)

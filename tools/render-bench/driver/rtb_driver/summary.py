@@ -177,6 +177,9 @@ def report_summary(summary: Mapping[str, Any], log: Callable[[str], None] = say)
         "the device by up to max_inflight_computations calls")
   else:
     log(f"  median_microbatch_s: none (steps timed micro-batches differently: {timing})")
+  if summary.get("boundary_free_step_s") is not None:
+    log(f"  boundary_free_step_s {summary['boundary_free_step_s']}: an ESTIMATE, the step with "
+        "its first micro-batch replaced by the median regular one")
   log(f"  tokens_per_s_per_chip {summary['tokens_per_s_per_chip']}: rows x tokens_per_row x "
       "micro_steps (padding included, the seed's definition) / s per step / chips")
   log(f"  real_tokens_per_s_per_chip {summary['real_tokens_per_s_per_chip']}: real tokens only")
@@ -191,6 +194,10 @@ def report_summary(summary: Mapping[str, Any], log: Callable[[str], None] = say)
           "that no arm dropped tokens")
     else:
       log(f"  dropped tokens: {verdict} ({dropping.get('why')})")
+  path = summary.get("update_path")
+  if path:
+    log(f"  update path: {path.get('ran')} ({path.get('why')}); step-end fence "
+        f"{summary.get('fence_s')} s on the idle device")
   stage = summary.get("stage_boundary") or {}
   if stage.get("resolved") == "on":
     log(f"  staged step boundary: {stage.get('staged_steps')} steps counted staged (each on the "
