@@ -162,8 +162,7 @@ class Setup:
     chunk = int(getattr(self.trainer_args, "compute_logps_chunk_size", 0) or 0)
     parts = [
         f"fwd_bwd({'request' if calls.takes_request else 'payload'})",
-        calls.describe_update(),
-        "compile" if hasattr(worker_class, "compile") else
+        calls.describe_update(), "compile" if hasattr(worker_class, "compile") else
         "warmup_compile" if hasattr(worker_class, "warmup_compile") else "no compile call"
     ]
     if chunk > 0:
