@@ -174,7 +174,8 @@ FAKES = {
             return datatypes.Response(queued=True)
           def update(self):
             self.step += 1
-            self._trainer._state_pure = {"model": Leaf()}
+            if os.environ.get("FAKE_NO_STATE") != "1":  # a trainer that keeps no state to read
+              self._trainer._state_pure = {"model": Leaf()}
             fake_log.record("update", step=self.step)
             return self.step
           def per_token_logps(self, request):

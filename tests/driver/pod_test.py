@@ -321,6 +321,14 @@ class PodFlowTest(fake_tunix.FakeTunixTestCase):
     self.assertIn("LOGPS_PASS=on but this image's Tunix lacks TrainerWorker.per_token_logps",
                   result.stderr)
 
+  def test_a_step_with_nothing_to_end_on_stops_the_run(self):
+    result, calls = self.run_driver(FAKE_NO_STATE="1")
+    self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+    (line,) = result.stderr.strip().splitlines()
+    self.assertTrue(line.startswith("bench_driver: no way to end the step on its update: "), line)
+    self.assertEqual([call["event"] for call in calls].count("update"), 1)  # step 0 only
+    self.assertEqual(self.machine(result, "BENCH_STEP "), [])
+
   def test_fused_worker_gets_no_update(self):
     result, calls = self.run_driver(worker="fused")
     self.assertEqual(result.returncode, 0, result.stdout + result.stderr)

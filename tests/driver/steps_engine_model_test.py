@@ -121,6 +121,7 @@ class MaxTextLikeEngine:
     self.train_step = 0
     self.dispatches: List[float] = []
     self._state_pure: Any = None
+    self.keywords: List[List[str]] = []
 
   def compile(self, dummy_data):
     del dummy_data
@@ -132,7 +133,9 @@ class MaxTextLikeEngine:
     return self._recorded[-1]
 
   def fwd_bwd(self, payload, **kwargs) -> None:
-    del payload, kwargs
+    # Keyword arguments are taken and ignored, as b8bf66d6's engine documents.
+    del payload
+    self.keywords.append(sorted(kwargs))
     if not self._compiled:
       time.sleep(self.compile_seconds)  # the real compile runs in the first call
       self._compiled = True
@@ -297,6 +300,16 @@ class MaxTextEngineModelTest(unittest.TestCase):
     self.assertEqual(summary["steady_steps"], [1, 2])
     self.assertEqual(summary["microbatch_timing"], "device")
     self.assertAlmostEqual(summary["median_microbatch_s"], MB_SECONDS, delta=0.05 * MB_SECONDS)
+
+  def test_the_warm_up_step_asks_for_the_fused_update_once(self):
+    # Tunix's worker forwards **kwargs to the engine, which ignores them: step 0 asks for the
+    # fused update, learns that it was not applied, and the later steps call update().
+    device = Device()
+    engine = MaxTextLikeEngine(device, 0.0)
+    records, _, _ = run(TrainerWorker(engine), device, steps=2, micro_steps=2)
+    self.assertEqual(engine.keywords, [["apply_optimizer"], ["apply_optimizer"], [], []])
+    self.assertEqual([record.update for record in records], ["explicit", "explicit"])
+    self.assertEqual(engine.train_step, 2)
 
   def test_dispatch_intervals_are_labelled_as_such(self):
 
