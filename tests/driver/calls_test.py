@@ -8,7 +8,7 @@ from typing import Any, List
 
 import numpy as np
 
-from fakes import (Events, ExplicitWorker, FakeClock, FusedWorker, LegacyWorker, Response,
+from fakes import (Events, ExplicitWorker, FakeClock, FusedWorker, LegacyWorker, Request, Response,
                    StagingWorker, Token)
 from driver_loader import load_driver
 
@@ -21,6 +21,11 @@ class WorkerCallsTest(unittest.TestCase):
     events, clock = Events(), FakeClock()
     explicit = bd.WorkerCalls(ExplicitWorker(clock, events))
     self.assertTrue(explicit.takes_request)
+    # fwd_bwd(request, **kwargs): asked for the fused update until the warm-up step tells.
+    self.assertTrue(explicit.can_fuse and explicit.apply_through_kwargs)
+    explicit.learn_update(False)
+    self.assertFalse(explicit.can_fuse)
+    explicit.learn_update(True)  # learnt once
     self.assertFalse(explicit.can_fuse)
     fused = bd.WorkerCalls(FusedWorker(clock, events))
     self.assertTrue(fused.takes_request and fused.can_fuse)
@@ -32,9 +37,14 @@ class WorkerCallsTest(unittest.TestCase):
   def test_the_arguments_each_generation_gets(self):
     events, clock = Events(), FakeClock()
     explicit = ExplicitWorker(clock, events)
-    bd.WorkerCalls(explicit).fwd_bwd("REQ", apply_optimizer=True)
-    # Through **kwargs the optimizer flags would reach the trainer's fwd_bwd: never passed.
-    self.assertEqual(explicit.fwd_bwd_calls, [("REQ", {"skip_jit": False})])
+    explicit_calls = bd.WorkerCalls(explicit)
+    explicit_calls.fwd_bwd("REQ", apply_optimizer=True)
+    # Through **kwargs: apply_optimizer (google/tunix#2719) until the warm-up step says it did
+    # not apply it; accumulate_gradients never.
+    explicit_calls.learn_update(False)
+    explicit_calls.fwd_bwd("REQ", apply_optimizer=True)
+    self.assertEqual(explicit.fwd_bwd_calls, [("REQ", {"skip_jit": False, "apply_optimizer": True}),
+                                              ("REQ", {"skip_jit": False})])
     fused = FusedWorker(clock, events)
     bd.WorkerCalls(fused).fwd_bwd("REQ", apply_optimizer=True)
     self.assertEqual(
@@ -112,7 +122,8 @@ class WorkerCallsTest(unittest.TestCase):
     events, clock = Events(), FakeClock()
     worker = StagingWorker(clock, events)
     calls = bd.WorkerCalls(worker)
-    self.assertEqual(calls.stage("R").metadata, {"staged": True})
+    staged = calls.stage(Request("R"))
+    self.assertEqual((staged.metadata, staged.request_id), ({"staged": True}, "train_req_test"))
     worker.deferred = True
     self.assertEqual(calls.apply_deferred_update(), 1)
     self.assertEqual(events.names(), ["stage", "apply_deferred_update"])

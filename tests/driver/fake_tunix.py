@@ -114,9 +114,14 @@ FAKES = {
           num_decoder_layers, num_experts_per_tok, num_experts, vocab_size = (
               LAYERS, TOPK, EXPERTS, VOCAB)
           capacity_factor, ragged_buffer_factor = -1.0, 2.0
+        class Leaf:
+          # A device array of the trainer's state: ready at once.
+          def block_until_ready(self):
+            return self
         class FakeTrainer:
           def __init__(self, args):
             self._config = Config()
+            self._state_pure = None  # rebound from each update, as MaxText's engine does
             fake_log.record("trainer", profiler_steps=args.profiler_steps,
                             chain=args.optimizer_chain_kwargs)
         def payload_signature(payload):
@@ -169,6 +174,8 @@ FAKES = {
             return datatypes.Response(queued=True)
           def update(self):
             self.step += 1
+            if os.environ.get("FAKE_NO_STATE") != "1":  # a trainer that keeps no state to read
+              self._trainer._state_pure = {"model": Leaf()}
             fake_log.record("update", step=self.step)
             return self.step
           def per_token_logps(self, request):
@@ -187,6 +194,7 @@ FAKES = {
                             rows=rows, request=request.request_id, jax_platforms=None)
             if apply_optimizer:
               self.step += 1
+              self._trainer._state_pure = {"model": Leaf()}
               return datatypes.Response(updated=True, train_step=self.step)
             return datatypes.Response(queued=True)
         TrainerWorker = FusedWorker if os.environ.get("FAKE_WORKER") == "fused" else ExplicitWorker

@@ -37,7 +37,7 @@ class Response:
 
   def __init__(self, **metadata: Any) -> None:
     self.metadata = metadata
-    self.request_id = None
+    self.request_id: Optional[str] = None
 
 
 class Request:
@@ -85,6 +85,14 @@ class FakeProfiler:
     self.events.add("profiler_stop")
 
 
+class EngineState:
+  """What a trainer keeps of its train state: MaxText's engine rebinds `_state_pure` from each
+  update's output (maxtext_engine.py@b8bf66d6); None before the first update."""
+
+  def __init__(self) -> None:
+    self._state_pure: Any = None
+
+
 class WorkerBase:
   """What every fake worker has: the calls it received, update() and get_metrics(); each
   generation adds its own fwd_bwd, whose signature is what the driver reads."""
@@ -97,11 +105,19 @@ class WorkerBase:
     self.fwd_bwd_calls: List[Tuple[Any, Dict[str, Any]]] = []
     self.updates = 0
     self.profiler: Optional[FakeProfiler] = None
+    self._trainer: Any = EngineState()
+
+  def publish_state(self) -> None:
+    """The update's new state, as MaxText's engine rebinds it (ready once the update is)."""
+    self._trainer._state_pure = {
+        "model": {"w": Token(self.clock, self.events, self.clock.now, f"state{self.updates}")}
+    }
 
   def update(self) -> Any:
     self.updates += 1
     self.events.add("update", self.updates)
     self.clock.advance(self.update_seconds)
+    self.publish_state()
     return self.updates
 
   def get_metrics(self) -> Any:
@@ -136,6 +152,7 @@ class FusedWorker(WorkerBase):
     if apply_optimizer:
       self.updates += 1
       self.clock.advance(self.update_seconds)
+      self.publish_state()
       return Response(queued=True, updated=True, train_step=self.updates)
     return Response(queued=True)
 
@@ -153,8 +170,54 @@ class LegacyWorker(WorkerBase):
     self.clock.advance(self.mb_seconds)
     if apply:
       self.updates += 1
+      self.publish_state()
       return {"queued": True, "updated": True, "train_step": self.updates}
     return {"queued": True, "updated": False} if accumulate else Response(queued=True)
+
+
+class KwargsFusedWorker(WorkerBase):
+  """google/tunix#2719: fwd_bwd(request, **kwargs) pops apply_optimizer from its keyword
+  arguments, applies the update inside the last call and says `updated`."""
+
+  def fwd_bwd(self, request: Any, **kwargs: Any) -> Any:
+    self.fwd_bwd_calls.append((request, dict(kwargs)))
+    self.events.add("fwd_bwd", len(self.fwd_bwd_calls) - 1, False)
+    apply = bool(kwargs.pop("apply_optimizer", False))
+    kwargs.pop("skip_jit", None)
+    assert not kwargs, kwargs
+    self.clock.advance(self.mb_seconds)
+    if not apply:
+      return Response(queued=True)
+    self.updates += 1
+    self.clock.advance(self.update_seconds)
+    self.publish_state()
+    return Response(queued=True, updated=True, train_step=self.updates)
+
+
+class RejectingEngine:
+  """A trainer whose fwd_bwd names its arguments: an unknown keyword is a TypeError."""
+
+  def __init__(self) -> None:
+    self._state_pure: Any = None
+
+  def fwd_bwd(self, payload: Any) -> None:
+    del payload
+
+
+class ForwardingWorker(ExplicitWorker):
+  """Tunix's TrainerWorker: fwd_bwd(request, **kwargs) pops skip_jit and forwards the rest to
+  the trainer's fwd_bwd (trainer_worker.py), here one that rejects keywords it does not name."""
+
+  def __init__(self, clock: FakeClock, events: Events, **kwargs: Any) -> None:
+    super().__init__(clock, events, **kwargs)
+    self._trainer = RejectingEngine()
+
+  def fwd_bwd(self, request: Any, **kwargs: Any) -> Any:
+    self.fwd_bwd_calls.append((request, dict(kwargs)))
+    kwargs.pop("skip_jit", None)
+    self._trainer.fwd_bwd(request.payload, **kwargs)
+    self.clock.advance(self.mb_seconds)
+    return Response(queued=True)
 
 
 class LiarWorker(FusedWorker):
@@ -297,7 +360,9 @@ class StagingWorker(WorkerBase):
       raise self.stage_error
     self.clock.advance(self.transfer_seconds)
     self.staged.add(id(request))
-    return Response(staged=True)
+    response = Response(staged=True)
+    response.request_id = request.request_id  # the handle the staged request carries back
+    return response
 
   def apply_deferred_update(self) -> Any:
     assert self.deferred, "apply_deferred_update without a deferred update"
@@ -308,6 +373,15 @@ class StagingWorker(WorkerBase):
 
   def update(self) -> Any:
     raise AssertionError("the staged path never calls update()")
+
+
+class StagedNothingWorker(StagingWorker):
+  """The seed's staging calls, but a stage that answers "staged nothing" (`staged`: false with a
+  reason) and keeps no micro-batch: the next micro-batch's fwd_bwd carries the whole of it."""
+
+  def stage_fwd_bwd(self, request: Any) -> Any:
+    self.events.add("stage")
+    return Response(staged=False, reason="trainer host busy")
 
 
 class TokenFusedWorker(StagingWorker):
@@ -349,6 +423,7 @@ class OneLateLossEngine:
     self._dropless_replays = 0
     self._pending_overflow_check: Optional[PendingOverflowCheck] = None
     self._cached_losses: List[Any] = []
+    self._state_pure: Any = None
     self.device_free = clock.now
     self.calls = 0
     self.recorded: List[float] = []
@@ -379,6 +454,8 @@ class OneLateLossEngine:
   def update(self) -> Token:
     self._resolve_overflow_check()
     token = self._run("update", self.update_seconds)
+    # The new state comes out of the update kernel (nnx.update + _publish_state at b8bf66d6).
+    self._state_pure = {"model": {"w": token}}
     self.recorded.append(float(self._dropless_replays))
     self._dropless_replays = 0
     self._cached_losses.clear()

@@ -135,6 +135,8 @@ class Trainer:
     self.last_fwd_bwd_token: Optional[Ready] = None
     self.last_update_token: Optional[Ready] = None
     self._cached_losses: List[WeightedMetric] = []
+    # MaxText's engine rebinds its pure state from each update's output (b8bf66d6).
+    self._state_pure: Optional[Dict[str, Ready]] = None
 
   def cache_loss(self, loss: WeightedMetric) -> None:
     self._cached_losses.append(loss)
@@ -174,6 +176,7 @@ class Worker:
     self.compile_s = compile_s
     self.compiled = False
     self.train_step = 0
+    self._trainer = Trainer()
 
   def dispatch(self, payload: Any) -> Ready:
     """Host time for a call, then its device work."""
@@ -186,7 +189,9 @@ class Worker:
   def dispatch_update(self) -> Ready:
     self.clock.advance(self.host_s)
     self.train_step += 1
-    return self.device.run(self.update_s)
+    done = self.device.run(self.update_s)
+    self._trainer._state_pure = {"params": done}
+    return done
 
 
 class TokenWorker(Worker):
@@ -429,7 +434,8 @@ class OneLateLossWorker(Worker):
   def __init__(self, clock: Clock, device: Device, *, overflow_at: Sequence[int], rerun_s: float,
                **timing: float) -> None:
     super().__init__(clock, device, **timing)
-    self._trainer = OneLateTrainer()
+    self.engine = OneLateTrainer()
+    self._trainer = self.engine
     self.overflow_at = set(overflow_at)
     self.rerun_s = rerun_s
     self.calls = 0
@@ -437,7 +443,7 @@ class OneLateLossWorker(Worker):
     self.recorded: List[int] = []
 
   def resolve(self) -> None:
-    check, self._trainer._pending_overflow_check = self._trainer._pending_overflow_check, None
+    check, self.engine._pending_overflow_check = self.engine._pending_overflow_check, None
     if check is None:
       return
     loss = check.loss
@@ -453,7 +459,7 @@ class OneLateLossWorker(Worker):
     check = PendingCheck(self.calls in self.overflow_at, WeightedMetric(done, done))
     self.calls += 1
     self.resolve()
-    self._trainer._pending_overflow_check = check
+    self.engine._pending_overflow_check = check
     return Response(queued=True)
 
   def update(self) -> None:
@@ -525,8 +531,7 @@ class Bench:
     shape = self.shape
     settings = driver.parse_settings(self.env)
     calls = driver.WorkerCalls(worker, request_maker())
-    stage_plan = driver.check_staging(driver.resolve_stage_boundary(settings), calls,
-                                      self.log_lines.append)
+    stage_plan = driver.check_staging(driver.resolve_stage_boundary(settings), calls)
     short_final = shape.final_rows < shape.rows
     plan = driver.BenchPlan(
         name=settings.bench_name, steps=settings.steps, micro_steps=settings.micro_steps,
@@ -534,13 +539,15 @@ class Bench:
         tokens_regular=shape.rows * shape.real_len, tokens_final=shape.final_rows * shape.real_len,
         chips=shape.chips, padded_tokens_per_call=shape.rows * shape.tokens_per_row,
         profile_window=settings.profile_window, profile_dir=settings.profile_dir or
-        "/tmp/golden/bench_profile", stage_boundary=stage_plan, logps_pass=logps_pass)
+        "/tmp/golden/bench_profile", stage_boundary=stage_plan, logps_pass=logps_pass,
+        short_final=short_final)
     stage_state = driver.StageState(stage_plan, self.log_lines.append)
-    records = driver.run_steps(
+    runner = driver.StepRunner(
         worker, plan, clock=self.clock, profiler=self.profiler,
         observer=driver.DeviceObserver(block_all=self.device.fence if fence else None),
         watcher=InlineCompletionWatcher(self.clock), calls=calls, out=self.lines.append,
         log=self.log_lines.append, stage_state=stage_state)
+    records = runner.run()
     self.summary = driver.summarize(
         plan, records, rows=shape.rows, tokens_per_row=shape.tokens_per_row,
         real_len=shape.real_len, segments=shape.segments, final_rows=shape.final_rows,
@@ -549,7 +556,7 @@ class Bench:
         routing_final=routing_of(shape, shape.final_rows) if short_final else None,
         knobs=settings.knobs(), stage=stage_state.summary(), extra={
             "token_dropping": driver.token_dropping(config, records, shape.experts),
-            "grad_norm": driver.grad_norm(config, records)
+            "grad_norm": driver.grad_norm(config, records), **runner.summary_facts()
         })
     self.lines.append("BENCH_SUMMARY " + json.dumps(self.summary, separators=(",", ":")))
     return self.lines
@@ -597,8 +604,8 @@ def step_timing_ready_times() -> List[str]:
 
 def dispatch_only_fence() -> List[str]:
   """Nothing to wait on (no token, no loss, no step timing): dispatch intervals, the host held
-  back by two results in flight, each step ended by a fence; MetricsBuffer metrics; dropless by
-  configuration."""
+  back by two results in flight, each step ended on the engine's new state; MetricsBuffer
+  metrics; dropless by configuration."""
   bench = Bench(Shape(experts=8), BENCH_NAME="golden-dispatch", STEPS="3", MICRO_STEPS="3")
   worker = DispatchWorker(bench.clock, bench.device,
                           **bench.timing(host_s=0.2, regular_s=1.1, final_s=1.1, update_s=0.3))
@@ -612,7 +619,7 @@ def staged_boundary_latch_off() -> List[str]:
   bench = Bench(Shape(experts=512, topk=8), BENCH_NAME="golden-staged", STEPS="4", MICRO_STEPS="3",
                 ORCH_ARGV="--batch_size=4 --num_generations=2 --pipeline_step_boundary=true")
   answers = [
-      Response(staged=True, overlap_s=0.7),
+      Response(staged=True, overlap_s=0.7, request_id="train_req_3"),
       Response(staged=False, reason="trainer host\nbusy")
   ]
   worker = StagingWorker(bench.clock, bench.device, transfer_s=0.7, stage_answers=answers,
@@ -647,7 +654,8 @@ def logps_pass() -> List[str]:
 
 def final_micro_batch_fewer_tokens() -> List[str]:
   """A final micro-batch of 1 of 3 rows (fewer real tokens, shorter on the device; routing_final)
-  with two micro-batches per step (the median covers all of them); the legacy worker that takes
+  with two micro-batches per step (the median covers the first alone: a short final micro-batch
+  is no regular one); the legacy worker that takes
   the payload itself."""
   bench = Bench(Shape(rows=3, real_len=3900, final_rows=1, segments=2), BENCH_NAME="golden-final",
                 STEPS="3", MICRO_STEPS="2", FINAL_ROWS="1", REAL_LEN="3900")
@@ -657,8 +665,8 @@ def final_micro_batch_fewer_tokens() -> List[str]:
 
 
 def one_step_without_fence() -> List[str]:
-  """A single step (it is its own steady step) of a worker with nothing to wait on and no fence:
-  the step ends when the host is back from dispatching the update, before the device is done."""
+  """A single step (it is its own steady step) of a worker with nothing to wait on and no fence
+  on every live array: the step ends on the engine's new state, when the update is done."""
   bench = Bench(Shape(), BENCH_NAME="golden-one-step", STEPS="1", MICRO_STEPS="2")
   worker = DispatchWorker(bench.clock, bench.device, **bench.timing())
   return bench.run(worker, config=factors(-1.0, -1.0), fence=False)
@@ -689,12 +697,13 @@ SCENARIOS: Dict[str, Scenario] = {
     "explicit-update-tokens": Scenario(explicit_update_tokens,
                                        ('"update":"explicit"', '"microbatch_timing_source":"token"',
                                         '"dropped_tokens":', '"verdict":"dropped"')),
-    "fused-update-train-step": Scenario(fused_update_train_step,
-                                        ('"update":"fused"', '"fused_update":true',
-                                         '"train_step":3', '"kl":0.0', '"gradient_norm":NaN')),
+    "fused-update-train-step": Scenario(
+        fused_update_train_step,
+        ('"update":"fused"', '"fused_update":true', '"update_path":{"ran":"fused",',
+         '"train_step":3', '"kl":0.0', '"gradient_norm":NaN')),
     "step-timing-ready-times": Scenario(
         step_timing_ready_times,
-        ("TRAINER_STEP_TIMING step=0 policy_version=0 rtt_s=",
+        ("TRAINER_STEP_TIMING step=0 policy_version=1 rtt_s=",
          '"microbatch_timing_source":"step_timing"', "TRAINER_STEP_TIMING step=2 unavailable: ",
          "TRAINER_STEP_TIMING step=3 unavailable: ", '"microbatch_timing":"mixed"')),
     "dispatch-only-fence": Scenario(
@@ -709,7 +718,8 @@ SCENARIOS: Dict[str, Scenario] = {
     "logps-pass": Scenario(logps_pass, ('"logps_pass_s":[', '"logps_pass":"on"')),
     "final-micro-batch-fewer-tokens": Scenario(
         final_micro_batch_fewer_tokens, ('"routing_final":[', '"final_rows":1', '"tokens":15600')),
-    "one-step-without-fence": Scenario(one_step_without_fence, ('"steady_steps":[0]',)),
+    "one-step-without-fence": Scenario(one_step_without_fence,
+                                       ('"steady_steps":[0]', '"fence_s":0.0')),
     "one-late-loss-replays": Scenario(
         one_late_loss_replays,
         ('"replays":1', '"microbatch_timing_source":"loss"', '"verdict":"replayed"',

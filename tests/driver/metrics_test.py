@@ -34,7 +34,8 @@ class StepTimingTest(unittest.TestCase):
       match = TIMING_LINE.match(line)
       assert match is not None, line
       self.assertEqual(int(match.group(1)), step)
-      self.assertEqual(int(match.group(2)), step)
+      # The policy version after the step's update (Tunix docs/trainer_step_timing.md@40a12182).
+      self.assertEqual(int(match.group(2)), step + 1)
       self.assertEqual(match.group(3), "0.250")
       self.assertEqual(match.group(4), json.dumps(timing, separators=(",", ":")))
       self.assertEqual(json.loads(match.group(4)), timing)
@@ -149,6 +150,12 @@ class ReadyTimesTest(unittest.TestCase):
     self.assertEqual(
         bd.ready_times(self.snapshot([{"ready_ago_s": 2.0}], {"ready_ago_s": True}), 1),
         ([98.0], None))
+    # A NaN or infinite update time is no time: the update's readiness was not observed.
+    for ago in (float("nan"), float("inf")):
+      with self.subTest(ago=ago):
+        self.assertEqual(
+            bd.ready_times(self.snapshot([{"ready_ago_s": 2.0}], {"ready_ago_s": ago}), 1),
+            ([98.0], None))
 
   def test_none_unless_every_call_has_one(self):
     for mb in ([{"ready_ago_s": 1.0}], [{"ready_ago_s": 1.0},

@@ -3,6 +3,7 @@ each call, its fence, and CompletionWatcher."""
 
 import dataclasses
 import threading
+import time
 import types
 import unittest
 from typing import Any, Optional
@@ -163,6 +164,27 @@ class CompletionWatcherTest(unittest.TestCase):
     self.assertFalse(watcher.is_done("k"))
     self.assertIsNone(watcher.wait("k"))
     self.assertEqual(watcher.drain(["k"]), {})
+
+  def test_forgetting_a_key_still_waited_on_keeps_the_thread(self):
+    # The thread is blocked on `pending` when the step loop forgets it; once it is ready the
+    # thread must go on to the next key (a forgotten key's completion is dropped, not a
+    # KeyError that ends the thread).
+    watcher = bd.CompletionWatcher(CountingClock())
+    pending, queued, later = Gate(), Gate(), Gate()
+    watcher.watch("pending", pending)
+    watcher.watch("queued", queued)
+    watcher.forget(["pending", "queued"])
+    pending.event.set()
+    queued.event.set()
+    later.event.set()
+    watcher.watch("later", later)
+    deadline = time.monotonic() + 10
+    while not watcher.is_done("later") and time.monotonic() < deadline:
+      time.sleep(0.01)
+    self.assertTrue(watcher.is_done("later"), "the watcher thread stopped")
+    self.assertIsNotNone(watcher.wait("later"))
+    self.assertFalse(watcher.is_done("pending"))
+    self.assertIsNone(watcher.wait("pending"))
 
   def test_a_failed_wait_is_raised_to_the_step_loop(self):
     watcher = bd.CompletionWatcher(CountingClock())

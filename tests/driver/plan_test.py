@@ -4,7 +4,7 @@ the BENCH_STEP record, the profiler window, the staged boundary's state and a st
 import unittest
 from typing import Any, List, Optional, Tuple
 
-from fakes import Events, FakeProfiler, Response, make_plan, stage_plan
+from fakes import Events, FakeProfiler, Request, Response, make_plan, stage_plan
 from driver_loader import load_driver
 
 bd = load_driver()
@@ -39,6 +39,8 @@ class StepRecordTest(unittest.TestCase):
         record.as_json(), {
             "step": 2,
             "seconds": 6.5,
+            "train_step_s": 6.5,
+            "boundary_free_step_s": None,
             "microbatch_s": [2.0, 1.25],
             "microbatch_timing": "dispatch",
             "microbatch_timing_source": "dispatch",
@@ -59,11 +61,12 @@ class StepRecordTest(unittest.TestCase):
     extra = {
         key: value
         for key, value in record.as_json().items()
-        if key not in ("step", "seconds", "microbatch_s", "microbatch_timing",
-                       "microbatch_timing_source", "tokens", "padded_tokens",
+        if key not in ("step", "seconds", "train_step_s", "boundary_free_step_s", "microbatch_s",
+                       "microbatch_timing", "microbatch_timing_source", "tokens", "padded_tokens",
                        "tokens_per_s_per_chip", "real_tokens_per_s_per_chip", "update",
                        "fused_update", "staged", "profiled", "replays")
     }
+    self.assertEqual(record.as_json()["train_step_s"], round(6.5000004 - 0.1234567, 6))
     self.assertEqual(
         extra, {
             "train_step": 3, "logps_pass_s": [0.123457],
@@ -135,7 +138,7 @@ class StageStateTest(unittest.TestCase):
             "source": "test",
             "position": "before_update",
             "engaged": True,
-            "staged_steps": [1],
+            "staged_steps": 1,
             "latched_off": "first reason",
         })
 
@@ -148,25 +151,46 @@ class StageStateTest(unittest.TestCase):
             "source": "",
             "position": "before_update",
             "engaged": False,
-            "staged_steps": [],
+            "staged_steps": 0,
             "latched_off": None,
         })
     after = bd.StageState(stage_plan(True, before_update=False), print)
     self.assertEqual(after.summary()["position"], "after_update")
 
 
-class StageVerdictTest(unittest.TestCase):
+class StageEvidenceTest(unittest.TestCase):
 
-  def test_the_workers_own_verdict(self):
-    self.assertEqual(bd.stage_reported_no_overlap(Response(staged=False, reason="queue\nfull")),
-                     "the worker staged nothing (queue full)")
-    self.assertEqual(bd.stage_reported_no_overlap({"staged": False}), "the worker staged nothing")
-    self.assertEqual(bd.stage_reported_no_overlap(Response(staged=True, overlap_s=0.0)),
-                     "the stage measured no overlap with the device (the worker's overlap_s is 0)")
-    for response in (Response(staged=True,
-                              overlap_s=0.25), Response(staged=True), {"overlap_s": False}, None):
-      with self.subTest(response=response):
-        self.assertIsNone(bd.stage_reported_no_overlap(response))
+  def test_only_positive_evidence_counts(self):
+    request = Request("REGULAR")  # request_id "train_req_test"
+
+    def staged(**metadata):
+      response = Response(staged=True, **metadata)
+      response.request_id = request.request_id
+      return response
+
+    self.assertIsNone(bd.stage_evidence(staged(overlap_s=0.25), request, None))
+    self.assertIsNone(bd.stage_evidence(staged(), request, True))  # the driver saw the overlap
+    self.assertIsNone(bd.stage_evidence({"staged": True, "handle": "train_req_test"}, request,
+                                        True))
+    refusals = {
+        "the worker staged nothing (queue full)": (Response(staged=False,
+                                                            reason="queue\nfull"), True),
+        "the worker staged nothing": ({"staged": False}, True),
+        "the worker's stage response does not say it staged (no `staged`: true)": (None, True),
+        "the stage response's request id None does not match the staged request's "
+        "'train_req_test': nothing to pass back": (Response(staged=True, overlap_s=1.0), True),
+        "the stage response's request id 'other' does not match the staged request's "
+        "'train_req_test': nothing to pass back": ({"staged": True, "request_id": "other"}, True),
+        "the stage measured no overlap with the device (the worker's overlap_s is 0)":
+            (staged(overlap_s=0.0), True),
+        "the stage measured no overlap: the step's last micro-batch was done on the device "
+        "before the stage began": (staged(), False),
+        "neither the worker (no overlap_s) nor the driver (no completion to check) saw the stage "
+        "overlap the device": (staged(), None),
+    }
+    for reason, (response, busy) in refusals.items():
+      with self.subTest(reason=reason):
+        self.assertEqual(bd.stage_evidence(response, request, busy), reason)
 
 
 class StepRecordReplaysTest(unittest.TestCase):

@@ -6,7 +6,7 @@ stages' work against stand-in Tunix modules is tested through the driver run as 
 import dataclasses
 import types
 import unittest
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 from fakes import (Events, ExplicitWorker, FakeClock, FusedWorker, Request, StagingWorker,
                    stage_plan)
@@ -29,13 +29,15 @@ class CheckStagingTest(unittest.TestCase):
       bd.check_staging(plan, bd.WorkerCalls(FusedWorker(clock, events), Request))
     self.assertIs(bd.check_staging(plan, bd.WorkerCalls(StagingWorker(clock, events), Request)),
                   plan)
-    # auto that the worker cannot run: off, and said loudly.
+    # auto that the worker cannot run: a fact found at run time, exit 1, before any trainer.
     auto = bd.StagePlan("auto", True, "auto: ORCH_ARGV --pipeline_step_boundary=true")
-    lines: List[str] = []
-    result = bd.check_staging(auto, bd.WorkerCalls(FusedWorker(clock, events), Request),
-                              lines.append)
-    self.assertFalse(result.resolved)
-    self.assertIn("CANNOT reproduce", lines[0])
+    with self.assertRaisesRegex(
+        bd.TunixMissing, r"^the e2e run stages the step boundary "
+        r"\(auto: .*lacks .*stage_fwd_bwd.*STAGE_BOUNDARY=off"):
+      bd.check_staging(auto, bd.WorkerCalls(FusedWorker(clock, events), Request))
+    # off, explicitly: nothing is checked.
+    off = bd.StagePlan("off", False, "STAGE_BOUNDARY=off")
+    self.assertIs(bd.check_staging(off, bd.WorkerCalls(FusedWorker(clock, events), Request)), off)
 
   def test_what_needs_no_staging_passes_through(self):
     clock, events = FakeClock(), Events()
@@ -54,22 +56,27 @@ class CheckStagingTest(unittest.TestCase):
     with self.assertRaisesRegex(bd.SettingsError, "lacks fwd_bwd\\(..., defer_update=True\\)"):
       bd.check_staging(stage_plan(True), bd.WorkerCalls(StagesAfter(clock, events)))
 
-  def test_the_preflight_refuses_what_the_pod_only_warns_of(self):
+  def test_the_pod_and_the_preflight_refuse_alike(self):
+    # A worker without the staging calls under an e2e that stages (auto): both modes refuse in
+    # the same set-up stage, with the same line.
     settings = bd.parse_settings(base_env(ORCH_PIPELINE_STEP_BOUNDARY="true"))
-    pod_lines: List[str] = []
-    pod = bd.Setup(settings, bd.POD, log=pod_lines.append)
-    pod.worker_class = FusedWorker
-    detail = pod.staged_boundary()
-    self.assertTrue(detail.startswith("off (auto: orchestrator env PIPELINE_STEP_BOUNDARY=true; "),
-                    detail)
-    self.assertIn("not reproducible: lacks TrainerWorker.stage_fwd_bwd(request)", detail)
-    self.assertFalse(pod.stage_plan.resolved)
-    self.assertEqual(len(pod_lines), 1)
-    self.assertIn("the bench CANNOT reproduce it", pod_lines[0])
-    preflight = bd.Setup(settings, bd.PREFLIGHT, log=[].append)
-    preflight.worker_class = FusedWorker
-    with self.assertRaisesRegex(bd.TunixMissing, "^the e2e run stages the step boundary \\(auto: "):
-      preflight.staged_boundary()
+    refusals = []
+    for mode in (bd.POD, bd.PREFLIGHT):
+      setup = bd.Setup(settings, mode, log=[].append)
+      setup.worker_class = FusedWorker
+      with self.assertRaises(bd.TunixMissing) as caught:
+        setup.staged_boundary()
+      self.assertIsNone(setup.stage_plan)
+      refusals.append(str(caught.exception))
+    self.assertEqual(refusals[0], refusals[1])
+    self.assertIn("auto: orchestrator env PIPELINE_STEP_BOUNDARY=true", refusals[0])
+    self.assertIn("lacks TrainerWorker.stage_fwd_bwd(request)", refusals[0])
+    # STAGE_BOUNDARY=off, explicit, runs unstaged.
+    off = bd.Setup(
+        bd.parse_settings(base_env(ORCH_PIPELINE_STEP_BOUNDARY="true", STAGE_BOUNDARY="off")),
+        bd.POD, log=[].append)
+    off.worker_class = FusedWorker
+    self.assertTrue(off.staged_boundary().startswith("off (STAGE_BOUNDARY=off"))
     staging = bd.Setup(settings, bd.PREFLIGHT, log=[].append)
     staging.worker_class = StagingWorker
     self.assertTrue(staging.staged_boundary().startswith("on (auto: "))

@@ -15,7 +15,8 @@ The stand-in follows AI-Hypercomputer/maxtext src/maxtext/training_engine/ at e5
   `_cached_losses`, which update() clears; get_metrics() returns the MetricsBuffers recorded
   since the last call (one per step) and clears them;
 - compile() only stages: the compile happens in the first fwd_bwd;
-- update() returns None and is dispatched like fwd_bwd.
+- update() returns None and is dispatched like fwd_bwd; the engine rebinds its pure state from
+  the update's output (`_state_pure`, maxtext_engine.py@b8bf66d6), on which the step ends.
 The device is a thread that runs the dispatched work back to back for known durations, so the
 driver's device-mode micro-batch times can be checked against them.
 
@@ -32,7 +33,7 @@ import queue
 import threading
 import time
 import unittest
-from typing import List, Optional
+from typing import Any, List, Optional
 
 import numpy as np
 
@@ -123,6 +124,8 @@ class MaxTextLikeEngine:
     self._recorded: List[MetricsBuffer] = []
     self.train_step = 0
     self.dispatches: List[float] = []
+    self._state_pure: Any = None
+    self.keywords: List[List[str]] = []
 
   def compile(self, dummy_data):
     del dummy_data
@@ -134,7 +137,9 @@ class MaxTextLikeEngine:
     return self._recorded[-1]
 
   def fwd_bwd(self, payload, **kwargs) -> None:
-    del payload, kwargs
+    # Keyword arguments are taken and ignored, as b8bf66d6's engine documents.
+    del payload
+    self.keywords.append(sorted(kwargs))
     if not self._compiled:
       time.sleep(self.compile_seconds)  # the real compile runs in the first call
       self._compiled = True
@@ -155,6 +160,7 @@ class MaxTextLikeEngine:
     state = DeviceArray(0.0)
     self.device.dispatch(UPDATE_SECONDS, [state])
     self._throttler.add_computation([state])
+    self._state_pure = {"model": {"w": state}}  # rebound from the update's output (b8bf66d6)
     self._buffer().scalar_metrics["learning_rate"] = [1e-6]
     getattr(self, self.losses_attribute).clear()
     self.train_step += 1
@@ -240,6 +246,7 @@ class Response:
 
   def __init__(self, **metadata):
     self.metadata = metadata
+    self.request_id: Optional[str] = None
 
 
 class Request:
@@ -289,7 +296,9 @@ class StagingTrainerWorker(TrainerWorker):
       raise self.stage_error
     time.sleep(TRANSFER_SECONDS)
     self.staged.add(request.request_id)
-    return Response(staged=True)
+    response = Response(staged=True)
+    response.request_id = request.request_id  # the handle the staged request carries back
+    return response
 
   def fwd_bwd(self, request, accumulate_gradients=True, apply_optimizer=False, skip_jit=False,
               defer_update=False):
@@ -355,6 +364,16 @@ class MaxTextEngineModelTest(unittest.TestCase):
     self.assertEqual(summary["microbatch_timing"], "device")
     self.assertAlmostEqual(summary["median_microbatch_s"], MB_SECONDS, delta=0.05 * MB_SECONDS)
 
+  def test_the_warm_up_step_asks_for_the_fused_update_once(self):
+    # Tunix's worker forwards **kwargs to the engine, which ignores them: step 0 asks for the
+    # fused update, learns that it was not applied, and the later steps call update().
+    device = Device()
+    engine = MaxTextLikeEngine(device, 0.0)
+    records, _, _ = run(TrainerWorker(engine), device, steps=2, micro_steps=2)
+    self.assertEqual(engine.keywords, [["apply_optimizer"], ["apply_optimizer"], [], []])
+    self.assertEqual([record.update for record in records], ["explicit", "explicit"])
+    self.assertEqual(engine.train_step, 2)
+
   def test_dispatch_intervals_are_labelled_as_such(self):
 
     class NoCachedLosses(MaxTextLikeEngine):
@@ -370,7 +389,7 @@ class MaxTextEngineModelTest(unittest.TestCase):
         all('"microbatch_timing":"dispatch"' in line
             for line in lines
             if line.startswith("BENCH_STEP ")))
-    # The step still ends when the device is done (a fence), update included.
+    # The step still ends when the device is done (a leaf of the new state), update included.
     for record in records[1:]:
       self.assertGreater(record.seconds, 3 * MB_SECONDS + UPDATE_SECONDS)
 
@@ -401,7 +420,7 @@ class MaxTextEngineModelTest(unittest.TestCase):
     on, summary, _ = run(StagingTrainerWorker(MaxTextLikeEngine(device, 0.0)), device,
                          stage=bd.StagePlan("on", True, "test"))
     self.assertEqual([r.staged for r in on], [False, True, True])
-    self.assertEqual(summary["stage_boundary"]["staged_steps"], [1, 2])
+    self.assertEqual(summary["stage_boundary"]["staged_steps"], 2)
     self.assertIsNone(summary["stage_boundary"]["latched_off"])
     for staged, whole in zip(on[1:], off[1:]):
       # The staged step saves about one transfer; its device work is the same.

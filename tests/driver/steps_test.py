@@ -4,8 +4,10 @@ and a fake clock: which calls a step makes and in what order, how it ends, what 
 import unittest
 from typing import Any
 
-from fakes import (AsyncWorker, ExplicitWorker, FusedWorker, Harness, LegacyWorker, LiarWorker,
-                   Request, StagingWorker, TokenFusedWorker, make_plan, stage_plan)
+from fakes import (AsyncWorker, ExplicitWorker, ForwardingWorker, FusedWorker, Harness,
+                   KwargsFusedWorker, LegacyWorker, LiarWorker, Request, StagedNothingWorker,
+                   StagingWorker, TokenFusedWorker, make_plan, stage_plan)
+from doubles import InlineCompletionWatcher
 from driver_loader import load_driver
 
 bd = load_driver()
@@ -19,10 +21,14 @@ class UpdateTest(unittest.TestCase):
     worker = harness.worker
     self.assertEqual(worker.updates, 2)
     self.assertEqual(len(worker.fwd_bwd_calls), 6)
-    for request, kwargs in worker.fwd_bwd_calls:
+    # fwd_bwd(request, **kwargs) may take apply_optimizer through them (google/tunix#2719): the
+    # warm-up step asks; this worker does not say `updated`, so the later steps do not ask.
+    for index, (request, kwargs) in enumerate(worker.fwd_bwd_calls):
       self.assertIsInstance(request, Request)
-      self.assertNotIn("apply_optimizer", kwargs)  # would leak into trainer.fwd_bwd(**kwargs)
-      self.assertEqual(kwargs, {"skip_jit": False})
+      if index < 3:
+        self.assertEqual(kwargs, {"skip_jit": False, "apply_optimizer": index == 2})
+      else:
+        self.assertEqual(kwargs, {"skip_jit": False})
     payloads = [request.payload for request, _ in worker.fwd_bwd_calls]
     self.assertEqual(payloads, ["REGULAR", "REGULAR", "FINAL"] * 2)
     names = [name for name in harness.events.names() if name in ("fwd_bwd", "update")]
@@ -73,6 +79,68 @@ class UpdateTest(unittest.TestCase):
     records = harness.run(make_plan(steps=2, micro_steps=2))
     self.assertEqual(harness.events.names().count("update"), 2)
     self.assertFalse(any(record.fused_update for record in records))
+
+
+class UpdatePathTest(unittest.TestCase):
+  """Which update path the steps ran (BENCH_SUMMARY update_path), learnt in the warm-up step."""
+
+  def runner(self, harness, plan):
+    return bd.StepRunner(harness.worker, plan, clock=harness.clock, profiler=harness.profiler,
+                         calls=bd.WorkerCalls(harness.worker, Request), out=harness.lines.append,
+                         log=harness.logs.append, watcher=InlineCompletionWatcher(harness.clock),
+                         observer=bd.DeviceObserver(block_all=harness.fence))
+
+  def test_a_kwargs_worker_that_applies_the_update_fuses(self):
+    harness = Harness(KwargsFusedWorker)
+    runner = self.runner(harness, make_plan(steps=3, micro_steps=2))
+    records = runner.run()
+    self.assertEqual([r.update for r in records], ["fused"] * 3)
+    self.assertNotIn("update", harness.events.names())  # no second update
+    flags = [kwargs.get("apply_optimizer") for _, kwargs in harness.worker.fwd_bwd_calls]
+    self.assertEqual(flags, [False, True] * 3)
+    path = runner.summary_facts()["update_path"]
+    self.assertEqual(path["ran"], "fused")
+    self.assertIn("through **kwargs and applied it in the warm-up step", path["why"])
+
+  def test_a_kwargs_worker_that_does_not_apply_it_is_asked_once(self):
+    harness = Harness(ExplicitWorker)
+    runner = self.runner(harness, make_plan(steps=2, micro_steps=2))
+    runner.run()
+    path = runner.summary_facts()["update_path"]
+    self.assertEqual(path["ran"], "explicit")
+    self.assertIn("did not apply it in the warm-up step", path["why"])
+
+  def test_a_worker_that_forwards_apply_optimizer_to_a_rejecting_trainer_fails_in_step_0(self):
+    harness = Harness(ForwardingWorker)
+    with self.assertRaisesRegex(
+        bd.TunixMissing, r"^the worker's fwd_bwd takes \*\*kwargs, so the warm-up step "
+        r"asked it for the fused update .*unexpected keyword"):
+      harness.run(make_plan(steps=2, micro_steps=2))
+    self.assertEqual(len(harness.worker.fwd_bwd_calls), 1)  # the first call of step 0
+    self.assertEqual(harness.bench_steps(), [])
+
+  def test_named_and_mixed_paths(self):
+    harness = Harness(FusedWorker)
+    runner = self.runner(harness, make_plan(steps=2, micro_steps=2))
+    runner.run()
+    self.assertEqual(
+        runner.summary_facts()["update_path"], {
+            "ran": "fused", "why": "the worker's fwd_bwd names apply_optimizer and its "
+                                   "response said `updated`"
+        })
+    harness = Harness(StagingWorker, stage_error=RuntimeError("down"))
+    state = bd.StageState(stage_plan(True), harness.logs.append)
+    runner = bd.StepRunner(harness.worker, make_plan(steps=3, micro_steps=2,
+                                                     stage=stage_plan(True)), clock=harness.clock,
+                           profiler=harness.profiler, calls=bd.WorkerCalls(harness.worker, Request),
+                           out=harness.lines.append, log=harness.logs.append,
+                           watcher=InlineCompletionWatcher(harness.clock),
+                           observer=bd.DeviceObserver(block_all=harness.fence), stage_state=state)
+    runner.run()
+    path = runner.summary_facts()["update_path"]
+    self.assertEqual(path["ran"], "mixed")
+    self.assertTrue(path["why"].startswith("deferred in steps [0]: staging defers"), path["why"])
+    self.assertIn("; fused in steps [1, 2]: ", path["why"])
 
 
 class ProfilerTest(unittest.TestCase):
@@ -186,6 +254,19 @@ class TimingTest(unittest.TestCase):
     waits = [item[1] for item in harness.events.items if item[0] == "wait"]
     self.assertEqual(waits[:5], ["mb0", "mb1", "mb2", "mb3", "update1"])
 
+  def test_the_boundary_free_estimate(self):
+    # Device times: the first micro-batch (3.1 s, its dispatch included) is replaced by the
+    # median of micro-batches 3..4 (3.0 s).
+    harness = Harness(AsyncWorker, device_seconds=3.0, dispatch_seconds=0.1)
+    records = harness.run(make_plan(steps=2, micro_steps=4))
+    for record, step in zip(records, harness.bench_steps()):
+      self.assertAlmostEqual(record.boundary_free_step_s, record.seconds - 0.1, places=6)
+      self.assertAlmostEqual(step["boundary_free_step_s"], round(record.seconds - 0.1, 6))
+    # Dispatch intervals: no estimate.
+    harness = Harness(ExplicitWorker)
+    harness.run(make_plan(steps=1, micro_steps=4))
+    self.assertIsNone(harness.bench_steps()[0]["boundary_free_step_s"])
+
   def test_step_end_waits_for_the_device(self):
     harness = Harness(AsyncWorker, device_seconds=5.0, dispatch_seconds=0.0)
     records = harness.run(make_plan(steps=1, micro_steps=2))
@@ -209,7 +290,7 @@ class StagedBoundaryTest(unittest.TestCase):
     self.assertEqual([r.staged for r in records_on], [False, True, True])
     self.assertTrue(all(r.update == "deferred" for r in records_on))
     summary = state.summary()
-    self.assertEqual(summary["staged_steps"], [1, 2])
+    self.assertEqual(summary["staged_steps"], 2)
     self.assertTrue(summary["engaged"])
     self.assertIsNone(summary["latched_off"])
     # The order the seed's orchestrator uses: last fwd_bwd (deferred), stage, apply the update.
@@ -241,8 +322,26 @@ class StagedBoundaryTest(unittest.TestCase):
     state = bd.StageState(stage_plan(True), harness.logs.append)
     records = harness.run(make_plan(steps=3, micro_steps=2, stage=stage_plan(True)),
                           stage_state=state)
-    self.assertEqual([r.staged for r in records], [False, True, False])
+    # No overlap is no evidence: not counted, and the next micro-batch goes whole.
+    self.assertEqual([r.staged for r in records], [False, False, False])
     self.assertIn("no overlap", state.summary()["latched_off"])
+    self.assertEqual(state.summary()["staged_steps"], 0)
+
+  def test_a_stage_that_staged_nothing_counts_nothing(self):
+    harness = Harness(StagedNothingWorker)
+    state = bd.StageState(stage_plan(True), harness.logs.append)
+    records = harness.run(make_plan(steps=3, micro_steps=2, stage=stage_plan(True)),
+                          stage_state=state)
+    self.assertEqual([r.staged for r in records], [False, False, False])
+    summary = state.summary()
+    self.assertFalse(summary["engaged"])
+    self.assertEqual(summary["staged_steps"], 0)
+    self.assertEqual(summary["latched_off"], "the worker staged nothing (trainer host busy)")
+    # Step 1's first micro-batch went whole, in a request of its own (not the one staged).
+    staged_request = harness.worker.fwd_bwd_calls[2][0]
+    self.assertIsInstance(staged_request, Request)
+    self.assertEqual(harness.events.names().count("stage"), 1)
+    self.assertEqual([round(r.seconds, 6) for r in records][1:], [round(records[1].seconds, 6)] * 2)
 
 
 class StepEndTest(unittest.TestCase):
@@ -266,9 +365,48 @@ class StepEndTest(unittest.TestCase):
         self._trainer.run(f"update{self.updates}", self.update_seconds)  # no token published
 
     harness = Harness(NoUpdateToken, mb_seconds=1.0, update_seconds=4.0, transfer_seconds=0.0)
-    records = harness.run(make_plan(steps=2, micro_steps=2))
+    # Nothing the update produced to wait on: an error, not a wait on every live array.
+    with self.assertRaisesRegex(bd.TunixMissing, "^no way to end the step on its update: "):
+      harness.run(make_plan(steps=2, micro_steps=2))
+    self.assertNotIn("fence", harness.events.names())
+
+  def test_the_step_ends_on_a_leaf_of_the_new_state(self):
+
+    class StateOnly(TokenFusedWorker):
+      """No update token: the update's output is the trainer's new state (MaxText's engine)."""
+
+      def _update(self):
+        self.updates += 1
+        self._trainer._state_pure = {
+            "model": {"w": self._trainer.run(f"state{self.updates}", self.update_seconds)}
+        }
+
+    harness = Harness(StateOnly, mb_seconds=1.0, update_seconds=4.0, transfer_seconds=0.0)
+    runner = bd.StepRunner(harness.worker, make_plan(steps=2, micro_steps=2), clock=harness.clock,
+                           profiler=harness.profiler, calls=bd.WorkerCalls(harness.worker, Request),
+                           out=harness.lines.append, log=harness.logs.append,
+                           watcher=InlineCompletionWatcher(harness.clock),
+                           observer=bd.DeviceObserver(block_all=harness.fence))
+    records = runner.run()
     self.assertEqual([round(r.seconds, 6) for r in records], [6.0, 6.0])
-    self.assertEqual(harness.events.names().count("fence"), 2)
+    self.assertNotIn("fence", harness.events.names())
+    waits = [item[1] for item in harness.events.items if item[0] == "wait"]
+    self.assertEqual(waits.count("state1"), 1)
+    self.assertEqual(waits.count("state2"), 2)  # the step end, then fence_s on the idle device
+    self.assertEqual(runner.summary_facts()["fence_s"], 0.0)
+
+    # A leaf that the update did not replace is not its output.
+
+    class StaleState(StateOnly):
+
+      def _update(self):
+        if self.updates == 0:
+          super()._update()
+        else:
+          self.updates += 1
+
+    with self.assertRaisesRegex(bd.TunixMissing, "no way to end the step"):
+      Harness(StaleState, transfer_seconds=0.0).run(make_plan(steps=2, micro_steps=2))
 
   def test_a_profiled_step_keeps_its_metrics(self):
     harness = Harness(ExplicitWorker)
@@ -295,7 +433,7 @@ class StepEndTest(unittest.TestCase):
 
       def update(self):
         self.updates += 1
-        self._trainer.run("update", self.update_seconds)
+        self._trainer._state_pure = {"w": self._trainer.run("update", self.update_seconds)}
         return self.updates
 
       def get_step_timing(self):
@@ -341,6 +479,9 @@ class LogpsPassTest(unittest.TestCase):
       self.assertAlmostEqual(record.seconds, 6.5 + 0.75)
     self.assertEqual(harness.bench_steps()[0]["logps_pass_s"], [0.25] * 3)
     self.assertNotIn("logps_pass_s", Harness(ExplicitWorker).run(make_plan())[0].as_json())
+    # train_step_s: the step without its passes; the bare step when there are none.
+    self.assertEqual([step["train_step_s"] for step in harness.bench_steps()], [6.5, 6.5])
+    self.assertEqual(Harness(ExplicitWorker).run(make_plan())[0].as_json()["train_step_s"], 6.5)
 
 
 if __name__ == "__main__":

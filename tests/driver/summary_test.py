@@ -53,6 +53,38 @@ class SummarizeTest(unittest.TestCase):
     self.assertEqual(summary["mean_step_s"], 4.0)
     self.assertEqual(summary["median_microbatch_s"], 2.0)
 
+  def test_a_short_final_micro_batch_is_no_regular_one(self):
+    # FINAL_ROWS < rows: the last micro-batch of each step is short; it stays out of the median
+    # and of the boundary-free estimate.
+    records = [
+        bd.StepRecord(step=i, seconds=s, microbatch_s=mbs, tokens=50, tokens_per_s_per_chip=0,
+                      fused_update=True, microbatch_timing="device")
+        for i, (s, mbs) in enumerate([(30.0, [9, 9, 9, 9, 0.5]), (
+            14.0, [4, 3, 2, 2, 0.5]), (16.0, [6, 3, 3, 3, 0.5])])
+    ]
+    plan = make_plan(steps=3, micro_steps=5)
+    plan.short_final = True
+    for record in records:
+      record.boundary_free_step_s = bd.boundary_free_estimate(record.seconds, record.microbatch_s,
+                                                              True, True)
+    self.assertEqual([r.boundary_free_step_s for r in records], [30.0, 12.0, 13.0])
+    summary = summary_of(plan, records)
+    self.assertEqual(summary["median_microbatch_s"], 2.5)  # of [2, 2, 3, 3]: no 0.5
+    self.assertEqual(summary["boundary_free_step_s"], 12.5)  # steps 1 and 2
+    self.assertIn("estimate", summary["definitions"]["boundary_free_step_s"].lower())
+    self.assertIn("short final", summary["definitions"]["median_microbatch_s"])
+    # The same steps with a full final micro-batch pool it.
+    plan.short_final = False
+    self.assertEqual(summary_of(plan, records)["median_microbatch_s"], 2.0)
+    # No estimate without device times, or with fewer than 3 micro-batches, or with nothing
+    # regular left; one steady step without an estimate leaves the mean out.
+    self.assertIsNone(bd.boundary_free_estimate(16.0, [6, 3, 3, 3], False, False))
+    self.assertIsNone(bd.boundary_free_estimate(16.0, [6, 3], True, False))
+    self.assertIsNone(bd.boundary_free_estimate(16.0, [6, 3, 0.5], True, True))
+    self.assertEqual(bd.boundary_free_estimate(16.0, [6, 3, 0.5], True, False), 10.5)
+    records[2].boundary_free_step_s = None
+    self.assertIsNone(summary_of(plan, records)["boundary_free_step_s"])
+
   def test_summary_line_from_a_run(self):
     harness = Harness(FusedWorker)
     plan = make_plan(steps=3, micro_steps=3)
@@ -217,6 +249,15 @@ class ReportSummaryTest(unittest.TestCase):
     self.assertTrue(lines[3].startswith("  tokens_per_s_per_chip 3567.0: "))
     self.assertEqual(lines[4], "  real_tokens_per_s_per_chip 3300.0: real tokens only")
 
+  def test_the_estimate_and_the_update_path_are_said(self):
+    lines = self.lines(boundary_free_step_s=9.5, fence_s=0.001,
+                       update_path={"ran": "fused", "why": "named"})
+    self.assertEqual(
+        lines[3], "  boundary_free_step_s 9.5: an ESTIMATE, the step with its first micro-batch "
+        "replaced by the median regular one")
+    self.assertEqual(lines[6],
+                     "  update path: fused (named); step-end fence 0.001 s on the idle device")
+
   def test_dispatch_intervals_and_mixed_timing_are_said(self):
     self.assertIn("WARNING: host DISPATCH intervals, not device times",
                   self.lines(microbatch_timing="dispatch")[2])
@@ -233,10 +274,11 @@ class ReportSummaryTest(unittest.TestCase):
     none = {"verdict": "none", "why": "dropless by configuration"}
     self.assertEqual(
         self.lines(token_dropping=none)[5], "  dropped tokens: none (dropless by configuration)")
-    staged = {"resolved": "on", "staged_steps": [1, 2], "latched_off": "no overlap"}
+    staged = {"resolved": "on", "staged_steps": 2, "latched_off": "no overlap"}
     self.assertEqual(
         self.lines(stage_boundary=staged)[5],
-        "  staged step boundary: engaged for steps [1, 2]; latched off: no overlap")
+        "  staged step boundary: 2 steps counted staged (each on the worker's evidence); latched "
+        "off: no overlap")
     self.assertEqual(len(self.lines(stage_boundary={"resolved": "off"})), 5)
 
 

@@ -9,6 +9,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
+from .common import describe_exception, TunixMissing
+
 
 def find_in(response: Any, key: str) -> Any:
   """response[key], response.key, or the same in its metadata; None when absent."""
@@ -55,9 +57,13 @@ UPDATE_DEFERRED = "deferred"  # fwd_bwd(apply_optimizer=True, defer_update=True)
 class WorkerCalls:
   """Calls a TrainerWorker the way its generation expects.
 
-  - A worker whose fwd_bwd takes `request` gets a TrainRequest (the engine's call). The
-    optimizer flags are passed only when its signature names them: through **kwargs they would
-    travel into the trainer's fwd_bwd.
+  - A worker whose fwd_bwd takes `request` gets a TrainRequest (the engine's call). It is asked
+    for the fused update (apply_optimizer) when its signature names it, or takes **kwargs (a
+    google/tunix#2719 worker takes it there); accumulate_gradients only when named. Through
+    **kwargs the flag may travel into the trainer's fwd_bwd (MaxText's ignores it, b8bf66d6), so
+    the warm-up step (step 0) decides: a response that says `updated` keeps the fused path, one
+    that does not stops asking (update() after the last call), and a TypeError there stops the
+    run in step 0 (TunixMissing), before any timed step.
   - An older worker takes the payload itself and pops accumulate_gradients / apply_optimizer
     from its keyword arguments (it then updates inside the call and reports `updated`).
   - Staging (stage_fwd_bwd, defer_update, apply_deferred_update) exists in no public Tunix
@@ -73,7 +79,13 @@ class WorkerCalls:
     self.takes_request = "request" in params
     self.payload_keyword = next((name for name in ("payload", "batch") if name in params), None)
     legacy = not self.takes_request and var_kw
-    self.pass_apply = "apply_optimizer" in params or legacy
+    self.names_apply = "apply_optimizer" in params or legacy
+    self.legacy = legacy
+    # Asked through **kwargs until the warm-up step tells (None: not yet known).
+    self.apply_through_kwargs = not self.names_apply and self.takes_request and var_kw
+    self.kwargs_applied: Optional[bool] = None
+    self.declined: Optional[str] = None
+    self.pass_apply = self.names_apply or self.apply_through_kwargs
     self.pass_accumulate = "accumulate_gradients" in params or legacy
     self.pass_skip_jit = "skip_jit" in params or var_kw
     self.can_defer = "defer_update" in params
@@ -86,6 +98,49 @@ class WorkerCalls:
   def can_fuse(self) -> bool:
     return self.pass_apply
 
+  def describe_update(self) -> str:
+    """How the last call of a step asks for the update, for the log lines before the run."""
+    if self.apply_through_kwargs and self.pass_apply:
+      return ("apply_optimizer through **kwargs on the last call (google/tunix#2719), kept only "
+              "if the warm-up step's response says `updated`")
+    return "apply_optimizer on the last call" if self.pass_apply else "explicit update()"
+
+  def decline_kwargs_apply(self, reason: str) -> None:
+    """Stops asking through **kwargs (the step loop cannot use a fused update here)."""
+    if self.apply_through_kwargs and self.pass_apply:
+      self.pass_apply = False
+      self.declined = reason
+
+  def learn_update(self, updated: bool) -> None:
+    """What the warm-up step's last call said: a worker asked through **kwargs that did not
+    apply the update is not asked again."""
+    if self.apply_through_kwargs and self.pass_apply and self.kwargs_applied is None:
+      self.kwargs_applied = updated
+      self.pass_apply = updated
+
+  def update_why(self, kind: str) -> str:
+    """Why steps of this update kind ran that way (BENCH_SUMMARY update_path)."""
+    if kind == UPDATE_DEFERRED:
+      return ("staging defers the fused update to apply_deferred_update() so that the stage "
+              "comes before it (the seed's --stage_before_update)")
+    if kind == UPDATE_FUSED:
+      if self.apply_through_kwargs:
+        return ("the worker's fwd_bwd took apply_optimizer through **kwargs and applied it in "
+                "the warm-up step (its response said `updated`)")
+      if self.legacy:
+        return ("the worker's fwd_bwd takes the payload and pops apply_optimizer from **kwargs "
+                "(the old TrainerWorker); its response said `updated`")
+      return "the worker's fwd_bwd names apply_optimizer and its response said `updated`"
+    if self.declined:
+      return f"update() after the last call: {self.declined}"
+    if self.apply_through_kwargs:
+      return ("update() after the last call: the worker's fwd_bwd took apply_optimizer through "
+              "**kwargs but did not apply it in the warm-up step (no `updated` in its response)")
+    if self.names_apply:
+      return ("update() after the last call: the worker's fwd_bwd takes apply_optimizer but its "
+              "response did not say `updated`")
+    return "update() after the last call: the worker's fwd_bwd cannot take apply_optimizer"
+
   def staging_gaps(self, before_update: bool) -> List[str]:
     """What this worker lacks for a staged step boundary (empty: it can stage)."""
     gaps = []
@@ -93,7 +148,7 @@ class WorkerCalls:
       gaps.append("fwd_bwd(request=...) (staging hands the next step's TrainRequest over)")
     if not self.can_stage_request:
       gaps.append("TrainerWorker.stage_fwd_bwd(request)")
-    if before_update and self.can_fuse and not (self.can_defer and self.can_apply_deferred):
+    if before_update and self.names_apply and not (self.can_defer and self.can_apply_deferred):
       # A worker that fuses the update into the last call must defer it, or the stage would
       # follow the update's dispatch.
       if not self.can_defer:
@@ -119,7 +174,16 @@ class WorkerCalls:
     if defer_update:
       kwargs["defer_update"] = True
     if self.takes_request:
-      return self.worker.fwd_bwd(request=request, **kwargs)
+      if not (self.apply_through_kwargs and self.pass_apply and self.kwargs_applied is None):
+        return self.worker.fwd_bwd(request=request, **kwargs)
+      try:
+        return self.worker.fwd_bwd(request=request, **kwargs)
+      except TypeError as exc:
+        raise TunixMissing(
+            "the worker's fwd_bwd takes **kwargs, so the warm-up step asked it for the fused "
+            "update (apply_optimizer, google/tunix#2719), and it refused: "
+            f"{describe_exception(exc)}; a worker that forwards apply_optimizer to a trainer "
+            "that rejects it cannot be timed as the e2e run calls it") from exc
     if self.payload_keyword:
       kwargs[self.payload_keyword] = request
       return self.worker.fwd_bwd(**kwargs)
@@ -159,6 +223,33 @@ def block_tree(tree: Any, depth: int = 0, budget: Optional[List[int]] = None) ->
   elif hasattr(tree, "__dict__") and not callable(tree):
     for value in vars(tree).values():
       block_tree(value, depth + 1, budget)
+
+
+def first_blockable(tree: Any, depth: int = 0, budget: Optional[List[int]] = None) -> Any:
+  """The first leaf of `tree` that has block_until_ready() (a JAX array), or None."""
+  budget = [20000] if budget is None else budget
+  budget[0] -= 1
+  if tree is None or depth > 8 or budget[0] < 0 or isinstance(tree, type):
+    return None
+  if callable(getattr(tree, "block_until_ready", None)):
+    return tree
+  if isinstance(tree, (str, bytes, int, float, bool, np.ndarray, np.generic)):
+    return None
+  if isinstance(tree, Mapping):
+    values: Any = tree.values()
+  elif isinstance(tree, (list, tuple)):
+    values = tree
+  elif dataclasses.is_dataclass(tree):
+    values = [getattr(tree, field.name, None) for field in dataclasses.fields(tree)]
+  elif hasattr(tree, "__dict__") and not callable(tree):
+    values = vars(tree).values()
+  else:
+    return None
+  for value in values:
+    found = first_blockable(value, depth + 1, budget)
+    if found is not None:
+      return found
+  return None
 
 
 def is_blockable(value: Any) -> bool:

@@ -220,7 +220,7 @@ def ready_times(snapshot: Optional[TimingSnapshot],
   update = snapshot.record.get("update")
   update_ago = update.get("ready_ago_s") if isinstance(update, Mapping) else None
   update_at = (snapshot.at - float(update_ago) if isinstance(update_ago, (int, float)) and
-               not isinstance(update_ago, bool) else None)
+               not isinstance(update_ago, bool) and math.isfinite(update_ago) else None)
   return times, update_at
 
 

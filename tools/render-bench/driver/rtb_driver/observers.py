@@ -9,7 +9,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .calls import is_blockable, find_token, block_tree
+from .calls import is_blockable, find_token, first_blockable, block_tree
 
 # Where a call's device completion comes from (BENCH_STEP "microbatch_timing_source").
 SOURCE_STEP_TIMING = "step_timing"  # the trainer's TRAINER_STEP_TIMING ready times
@@ -23,6 +23,10 @@ SOURCE_DISPATCH = "dispatch"  # none: host dispatch intervals
 # MaxText's one-late engine (retry_when_tokens_dropped, maxtext_engine.py@b8bf66d6): the pending
 # micro-batch whose overflow flag is read after the next dispatch; its `loss` is that call's.
 PENDING_CHECK = "_pending_overflow_check"
+
+# Where a trainer keeps its train state, most direct first: MaxText's engine's pure-pytree mirrors
+# of the state and the parameters, then the NNX train state (maxtext_engine.py@b8bf66d6).
+STATE_ATTRIBUTES = ("_state_pure", "_params_pure", "_state")
 
 
 def trainer_of(worker: Any) -> Any:
@@ -52,9 +56,11 @@ class DeviceObserver:
   ready times (get_step_timing) outrank all of these; the step loop prefers them when a step's
   record has every one.
 
-  `fence()` waits for all device work without consuming anything (`block_all`, in the pod one
-  batched wait on every live JAX array): the step end when no update token exists, and the
-  profiler's window end when the window's last call has nothing to wait on.
+  The step ends on an array the update produced: its readiness token (the update's result or
+  the trainer's `last_update_token`), else a leaf of the trainer's new state
+  (fresh_state_leaf). `fence()` waits for all device work without consuming anything
+  (`block_all`, in the pod one batched wait on every live JAX array): only the profiler's window
+  end uses it, when the window's last call has nothing to wait on.
   """
 
   def __init__(self, block_all: Optional[Callable[[], None]] = None):
@@ -153,6 +159,24 @@ class DeviceObserver:
     return (f"host dispatch intervals: a call had nothing to wait on ({self.missing}); they lag "
             "the device by up to max_inflight_computations calls")
 
+  def fresh_state_leaf(self, worker: Any) -> Any:
+    """A leaf of the trainer's state that the last update produced, or None.
+
+    MaxText's engine rebinds its state from the update kernel's output (`nnx.update(self._state,
+    new_state_pure)`, then `_publish_state`; maxtext_engine.py@b8bf66d6 `update`), and every
+    output of one executable becomes ready together: that leaf is ready when the update is done.
+    A leaf that is the same array as after the previous step was not produced by this update."""
+    for trainer in engines_of(worker):
+      for name in STATE_ATTRIBUTES:
+        leaf = first_blockable(getattr(trainer, name, None))
+        if leaf is None:
+          continue
+        if self._seen.get("state") is leaf:
+          return None
+        self._seen["state"] = leaf
+        return leaf
+    return None
+
   def can_fence(self) -> bool:
     return self.block_all is not None
 
@@ -189,7 +213,7 @@ class CompletionWatcher:
   def __init__(self, clock: Callable[[], float] = time.monotonic):
     self.clock = clock
     self._lock = threading.Lock()
-    self._pending: List[Tuple[Any, Any]] = []
+    self._pending: List[Tuple[Any, Any, threading.Event]] = []
     self._wake = threading.Condition(self._lock)
     self._times: Dict[Any, float] = {}
     self._errors: Dict[Any, BaseException] = {}
@@ -199,8 +223,9 @@ class CompletionWatcher:
 
   def watch(self, key: Any, waitable: Any) -> None:
     with self._lock:
-      self._done[key] = threading.Event()
-      self._pending.append((key, waitable))
+      done = threading.Event()
+      self._done[key] = done
+      self._pending.append((key, waitable, done))
       self._wake.notify()
 
   def settle(self) -> None:
@@ -211,16 +236,18 @@ class CompletionWatcher:
       with self._lock:
         while not self._pending:
           self._wake.wait()
-        key, waitable = self._pending.pop(0)
+        key, waitable, done = self._pending.pop(0)
       try:
         block_tree(waitable)
         when = self.clock()
         with self._lock:
-          self._times[key] = when
+          if self._done.get(key) is done:  # not forgotten meanwhile
+            self._times[key] = when
       except BaseException as exc:  # pylint: disable=broad-except  # handed to the step loop
         with self._lock:
-          self._errors[key] = exc
-      self._done[key].set()
+          if self._done.get(key) is done:
+            self._errors[key] = exc
+      done.set()  # its own event: a key forgotten meanwhile has none in _done
 
   def is_done(self, key: Any) -> bool:
     event = self._done.get(key)
@@ -241,7 +268,12 @@ class CompletionWatcher:
     return {key: when for key in keys if (when := self.wait(key)) is not None}
 
   def forget(self, keys: Sequence[Any]) -> None:
+    """Drops what is known of `keys`; one still queued is not waited on, one being waited on
+    completes unnoted."""
     with self._lock:
+      forgotten = set(keys)
+      self._pending = [entry for entry in self._pending if entry[0] not in forgotten]
       for key in keys:
         self._times.pop(key, None)
+        self._errors.pop(key, None)
         self._done.pop(key, None)

@@ -4,6 +4,7 @@ the profiler window and the staged boundary's state while it runs."""
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .calls import find_in, UPDATE_EXPLICIT
@@ -40,7 +41,38 @@ DEFINITIONS = {
     "real_tokens_per_s_per_chip": "real (non-padding) tokens of the step / seconds / chips",
     "first_step_s": "step 0, which includes the compile when the trainer compiles lazily "
                     "(MaxText's compile() only stages)",
+    "median_microbatch_s": "median over the steady steps of their regular micro-batches: 3..N "
+                           "(1-based; the first two follow the step boundary), all of a step's "
+                           "when it has fewer than 3, never a short final one (FINAL_ROWS < "
+                           "rows)",
+    "train_step_s": "seconds minus the step's actor log-prob passes (the sum of logps_pass_s); "
+                    "seconds when there is no pass",
+    "boundary_free_step_s": "an ESTIMATE, not a measurement: seconds with the first micro-batch "
+                            "replaced by the step's median regular micro-batch (3..N, 1-based, "
+                            "never a short final one), which the step boundary does not change "
+                            "(the seed's 'median of micro-batches 3 to 9'); null unless the "
+                            "micro-batches were device-timed and there are 3 or more; in "
+                            "BENCH_SUMMARY the mean over the steady steps",
+    "fence_s": "one wait on an array the last update produced, timed on an idle device after "
+               "the last step: what ending a step on that array costs",
 }
+
+
+def regular_microbatches(microbatch_s: List[float], short_final: bool) -> List[float]:
+  """A step's regular micro-batches: 3..N (1-based), or all of them when there are fewer than 3,
+  never a short final one (FINAL_ROWS < rows)."""
+  values = list(microbatch_s[:-1] if short_final else microbatch_s)
+  return values[2:] if len(microbatch_s) >= 3 else values
+
+
+def boundary_free_estimate(seconds: float, microbatch_s: List[float], device_times: bool,
+                           short_final: bool) -> Optional[float]:
+  """BENCH_STEP boundary_free_step_s (an estimate, see DEFINITIONS); None when it cannot be
+  made."""
+  regular = regular_microbatches(microbatch_s, short_final)
+  if not device_times or len(microbatch_s) < 3 or not regular:
+    return None
+  return seconds - microbatch_s[0] + statistics.median(regular)
 
 
 @dataclasses.dataclass
@@ -61,6 +93,9 @@ class BenchPlan:
   # The actor log-prob pass before each micro-batch (LOGPS_PASS): called with the micro-batch's
   # payload, it returns when the trainer has scored it. None: no pass.
   logps_pass: Optional[Callable[[Any], Any]] = None
+  # Whether the final micro-batch has fewer rows than the regular ones (FINAL_ROWS < rows): it
+  # is then no regular micro-batch.
+  short_final: bool = False
 
   @property
   def tokens_per_step(self) -> int:
@@ -100,16 +135,24 @@ class StepRecord:
   # Why the micro-batches were timed the way they were (BENCH_SUMMARY "microbatch_timing_why");
   # not a BENCH_STEP field.
   timing_why: Optional[str] = None
+  boundary_free_step_s: Optional[float] = None
 
   @property
   def replays(self) -> Optional[int]:
     """MoE dropless replays the trainer counted in this step (None: not counted)."""
     return replays_of(self.metrics)
 
+  @property
+  def train_step_s(self) -> float:
+    return self.seconds - sum(self.logps_pass_s or [])
+
   def as_json(self) -> Dict[str, Any]:
-    record = {
+    record: Dict[str, Any] = {
         "step": self.step,
         "seconds": round(self.seconds, 6),
+        "train_step_s": round(self.train_step_s, 6),
+        "boundary_free_step_s":
+            (None if self.boundary_free_step_s is None else round(self.boundary_free_step_s, 6)),
         "microbatch_s": [round(value, 6) for value in self.microbatch_s],
         "microbatch_timing": self.microbatch_timing,
         "microbatch_timing_source": self.microbatch_timing_source,
@@ -175,7 +218,8 @@ class ProfileWindow:
 
 
 class StageState:
-  """Staging while it runs: latched off by the first failed or overlap-free stage."""
+  """Staging while it runs: latched off by the first failed stage, or the first without positive
+  evidence that it staged and overlapped the device."""
 
   def __init__(self, plan: Optional[StagePlan], log: Callable[[str], None]):
     self.plan = plan
@@ -183,7 +227,6 @@ class StageState:
     self.log = log
     self.staged_steps: List[int] = []
     self.latched_off: Optional[str] = None
-    self.overlap_unmeasured = False
 
   def latch_off(self, reason: str) -> None:
     if self.active:
@@ -199,21 +242,38 @@ class StageState:
         "position":
             ("before_update" if not self.plan or self.plan.before_update else "after_update"),
         "engaged": bool(self.staged_steps),
-        "staged_steps": list(self.staged_steps),
+        "staged_steps": len(self.staged_steps),
         "latched_off": self.latched_off,
     }
 
 
-def stage_reported_no_overlap(response: Any) -> Optional[str]:
-  """The worker's own verdict on a stage: a reason when it says it staged nothing or
-  overlapped nothing, else None."""
+def stage_evidence(response: Any, request: Any, busy: Optional[bool]) -> Optional[str]:
+  """None when a stage response is positive evidence that the next micro-batch was staged with an
+  overlap: it says `staged`, carries the staged request's id (`request_id` or `handle`) to be
+  passed back with that request, and an overlap > 0 (the worker's `overlap_s`, else the driver's
+  own look: the previous micro-batch still busy on the device when the stage began). Else why
+  the step cannot count as staged. A call that merely did not raise proves nothing."""
   staged = find_in(response, "staged")
-  if staged is False:
+  if staged is not True:
     reason = find_in(response, "reason")
-    if reason:
-      return f"the worker staged nothing ({one_line(reason)})"
-    return "the worker staged nothing"
+    if staged is False:
+      return "the worker staged nothing" + (f" ({one_line(reason)})" if reason else "")
+    return "the worker's stage response does not say it staged (no `staged`: true)"
+  sent = getattr(request, "request_id", None)
+  handle = find_in(response, "request_id")
+  handle = handle if handle is not None else find_in(response, "handle")
+  if sent is None or handle != sent:
+    return (f"the stage response's request id {handle!r} does not match the staged request's "
+            f"{sent!r}: nothing to pass back")
   overlap = find_in(response, "overlap_s")
-  if isinstance(overlap, (int, float)) and not isinstance(overlap, bool) and overlap <= 0:
+  if isinstance(overlap, (int, float)) and not isinstance(overlap, bool):
+    if overlap > 0:
+      return None
     return "the stage measured no overlap with the device (the worker's overlap_s is 0)"
+  if busy is None:
+    return ("neither the worker (no overlap_s) nor the driver (no completion to check) saw the "
+            "stage overlap the device")
+  if not busy:
+    return ("the stage measured no overlap: the step's last micro-batch was done on the device "
+            "before the stage began")
   return None

@@ -20,7 +20,7 @@ from .resolve import Choice, resolve_padding, StagePlan, trajectory_segments
 from .settings import Settings
 from .builders import TunixSetup
 from .setup import POD, Setup
-from .steps import run_steps
+from .steps import StepRunner
 from .summary import count_chips, grad_norm, report_summary, summarize, token_dropping
 from .tunix import call_checked, Fallbacks, field_layout, replace_fields
 from .values import scale_targets
@@ -114,13 +114,14 @@ def run_pod(settings: Settings) -> int:
     plan = make_plan(settings, tunix, payloads, chips, stage_plan)
     staged = bool(stage_plan and stage_plan.resolved)
     say(f"fwd_bwd call: {'TrainRequest' if calls.takes_request else 'payload'}, "
-        f"{'apply_optimizer on the last call' if calls.can_fuse else 'explicit update()'}; "
+        f"{calls.describe_update()}; "
         f"staged step boundary {'on' if staged else 'off'} "
         f"({stage_plan.source if stage_plan else ''})")
     stage_state = StageState(plan.stage_boundary, say)
-    records = run_steps(worker, plan, calls=calls, observer=DeviceObserver(block_all=block_all),
+    runner = StepRunner(worker, plan, calls=calls, observer=DeviceObserver(block_all=block_all),
                         watcher=CompletionWatcher(time.monotonic), profiler=JaxProfiler(),
                         stage_state=stage_state)
+    records = runner.run()
   layers, topk = tunix.routing_shape or (None, None)
   resolved = payloads.resolved
   fallbacks = tunix.fallbacks.taken if tunix.fallbacks else []
@@ -137,7 +138,8 @@ def run_pod(settings: Settings) -> int:
               key: {"value": choice.value, "source": choice.source}
               for key, choice in tunix.choices.items()
           }, "fallbacks": list(fallbacks),
-          "versions": imported_versions(setup.called_modules(tunix.worker))
+          "versions": imported_versions(setup.called_modules(tunix.worker)
+                                       ), **runner.summary_facts()
       })
   emit("BENCH_SUMMARY " + json.dumps(summary, separators=(",", ":")))
   report_summary(summary)
@@ -217,8 +219,8 @@ def device_facts() -> Tuple[List[Any], int, Callable[[], None]]:
   say(f"{len(devices)} devices, {chips} chips ({per_chip} devices per chip)")
 
   def block_all() -> None:
-    # One batched wait on every live device array (the updated weights are among them); it
-    # consumes nothing, unlike get_metrics().
+    # One batched wait on every live device array; it consumes nothing, unlike get_metrics().
+    # Only the profiler's window end uses it: a step ends on an array its update produced.
     live_arrays = getattr(jax, "live_arrays", None)
     if callable(live_arrays):
       jax.block_until_ready(live_arrays())
@@ -238,7 +240,7 @@ def make_plan(settings: Settings, tunix: TunixSetup, payloads: Payloads, chips: 
                    tokens_final=(payloads.final_built or regular_built).real_tokens, chips=chips,
                    padded_tokens_per_call=tunix.rows * tunix.tokens,
                    profile_window=settings.profile_window, profile_dir=profile_dir,
-                   stage_boundary=stage_plan)
+                   stage_boundary=stage_plan, short_final=payloads.final_built is not None)
   plan.logps_pass = make_logps_pass(tunix, tunix.choices["logps_pass"].value,
                                     [payloads.regular, payloads.final])
   return plan

@@ -162,8 +162,7 @@ class Setup:
     chunk = int(getattr(self.trainer_args, "compute_logps_chunk_size", 0) or 0)
     parts = [
         f"fwd_bwd({'request' if calls.takes_request else 'payload'})",
-        "fused update" if calls.can_fuse else "explicit update()",
-        "compile" if hasattr(worker_class, "compile") else
+        calls.describe_update(), "compile" if hasattr(worker_class, "compile") else
         "warmup_compile" if hasattr(worker_class, "warmup_compile") else "no compile call"
     ]
     if chunk > 0:
@@ -246,13 +245,9 @@ class Setup:
             f"{self.assembler.max_packed_len} tokens")
 
   def staged_boundary(self) -> str:
-    plan = resolve_stage_boundary(self.settings)
-    checked = check_staging(plan, WorkerCalls(self.worker_class),
-                            log=self.log if self.mode == POD else self.notes.append)
-    if self.mode == PREFLIGHT and plan.resolved and not checked.resolved:
-      raise TunixMissing(f"the e2e run stages the step boundary ({plan.source}) but this image's "
-                         "TrainerWorker cannot: the bench would not reproduce it "
-                         f"({checked.source})")
+    # The pod and the preflight refuse alike: a bench that cannot stage as the e2e run does
+    # would time every step with the boundary bubble the e2e run removed.
+    checked = check_staging(resolve_stage_boundary(self.settings), WorkerCalls(self.worker_class))
     self.stage_plan = checked
     return f"{'on' if checked.resolved else 'off'} ({checked.source})"
 
@@ -381,11 +376,11 @@ def train_request_maker(request_class: Any) -> Callable[[Any], Any]:
   return make_request
 
 
-def check_staging(stage_plan: StagePlan, calls: WorkerCalls,
-                  log: Callable[[str], None] = say) -> StagePlan:
-  """The staged boundary this worker can run: `on` that it cannot is a SettingsError naming the
-  missing call; `auto` that it cannot is turned off with a loud line (the bench then cannot
-  reproduce the e2e run's boundary)."""
+def check_staging(stage_plan: StagePlan, calls: WorkerCalls) -> StagePlan:
+  """The staged boundary this worker can run, or a refusal before any trainer is built: `on`
+  that it cannot is a SettingsError (exit 2, a bad setting); `auto` that follows an e2e run
+  which stages is TunixMissing (exit 1, a fact found at run time). STAGE_BOUNDARY=off, explicit,
+  never stages and is never refused."""
   if not stage_plan.resolved:
     return stage_plan
   gaps = calls.staging_gaps(stage_plan.before_update)
@@ -395,8 +390,7 @@ def check_staging(stage_plan: StagePlan, calls: WorkerCalls,
   if stage_plan.requested == "on":
     raise SettingsError(f"STAGE_BOUNDARY=on but this image's TrainerWorker lacks {missing} "
                         "(the seed's staging change; see README)")
-  log(f"WARNING: the e2e run stages the step boundary ({stage_plan.source}) but this image's "
-      f"TrainerWorker lacks {missing}: the bench CANNOT reproduce it; every step ends with a "
-      "full drain and step times are not comparable with the e2e run's")
-  return dataclasses.replace(stage_plan, resolved=False,
-                             source=stage_plan.source + f"; not reproducible: lacks {missing}")
+  raise TunixMissing(f"the e2e run stages the step boundary ({stage_plan.source}) but this "
+                     f"image's TrainerWorker lacks {missing}: the bench would time every step "
+                     "with the bubble the e2e run removes; STAGE_BOUNDARY=off times it unstaged "
+                     "on purpose")

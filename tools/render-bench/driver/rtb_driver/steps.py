@@ -2,8 +2,11 @@
 
 Every call accumulates gradients; the last of a step asks for the optimizer update, which the
 worker applies inside the call (fused), defers until apply_deferred_update() (staged boundary),
-or leaves to update() (explicit). A step ends when all of its device work, the update included,
-is done: the update's readiness token, else a fence on every device array. Micro-batch times are
+or leaves to update() (explicit); the warm-up step (step 0) tells whether a worker asked through
+**kwargs applies it. A step ends when an array the update produced is ready: the update's
+readiness token, else a leaf of the trainer's new state; without either the run stops
+(TunixMissing). That wait is timed once more on the idle device after the last step (fence_s).
+Micro-batch times are
 device times when every call of the step has a completion (the trainer's ready times, a readiness
 token, or the call's loss array), else dispatch intervals; each BENCH_STEP says which.
 """
@@ -19,12 +22,12 @@ import numpy as np
 
 from .calls import (find_in, block_tree, response_updated, UPDATE_DEFERRED, UPDATE_EXPLICIT,
                     UPDATE_FUSED, WorkerCalls)
-from .common import int_or_none, describe_exception, emit, say
+from .common import int_or_none, describe_exception, emit, say, TunixMissing
 from .metrics import log_step_timing, ready_times, scalar_metrics, TimingSnapshot
 from .observers import (CompletionWatcher, DeviceObserver, SOURCE_DISPATCH, SOURCE_LOSS,
-                        SOURCE_STEP_TIMING, SOURCE_TOKEN)
-from .plan import (ProfileWindow, stage_reported_no_overlap, BenchPlan, JaxProfiler, StageState,
-                   StepRecord)
+                        SOURCE_STEP_TIMING, SOURCE_TOKEN, STATE_ATTRIBUTES)
+from .plan import (boundary_free_estimate, ProfileWindow, stage_evidence, BenchPlan, JaxProfiler,
+                   StageState, StepRecord)
 
 
 @dataclasses.dataclass
@@ -62,7 +65,13 @@ class StepRunner:
     self.profile = ProfileWindow(plan.profile_window, plan.profile_dir, profiler or JaxProfiler(),
                                  log)
     self.warned_metrics: Set[Tuple[str, str]] = set()
-    self.unfenced_warned = False
+    self.records: List[StepRecord] = []
+    self.fence_target: Any = None  # what the last step ended on
+    self.fence_s: Optional[float] = None
+    if (self.stage.active and self.stage.plan and self.stage.plan.before_update and
+        not self.calls.can_defer):
+      self.calls.decline_kwargs_apply("staging before the update needs the update outside the "
+                                      "last call, and this worker cannot defer it")
     self.call_index = 0  # fwd_bwd calls so far, over the whole run (PROFILE_WINDOW counts them)
     self.staged_request: Any = None  # the next step's first request, staged on the trainer host
 
@@ -80,6 +89,8 @@ class StepRunner:
     try:
       for step in range(self.plan.steps):
         records.append(self.run_step(step))
+      self.records = records
+      self.fence_s = self.measure_fence()
       if self.profile.started and not self.profile.stopped:
         self.profile.stop(f" at the end of the run (the window asked for calls up to "
                           f"{sum(window or (0, 0)) - 1}, the run made {self.total_calls})")
@@ -89,9 +100,6 @@ class StepRunner:
           self.profile.stop(" after a failure")
         except Exception as exc:  # pylint: disable=broad-except  # the failure itself propagates
           self.log(f"profiler: stop failed: {describe_exception(exc)}")
-    if self.stage.overlap_unmeasured:
-      self.log("staged step boundary: the driver could not tell whether stages overlapped the "
-               "device (no completion to check); staging stayed on")
     return records
 
   def run_step(self, step: int) -> StepRecord:
@@ -104,10 +112,13 @@ class StepRunner:
     step_start = self.clock()
     calls = self.dispatch(step, deferred)
     fused = bool(self.calls.can_fuse and not deferred and response_updated(calls.response))
+    if step == 0:
+      self.calls.learn_update(fused)
     update_kind, train_step, update_result = self.update(step, calls, deferred, fused)
     step_end, observed = self.wait_for_step_end(calls, update_result)
     metrics = self.read_metrics(step)
-    snapshot = log_step_timing(self.worker, step, step, self.clock, self.out)
+    # policy_version: the version after this step's update (Tunix docs/trainer_step_timing.md).
+    snapshot = log_step_timing(self.worker, step, step + 1, self.clock, self.out)
     microbatch_s, ends_known, source = self.microbatch_times(calls, observed, snapshot, step_end)
     seconds = step_end - step_start
     record = self.record(step, seconds, microbatch_s, ends_known, source, update_kind, fused,
@@ -202,32 +213,63 @@ class StepRunner:
       self.stage.latch_off(f"stage_fwd_bwd failed: {describe_exception(exc)}; the next "
                            "micro-batch is sent whole")
       return
+    verdict = stage_evidence(result, request, busy)
+    if verdict is not None:
+      # Not counted: the next step sends its first micro-batch whole, in a fresh request.
+      self.stage.latch_off(verdict)
+      return
     self.staged_request = request  # staged: its train call carries no data
     self.stage.staged_steps.append(step + 1)
-    verdict = stage_reported_no_overlap(result)
-    if verdict is None and busy is False:
-      verdict = ("the stage measured no overlap: the step's last micro-batch was done on the "
-                 "device before the stage began")
-    if busy is None and verdict is None:
-      self.stage.overlap_unmeasured = True
-    if verdict is not None:
-      self.stage.latch_off(verdict)
 
   def wait_for_step_end(self, calls: StepCalls,
                         update_result: Any) -> Tuple[float, Dict[Any, float]]:
-    """Waits for every call, then the update: (the step's end on the clock, each watched call's
-    completion time)."""
-    update_waitable, _ = self.observer.completion(self.worker, update_result, "update")
+    """Waits for every call, then for an array the update produced: (the step's end on the clock,
+    each watched call's completion time). No such array stops the run: waiting on every live
+    array would also wait for work that is not the step's."""
     observed = self.watcher.drain(calls.watched())
-    if update_waitable is not None:
-      block_tree(update_waitable)
-    elif not self.observer.fence() and not self.unfenced_warned:
-      self.unfenced_warned = True
-      self.log("WARNING: no way to wait for the optimizer update (no update token, no fence): "
-               "step times end when the last call's device work is done")
+    target, _ = self.observer.completion(self.worker, update_result, "update")
+    if target is None:
+      target = self.observer.fresh_state_leaf(self.worker)
+    if target is None:
+      raise TunixMissing(
+          "no way to end the step on its update: no readiness token (the update's result, the "
+          "trainer's last_update_token) and no fresh leaf of the trainer's state "
+          f"({', '.join(STATE_ATTRIBUTES)}); the step time would not include the update")
+    block_tree(target)
     step_end = self.clock()
+    self.fence_target = target
     self.watcher.forget(calls.watched())
     return step_end, observed
+
+  def measure_fence(self) -> Optional[float]:
+    """fence_s: the step-end wait once more, on the idle device after the last step."""
+    if self.fence_target is None:
+      return None
+    start = self.clock()
+    block_tree(self.fence_target)
+    return self.clock() - start
+
+  def update_path(self) -> Dict[str, Any]:
+    """BENCH_SUMMARY update_path: the update path of every step, and why."""
+    steps: Dict[str, List[int]] = {}
+    for record in self.records:
+      steps.setdefault(record.update, []).append(record.step)
+    if not steps:
+      return {"ran": None, "why": "no step ran"}
+    if len(steps) == 1:
+      kind = next(iter(steps))
+      return {"ran": kind, "why": self.calls.update_why(kind)}
+    return {
+        "ran": "mixed", "why": "; ".join(f"{kind} in steps {numbers}: {self.calls.update_why(kind)}"
+                                         for kind, numbers in steps.items())
+    }
+
+  def summary_facts(self) -> Dict[str, Any]:
+    """What BENCH_SUMMARY takes from the run beyond its records."""
+    return {
+        "update_path": self.update_path(),
+        "fence_s": None if self.fence_s is None else round(self.fence_s, 6),
+    }
 
   def read_metrics(self, step: int) -> Any:
     """What the trainer's get_metrics() reports after the step (None without it)."""
@@ -280,6 +322,8 @@ class StepRunner:
         update=update_kind, staged=staged_now, profiled=plan.profiled(step), train_step=train_step,
         logps_pass_s=calls.logps_s if plan.logps_pass is not None else None,
         timing_why=self.observer.timing_why(source),
+        boundary_free_step_s=boundary_free_estimate(seconds, microbatch_s, device_times,
+                                                    plan.short_final),
         metrics=scalar_metrics(metrics, warn=self.log, warned=self.warned_metrics) or None)
 
   def report(self, record: StepRecord, staged_now: bool) -> None:

@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Set, Tuple
 from .common import say
 from .metrics import dropped_tokens_of, grad_norm_name, REPLAY_METRIC
 from .payload import LayerRouting
-from .plan import BenchPlan, DEFINITIONS, StepRecord
+from .plan import BenchPlan, DEFINITIONS, regular_microbatches, StepRecord
 
 
 def _config_flag(config: Any, name: str) -> Optional[bool]:
@@ -137,8 +137,10 @@ def summarize(plan: BenchPlan, records: Sequence[StepRecord], *, rows: int, toke
   The means (mean_step_s, median_microbatch_s, both tokens/s/chip) cover the steady steps: every
   step but step 0 and the profiled ones (step 0 alone when it is the only one). The median
   micro-batch is over micro-batches 3..MICRO_STEPS (1-based; the first two of a step follow the
-  step boundary), or all of a step's when it has fewer than 3, and only when every steady step
-  timed its micro-batches the same way (microbatch_timing "mixed" otherwise: no median).
+  step boundary), or all of a step's when it has fewer than 3, never a short final one
+  (plan.short_final), and only when every steady step timed its micro-batches the same way
+  (microbatch_timing "mixed" otherwise: no median). boundary_free_step_s is the mean of the
+  steady steps' estimates, None unless every one has one.
   """
   step_s = [record.seconds for record in records]
   steady = [r for r in records[1:] if not r.profiled]
@@ -151,9 +153,11 @@ def summarize(plan: BenchPlan, records: Sequence[StepRecord], *, rows: int, toke
   whys = list(dict.fromkeys(record.timing_why for record in steady if record.timing_why))
   pool = []
   for record in steady:
-    values = record.microbatch_s
-    pool.extend(values[2:] if len(values) >= 3 else values)
+    pool.extend(regular_microbatches(record.microbatch_s, plan.short_final))
   median_mb = statistics.median(pool) if pool and timing != "mixed" else None
+  estimates = [record.boundary_free_step_s for record in steady]
+  boundary_free = (statistics.fmean(
+      e for e in estimates if e is not None) if estimates and None not in estimates else None)
   per_chip = plan.padded_tokens_per_step / mean_step / plan.chips if mean_step else None
   real_per_chip = plan.tokens_per_step / mean_step / plan.chips if mean_step else None
   summary = {
@@ -177,6 +181,7 @@ def summarize(plan: BenchPlan, records: Sequence[StepRecord], *, rows: int, toke
       "profiled_steps": [record.step for record in records if record.profiled],
       "mean_step_s": None if mean_step is None else round(mean_step, 6),
       "median_microbatch_s": None if median_mb is None else round(median_mb, 6),
+      "boundary_free_step_s": None if boundary_free is None else round(boundary_free, 6),
       "microbatch_timing": timing,
       "microbatch_timing_source": sources[0] if len(sources) == 1 else sources,
       "microbatch_timing_why": "; ".join(whys) or None,
@@ -237,6 +242,9 @@ def report_summary(summary: Mapping[str, Any], log: Callable[[str], None] = say)
         "intervals, not device times: " + why.replace("host dispatch intervals: ", "", 1))
   else:
     log(f"  median_microbatch_s: none (steps timed micro-batches differently: {timing})")
+  if summary.get("boundary_free_step_s") is not None:
+    log(f"  boundary_free_step_s {summary['boundary_free_step_s']}: an ESTIMATE, the step with "
+        "its first micro-batch replaced by the median regular one")
   log(f"  tokens_per_s_per_chip {summary['tokens_per_s_per_chip']}: rows x tokens_per_row x "
       "micro_steps (padding included, the seed's definition) / s per step / chips")
   log(f"  real_tokens_per_s_per_chip {summary['real_tokens_per_s_per_chip']}: real tokens only")
@@ -257,7 +265,12 @@ def report_summary(summary: Mapping[str, Any], log: Callable[[str], None] = say)
   norm = summary.get("grad_norm")
   if norm and not norm.get("reported"):
     log(f"  gradient norm: not reported, the grad-norm gate is not evaluated ({norm.get('why')})")
+  path = summary.get("update_path")
+  if path:
+    log(f"  update path: {path.get('ran')} ({path.get('why')}); step-end fence "
+        f"{summary.get('fence_s')} s on the idle device")
   stage = summary.get("stage_boundary") or {}
   if stage.get("resolved") == "on":
-    log(f"  staged step boundary: engaged for steps {stage.get('staged_steps')}" +
+    log(f"  staged step boundary: {stage.get('staged_steps')} steps counted staged (each on the "
+        "worker's evidence)" +
         (f"; latched off: {stage['latched_off']}" if stage.get("latched_off") else ""))

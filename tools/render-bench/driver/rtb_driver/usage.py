@@ -32,19 +32,22 @@ Other variables are ignored (the trainer's own environment passes through to Tun
 
 Timing. Steps count from 0, as the orchestrator's TRAINER_STEP_TIMING does; step 0 includes the
 compile (MaxText's compile() only stages) and is reported as first_step_s, never in the means.
-A step runs from its first fwd_bwd dispatch until all of its device work, the update included,
-is done. Micro-batch times are device times ("microbatch_timing":"device": from the later of the
-call's dispatch and the previous call's completion to its own completion), the completion taken
-from the trainer's get_step_timing ready times, a readiness token, or the call's own loss array
-(MaxText's _cached_losses, or under retry_when_tokens_dropped its _pending_overflow_check, which
-holds the newest call's loss one call longer), in that order; without any of them they are host
-dispatch intervals ("dispatch"), which lag an asynchronous engine by up to
-max_inflight_computations calls. BENCH_SUMMARY "microbatch_timing_why" says which and why.
+A step runs from its first fwd_bwd dispatch until an array its update produced is ready (the
+update's readiness token, else a leaf of the trainer's new state; without either: exit 1); that
+wait is timed once on the idle device after the last step (fence_s). Micro-batch times are
+device times ("microbatch_timing":"device": from the later of the call's dispatch and the
+previous call's completion to its own completion), the completion taken from the trainer's
+get_step_timing ready times, a readiness token, or the call's own loss array (MaxText's
+_cached_losses, or under retry_when_tokens_dropped its _pending_overflow_check, which holds the
+newest call's loss one call longer), in that order; without any of them they are host dispatch
+intervals ("dispatch"), which lag an asynchronous engine by up to max_inflight_computations
+calls. BENCH_SUMMARY "microbatch_timing_why" says which and why.
 tokens_per_s_per_chip is rows x tokens_per_row x micro_steps / s per step / chips (padding
 included, the seed's definition); real_tokens_per_s_per_chip counts real tokens only.
 
 Log lines (stdout). Human lines start with `[TrainerBench] `. Machine lines start at column 0:
-  BENCH_STEP {"step":N,"seconds":S,"microbatch_s":[...],"microbatch_timing":"device|dispatch",
+  BENCH_STEP {"step":N,"seconds":S,"train_step_s":S,"boundary_free_step_s":S|null,
+              "microbatch_s":[...],"microbatch_timing":"device|dispatch",
               "microbatch_timing_source":"step_timing|token|loss|dispatch","tokens":REAL,
               "padded_tokens":P,"tokens_per_s_per_chip":X,"real_tokens_per_s_per_chip":Y,
               "update":"fused|explicit|deferred","fused_update":B,"staged":B,"profiled":B,
@@ -55,9 +58,10 @@ Log lines (stdout). Human lines start with `[TrainerBench] `. Machine lines star
   TRAINER_STEP_TIMING step=%d policy_version=%d rtt_s=%.3f timing=<compact json>
   TRAINER_STEP_TIMING step=N unavailable: <error>      when get_step_timing raises or gives None
   BENCH_SUMMARY {..., "first_step_s", "steady_steps", "profiled_steps", "mean_step_s",
-                 "median_microbatch_s", "microbatch_timing", "tokens_per_s_per_chip",
-                 "real_tokens_per_s_per_chip", "stage_boundary", "token_dropping",
-                 "grad_norm", "microbatch_timing_why", "definitions", ...}  at the end
+                 "median_microbatch_s", "boundary_free_step_s" (an estimate),
+                 "microbatch_timing", "microbatch_timing_why", "tokens_per_s_per_chip",
+                 "real_tokens_per_s_per_chip", "update_path", "fence_s", "stage_boundary",
+                 "token_dropping", "grad_norm", "definitions", ...}  at the end
 Exit codes: 0 success, 2 bad settings, 1 a failure while running.
 
 The payload is laid out as Tunix's sequence packer writes rows: each segment is a trajectory, a
