@@ -95,12 +95,15 @@ def run_preflight(settings: Settings, out: Callable[[str], None] = emit) -> int:
 
 
 def check_warmup(setup: Setup, found: Dict[str, Any]) -> str:
-  """Tunix's warm-up payload for the e2e assembler, with a stand-in routing shape (one layer
-  per routing target, top-PREFLIGHT_TOPK)."""
+  """Tunix's warm-up payload for the e2e assembler, with the routing shape of MaxText's config
+  (the "MaxText config" stage checked ROUTING_TARGETS against it), else a stand-in one (one
+  layer per routing target, top-PREFLIGHT_TOPK)."""
   settings = setup.settings
-  routing = resolve_routing(settings)
+  routing = setup.choices.get("routing") or resolve_routing(settings)
   shape = None
-  if routing.value:
+  if routing.value and setup.model_shape is not None:
+    shape = setup.model_shape.routing_shape
+  elif routing.value:
     if settings.routing_targets is None:
       raise SettingsError("ROUTING_TARGETS is required: the payload replays routing "
                           f"({routing.source})")
@@ -131,12 +134,18 @@ def check_small_payload(setup: Setup, warmup: Any) -> str:
       real_len, prompt, getattr(orch_args, "max_response_length", None)) or 1
   targets = (scale_targets(settings.routing_targets, settings.routing_scale)
              if "routed_experts" in small and settings.routing_targets is not None else None)
-  built = build_payload(rows=rows, tokens=tokens, layout=small, vocab=setup.tokenizer_vocab or 1000,
-                        real_len=real_len, segments=min(segments, real_len), real_rows=rows,
-                        pad_position=position.value, pad_align=align.value, targets=targets,
-                        experts=preflight_experts(targets), advantages=settings.advantages,
-                        seed=settings.seed, pad_id=setup.pad_id, max_prompt_length=prompt,
-                        rollout_as_old=bool(getattr(orch_args, "use_rollout_logps", False)))
+  model = setup.model_shape
+  experts = model.experts if model is not None and model.routing_shape else preflight_experts(
+      targets)
+  built = build_payload(
+      rows=rows, tokens=tokens, layout=small,
+      vocab=(model.vocab if model is not None and model.vocab else setup.tokenizer_vocab or 1000),
+      real_len=real_len, segments=min(segments, real_len), real_rows=rows,
+      pad_position=position.value, pad_align=align.value, targets=targets, experts=experts,
+      advantages=settings.advantages, seed=settings.seed, pad_id=setup.pad_id,
+      max_prompt_length=prompt, rollout_as_old=bool(getattr(orch_args, "use_rollout_logps",
+                                                            False)), eos_id=setup.eos_id,
+      max_response_length=int(getattr(orch_args, "max_response_length", 0) or 0))
   for name, (shape, dtype) in layout.items():
     array = built.arrays.get(name)
     if array is None or array.dtype != np.dtype(dtype) or array.ndim != len(shape):
