@@ -28,13 +28,12 @@ from .observers import engines_of
 from .resolve import (Choice, concrete_segment_counts, resolve_logps_pass, resolve_routing,
                       resolve_stage_boundary, rollout_logps_requested, StagePlan)
 from .settings import Settings
-from .trainer_facts import (check_routing_targets, maxtext_overrides, ModelShape, profiler_owner,
-                            read_model_shape, weights_source)
+from .trainer_facts import (maxtext_overrides, maxtext_stage, ModelShape, profiler_owner,
+                            weights_source)
 from .tunix import (call_checked, Fallbacks, import_orchestrator, import_tunix, initialize_jax,
                     parse_with, plan_call, process_module, require, source_file, split_runtime_argv)
-from .upstream import (Keyword, LOGPS_KEYWORDS, rl_program_agreement, rollout_logprobs_asked,
-                       trainer_worker_keywords)
-from .values import flag_value, scale_targets
+from .upstream import Keyword, logps_keywords, rl_program_agreement, rollout_logprobs_asked
+from .values import flag_value
 
 # How the set-up runs: in the pod (JAX on the slice, a stage that fails stops the run) or as the
 # preflight (JAX on the CPU, every stage checked, stricter about what the pod only warns of).
@@ -188,51 +187,22 @@ class Setup:
 
   def trainer_worker_call(self) -> str:
     """The log-prob keywords the image's trainer node passes to TrainerWorker(...), read from its
-    source (upstream.py): the driver passes exactly those, with the values the e2e's argv gives
-    them; a source it cannot read stops the run (TunixMissing, exit 1)."""
-    path, keywords = trainer_worker_keywords(self.trainer_node.__name__)
-    params, var_kw = named_params(self.worker_class.__init__)
-    found = []
-    for name in LOGPS_KEYWORDS:
-      keyword = keywords.get(name)
-      if keyword is None:
-        self.choices[name] = Choice(
-            None, f"not passed: the image's {path} main() calls "
-            f"TrainerWorker(...) without {name}")
-        continue
-      value = keyword.value(self.trainer_args)
-      if name not in params and not var_kw:
-        raise TunixMissing(f"the image's {path} passes TrainerWorker({name}={keyword.text}) but "
-                           f"this TrainerWorker ({source_file(self.worker_class)}) takes no {name}")
-      self.worker_keywords[name] = keyword
-      self.choices[name] = Choice(
-          value, f"TrainerWorker({name}={keyword.text}) as the image's "
-          f"{path} main() passes it")
-      found.append(f"{name}={value!r}")
-    return (", ".join(found) or "no log-prob keyword") + f" (read from {path})"
+    source (upstream.logps_keywords): the driver passes exactly those, with the values the e2e's
+    argv gives them; a source it cannot read stops the run (TunixMissing, exit 1)."""
+    self.worker_keywords, choices, detail = logps_keywords(self.trainer_main,
+                                                           self.trainer_node.__name__,
+                                                           self.worker_class, self.trainer_args)
+    self.choices.update(choices)
+    return detail
 
   def maxtext_config(self) -> str:
-    """The model's layers, experts and top-k from MaxText's config (trainer_facts), and the
-    routing replay checked against them: all before the trainer is built."""
-    routing = resolve_routing(self.settings)
-    self.choices["routing"] = routing
-    backend = getattr(self.trainer_args, "trainer_backend", "maxtext") or "maxtext"
-    if backend != "maxtext":
-      return f"--trainer_backend={backend}: the routing shape comes from the built trainer"
-    try:
-      self.model_shape = read_model_shape(self.trainer_args, self.maxtext_flags)
-    except TunixMissing as exc:
-      self.fallbacks.take(f"the MaxText config did not load before the trainer ({exc})",
-                          "check the routing shape only once the trainer is built")
-      return "not read (fallback): the routing shape comes from the built trainer"
-    shape = self.model_shape
-    said = (f"{shape.layers} decoder layers, {shape.experts} experts, top-{shape.topk}, "
-            f"vocabulary {shape.vocab} ({shape.source})")
-    if not routing.value:
-      return f"{said}; routing not replayed ({routing.source})"
-    targets = self.settings.routing_targets
-    scaled = scale_targets(targets, self.settings.routing_scale) if targets is not None else None
-    return f"{said}; {check_routing_targets(scaled, shape, routing.source)}"
+    """The model's layers, experts and top-k from MaxText's config, and the routing replay
+    checked against them (trainer_facts.maxtext_stage): all before the trainer is built."""
+    self.model_shape, self.choices["routing"], detail = maxtext_stage(self.settings,
+                                                                      self.trainer_args,
+                                                                      self.maxtext_flags,
+                                                                      self.fallbacks)
+    return detail
 
   def datatypes(self) -> str:
     module = import_tunix(DATATYPES_MODULE, "build train requests")

@@ -10,7 +10,10 @@ import sys
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .common import int_or_none, SettingsError, TunixMissing
-from .values import flag_value
+from .resolve import Choice, resolve_routing
+from .settings import Settings
+from .tunix import Fallbacks
+from .values import flag_value, scale_targets
 
 # The MaxText flags (MAXTEXT_EXTRA_FLAGS items) that load weights into the trainer.
 CHECKPOINT_FLAGS = ("load_parameters_path", "load_full_state_path")
@@ -157,3 +160,27 @@ def check_routing_targets(targets: Optional[Sequence[float]], shape: ModelShape,
       raise SettingsError(f"routing target {target:g} of layer {layer} cannot be reached with "
                           f"{experts} experts and top-{topk} (max/mean <= {experts / topk:g})")
   return f"{layers} targets for {layers} layers, {experts} experts, top-{topk}"
+
+
+def maxtext_stage(settings: Settings, trainer_args: Any, overrides: Mapping[str, str],
+                  fallbacks: Fallbacks) -> Tuple[Optional[ModelShape], Choice, str]:
+  """The set-up's "MaxText config" stage: (the model's shape from MaxText's config, or None when
+  the trainer is not MaxText's or the config did not load (a fallback), ROUTING resolved, one
+  line). ROUTING_TARGETS are checked against the shape here, before the trainer is built."""
+  routing = resolve_routing(settings)
+  backend = getattr(trainer_args, "trainer_backend", "maxtext") or "maxtext"
+  if backend != "maxtext":
+    return None, routing, f"--trainer_backend={backend}: the routing shape comes from the trainer"
+  try:
+    shape = read_model_shape(trainer_args, overrides)
+  except TunixMissing as exc:
+    fallbacks.take(f"the MaxText config did not load before the trainer ({exc})",
+                   "check the routing shape only once the trainer is built")
+    return None, routing, "not read (fallback): the routing shape comes from the built trainer"
+  said = (f"{shape.layers} decoder layers, {shape.experts} experts, top-{shape.topk}, "
+          f"vocabulary {shape.vocab} ({shape.source})")
+  if not routing.value:
+    return shape, routing, f"{said}; routing not replayed ({routing.source})"
+  targets = settings.routing_targets
+  scaled = scale_targets(targets, settings.routing_scale) if targets is not None else None
+  return shape, routing, f"{said}; {check_routing_targets(scaled, shape, routing.source)}"

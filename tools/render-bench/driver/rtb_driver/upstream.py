@@ -10,7 +10,10 @@ import dataclasses
 import importlib.util
 from typing import Any, Dict, List, Optional, Tuple
 
+from .calls import named_params
 from .common import TunixMissing
+from .resolve import Choice
+from .tunix import source_file
 
 # The argument names the e2e code reads its parsed argv through (`args.compute_logps_chunk_size`).
 ARGS_NAMES = ("args", "flags", "parsed")
@@ -128,9 +131,41 @@ def module_calls(module_name: str, callee: str) -> Tuple[str, List[Dict[str, Key
 LOGPS_KEYWORDS = ("logps_chunk_size", "logps_micro_batch_size")
 
 
-def trainer_worker_keywords(module_name: str) -> Tuple[str, Dict[str, Keyword]]:
-  """The keywords `main` of the trainer node passes to TrainerWorker(...)."""
-  return call_keywords(module_name, "main", "TrainerWorker")
+def trainer_worker_keywords(module_name: str,
+                            function: str = "main") -> Tuple[str, Dict[str, Keyword]]:
+  """The keywords the trainer node's process function (`main`) passes to TrainerWorker(...)."""
+  return call_keywords(module_name, function, "TrainerWorker")
+
+
+def logps_keywords(process_main: Optional[str], module_name: str, worker_class: Any,
+                   trainer_args: Any) -> Tuple[Dict[str, Keyword], Dict[str, Choice], str]:
+  """The log-prob keywords (LOGPS_KEYWORDS) the trainer node's process function passes to
+  TrainerWorker(...): (those it passes, a Choice per keyword with its value on the parsed argv
+  or None when not passed, one line). A keyword this TrainerWorker does not take is
+  TunixMissing: the image's own call would fail."""
+  function = process_main.rsplit(".", 1)[1] if process_main and "." in process_main else "main"
+  path, keywords = trainer_worker_keywords(module_name, function)
+  params, var_kw = named_params(worker_class.__init__)
+  passed: Dict[str, Keyword] = {}
+  choices: Dict[str, Choice] = {}
+  found = []
+  for name in LOGPS_KEYWORDS:
+    keyword = keywords.get(name)
+    if keyword is None:
+      choices[name] = Choice(
+          None, f"not passed: the image's {path} {function}() calls "
+          f"TrainerWorker(...) without {name}")
+      continue
+    value = keyword.value(trainer_args)
+    if name not in params and not var_kw:
+      raise TunixMissing(f"the image's {path} passes TrainerWorker({name}={keyword.text}) but "
+                         f"this TrainerWorker ({source_file(worker_class)}) takes no {name}")
+    passed[name] = keyword
+    choices[name] = Choice(
+        value, f"TrainerWorker({name}={keyword.text}) as the image's {path} "
+        f"{function}() passes it")
+    found.append(f"{name}={value!r}")
+  return passed, choices, (", ".join(found) or "no log-prob keyword") + f" (read from {path})"
 
 
 def rollout_logprobs_asked(module_name: str, args: Any) -> Tuple[Optional[bool], str]:
