@@ -183,10 +183,10 @@ class MaxTextShapeTest(SourcesTestCase):
     pyconfig = __import__(f"{package}.pyconfig", fromlist=["initialize"])
     with mock.patch.object(bd, "maxtext_pyconfig", lambda: pyconfig):
       shape = bd.read_model_shape(types.SimpleNamespace(maxtext_model_name="qwen3-moe"),
-                                  {"num_decoder_layers": "4", "ragged_buffer_factor": "2.75"})
+                                  {"base_num_decoder_layers": "4", "ragged_buffer_factor": "2.75"})
     self.assertEqual((shape.layers, shape.experts, shape.topk, shape.vocab), (4, 8, 2, 1000))
     self.assertEqual(shape.routing_shape, (4, 2))
-    self.assertEqual(pyconfig.SEEN[0][2:], ["model_name=qwen3-moe", "num_decoder_layers=4"])
+    self.assertEqual(pyconfig.SEEN[0][2:], ["model_name=qwen3-moe", "base_num_decoder_layers=4"])
     self.assertIn("4 targets for 4 layers", bd.check_routing_targets([1, 2, 3, 4], shape, "x"))
     refusals = [
         (None, "^ROUTING_TARGETS is required: the payload replays routing \\(4 layers, top-2\\)"),

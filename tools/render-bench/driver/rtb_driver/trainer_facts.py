@@ -19,8 +19,10 @@ from .values import flag_value, scale_targets
 CHECKPOINT_FLAGS = ("load_parameters_path", "load_full_state_path")
 # The MaxText flags that make MaxText's own profiler trace (its `profiler` flag names the kind).
 MAXTEXT_PROFILER_FLAGS = ("profiler", "profiler_steps")
-# The shape fields the bench needs of the model, as MaxText's config names them.
+# The shape fields the bench needs of the model, as MaxText's config names them, and the keys
+# that set them (base.yml sets the layers as base_num_decoder_layers).
 SHAPE_FIELDS = ("num_decoder_layers", "num_experts", "num_experts_per_tok", "vocab_size")
+SHAPE_KEYS = ("base_num_decoder_layers", "num_experts", "num_experts_per_tok", "vocab_size")
 
 
 def maxtext_overrides(env: Mapping[str, str]) -> Dict[str, str]:
@@ -129,7 +131,7 @@ def read_model_shape(trainer_args: Any, overrides: Mapping[str, str]) -> ModelSh
   if not os.path.exists(base):
     raise TunixMissing(f"MaxText's base config {base} does not exist")
   argv = [sys.argv[0] or "bench_driver", base, f"model_name={model}"]
-  argv += [f"{key}={overrides[key]}" for key in SHAPE_FIELDS if key in overrides]
+  argv += [f"{key}={overrides[key]}" for key in SHAPE_KEYS if key in overrides]
   try:
     config = pyconfig.initialize(argv)
   except Exception as exc:  # pylint: disable=broad-except  # MaxText's own refusal, one line
