@@ -2,11 +2,13 @@
 
 Every stage before the trainer is built needs no TPU and loads no weights: the trainer's and the
 orchestrator's modules and argv (through Tunix's own parsers), the functions and signatures the
-run will call, JAX, the GRPO config with LOGP_GATES applied, the tokenizer, the batch
-configuration and assembler, and the staged boundary the worker can run. The pod runs them, one
-log line each, then builds the trainer (build_trainer); `--preflight` runs exactly the same
-stages on CPU, each as one check line, and stops there. So a problem the preflight can see is
-found by the same code that would meet it in the pod.
+run will call and the keywords the image passes them, JAX, MaxText's model shape with the
+routing targets checked against it, the GRPO config with LOGP_GATES applied, the tokenizer, the
+batch configuration and assembler, the actor log-prob pass and the staged boundary the worker can
+run. The pod runs them, one log line each, then builds the warm-up payload and both payloads
+(payload_setup) and only then the trainer (build_worker, attach_worker); `--preflight` runs
+exactly the same stages on CPU, each as one check line, and stops there. So a problem the
+preflight can see is found by the same code that would meet it in the pod.
 """
 
 from __future__ import annotations
@@ -389,12 +391,6 @@ class Setup:
     tunix.make_request = train_request_maker(request_class)
     tunix.logps_request_class = logps_request_class
     return tunix
-
-  def build_trainer(self) -> TunixSetup:
-    """The trainer and its payload set-up in one go (the warm-up payload after the trainer when
-    the MaxText config gave no shape)."""
-    worker, outer = self.build_worker()
-    return self.attach_worker(self.payload_setup(worker), worker, outer)
 
   @staticmethod
   def trainer_shape(worker: Any) -> Optional[Tuple[int, int]]:
