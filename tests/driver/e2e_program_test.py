@@ -139,6 +139,17 @@ class BeforeTheTrainerTest(fake_tunix.FakeTunixTestCase):
         "the warm-up payload has a per-token field returns[4,512] float32 the payload "
         "builder does not know", line)
 
+  def test_payload_settings_against_the_warmup_shape(self):
+    line = self.stopped_before_the_trainer(2, FINAL_ROWS="9")
+    self.assertEqual(line, "bench_driver: FINAL_ROWS=9 exceeds the rows per micro-batch R=4")
+    result, calls = self.run_driver(args=["--preflight"], JAX_PLATFORMS="cpu", REAL_LEN="600")
+    self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
+    self.assertIn("preflight: FAIL  payload settings: REAL_LEN=600 exceeds the token budget T=512",
+                  result.stdout)
+    self.assertNotIn("trainer", events(calls))
+    result, _ = self.run_driver(args=["--preflight"], JAX_PLATFORMS="cpu")
+    self.assertIn("preflight: ok    payload settings: REAL_LEN 476 of T=512", result.stdout)
+
   def test_the_preflight_checks_routing_too(self):
     result, calls = self.run_driver(args=["--preflight"], JAX_PLATFORMS="cpu",
                                     ROUTING_TARGETS="1,2")

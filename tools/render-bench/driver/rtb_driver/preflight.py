@@ -16,6 +16,7 @@ from .builders import build_warmup
 from .payload import build_payload, default_real_len
 from .resolve import Choice, resolve_padding, resolve_routing, trajectory_segments
 from .settings import Settings
+from .pod import resolve_plan_inputs
 from .setup import PREFLIGHT, Setup
 from .tunix import field_layout, Fallbacks
 from .values import scale_targets
@@ -81,6 +82,8 @@ def run_preflight(settings: Settings, out: Callable[[str], None] = emit) -> int:
   warmup: Dict[str, Any] = {}
   checks.check("warm-up payload", lambda: check_warmup(setup, warmup),
                needs=["batch configuration"])
+  checks.check("payload settings", lambda: check_payload_settings(setup, warmup),
+               needs=["warm-up payload"])
   checks.check("payload", lambda: check_small_payload(setup, warmup["payload"]),
                needs=["warm-up payload", "datatypes"])
   for note in setup.notes + notes:
@@ -99,11 +102,17 @@ def check_warmup(setup: Setup, found: Dict[str, Any]) -> str:
   (the "MaxText config" stage checked ROUTING_TARGETS against it), else a stand-in one (one
   layer per routing target, top-PREFLIGHT_TOPK)."""
   settings = setup.settings
+  if setup.model_shape is not None:
+    # The pod's own path: the warm-up payload for MaxText's routing shape, before any trainer.
+    tunix = setup.payload_setup(None)
+    found["payload"], found["tunix"] = tunix.warmup, tunix
+    layout = field_layout(tunix.warmup)
+    routing = setup.choices["routing"]
+    return (f"{len(layout)} fields: {', '.join(sorted(layout))}; routing "
+            f"{'replayed' if tunix.routing_shape else 'not replayed'} ({routing.source})")
   routing = setup.choices.get("routing") or resolve_routing(settings)
   shape = None
-  if routing.value and setup.model_shape is not None:
-    shape = setup.model_shape.routing_shape
-  elif routing.value:
+  if routing.value:
     if settings.routing_targets is None:
       raise SettingsError("ROUTING_TARGETS is required: the payload replays routing "
                           f"({routing.source})")
@@ -114,6 +123,19 @@ def check_warmup(setup: Setup, found: Dict[str, Any]) -> str:
   layout = field_layout(warmup)
   return (f"{len(layout)} fields: {', '.join(sorted(layout))}; routing "
           f"{'replayed' if shape else 'not replayed'} ({routing.source})")
+
+
+def check_payload_settings(setup: Setup, found: Dict[str, Any]) -> str:
+  """REAL_LEN, SEGMENTS, FINAL_ROWS and ROUTING_TARGETS against the warm-up payload's rows and
+  token budget, as the pod resolves them before it builds its payloads (resolve_plan_inputs);
+  needs MaxText's model shape (else the pod checks them once the trainer is built)."""
+  tunix = found.get("tunix")
+  if tunix is None:
+    return "not checked: MaxText's config did not give the routing shape"
+  resolved = resolve_plan_inputs(setup.settings, tunix)
+  return (f"REAL_LEN {resolved['real_len']} of T={tunix.tokens}, {resolved['segments']} "
+          f"segments per row ({resolved['segments_rule']}), FINAL_ROWS {resolved['final_rows']} "
+          f"of R={tunix.rows}")
 
 
 def check_small_payload(setup: Setup, warmup: Any) -> str:
