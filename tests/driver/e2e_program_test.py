@@ -150,6 +150,23 @@ class BeforeTheTrainerTest(fake_tunix.FakeTunixTestCase):
     result, _ = self.run_driver(args=["--preflight"], JAX_PLATFORMS="cpu")
     self.assertIn("preflight: ok    payload settings: REAL_LEN 476 of T=512", result.stdout)
 
+  def test_a_maxtext_config_that_does_not_load(self):
+    argv = TRAINER_ARGV + " --maxtext_model_name=unknown"
+    # The pod: a WARNING, then the old order (the trainer first, the warm-up payload after it).
+    result, calls = self.run_driver(TRAINER_ARGV=argv)
+    self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+    self.assertIn(
+        "WARNING: MaxText's config did not load before the trainer (MaxText's pyconfig "
+        "refused model_name=unknown: no such model: unknown)", result.stdout)
+    order = events(calls)
+    self.assertEqual(order[:4], ["jax_initialize", "pyconfig", "trainer", "worker"])
+    self.assertLess(order.index("worker"), order.index("warmup"))
+    # The preflight, whose job is to find it: a failure.
+    result, _ = self.run_driver(args=["--preflight"], JAX_PLATFORMS="cpu", TRAINER_ARGV=argv)
+    self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+    self.assertIn("preflight: FAIL  MaxText config: MaxText's pyconfig refused model_name=unknown",
+                  result.stdout)
+
   def test_the_preflight_checks_routing_too(self):
     result, calls = self.run_driver(args=["--preflight"], JAX_PLATFORMS="cpu",
                                     ROUTING_TARGETS="1,2")

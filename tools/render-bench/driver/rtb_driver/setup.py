@@ -200,10 +200,9 @@ class Setup:
   def maxtext_config(self) -> str:
     """The model's layers, experts and top-k from MaxText's config, and the routing replay
     checked against them (trainer_facts.maxtext_stage): all before the trainer is built."""
-    self.model_shape, self.choices["routing"], detail = maxtext_stage(self.settings,
-                                                                      self.trainer_args,
-                                                                      self.maxtext_flags,
-                                                                      self.fallbacks)
+    self.model_shape, self.choices["routing"], detail = maxtext_stage(
+        self.settings, self.trainer_args, self.maxtext_flags,
+        log=self.log if self.mode == POD else self.notes.append, strict=self.mode == PREFLIGHT)
     return detail
 
   def datatypes(self) -> str:

@@ -7,12 +7,11 @@ import dataclasses
 import importlib
 import os
 import sys
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .common import int_or_none, SettingsError, TunixMissing
 from .resolve import Choice, resolve_routing
 from .settings import Settings
-from .tunix import Fallbacks
 from .values import flag_value, scale_targets
 
 # The MaxText flags (MAXTEXT_EXTRA_FLAGS items) that load weights into the trainer.
@@ -165,10 +164,14 @@ def check_routing_targets(targets: Optional[Sequence[float]], shape: ModelShape,
 
 
 def maxtext_stage(settings: Settings, trainer_args: Any, overrides: Mapping[str, str],
-                  fallbacks: Fallbacks) -> Tuple[Optional[ModelShape], Choice, str]:
+                  log: Callable[[str],
+                                None], strict: bool) -> Tuple[Optional[ModelShape], Choice, str]:
   """The set-up's "MaxText config" stage: (the model's shape from MaxText's config, or None when
-  the trainer is not MaxText's or the config did not load (a fallback), ROUTING resolved, one
-  line). ROUTING_TARGETS are checked against the shape here, before the trainer is built."""
+  the trainer is not MaxText's or the config did not load, ROUTING resolved, one line).
+  ROUTING_TARGETS are checked against the shape here, before the trainer is built. A config that
+  does not load is an error when `strict` (the preflight, whose job is to find it); the pod says
+  so in a WARNING line and checks the routing shape once the trainer is built, as the program
+  it times is the same either way."""
   routing = resolve_routing(settings)
   backend = getattr(trainer_args, "trainer_backend", "maxtext") or "maxtext"
   if backend != "maxtext":
@@ -176,9 +179,11 @@ def maxtext_stage(settings: Settings, trainer_args: Any, overrides: Mapping[str,
   try:
     shape = read_model_shape(trainer_args, overrides)
   except TunixMissing as exc:
-    fallbacks.take(f"the MaxText config did not load before the trainer ({exc})",
-                   "check the routing shape only once the trainer is built")
-    return None, routing, "not read (fallback): the routing shape comes from the built trainer"
+    if strict:
+      raise
+    log(f"WARNING: MaxText's config did not load before the trainer ({exc}): ROUTING_TARGETS "
+        "and the payloads are checked only once the trainer is built")
+    return None, routing, "not read: the routing shape comes from the built trainer"
   said = (f"{shape.layers} decoder layers, {shape.experts} experts, top-{shape.topk}, "
           f"vocabulary {shape.vocab} ({shape.source})")
   if not routing.value:
