@@ -1,7 +1,8 @@
 """What the image's own Tunix sources say, read with `ast` without running them: the keywords the
-trainer node's `main` passes to `TrainerWorker(...)` and the orchestrator's `GenerationArgs(...)`
-(whether it asks its rollouts for log-probs). The driver passes what the e2e program passes,
-not what a constructor happens to accept."""
+trainer node's `main` passes to `TrainerWorker(...)`, the orchestrator's `GenerationArgs(...)`
+(whether it asks its rollouts for log-probs) and `configure_worker(...)` calls, and how
+rl_program checks the sampler against the trainer. The driver passes what the e2e program
+passes, not what a constructor happens to accept; a source it cannot read is TunixMissing."""
 
 from __future__ import annotations
 
