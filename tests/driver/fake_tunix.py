@@ -30,6 +30,25 @@ FAKES = {
     "tunix/utils/maxtext_utils.py": """
         def get_tokenizer_pad_id(model_id, tokenizer_path, model_dir):
           return 9
+        def maxtext_modules():
+          from maxtext.configs import pyconfig
+          return pyconfig, None, None
+        """,
+    # MaxText's config, as tunix.utils.maxtext_utils.maxtext_modules() finds it: the model's shape
+    # agrees with the fake trainer's Config (FAKE_LAYERS changes the layers it reads).
+    "maxtext/configs/base.yml": """
+        # Stands in for MaxText's base config (read_model_shape checks that it exists).
+        """,
+    "maxtext/configs/pyconfig.py": """
+        import os, types
+        from tunix import fake_log
+        def initialize(argv):
+          fake_log.record("pyconfig", argv=argv[2:])
+          if "model_name=unknown" in argv:
+            raise ValueError("no such model: unknown")
+          layers = int(os.environ.get("FAKE_LAYERS", "3"))
+          return types.SimpleNamespace(num_decoder_layers=layers, num_experts=16,
+                                       num_experts_per_tok=2, vocab_size=500)
         """,
     "tunix/experimental/distributed/runtime/contexts/k8s_context.py": """
         from tunix import fake_log
@@ -84,7 +103,7 @@ FAKES = {
             return dataclasses.replace(self, **changes)
         """,
     "tunix/experimental/examples/common/run_trainer_node.py": """
-        import argparse
+        import argparse, os
         from tunix.experimental.worker import trainer_worker
         def _parse_args(argv):
           parser = argparse.ArgumentParser()
@@ -95,6 +114,8 @@ FAKES = {
           parser.add_argument("--skip_first_n_profiler_steps", type=int, default=1)
           parser.add_argument("--compute_logps_chunk_size", type=int, default=0)
           parser.add_argument("--optimizer_chain_kwargs", default="")
+          parser.add_argument("--maxtext_model_name", default="qwen3-0.6b")
+          parser.add_argument("--maxtext_ckpt_path", default=os.getenv("MAXTEXT_CKPT", ""))
           return parser.parse_args(argv)
         def _create_trainer_factory(args):
           return (lambda: trainer_worker.FakeTrainer(args)), "MESH"
@@ -238,6 +259,13 @@ FAKES = {
           return parser.parse_args(argv)
         def _build_algo(args):
           return Algo(args)
+        class GenerationArgs:
+          def __init__(self, **kwargs):
+            self.kwargs = kwargs
+        def main(argv, context=None):
+          args = _parse_args(argv)
+          return GenerationArgs(max_generation_steps=args.max_response_length,
+                                return_logprobs=True)
         """,
     "tunix/experimental/orchestrator/batch_assembly.py": """
         import dataclasses
@@ -291,6 +319,16 @@ FAKES = {
               routed_experts=(None if routed_experts_shape is None else
                               Abstract((rows, length, *routed_experts_shape), np.int16)),
               num_segments=(assembler.max_segments_per_packed_row or length) + 1)
+        """,
+    # rl_program as the driver reads it (upstream.rl_program_agreement): the newer program that
+    # skips the actor log-prob pass when the GRPO loss can check the agreement itself.
+    "tunix/experimental/orchestrator/rl_program.py": """
+        class StandardRLProgram:
+          async def train_stage(self, batch, algo_config):
+            can_fuse_agreement_in_loss = algo_config.policy_loss_fn == "grpo"
+            if not can_fuse_agreement_in_loss:
+              batch = await self._apply_sampler_trainer_agreement(batch)
+            return batch
         """,
     "transformers.py": """
         class _Tokenizer:
@@ -412,6 +450,9 @@ TRAINER_ARGV = ("--process_main=tunix.experimental.examples.common.run_trainer_n
                 "--mesh_fsdp=2 --maxtext_output_directory=gs://bucket/bench "
                 "--profiler_steps=2 --skip_first_n_profiler_steps=1 "
                 "--optimizer_chain_kwargs=\"{'max_norm': 0.0625}\"")
+# The trainer argv without the trainer's own profiler, for runs the driver traces (PROFILE_WINDOW
+# with --profiler_steps > 0 is refused: one profiler only).
+TRAINER_ARGV_UNPROFILED = TRAINER_ARGV.replace("--profiler_steps=2 ", "")
 ORCH_ARGV = ("--process_main=tunix.experimental.examples.deepswe_dist.run_deepswe_dist.main "
              "--batch_size=4 --num_generations=2 --max_seq_token_per_tpu=512 "
              "--max_segments_per_packed_row=4 --trainer_fsdp=2 --trainer_expert=2 "
@@ -464,7 +505,8 @@ class FakeTunixTestCase(unittest.TestCase):
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": root, "FAKE_TUNIX_LOG": log,
         "FAKE_WORKER": worker, "TRAINER_ARGV": TRAINER_ARGV, "ORCH_ARGV": ORCH_ARGV,
-        "BENCH_NAME": "bench-test", "STEPS": "2", "MICRO_STEPS": "3", "ROUTING_TARGETS": "1,2,4"
+        "BENCH_NAME": "bench-test", "STEPS": "2", "MICRO_STEPS": "3", "ROUTING_TARGETS": "1,2,4",
+        "ROLLOUT_RETURN_ROUTED_EXPERTS": "true"
     }
     env.update(settings)
     return env

@@ -137,7 +137,8 @@ class SigtermTest(fake_tunix.FakeTunixTestCase):
         dispatched.replace("            return", "            __import__(\"time\").sleep(60)\n"
                            "            return"))
     root = self.variant(replace={worker_path: slow})
-    env = self.driver_env(root, PROFILE_WINDOW="0:2")
+    env = self.driver_env(root, PROFILE_WINDOW="0:2",
+                          TRAINER_ARGV=fake_tunix.TRAINER_ARGV_UNPROFILED)
     process = subprocess.Popen([fake_tunix.PYTHON, driver_path()], env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     self.addCleanup(process.wait)

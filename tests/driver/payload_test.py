@@ -141,16 +141,73 @@ class FieldsTest(unittest.TestCase):
     layout = bd.spec_field_layout(2, 128, 1, 2)
     layout["ref_per_token_logps"] = ((2, 128), np.float32)
     layout["sampler_is_weights"] = ((2, 128), np.float32)
-    layout["mystery"] = ((2, 128), np.float32)
-    built = bd.build_payload(rows=2, tokens=128, layout=layout, vocab=50, real_len=100, segments=1,
-                             real_rows=2, pad_position="end", pad_align=64, targets=[1.0],
-                             experts=4, advantages="zero", seed=0)
+    kwargs = dict(rows=2, tokens=128, vocab=50, real_len=100, segments=1, real_rows=2,
+                  pad_position="end", pad_align=64, targets=[1.0], experts=4, advantages="zero",
+                  seed=0)
+    built = bd.build_payload(layout=layout, **kwargs)
     real = real_mask(built)
     self.assertTrue((built.arrays["ref_per_token_logps"][real] < 0).all())
     self.assertTrue((built.arrays["sampler_is_weights"][real] == 1).all())
     self.assertTrue((built.arrays["sampler_is_weights"][~real] == 0).all())
-    self.assertTrue((built.arrays["mystery"] == 0).all())
-    self.assertTrue(any("mystery" in note for note in built.notes))
+    # A per-token field the builder does not know is an error, not zeros: zeros would train
+    # another program than the e2e's.
+    layout["mystery"] = ((2, 128), np.float32)
+    with self.assertRaisesRegex(
+        bd.TunixMissing, r"^the warm-up payload has a per-token field mystery\[2,128\] "
+        "float32 the payload builder does not know"):
+      bd.build_payload(layout=layout, **kwargs)
+
+
+class SameIdsAsTheE2eTest(unittest.TestCase):
+  """Issue 25 item 8: real ids never read as pad or eos; no completion longer than
+  --max_response_length."""
+
+  def test_ids_are_never_pad_or_eos(self):
+    layout = bd.spec_field_layout(4, 512, 1, 2, routing=False)
+    for pad, eos in ((3, 4), (4, 3), (1, 1), (5, 0), (9, 9)):
+      with self.subTest(pad=pad, eos=eos):
+        built = bd.build_payload(rows=4, tokens=512, layout=layout, vocab=10, real_len=400,
+                                 segments=3, real_rows=4, pad_position="end", pad_align=64,
+                                 targets=None, experts=None, advantages="zero", seed=1, pad_id=pad,
+                                 eos_id=eos)
+        ids = built.arrays["completion_ids"][real_mask(built)]
+        self.assertFalse(np.isin(ids, [pad, eos]).any())
+        self.assertTrue(((ids >= 1) & (ids < 10)).all())
+    with self.assertRaisesRegex(bd.SettingsError, "no id left besides the pad and eos ids"):
+      bd.build_payload(rows=1, tokens=64, layout=bd.spec_field_layout(1, 64, 1, 2,
+                                                                      routing=False), vocab=3,
+                       real_len=10, segments=1, real_rows=1, pad_position="end", pad_align=64,
+                       targets=None, experts=None, advantages="zero", seed=1, pad_id=1, eos_id=2)
+
+  def test_no_completion_exceeds_the_response_length(self):
+    layout = bd.spec_field_layout(4, 2048, 1, 2, routing=False)
+
+    def completions(max_response_length: int, segments: int = 6) -> Any:
+      built = bd.build_payload(rows=4, tokens=2048, layout=layout, vocab=100, real_len=2000,
+                               segments=segments, real_rows=4, pad_position="end", pad_align=64,
+                               targets=None, experts=None, advantages="zero", seed=2,
+                               max_prompt_length=256, max_response_length=max_response_length)
+      segment_ids = built.arrays["segment_ids"]
+      mask = built.arrays["completion_mask"]
+      lengths = [
+          int(mask[row][segment_ids[row] == seg].sum())
+          for row in range(4)
+          for seg in range(1,
+                           int(segment_ids[row].max()) + 1)
+      ]
+      return lengths, built.notes
+
+    unbounded, _ = completions(0)
+    self.assertGreater(max(unbounded), 512)  # without the bound, some would be longer
+    bounded, notes = completions(512)
+    self.assertLessEqual(max(bounded), 512)
+    self.assertGreater(min(bounded), 0)
+    # A segment longer than prompt + response: the prompt takes the rest, and a note says so.
+    bounded, notes = completions(64, segments=2)
+    self.assertLessEqual(max(bounded), 64)
+    self.assertTrue(
+        any("longer than --max_prompt_length 256 + --max_response_length 64" in note
+            for note in notes), notes)
 
 
 class PaddingTest(unittest.TestCase):

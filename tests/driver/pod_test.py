@@ -18,7 +18,7 @@ import unittest
 from typing import Any, Callable, Dict, List, Tuple
 
 import fake_tunix
-from fake_tunix import FAKES, ORCH_ARGV, TRAINER_ARGV
+from fake_tunix import FAKES, ORCH_ARGV, TRAINER_ARGV, TRAINER_ARGV_UNPROFILED
 from settings_env import base_env, settings_error
 from driver_loader import load_driver
 
@@ -96,11 +96,14 @@ class PodFlowTest(fake_tunix.FakeTunixTestCase):
     result, calls = self.run_driver()
     self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
     events = [call["event"] for call in calls]
-    self.assertEqual(events[:3], ["jax_initialize", "trainer", "worker"])
-    worker = calls[2]
+    # MaxText's config and the warm-up payload come before the trainer is built (a bad setting
+    # costs CPU seconds, not a slice).
+    self.assertEqual(events[:5], ["jax_initialize", "pyconfig", "warmup", "trainer", "worker"])
+    worker = calls[4]
     self.assertEqual(worker["context"], "MESH")
     self.assertEqual(worker["worker_id"], "bench-trainer")
-    self.assertEqual(calls[1]["chain"], "{'max_norm': 0.0625}")
+    self.assertEqual(calls[3]["chain"], "{'max_norm': 0.0625}")
+    self.assertEqual(calls[1]["argv"], ["model_name=qwen3-0.6b"])
     self.assertEqual(events.count("compile"), 1)
     self.assertTrue(next(c for c in calls if c["event"] == "compile")["abstract"])
     fwd_bwd = [call for call in calls if call["event"] == "fwd_bwd"]
@@ -343,7 +346,8 @@ class PodFlowTest(fake_tunix.FakeTunixTestCase):
 
   def test_knobs_reach_the_payload_and_the_algorithm(self):
     result, calls = self.run_driver(LOGP_GATES="off", FINAL_ROWS="1", PROFILE_WINDOW="1:2",
-                                    SEGMENTS="2", PAD_POSITION="start", PAD_ALIGN="64")
+                                    SEGMENTS="2", PAD_POSITION="start", PAD_ALIGN="64",
+                                    TRAINER_ARGV=TRAINER_ARGV_UNPROFILED)
     self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
     warmup = next(call for call in calls if call["event"] == "warmup")
     self.assertIsNone(warmup["seq_logprob_error_threshold"])
@@ -352,6 +356,7 @@ class PodFlowTest(fake_tunix.FakeTunixTestCase):
     self.assertIn("seq_logprob_error_threshold=2.0 turned off", result.stdout)
     # The trainer's own profiler is off; the driver traces calls 1 and 2.
     self.assertEqual(next(c for c in calls if c["event"] == "trainer")["profiler_steps"], 0)
+    self.assertEqual(self.summary_of(result)["profiler"]["by"], "driver")
     events = [call["event"] for call in calls]
     self.assertEqual(events.count("start_trace"), 1)
     self.assertEqual(events.count("stop_trace"), 1)
@@ -394,7 +399,8 @@ class PodFlowTest(fake_tunix.FakeTunixTestCase):
     self.assertIn("unrecognized arguments: --unknown_flag=1", result.stderr)
 
   def test_a_failing_step_exits_1_and_stops_the_trace(self):
-    result, calls = self.run_driver(FAKE_FAIL_AT="4", PROFILE_WINDOW="3:3")
+    result, calls = self.run_driver(FAKE_FAIL_AT="4", PROFILE_WINDOW="3:3",
+                                    TRAINER_ARGV=TRAINER_ARGV_UNPROFILED)
     self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
     self.assertEqual(result.stderr.splitlines()[-1], "bench_driver: failed: device lost")
     self.assertIn("Traceback", result.stderr)

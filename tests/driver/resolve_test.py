@@ -136,8 +136,12 @@ class RoutingTest(unittest.TestCase):
     def resolve(orch="--x", **env):
       return bd.resolve_routing(bd.parse_settings(base_env(ORCH_ARGV=orch, **env)))
 
-    self.assertTrue(resolve().value)
-    self.assertIn("as the seed always did", resolve().source)
+    # auto with no evidence is an error: replaying changes the program compiled.
+    self.assertEqual(
+        settings_error(self, resolve),
+        "ROUTING=auto but nothing says whether the e2e run replays routing (no ORCH_ARGV "
+        "--return_routed_experts, ORCH_RETURN_ROUTED_EXPERTS or ROLLOUT_RETURN_ROUTED_EXPERTS): "
+        "set ROUTING=on or off")
     self.assertFalse(resolve("--no-return_routed_experts").value)
     self.assertTrue(resolve("--return_routed_experts=true").value)
     self.assertFalse(resolve(ORCH_RETURN_ROUTED_EXPERTS="false").value)
@@ -157,9 +161,14 @@ class RoutingTest(unittest.TestCase):
                      bd.Choice(False, "auto: ORCH_ARGV --return_routed_experts=false"))
     self.assertEqual(choice(ORCH_RETURN_ROUTED_EXPERTS="off"),
                      bd.Choice(False, "auto: orchestrator env RETURN_ROUTED_EXPERTS=off"))
+    # Then the rollout JobSet's setting, which render-bench copies.
     self.assertEqual(
-        choice(),
-        bd.Choice(True, "auto: the e2e run does not say; replaying, as the seed always did"))
+        choice(ROLLOUT_RETURN_ROUTED_EXPERTS="true"),
+        bd.Choice(
+            True, "auto: the rollout JobSet's --return_routed_experts / "
+            "RETURN_ROUTED_EXPERTS=true (ROLLOUT_RETURN_ROUTED_EXPERTS)"))
+    self.assertFalse(
+        choice(ORCH_RETURN_ROUTED_EXPERTS="false", ROLLOUT_RETURN_ROUTED_EXPERTS="true").value)
 
 
 class RolloutLogpsTest(unittest.TestCase):
@@ -204,19 +213,22 @@ class Scorer:
 
 
 class LogpsPassTest(unittest.TestCase):
-  """LOGPS_PASS: whether the actor scores each micro-batch before it trains."""
+  """LOGPS_PASS: whether the actor scores each micro-batch before it trains, as the image's
+  rl_program decides (its can_fuse_agreement_in_loss, with its getattr defaults)."""
 
-  REASON = "the payload carries rollout log-probs and --use_rollout_logps is on"
+  REASON = "the payload carries rollout log-probs and the GRPO config's use_rollout_logps is on"
 
   def resolve(self, setting: str = "auto", algo_config: Any = None, use_rollout_logps: bool = True,
               rollout: bool = True, worker: Any = None, request_class: Any = object,
-              log: Optional[List[str]] = None, **orch: Any) -> Any:
+              log: Optional[List[str]] = None, program: Tuple[str, str] = ("always", "rl.py"),
+              **orch: Any) -> Any:
     settings = bd.parse_settings(base_env(LOGPS_PASS=setting))
-    orch_args = types.SimpleNamespace(use_rollout_logps=use_rollout_logps, **orch)
-    return bd.resolve_logps_pass(settings, algo_config if algo_config is not None else object(),
-                                 orch_args, bd.Choice(rollout, "test"),
+    orch_args = types.SimpleNamespace(**orch)
+    if algo_config is None:
+      algo_config = types.SimpleNamespace(use_rollout_logps=use_rollout_logps)
+    return bd.resolve_logps_pass(settings, algo_config, orch_args, bd.Choice(rollout, "test"),
                                  Scorer() if worker is None else worker, request_class,
-                                 log=(log if log is not None else []).append)
+                                 log=(log if log is not None else []).append, program=program)
 
   def test_off_and_on(self):
     self.assertEqual(self.resolve("off", worker=object(), request_class=None),
@@ -232,24 +244,39 @@ class LogpsPassTest(unittest.TestCase):
   def test_auto_follows_the_program(self):
     no_pass = bd.Choice(
         False, "auto: the e2e program makes no actor log-prob pass (no rollout "
-        "log-probs used as old ones)")
+        "log-probs, or the GRPO config does not use them as the old ones)")
     self.assertEqual(self.resolve(rollout=False), no_pass)
     self.assertEqual(self.resolve(use_rollout_logps=False), no_pass)
-    # An older rl_program (no policy_loss_fn) never fuses the check into the loss.
-    self.assertEqual(self.resolve(), bd.Choice(True, "auto: " + self.REASON))
+    # use_rollout_logps is the GRPO config's, as rl_program reads it, not the argv's.
+    self.assertEqual(self.resolve(algo_config=types.SimpleNamespace(), use_rollout_logps=True),
+                     no_pass)
+    # An rl_program that never fuses the check into the loss scores every micro-batch.
+    self.assertEqual(
+        self.resolve(),
+        bd.Choice(True, "auto: " + self.REASON + " (the image's rl_program never "
+                  "fuses it: rl.py)"))
+    # One without the pass makes none, whatever the config.
+    self.assertEqual(
+        self.resolve(program=("never", "rl.py")),
+        bd.Choice(False, "auto: the image's rl_program makes no actor log-prob pass (rl.py)"))
 
   def test_a_loss_that_checks_the_agreement_needs_no_pass(self):
 
     def config(**fields: Any) -> Any:
       values: Dict[str, Any] = dict(policy_loss_fn="grpo", log_sampler_trainer_agreement=False,
-                                    num_iterations=1)
+                                    num_iterations=1, use_rollout_logps=True)
       values.update(fields)
       return types.SimpleNamespace(**values)
 
+    def resolve(algo_config: Any, **orch: Any) -> Any:
+      return self.resolve(algo_config=algo_config, program=("fusable", "rl.py"), **orch)
+
     fused = bd.Choice(False, f"auto: {self.REASON}, but the GRPO loss checks the agreement itself")
-    self.assertEqual(self.resolve(algo_config=config(), batch_size=4, mini_batch_size=None), fused)
-    self.assertEqual(self.resolve(algo_config=config(), batch_size=4, mini_batch_size=4), fused)
-    self.assertEqual(self.resolve(algo_config=config()), fused)  # sizes unknown
+    self.assertEqual(resolve(config(), batch_size=4, mini_batch_size=None), fused)
+    self.assertEqual(resolve(config(), batch_size=4, mini_batch_size=4), fused)
+    self.assertEqual(resolve(config()), fused)  # sizes unknown
+    # rl_program's getattr defaults: no policy_loss_fn is grpo, no agreement logging, 1 iteration.
+    self.assertEqual(resolve(types.SimpleNamespace(use_rollout_logps=True)), fused)
     scored = bd.Choice(True, "auto: " + self.REASON)
     cases: List[Tuple[Dict[str, Any], Dict[str,
                                            Any]]] = [({"policy_loss_fn": "gspo"}, {}),
@@ -258,7 +285,7 @@ class LogpsPassTest(unittest.TestCase):
                                                      ({}, {"batch_size": 4, "mini_batch_size": 2})]
     for fields, orch in cases:
       with self.subTest(fields=fields, orch=orch):
-        self.assertEqual(self.resolve(algo_config=config(**fields), **orch), scored)
+        self.assertEqual(resolve(config(**fields), **orch), scored)
 
   def test_auto_without_the_calls_warns_and_goes_on(self):
     lines: List[str] = []

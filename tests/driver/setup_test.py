@@ -92,13 +92,16 @@ class SetupTest(unittest.TestCase):
         ("TRAINER_ARGV", ("trainer module",)),
         ("MaxText", ("TRAINER_ARGV",)),
         ("TrainerWorker", ("TRAINER_ARGV",)),
+        ("TrainerWorker call", ("TrainerWorker",)),
         ("datatypes", ("TrainerWorker",)),
         ("jax", ()),
+        ("MaxText config", ("MaxText", "jax")),
         ("orchestrator module", ()),
         ("ORCH_ARGV", ("orchestrator module",)),
         ("GRPO config", ("ORCH_ARGV",)),
         ("tokenizer", ("ORCH_ARGV", "TRAINER_ARGV")),
         ("batch configuration", ("GRPO config", "tokenizer")),
+        ("actor log-prob pass", ("GRPO config", "datatypes")),
         ("staged step boundary", ("TrainerWorker",)),
     ])
     # Every stage a stage needs runs before it.
@@ -148,6 +151,7 @@ class ModelShapesTest(unittest.TestCase):
   """Setup.model_shapes: the routing shape, experts and vocabulary of the built trainer."""
 
   def shapes(self, worker: Any, vocab: Optional[int] = None, **env: str) -> Any:
+    env.setdefault("ROLLOUT_RETURN_ROUTED_EXPERTS", "true")
     setup = bd.Setup(bd.parse_settings(base_env(**env)))
     setup.tokenizer_vocab = vocab
     return setup.model_shapes(worker), setup.choices

@@ -18,6 +18,7 @@ from .common import describe_exception, say, SettingsError, TunixMissing
 from .payload import spec_field_layout
 from .resolve import Choice
 from .settings import Settings
+from .upstream import module_calls
 from .tunix import (call_checked, disable_logp_gates, Fallbacks, import_tunix, logp_gates_left_on,
                     require, source_file)
 
@@ -207,3 +208,25 @@ def build_assembler(batch_assembly: Any, algo: Any, orch_args: Any, batch_config
                         f"the assembler is {type(assembler).__name__}, whose shapes depend on "
                         "the data")
   return assembler
+
+
+def configured_eos(orch_module: str, assembler: Any, pad_id: int, tokenizer_eos: int) -> Choice:
+  """The eos id the e2e configures the worker's loss with. An orchestrator that leaves it to the
+  engine's configure_worker gets `getattr(assembler, "eos_id", <its eos_id keyword, else the pad
+  id>)`; one that configures the loss itself (run_deepswe_dist@000f523a's
+  _configure_trainer_loss) passes the tokenizer's eos id."""
+  path, calls = module_calls(orch_module, "configure_worker")
+  if not calls:
+    return Choice(
+        tokenizer_eos, f"the tokenizer's eos id (its pad id when it has none): the "
+        f"orchestrator configures the loss itself ({path} calls no configure_worker)")
+  passes_eos = any("eos_id" in keywords for keywords in calls)
+  fallback, said = ((tokenizer_eos,
+                     "the tokenizer's eos id the orchestrator passes") if passes_eos else
+                    (pad_id, "the pad id: the orchestrator passes no eos_id"))
+  if getattr(assembler, "eos_id", None) is not None:
+    return Choice(int(assembler.eos_id), f"the assembler's eos_id, as configure_worker takes it "
+                  f"({path})")
+  return Choice(
+      fallback, f"{said}, as configure_worker takes it when the assembler has no "
+      f"eos_id ({path})")

@@ -141,8 +141,12 @@ def build_miniature(setup: Setup, flags: str, runs: Dict[str, Any]) -> str:
       setattr(args, name, None)
   previous = os.environ.get("MAXTEXT_EXTRA_FLAGS")
   os.environ["MAXTEXT_EXTRA_FLAGS"] = f"{previous or ''} {flags}".strip()
+  # The miniature's routing shape is its own trainer's, not the e2e model's that the "MaxText
+  # config" stage read: the payload is built after the trainer, from it.
+  setup.model_shape = None
   try:
-    tunix = setup.build_trainer()
+    worker, outer = setup.build_worker()
+    tunix = setup.attach_worker(setup.payload_setup(worker), worker, outer)
   finally:
     if previous is None:
       os.environ.pop("MAXTEXT_EXTRA_FLAGS", None)

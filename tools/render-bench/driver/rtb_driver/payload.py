@@ -9,7 +9,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from .common import REGULAR_BUDGET, REGULAR_PADDING, SEGMENT_ALIGN, SettingsError, TARGET_TOLERANCE
+from .common import (REGULAR_BUDGET, REGULAR_PADDING, SEGMENT_ALIGN, SettingsError,
+                     TARGET_TOLERANCE, TunixMissing)
 
 
 def default_real_len(tokens: int) -> int:
@@ -224,6 +225,22 @@ def spec_field_layout(rows: int, tokens: int, layers: int, topk: int, old_logps:
   return layout
 
 
+def avoid_ids(ids: np.ndarray, vocab: int, special: Sequence[int]) -> None:
+  """Moves every id in `ids` (drawn from [1, vocab)) that equals a special id (pad, eos) to the
+  next id up that is not special (wrapping to 1), in place: a real token never reads as padding
+  or as the end of a sequence."""
+  banned = sorted({int(value) for value in special if 1 <= int(value) < vocab})
+  if not banned:
+    return
+  if len(banned) >= vocab - 1:
+    raise SettingsError(f"vocabulary size {vocab}: no id left besides the pad and eos ids")
+  for value in banned:
+    target = value
+    while target in banned:
+      target = target + 1 if target + 1 < vocab else 1
+    ids[ids == value] = target
+
+
 @dataclasses.dataclass
 class BuiltPayload:
   arrays: Dict[str, np.ndarray]
@@ -257,18 +274,22 @@ def build_payload(*, rows: int, tokens: int, layout: Mapping[str, Tuple[Tuple[in
                   vocab: int, real_len: int, segments: Union[int, Sequence[int]], real_rows: int,
                   pad_position: str, pad_align: int, targets: Optional[Sequence[float]],
                   experts: Optional[int], advantages: str, seed: int, pad_id: int = 0,
-                  max_prompt_length: int = 0, rollout_as_old: bool = False) -> BuiltPayload:
+                  max_prompt_length: int = 0, rollout_as_old: bool = False,
+                  eos_id: Optional[int] = None, max_response_length: int = 0) -> BuiltPayload:
   """Builds one micro-batch: every field of `layout` (name -> (shape, dtype)) as a NumPy array.
 
   Rows 0..real_rows-1 hold real_len real tokens each, cut into `segments` segments (one count
   for every row, or one per row) on the 64-token grid; the other rows are all padding. As Tunix's
   sequence packer writes them, a segment is one trajectory: a prompt (a seeded length in
-  [1, min(max_prompt_length, length - 1)], none when max_prompt_length is 0) then its completion.
+  [1, min(max_prompt_length, length - 1)], none when max_prompt_length is 0, and at least
+  length - max_response_length when that is given, so that no completion is longer than it) then
+  its completion.
   Ids, segment ids, in-segment positions and routing cover the whole segment; completion_mask,
   advantages and per-token log-probs its completion only. Padding is at the end of a row, or
   (pad_position "start") the real part is written further right by the trailing padding rounded
   down to a multiple of pad_align, every per-token array alike. With rollout_as_old, the rollout
-  log-probs are the old ones (the e2e program uses the rollout's as old).
+  log-probs are the old ones (the e2e program uses the rollout's as old). A real token id is
+  never the pad id or the eos id. A per-token field the builder does not know is an error.
   """
   notes = []
   if not 1 <= real_len <= tokens:
@@ -290,14 +311,14 @@ def build_payload(*, rows: int, tokens: int, layout: Mapping[str, Tuple[Tuple[in
 
   # Token ids, segments and per-token values for the real rows, in row order.
   ids = _rng(seed, _IDS).integers(1, vocab, size=(rows, real_len), dtype=np.int64)
-  if 1 <= pad_id < vocab and vocab > 2:
-    ids[ids == pad_id] = pad_id % (vocab - 1) + 1  # a real token never reads as padding
+  avoid_ids(ids, vocab, [pad_id] + ([] if eos_id is None else [eos_id]))
   segment_rng = _rng(seed, _SEGMENTS)
   prompt_rng = _rng(seed, _PROMPTS)
   segment_ids = np.zeros((rows, real_len), dtype=np.int32)
   segment_positions = np.zeros((rows, real_len), dtype=np.int32)
   completion = np.zeros((rows, real_len), dtype=bool)
   positions = np.arange(real_len, dtype=np.int64)
+  too_long = 0
   for row in range(rows):
     starts = np.concatenate([[0], segment_cuts(segment_rng, real_len, counts[row])])
     lengths = np.diff(np.concatenate([starts, [real_len]]))
@@ -306,9 +327,19 @@ def build_payload(*, rows: int, tokens: int, layout: Mapping[str, Tuple[Tuple[in
     prompts = np.zeros(lengths.size, dtype=np.int64)
     if max_prompt_length > 0:
       longest = np.minimum(max_prompt_length, lengths - 1)
-      drawn = prompt_rng.integers(1, np.maximum(longest, 1) + 1)
+      shortest = np.ones_like(longest)
+      if max_response_length > 0:
+        need = lengths - max_response_length  # the shortest prompt leaving a short completion
+        too_long += int((need > longest).sum())
+        longest = np.maximum(longest, need)  # the prompt takes what no completion may hold
+        shortest = np.maximum(shortest, np.minimum(need, longest))
+      drawn = prompt_rng.integers(shortest, np.maximum(longest, 1) + 1)
       prompts = np.where(longest >= 1, drawn, 0)
     completion[row] = segment_positions[row] >= np.repeat(prompts, lengths)
+  if too_long:
+    notes.append(f"{too_long} segments are longer than --max_prompt_length {max_prompt_length} + "
+                 f"--max_response_length {max_response_length}: their prompts are longer than "
+                 "--max_prompt_length, so that no completion exceeds --max_response_length")
   most = max(counts)
   if advantages == "zero":
     per_segment = np.zeros((rows, most), dtype=np.float32)
@@ -380,9 +411,9 @@ def build_payload(*, rows: int, tokens: int, layout: Mapping[str, Tuple[Tuple[in
     elif name == "sampler_is_weights":
       values = completion.astype(np.float32)
     else:
-      notes.append(f"{name}[{rows},{tokens}] {dtype.name}: unknown field, left at zero")
-      arrays[name] = array
-      continue
+      raise TunixMissing(f"the warm-up payload has a per-token field {name}[{rows},{tokens}] "
+                         f"{dtype.name} the payload builder does not know: zeros would train "
+                         "another program (docs/payload-spec.md lists the known fields)")
     array[:real_rows, span] = values[:real_rows].astype(dtype)
     arrays[name] = array
   return BuiltPayload(arrays=arrays, routing=routing_report, real_rows=real_rows, real_len=real_len,

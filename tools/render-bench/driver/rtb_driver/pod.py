@@ -21,6 +21,7 @@ from .settings import Settings
 from .builders import TunixSetup
 from .setup import POD, Setup
 from .steps import StepRunner
+from .trainer_facts import check_routing_targets, ModelShape
 from .summary import count_chips, grad_norm, report_summary, summarize, token_dropping
 from .tunix import call_checked, Fallbacks, field_layout, replace_fields
 from .values import scale_targets
@@ -67,20 +68,20 @@ def resolve_plan_inputs(settings: Settings, setup: TunixSetup) -> Dict[str, Any]
   targets = None
   if setup.routing_shape is not None:
     layers, topk = setup.routing_shape
-    if settings.routing_targets is None:
-      raise SettingsError(f"ROUTING_TARGETS is required: the payload replays routing "
-                          f"({layers} layers, top-{topk})")
-    if len(settings.routing_targets) != layers:
-      raise SettingsError(f"ROUTING_TARGETS has {len(settings.routing_targets)} values but the "
-                          f"model has {layers} decoder layers")
-    targets = scale_targets(settings.routing_targets, settings.routing_scale)
+    if settings.routing_targets is not None:
+      targets = scale_targets(settings.routing_targets, settings.routing_scale)
+    check_routing_targets(
+        targets,
+        ModelShape(layers, setup.experts, topk, getattr(setup, "vocab", None), "the trainer"),
+        "the warm-up payload")
   elif settings.routing_targets is not None:
     say("the payload replays no routing: ROUTING_TARGETS is ignored")
   position, align = resolve_padding(settings)
   return {
       "real_len": real_len, "segments": segments, "segments_rule": rule, "final_rows": final_rows,
       "targets": targets, "pad_position": position, "pad_align": align,
-      "max_prompt_length": setup.max_prompt_length or 0
+      "max_prompt_length": setup.max_prompt_length or 0,
+      "max_response_length": setup.max_response_length or 0
   }
 
 
@@ -102,9 +103,15 @@ def run_pod(settings: Settings) -> int:
   setup = Setup(settings, POD)
   setup.run_before_trainer()
   stage_plan = setup.stage_plan
-  tunix = setup.build_trainer()
+  # Everything that needs no trainer runs before TrainerWorker(...) builds it: with the model's
+  # shape from MaxText's config, the warm-up payload and both payload builds too.
+  worker, outer = (None, None) if setup.model_shape is not None else setup.build_worker()
+  tunix = setup.payload_setup(worker)
   payloads = build_payloads(settings, tunix)
   check_warmup_signature(tunix, payloads.regular)
+  if worker is None:
+    worker, outer = setup.build_worker()
+  setup.attach_worker(tunix, worker, outer)
   # The mesh, for a worker that could not take it as its execution context.
   with tunix.outer_context or contextlib.nullcontext():
     worker = tunix.worker
@@ -137,7 +144,7 @@ def run_pod(settings: Settings) -> int:
           "devices": len(devices), "shift": payloads.regular_built.shift, "choices": {
               key: {"value": choice.value, "source": choice.source}
               for key, choice in tunix.choices.items()
-          }, "fallbacks": list(fallbacks),
+          }, "weights": setup.weights, "profiler": setup.profiler, "fallbacks": list(fallbacks),
           "versions": imported_versions(setup.called_modules(tunix.worker)
                                        ), **runner.summary_facts()
       })
@@ -172,7 +179,8 @@ def build_payloads(settings: Settings, tunix: TunixSetup) -> Payloads:
                           pad_align=resolved["pad_align"].value, targets=resolved["targets"],
                           experts=tunix.experts, advantages=settings.advantages, seed=settings.seed,
                           pad_id=tunix.pad_id, max_prompt_length=resolved["max_prompt_length"],
-                          rollout_as_old=tunix.rollout_as_old)
+                          rollout_as_old=tunix.rollout_as_old, eos_id=tunix.eos_id,
+                          max_response_length=resolved["max_response_length"])
     for note in built.notes:
       say(f"payload: {note}")
     for miss in built.misses():

@@ -16,6 +16,7 @@ from .builders import build_warmup
 from .payload import build_payload, default_real_len
 from .resolve import Choice, resolve_padding, resolve_routing, trajectory_segments
 from .settings import Settings
+from .pod import resolve_plan_inputs
 from .setup import PREFLIGHT, Setup
 from .tunix import field_layout, Fallbacks
 from .values import scale_targets
@@ -81,6 +82,8 @@ def run_preflight(settings: Settings, out: Callable[[str], None] = emit) -> int:
   warmup: Dict[str, Any] = {}
   checks.check("warm-up payload", lambda: check_warmup(setup, warmup),
                needs=["batch configuration"])
+  checks.check("payload settings", lambda: check_payload_settings(setup, warmup),
+               needs=["warm-up payload"])
   checks.check("payload", lambda: check_small_payload(setup, warmup["payload"]),
                needs=["warm-up payload", "datatypes"])
   for note in setup.notes + notes:
@@ -95,10 +98,19 @@ def run_preflight(settings: Settings, out: Callable[[str], None] = emit) -> int:
 
 
 def check_warmup(setup: Setup, found: Dict[str, Any]) -> str:
-  """Tunix's warm-up payload for the e2e assembler, with a stand-in routing shape (one layer
-  per routing target, top-PREFLIGHT_TOPK)."""
+  """Tunix's warm-up payload for the e2e assembler, with the routing shape of MaxText's config
+  (the "MaxText config" stage checked ROUTING_TARGETS against it), else a stand-in one (one
+  layer per routing target, top-PREFLIGHT_TOPK)."""
   settings = setup.settings
-  routing = resolve_routing(settings)
+  if setup.model_shape is not None:
+    # The pod's own path: the warm-up payload for MaxText's routing shape, before any trainer.
+    tunix = setup.payload_setup(None)
+    found["payload"], found["tunix"] = tunix.warmup, tunix
+    layout = field_layout(tunix.warmup)
+    routing = setup.choices["routing"]
+    return (f"{len(layout)} fields: {', '.join(sorted(layout))}; routing "
+            f"{'replayed' if tunix.routing_shape else 'not replayed'} ({routing.source})")
+  routing = setup.choices.get("routing") or resolve_routing(settings)
   shape = None
   if routing.value:
     if settings.routing_targets is None:
@@ -111,6 +123,19 @@ def check_warmup(setup: Setup, found: Dict[str, Any]) -> str:
   layout = field_layout(warmup)
   return (f"{len(layout)} fields: {', '.join(sorted(layout))}; routing "
           f"{'replayed' if shape else 'not replayed'} ({routing.source})")
+
+
+def check_payload_settings(setup: Setup, found: Dict[str, Any]) -> str:
+  """REAL_LEN, SEGMENTS, FINAL_ROWS and ROUTING_TARGETS against the warm-up payload's rows and
+  token budget, as the pod resolves them before it builds its payloads (resolve_plan_inputs);
+  needs MaxText's model shape (else the pod checks them once the trainer is built)."""
+  tunix = found.get("tunix")
+  if tunix is None:
+    return "not checked: MaxText's config did not give the routing shape"
+  resolved = resolve_plan_inputs(setup.settings, tunix)
+  return (f"REAL_LEN {resolved['real_len']} of T={tunix.tokens}, {resolved['segments']} "
+          f"segments per row ({resolved['segments_rule']}), FINAL_ROWS {resolved['final_rows']} "
+          f"of R={tunix.rows}")
 
 
 def check_small_payload(setup: Setup, warmup: Any) -> str:
@@ -131,12 +156,18 @@ def check_small_payload(setup: Setup, warmup: Any) -> str:
       real_len, prompt, getattr(orch_args, "max_response_length", None)) or 1
   targets = (scale_targets(settings.routing_targets, settings.routing_scale)
              if "routed_experts" in small and settings.routing_targets is not None else None)
-  built = build_payload(rows=rows, tokens=tokens, layout=small, vocab=setup.tokenizer_vocab or 1000,
-                        real_len=real_len, segments=min(segments, real_len), real_rows=rows,
-                        pad_position=position.value, pad_align=align.value, targets=targets,
-                        experts=preflight_experts(targets), advantages=settings.advantages,
-                        seed=settings.seed, pad_id=setup.pad_id, max_prompt_length=prompt,
-                        rollout_as_old=bool(getattr(orch_args, "use_rollout_logps", False)))
+  model = setup.model_shape
+  experts = model.experts if model is not None and model.routing_shape else preflight_experts(
+      targets)
+  built = build_payload(
+      rows=rows, tokens=tokens, layout=small,
+      vocab=(model.vocab if model is not None and model.vocab else setup.tokenizer_vocab or 1000),
+      real_len=real_len, segments=min(segments, real_len), real_rows=rows,
+      pad_position=position.value, pad_align=align.value, targets=targets, experts=experts,
+      advantages=settings.advantages, seed=settings.seed, pad_id=setup.pad_id,
+      max_prompt_length=prompt, rollout_as_old=bool(getattr(orch_args, "use_rollout_logps",
+                                                            False)), eos_id=setup.eos_id,
+      max_response_length=int(getattr(orch_args, "max_response_length", 0) or 0))
   for name, (shape, dtype) in layout.items():
     array = built.arrays.get(name)
     if array is None or array.dtype != np.dtype(dtype) or array.ndim != len(shape):

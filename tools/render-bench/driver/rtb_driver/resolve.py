@@ -120,8 +120,9 @@ def resolve_padding(settings: Settings) -> Tuple[Choice, Choice]:
 
 def resolve_routing(settings: Settings) -> Choice:
   """ROUTING: whether the payload replays routing (routed_experts). auto follows the e2e run:
-  ORCH_ARGV --return_routed_experts, else the orchestrator's RETURN_ROUTED_EXPERTS environment;
-  when neither says, on, as the seed always replayed (and the source says so)."""
+  ORCH_ARGV --return_routed_experts, else the orchestrator's RETURN_ROUTED_EXPERTS environment,
+  else the rollout JobSet's setting (ROLLOUT_RETURN_ROUTED_EXPERTS, copied by render-bench).
+  With no evidence auto is a SettingsError: replaying or not changes the program compiled."""
   if settings.routing != "auto":
     return Choice(settings.routing == "on", f"ROUTING={settings.routing}")
   flag = bool_flag(settings.orch_argv, "--return_routed_experts")
@@ -132,13 +133,24 @@ def resolve_routing(settings: Settings) -> Choice:
     return Choice(
         value, "auto: orchestrator env RETURN_ROUTED_EXPERTS="
         f"{settings.orch_return_routed_experts}")
-  return Choice(True, "auto: the e2e run does not say; replaying, as the seed always did")
+  if settings.rollout_return_routed_experts is not None:
+    value = parse_bool_word("ROLLOUT_RETURN_ROUTED_EXPERTS", settings.rollout_return_routed_experts)
+    return Choice(
+        value, "auto: the rollout JobSet's --return_routed_experts / RETURN_ROUTED_EXPERTS="
+        f"{settings.rollout_return_routed_experts} (ROLLOUT_RETURN_ROUTED_EXPERTS)")
+  raise SettingsError("ROUTING=auto but nothing says whether the e2e run replays routing (no "
+                      "ORCH_ARGV --return_routed_experts, ORCH_RETURN_ROUTED_EXPERTS or "
+                      "ROLLOUT_RETURN_ROUTED_EXPERTS): set ROUTING=on or off")
 
 
-def rollout_logps_requested(orch_args: Any) -> Choice:
-  """Whether the e2e program asks the rollouts for log-probs: it uses them as the old ones
-  (--use_rollout_logps, default on in run_deepswe_dist), or a gate or weighting needs them
-  (truncated importance sampling, the sequence log-prob error threshold, sampler IS buckets)."""
+def rollout_logps_requested(orch_args: Any, asked: Optional[Choice] = None) -> Choice:
+  """Whether the payload carries rollout log-probs: as the image's orchestrator asks its
+  rollouts for them (`asked`, read from its GenerationArgs(return_logprobs=...) call; see
+  upstream.py), else when it uses them as the old ones (--use_rollout_logps) or a gate or
+  weighting needs them (truncated importance sampling, the sequence log-prob error threshold,
+  sampler IS buckets)."""
+  if asked is not None:
+    return asked
   reasons = []
   for name in ("use_rollout_logps", "truncated_importance_sampling_type",
                "seq_logprob_error_threshold", "sampler_is_length_buckets"):
@@ -150,13 +162,31 @@ def rollout_logps_requested(orch_args: Any) -> Choice:
       if reasons else "no --use_rollout_logps, TIS type, sequence log-prob threshold or IS buckets")
 
 
-def resolve_logps_pass(settings: Settings, algo_config: Any, orch_args: Any, rollout_logps: Choice,
-                       worker: Any, request_class: Any, log: Callable[[str], None] = say) -> Choice:
+def can_fuse_agreement(algo_config: Any, orch_args: Any) -> bool:
+  """rl_program's can_fuse_agreement_in_loss, with its defaults: a config whose policy loss is
+  grpo (getattr default "grpo"), without log_sampler_trainer_agreement (default False), one
+  iteration (default 1), and a mini-batch at least the full batch."""
+  if algo_config is None:
+    return False
+  batch = getattr(orch_args, "batch_size", None)
+  mini = getattr(orch_args, "mini_batch_size", None) or batch
+  return (getattr(algo_config, "policy_loss_fn", "grpo") == "grpo" and
+          not getattr(algo_config, "log_sampler_trainer_agreement", False) and
+          getattr(algo_config, "num_iterations", 1) == 1 and
+          (batch is None or mini is None or mini >= batch))
+
+
+def resolve_logps_pass(
+    settings: Settings, algo_config: Any, orch_args: Any, rollout_logps: Choice, worker: Any,
+    request_class: Any, log: Callable[[str],
+                                      None] = say, program: Tuple[str,
+                                                                  str] = ("fusable", "")) -> Choice:
   """LOGPS_PASS: whether each micro-batch is scored by the actor (per_token_logps) before it
-  trains, as the e2e program does when it checks the sampler against the trainer outside the
-  loss: the batch carries rollout log-probs, --use_rollout_logps is on, and the agreement cannot
-  be fused into the GRPO loss (a newer rl_program: policy_loss_fn grpo, no
-  log_sampler_trainer_agreement, one iteration, a full mini-batch; an older one never fuses)."""
+  trains, as the image's rl_program does when it checks the sampler against the trainer outside
+  the loss: the batch carries rollout log-probs, the GRPO config's use_rollout_logps is on, and
+  the agreement cannot be fused into the loss. `program` is how the image's rl_program checks
+  it and where that was read (upstream.rl_program_agreement): "fusable" (can_fuse_agreement),
+  "always" (an rl_program that never fuses) or "never" (one without the pass)."""
   missing = []
   if not callable(getattr(worker, "per_token_logps", None)):
     missing.append("TrainerWorker.per_token_logps")
@@ -168,23 +198,24 @@ def resolve_logps_pass(settings: Settings, algo_config: Any, orch_args: Any, rol
     if missing:
       raise SettingsError(f"LOGPS_PASS=on but this image's Tunix lacks {', '.join(missing)}")
     return Choice(True, "LOGPS_PASS=on")
-  uses = bool(rollout_logps.value and getattr(orch_args, "use_rollout_logps", False))
-  reason = "the payload carries rollout log-probs and --use_rollout_logps is on"
-  if uses and hasattr(algo_config, "policy_loss_fn"):
-    batch = getattr(orch_args, "batch_size", None)
-    mini = getattr(orch_args, "mini_batch_size", None) or batch
-    fused = (getattr(algo_config, "policy_loss_fn", None) == "grpo" and
-             not getattr(algo_config, "log_sampler_trainer_agreement", False) and
-             getattr(algo_config, "num_iterations", 1) == 1 and
-             (batch is None or mini is None or mini >= batch))
-    if fused:
-      return Choice(False, f"auto: {reason}, but the GRPO loss checks the agreement itself")
+  kind, where = program
+  if kind == "never":
+    return Choice(False, f"auto: the image's rl_program makes no actor log-prob pass ({where})")
+  # rl_program: the payload has old (rollout) log-probs, the config uses them, and the agreement
+  # cannot be fused into the loss.
+  uses = bool(rollout_logps.value and algo_config is not None and
+              getattr(algo_config, "use_rollout_logps", False))
+  reason = "the payload carries rollout log-probs and the GRPO config's use_rollout_logps is on"
+  if uses and kind == "fusable" and can_fuse_agreement(algo_config, orch_args):
+    return Choice(False, f"auto: {reason}, but the GRPO loss checks the agreement itself")
   if not uses:
     return Choice(
         False, "auto: the e2e program makes no actor log-prob pass (no rollout "
-        "log-probs used as old ones)")
+        "log-probs, or the GRPO config does not use them as the old ones)")
   if missing:
     log(f"WARNING: the e2e program scores each micro-batch with the actor first ({reason}) but "
         f"this image's Tunix lacks {', '.join(missing)}: the bench CANNOT reproduce that pass")
     return Choice(False, f"auto: {reason}; not reproducible: lacks {', '.join(missing)}")
-  return Choice(True, f"auto: {reason}")
+  return Choice(
+      True, f"auto: {reason}" +
+      ("" if kind == "fusable" else f" (the image's rl_program never fuses it: {where})"))

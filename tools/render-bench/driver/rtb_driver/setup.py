@@ -2,11 +2,13 @@
 
 Every stage before the trainer is built needs no TPU and loads no weights: the trainer's and the
 orchestrator's modules and argv (through Tunix's own parsers), the functions and signatures the
-run will call, JAX, the GRPO config with LOGP_GATES applied, the tokenizer, the batch
-configuration and assembler, and the staged boundary the worker can run. The pod runs them, one
-log line each, then builds the trainer (build_trainer); `--preflight` runs exactly the same
-stages on CPU, each as one check line, and stops there. So a problem the preflight can see is
-found by the same code that would meet it in the pod.
+run will call and the keywords the image passes them, JAX, MaxText's model shape with the
+routing targets checked against it, the GRPO config with LOGP_GATES applied, the tokenizer, the
+batch configuration and assembler, the actor log-prob pass and the staged boundary the worker can
+run. The pod runs them, one log line each, then builds the warm-up payload and both payloads
+(payload_setup) and only then the trainer (build_worker, attach_worker); `--preflight` runs
+exactly the same stages on CPU, each as one check line, and stops there. So a problem the
+preflight can see is found by the same code that would meet it in the pod.
 """
 
 from __future__ import annotations
@@ -14,12 +16,13 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import os
 import sys
 import uuid
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .builders import (build_algo, build_assembler, build_warmup, make_batch_config, token_ids,
-                       TunixSetup)
+from .builders import (build_algo, build_assembler, build_warmup, configured_eos, make_batch_config,
+                       token_ids, TunixSetup)
 from .calls import named_params, WorkerCalls
 from .common import (DEFAULT_TRAINER_MODULE, int_or_none, one_line, say, SettingsError,
                      TunixMissing)
@@ -27,8 +30,11 @@ from .observers import engines_of
 from .resolve import (Choice, concrete_segment_counts, resolve_logps_pass, resolve_routing,
                       resolve_stage_boundary, rollout_logps_requested, StagePlan)
 from .settings import Settings
+from .trainer_facts import (maxtext_overrides, maxtext_stage, ModelShape, profiler_owner,
+                            weights_source)
 from .tunix import (call_checked, Fallbacks, import_orchestrator, import_tunix, initialize_jax,
                     parse_with, plan_call, process_module, require, source_file, split_runtime_argv)
+from .upstream import Keyword, logps_keywords, rl_program_agreement, rollout_logprobs_asked
 from .values import flag_value
 
 # How the set-up runs: in the pod (JAX on the slice, a stage that fails stops the run) or as the
@@ -89,6 +95,11 @@ class Setup:
     self.batch_assembly: Any = None
     self.assembler: Any = None
     self.stage_plan: Optional[StagePlan] = None
+    self.worker_keywords: Dict[str, Keyword] = {}
+    self.maxtext_flags: Dict[str, str] = {}
+    self.weights: Dict[str, Any] = {}
+    self.profiler: Dict[str, Any] = {}
+    self.model_shape: Optional[ModelShape] = None
 
   def stages(self) -> List[Stage]:
     """The stages before the trainer is built, in the pod's order (JAX before the orchestrator's
@@ -98,13 +109,16 @@ class Setup:
         Stage("TRAINER_ARGV", self.parse_trainer_argv, ("trainer module",)),
         Stage("MaxText", self.trainer_backend, ("TRAINER_ARGV",)),
         Stage("TrainerWorker", self.trainer_worker, ("TRAINER_ARGV",)),
+        Stage("TrainerWorker call", self.trainer_worker_call, ("TrainerWorker",)),
         Stage("datatypes", self.datatypes, ("TrainerWorker",)),
         Stage("jax", self.jax),
+        Stage("MaxText config", self.maxtext_config, ("MaxText", "jax")),
         Stage("orchestrator module", self.orchestrator_module),
         Stage("ORCH_ARGV", self.parse_orchestrator_argv, ("orchestrator module",)),
         Stage("GRPO config", self.grpo_config, ("ORCH_ARGV",)),
         Stage("tokenizer", self.tokenizer, ("ORCH_ARGV", "TRAINER_ARGV")),
         Stage("batch configuration", self.batch_configuration, ("GRPO config", "tokenizer")),
+        Stage("actor log-prob pass", self.logps_pass, ("GRPO config", "datatypes")),
         Stage("staged step boundary", self.staged_boundary, ("TrainerWorker",)),
     ]
 
@@ -126,12 +140,13 @@ class Setup:
   def parse_trainer_argv(self) -> str:
     parse = require(self.trainer_node, "_parse_args", "parse the trainer argv")
     self.trainer_args = parse_with(parse, self.trainer_words, "TRAINER_ARGV")
-    if self.settings.profile_window is not None and getattr(self.trainer_args, "profiler_steps",
-                                                            None):
-      self.log(f"PROFILE_WINDOW is set: the trainer's own profiler (--profiler_steps="
-               f"{self.trainer_args.profiler_steps}) is turned off so that one trace runs")
-      self.trainer_args.profiler_steps = 0
-    return f"{len(self.trainer_words)} words parsed by {self.trainer_node.__name__}._parse_args"
+    self.maxtext_flags = maxtext_overrides(os.environ)
+    self.profiler = profiler_owner(self.settings.profile_window, self.trainer_args,
+                                   self.maxtext_flags)
+    self.weights = weights_source(self.trainer_args, self.trainer_words, self.maxtext_flags,
+                                  os.environ)
+    return (f"{len(self.trainer_words)} words parsed by {self.trainer_node.__name__}._parse_args; "
+            f"weights {self.weights['source']}; profiler {self.profiler['by']}")
 
   def trainer_backend(self) -> str:
     # The trainer factory builds the MaxText engine through tunix.utils.maxtext_utils; both are
@@ -148,10 +163,8 @@ class Setup:
   def trainer_worker(self) -> str:
     module = import_tunix(TRAINER_WORKER_MODULE, "build the worker")
     worker_class = require(module, "TrainerWorker", "build the worker")
-    params, _ = named_params(worker_class.__init__)
-    optional = {name: None for name in ("execution_context", "logps_chunk_size")}
     plan_call(worker_class, "TrainerWorker", {"trainer_factory": None, "worker_id": "check"},
-              optional, log=self.notes.append)
+              {"execution_context": None}, log=self.notes.append)
     for method in ("fwd_bwd", "update", "with_loss_fn", "with_gen_model_input_fn"):
       require(worker_class, method, "time the trainer")
     calls = WorkerCalls(worker_class)
@@ -159,17 +172,11 @@ class Setup:
       raise TunixMissing(f"TrainerWorker.fwd_bwd{inspect.signature(worker_class.fwd_bwd)} in "
                          f"{source_file(worker_class)}: takes neither a request nor a payload")
     self.worker_module, self.worker_class = module, worker_class
-    chunk = int(getattr(self.trainer_args, "compute_logps_chunk_size", 0) or 0)
     parts = [
         f"fwd_bwd({'request' if calls.takes_request else 'payload'})",
         calls.describe_update(), "compile" if hasattr(worker_class, "compile") else
         "warmup_compile" if hasattr(worker_class, "warmup_compile") else "no compile call"
     ]
-    if chunk > 0:
-      parts.append("logps_chunk_size=" +
-                   (str(chunk) if "logps_chunk_size" in
-                    params else "not taken (the chunk reaches the loss through the "
-                    "trainer's config only)"))
     if self.mode == PREFLIGHT and not (hasattr(module, "payload_signature") and
                                        hasattr(module, "signature_mismatch")):
       # The pod meets this when it checks its payload (check_warmup_signature).
@@ -178,6 +185,24 @@ class Setup:
           "signature_mismatch", "time without checking the payload against the "
           "warm-up signature")
     return ", ".join(parts)
+
+  def trainer_worker_call(self) -> str:
+    """The log-prob keywords the image's trainer node passes to TrainerWorker(...), read from its
+    source (upstream.logps_keywords): the driver passes exactly those, with the values the e2e's
+    argv gives them; a source it cannot read stops the run (TunixMissing, exit 1)."""
+    self.worker_keywords, choices, detail = logps_keywords(self.trainer_main,
+                                                           self.trainer_node.__name__,
+                                                           self.worker_class, self.trainer_args)
+    self.choices.update(choices)
+    return detail
+
+  def maxtext_config(self) -> str:
+    """The model's layers, experts and top-k from MaxText's config, and the routing replay
+    checked against them (trainer_facts.maxtext_stage): all before the trainer is built."""
+    self.model_shape, self.choices["routing"], detail = maxtext_stage(
+        self.settings, self.trainer_args, self.maxtext_flags,
+        log=self.log if self.mode == POD else self.notes.append, strict=self.mode == PREFLIGHT)
+    return detail
 
   def datatypes(self) -> str:
     module = import_tunix(DATATYPES_MODULE, "build train requests")
@@ -212,7 +237,12 @@ class Setup:
       args.mini_batch_size = args.batch_size
     self.orch_args = args
     # The payload's log-prob fields follow the e2e program, before LOGP_GATES changes anything.
-    self.rollout_logps = rollout_logps_requested(args)
+    asked, where = rollout_logprobs_asked(self.orch_node.__name__, args)
+    self.rollout_logps = rollout_logps_requested(
+        args, None if asked is None else Choice(
+            asked, f"the orchestrator asks its rollouts "
+            f"{'for' if asked else 'for no'} log-probs "
+            f"({where})"))
     self.choices["rollout_logps"] = self.rollout_logps
     return f"{len(self.orch_words)} words parsed by {self.orch_node.__name__}._parse_args"
 
@@ -230,10 +260,8 @@ class Setup:
   def tokenizer(self) -> str:
     self.pad_id, self.eos_id, self.tokenizer_vocab = token_ids(self.orch_args, self.trainer_args,
                                                                self.fallbacks)
-    self.choices["eos_id"] = Choice(
-        self.eos_id, "the tokenizer's eos id (its pad id when it has "
-        "none), as run_deepswe_dist configures the worker")
-    return f"pad id {self.pad_id}, eos id {self.eos_id}, vocabulary {self.tokenizer_vocab}"
+    return (f"pad id {self.pad_id}, tokenizer eos id {self.eos_id}, vocabulary "
+            f"{self.tokenizer_vocab}")
 
   def batch_configuration(self) -> str:
     batch_assembly = import_tunix(BATCH_ASSEMBLY_MODULE, "build the batch configuration")
@@ -241,8 +269,24 @@ class Setup:
     batch_config = make_batch_config(self.orch_node, batch_assembly, self.orch_args, self.pad_id)
     self.assembler = build_assembler(batch_assembly, self.algo, self.orch_args, batch_config,
                                      log=self.log if self.mode == POD else self.notes.append)
+    # The loss and the log-prob request use the eos id the e2e configures the worker with.
+    eos = configured_eos(self.orch_node.__name__, self.assembler, self.pad_id, self.eos_id)
+    self.eos_id = int(eos.value)
+    self.choices["eos_id"] = eos
     return (f"{type(self.assembler).__name__}: {self.assembler.batch_size} rows x "
-            f"{self.assembler.max_packed_len} tokens")
+            f"{self.assembler.max_packed_len} tokens; eos id {self.eos_id} ({eos.source})")
+
+  def logps_pass(self) -> str:
+    """LOGPS_PASS as the image's rl_program decides it (resolve_logps_pass): its source read
+    for how it checks the sampler against the trainer, the worker class for per_token_logps."""
+    program = rl_program_agreement() if self.settings.logps_pass == "auto" else ("fusable", "")
+    choice = resolve_logps_pass(self.settings, self.algo_config, self.orch_args,
+                                self.rollout_logps or Choice(False, ""), self.worker_class,
+                                getattr(self.datatypes_module, "LogprobsRequest", None),
+                                log=self.log if self.mode == POD else self.notes.append,
+                                program=program)
+    self.choices["logps_pass"] = choice
+    return f"{'on' if choice.value else 'off'} ({choice.source})"
 
   def staged_boundary(self) -> str:
     # The pod and the preflight refuse alike: a bench that cannot stage as the e2e run does
@@ -263,46 +307,13 @@ class Setup:
     called += engines_of(worker) if worker is not None else []
     return [value for value in called if value is not None]
 
-  # ---- the pod only: the trainer ----
+  # ---- the pod only: the warm-up payload, then the trainer ----
 
-  def build_trainer(self) -> TunixSetup:
-    """Builds the trainer and the worker around it as the e2e run does, then what needs them:
-    the routing shape, the warm-up payload, train and log-prob requests."""
-    settings, trainer_args, orch_args = self.settings, self.trainer_args, self.orch_args
-    choices = self.choices
-    made = require(self.trainer_node, "_create_trainer_factory", "build the trainer")(trainer_args)
-    factory, mesh = made if isinstance(made, tuple) and len(made) == 2 else (made, None)
-    worker_kwargs: Dict[str, Any] = {
-        "trainer_factory": factory, "worker_id": getattr(trainer_args, "worker_id", "trainer-0")
-    }
-    params, _ = named_params(self.worker_class.__init__)
-    outer_context = None
-    optional: Dict[str, Any] = {}
-    if mesh is not None and "execution_context" in params:
-      optional["execution_context"] = mesh  # the worker enters it around every method
-    elif mesh is not None:
-      outer_context = mesh  # a worker that cannot take it: the driver enters it
-    # The log-prob chunk reaches the worker through its constructor when it takes one, as
-    # run_trainer_node passes it; otherwise only through the trainer's own config.
-    chunk = int(getattr(trainer_args, "compute_logps_chunk_size", 0) or 0)
-    if chunk > 0:
-      if "logps_chunk_size" in params:
-        optional["logps_chunk_size"] = chunk
-        choices["logps_chunk"] = Choice(
-            chunk, "TrainerWorker(logps_chunk_size=) from "
-            "--compute_logps_chunk_size")
-      else:
-        choices["logps_chunk"] = Choice(
-            chunk, "this TrainerWorker takes no logps_chunk_size: "
-            "the chunk reaches the loss through the trainer's config "
-            "only")
-    worker = call_checked(self.worker_class, "TrainerWorker", worker_kwargs, optional, log=self.log)
-    if callable(getattr(worker, "initialize", None)):
-      worker.initialize()  # builds a lazily constructed trainer; idempotent
-    worker.with_loss_fn(self.algo.loss_fn(), has_aux=True)
-    worker.with_gen_model_input_fn(
-        self.algo.build_gen_model_input_fn(pad_id=self.pad_id, eos_id=self.eos_id))
-
+  def payload_setup(self, worker: Any = None) -> TunixSetup:
+    """What the payloads are built from, before the trainer exists when MaxText's config gave
+    the model's shape (else from the built `worker`): the warm-up payload for that routing
+    shape, its rows and tokens, the ids. The worker is attached later (attach_worker)."""
+    trainer_args, orch_args = self.trainer_args, self.orch_args
     routing_shape, experts, vocab, config = self.model_shapes(worker)
     rollout = self.rollout_logps or Choice(False, "")
     warmup, abstract = build_warmup(self.assembler, self.algo, self.algo_config, routing_shape,
@@ -311,46 +322,102 @@ class Setup:
     num_segments = getattr(warmup, "num_segments", None)
     max_segments = getattr(self.assembler, "max_segments_per_packed_row",
                            getattr(orch_args, "max_segments_per_packed_row", None))
-    request_class = getattr(self.datatypes_module, "TrainRequest", None)
-    logps_request_class = getattr(self.datatypes_module, "LogprobsRequest", None)
-    choices["logps_pass"] = resolve_logps_pass(settings, self.algo_config, orch_args, rollout,
-                                               worker, logps_request_class)
     output_dir = getattr(trainer_args, "maxtext_output_directory", None) or flag_value(
         self.trainer_words, "--maxtext_output_directory")
     return TunixSetup(
-        worker=worker, make_request=train_request_maker(request_class), warmup=warmup,
-        warmup_is_abstract=abstract, rows=int(completion.shape[0]), tokens=int(completion.shape[1]),
+        worker=worker, make_request=None, warmup=warmup, warmup_is_abstract=abstract,
+        rows=int(completion.shape[0]), tokens=int(completion.shape[1]),
         num_segments=int_or_none(num_segments), max_segments_per_row=int_or_none(max_segments),
         routing_shape=routing_shape, experts=int_or_none(experts), vocab=int(vocab),
         pad_id=int(self.pad_id), eos_id=int(self.eos_id), maxtext_output_directory=output_dir,
-        payload_signature=getattr(self.worker_module, "payload_signature", None),
-        signature_mismatch=getattr(self.worker_module, "signature_mismatch",
-                                   None), outer_context=outer_context,
+        payload_signature=getattr(self.worker_module, "payload_signature",
+                                  None), signature_mismatch=getattr(self.worker_module,
+                                                                    "signature_mismatch", None),
         max_prompt_length=int_or_none(getattr(orch_args, "max_prompt_length", None)),
         max_response_length=int_or_none(getattr(orch_args, "max_response_length", None)),
         warmup_segment_counts=None if abstract else concrete_segment_counts(warmup),
-        rollout_as_old=bool(getattr(orch_args, "use_rollout_logps", False)), choices=choices,
-        fallbacks=self.fallbacks, logps_request_class=logps_request_class, temperature=float(
-            getattr(orch_args, "temperature", None) or 1.0), config=config)
+        rollout_as_old=bool(getattr(orch_args, "use_rollout_logps", False)), choices=self.choices,
+        fallbacks=self.fallbacks, temperature=float(getattr(orch_args, "temperature", None) or
+                                                    1.0), config=config)
+
+  def build_worker(self) -> Tuple[Any, Any]:
+    """Builds the trainer and the worker around it as the e2e run does, with the keywords the
+    image's trainer node passes: (the worker, the mesh the driver enters itself when the worker
+    cannot take it as its execution context, else None)."""
+    trainer_args = self.trainer_args
+    made = require(self.trainer_node, "_create_trainer_factory", "build the trainer")(trainer_args)
+    factory, mesh = made if isinstance(made, tuple) and len(made) == 2 else (made, None)
+    worker_kwargs: Dict[str, Any] = {
+        "trainer_factory": factory, "worker_id": getattr(trainer_args, "worker_id", "trainer-0")
+    }
+    worker_kwargs.update({name: self.choices[name].value for name in self.worker_keywords})
+    params, _ = named_params(self.worker_class.__init__)
+    outer_context = None
+    optional: Dict[str, Any] = {}
+    if mesh is not None and "execution_context" in params:
+      optional["execution_context"] = mesh  # the worker enters it around every method
+    elif mesh is not None:
+      outer_context = mesh  # a worker that cannot take it: the driver enters it
+    worker = call_checked(self.worker_class, "TrainerWorker", worker_kwargs, optional, log=self.log)
+    if callable(getattr(worker, "initialize", None)):
+      worker.initialize()  # builds a lazily constructed trainer; idempotent
+    worker.with_loss_fn(self.algo.loss_fn(), has_aux=True)
+    worker.with_gen_model_input_fn(
+        self.algo.build_gen_model_input_fn(pad_id=self.pad_id, eos_id=self.eos_id))
+    return worker, outer_context
+
+  def attach_worker(self, tunix: TunixSetup, worker: Any, outer_context: Any) -> TunixSetup:
+    """The built worker into `tunix`, checked against the routing shape the payloads were built
+    for; then what needs it: train requests and the log-prob pass."""
+    if self.model_shape is not None:
+      built = self.trainer_shape(worker)
+      if tunix.routing_shape is not None and built is not None and tuple(built) != tuple(
+          tunix.routing_shape):
+        raise TunixMissing(f"the built trainer's routing shape {tuple(built)} differs from "
+                           f"MaxText's config {tuple(tunix.routing_shape)} "
+                           f"({self.model_shape.source})")
+      tunix.config = getattr(getattr(worker, "_trainer", None), "_config", None)
+    request_class = getattr(self.datatypes_module, "TrainRequest", None)
+    logps_request_class = getattr(self.datatypes_module, "LogprobsRequest", None)
+    if not callable(getattr(worker, "per_token_logps", None)) and self.choices["logps_pass"].value:
+      raise TunixMissing("the built TrainerWorker has no per_token_logps, which its class has")
+    tunix.worker, tunix.outer_context = worker, outer_context
+    tunix.make_request = train_request_maker(request_class)
+    tunix.logps_request_class = logps_request_class
+    return tunix
+
+  @staticmethod
+  def trainer_shape(worker: Any) -> Optional[Tuple[int, int]]:
+    """The routing shape (decoder layers, top-k) the built trainer reports, or None."""
+    if callable(getattr(worker, "routed_experts_shape", None)):
+      shape = worker.routed_experts_shape()
+      if shape is not None:
+        return int(shape[0]), int(shape[1])
+    config = getattr(getattr(worker, "_trainer", None), "_config", None)
+    layers = getattr(config, "num_decoder_layers", None)
+    topk = getattr(config, "num_experts_per_tok", None)
+    return (int(layers), int(topk)) if layers and topk else None
 
   def model_shapes(self, worker: Any) -> Tuple[Optional[Tuple[int, int]], Any, Any, Any]:
     """(the routing shape the payload replays or None, experts, vocabulary, the trainer's model
-    config) from the built trainer."""
+    config): from MaxText's config when the "MaxText config" stage read it, else from the built
+    trainer."""
     settings = self.settings
-    routing = resolve_routing(settings)
+    routing = self.choices.get("routing") or resolve_routing(settings)
     self.choices["routing"] = routing
-    trainer_shape = None
-    if callable(getattr(worker, "routed_experts_shape", None)):
-      trainer_shape = worker.routed_experts_shape()
+    shape = self.model_shape
+    if shape is not None:
+      routing_shape = shape.routing_shape if routing.value else None
+      vocab = shape.vocab or self.tokenizer_vocab
+      if not vocab:
+        raise TunixMissing("cannot tell the vocabulary size: MaxText's config has no vocab_size "
+                           "and the tokenizer did not load")
+      return routing_shape, shape.experts, vocab, None
+    trainer_shape = self.trainer_shape(worker)
     config = getattr(getattr(worker, "_trainer", None), "_config", None)
-    if trainer_shape is None and config is not None:
-      layers = getattr(config, "num_decoder_layers", None)
-      topk = getattr(config, "num_experts_per_tok", None)
-      trainer_shape = (int(layers), int(topk)) if layers and topk else None
     if routing.value and trainer_shape is None and settings.routing == "on":
       raise SettingsError("ROUTING=on but the trainer reports no routing shape (a dense model?)")
-    routing_shape = ((int(trainer_shape[0]),
-                      int(trainer_shape[1])) if routing.value and trainer_shape else None)
+    routing_shape = trainer_shape if routing.value else None
     experts = getattr(config, "num_experts", None)
     vocab = getattr(config, "vocab_size", None) or self.tokenizer_vocab
     if not vocab:
