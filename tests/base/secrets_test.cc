@@ -6,6 +6,10 @@
 #include <vector>
 
 #include "rtb/base/error.h"
+#include "rtb/base/io.h"
+#include "rtb/base/literal.h"
+#include "rtb/base/text.h"
+#include "test_util.h"
 
 namespace rtb {
 namespace {
@@ -170,6 +174,24 @@ TEST(SecretsTest, ScrubIsIdempotent) {
   SecretMasker masker = test_masker();
   std::string once = masker.scrub("HF_TOKEN=abc123 " + hf_token() + " https://u:pw@h/");
   EXPECT_EQ(masker.scrub(once), once);
+}
+
+// testdata/secrets/cases.jsonl: what the bench driver's masking (Python) makes of each text under
+// the same key; the library must agree character for character, so the rule has one meaning.
+TEST(SecretsTest, AgreesWithTheDriversMaskingOnTheSharedCases) {
+  SecretMasker masker = test_masker();
+  std::string text = read_file(test::testdata("secrets/cases.jsonl"));
+  int cases = 0;
+  for (std::string_view line : split_lines(text)) {
+    if (line.empty()) continue;
+    Literal item = parse_json(line);
+    const Literal* input = item.find("text");
+    const Literal* masked = item.find("masked");
+    ASSERT_TRUE(input != nullptr && masked != nullptr) << line;
+    EXPECT_EQ(masker.scrub(input->text), masked->text) << input->text;
+    ++cases;
+  }
+  EXPECT_GE(cases, 20);
 }
 
 }  // namespace

@@ -14,6 +14,9 @@ from driver_loader import DRIVER_DIR, PYTHON, driver_path
 
 PACKAGE = os.path.join(DRIVER_DIR, "rtb_driver")
 TABLE = os.path.join(DRIVER_DIR, "settings.tsv")
+# The tables the shipped file carries inline, as CMake builds it.
+SECRETS_TABLE = os.path.join(DRIVER_DIR, "..", "..", "..", "data", "secrets.tsv")
+TABLES = [TABLE, SECRETS_TABLE]
 
 
 def load_amalgamate() -> ModuleType:
@@ -54,17 +57,17 @@ MAIN = """\
 class RealPackageTest(unittest.TestCase):
 
   def test_two_builds_give_the_same_bytes(self):
-    first = amalgamate.amalgamate(PACKAGE, [TABLE])
-    second = amalgamate.amalgamate(PACKAGE, [TABLE])
+    first = amalgamate.amalgamate(PACKAGE, TABLES)
+    second = amalgamate.amalgamate(PACKAGE, TABLES)
     self.assertEqual(first, second)
 
   def test_the_shipped_driver_is_this_build(self):
     # The file the tests (and render-bench) use is exactly what the package builds to today.
     with open(driver_path(), encoding="utf-8") as handle:
-      self.assertEqual(handle.read(), amalgamate.amalgamate(PACKAGE, [TABLE]))
+      self.assertEqual(handle.read(), amalgamate.amalgamate(PACKAGE, TABLES))
 
   def test_modules_come_after_what_they_import(self):
-    text = amalgamate.amalgamate(PACKAGE, [TABLE])
+    text = amalgamate.amalgamate(PACKAGE, TABLES)
     banners = [
         line.split("module: ", 1)[1].rstrip(" -")
         for line in text.splitlines()
@@ -83,7 +86,7 @@ class RealPackageTest(unittest.TestCase):
           self.assertLess(position[node.module], position[name], f"{name} imports {node.module}")
 
   def test_no_intra_package_import_and_one_future_import_survive(self):
-    text = amalgamate.amalgamate(PACKAGE, [TABLE])
+    text = amalgamate.amalgamate(PACKAGE, TABLES)
     tree = ast.parse(text)
     relative = [node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level]
     self.assertEqual(relative, [])
@@ -95,18 +98,21 @@ class RealPackageTest(unittest.TestCase):
     with tempfile.TemporaryDirectory() as root:
       path = os.path.join(root, "bench_driver.py")
       with open(path, "w", encoding="utf-8") as handle:
-        handle.write(amalgamate.amalgamate(PACKAGE, [TABLE]))
+        handle.write(amalgamate.amalgamate(PACKAGE, TABLES))
       # Run from elsewhere, with no settings.tsv beside it: the table comes from the file.
       result = subprocess.run([PYTHON, path, "--help"], cwd=root, capture_output=True, text=True)
     self.assertEqual(result.returncode, 0, result.stderr)
     self.assertIn("ROUTING_SCALE", result.stdout)
-    text = amalgamate.amalgamate(PACKAGE, [TABLE])
+    text = amalgamate.amalgamate(PACKAGE, TABLES)
     tree = ast.parse(text)
     embedded = next(node for node in tree.body if isinstance(node, ast.AnnAssign) and
                     isinstance(node.target, ast.Name) and node.target.id == "EMBEDDED_FILES")
     assert isinstance(embedded, ast.AnnAssign) and embedded.value is not None
-    with open(TABLE, encoding="utf-8") as handle:
-      self.assertEqual(ast.literal_eval(embedded.value), {"settings.tsv": handle.read()})
+    inline = {}
+    for path in TABLES:
+      with open(path, encoding="utf-8") as handle:
+        inline[os.path.basename(path)] = handle.read()
+    self.assertEqual(ast.literal_eval(embedded.value), inline)
 
   def test_the_package_runs_as_the_file_does(self):
     # `python3 -m rtb_driver` (the package) and the built file print the same --help.

@@ -27,7 +27,8 @@ def build_driver(directory: str) -> str:
       PYTHON,
       os.path.join(DRIVER_DIR, "amalgamate.py"),
       os.path.join(DRIVER_DIR, "rtb_driver"), path, "--embed",
-      os.path.join(DRIVER_DIR, "settings.tsv")
+      os.path.join(DRIVER_DIR, "settings.tsv"), "--embed",
+      os.path.join(REPO, "data", "secrets.tsv")
   ], check=True)
   return path
 

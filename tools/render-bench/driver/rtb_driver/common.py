@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Optional
+
+from .masking import scrub
 
 TAG = "[TrainerBench]"
 
@@ -41,11 +44,19 @@ class TunixMissing(RuntimeError):
 
 
 def say(message: str) -> None:
-  print(f"{TAG} {message}", flush=True)
+  """A human log line; credentials in it masked (docs/secrets.md), as in every line the driver
+  writes."""
+  print(scrub(f"{TAG} {message}"), flush=True)
 
 
 def emit(line: str) -> None:
-  print(line, flush=True)
+  """A machine line (BENCH_STEP, BENCH_SUMMARY, ...), credentials masked."""
+  print(scrub(line), flush=True)
+
+
+def error_line(message: str) -> None:
+  """An error on stderr, `bench_driver: MESSAGE`, credentials masked."""
+  print(scrub(f"{PROG}: {message}"), file=sys.stderr, flush=True)
 
 
 def one_line(text: Any) -> str:

@@ -8,7 +8,8 @@ import sys
 import traceback
 from typing import Any, Mapping, Optional, Sequence
 
-from .common import describe_exception, one_line, PROG, SettingsError, TunixMissing
+from .common import describe_exception, error_line, one_line, SettingsError, TunixMissing
+from .masking import scrub
 from .dump import dump_main
 from .numerics import run_numerics
 from .pod import run_pod
@@ -38,7 +39,7 @@ def main(argv: Optional[Sequence[str]] = None, env: Optional[Mapping[str, str]] 
       print(help_text())
       return 0
     if argv == ["--print-settings"]:
-      print(print_settings(os.environ if env is None else env))
+      print(scrub(print_settings(os.environ if env is None else env)))
       return 0
     numerics = sorted(argv) == ["--numerics", "--preflight"]
     preflight = argv == ["--preflight"] or numerics
@@ -47,7 +48,7 @@ def main(argv: Optional[Sequence[str]] = None, env: Optional[Mapping[str, str]] 
                           "environment; see --help)")
     settings = parse_settings(os.environ if env is None else env)
   except SettingsError as exc:
-    print(f"{PROG}: {one_line(exc)}", file=sys.stderr)
+    error_line(one_line(exc))
     return 2
   try:
     signal.signal(signal.SIGTERM, _terminate)
@@ -58,12 +59,12 @@ def main(argv: Optional[Sequence[str]] = None, env: Optional[Mapping[str, str]] 
       return run_numerics(settings)
     return run_preflight(settings) if preflight else run_pod(settings)
   except SettingsError as exc:
-    print(f"{PROG}: {one_line(exc)}", file=sys.stderr)
+    error_line(one_line(exc))
     return 2
   except TunixMissing as exc:
-    print(f"{PROG}: {one_line(exc)}", file=sys.stderr)
+    error_line(one_line(exc))
     return 1
   except Exception as exc:  # pylint: disable=broad-except  # last resort: one line, exit 1
-    traceback.print_exc()
-    print(f"{PROG}: failed: {describe_exception(exc)}", file=sys.stderr)
+    print(scrub(traceback.format_exc()), end="", file=sys.stderr)
+    error_line(f"failed: {describe_exception(exc)}")
     return 1
