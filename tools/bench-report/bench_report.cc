@@ -43,9 +43,10 @@ int bench_report_main(int argc, char** argv) {
        "any line prefix, and reports seconds per optimizer step, the regular micro-batch time, "
        "tokens/s/chip (padded and real) and the trainer's micro-batch timeline per run; "
        "micro-batch times timed differently (device vs dispatch) are not compared; each run "
-       "against the first (the control) with a seeded bootstrap interval and a verdict; and the "
-       "numerics gates of a variant against two references. Exit 1 when a gate fails or "
-       "--fail-if-slower trips.",
+       "against the first (the control) with a seeded bootstrap interval and a verdict, and any "
+       "set-up difference (staging, replays, weights, ...) named beside it; and the numerics "
+       "gates of a variant against two references. Exit 1 when a gate fails or "
+       "--fail-if-slower, --require-no-drops or --require-same-setup trips.",
        kExamples});
   CLI::App& app = tool.app();
   std::vector<std::string> runs, control_pair, numerics, limits, metrics;

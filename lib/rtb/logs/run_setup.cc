@@ -130,7 +130,7 @@ SetupItem shape(const RunLog& log) {
   const BenchSummary& s = *log.summary;
   std::string shown = fmt::format("{} x {} x {}", *s.rows, *s.tokens_per_row, *s.micro_steps);
   if (s.final_rows && *s.final_rows < *s.rows)
-    shown += fmt::format(", final {} rows", *s.final_rows);
+    shown += fmt::format(" (final {} rows)", *s.final_rows);
   return item("shape", shown, shown);
 }
 
