@@ -1509,7 +1509,8 @@ class SetupTest(unittest.TestCase):
         self.assertEqual(dropping["verdict"], "replayed")
         self.assertEqual(dropping["replays"], 4)
         self.assertTrue(dropping["shows_no_drops"])
-        self.assertEqual(doc["runs"][1]["setup"]["replays"], 4)
+        self.assertEqual(doc["runs"][1]["setup"]["replays"], "4 in 4 steps")
+        self.assertEqual(doc["runs"][1]["setup"]["replays_total"], 4)
 
     def test_numerics_refused_across_weights_and_grad_norm_not_evaluated(self):
         code, out, err = run(["--numerics", self.UNSTAGED, self.STAGED, self.CHECKPOINT])

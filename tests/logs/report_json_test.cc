@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 
 #include "logs/report_test_logs.h"
@@ -65,6 +66,32 @@ TEST(ReportJson, SetupSummaryFieldsAndLimitSources) {
   EXPECT_EQ(setup.find("differs")->items.at(0).text, "staging off vs on (3 steps staged)");
   EXPECT_TRUE(json.find("require_same_setup")->find("tripped")->boolean);
   EXPECT_EQ(json.find("exit_code")->number, 1);
+}
+
+}  // namespace
+}  // namespace rtb::logs::report
+
+namespace rtb::logs::report {
+namespace {
+
+// Every object of the JSON has each key once (a reader keeps one of two equal keys silently).
+void expect_unique_keys(const Literal& value) {
+  if (value.is_dict()) {
+    std::set<std::string> keys;
+    for (const auto& [key, member] : value.entries) {
+      EXPECT_TRUE(keys.insert(key.text).second) << "key " << key.text << " twice";
+      expect_unique_keys(member);
+    }
+  } else if (value.is_sequence()) {
+    for (const Literal& item : value.items) expect_unique_keys(item);
+  }
+}
+
+TEST(ReportJson, EveryKeyOnce) {
+  Inputs inputs;
+  inputs.runs = {setup_log("ctl", false),
+                 setup_log("replayed", true, 9, "random", 4, "replayed", 1)};
+  expect_unique_keys(parse_json(format_json(build_report(inputs, {}))));
 }
 
 }  // namespace

@@ -270,6 +270,7 @@ std::string drop_problem(const RunAnalysis& run) {
   }
   return fmt::format("{} cannot show it dropped no tokens: {}", run.name, status.why);
 }
+
 // A set-up difference between two compared arms: a warning, and under --require-same-setup a
 // failure; an arm that does not log its set-up cannot be compared (exit 2 under that option).
 void note_setup_difference(Report& report, const Options& options, const std::string& run,

@@ -68,7 +68,7 @@ void setup_fields(Json& j, const RunAnalysis& run) {
       const SetupItem* entry = run.setup.find(key);
       j.field(key, entry != nullptr ? entry->shown : std::nullopt);
     }
-    j.field("replays", run.setup.replays);
+    j.field("replays_total", run.setup.replays);
     j.field("replay_counted_steps", run.setup.replay_counted_steps);
     j.field("train_step_s", run.setup.train_step_s);
     j.field("boundary_free_step_s_estimate", run.setup.boundary_free_step_s);
