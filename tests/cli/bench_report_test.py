@@ -1542,6 +1542,29 @@ class SetupTest(unittest.TestCase):
             self.assertEqual(len(err.strip().splitlines()), 1, err)
             self.assertRegex(err, r"bad\.log:\d+: BENCH_SUMMARY: \"source\" is not a string")
 
+    def test_default_microbatches_leave_out_a_short_final_one(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "short.log")
+            with open(self.UNSTAGED, encoding="utf-8") as f:
+                text = f.read().replace('"final_rows":64', '"final_rows":32')
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+            code, doc, err = report(path)
+            self.assertEqual(code, 0, err)
+            run_doc = doc["runs"][0]
+            self.assertTrue(run_doc["microbatch_final_left_out"])
+            self.assertEqual(run_doc["microbatch_s"]["n"], 24)  # micro-batches 3-8 of steps 1-4
+            code, doc, _ = report(path, "--microbatches", "3-last")
+            self.assertFalse(doc["runs"][0]["microbatch_final_left_out"])
+            self.assertEqual(doc["runs"][0]["microbatch_s"]["n"], 28)
+            code, out, _ = run([path])
+            self.assertIn(
+                "ab3-unstaged: each step's final micro-batch is short (final_rows 32 < "
+                "rows 64): left out of the regular micro-batch median", out)
+        code, doc, _ = report(self.UNSTAGED)
+        self.assertFalse(doc["runs"][0]["microbatch_final_left_out"])
+        self.assertEqual(doc["runs"][0]["microbatch_s"]["n"], 28)
+
     def test_older_logs_show_no_setup(self):
         code, out, _ = run([log("bench_device_ctl.log"), log("bench_dispatch_var.log")])
         self.assertEqual(code, 0)
