@@ -230,8 +230,9 @@ std::vector<GateSpec> default_gates() {
        true,
        "the policy entropy comes from the same logits through another reduction; "
        "rounding moves it by about 1e-7 relative"},
-      // gradient_norm: MaxText's engine (only with skip_step_on_spikes); grad_norm: Tunix's
-      // trainers and the orchestrator's actor/grad_norm (README "Numerics gates" cites both).
+      // gradient_norm: MaxText's engine (at e591f30c only with skip_step_on_spikes, at b8bf66d6
+      // on every update); grad_norm: Tunix's trainers and the orchestrator's actor/grad_norm
+      // (docs/bench-report.md "Numerics gates" cites both).
       {"grad_norm",
        {"gradient_norm", "grad_norm"},
        GateKind::kRelative,
