@@ -96,7 +96,10 @@ TEST(CompareSetups, NamesEachDifference) {
       compare_setups("ctl", control, "nw", run_setup(no_weights, kUsed, "device"));
   EXPECT_TRUE(unknown.differs.empty());
   EXPECT_THAT(unknown.unknown, ElementsAre("weights (nw does not log it)"));
-  EXPECT_EQ(unknown.text(), "same; unknown: weights (nw does not log it)");
+  EXPECT_EQ(unknown.text(), "unknown: weights (nw does not log it)");
+  SetupDifference both = compare_setups("nw", run_setup(no_weights, kUsed, "device"), "var", run);
+  EXPECT_EQ(both.text().substr(0, 26), "differs: staging off vs on");
+  EXPECT_NE(both.text().find("; unknown: weights (nw does not log it)"), std::string::npos);
 }
 
 }  // namespace

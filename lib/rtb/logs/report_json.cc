@@ -78,7 +78,7 @@ void setup_fields(Json& j, const RunAnalysis& run) {
 
 void setup_difference(Json& j, const SetupDifference& difference) {
   object_or_null(j, "setup", difference.evaluated, [&] {
-    j.field("same", difference.differs.empty());
+    j.field("same", difference.differs.empty() && difference.unknown.empty());
     j.list("differs", difference.differs);
     j.list("unknown", difference.unknown);
     j.field("text", difference.text());

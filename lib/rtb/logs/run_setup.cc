@@ -200,9 +200,10 @@ RunSetup run_setup(const RunLog& log, const std::set<std::int64_t>& used,
 
 std::string SetupDifference::text() const {
   if (!evaluated) return "";
-  std::string out = differs.empty() ? "same" : fmt::format("differs: {}", fmt::join(differs, ", "));
-  if (!unknown.empty()) out += fmt::format("; unknown: {}", fmt::join(unknown, ", "));
-  return out;
+  std::vector<std::string> parts;
+  if (!differs.empty()) parts.push_back(fmt::format("differs: {}", fmt::join(differs, ", ")));
+  if (!unknown.empty()) parts.push_back(fmt::format("unknown: {}", fmt::join(unknown, ", ")));
+  return parts.empty() ? "same" : fmt::format("{}", fmt::join(parts, "; "));
 }
 
 SetupDifference compare_setups(const std::string& control_name, const RunSetup& control,

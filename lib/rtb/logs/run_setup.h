@@ -52,7 +52,8 @@ struct SetupDifference {
   bool evaluated = false;            // at least one arm logs its set-up
   std::vector<std::string> differs;  // "staging on (4 steps staged) vs off", ...
   std::vector<std::string> unknown;  // "weights (ab-ctl does not log it)", ...
-  // "same", "differs: staging on vs off, ..." (and "; unknown: ..."); empty when not evaluated.
+  // "same", "differs: staging off vs on, ...", "unknown: weights (x does not log it)", or both
+  // joined by "; "; empty when not evaluated.
   std::string text() const;
 };
 SetupDifference compare_setups(const std::string& control_name, const RunSetup& control,
