@@ -1100,7 +1100,11 @@ class NumericsTest(unittest.TestCase):
     def test_list_gates(self):
         code, out, _ = run(["--list-gates"])
         self.assertEqual(code, 0)
-        self.assertIn("grad_norm: 0.002 relative (metric: gradient_norm, grad_norm)", out)
+        self.assertIn(
+            "grad_norm: 0.002 relative (metric: gradient_norm, grad_norm; limit from: seed)", out)
+        self.assertIn("loss: 0.0001 relative (metric: loss; limit from: ours)", out)
+        code, out, _ = run(["--list-gates", "--limit", "loss=1e-3"])
+        self.assertIn("loss: 0.001 relative (metric: loss; limit from: --limit)", out)
         self.assertEqual(len(re.findall(r"^\w+: ", out, re.M)), 6)
 
 
@@ -1439,6 +1443,133 @@ class TokenDroppingTest(unittest.TestCase):
              log("bench_drops_unknown.log"), "--require-no-drops"])
         self.assertEqual(code, 1)
         self.assertIn("FAIL: ab-maydrop cannot show it dropped no tokens", out)
+
+
+class SetupTest(unittest.TestCase):
+    """Issue 25: each arm's set-up, named beside every verdict (hand-written contract logs)."""
+
+    UNSTAGED, STAGED = log("bench_setup_unstaged.log"), log("bench_setup_staged.log")
+    REPLAYED, CHECKPOINT = log("bench_setup_replayed.log"), log("bench_setup_checkpoint.log")
+
+    def test_staging_ab_is_named_beside_the_verdict(self):
+        code, out, err = run([self.UNSTAGED, self.STAGED])
+        self.assertEqual(code, 0, err)
+        self.assertIn("set-up (a verdict names any difference from the control's):", out)
+        self.assertRegex(
+            out, r"ab3-unstaged +off +none in 4 steps +random +fused +off "
+            r"\(chunk 1024, micro-batch 1\) +device +64 x 65536 x 9 +90\.698 +82\.872 "
+            r"+0\.002")
+        self.assertRegex(out, r"ab3-staged +on \(4 steps staged\)")
+        self.assertIn("boundary-free s/step (estimate)", out)
+        self.assertIn("ab3-staged against ab3-unstaged: 90.698 -> 83.077 s per optimizer step", out)
+        self.assertIn("; set-up differs: staging off vs on (4 steps staged)\n", out)
+        self.assertIn(
+            "bench-report: warning: ab3-staged against ab3-unstaged: set-up differs: "
+            "staging off vs on (4 steps staged)", err)
+        code, doc, _ = report(self.UNSTAGED, self.STAGED)
+        setup = doc["runs"][1]["setup"]
+        self.assertEqual(setup["staging"], "on (4 steps staged)")
+        self.assertAlmostEqual(setup["boundary_free_step_s_estimate"], 82.872, delta=1e-9)
+        self.assertAlmostEqual(setup["train_step_s"], 83.077, delta=1e-9)
+        self.assertEqual(setup["fence_s"], 0.0021)
+        self.assertEqual(doc["runs"][1]["summary"]["stage_boundary"]["staged_step_count"], 4)
+        self.assertEqual(doc["comparisons"][0]["setup"]["differs"],
+                         ["staging off vs on (4 steps staged)"])
+        self.assertFalse(doc["comparisons"][0]["setup"]["same"])
+
+    def test_require_same_setup(self):
+        code, out, err = run([self.UNSTAGED, self.STAGED, "--require-same-setup"])
+        self.assertEqual(code, 1)
+        self.assertIn("FAIL: ab3-staged against ab3-unstaged: set-up differs: staging off vs on",
+                      out)
+        code, out, err = run([self.UNSTAGED, self.UNSTAGED, "--require-same-setup"])
+        self.assertEqual(code, 0, err)
+        self.assertIn("; set-up same\n", out)
+        # No pair to compare, or an arm that logs no set-up: cannot be evaluated.
+        code, out, err = run([self.UNSTAGED, "--require-same-setup"])
+        self.assertEqual(code, 2)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        self.assertIn("--require-same-setup needs two runs or --control-pair", err)
+        code, _, err = run(
+            [self.UNSTAGED, "--control-pair", self.UNSTAGED, self.STAGED, "--require-same-setup"])
+        self.assertEqual(code, 1, err)
+        code, _, err = run([log("bench_device_ctl.log"), self.UNSTAGED, "--require-same-setup"])
+        self.assertEqual(code, 2)
+        self.assertIn("set-up unknown: replays (ab2-ctl does not log it)", err)
+
+    def test_replays_are_shown_and_named(self):
+        code, out, err = run([self.UNSTAGED, self.REPLAYED, "--require-no-drops"])
+        self.assertEqual(code, 0, err)  # replayed, none dropped: --require-no-drops passes
+        self.assertIn(
+            "ab3-replayed: none dropped, 4 replayed (each a whole extra forward/backward)", out)
+        self.assertIn("set-up differs: replays none in 4 steps vs 4 in 4 steps", out)
+        self.assertIn("no token dropped, but 4 micro-batches were replayed", err)
+        code, doc, _ = report(self.UNSTAGED, self.REPLAYED)
+        dropping = doc["runs"][1]["token_dropping"]
+        self.assertEqual(dropping["verdict"], "replayed")
+        self.assertEqual(dropping["replays"], 4)
+        self.assertTrue(dropping["shows_no_drops"])
+        self.assertEqual(doc["runs"][1]["setup"]["replays"], "4 in 4 steps")
+        self.assertEqual(doc["runs"][1]["setup"]["replays_total"], 4)
+
+    def test_numerics_refused_across_weights_and_grad_norm_not_evaluated(self):
+        code, out, err = run(["--numerics", self.UNSTAGED, self.STAGED, self.CHECKPOINT])
+        self.assertEqual(code, 2)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        self.assertIn(
+            "ab3-unstaged ran with random weights and ab3-checkpoint with checkpoint "
+            "gs://bench/ckpt/", err)
+        code, out, err = run(["--numerics", self.UNSTAGED, self.STAGED, self.REPLAYED])
+        self.assertEqual(code, 0, err)
+        self.assertIn("all 5 gates pass (1 not evaluated: grad_norm)", out)
+        self.assertRegex(out, r"grad_norm +- +relative +- +- +2\.0e-3 +seed +- +not-evaluated")
+        self.assertIn("the trainer's metrics held no gradient_norm in any step", out)
+        code, doc, _ = report("--numerics", self.UNSTAGED, self.STAGED, self.REPLAYED)
+        gates = {g["name"]: g for g in doc["numerics"]["gates"]}
+        self.assertEqual(gates["grad_norm"]["status"], "not-evaluated")
+        self.assertEqual(gates["grad_norm"]["limit_from"], "seed")
+        self.assertEqual(gates["loss"]["limit_from"], "ours")
+
+    def test_wrong_type_is_one_line_exit_2(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "bad.log")
+            with open(self.STAGED, encoding="utf-8") as f:
+                text = f.read().replace('"source":"random"', '"source":7')
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+            code, out, err = run([self.UNSTAGED, path])
+            self.assertEqual(code, 2)
+            self.assertEqual(len(err.strip().splitlines()), 1, err)
+            self.assertRegex(err, r"bad\.log:\d+: BENCH_SUMMARY: \"source\" is not a string")
+
+    def test_default_microbatches_leave_out_a_short_final_one(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "short.log")
+            with open(self.UNSTAGED, encoding="utf-8") as f:
+                text = f.read().replace('"final_rows":64', '"final_rows":32')
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+            code, doc, err = report(path)
+            self.assertEqual(code, 0, err)
+            run_doc = doc["runs"][0]
+            self.assertTrue(run_doc["microbatch_final_left_out"])
+            self.assertEqual(run_doc["microbatch_s"]["n"], 24)  # micro-batches 3-8 of steps 1-4
+            code, doc, _ = report(path, "--microbatches", "3-last")
+            self.assertFalse(doc["runs"][0]["microbatch_final_left_out"])
+            self.assertEqual(doc["runs"][0]["microbatch_s"]["n"], 28)
+            code, out, _ = run([path])
+            self.assertIn(
+                "ab3-unstaged: each step's final micro-batch is short (final_rows 32 < "
+                "rows 64): left out of the regular micro-batch median", out)
+        code, doc, _ = report(self.UNSTAGED)
+        self.assertFalse(doc["runs"][0]["microbatch_final_left_out"])
+        self.assertEqual(doc["runs"][0]["microbatch_s"]["n"], 28)
+
+    def test_older_logs_show_no_setup(self):
+        code, out, _ = run([log("bench_device_ctl.log"), log("bench_dispatch_var.log")])
+        self.assertEqual(code, 0)
+        self.assertNotIn("set-up", out)
+        self.assertNotIn("limit from", out)
 
 
 class LiveDriverTest(unittest.TestCase):

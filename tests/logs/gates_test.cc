@@ -71,7 +71,12 @@ TEST(GateOptions, ListShowsLimitMetricsStateAndReason) {
   std::vector<GateSpec> gates = default_gates();
   apply_gate_limit(gates, "loss=off");
   std::string list = format_gate_list(gates);
-  EXPECT_THAT(list, HasSubstr("grad_norm: 0.002 relative (metric: gradient_norm, grad_norm)\n"));
+  EXPECT_THAT(list, HasSubstr("grad_norm: 0.002 relative (metric: gradient_norm, grad_norm; limit "
+                              "from: seed)\n"));
+  EXPECT_THAT(list, HasSubstr("entropy: 0.0001 relative (metric: entropy; limit from: ours)\n"));
+  apply_gate_limit(gates, "entropy=1e-3");
+  EXPECT_THAT(format_gate_list(gates),
+              HasSubstr("entropy: 0.001 relative (metric: entropy; limit from: --limit)\n"));
   EXPECT_THAT(list, HasSubstr(") [off]\n    " + gate_named(gates, "loss").reason + "\n"));
   EXPECT_THAT(list, HasSubstr("finite: 0 steps (metric: "));
 }

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 
 #include "logs/report_test_logs.h"
@@ -34,6 +35,63 @@ TEST(ReportJson, RunsAndComparisons) {
   EXPECT_TRUE(json.find("noise_floor")->is_null());
   EXPECT_TRUE(json.find("numerics")->is_null());
   EXPECT_EQ(json.find("exit_code")->number, 0);
+}
+
+}  // namespace
+}  // namespace rtb::logs::report
+
+namespace rtb::logs::report {
+namespace {
+
+TEST(ReportJson, SetupSummaryFieldsAndLimitSources) {
+  Report old = two_runs().report;
+  Literal old_json = parse_json(format_json(old));
+  EXPECT_TRUE(old_json.find("runs")->items[0].find("setup")->is_null());
+  EXPECT_TRUE(old_json.find("comparisons")->items[0].find("setup")->is_null());
+
+  Inputs inputs;
+  inputs.runs = {setup_log("ctl", false), setup_log("staged", true, 9.2)};
+  Options options;
+  options.require_same_setup = true;
+  Literal json = parse_json(format_json(build_report(inputs, options)));
+  const Literal& run = json.find("runs")->items[1];
+  EXPECT_EQ(run.find("setup")->find("staging")->text, "on (3 steps staged)");
+  EXPECT_EQ(run.find("setup")->find("boundary_free_step_s_estimate")->number, 8.2);
+  EXPECT_EQ(run.find("setup")->find("train_step_s")->number, 9.2);
+  EXPECT_EQ(run.find("summary")->find("weights")->find("source")->text, "random");
+  EXPECT_EQ(run.find("summary")->find("stage_boundary")->find("staged_step_count")->number, 3);
+  EXPECT_EQ(run.find("token_dropping")->find("replays")->number, 0);
+  const Literal& setup = *json.find("comparisons")->items[0].find("setup");
+  EXPECT_FALSE(setup.find("same")->boolean);
+  EXPECT_EQ(setup.find("differs")->items.at(0).text, "staging off vs on (3 steps staged)");
+  EXPECT_TRUE(json.find("require_same_setup")->find("tripped")->boolean);
+  EXPECT_EQ(json.find("exit_code")->number, 1);
+}
+
+}  // namespace
+}  // namespace rtb::logs::report
+
+namespace rtb::logs::report {
+namespace {
+
+// Every object of the JSON has each key once (a reader keeps one of two equal keys silently).
+void expect_unique_keys(const Literal& value) {
+  if (value.is_dict()) {
+    std::set<std::string> keys;
+    for (const auto& [key, member] : value.entries) {
+      EXPECT_TRUE(keys.insert(key.text).second) << "key " << key.text << " twice";
+      expect_unique_keys(member);
+    }
+  } else if (value.is_sequence()) {
+    for (const Literal& item : value.items) expect_unique_keys(item);
+  }
+}
+
+TEST(ReportJson, EveryKeyOnce) {
+  Inputs inputs;
+  inputs.runs = {setup_log("ctl", false),
+                 setup_log("replayed", true, 9, "random", 4, "replayed", 1)};
+  expect_unique_keys(parse_json(format_json(build_report(inputs, {}))));
 }
 
 }  // namespace

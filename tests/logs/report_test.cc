@@ -546,5 +546,102 @@ TEST(Options, ValidateNamesTheBadOption) {
   EXPECT_THAT(test::error_of([&] { options.validate(); }).what(), HasSubstr("--confidence 1.5"));
 }
 
+// ---- Issue 25: set-up, replays, weights, unlogged gradient norms -------------------------------
+
+TEST(BuildReport, SetupDifferenceIsNamedBesideTheVerdict) {
+  Inputs inputs;
+  inputs.runs = {setup_log("ctl", false), setup_log("staged", true, 9.2), setup_log("same", false)};
+  Report report = build_report(inputs, {});
+  ASSERT_EQ(report.comparisons.size(), 2u);
+  EXPECT_EQ(report.comparisons[0].setup.text(), "differs: staging off vs on (3 steps staged)");
+  EXPECT_EQ(report.comparisons[1].setup.text(), "same");
+  EXPECT_THAT(
+      report.warnings,
+      testing::Contains(HasSubstr("staged against ctl: set-up differs: staging off vs on")));
+  EXPECT_EQ(report.outcome(), Outcome::kPass);  // an A/B of staging is legitimate
+  std::string text = format_text(report);
+  EXPECT_THAT(text, HasSubstr("set-up differs: staging off vs on (3 steps staged)\n"));
+  EXPECT_THAT(text, HasSubstr("boundary-free s/step (estimate)"));
+  EXPECT_THAT(text, HasSubstr("same against ctl: "));
+  EXPECT_THAT(text, HasSubstr("; set-up same\n"));
+
+  Options strict;
+  strict.require_same_setup = true;
+  Report failed = build_report(inputs, strict);
+  EXPECT_EQ(failed.outcome(), Outcome::kFail);
+  ASSERT_EQ(failed.setups_differ.size(), 1u);
+  EXPECT_THAT(format_text(failed),
+              HasSubstr("FAIL: staged against ctl: set-up differs: staging off vs on"));
+  inputs.runs.pop_back();
+  inputs.runs.pop_back();
+  EXPECT_THAT(test::error_of([&] { build_report(inputs, strict); }).what(),
+              HasSubstr("--require-same-setup needs two runs or --control-pair"));
+  inputs.runs.push_back(steplog::parse_run_log_text(R"(BENCH_STEP {"step":1,"seconds":5})"
+                                                    "\n",
+                                                    "old.log"));
+  EXPECT_THAT(test::error_of([&] { build_report(inputs, strict); }).what(),
+              HasSubstr("set-up unknown: staging (old does not log it)"));
+}
+
+TEST(BuildReport, ReplayedRunsDroppedNoTokenButSayTheyReplayed) {
+  Inputs inputs;
+  inputs.runs = {setup_log("ctl", false),
+                 setup_log("replay", false, 10, "random", 4, "replayed", 2)};
+  Options options;
+  options.require_no_drops = true;
+  Report report = build_report(inputs, options);
+  EXPECT_EQ(report.runs[1].token_dropping.verdict, DropVerdict::kReplayed);
+  EXPECT_EQ(report.runs[1].token_dropping.replays, 8);
+  EXPECT_TRUE(report.drops_not_ruled_out.empty());  // replayed, none dropped: passes
+  EXPECT_THAT(report.warnings,
+              testing::Contains(HasSubstr("replay.log: no token dropped, but 8 micro-batches were "
+                                          "replayed on the dropless kernel")));
+  EXPECT_EQ(report.comparisons[0].setup.text(), "differs: replays none in 3 steps vs 6 in 3 steps");
+  EXPECT_THAT(format_text(report), HasSubstr("none dropped, 8 replayed"));
+}
+
+TEST(AnalyzeRun, DefaultMicrobatchRangeLeavesOutAShortFinalMicrobatch) {
+  // Micro-batches 2, 1.5, 1, 1, 1, 0.25: 3-last pools the short 0.25 s one, the driver does not.
+  RunAnalysis full = analyze_run(setup_log("full", false, 10, "random", 4), {});
+  EXPECT_FALSE(full.microbatch_final_left_out);
+  EXPECT_EQ(full.microbatch_s.size(), 12u);
+  RunAnalysis short_final = analyze_run(setup_log("short", false, 10, "random", 2), {});
+  EXPECT_TRUE(short_final.microbatch_final_left_out);
+  EXPECT_EQ(short_final.microbatch_s.size(), 9u);
+  EXPECT_EQ(short_final.microbatch_median, 1.0);
+  Options given;
+  given.microbatches = parse_range("3-6", "--microbatches");
+  given.microbatches_given = true;
+  EXPECT_EQ(analyze_run(setup_log("short", false, 10, "random", 2), given).microbatch_s.size(),
+            12u);
+}
+
+TEST(BuildReport, NumericsAcrossDifferentWeightsAreRefused) {
+  const std::string metrics = R"({"loss":0.5,"entropy":1,"log_ratio":{"abs_mean":0.1},)"
+                              R"("is_ratio":{"mean":1}})";
+  Inputs inputs;
+  inputs.numerics = {setup_log("r1", false, 10, "random", 4, "none", 0, metrics),
+                     setup_log("r2", false, 10, "random", 4, "none", 0, metrics),
+                     setup_log("v", false, 10, "checkpoint", 4, "none", 0, metrics)};
+  EXPECT_THAT(test::error_of([&] { build_report(inputs, {}); }).what(),
+              HasSubstr("--numerics: r1 ran with random weights and v with checkpoint"));
+
+  // Same weights, no gradient norm anywhere: the grad_norm gate is not evaluated, with the
+  // summary's reason, and the others pass.
+  inputs.numerics[2] = setup_log("v", false, 10, "random", 4, "none", 0, metrics);
+  Report report = build_report(inputs, {});
+  ASSERT_TRUE(report.numerics);
+  EXPECT_TRUE(report.numerics->result.pass);
+  const GateResult& grad = report.numerics->result.gates[3];
+  EXPECT_EQ(grad.name, "grad_norm");
+  EXPECT_EQ(grad.status, GateResult::Status::kNotEvaluated);
+  EXPECT_EQ(grad.limit_from, "seed");
+  EXPECT_THAT(grad.detail, HasSubstr("(r1: skip_step_on_spikes is off)"));
+  EXPECT_EQ(report.numerics->result.gates[0].limit_from, "ours");
+  std::string text = format_text(report);
+  EXPECT_THAT(text, HasSubstr("limit from"));
+  EXPECT_THAT(text, HasSubstr("all 5 gates pass (1 not evaluated: grad_norm)"));
+}
+
 }  // namespace
 }  // namespace rtb::logs::report

@@ -85,4 +85,33 @@ inline TwoRuns two_runs() {
   return two;
 }
 
+// A log of the issue 25 driver from the field contract: steps 0-3 (0 compiles), four
+// micro-batches each, the last one short when final_rows < 4.
+inline steplog::RunLog setup_log(const std::string& name, bool staged, double step_s = 10,
+                                 const std::string& weights = "random", int final_rows = 4,
+                                 const std::string& verdict = "none", int replays = 0,
+                                 const std::string& metrics = "{}") {
+  std::string text;
+  for (int step = 0; step < 4; ++step) {
+    text +=
+        fmt::format(R"(BENCH_STEP {{"step":{},"seconds":{},"microbatch_s":[2,1.5,1,1,1,0.25],)"
+                    R"("microbatch_timing":"device","update":"fused","staged":{},"profiled":false,)"
+                    R"("replays":{},"train_step_s":{},"boundary_free_step_s":{},"metrics":{}}})"
+                    "\n",
+                    step, step_s, staged && step > 0, replays, step_s, step_s - 1, metrics);
+  }
+  text += fmt::format(
+      R"(BENCH_SUMMARY {{"name":"{}","steps":4,"rows":4,"tokens_per_row":64,"micro_steps":6,)"
+      R"("final_rows":{},"chips":1,"stage_boundary":{{"engaged":{},"staged_steps":{}}},)"
+      R"("fence_s":0.001,"update_path":{{"ran":"fused","why":"w"}},)"
+      R"("weights":{{"source":"{}","path":null,"why":"w"}},)"
+      R"("grad_norm":{{"reported":false,"metric":null,"steps":0,"skip_step_on_spikes":false,)"
+      R"("why":"skip_step_on_spikes is off"}},)"
+      R"("token_dropping":{{"verdict":"{}","dropped_tokens":0,"counted_steps":4,)"
+      R"("replays":{},"replay_counted_steps":4,"retry_when_tokens_dropped":true,"why":"w"}}}})"
+      "\n",
+      name, final_rows, staged, staged ? 3 : 0, weights, verdict, replays * 4);
+  return steplog::parse_run_log_text(text, name + ".log");
+}
+
 }  // namespace rtb::logs::report

@@ -659,3 +659,94 @@ TEST(RunLogCache, ParsesAPathOnceAndStdinOnlyOnce) {
 
 }  // namespace
 }  // namespace rtb::logs::steplog
+
+namespace rtb::logs::steplog {
+namespace {
+
+// Issue 25's fields, written from the field contract (docs/bench-report.md "Set-up").
+TEST(RunLogParser, SetupFieldsOfTheContract) {
+  RunLog log = parse_lines({
+      R"(BENCH_STEP {"step":1,"seconds":10.5,"train_step_s":9.5,"boundary_free_step_s":9.75,)"
+      R"("profiled":false,"replays":2})",
+      R"(BENCH_STEP {"step":2,"seconds":10.0,"train_step_s":10.0,"boundary_free_step_s":null,)"
+      R"("replays":null})",
+      R"(BENCH_SUMMARY {"name":"s","rows":4,"final_rows":2,)"
+      R"("stage_boundary":{"requested":"on","engaged":true,"staged_steps":3},)"
+      R"("boundary_free_step_s":9.75,"fence_s":0.002,)"
+      R"("update_path":{"ran":"fused","why":"asked through **kwargs"},)"
+      R"("token_dropping":{"verdict":"replayed","replays":2,"replay_counted_steps":2,)"
+      R"("retry_when_tokens_dropped":true,"dropped_tokens":0},)"
+      R"("grad_norm":{"reported":false,"metric":null,"steps":0,"skip_step_on_spikes":false,)"
+      R"("why":"skip_step_on_spikes is off"},)"
+      R"("weights":{"source":"checkpoint","path":"gs://b/ckpt","why":"--maxtext_ckpt_path"},)"
+      R"("profiler":{"by":"driver","why":"PROFILE_WINDOW"},"microbatch_timing_why":"one late",)"
+      R"("choices":{"logps_pass":{"value":true,"source":"auto"},)"
+      R"("logps_chunk_size":{"value":1024,"source":"run_trainer_node"},)"
+      R"("routing":{"value":[1,2],"source":"x"}}})",
+  });
+  ASSERT_EQ(log.steps.size(), 2u);
+  EXPECT_EQ(log.steps[0].train_step_s, 9.5);
+  EXPECT_EQ(log.steps[0].boundary_free_step_s, 9.75);
+  EXPECT_EQ(log.steps[0].replays, 2);
+  EXPECT_FALSE(log.steps[1].boundary_free_step_s);
+  EXPECT_FALSE(log.steps[1].replays);
+  ASSERT_TRUE(log.summary);
+  const BenchSummary& s = *log.summary;
+  EXPECT_EQ(s.final_rows, 2);
+  EXPECT_EQ(s.stage_boundary->staged_step_count, 3);
+  EXPECT_TRUE(s.stage_boundary->staged_steps.empty());
+  EXPECT_EQ(s.boundary_free_step_s, 9.75);
+  EXPECT_EQ(s.fence_s, 0.002);
+  EXPECT_EQ(s.update_path->ran, "fused");
+  EXPECT_EQ(s.token_dropping->verdict, "replayed");
+  EXPECT_EQ(s.token_dropping->replays, 2);
+  EXPECT_EQ(s.token_dropping->replay_counted_steps, 2);
+  EXPECT_EQ(s.token_dropping->retry_when_tokens_dropped, true);
+  EXPECT_FALSE(s.grad_norm->reported);
+  EXPECT_EQ(s.grad_norm->skip_step_on_spikes, false);
+  EXPECT_EQ(s.grad_norm->why, "skip_step_on_spikes is off");
+  EXPECT_EQ(s.weights->source, "checkpoint");
+  EXPECT_EQ(s.weights->path, "gs://b/ckpt");
+  EXPECT_EQ(s.profiler->by, "driver");
+  EXPECT_EQ(s.microbatch_timing_why, "one late");
+  EXPECT_EQ(s.choices.at("logps_pass").value, "true");
+  EXPECT_EQ(s.choices.at("logps_chunk_size").value, "1024");
+  EXPECT_EQ(s.choices.count("routing"), 0u);  // a list value is not a set-up item
+  EXPECT_TRUE(log.warnings.empty());
+
+  // The older list form of staged_steps is counted.
+  RunLog listed = parse_lines({R"(BENCH_STEP {"step":1,"seconds":1})",
+                               R"(BENCH_SUMMARY {"stage_boundary":{"staged_steps":[1,2]}})"});
+  EXPECT_EQ(listed.summary->stage_boundary->staged_step_count, 2);
+}
+
+TEST(RunLogParser, SetupFieldOfTheWrongTypeIsAnError) {
+  auto error_of = [](const std::string& line) {
+    try {
+      parse_lines({R"(BENCH_STEP {"step":1,"seconds":1})", line});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(error_of(R"(BENCH_SUMMARY {"weights":{"source":"random-ish"}})"),
+              HasSubstr("run.log:2: BENCH_SUMMARY: \"source\" is \"random-ish\" (expected one of "
+                        "random, checkpoint)"));
+  EXPECT_THAT(error_of(R"(BENCH_SUMMARY {"fence_s":"fast"})"),
+              HasSubstr("BENCH_SUMMARY: \"fence_s\" is not a number"));
+  EXPECT_THAT(error_of(R"(BENCH_SUMMARY {"update_path":"fused"})"),
+              HasSubstr("\"update_path\" is not an object"));
+  EXPECT_THAT(error_of(R"(BENCH_SUMMARY {"grad_norm":{"reported":"no"}})"),
+              HasSubstr("\"reported\" is not true or false"));
+  EXPECT_THAT(error_of(R"(BENCH_SUMMARY {"token_dropping":{"replays":1.5}})"),
+              HasSubstr("\"replays\" is not an integer"));
+  EXPECT_THAT(error_of(R"(BENCH_SUMMARY {"stage_boundary":{"staged_steps":-1}})"),
+              HasSubstr("\"staged_steps\" is -1"));
+  EXPECT_THAT(error_of(R"(BENCH_STEP {"step":2,"seconds":1,"replays":"two"})"),
+              HasSubstr("run.log:2: BENCH_STEP: \"replays\" is not a number"));
+  EXPECT_THAT(error_of(R"(BENCH_STEP {"step":2,"seconds":1,"train_step_s":-1})"),
+              HasSubstr("\"train_step_s\" is -1"));
+}
+
+}  // namespace
+}  // namespace rtb::logs::steplog

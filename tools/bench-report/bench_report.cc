@@ -29,6 +29,7 @@ constexpr const char* kExamples = R"(  bench-report ctl.log variant.log
   bench-report e2e-orchestrator.log --microbatches 1-9
   bench-report maxtext-before.log maxtext-after.log --exclude-outliers
   bench-report ctl.log variant.log --require-no-drops
+  bench-report unstaged.log staged.log --require-same-setup
   bench-report --list-gates
 )";
 
@@ -42,9 +43,10 @@ int bench_report_main(int argc, char** argv) {
        "any line prefix, and reports seconds per optimizer step, the regular micro-batch time, "
        "tokens/s/chip (padded and real) and the trainer's micro-batch timeline per run; "
        "micro-batch times timed differently (device vs dispatch) are not compared; each run "
-       "against the first (the control) with a seeded bootstrap interval and a verdict; and the "
-       "numerics gates of a variant against two references. Exit 1 when a gate fails or "
-       "--fail-if-slower trips.",
+       "against the first (the control) with a seeded bootstrap interval and a verdict, and any "
+       "set-up difference (staging, replays, weights, ...) named beside it; and the numerics "
+       "gates of a variant against two references. Exit 1 when a gate fails or "
+       "--fail-if-slower, --require-no-drops or --require-same-setup trips.",
        kExamples});
   CLI::App& app = tool.app();
   std::vector<std::string> runs, control_pair, numerics, limits, metrics;
@@ -72,9 +74,14 @@ int bench_report_main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--require-no-drops", options.require_no_drops,
                "Exit 1 when a run dropped tokens or its log cannot show it dropped none");
+  app.add_flag("--require-same-setup", options.require_same_setup,
+               "Exit 1 when two compared arms differ in set-up (staging, replays, weights, update "
+               "path, log-prob pass, micro-batch timing, shape); exit 2 when there is no pair or a "
+               "set-up is not logged");
   app.add_option("--microbatches", microbatches,
                  "A-B or A-: micro-batches of a step (1-based) for the regular micro-batch time "
-                 "(default 3-last)");
+                 "(default 3-last, without a short final micro-batch (final_rows < rows), as the "
+                 "driver's median)");
   app.add_option("--control-pair", control_pair,
                  "A1 A2: two control runs whose difference is the A/A noise floor")
       ->expected(2);
@@ -140,6 +147,7 @@ int bench_report_main(int argc, char** argv) {
                  json ? logs::report::format_json(report) : logs::report::format_text(report));
     for (const std::string& line : report.slower_than_allowed) spdlog::error("{}", line);
     for (const std::string& line : report.drops_not_ruled_out) spdlog::error("{}", line);
+    for (const std::string& line : report.setups_differ) spdlog::error("{}", line);
     if (report.numerics && !report.numerics->result.pass) {
       spdlog::error("numerics: a gate failed");
     }

@@ -107,6 +107,12 @@ struct GateSpec {
   double limit = 0.0;  // pass when the deviation <= limit (finite: a count)
   bool enabled = true;
   std::string reason;  // why this gate and this default (for --help and the README)
+  // Where the limit comes from: "seed" (the seed's pass limit, grad norm 2e-3), "ours" (this
+  // tool's choice, see `reason`) or "--limit" (given on the command line).
+  std::string limit_from = "ours";
+  // When no run logs any of `keys` (MaxText without a gradient norm), the gate is not evaluated
+  // instead of failing as missing.
+  bool may_be_unlogged = false;
 };
 
 // The six gates and their defaults (see the README section of bench-report for the reasons).
@@ -121,11 +127,14 @@ std::optional<double> find_metric(const std::map<std::string, double>& metrics,
                                   const std::string& key);
 
 struct GateResult {
-  enum class Status { kPass, kFail, kMissing, kOff };
+  // kNotEvaluated: no run logs the gate's metric and the gate allows that (may_be_unlogged); not
+  // a failure.
+  enum class Status { kPass, kFail, kMissing, kOff, kNotEvaluated };
   std::string name;
   std::string metric;  // the key used; empty when none was found
   GateKind kind = GateKind::kRelative;
   double limit = 0.0;
+  std::string limit_from;  // GateSpec::limit_from
   Status status = Status::kMissing;
   std::optional<double> deviation;  // the variant's worst step (max over steps)
   std::optional<std::int64_t> worst_step;
@@ -133,7 +142,8 @@ struct GateResult {
   std::size_t steps = 0;                  // steps compared
   std::string detail;                     // why it failed or is missing
 };
-const char* gate_status_name(GateResult::Status status);  // "pass", "fail", "missing", "off"
+// "pass", "fail", "missing", "off", "not-evaluated"
+const char* gate_status_name(GateResult::Status status);
 
 struct NumericsResult {
   std::vector<std::int64_t> steps;  // steps all three runs logged metrics for

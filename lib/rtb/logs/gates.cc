@@ -45,6 +45,7 @@ void apply_gate_limit(std::vector<GateSpec>& gates, const std::string& assignmen
     fail("--limit {}: the limit must be a number >= 0 or 'off'", assignment);
   }
   gate.limit = limit;
+  gate.limit_from = "--limit";
   gate.enabled = true;
 }
 
@@ -67,8 +68,8 @@ std::string format_gate_list(const std::vector<GateSpec>& gates) {
     std::string limit = gate.kind == GateKind::kFinite
                             ? fmt::format("{:g} steps", gate.limit)
                             : fmt::format("{:g} {}", gate.limit, gate_kind_name(gate.kind));
-    out += fmt::format("{}: {} (metric: {}){}\n    {}\n", gate.name, limit, keys,
-                       gate.enabled ? "" : " [off]", gate.reason);
+    out += fmt::format("{}: {} (metric: {}; limit from: {}){}\n    {}\n", gate.name, limit, keys,
+                       gate.limit_from, gate.enabled ? "" : " [off]", gate.reason);
   }
   return out;
 }

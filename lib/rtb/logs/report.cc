@@ -66,9 +66,13 @@ std::vector<std::int64_t> logged_steps(const RunLog& log) {
 }
 
 // Micro-batch positions (0-based) of a step with `count` micro-batches that the range selects.
-std::vector<std::size_t> microbatch_positions(std::size_t count, const Options& options) {
+// `short_final`: the step's last micro-batch holds fewer rows than the others (BENCH_SUMMARY
+// final_rows < rows); the default range leaves it out, as the driver's regular median does.
+std::vector<std::size_t> microbatch_positions(std::size_t count, const Options& options,
+                                              bool short_final = false) {
   std::vector<std::size_t> out;
   for (std::size_t i = 0; i < count; ++i) {
+    if (short_final && !options.microbatches_given && i + 1 == count) continue;
     if (options.microbatches.contains(static_cast<std::int64_t>(i) + 1)) out.push_back(i);
   }
   // The default range 3..last leaves out the two micro-batches after the step boundary; a step
@@ -197,11 +201,9 @@ struct DropWords {
   const char* name;
 };
 constexpr DropWords kDropWords[] = {
-    {DropVerdict::kNone, "none"},
-    {DropVerdict::kDropped, "dropped"},
-    {DropVerdict::kUnknown, "unknown"},
-    {DropVerdict::kNotMoe, "not-moe"},
-    {DropVerdict::kNotLogged, "not-logged"},
+    {DropVerdict::kNone, "none"},         {DropVerdict::kDropped, "dropped"},
+    {DropVerdict::kReplayed, "replayed"}, {DropVerdict::kUnknown, "unknown"},
+    {DropVerdict::kNotMoe, "not-moe"},    {DropVerdict::kNotLogged, "not-logged"},
 };
 
 TokenDroppingStatus token_dropping_status(const RunLog& log) {
@@ -213,6 +215,7 @@ TokenDroppingStatus token_dropping_status(const RunLog& log) {
     out.counted_steps =
         static_cast<std::size_t>(std::max<std::int64_t>(0, logged.counted_steps.value_or(0)));
     out.why = logged.why;
+    out.replays = logged.replays;
     out.verdict = DropVerdict::kUnknown;
     bool known = false;
     for (const DropWords& words : kDropWords) {
@@ -267,6 +270,65 @@ std::string drop_problem(const RunAnalysis& run) {
   }
   return fmt::format("{} cannot show it dropped no tokens: {}", run.name, status.why);
 }
+
+// A set-up difference between two compared arms: a warning, and under --require-same-setup a
+// failure; an arm that does not log its set-up cannot be compared (exit 2 under that option).
+void note_setup_difference(Report& report, const Options& options, const std::string& run,
+                           const std::string& control, const SetupDifference& difference) {
+  if (options.require_same_setup && (!difference.evaluated || !difference.unknown.empty())) {
+    fail("--require-same-setup: {} against {}: {}", run, control,
+         difference.evaluated
+             ? "set-up unknown: " + fmt::format("{}", fmt::join(difference.unknown, ", "))
+             : std::string("neither log has the set-up fields (drivers older than issue 25)"));
+  }
+  if (difference.differs.empty()) return;
+  std::string what = fmt::format("{} against {}: set-up {}", run, control, difference.text());
+  report.warnings.push_back(what +
+                            " (an A/B of that on purpose is fine; otherwise the verdict measures "
+                            "more than the change)");
+  if (options.require_same_setup) report.setups_differ.push_back(what + " (--require-same-setup)");
+}
+
+// Numerics gates compare the gradients of one set of weights: refused across arms whose
+// BENCH_SUMMARY weights differ (random initialization against a checkpoint, two checkpoints).
+void refuse_numerics_across_weights(const std::vector<RunLog>& logs,
+                                    const std::vector<std::string>& labels) {
+  std::optional<std::size_t> first;
+  for (std::size_t i = 0; i < logs.size(); ++i) {
+    if (!logs[i].summary || !logs[i].summary->weights) continue;
+    const steplog::Weights& w = *logs[i].summary->weights;
+    if (!first) {
+      first = i;
+      continue;
+    }
+    const steplog::Weights& v = *logs[*first].summary->weights;
+    if (w.source != v.source || w.path != v.path) {
+      auto describe = [](const steplog::Weights& x) {
+        return x.path ? fmt::format("{} {}", x.source, *x.path) : x.source;
+      };
+      fail(
+          "--numerics: {} ran with {} weights and {} with {}: gradients of different weights "
+          "are not comparable",
+          labels[*first], describe(v), labels[i], describe(w));
+    }
+  }
+}
+
+// A gate not evaluated (no run logs its metric): the runs' BENCH_SUMMARY grad_norm says why.
+void explain_unevaluated_gates(const std::vector<RunLog>& logs, NumericsResult& result) {
+  for (GateResult& gate : result.gates) {
+    if (gate.status != GateResult::Status::kNotEvaluated || gate.name != "grad_norm") continue;
+    for (const RunLog& log : logs) {
+      if (log.summary && log.summary->grad_norm && !log.summary->grad_norm->reported &&
+          !log.summary->grad_norm->why.empty()) {
+        gate.detail += fmt::format(" ({}: {})", log.name.empty() ? stem(log.source) : log.name,
+                                   log.summary->grad_norm->why);
+        break;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 // ---- Range -------------------------------------------------------------------------------------
@@ -325,7 +387,7 @@ double padded_tokens_per_s_per_chip(std::int64_t rows, std::int64_t tokens_per_r
 
 Outcome Report::outcome() const {
   return outcome_of((numerics && !numerics->result.pass) || !slower_than_allowed.empty() ||
-                    !drops_not_ruled_out.empty());
+                    !drops_not_ruled_out.empty() || !setups_differ.empty());
 }
 
 RunAnalysis analyze_run(const RunLog& log, const Options& options) {
@@ -439,11 +501,18 @@ RunAnalysis analyze_run(const RunLog& log, const Options& options) {
   }
 
   // Micro-batches: the driver's times when the log has them, else device times.
+  const bool short_final = log.summary && log.summary->final_rows && log.summary->rows &&
+                           *log.summary->final_rows < *log.summary->rows;
   std::set<MicrobatchTiming> modes;
   for (const steplog::StepRecord& record : log.steps) {
     if (!selected.count(record.step) || record.microbatch_s.empty()) continue;
     run.microbatch_source = "BENCH_STEP";
-    std::vector<std::size_t> positions = microbatch_positions(record.microbatch_s.size(), options);
+    std::vector<std::size_t> positions =
+        microbatch_positions(record.microbatch_s.size(), options, short_final);
+    // With fewer than four, nothing regular is left and the step counts whole (see above).
+    if (short_final && !options.microbatches_given && record.microbatch_s.size() >= 4) {
+      run.microbatch_final_left_out = true;
+    }
     if (!positions.empty()) modes.insert(step_timing_mode(record));
     for (std::size_t i : positions) run.microbatch_s.push_back(record.microbatch_s[i]);
   }
@@ -456,7 +525,7 @@ RunAnalysis analyze_run(const RunLog& log, const Options& options) {
     ++timeline.steps;
     timeline.microbatches += line.mb.size();
     timeline.ready_known += line.ready_known;
-    for (std::size_t i : microbatch_positions(line.mb.size(), options)) {
+    for (std::size_t i : microbatch_positions(line.mb.size(), options, short_final)) {
       if (line.mb[i].device_s) {
         timeline.device_s.push_back(*line.mb[i].device_s);
       } else {
@@ -525,6 +594,18 @@ RunAnalysis analyze_run(const RunLog& log, const Options& options) {
                   : "no BENCH_SUMMARY and no padded_tokens in its steps";
     }
   }
+
+  run.setup =
+      run_setup(log, std::set<std::int64_t>(run.steps_used.begin(), run.steps_used.end()),
+                run.microbatch_timing ? microbatch_timing_name(*run.microbatch_timing) : "");
+  if (run.token_dropping.verdict == DropVerdict::kReplayed) {
+    run.warnings.push_back(fmt::format(
+        "{}: no token dropped, but {} micro-batch{} replayed on the dropless kernel (each a whole "
+        "extra forward/backward): its step times include them",
+        log.source,
+        run.token_dropping.replays ? std::to_string(*run.token_dropping.replays) : "some",
+        run.token_dropping.replays && *run.token_dropping.replays == 1 ? " was" : "es were"));
+  }
   return run;
 }
 
@@ -570,7 +651,13 @@ Report build_report(const Inputs& inputs, const Options& options) {
                                               pair_run->source, pair_run->partial_reason));
       }
     }
+    floor.setup = compare_setups(a.name, a.setup, floor.control_b, b.setup);
+    note_setup_difference(report, options, "--control-pair " + floor.control_b, floor.control_a,
+                          floor.setup);
     report.noise_floor = floor;
+  }
+  if (options.require_same_setup && report.runs.size() < 2 && !inputs.control_pair) {
+    fail("--require-same-setup needs two runs or --control-pair: there is no pair to compare");
   }
 
   for (std::size_t i = 1; i < report.runs.size(); ++i) {
@@ -590,6 +677,8 @@ Report build_report(const Inputs& inputs, const Options& options) {
       comparison.microbatch =
           compare(control.microbatch_s, run.microbatch_s, Statistic::kMedian, mb_floor, options);
     }
+    comparison.setup = compare_setups(control.name, control.setup, run.name, run.setup);
+    note_setup_difference(report, options, run.name, control.name, comparison.setup);
     if (comparison.microbatch && control.microbatch_source != run.microbatch_source) {
       report.warnings.push_back(fmt::format(
           "{}: its micro-batch times come from {}, the control's from {}: not like for like",
@@ -651,6 +740,7 @@ Report build_report(const Inputs& inputs, const Options& options) {
       steps.push_back(std::move(per_step));
       labels.push_back(log.name.empty() ? stem(log.source) : log.name);
     }
+    refuse_numerics_across_weights(inputs.numerics, labels);
     numerics.reference_a = labels[0];
     numerics.reference_b = labels[1];
     numerics.variant = labels[2];
@@ -660,6 +750,7 @@ Report build_report(const Inputs& inputs, const Options& options) {
       fail("--numerics {} {} {}: {}", inputs.numerics[0].source, inputs.numerics[1].source,
            inputs.numerics[2].source, e.message());
     }
+    explain_unevaluated_gates(inputs.numerics, numerics.result);
     report.numerics = std::move(numerics);
   }
 

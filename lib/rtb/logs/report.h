@@ -12,6 +12,7 @@
 
 #include "rtb/base/outcome.h"
 #include "rtb/logs/bench_stats.h"
+#include "rtb/logs/run_setup.h"
 #include "rtb/logs/steplog.h"
 
 namespace rtb::logs::report {
@@ -51,7 +52,9 @@ struct Options {
   bool include_profiled = false;        // false: profiled steps stay out of means and medians
   Range microbatches{3, std::nullopt};  // 1-based within a step; the default skips the two
                                         // micro-batches after the step boundary
-  bool microbatches_given = false;      // false: steps with fewer than 3 use all of theirs
+  bool microbatches_given = false;      // false: steps with fewer than 3 use all of theirs, and
+                                        // a short final micro-batch (BENCH_SUMMARY final_rows
+                                        // < rows) is left out, as the driver's median does
   BootstrapOptions bootstrap;
   std::optional<double> fail_if_slower_pct;
   // A selected step slower than outlier_factor x the median of the selected steps' times is an
@@ -60,6 +63,8 @@ struct Options {
   double outlier_factor = kDefaultOutlierFactor;
   bool exclude_outliers = false;
   bool require_no_drops = false;  // a run that dropped tokens, or cannot show none, fails
+  // Two compared arms (each run and the control, the --control-pair) whose set-ups differ fail.
+  bool require_same_setup = false;
   // Throws rtb::Error naming the bad option (--bootstrap, --confidence, --outlier-factor).
   void validate() const;
 };
@@ -97,6 +102,7 @@ struct Outliers {
 enum class DropVerdict {
   kNone,       // counted zero in every step, or dropless by configuration
   kDropped,    // counted, more than zero
+  kReplayed,   // none dropped, but micro-batches were replayed on the dropless kernel
   kUnknown,    // the log says it cannot tell (no count, a configuration that may drop)
   kNotMoe,     // the trainer has no experts
   kNotLogged,  // the log says nothing about dropped tokens (older driver, other trainers)
@@ -107,11 +113,13 @@ struct TokenDroppingStatus {
   DropVerdict verdict = DropVerdict::kNotLogged;
   std::optional<double> dropped_tokens;  // the count, when the trainer counted
   std::size_t counted_steps = 0;
-  std::string source;  // "BENCH_SUMMARY", "BENCH_STEP" or "" (not logged)
-  std::string why;     // the log's reason, or ours
-  // True when the run shows that it dropped no token (none, or no MoE at all).
+  std::optional<std::int64_t> replays;  // BENCH_SUMMARY token_dropping replays, when counted
+  std::string source;                   // "BENCH_SUMMARY", "BENCH_STEP" or "" (not logged)
+  std::string why;                      // the log's reason, or ours
+  // True when the run shows that it dropped no token (none, replayed, or no MoE at all).
   bool shows_no_drops() const {
-    return verdict == DropVerdict::kNone || verdict == DropVerdict::kNotMoe;
+    return verdict == DropVerdict::kNone || verdict == DropVerdict::kReplayed ||
+           verdict == DropVerdict::kNotMoe;
   }
 };
 
@@ -133,6 +141,8 @@ struct RunAnalysis {
   std::optional<Interval> microbatch_ci;
   // How microbatch_s was measured; nullopt when the run has no micro-batch time.
   std::optional<MicrobatchTiming> microbatch_timing;
+  // The default range left out each step's short final micro-batch (final_rows < rows).
+  bool microbatch_final_left_out = false;
   std::vector<MicrobatchTiming> microbatch_timings_seen;  // the steps' modes, when mixed
   // Padded (rows x tokens_per_row x micro-batches) and real tokens / s / chip.
   std::optional<double> tokens_per_s_per_chip;
@@ -153,6 +163,7 @@ struct RunAnalysis {
   };
   std::optional<FirstStep> first_step;
   TimelineSummary timeline;
+  RunSetup setup;
   std::optional<steplog::BenchSummary> summary;
   std::vector<std::string> warnings;
 };
@@ -171,6 +182,7 @@ struct RunComparison {
   // Why the micro-batch times were not compared (the runs time them differently); empty when
   // they were compared or one side has none.
   std::string microbatch_not_compared;
+  SetupDifference setup;  // named beside the verdict
 };
 
 struct NoiseFloor {
@@ -178,6 +190,7 @@ struct NoiseFloor {
   std::string control_b;
   std::optional<double> step_rel;        // |mean(A2) / mean(A1) - 1|
   std::optional<double> microbatch_rel;  // |median(A2) / median(A1) - 1|
+  SetupDifference setup;
 };
 
 struct NumericsReport {
@@ -195,9 +208,11 @@ struct Report {
   std::optional<NumericsReport> numerics;
   std::vector<std::string> slower_than_allowed;  // what tripped --fail-if-slower
   std::vector<std::string> drops_not_ruled_out;  // what tripped --require-no-drops
+  std::vector<std::string> setups_differ;        // what tripped --require-same-setup
   std::vector<std::string> warnings;             // every run's warnings, in order
 
-  // kFail when a numerics gate failed, --fail-if-slower or --require-no-drops tripped, else kPass.
+  // kFail when a numerics gate failed, --fail-if-slower, --require-no-drops or
+  // --require-same-setup tripped, else kPass.
   Outcome outcome() const;
 };
 

@@ -60,6 +60,53 @@ void summary_stat(Json& j, std::string_view name, const std::vector<double>& val
   j.end_object();
 }
 
+// "setup": null when the run's log has no set-up fields; else each item as shown (null: not
+// logged) and the figures beside it.
+void setup_fields(Json& j, const RunAnalysis& run) {
+  object_or_null(j, "setup", run.setup.logged, [&] {
+    for (const char* key : kSetupKeys) {
+      const SetupItem* entry = run.setup.find(key);
+      j.field(key, entry != nullptr ? entry->shown : std::nullopt);
+    }
+    j.field("replays_total", run.setup.replays);
+    j.field("replay_counted_steps", run.setup.replay_counted_steps);
+    j.field("train_step_s", run.setup.train_step_s);
+    j.field("boundary_free_step_s_estimate", run.setup.boundary_free_step_s);
+    j.field("fence_s", run.setup.fence_s);
+  });
+}
+
+void setup_difference(Json& j, const SetupDifference& difference) {
+  object_or_null(j, "setup", difference.evaluated, [&] {
+    j.field("same", difference.differs.empty() && difference.unknown.empty());
+    j.list("differs", difference.differs);
+    j.list("unknown", difference.unknown);
+    j.field("text", difference.text());
+  });
+}
+
+// The issue 25 fields of BENCH_SUMMARY, as logged (null when absent).
+void summary_setup_fields(Json& j, const steplog::BenchSummary& s) {
+  j.field("final_rows", s.final_rows);
+  j.field("boundary_free_step_s", s.boundary_free_step_s);
+  j.field("fence_s", s.fence_s);
+  j.field("microbatch_timing_why", s.microbatch_timing_why);
+  object_or_null(j, "update_path", s.update_path.has_value(),
+                 [&] { j.field("ran", s.update_path->ran).field("why", s.update_path->why); });
+  object_or_null(j, "weights", s.weights.has_value(), [&] {
+    j.field("source", s.weights->source).field("path", s.weights->path);
+    j.field("why", s.weights->why);
+  });
+  object_or_null(j, "profiler", s.profiler.has_value(),
+                 [&] { j.field("by", s.profiler->by).field("why", s.profiler->why); });
+  object_or_null(j, "grad_norm", s.grad_norm.has_value(), [&] {
+    j.field("reported", s.grad_norm->reported).field("metric", s.grad_norm->metric);
+    j.field("steps", s.grad_norm->steps);
+    j.field("skip_step_on_spikes", s.grad_norm->skip_step_on_spikes);
+    j.field("why", s.grad_norm->why);
+  });
+}
+
 }  // namespace
 
 std::string format_json(const Report& report) {
@@ -82,6 +129,7 @@ std::string format_json(const Report& report) {
   j.field("outlier_factor", options.outlier_factor);
   j.field("exclude_outliers", options.exclude_outliers);
   j.field("require_no_drops", options.require_no_drops);
+  j.field("require_same_setup", options.require_same_setup);
   j.end_object();
 
   j.key("runs").begin_array();
@@ -108,6 +156,7 @@ std::string format_json(const Report& report) {
     j.end_object();
     j.key("microbatch_timing");
     run.microbatch_timing ? j.value(microbatch_timing_name(*run.microbatch_timing)) : j.null();
+    j.field("microbatch_final_left_out", run.microbatch_final_left_out);
     j.list("profiled_steps_left_out", run.profiled_left_out);
     j.key("outliers").begin_object();
     j.field("rule", fmt::format("seconds above {:g}x the median of the selected steps",
@@ -127,6 +176,7 @@ std::string format_json(const Report& report) {
     j.field("verdict", drop_verdict_name(dropping.verdict));
     j.field("dropped_tokens", dropping.dropped_tokens);
     j.field("counted_steps", dropping.counted_steps);
+    j.field("replays", dropping.replays);
     j.field("source", json::null_if_empty(dropping.source));
     j.field("why", dropping.why);
     j.field("shows_no_drops", dropping.shows_no_drops());
@@ -171,9 +221,12 @@ std::string format_json(const Report& report) {
         j.field("requested", stage->requested).field("resolved", stage->resolved);
         j.field("engaged", stage->engaged);
         j.list("staged_steps", stage->staged_steps);
+        j.field("staged_step_count", stage->staged_step_count);
         j.field("latched_off", stage->latched_off);
       });
+      summary_setup_fields(j, *run.summary);
     });
+    setup_fields(j, run);
     j.list("warnings", run.warnings);
     j.end_object();
   }
@@ -188,6 +241,7 @@ std::string format_json(const Report& report) {
     object_or_null(j, "microbatch", c.microbatch_not_compared.empty(),
                    [&] { comparison_fields(j, c.microbatch); });
     j.field("microbatch_not_compared", json::null_if_empty(c.microbatch_not_compared));
+    setup_difference(j, c.setup);
     j.end_object();
   }
   j.end_array();
@@ -197,6 +251,7 @@ std::string format_json(const Report& report) {
     j.field("control_b", report.noise_floor->control_b);
     j.field("step_rel", report.noise_floor->step_rel);
     j.field("microbatch_rel", report.noise_floor->microbatch_rel);
+    setup_difference(j, report.noise_floor->setup);
   });
 
   object_or_null(j, "numerics", report.numerics.has_value(), [&] {
@@ -211,6 +266,7 @@ std::string format_json(const Report& report) {
       j.field("metric", json::null_if_empty(gate.metric));
       j.field("kind", gate_kind_name(gate.kind));
       j.field("limit", gate.limit);
+      j.field("limit_from", gate.limit_from);
       j.field("value", gate.deviation);
       j.field("references", gate.reference_noise);
       j.field("worst_step", gate.worst_step);
@@ -231,6 +287,10 @@ std::string format_json(const Report& report) {
   object_or_null(j, "require_no_drops", options.require_no_drops, [&] {
     j.field("tripped", !report.drops_not_ruled_out.empty());
     j.list("messages", report.drops_not_ruled_out);
+  });
+  object_or_null(j, "require_same_setup", options.require_same_setup, [&] {
+    j.field("tripped", !report.setups_differ.empty());
+    j.list("messages", report.setups_differ);
   });
   j.list("warnings", report.warnings);
   j.field("exit_code", exit_code(report.outcome()));

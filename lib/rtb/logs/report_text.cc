@@ -65,6 +65,10 @@ std::string dropping_text(const TokenDroppingStatus& status) {
       return fmt::format("{} dropped: {}",
                          status.dropped_tokens ? grouped(*status.dropped_tokens) : "some",
                          status.why);
+    case DropVerdict::kReplayed:
+      return fmt::format("none dropped, {} replayed (each a whole extra forward/backward): {}",
+                         status.replays ? grouped(static_cast<double>(*status.replays)) : "some",
+                         status.why);
     case DropVerdict::kNotMoe:
       return "none (not MoE): " + status.why;
     case DropVerdict::kUnknown:
@@ -127,15 +131,68 @@ void format_run_notes(const Report& report, std::string& out) {
   }
 }
 
+std::string optional_seconds(const std::optional<double>& value) {
+  return value ? seconds(*value) : std::string("-");
+}
+
+// The set-up of each run (issue 25's fields), when any run logs one: older logs print as before.
+void format_setups(const Report& report, std::string& out) {
+  bool any = false;
+  for (const RunAnalysis& run : report.runs) any |= run.setup.logged;
+  if (!any) return;
+  out += "\nset-up (a verdict names any difference from the control's):\n";
+  std::vector<std::string> header = {"run"};
+  for (const char* key : kSetupKeys) header.push_back(setup_label(key));
+  header.insert(header.end(), {"train s/step", "boundary-free s/step (estimate)", "fence s"});
+  TextTable table(header, {true, true, true, true, true, true, true, true, false, false, false});
+  for (const RunAnalysis& run : report.runs) {
+    std::vector<std::string> row = {run.name};
+    for (const char* key : kSetupKeys) {
+      const SetupItem* entry = run.setup.find(key);
+      row.push_back(entry != nullptr && entry->shown ? *entry->shown : "not logged");
+    }
+    row.push_back(optional_seconds(run.setup.train_step_s));
+    row.push_back(optional_seconds(run.setup.boundary_free_step_s));
+    row.push_back(optional_seconds(run.setup.fence_s));
+    table.add(std::move(row));
+  }
+  out += table.str();
+  out +=
+      "train s/step: the step minus its log-prob pass; boundary-free s/step: an ESTIMATE, each "
+      "step with its first micro-batch replaced by its median regular micro-batch (what the step "
+      "would take without the step-boundary bubble); fence s: the step-end wait measured once "
+      "on an idle device\n";
+  for (const RunAnalysis& run : report.runs) {
+    if (!run.summary) continue;
+    const steplog::BenchSummary& summary = *run.summary;
+    if (summary.update_path && !summary.update_path->why.empty()) {
+      out += fmt::format("{}: update path {}: {}\n", run.name, summary.update_path->ran,
+                         summary.update_path->why);
+    }
+    if (summary.weights && !summary.weights->why.empty()) {
+      out += fmt::format("{}: weights {}: {}\n", run.name, summary.weights->source,
+                         summary.weights->why);
+    }
+    if (summary.microbatch_timing_why) {
+      out += fmt::format("{}: micro-batch timing: {}\n", run.name, *summary.microbatch_timing_why);
+    }
+    if (summary.profiler) {
+      out += fmt::format("{}: profiler by {}: {}\n", run.name, summary.profiler->by,
+                         summary.profiler->why);
+    }
+  }
+}
+
 void format_numerics(const NumericsReport& numerics, std::string& out) {
   const NumericsResult& result = numerics.result;
   out +=
       fmt::format("\nnumerics: {} against the references {} and {} (steps {})\n", numerics.variant,
                   numerics.reference_a, numerics.reference_b, compress(result.steps));
-  TextTable table(
-      {"gate", "metric", "kind", "variant", "references' own", "limit", "worst step", "result"},
-      {true, true, true, false, false, false, false, true});
+  TextTable table({"gate", "metric", "kind", "variant", "references' own", "limit", "limit from",
+                   "worst step", "result"},
+                  {true, true, true, false, false, false, true, false, true});
   std::size_t failed = 0, enabled = 0;
+  std::vector<std::string> not_evaluated;
   for (const GateResult& gate : result.gates) {
     bool finite = gate.kind == GateKind::kFinite;
     auto value = [&](const std::optional<double>& v) -> std::string {
@@ -149,21 +206,29 @@ void format_numerics(const NumericsReport& numerics, std::string& out) {
       metric =
           fmt::format("{} metrics", std::count(gate.metric.begin(), gate.metric.end(), ',') + 1);
     }
-    if (gate.status != GateResult::Status::kOff) ++enabled;
+    if (gate.status == GateResult::Status::kNotEvaluated) {
+      not_evaluated.push_back(gate.name);
+    } else if (gate.status != GateResult::Status::kOff) {
+      ++enabled;
+    }
     if (gate.status == GateResult::Status::kFail || gate.status == GateResult::Status::kMissing) {
       ++failed;
     }
     std::string status = gate_status_name(gate.status);
     table.add({gate.name, metric, gate_kind_name(gate.kind), value(gate.deviation),
-               finite ? "-" : value(gate.reference_noise), limit,
+               finite ? "-" : value(gate.reference_noise), limit, gate.limit_from,
                gate.worst_step ? std::to_string(*gate.worst_step) : "-", status});
   }
   out += table.str();
   for (const GateResult& gate : result.gates) {
     if (!gate.detail.empty()) out += fmt::format("  {}: {}\n", gate.name, gate.detail);
   }
+  std::string unevaluated = not_evaluated.empty()
+                                ? ""
+                                : fmt::format(" ({} not evaluated: {})", not_evaluated.size(),
+                                              fmt::join(not_evaluated, ", "));
   if (failed == 0) {
-    out += fmt::format("all {} gates pass\n", enabled);
+    out += fmt::format("all {} gates pass{}\n", enabled, unevaluated);
   } else {
     std::string names;
     for (const GateResult& gate : result.gates) {
@@ -171,7 +236,7 @@ void format_numerics(const NumericsReport& numerics, std::string& out) {
         names += (names.empty() ? "" : ", ") + gate.name;
       }
     }
-    out += fmt::format("{} of {} gates fail: {}\n", failed, enabled, names);
+    out += fmt::format("{} of {} gates fail: {}{}\n", failed, enabled, names, unevaluated);
   }
 }
 
@@ -253,14 +318,30 @@ std::string format_text(const Report& report) {
     for (const auto& [reason, names] : unknown_throughput) {
       out += fmt::format("tok/s/chip unknown for {}: {}\n", fmt::join(names, ", "), reason);
     }
+    for (const RunAnalysis& run : report.runs) {
+      if (!run.microbatch_final_left_out) continue;
+      out += fmt::format(
+          "{}: each step's final micro-batch is short (final_rows {} < rows {}): left out of the "
+          "regular micro-batch median, as the driver's (--microbatches keeps it)\n",
+          run.name, run.summary->final_rows.value_or(0), run.summary->rows.value_or(0));
+    }
     format_run_notes(report, out);
+    format_setups(report, out);
   }
 
   if (!report.comparisons.empty()) {
     out += fmt::format("\nagainst the control {}:\n", report.runs.front().name);
-    TextTable table({"run", "s/step", "ratio", ci_title(options), "verdict", "micro-batch s",
-                     "ratio", ci_title(options), "verdict"},
-                    {true, false, false, false, true, false, false, false, true});
+    bool setups = false;
+    for (const RunComparison& c : report.comparisons) setups |= c.setup.evaluated;
+    std::vector<std::string> header = {"run",     "s/step",        "ratio", ci_title(options),
+                                       "verdict", "micro-batch s", "ratio", ci_title(options),
+                                       "verdict"};
+    std::vector<bool> left = {true, false, false, false, true, false, false, false, true};
+    if (setups) {
+      header.push_back("set-up");
+      left.push_back(true);
+    }
+    TextTable table(header, left);
     for (const RunComparison& c : report.comparisons) {
       std::vector<std::string> row = {c.run};
       for (const auto* metric : {&c.step, &c.microbatch}) {
@@ -277,6 +358,7 @@ std::string format_text(const Report& report) {
           row.insert(row.end(), {"unknown", "-", "-", "-"});
         }
       }
+      if (setups) row.push_back(c.setup.evaluated ? c.setup.text() : "not logged");
       table.add(std::move(row));
     }
     out += table.str();
@@ -300,11 +382,12 @@ std::string format_text(const Report& report) {
       } else if (!c.microbatch_not_compared.empty()) {
         parts.push_back("micro-batch times " + c.microbatch_not_compared);
       }
+      std::string setup = c.setup.evaluated ? "; set-up " + c.setup.text() : "";
       if (parts.empty()) {
-        out += fmt::format("{} against {}: nothing to compare\n", c.run, c.control);
+        out += fmt::format("{} against {}: nothing to compare{}\n", c.run, c.control, setup);
       } else {
-        out += fmt::format("{} against {}: {}\n", c.run, c.control,
-                           parts.size() == 1 ? parts[0] : parts[0] + ", and " + parts[1]);
+        out += fmt::format("{} against {}: {}{}\n", c.run, c.control,
+                           parts.size() == 1 ? parts[0] : parts[0] + ", and " + parts[1], setup);
       }
     }
   }
@@ -313,10 +396,11 @@ std::string format_text(const Report& report) {
     const NoiseFloor& floor = report.noise_floor.value();
     out += fmt::format(
         "A/A noise floor ({} vs {}): {} per step, {} per micro-batch; smaller significant "
-        "differences are reported as noise\n",
+        "differences are reported as noise{}\n",
         floor.control_a, floor.control_b,
         floor.step_rel ? fmt::format("{:.3f}%", *floor.step_rel * 100) : "unknown",
-        floor.microbatch_rel ? fmt::format("{:.3f}%", *floor.microbatch_rel * 100) : "unknown");
+        floor.microbatch_rel ? fmt::format("{:.3f}%", *floor.microbatch_rel * 100) : "unknown",
+        floor.setup.evaluated ? "; set-up " + floor.setup.text() : "");
   }
 
   bool any_timeline = false;
@@ -362,6 +446,10 @@ std::string format_text(const Report& report) {
   if (!report.drops_not_ruled_out.empty()) {
     out += "\n";
     for (const std::string& line : report.drops_not_ruled_out) out += "FAIL: " + line + "\n";
+  }
+  if (!report.setups_differ.empty()) {
+    out += "\n";
+    for (const std::string& line : report.setups_differ) out += "FAIL: " + line + "\n";
   }
   return out;
 }

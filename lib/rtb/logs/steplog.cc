@@ -136,6 +136,107 @@ std::optional<std::string> scalar_text(const Literal& object, std::string_view k
   }
 }
 
+// A field of issue 25's contract with the wrong type: bench-report stops (exit 2) instead of
+// skipping the line, since a skipped line would hide a set-up difference between arms.
+class ContractError : public Error {
+ public:
+  explicit ContractError(const Error& error) : Error(error.message()) {}
+};
+
+// Runs `parse` and turns an error into a ContractError.
+template <typename Parse>
+auto contract_field(Parse&& parse) {
+  try {
+    return parse();
+  } catch (const ContractError&) {
+    throw;
+  } catch (const Error& e) {
+    throw ContractError(e);
+  }
+}
+
+// An object member: nullptr when absent or null; throws when it is not an object.
+const Literal* object_member(const Literal& object, std::string_view key) {
+  const Literal* member = object.find(key);
+  if (member == nullptr || member->is_null()) return nullptr;
+  if (!member->is_dict()) fail("\"{}\" is not an object", key);
+  return member;
+}
+
+// A string member that must be one of `allowed`.
+std::optional<std::string> enum_member(const Literal& object, std::string_view key,
+                                       std::initializer_list<std::string_view> allowed) {
+  std::optional<std::string> value = string_member(object, key);
+  if (!value) return value;
+  for (std::string_view word : allowed) {
+    if (*value == word) return value;
+  }
+  std::string words;
+  for (std::string_view word : allowed)
+    words += fmt::format("{}{}", words.empty() ? "" : ", ", word);
+  fail("\"{}\" is \"{}\" (expected one of {})", key, *value, words);
+}
+
+std::optional<std::int64_t> count_member(const Literal& object, std::string_view key) {
+  std::optional<std::int64_t> value = int_member(object, key);
+  if (value && *value < 0) fail("\"{}\" is {}", key, *value);
+  return value;
+}
+
+std::optional<double> seconds_member(const Literal& object, std::string_view key) {
+  std::optional<double> value = number_member(object, key);
+  if (value && !(std::isfinite(*value) && *value >= 0)) fail("\"{}\" is {}", key, *value);
+  return value;
+}
+
+// The set-up fields of BENCH_SUMMARY (issue 25's contract); throws on a wrong type.
+void parse_setup_fields(const Literal& json, BenchSummary& summary) {
+  summary.final_rows = count_member(json, "final_rows");
+  summary.boundary_free_step_s = seconds_member(json, "boundary_free_step_s");
+  summary.fence_s = seconds_member(json, "fence_s");
+  summary.microbatch_timing_why = string_member(json, "microbatch_timing_why");
+  if (const Literal* path = object_member(json, "update_path")) {
+    UpdatePath out;
+    out.ran = enum_member(*path, "ran", {"fused", "explicit", "deferred", "mixed"}).value_or("");
+    out.why = string_member(*path, "why").value_or("");
+    summary.update_path = std::move(out);
+  }
+  if (const Literal* grad = object_member(json, "grad_norm")) {
+    GradNormReport out;
+    out.reported = bool_member(*grad, "reported").value_or(false);
+    out.metric = string_member(*grad, "metric");
+    out.steps = count_member(*grad, "steps").value_or(0);
+    out.skip_step_on_spikes = bool_member(*grad, "skip_step_on_spikes");
+    out.why = string_member(*grad, "why").value_or("");
+    summary.grad_norm = std::move(out);
+  }
+  if (const Literal* weights = object_member(json, "weights")) {
+    Weights out;
+    out.source = enum_member(*weights, "source", {"random", "checkpoint"}).value_or("");
+    out.path = string_member(*weights, "path");
+    out.why = string_member(*weights, "why").value_or("");
+    summary.weights = std::move(out);
+  }
+  if (const Literal* profiler = object_member(json, "profiler")) {
+    Profiler out;
+    out.by = enum_member(*profiler, "by", {"driver", "trainer", "none"}).value_or("");
+    out.why = string_member(*profiler, "why").value_or("");
+    summary.profiler = std::move(out);
+  }
+  if (const Literal* choices = object_member(json, "choices")) {
+    for (const auto& [key, entry] : choices->entries) {
+      if (key.kind != Kind::kString || !entry.is_dict()) continue;
+      const Literal* value = entry.find("value");
+      // Settings with a list or object value are not part of the set-up bench-report compares.
+      if (value != nullptr && (value->is_sequence() || value->is_dict())) continue;
+      Choice choice;
+      choice.value = scalar_text(entry, "value");
+      choice.source = string_member(entry, "source").value_or("");
+      summary.choices[key.text] = std::move(choice);
+    }
+  }
+}
+
 // BENCH_SUMMARY "token_dropping"; throws when a field has the wrong type.
 TokenDropping token_dropping_of(const Literal& object) {
   if (!object.is_dict()) fail("\"token_dropping\" is not an object");
@@ -162,6 +263,12 @@ TokenDropping token_dropping_of(const Literal& object) {
   }
   out.capacity_factor = number_member(object, "capacity_factor");
   out.ragged_buffer_factor = number_member(object, "ragged_buffer_factor");
+  contract_field([&] {
+    out.replays = count_member(object, "replays");
+    out.replay_counted_steps = count_member(object, "replay_counted_steps");
+    out.retry_when_tokens_dropped = bool_member(object, "retry_when_tokens_dropped");
+    return 0;
+  });
   return out;
 }
 
@@ -425,9 +532,17 @@ void RunLogParser::parse_bench_step(std::string_view json_text, std::size_t numb
     parsed.staged = bool_member(json, "staged");
     parsed.profiled = bool_member(json, "profiled").value_or(false);
     parsed.dropped_tokens = non_negative("dropped_tokens");
+    contract_field([&] {
+      parsed.train_step_s = seconds_member(json, "train_step_s");
+      parsed.boundary_free_step_s = seconds_member(json, "boundary_free_step_s");
+      parsed.replays = count_member(json, "replays");
+      return 0;
+    });
     if (const Literal* metrics = json.find("metrics"); metrics != nullptr && metrics->is_dict()) {
       parsed.metrics = numeric_leaves(*metrics);
     }
+  } catch (const ContractError& e) {
+    fail_at(log_.source, static_cast<std::int64_t>(number), "BENCH_STEP: {}", e.message());
   } catch (const Error& e) {
     warn(number, fmt::format("malformed BENCH_STEP JSON ({}): line skipped", e.message()));
     return;
@@ -458,6 +573,9 @@ void RunLogParser::parse_bench_step(std::string_view json_text, std::size_t numb
   target.staged = parsed.staged;
   target.profiled = parsed.profiled;
   target.dropped_tokens = parsed.dropped_tokens;
+  target.train_step_s = parsed.train_step_s;
+  target.boundary_free_step_s = parsed.boundary_free_step_s;
+  target.replays = parsed.replays;
   for (const auto& [key, value] : parsed.metrics) target.metrics[key] = value;
 }
 
@@ -490,7 +608,16 @@ void RunLogParser::parse_summary(std::string_view json_text, std::size_t number)
       boundary.requested = scalar_text(*stage, "requested");
       boundary.resolved = scalar_text(*stage, "resolved");
       boundary.engaged = bool_member(*stage, "engaged");
-      boundary.staged_steps = int_list_member(*stage, "staged_steps");
+      if (const Literal* staged = stage->find("staged_steps");
+          staged != nullptr && staged->is_number()) {
+        boundary.staged_step_count =
+            contract_field([&] { return count_member(*stage, "staged_steps"); });
+      } else {
+        boundary.staged_steps = int_list_member(*stage, "staged_steps");
+        if (staged != nullptr && !staged->is_null()) {
+          boundary.staged_step_count = static_cast<std::int64_t>(boundary.staged_steps.size());
+        }
+      }
       boundary.latched_off = scalar_text(*stage, "latched_off");
       summary.stage_boundary = std::move(boundary);
     }
@@ -498,6 +625,12 @@ void RunLogParser::parse_summary(std::string_view json_text, std::size_t number)
         dropping != nullptr && !dropping->is_null()) {
       summary.token_dropping = token_dropping_of(*dropping);
     }
+    contract_field([&] {
+      parse_setup_fields(json, summary);
+      return 0;
+    });
+  } catch (const ContractError& e) {
+    fail_at(log_.source, static_cast<std::int64_t>(number), "BENCH_SUMMARY: {}", e.message());
   } catch (const Error& e) {
     warn(number, fmt::format("malformed BENCH_SUMMARY JSON ({}): line skipped", e.message()));
     return;

@@ -125,6 +125,15 @@ struct StepRecord {
   // BENCH_STEP "dropped_tokens": the tokens the MoE layers dropped in this step, as the trainer's
   // metrics count them (absent when they count none).
   std::optional<double> dropped_tokens;
+  // BENCH_STEP "train_step_s": the step's seconds minus its log-prob pass (equal to `seconds`
+  // without one).
+  std::optional<double> train_step_s;
+  // BENCH_STEP "boundary_free_step_s": an ESTIMATE, the step with its first micro-batch replaced
+  // by the step's median regular micro-batch; null when it could not be estimated.
+  std::optional<double> boundary_free_step_s;
+  // BENCH_STEP "replays": MoE dropless replays the trainer counted in this step (each a whole
+  // extra forward/backward); nullopt when not counted.
+  std::optional<std::int64_t> replays;
   // Numerics: BENCH_STEP `metrics`, `Train step` fields (loss, grad_norm, ...) and StepMetrics'
   // trainer_metrics. A value may be NaN or infinite (the orchestrator prints nan).
   std::map<std::string, double> metrics;
@@ -136,7 +145,10 @@ struct StageBoundary {
   std::optional<std::string> requested;  // "auto", "on", "off", ...
   std::optional<std::string> resolved;
   std::optional<bool> engaged;
+  // "staged_steps": the driver logs a count (older drivers: the list of staged steps, kept here
+  // and counted).
   std::vector<std::int64_t> staged_steps;
+  std::optional<std::int64_t> staged_step_count;
   // null when it never latched off; else the value as text (a reason or a step number).
   std::optional<std::string> latched_off;
 };
@@ -144,13 +156,51 @@ struct StageBoundary {
 // BENCH_SUMMARY "token_dropping": whether the run's MoE layers dropped tokens, as the driver
 // judged it (token_dropping() in tools/render-bench/driver/bench_driver.py).
 struct TokenDropping {
-  std::string verdict;  // "none", "dropped", "unknown" or "not-moe" as logged
+  std::string verdict;  // "none", "dropped", "replayed", "unknown" or "not-moe" as logged
   std::string why;
   std::optional<double> dropped_tokens;  // summed over the counted steps; nullopt: none counted
   std::optional<std::int64_t> counted_steps;
   std::string metric;  // the trainer's metric(s) counted, joined with ','; empty when none
   std::optional<double> capacity_factor;
   std::optional<double> ragged_buffer_factor;
+  // MoE dropless replays summed over replay_counted_steps; nullopt: not counted.
+  std::optional<std::int64_t> replays;
+  std::optional<std::int64_t> replay_counted_steps;
+  std::optional<bool> retry_when_tokens_dropped;  // the trainer config's; nullopt: unknown
+};
+
+// BENCH_SUMMARY "update_path": which update path the steps ran and why.
+struct UpdatePath {
+  std::string ran;  // "fused", "explicit", "deferred" or "mixed"
+  std::string why;
+};
+
+// BENCH_SUMMARY "grad_norm": whether MaxText reported a gradient norm.
+struct GradNormReport {
+  bool reported = false;
+  std::optional<std::string> metric;
+  std::int64_t steps = 0;
+  std::optional<bool> skip_step_on_spikes;
+  std::string why;
+};
+
+// BENCH_SUMMARY "weights": random initialization or a checkpoint.
+struct Weights {
+  std::string source;  // "random" or "checkpoint"
+  std::optional<std::string> path;
+  std::string why;
+};
+
+// BENCH_SUMMARY "profiler": who made the trace.
+struct Profiler {
+  std::string by;  // "driver", "trainer" or "none"
+  std::string why;
+};
+
+// One entry of BENCH_SUMMARY "choices": a resolved setting and where it came from.
+struct Choice {
+  std::optional<std::string> value;  // a scalar as text ("true", "1024", "x"); nullopt: null
+  std::string source;
 };
 
 // BENCH_SUMMARY, the fields bench-report uses (absent fields stay nullopt or empty).
@@ -171,6 +221,17 @@ struct BenchSummary {
   std::vector<std::int64_t> profiled_steps;
   std::optional<StageBoundary> stage_boundary;
   std::optional<TokenDropping> token_dropping;
+  std::optional<std::int64_t> final_rows;  // rows of the step's last micro-batch
+  // The fields of issue 25's contract (docs/bench-report.md "Set-up"); a wrong type in any of
+  // them is an error, not a skipped line, so that a set-up difference cannot go unseen.
+  std::optional<double> boundary_free_step_s;  // an ESTIMATE: mean over the steady steps
+  std::optional<double> fence_s;               // the step-end fence on an idle device
+  std::optional<UpdatePath> update_path;
+  std::optional<GradNormReport> grad_norm;
+  std::optional<Weights> weights;
+  std::optional<Profiler> profiler;
+  std::optional<std::string> microbatch_timing_why;
+  std::map<std::string, Choice> choices;  // the scalar-valued entries
   std::size_t line = 0;
 };
 
