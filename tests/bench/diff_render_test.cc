@@ -447,6 +447,29 @@ TEST(ExpectBench, DroppedCheckpointAndTrainerProfilerAreRenderBenchChanges) {
   EXPECT_EQ(unexpected(check_expect_bench(e2e, parse(other, "bench.yaml"), {})).size(), 1u);
 }
 
+TEST(ExpectBench, ACheckpointDroppedFromTheClientsEnvListIsAWeightsChange) {
+  // MAXTEXT_CKPT in the trainer client's env list (the one after its client script).
+  std::string text = fixture_text();
+  const std::string env = "              env:\n              # Injects the JobSet Name\n";
+  std::size_t at = text.find(env, text.find("name: abtest-train"));
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at + std::string("              env:\n").size(),
+              "              - name: MAXTEXT_CKPT\n"
+              "                value: gs://example-bucket/other/0/items\n");
+  k8s::DryRun e2e = parse(text, "env.txt");
+  std::string bench = render_bench(e2e, bench_options()).yaml;
+  ExpectBenchResult result = check_expect_bench(e2e, parse(bench, "bench.yaml"), {});
+  EXPECT_EQ(result.unexpected(), 0u) << describe(result);
+  bool found = false;
+  for (const BenchDifference& d : result.differences) {
+    if (d.difference.path == std::string(kClient) + ".env[MAXTEXT_CKPT]") {
+      found = true;
+      EXPECT_EQ(d.allowed, BenchChange::kWeights);
+    }
+  }
+  EXPECT_TRUE(found) << describe(result);
+}
+
 TEST(ExpectBench, NeedsOneBenchJobSet) {
   k8s::DryRun e2e = parse(fixture_text());
   // The e2e itself as "bench": three JobSets, one trainer: that trainer is compared, and matches.
