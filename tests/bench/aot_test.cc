@@ -197,6 +197,27 @@ TEST(Aot, TrainerKeysFollowTheSharedTable) {
   EXPECT_GE(compared, 12u);
 }
 
+// The compile takes no checkpoint, whatever --weights keeps: trainer_config.h decides what loads
+// one, for render-bench and aot-check alike.
+TEST(Aot, NoCheckpointReachesTheCompile) {
+  RenderOptions keep;
+  keep.weights = Weights::kCheckpoint;
+  AotPlan p = plan(keep, {}, "launch_dryrun_weights_profiler.txt");
+  EXPECT_EQ(value_of(p, "load_parameters_path"), "(absent)");
+  EXPECT_EQ(env_of(p, "MAXTEXT_CKPT"), "(absent)");
+  EXPECT_THAT(
+      p.notes,
+      testing::IsSupersetOf(
+          {"--maxtext_ckpt_path is not passed: the compile uses abstract weights",
+           "MAXTEXT_EXTRA_FLAGS load_parameters_path=gs://example-bucket/ckpt/model/0/items "
+           "is not passed: the compile uses abstract weights"}));
+  // The default render already dropped them: nothing to note.
+  AotPlan random = plan({}, {}, "launch_dryrun_weights_profiler.txt");
+  EXPECT_EQ(value_of(random, "load_parameters_path"), "(absent)");
+  for (const std::string& note : random.notes)
+    EXPECT_THAT(note, Not(HasSubstr("abstract weights")));
+}
+
 TEST(Aot, V5pSliceAndFilledAxis) {
   AotPlan p = plan({}, {}, "launch_dryrun_v5p.txt");
   EXPECT_EQ(p.slice, "tpuv5:4x4x4");

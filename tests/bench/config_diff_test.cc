@@ -76,8 +76,39 @@ TEST(ConfigFromRender, BenchRenderReadsTrainerArgvAndEditedFlags) {
   EXPECT_EQ(values["ragged_buffer_factor"], "2.75");
   EXPECT_EQ(values["ici_fsdp_parallelism"], "16");
   EXPECT_EQ(values["run_name"], "abtest-bench");
-  EXPECT_EQ(values["profiler_steps"], "2");
-  EXPECT_EQ(values["skip_first_n_steps_for_profiler"], "3");
+  // The driver traces the window: the trainer's profiler sets no key, as the render leaves it.
+  EXPECT_EQ(values.count("profiler_steps"), 0u);
+  EXPECT_EQ(values.count("skip_first_n_steps_for_profiler"), 0u);
+  EXPECT_EQ(values.count("load_parameters_path"), 0u) << "--weights random dropped it";
+}
+
+// diff-configs reads what the render (and --explain) says: with --profile-window the trainer's
+// own profiler keys and MaxText's profiler item are gone; without it they are the e2e's; with
+// --weights checkpoint the checkpoint stays.
+TEST(ConfigFromRender, TheRendersWeightsAndProfilerAreWhatDiffConfigsSees) {
+  k8s::DryRun e2e = k8s::parse_dryrun(read_file(testdata("launch_dryrun_weights_profiler.txt")),
+                                      "launch_dryrun_weights_profiler.txt");
+  RenderOptions o;
+  o.name = "abtest-bench";
+  o.driver_source = "print('driver')\n";
+  auto config = [&](const RenderOptions& options) {
+    k8s::DryRun bench = k8s::parse_dryrun(render_bench(e2e, options).yaml, "bench.yaml");
+    return as_map(config_from_render(bench, k8s::RoleMains{}));
+  };
+  auto e2e_values = as_map(config_from_render(e2e, k8s::RoleMains{}));
+  EXPECT_EQ(e2e_values["profiler_steps"], "3");
+  EXPECT_EQ(e2e_values["profiler"], "xplane");
+  EXPECT_EQ(e2e_values["load_parameters_path"], "gs://example-bucket/ckpt/model/0/items");
+  auto plain = config(o);
+  EXPECT_EQ(plain["profiler_steps"], "3") << "no window: the trainer's own profiler";
+  EXPECT_EQ(plain["profiler"], "xplane");
+  EXPECT_EQ(plain.count("load_parameters_path"), 0u);
+  o.profile_window = std::make_pair(3, 2);
+  o.weights = Weights::kCheckpoint;
+  auto windowed = config(o);
+  EXPECT_EQ(windowed.count("profiler_steps"), 0u);
+  EXPECT_EQ(windowed.count("profiler"), 0u);
+  EXPECT_EQ(windowed["load_parameters_path"], "gs://example-bucket/ckpt/model/0/items");
 }
 
 TEST(ConfigFromRender, NoTrainerFails) {

@@ -391,7 +391,7 @@ TEST(ExpectBench, TamperedBenchesAreRefused) {
       {"a quoted number made plain", "kueue.x-k8s.io/podset-slice-size: \"16\"",
        "kueue.x-k8s.io/podset-slice-size: 16", "podset-slice-size", "type"},
       {"a removed MAXTEXT item", "use_gdn_kernel=true ", "", "MAXTEXT_EXTRA_FLAGS[use_gdn_kernel]",
-       "never removes"},
+       "only to drop a checkpoint or the trainer's profiler"},
       {"an environment variable", "TF_CPP_MIN_LOG_LEVEL=0", "TF_CPP_MIN_LOG_LEVEL=1",
        "startup.env.TF_CPP_MIN_LOG_LEVEL", "not something"},
       {"a worker arg", "--server_port=29005", "--server_port=29006", "args[--server_port]",
@@ -408,6 +408,66 @@ TEST(ExpectBench, TamperedBenchesAreRefused) {
     EXPECT_THAT(bad[0]->why + " " + std::string(kind_name(bad[0]->difference.kind)),
                 HasSubstr(t.why_part));
   }
+}
+
+// --weights random drops the checkpoint flags (weights); --profile-window turns the trainer's
+// profiler off (profiler); both only as trainer_config.h decides.
+TEST(ExpectBench, DroppedCheckpointAndTrainerProfilerAreRenderBenchChanges) {
+  std::string text = read_file(RTB_TESTDATA_DIR "/launch_dryrun_weights_profiler.txt");
+  k8s::DryRun e2e = parse(text, "launch_dryrun_weights_profiler.txt");
+  RenderOptions o = bench_options();
+  o.profile_window = std::make_pair(3, 2);
+  std::string bench = render_bench(e2e, o).yaml;
+  ExpectBenchResult result = check_expect_bench(e2e, parse(bench, "bench.yaml"), {});
+  EXPECT_EQ(result.unexpected(), 0u) << describe(result);
+  std::vector<std::string> weights, profiler;
+  for (const BenchDifference& d : result.differences) {
+    if (d.allowed == BenchChange::kWeights) weights.push_back(d.difference.path);
+    if (d.allowed == BenchChange::kProfiler) profiler.push_back(d.difference.path);
+  }
+  std::string c(kClient);
+  EXPECT_EQ(weights,
+            (std::vector<std::string>{c + ".startup.env.MAXTEXT_EXTRA_FLAGS[load_parameters_path]",
+                                      c + ".startup.env.MAXTEXT_CKPT",
+                                      c + ".startup.argv[--maxtext_ckpt_path]"}))
+      << describe(result);
+  EXPECT_EQ(profiler, (std::vector<std::string>{c + ".startup.env.MAXTEXT_EXTRA_FLAGS[profiler]",
+                                                c + ".startup.argv[--profiler_steps]"}))
+      << describe(result);
+  EXPECT_EQ(bench_change_id(BenchChange::kWeights), "weights");
+  EXPECT_EQ(bench_change_id(BenchChange::kProfiler), "profiler");
+  // Without PROFILE_WINDOW in the driver settings, dropping MaxText's profiler is not the render's.
+  std::string no_window = replace_once(bench, "PROFILE_WINDOW=3:2", "PROFILE_WINDOX=3:2");
+  result = check_expect_bench(e2e, parse(no_window, "bench.yaml"), {});
+  std::vector<const BenchDifference*> bad = unexpected(result);
+  ASSERT_EQ(bad.size(), 1u) << describe(result);
+  EXPECT_THAT(bad[0]->why, HasSubstr("only where the driver traces"));
+  // A removed MAXTEXT item that loads nothing is refused.
+  std::string other = replace_once(bench, "use_gdn_kernel=true ", "");
+  EXPECT_EQ(unexpected(check_expect_bench(e2e, parse(other, "bench.yaml"), {})).size(), 1u);
+}
+
+TEST(ExpectBench, ACheckpointDroppedFromTheClientsEnvListIsAWeightsChange) {
+  // MAXTEXT_CKPT in the trainer client's env list (the one after its client script).
+  std::string text = fixture_text();
+  const std::string env = "              env:\n              # Injects the JobSet Name\n";
+  std::size_t at = text.find(env, text.find("name: abtest-train"));
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at + std::string("              env:\n").size(),
+              "              - name: MAXTEXT_CKPT\n"
+              "                value: gs://example-bucket/other/0/items\n");
+  k8s::DryRun e2e = parse(text, "env.txt");
+  std::string bench = render_bench(e2e, bench_options()).yaml;
+  ExpectBenchResult result = check_expect_bench(e2e, parse(bench, "bench.yaml"), {});
+  EXPECT_EQ(result.unexpected(), 0u) << describe(result);
+  bool found = false;
+  for (const BenchDifference& d : result.differences) {
+    if (d.difference.path == std::string(kClient) + ".env[MAXTEXT_CKPT]") {
+      found = true;
+      EXPECT_EQ(d.allowed, BenchChange::kWeights);
+    }
+  }
+  EXPECT_TRUE(found) << describe(result);
 }
 
 TEST(ExpectBench, NeedsOneBenchJobSet) {

@@ -15,6 +15,7 @@
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
 #include "rtb/k8s/diff.h"
+#include "rtb/k8s/jobset.h"
 #include "rtb/k8s/yaml.h"
 #include "test_util.h"
 
@@ -468,6 +469,225 @@ TEST(RenderTest, SummaryCountsChangesByKnob) {
   std::string summary = summarize_changes(render_bench(dryrun, o));
   EXPECT_NE(summary.find("abtest-train -> abtest-bench"), std::string::npos) << summary;
   EXPECT_NE(summary.find("--libtpu-flag 3"), std::string::npos) << summary;
+}
+
+// --- weights (--weights), the trainer's profiler (--profile-window), the rollout's routing ------
+
+k8s::DryRun weights_fixture() {
+  return k8s::parse_dryrun(read_file(RTB_TESTDATA_DIR "/launch_dryrun_weights_profiler.txt"),
+                           "launch_dryrun_weights_profiler.txt");
+}
+
+// The bench client's script (command[2]).
+std::string client_script(const RenderResult& result) {
+  return result
+      .bench["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]
+            ["command"][2]
+      .Scalar();
+}
+
+// The changes of one knob, as "path: old -> new".
+std::vector<std::string> changes_of(const RenderResult& result, std::string_view knob) {
+  std::vector<std::string> out;
+  for (const Change& change : result.changes) {
+    if (change.knob == knob)
+      out.push_back(fmt::format("{}: {} -> {}", change.path, change.old_value, change.new_value));
+  }
+  return out;
+}
+
+constexpr std::string_view kClient =
+    "spec.replicatedJobs[proc].template.spec.template.spec.containers[main]";
+
+TEST(RenderTest, WeightsRandomDropsEverySettingThatLoadsACheckpoint) {
+  k8s::DryRun dryrun = weights_fixture();
+  RenderResult result = render_bench(dryrun, options());  // random is the default
+  std::string c(kClient);
+  EXPECT_EQ(changes_of(result, "--weights"),
+            (std::vector<std::string>{
+                c + ".startup.argv[--maxtext_ckpt_path]: "
+                    "--maxtext_ckpt_path=gs://example-bucket/ckpt/model/0/items -> ",
+                c + ".startup.env.MAXTEXT_EXTRA_FLAGS[load_parameters_path]: "
+                    "load_parameters_path=gs://example-bucket/ckpt/model/0/items -> ",
+                c + ".startup.env.MAXTEXT_CKPT: gs://example-bucket/ckpt/model/0/items -> "}));
+  std::string script = client_script(result);
+  EXPECT_EQ(script.find("ckpt/model"), std::string::npos) << "no checkpoint reaches the trainer";
+  EXPECT_EQ(script.find("load_parameters_path"), std::string::npos);
+  ASSERT_EQ(result.notes.size(), 2u);
+  EXPECT_EQ(result.notes[0],
+            "--weights random: dropped --maxtext_ckpt_path=gs://example-bucket/ckpt/model/0/items, "
+            "MAXTEXT_EXTRA_FLAGS load_parameters_path=gs://example-bucket/ckpt/model/0/items, "
+            "MAXTEXT_CKPT=gs://example-bucket/ckpt/model/0/items: MaxText initialises random "
+            "weights");
+  EXPECT_NO_THROW(check_bench_against_e2e(trainer_of(dryrun).root, result.bench, result.changes));
+}
+
+TEST(RenderTest, WeightsRandomDropsTheCheckpointOfTheContainersEnvList) {
+  std::string text = read_file(RTB_TESTDATA_DIR "/launch_dryrun.txt");
+  // The trainer's client container env list (the one after the trainer's client script).
+  const std::string env = "              env:\n              # Injects the JobSet Name\n";
+  std::size_t env_at = text.find(env, text.find("name: abtest-train"));
+  ASSERT_NE(env_at, std::string::npos);
+  ASSERT_LT(env_at, text.find("name: abtest-roll"));
+  text.insert(env_at + std::string("              env:\n").size(),
+              "              - name: MAXTEXT_CKPT\n"
+              "                value: gs://example-bucket/other/0/items\n");
+  k8s::DryRun dryrun = k8s::parse_dryrun(text, "env.txt");
+  RenderResult result = render_bench(dryrun, options());
+  std::vector<std::string> changes = changes_of(result, "--weights");
+  ASSERT_EQ(changes.size(), 2u);
+  EXPECT_EQ(changes[1],
+            std::string(kClient) +
+                ".env[MAXTEXT_CKPT]: MAXTEXT_CKPT=gs://example-bucket/other/0/items -> ");
+  EXPECT_EQ(result.yaml.find("gs://example-bucket/other"), std::string::npos);
+  RenderOptions keep = options();
+  keep.weights = Weights::kCheckpoint;
+  EXPECT_NE(render_bench(dryrun, keep).yaml.find("gs://example-bucket/other"), std::string::npos);
+}
+
+TEST(RenderTest, WeightsCheckpointKeepsTheE2esAndSaysSo) {
+  RenderOptions o = options();
+  o.weights = Weights::kCheckpoint;
+  RenderResult result = render_bench(weights_fixture(), o);
+  EXPECT_TRUE(changes_of(result, "--weights").empty());
+  std::string script = client_script(result);
+  EXPECT_NE(script.find("--maxtext_ckpt_path=gs://example-bucket/ckpt/model/0/items"),
+            std::string::npos);
+  EXPECT_NE(script.find("MAXTEXT_CKPT=gs://example-bucket/ckpt/model/0/items"), std::string::npos);
+  EXPECT_NE(script.find("load_parameters_path=gs://"), std::string::npos);
+  EXPECT_EQ(result.notes[0].rfind("--weights checkpoint: kept --maxtext_ckpt_path=", 0), 0u)
+      << result.notes[0];
+  // An e2e without a checkpoint: nothing to drop or keep, and the note says so.
+  std::string text = read_file(RTB_TESTDATA_DIR "/launch_dryrun.txt");
+  const std::string flag = "--maxtext_ckpt_path=gs://example-bucket/ckpt/model/0/items";
+  text.replace(text.find(flag), flag.size(), "");
+  RenderResult none = render_bench(k8s::parse_dryrun(text, "none.txt"), options());
+  EXPECT_TRUE(changes_of(none, "--weights").empty());
+  EXPECT_EQ(none.notes[0],
+            "--weights random: the e2e trainer loads no checkpoint; MaxText initialises random "
+            "weights");
+}
+
+TEST(RenderTest, WeightsRandomRefusesAKnobThatLoadsACheckpoint) {
+  k8s::DryRun dryrun = fixture();
+  RenderOptions o = options();
+  o.maxtext_flags = {"load_full_state_path=gs://b/state"};
+  EXPECT_EQ(test::error_of([&] { render_bench(dryrun, o); }).message(),
+            "--maxtext-flag load_full_state_path=gs://b/state: loads a checkpoint, but --weights "
+            "is random (give --weights checkpoint)");
+  o = options();
+  o.trainer_args = {"--maxtext_load_parameters_path=gs://b/p"};
+  EXPECT_NE(test::error_of([&] { render_bench(dryrun, o); }).message().find("--trainer-arg"),
+            std::string::npos);
+  o.weights = Weights::kCheckpoint;
+  EXPECT_NO_THROW(render_bench(dryrun, o));
+  EXPECT_EQ(parse_weights("random"), Weights::kRandom);
+  EXPECT_EQ(parse_weights("checkpoint"), Weights::kCheckpoint);
+  EXPECT_EQ(test::error_of([] { parse_weights("zeros"); }).message(),
+            "--weights zeros: must be random or checkpoint");
+  EXPECT_EQ(weights_name(Weights::kCheckpoint), "checkpoint");
+}
+
+TEST(RenderTest, ProfileWindowLeavesTheTraceToTheDriverAlone) {
+  k8s::DryRun dryrun = weights_fixture();  // --profiler_steps=3, MAXTEXT profiler=xplane
+  RenderOptions o = options();
+  o.profile_window = std::make_pair(4, 2);
+  RenderResult result = render_bench(dryrun, o);
+  std::string c(kClient);
+  EXPECT_EQ(changes_of(result, "--profile-window"),
+            (std::vector<std::string>{
+                c + ".startup.argv[--profiler_steps]: --profiler_steps=3 -> --profiler_steps=0",
+                c + ".startup.env.MAXTEXT_EXTRA_FLAGS[profiler]: profiler=xplane -> "}));
+  std::string script = client_script(result);
+  EXPECT_NE(script.find("PROFILE_WINDOW=4:2"), std::string::npos);
+  EXPECT_EQ(script.find("profiler=xplane"), std::string::npos);
+  EXPECT_NE(script.find("--skip_first_n_profiler_steps=5"), std::string::npos)
+      << "the e2e's other profiler flags stay (inert with --profiler_steps=0)";
+  EXPECT_EQ(result.notes[1],
+            "profiler: the driver's (PROFILE_WINDOW=4:2, fwd_bwd calls 4..5); the trainer's own "
+            "is turned off (was --profiler_steps=3, MAXTEXT_EXTRA_FLAGS profiler=xplane)");
+  EXPECT_NO_THROW(check_bench_against_e2e(trainer_of(dryrun).root, result.bench, result.changes));
+  // Without a window the e2e's profiler runs as the e2e sets it.
+  RenderResult plain = render_bench(dryrun, options());
+  EXPECT_TRUE(changes_of(plain, "--profile-window").empty());
+  EXPECT_EQ(client_script(plain).find("PROFILE_WINDOW"), std::string::npos);
+  EXPECT_EQ(
+      plain.notes[1],
+      "profiler: the trainer's own, as the e2e sets it (--profiler_steps=3, "
+      "MAXTEXT_EXTRA_FLAGS profiler=xplane); the driver traces nothing (no --profile-window)");
+  // The main fixture's trainer profiler is off (--profiler_steps=0): the window changes no flag.
+  RenderResult off = render_bench(fixture(), o);
+  EXPECT_TRUE(changes_of(off, "--profile-window").empty());
+  EXPECT_NE(client_script(off).find("--profiler_steps=0 --skip_first_n_profiler_steps=-1"),
+            std::string::npos);
+  EXPECT_EQ(off.notes[1],
+            "profiler: the driver's (PROFILE_WINDOW=4:2, fwd_bwd calls 4..5); the e2e trainer's "
+            "profiler is off");
+}
+
+TEST(RenderTest, TheRolloutsRoutedExpertsSettingReachesTheDriver) {
+  auto setting = [](const RenderResult& result) -> std::optional<std::string> {
+    for (const auto& [name, value] : startup_assignments(client_script(result))) {
+      if (name == kRolloutRoutedExpertsSetting) return value;
+    }
+    return std::nullopt;
+  };
+  // The main fixture's rollout passes --return_routed_experts=true; the other one sets
+  // RETURN_ROUTED_EXPERTS=false in its startup block and no flag.
+  EXPECT_EQ(setting(render_bench(fixture(), options())), "true");
+  EXPECT_EQ(setting(render_bench(weights_fixture(), options())), "false");
+  std::string text = read_file(RTB_TESTDATA_DIR "/launch_dryrun.txt");
+  auto with = [&](const std::string& replacement) {
+    std::string edited = text;
+    const std::string flag = " --return_routed_experts=true";
+    edited.replace(edited.find(flag), flag.size(), replacement);
+    return k8s::parse_dryrun(edited, "rollout.txt");
+  };
+  EXPECT_EQ(setting(render_bench(with(" --return_routed_experts"), options())), "true")
+      << "a bare flag is true (argparse const=True)";
+  EXPECT_EQ(setting(render_bench(with(""), options())), std::nullopt) << "no evidence: not written";
+  EXPECT_EQ(test::error_of([&] {
+              render_bench(with(" --return_routed_experts=maybe"), options());
+            }).message(),
+            "rollout JobSet 'abtest-roll': --return_routed_experts=maybe: not a boolean "
+            "(true/false, 1/0, yes/no, on/off)");
+  // Two rollout JobSets that disagree.
+  std::size_t rollout = text.rfind("\n---\n");
+  std::string second = text.substr(rollout);
+  std::size_t at = second.find("abtest-roll\n");
+  ASSERT_NE(at, std::string::npos);
+  second.replace(at, std::string("abtest-roll").size(), "abtest-roll2");
+  const std::string flag = "--return_routed_experts=true";
+  second.replace(second.find(flag), flag.size(), "--return_routed_experts=0");
+  EXPECT_NE(
+      test::error_of([&] { render_bench(k8s::parse_dryrun(text + second, "two.txt"), options()); })
+          .message()
+          .find("the rollout JobSets disagree on routed experts: 'abtest-roll' has "
+                "--return_routed_experts=true, 'abtest-roll2' has --return_routed_experts=0"),
+      std::string::npos);
+}
+
+TEST(RenderTest, RenderChunksParseEachDistinctRolloutOnce) {
+  std::string text = read_file(RTB_TESTDATA_DIR "/launch_dryrun.txt");
+  std::size_t rollout = text.rfind("\n---\n");
+  std::string copy = text.substr(rollout);
+  std::size_t at = copy.find("abtest-roll\n");
+  copy.replace(at, std::string("abtest-roll").size(), "abtest-roll2");
+  std::string differing = copy;
+  differing.replace(differing.find("abtest-roll2\n"), std::string("abtest-roll2").size(),
+                    "abtest-roll3");
+  const std::string flag = "--return_routed_experts=true";
+  differing.replace(differing.find(flag), flag.size(), "--return_routed_experts=false");
+  k8s::RoleMains mains;
+  auto rollouts = [&](const std::string& input) {
+    k8s::DryRun dryrun = k8s::parse_dryrun(
+        input, "x", k8s::render_chunks(mains, {std::string(kRolloutRoutedExpertsFlag)}));
+    return select_roles(dryrun, mains).rollouts.size();
+  };
+  EXPECT_EQ(rollouts(text), 1u);
+  EXPECT_EQ(rollouts(text + copy), 1u) << "the same routed-expert text: parsed once";
+  EXPECT_EQ(rollouts(text + copy + differing), 2u);
+  EXPECT_EQ(rollouts(text.substr(0, rollout) + "\n"), 0u);
 }
 
 }  // namespace

@@ -125,5 +125,35 @@ TEST(ExtraFlagKeys, ItemsInOrder) {
   EXPECT_EQ(keys[2].value, "");
 }
 
+TEST(Checkpoint, KeysAndTheFlagsThatSetThem) {
+  EXPECT_TRUE(is_checkpoint_key("load_parameters_path"));
+  EXPECT_TRUE(is_checkpoint_key("load_full_state_path"));
+  EXPECT_FALSE(is_checkpoint_key("base_output_directory"));
+  EXPECT_FALSE(is_checkpoint_key("enable_checkpointing"));
+  for (const char* flag :
+       {"maxtext_ckpt_path", "maxtext_load_parameters_path", "maxtext_load_full_state_path"}) {
+    EXPECT_TRUE(is_checkpoint_flag(flag)) << flag;
+  }
+  for (const char* flag : {"maxtext_output_directory", "checkpoint_root_directory",
+                           "maxtext_checkpoint_dir", "model_dir", "ckpt_path"}) {
+    EXPECT_FALSE(is_checkpoint_flag(flag)) << flag;
+  }
+  EXPECT_EQ(kCheckpointEnv, "MAXTEXT_CKPT");
+}
+
+TEST(Profiler, WhatStartsTheTrainersOwn) {
+  EXPECT_TRUE(starts_trainer_profiler("--profiler_steps=3"));
+  EXPECT_FALSE(starts_trainer_profiler("--profiler_steps=0"));
+  EXPECT_FALSE(starts_trainer_profiler("--profiler_steps=-1"));
+  EXPECT_FALSE(starts_trainer_profiler("--profiler_steps=x"));
+  EXPECT_FALSE(starts_trainer_profiler("--skip_first_n_profiler_steps=3"));
+  EXPECT_TRUE(starts_maxtext_profiler("profiler=xplane"));
+  EXPECT_FALSE(starts_maxtext_profiler("profiler="));
+  EXPECT_FALSE(starts_maxtext_profiler("profiler_steps=3"));
+  // The same rule as trainer_keys_from_argv: profiler keys only with --profiler_steps > 0.
+  EXPECT_TRUE(
+      trainer_keys_from_argv({"--profiler_steps=0", "--skip_first_n_profiler_steps=2"}).empty());
+}
+
 }  // namespace
 }  // namespace rtb::bench

@@ -325,9 +325,11 @@ class DiffConfigsTest(TempDirTestCase):
             "~ run_name: abtest-bench -> abtest-train"
         ])
         self.diff(bench, TRAINER_NODE, "--keys", "^sa_block", rc=0)
-        # Two renders: every key either sets.
+        # Two renders: every key either sets; the bench's --weights random (the default) dropped
+        # the e2e's checkpoint.
         out, _ = self.diff(FIXTURE, bench, rc=1)
         self.assertEqual(out.splitlines(), [
+            "- load_parameters_path: gs://example-bucket/ckpt/model/0/items",
             "~ ragged_buffer_factor: 2.0 -> 2.75", "~ run_name: abtest-train -> abtest-bench",
             "~ sa_block_q: 1024 -> 512"
         ])

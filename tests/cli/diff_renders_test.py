@@ -78,7 +78,7 @@ DIFF_SCHEMA = {
                             None, "name", "gang-id", "max-restarts", "namespace", "image",
                             "client-script", "client-program", "driver-settings", "maxtext-flag",
                             "libtpu-flag", "libtpu-workers", "argv-flag", "logps-chunk",
-                            "trainer-slice"
+                            "trainer-slice", "weights", "profiler"
                         ],
                     },
                     "why": {"type": ["string", "null"]},
@@ -384,6 +384,25 @@ class DiffRendersTest(TempDirTestCase):
         }
         for name, value in expected.items():
             self.assertEqual(settings[name], value, name)
+
+    def test_expect_bench_accepts_dropped_checkpoints_and_trainer_profiler(self):
+        # --weights random (the default) drops the checkpoint in its three places, and
+        # --profile-window turns the trainer's own profiler off: changes render-bench makes.
+        source = os.path.join(TESTDATA, "launch_dryrun_weights_profiler.txt")
+        bench = self.bench("weights.yaml", "--profile-window", "3:2", source=source)
+        self.diff("--expect-bench", source, bench, rc=0)
+        out, _ = self.diff("--expect-bench", "--json", source, bench, rc=0)
+        changes = {d["path"]: d["change"] for d in json.loads(out)["differences"]}
+        self.assertEqual(changes[f"{CLIENT}.startup.argv[--maxtext_ckpt_path]"], "weights")
+        self.assertEqual(changes[f"{CLIENT}.startup.env.MAXTEXT_CKPT"], "weights")
+        self.assertEqual(changes[f"{CLIENT}.startup.env.MAXTEXT_EXTRA_FLAGS[load_parameters_path]"],
+                         "weights")
+        self.assertEqual(changes[f"{CLIENT}.startup.env.MAXTEXT_EXTRA_FLAGS[profiler]"], "profiler")
+        self.assertEqual(changes[f"{CLIENT}.startup.argv[--profiler_steps]"], "profiler")
+        # --weights checkpoint: the e2e's checkpoint stays, so no weights change at all.
+        kept = self.bench("kept.yaml", "--weights", "checkpoint", source=source)
+        out, _ = self.diff("--expect-bench", "--json", source, kept, rc=0)
+        self.assertNotIn("weights", [d["change"] for d in json.loads(out)["differences"]])
 
     def test_expect_bench_fails_for_a_hand_tampered_bench(self):
         bench = read(

@@ -14,6 +14,7 @@ one JSON object {NAME: parsed value} of the settings that are set (exit 0), or r
 
 import json
 import os
+import re
 import subprocess
 import tempfile
 import unittest
@@ -180,11 +181,13 @@ class DriverSettingsContractTest(unittest.TestCase):
     def test_what_render_bench_writes_the_driver_reads_as_asked(self):
         """One render with a value other than the default for every setting render-bench writes:
         through its option, --driver-env for those without one, the e2e orchestrator's environment
-        for its ORCH_* copies. The driver, run with exactly the driver settings of the client
-        script, reads each back as the value asked for."""
+        for its ORCH_* copies, the rollout JobSet's flag for its ROLLOUT_* copies. The driver, run
+        with exactly the driver settings of the client script, reads each back as the value asked
+        for."""
         expected: Dict[str, Any] = {}
         args: List[str] = []
         orchestrator_env: List[str] = []
+        rollout_flags: Dict[str, str] = {}
         with tempfile.TemporaryDirectory() as tmp:
             for row in SETTINGS_ROWS:
                 name, option, kind = row["name"], row["option"], row["kind"]
@@ -211,6 +214,11 @@ class DriverSettingsContractTest(unittest.TestCase):
                 elif option == "orch":
                     given, expected[name] = good_value(row)
                     orchestrator_env.append(f"{name[len('ORCH_'):]}={given.strip()}")
+                elif option == "rollout":
+                    # The rollout JobSet's flag of that name (ROLLOUT_RETURN_ROUTED_EXPERTS:
+                    # --return_routed_experts), replacing the fixture's.
+                    given, expected[name] = good_value(row)
+                    rollout_flags[f"--{name[len('ROLLOUT_'):].lower()}"] = given.strip()
                 else:
                     self.fail(f"settings.tsv: {name} has an option column this test does not know")
             with open(LAUNCH_DRYRUN, encoding="utf-8") as f:
@@ -218,6 +226,9 @@ class DriverSettingsContractTest(unittest.TestCase):
             anchor = 'ORCHESTRATOR_ID="abtest-orch"'
             self.assertIn(anchor, dryrun)
             dryrun = dryrun.replace(anchor, " ".join(orchestrator_env + [anchor]), 1)
+            for flag, given in rollout_flags.items():
+                self.assertEqual(dryrun.count(f" {flag}="), 1, flag)
+                dryrun = re.sub(rf" {flag}=\S+", f" {flag}={given}", dryrun)
             rc, out, err = render(["-", *args], stdin=dryrun)
         self.assertEqual(rc, 0, err)
         env = driver_settings_env(script_of(yaml.safe_load(out)))

@@ -23,6 +23,9 @@ from cli_common import container, containers, script_of, startup_env, startup_wo
 
 TOOL = os.path.join(BIN, "render-bench")
 NO_PROXY = os.path.join(TESTDATA, "trainer_no_proxy.txt")
+# The main fixture with a checkpoint in three places, the trainer's own profiler on, and a rollout
+# that sets RETURN_ROUTED_EXPERTS=false in its environment (testdata/SOURCES.md).
+WEIGHTS = os.path.join(TESTDATA, "launch_dryrun_weights_profiler.txt")
 DRIVER_PATH = "/tmp/bench_driver.py"
 DRIVER_SOURCE = DRIVER
 # The driver section of a client script: verbatim in a heredoc, or gzip + base64 when verbatim it
@@ -214,7 +217,11 @@ class RenderBenchTest(unittest.TestCase):
         self.assertEqual(startup_words(script)[-2:], ["python3", DRIVER_PATH])
         e2e_words = startup_words(script_of(e2e_trainer()))
         first_flag = next(i for i, w in enumerate(e2e_words) if w.startswith("--"))
-        e2e_argv = [w.replace("abtest-train", "abtest-bench") for w in e2e_words[first_flag:]]
+        # The e2e's argv with the bench's name, less the checkpoint (--weights random, the default).
+        e2e_argv = [
+            w.replace("abtest-train", "abtest-bench") for w in e2e_words[first_flag:]
+            if not w.startswith("--maxtext_ckpt_path=")
+        ]
         self.assertEqual(shlex.split(env["TRAINER_ARGV"]), e2e_argv)
 
     def with_quick_poll(self, script):
@@ -617,8 +624,9 @@ class RenderBenchTest(unittest.TestCase):
         env = startup_env(script_of(bench))
         argv = shlex.split(env["TRAINER_ARGV"])
         self.assertIn("--compute_logps_chunk_size=4096", argv)
-        self.assertIn("--profiler_steps=2", argv)
-        self.assertIn("--skip_first_n_profiler_steps=3", argv)
+        # The driver traces the window; the e2e's trainer profiler (off here) stays as it is.
+        self.assertIn("--profiler_steps=0", argv)
+        self.assertIn("--skip_first_n_profiler_steps=-1", argv)
         expected = {
             "STEPS": "4", "MICRO_STEPS": "7", "SEED": "11", "ROUTING_SCALE": "0.5",
             "LOGP_GATES": "off", "ADVANTAGES": "zero", "PAD_POSITION": "start", "PAD_ALIGN": "2048",
@@ -660,6 +668,88 @@ class RenderBenchTest(unittest.TestCase):
             self.assertEqual(env[key], value, key)
         self.assertNotIn("PAD_POSITION", env)
         self.assertNotIn("ORCH_STAGE_NEXT_MICROBATCH", env)
+
+    # --- weights, the trainer's profiler, the rollout's routed experts ----------------------------
+    def test_weights_random_drops_every_checkpoint_and_explain_says_so(self):
+        rc, out, err = run([WEIGHTS, "--name", "abtest-bench", "--explain"])
+        self.assertEqual(rc, 0, err)
+        env = startup_env(script_of(yaml.safe_load(out)))
+        self.assertNotIn("MAXTEXT_CKPT", env)
+        self.assertNotIn("load_parameters_path", env["MAXTEXT_EXTRA_FLAGS"])
+        self.assertFalse([a for a in shlex.split(env["TRAINER_ARGV"]) if "ckpt_path" in a])
+        self.assertIn(
+            "--weights: spec.replicatedJobs[proc].template.spec.template.spec."
+            "containers[main].startup.argv[--maxtext_ckpt_path]: "
+            "--maxtext_ckpt_path=gs://example-bucket/ckpt/model/0/items -> (removed)", err)
+        self.assertIn(
+            "containers[main].startup.env.MAXTEXT_CKPT: "
+            "gs://example-bucket/ckpt/model/0/items -> (removed)", err)
+        self.assertIn("note: --weights random: dropped --maxtext_ckpt_path=", err)
+        self.assertIn("MaxText initialises random weights", err)
+        # The main fixture passes only --maxtext_ckpt_path; it is dropped too.
+        bench, _, _ = self.render()
+        argv = shlex.split(startup_env(script_of(bench))["TRAINER_ARGV"])
+        self.assertFalse([a for a in argv if a.startswith("--maxtext_ckpt_path")])
+
+    def test_weights_checkpoint_keeps_the_e2es(self):
+        rc, out, err = run(
+            [WEIGHTS, "--name", "abtest-bench", "--weights", "checkpoint", "--explain"])
+        self.assertEqual(rc, 0, err)
+        env = startup_env(script_of(yaml.safe_load(out)))
+        self.assertEqual(env["MAXTEXT_CKPT"], "gs://example-bucket/ckpt/model/0/items")
+        self.assertIn("load_parameters_path=gs://example-bucket/ckpt/model/0/items",
+                      env["MAXTEXT_EXTRA_FLAGS"])
+        self.assertIn("--maxtext_ckpt_path=gs://example-bucket/ckpt/model/0/items",
+                      shlex.split(env["TRAINER_ARGV"]))
+        self.assertNotIn("--weights:", err)
+        self.assertIn("note: --weights checkpoint: kept --maxtext_ckpt_path=", err)
+        self.assert_fails([FIXTURE, "--name", "x", "--weights", "zeros"],
+                          "--weights zeros: must be random or checkpoint")
+        self.assert_fails([FIXTURE, "--name", "x", "--maxtext-flag", "load_parameters_path=gs://b"],
+                          "loads a checkpoint, but --weights is random")
+        _, help_text, _ = run(["--help"])
+        self.assertIn("--weights", help_text)
+
+    def test_profile_window_turns_the_trainers_profiler_off(self):
+        rc, out, err = run(
+            [WEIGHTS, "--name", "abtest-bench", "--profile-window", "3:2", "--explain"])
+        self.assertEqual(rc, 0, err)
+        env = startup_env(script_of(yaml.safe_load(out)))
+        self.assertEqual(env["PROFILE_WINDOW"], "3:2")
+        argv = shlex.split(env["TRAINER_ARGV"])
+        self.assertIn("--profiler_steps=0", argv)
+        self.assertNotIn("--profiler_steps=3", argv)
+        self.assertNotIn("profiler=xplane", env["MAXTEXT_EXTRA_FLAGS"])
+        self.assertIn(
+            "--profile-window: spec.replicatedJobs[proc].template.spec.template.spec."
+            "containers[main].startup.argv[--profiler_steps]: --profiler_steps=3 -> "
+            "--profiler_steps=0", err)
+        self.assertIn(
+            "note: profiler: the driver's (PROFILE_WINDOW=3:2, fwd_bwd calls 3..4); "
+            "the trainer's own is turned off", err)
+        # Without a window: the e2e's profiler, untouched, and no PROFILE_WINDOW.
+        rc, out, err = run([WEIGHTS, "--name", "abtest-bench", "--explain"])
+        env = startup_env(script_of(yaml.safe_load(out)))
+        self.assertNotIn("PROFILE_WINDOW", env)
+        self.assertIn("--profiler_steps=3", shlex.split(env["TRAINER_ARGV"]))
+        self.assertIn("profiler=xplane", env["MAXTEXT_EXTRA_FLAGS"])
+        self.assertIn("note: profiler: the trainer's own, as the e2e sets it", err)
+
+    def test_rollout_routed_experts_are_copied(self):
+        bench, _, _ = self.render()  # the rollout passes --return_routed_experts=true
+        self.assertEqual(startup_env(script_of(bench))["ROLLOUT_RETURN_ROUTED_EXPERTS"], "true")
+        bench, _, _ = self.render(path=WEIGHTS)  # RETURN_ROUTED_EXPERTS=false, no flag
+        self.assertEqual(startup_env(script_of(bench))["ROLLOUT_RETURN_ROUTED_EXPERTS"], "false")
+        with open(FIXTURE, encoding="utf-8") as f:
+            text = f.read()
+        no_flag = text.replace(" --return_routed_experts=true", "")
+        rc, out, err = run(["-", "--name", "abtest-bench"], stdin=no_flag)
+        self.assertEqual(rc, 0, err)
+        self.assertNotIn("ROLLOUT_RETURN_ROUTED_EXPERTS",
+                         startup_env(script_of(yaml.safe_load(out))))
+        self.assert_fails(["-", "--name", "x"], "--return_routed_experts=maybe: not a boolean",
+                          stdin=text.replace("--return_routed_experts=true",
+                                             "--return_routed_experts=maybe"))
 
     def test_routing_targets_file(self):
         with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:

@@ -40,7 +40,10 @@ void BM_RenderBench1MB(benchmark::State& state) {
   options.trainer_slice = "tpu7x:4x4x4";
   for (auto _ : state) {
     rtb::k8s::DryRun dryrun = rtb::k8s::parse_dryrun(
-        input(), "perf", rtb::k8s::trainer_and_orchestrator_chunks(options.mains));
+        input(), "perf",
+        rtb::k8s::render_chunks(options.mains,
+                                {std::string(rtb::bench::kRolloutRoutedExpertsFlag),
+                                 std::string(rtb::bench::kRolloutRoutedExpertsEnv)}));
     rtb::bench::RenderResult result = rtb::bench::render_bench(dryrun, options);
     benchmark::DoNotOptimize(result.yaml.data());
   }

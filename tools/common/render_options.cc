@@ -144,6 +144,12 @@ void add_render_options(CLI::App& app, RenderKnobs& knobs, NameOption name) {
         "compute_logps_chunk_size, wherever the e2e passes it"},
        {"--profile-window", &knobs.profile_window,
         bench::driver_setting("PROFILE_WINDOW").meaning.c_str()}});
+  app.add_option("--weights", knobs.weights,
+                 "random: drop what would load a checkpoint into the trainer "
+                 "(--maxtext_ckpt_path, load_parameters_path, load_full_state_path, MAXTEXT_CKPT), "
+                 "so MaxText initialises random weights; checkpoint: keep the e2e's, so the bench "
+                 "loads its checkpoint (default: random)")
+      ->type_name("TEXT:{random,checkpoint}");
   add_driver_setting_options(app, knobs);
   add_plain_options(
       app,
@@ -157,6 +163,7 @@ void finish_render_options(RenderKnobs& knobs, std::string_view embedded_driver)
   options.driver_source = driver_source(knobs, embedded_driver);
   options.tool_version = RTB_VERSION;
   options.logps_chunk = knobs.logps_chunk;
+  options.weights = bench::parse_weights(knobs.weights);
   // The driver refuses a bad setting at pod start; refuse it before a bench is written, in the
   // same words.
   for (const DriverSetting& setting : bench::driver_settings()) {
@@ -187,7 +194,11 @@ k8s::DryRun load_dryrun(const RenderKnobs& knobs, std::string_view demo_text) {
     fail("give either a DRYRUN file (or -, or LAUNCH_RENDER) or --demo");
   std::string source = knobs.demo ? "<embedded demo DRY_RUN>" : display_name(input);
   std::string text = knobs.demo ? std::string(demo_text) : read_file(input);
-  return rtb::k8s::parse_dryrun(text, source, trainer_and_orchestrator_chunks(knobs.options.mains));
+  // The rollout documents that set the routed-expert setting the driver copies (render.h).
+  return rtb::k8s::parse_dryrun(
+      text, source,
+      rtb::k8s::render_chunks(knobs.options.mains, {std::string(bench::kRolloutRoutedExpertsFlag),
+                                                    std::string(bench::kRolloutRoutedExpertsEnv)}));
 }
 
 }  // namespace rtb::tool

@@ -22,6 +22,7 @@ struct RenderKnobs {
   bool demo = false;  // --demo: the embedded example DRY_RUN
   std::string routing_file;
   std::string profile_window;
+  std::string weights = "random";  // --weights, parsed by finish_render_options()
   // What was given to each option of the driver settings table that takes text, by setting name
   // (bench/driver_settings.h); finish_render_options() checks it with the table.
   std::map<std::string, std::optional<std::string>, std::less<>> driver_settings;

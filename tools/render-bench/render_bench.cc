@@ -46,7 +46,9 @@ int render_bench_main(int argc, char** argv) {
   // --print-driver renders nothing, so --name is checked below rather than by CLI11.
   add_render_options(app, knobs, NameOption::kCheckedByCaller);
   add_output_option(app, output);
-  app.add_flag("--explain", explain, "Print every path each knob changed (stderr)");
+  app.add_flag("--explain", explain,
+               "Print every path each knob changed, then what the bench keeps of the e2e's "
+               "weights and profiler (stderr)");
   app.add_flag("--summary", summary, "Print a one-line summary of what changed (stderr)");
   CLI::Option* preflight_option = app.add_flag(
       "--preflight", preflight,
@@ -86,6 +88,7 @@ int render_bench_main(int argc, char** argv) {
                      change.old_value.empty() ? "(absent)" : change.old_value.c_str(),
                      change.new_value.empty() ? "(removed)" : change.new_value.c_str());
       }
+      for (const std::string& note : result.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
     }
     if (summary || knobs.demo) {
       std::fprintf(stderr, "%s\n", bench::summarize_changes(result).c_str());

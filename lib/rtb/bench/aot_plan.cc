@@ -19,11 +19,12 @@ namespace rtb::bench {
 namespace {
 
 // Environment variables of the trainer that the compile does not get: the run's persistent
-// compilation cache (a workstation compile must not read or write it) and the platform choice.
+// compilation cache (a workstation compile must not read or write it), the platform choice, and
+// the checkpoint Tunix's trainer would load (kCheckpointEnv; the compile uses abstract weights).
 bool withheld_variable(std::string_view name) {
   return name.rfind("JAX_COMPILATION_CACHE", 0) == 0 ||
          name.rfind("JAX_PERSISTENT_CACHE", 0) == 0 || name == "JAX_PLATFORMS" ||
-         name == "MAXTEXT_EXTRA_FLAGS";
+         name == "MAXTEXT_EXTRA_FLAGS" || name == kCheckpointEnv;
 }
 
 std::string yaml_single_quoted(std::string_view text) {
@@ -108,8 +109,16 @@ class Planner {
     } else if (const auto* dir_env = env("MAXTEXT_OUTPUT_DIR")) {
       key("base_output_directory", dir_env->value, "MAXTEXT_OUTPUT_DIR");
     }
-    if (const std::string ckpt_flag = flag_for("load_parameters_path"); t.has(ckpt_flag)) {
-      note(fmt::format("--{} is not passed: the compile uses abstract weights", ckpt_flag));
+    // trainer_config.h decides what loads a checkpoint (render-bench --weights random drops the
+    // same); the compile takes none of it.
+    std::vector<std::string> checkpoint_flags;
+    for (const std::string& item : t.items()) {
+      std::string flag(k8s::flag_key(item, k8s::FlagStyle::kDashDash));
+      if (is_checkpoint_flag(flag) && std::find(checkpoint_flags.begin(), checkpoint_flags.end(),
+                                                flag) == checkpoint_flags.end()) {
+        checkpoint_flags.push_back(flag);
+        note(fmt::format("--{} is not passed: the compile uses abstract weights", flag));
+      }
     }
     key("enable_checkpointing", "False", "aot-check (the abstract engine never saves)");
     for (const char* fixed :
@@ -331,6 +340,11 @@ class Planner {
     }
     for (const std::string& item : items.items()) {
       std::size_t eq = item.find('=');
+      if (is_checkpoint_key(item.substr(0, eq))) {
+        note(fmt::format("MAXTEXT_EXTRA_FLAGS {} is not passed: the compile uses abstract weights",
+                         item));
+        continue;
+      }
       key(item.substr(0, eq), item.substr(eq + 1), "MAXTEXT_EXTRA_FLAGS");
     }
   }

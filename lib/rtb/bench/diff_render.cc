@@ -12,6 +12,7 @@
 #include "rtb/base/error.h"
 #include "rtb/base/slice.h"
 #include "rtb/bench/render_table.h"
+#include "rtb/bench/trainer_config.h"
 #include "rtb/k8s/flags.h"
 #include "rtb/k8s/server_fields.h"
 #include "rtb/k8s/shell.h"
@@ -217,16 +218,41 @@ class BenchClassifier {
       if (under(p, c + ".startup.driver")) return allow(BenchChange::kDriverSettings);
       std::string env = c + ".startup.env.";
       std::string maxtext = env + std::string(kMaxTextFlagsEnv);
+      bool removed = d.kind == Kind::kRemoved;
+      // The trainer's profiler may be turned off only where the driver traces instead.
+      bool driver_traces =
+          k8s::yaml::descend(client_, {"startup", "driver", "PROFILE_WINDOW"}).IsDefined();
       if (under(p, maxtext)) {
+        std::string_view key = base_flag_key(item);
+        if (removed && is_checkpoint_key(key)) return allow(BenchChange::kWeights);
+        if (removed && key == "profiler") {
+          if (driver_traces) return allow(BenchChange::kProfiler);
+          return refuse(
+              "render-bench drops MaxText's profiler only where the driver traces "
+              "(PROFILE_WINDOW)");
+        }
         if (!added_or_changed)
-          return refuse("render-bench never removes a MAXTEXT_EXTRA_FLAGS item");
+          return refuse(
+              "render-bench removes a MAXTEXT_EXTRA_FLAGS item only to drop a checkpoint or the "
+              "trainer's profiler");
         return allow(BenchChange::kMaxTextFlag);
+      }
+      if (removed && (p == env + std::string(kCheckpointEnv) ||
+                      p == k8s::path_item(c + ".env", kCheckpointEnv))) {
+        return allow(BenchChange::kWeights);
       }
       if (p == env + std::string(kLogpsChunkEnv) && changed) {
         return allow(BenchChange::kLogpsChunk);
       }
       std::string argv = c + ".startup.argv";
       if (under(p, argv) && p != argv) {
+        std::string_view flag = base_flag_key(item);
+        if (flag.rfind("--", 0) == 0) flag.remove_prefix(2);
+        if (removed && is_checkpoint_flag(flag)) return allow(BenchChange::kWeights);
+        if (flag == "profiler_steps" && changed && driver_traces &&
+            (d.new_value == "--profiler_steps=0" || d.new_value == "0")) {
+          return allow(BenchChange::kProfiler);
+        }
         if (item.rfind("--", 0) == 0) return allow(BenchChange::kArgvFlag);
         return refuse("render-bench changes argv flags, not positional words");
       }
@@ -605,10 +631,11 @@ RenderDiff diff_renders(const k8s::DryRun& a, const k8s::DryRun& b,
 std::string_view bench_change_id(BenchChange change) {
   // In BenchChange's order.
   static constexpr std::string_view kIds[] = {
-      "name",           "gang-id",        "max-restarts",    "namespace",    "image",
-      "client-script",  "client-program", "driver-settings", "maxtext-flag", "libtpu-flag",
-      "libtpu-workers", "argv-flag",      "logps-chunk",     "trainer-slice"};
-  static_assert(std::size(kIds) == static_cast<std::size_t>(BenchChange::kTrainerSlice) + 1);
+      "name",         "gang-id",       "max-restarts",   "namespace",
+      "image",        "client-script", "client-program", "driver-settings",
+      "maxtext-flag", "libtpu-flag",   "libtpu-workers", "argv-flag",
+      "logps-chunk",  "trainer-slice", "weights",        "profiler"};
+  static_assert(std::size(kIds) == static_cast<std::size_t>(BenchChange::kProfiler) + 1);
   auto index = static_cast<std::size_t>(change);
   return index < std::size(kIds) ? kIds[index] : "unknown";
 }

@@ -92,6 +92,10 @@ enum class BenchChange {
   kArgvFlag,        // a trainer argv flag added, changed or removed (--trainer-arg, ...)
   kLogpsChunk,      // COMPUTE_LOGPS_CHUNK_SIZE in the startup environment (--logps-chunk)
   kTrainerSlice,    // a field that encodes the trainer slice, with the bench slice's value
+  kWeights,         // a setting that loads a checkpoint, dropped (--weights random): a trainer
+                    // argv flag, a MAXTEXT_EXTRA_FLAGS item or MAXTEXT_CKPT (trainer_config.h)
+  kProfiler,        // the trainer's own profiler turned off where the bench driver traces
+                    // (--profile-window): --profiler_steps=0, MAXTEXT_EXTRA_FLAGS profiler dropped
 };
 std::string_view bench_change_id(BenchChange change);  // "name", "gang-id", ...
 

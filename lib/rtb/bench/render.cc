@@ -16,6 +16,7 @@
 #include "rtb/base/text.h"
 #include "rtb/bench/driver_settings.h"
 #include "rtb/bench/render_table.h"
+#include "rtb/bench/trainer_config.h"
 #include "rtb/k8s/diff.h"
 #include "rtb/k8s/flags.h"
 #include "rtb/k8s/shell.h"
@@ -145,6 +146,62 @@ std::vector<std::pair<std::string, std::string>> orchestrator_driver_env(
   return found;
 }
 
+// A boolean the driver table accepts (refusal() has checked it), as true or false.
+bool truthy(std::string_view text) {
+  std::string word(trim(text));
+  for (char& c : word) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return word == "1" || word == "true" || word == "yes" || word == "on" || word == "t" ||
+         word == "y";
+}
+
+// A container's env-list value of `name` (the last entry, as Kubernetes uses), or nullopt.
+std::optional<std::string> container_env_value(const YAML::Node& container, std::string_view name) {
+  std::optional<std::string> value;
+  YAML::Node env = k8s::yaml::lookup(container, "env");
+  if (!env.IsSequence()) return value;
+  for (const YAML::Node& item : env) {
+    if (k8s::yaml::scalar_at(item, "name") == std::string(name)) {
+      value = k8s::yaml::scalar_at(item, "value");
+    }
+  }
+  return value;
+}
+
+// What one rollout JobSet sets for the routed-expert setting, with where: its startup argv's last
+// --return_routed_experts[=V] (bare: true), else its startup block's RETURN_ROUTED_EXPERTS, else
+// its client container's env list (run_rollout_node's argparse default reads the environment).
+// A rollout whose startup block cannot be read gives no evidence, with a warning.
+std::optional<std::pair<std::string, std::string>> rollout_routed_experts_of(
+    const k8s::Document& rollout, const std::string& source, std::vector<std::string>& warnings) {
+  k8s::ClientCommand client;
+  try {
+    client = k8s::JobSetView(rollout).client(source);
+  } catch (const Error& e) {
+    warnings.push_back(
+        fmt::format("the rollout's --{} is not read: {}", kRolloutRoutedExpertsFlag, e.message()));
+    return std::nullopt;
+  }
+  std::optional<std::pair<std::string, std::string>> found;
+  for (const k8s::shell::Word& word : client.startup.words) {
+    if (k8s::flag_key(word.value, k8s::FlagStyle::kDashDash) != kRolloutRoutedExpertsFlag ||
+        k8s::is_negated(word.value, k8s::FlagStyle::kDashDash)) {
+      continue;
+    }
+    auto value = k8s::flag_value(word.value, k8s::FlagStyle::kDashDash);
+    found.emplace(value ? std::string(*value) : "true", word.value);
+  }
+  if (found) return found;
+  for (const k8s::shell::Assignment& assignment : client.startup.env) {
+    if (assignment.name == kRolloutRoutedExpertsEnv)
+      found.emplace(assignment.value, assignment.source);
+  }
+  if (found) return found;
+  if (auto value = container_env_value(client.container.node, kRolloutRoutedExpertsEnv)) {
+    found.emplace(*value, fmt::format("env {}={}", kRolloutRoutedExpertsEnv, *value));
+  }
+  return found;
+}
+
 // What a driver script runs: its startup block's assignments, one per line, then the command.
 struct DriverLaunch {
   std::string what;                      // names the script: "bench client"
@@ -240,6 +297,10 @@ class Renderer {
   void sync_worker_libtpu(k8s::ContainerRef& worker);
   void edit_argv();
   void edit_trainer_slice();
+  void check_weight_knobs() const;
+  void apply_weights();
+  // Removes the client container's env-list entries `name`; true when there was one.
+  bool remove_container_env(std::string_view name, const std::string& knob);
   void set_driver_and_profiler();
   void build_client_command();
   void check_names_fit();
@@ -265,6 +326,7 @@ class Renderer {
   k8s::FlagList orch_argv_{k8s::FlagStyle::kDashDash, {}};
   std::string orch_argv_path_;
   std::vector<std::pair<std::string, std::string>> orch_driver_env_;
+  std::vector<std::pair<std::string, std::string>> rollout_driver_env_;
   std::vector<std::string> trainer_env_words_;     // the client's own assignments, for bash
   std::vector<std::string> driver_setting_words_;  // the driver settings, for bash
 };
@@ -364,6 +426,9 @@ void Renderer::read_inputs() {
   orch_argv_ = k8s::FlagList(k8s::FlagStyle::kDashDash, orch_argv);
   orch_argv_path_ = client_path(".startup.driver.ORCH_ARGV");
   orch_driver_env_ = orchestrator_driver_env(orchestrator);
+  if (auto routed = rollout_routed_experts(roles.rollouts, dryrun_.source, result_.warnings)) {
+    rollout_driver_env_.emplace_back(std::string(kRolloutRoutedExpertsSetting), *routed);
+  }
 }
 
 void Renderer::rename() {
@@ -802,16 +867,172 @@ void Renderer::edit_trainer_slice() {
   }
 }
 
-void Renderer::set_driver_and_profiler() {
-  if (options_.profile_window) {
-    auto [start, count] = *options_.profile_window;
-    checked_setting(driver_setting("PROFILE_WINDOW"), fmt::format("{}:{}", start, count));
-    std::string path = client_path(".startup.argv");
-    edit_flag_list(trainer_argv_, fmt::format("--profiler_steps={}", count), "--profile-window",
-                   path, false);
-    edit_flag_list(trainer_argv_, fmt::format("--skip_first_n_profiler_steps={}", start),
-                   "--profile-window", path, false);
+void Renderer::check_weight_knobs() const {
+  if (options_.weights != Weights::kRandom) return;
+  // A knob that asks for a checkpoint contradicts --weights random: refuse it rather than drop it.
+  auto refuse = [](std::string_view knob, const std::string& item) {
+    fail("{} {}: loads a checkpoint, but --weights is random (give --weights checkpoint)", knob,
+         item);
+  };
+  for (const auto* items : {&options_.maxtext_flags, &options_.maxtext_replace}) {
+    for (const std::string& item : *items) {
+      if (is_checkpoint_key(k8s::flag_key(item, k8s::FlagStyle::kKeyValue)))
+        refuse(items == &options_.maxtext_flags ? "--maxtext-flag" : "--maxtext-replace", item);
+    }
   }
+  for (const std::string& item : options_.trainer_args) {
+    if (is_checkpoint_flag(k8s::flag_key(item, k8s::FlagStyle::kDashDash)))
+      refuse("--trainer-arg", item);
+  }
+}
+
+bool Renderer::remove_container_env(std::string_view name, const std::string& knob) {
+  YAML::Node env = k8s::yaml::lookup(client_.container.node, "env");
+  if (!env.IsSequence()) return false;
+  YAML::Node kept(YAML::NodeType::Sequence);
+  std::string old;
+  bool removed = false;
+  for (const YAML::Node& item : env) {
+    if (k8s::yaml::scalar_at(item, "name") == std::string(name)) {
+      old = k8s::yaml::scalar_at(item, "value").value_or("");
+      removed = true;
+    } else {
+      kept.push_back(item);
+    }
+  }
+  if (!removed) return false;
+  client_.container.node["env"] = kept;
+  record(knob, k8s::path_item(client_path(".env"), name), fmt::format("{}={}", name, old), "");
+  return true;
+}
+
+void Renderer::apply_weights() {
+  const std::string knob = "--weights";
+  std::vector<std::string> found;  // what loads a checkpoint, as the e2e writes it
+  for (const std::string& item : trainer_argv_.items()) {
+    if (is_checkpoint_flag(k8s::flag_key(item, k8s::FlagStyle::kDashDash))) found.push_back(item);
+  }
+  k8s::shell::Assignment* maxtext = env_assignment(kMaxTextFlagsEnv);
+  k8s::FlagList maxtext_flags =
+      k8s::FlagList::parse(maxtext ? maxtext->value : "", k8s::FlagStyle::kKeyValue);
+  for (const std::string& item : maxtext_flags.items()) {
+    if (is_checkpoint_key(k8s::flag_key(item, k8s::FlagStyle::kKeyValue)))
+      found.push_back(fmt::format("{} {}", kMaxTextFlagsEnv, item));
+  }
+  for (const k8s::shell::Assignment& assignment : env_) {
+    if (assignment.name == kCheckpointEnv)
+      found.push_back(assignment.name + "=" + assignment.value);
+  }
+  if (auto value = container_env_value(client_.container.node, kCheckpointEnv))
+    found.push_back(fmt::format("env {}={}", kCheckpointEnv, *value));
+
+  if (options_.weights == Weights::kCheckpoint) {
+    result_.notes.push_back(
+        found.empty() ? "--weights checkpoint: the e2e trainer loads no checkpoint, so MaxText "
+                        "initialises random weights"
+                      : fmt::format("--weights checkpoint: kept {}: the bench loads the e2e's "
+                                    "checkpoint",
+                                    fmt::join(found, ", ")));
+    return;
+  }
+  if (found.empty()) {
+    result_.notes.push_back(
+        "--weights random: the e2e trainer loads no checkpoint; MaxText initialises random "
+        "weights");
+    return;
+  }
+  std::string argv_path = client_path(".startup.argv");
+  std::vector<std::string> keys;
+  for (const std::string& item : trainer_argv_.items()) {
+    std::string key(k8s::flag_key(item, k8s::FlagStyle::kDashDash));
+    if (is_checkpoint_flag(key) && std::find(keys.begin(), keys.end(), key) == keys.end())
+      keys.push_back(key);
+  }
+  for (const std::string& key : keys) {
+    std::string old = trainer_argv_.items()[*trainer_argv_.find(key)];
+    trainer_argv_.remove(key);
+    record(knob, k8s::path_item(argv_path, "--" + key), old, "");
+  }
+  if (maxtext) {
+    std::string path = client_path(".startup.env." + std::string(kMaxTextFlagsEnv));
+    std::vector<std::string> extra_keys;
+    for (const std::string& item : maxtext_flags.items()) {
+      std::string key(k8s::flag_key(item, k8s::FlagStyle::kKeyValue));
+      if (is_checkpoint_key(key) &&
+          std::find(extra_keys.begin(), extra_keys.end(), key) == extra_keys.end())
+        extra_keys.push_back(key);
+    }
+    for (const std::string& key : extra_keys) {
+      std::string old = maxtext_flags.items()[*maxtext_flags.find(key)];
+      maxtext_flags.remove(key);
+      record(knob, k8s::path_item(path, key), old, "");
+    }
+    if (!extra_keys.empty()) {
+      maxtext->value = maxtext_flags.str();
+      edited_env_.insert(std::string(kMaxTextFlagsEnv));
+    }
+  }
+  std::size_t before = env_.size();
+  std::string old_env;
+  for (const k8s::shell::Assignment& assignment : env_) {
+    if (assignment.name == kCheckpointEnv) old_env = assignment.value;
+  }
+  std::erase_if(env_, [](const k8s::shell::Assignment& a) { return a.name == kCheckpointEnv; });
+  if (env_.size() != before) {
+    record(knob, client_path(".startup.env." + std::string(kCheckpointEnv)), old_env, "");
+  }
+  remove_container_env(kCheckpointEnv, knob);
+  result_.notes.push_back(fmt::format(
+      "--weights random: dropped {}: MaxText initialises random weights", fmt::join(found, ", ")));
+}
+
+void Renderer::set_driver_and_profiler() {
+  const std::string knob = "--profile-window";
+  // What starts the trainer's own profiler (of repeated items, the last one counts).
+  std::vector<std::string> trainer_profiler;
+  std::optional<std::size_t> steps_at = trainer_argv_.find("profiler_steps");
+  bool argv_profiler = steps_at && starts_trainer_profiler(trainer_argv_.items()[*steps_at]);
+  if (argv_profiler) trainer_profiler.push_back(trainer_argv_.items()[*steps_at]);
+  k8s::shell::Assignment* maxtext = env_assignment(kMaxTextFlagsEnv);
+  k8s::FlagList maxtext_flags =
+      k8s::FlagList::parse(maxtext ? maxtext->value : "", k8s::FlagStyle::kKeyValue);
+  std::optional<std::size_t> profiler_at = maxtext_flags.find("profiler");
+  bool maxtext_profiler =
+      profiler_at && starts_maxtext_profiler(maxtext_flags.items()[*profiler_at]);
+  if (maxtext_profiler) {
+    trainer_profiler.push_back(
+        fmt::format("{} {}", kMaxTextFlagsEnv, maxtext_flags.items()[*profiler_at]));
+  }
+  if (!options_.profile_window) {
+    result_.notes.push_back(
+        trainer_profiler.empty()
+            ? "profiler: none (no --profile-window, and the e2e trainer's profiler is off)"
+            : fmt::format("profiler: the trainer's own, as the e2e sets it ({}); the driver traces "
+                          "nothing (no --profile-window)",
+                          fmt::join(trainer_profiler, ", ")));
+    return;
+  }
+  auto [start, count] = *options_.profile_window;
+  checked_setting(driver_setting("PROFILE_WINDOW"), fmt::format("{}:{}", start, count));
+  // One profiler: the driver traces the window (PROFILE_WINDOW), so the trainer's is turned off
+  // where the e2e turns it on, and nothing else of the e2e's profiler settings changes.
+  if (argv_profiler) {
+    edit_flag_list(trainer_argv_, "--profiler_steps=0", knob, client_path(".startup.argv"), false);
+  }
+  if (maxtext_profiler) {
+    std::string path = client_path(".startup.env." + std::string(kMaxTextFlagsEnv));
+    std::string old = maxtext_flags.items()[*profiler_at];
+    maxtext_flags.remove("profiler");
+    record(knob, k8s::path_item(path, "profiler"), old, "");
+    maxtext->value = maxtext_flags.str();
+    edited_env_.insert(std::string(kMaxTextFlagsEnv));
+  }
+  result_.notes.push_back(fmt::format(
+      "profiler: the driver's (PROFILE_WINDOW={}:{}, fwd_bwd calls {}..{}){}", start, count, start,
+      start + count - 1,
+      trainer_profiler.empty() ? "; the e2e trainer's profiler is off"
+                               : fmt::format("; the trainer's own is turned off (was {})",
+                                             fmt::join(trainer_profiler, ", "))));
 }
 
 void Renderer::build_client_command() {
@@ -827,8 +1048,8 @@ void Renderer::build_client_command() {
     }
   }
   driver_setting_words_.clear();
-  for (const auto& [name, value] :
-       driver_environment(options_, trainer_argv, orch_argv, orch_driver_env_)) {
+  for (const auto& [name, value] : driver_environment(options_, trainer_argv, orch_argv,
+                                                      orch_driver_env_, rollout_driver_env_)) {
     driver_setting_words_.push_back(name + "=" + k8s::shell::quote(value));
   }
   DriverLaunch launch{"bench client",
@@ -893,12 +1114,14 @@ bool covered(const std::string& path, const std::vector<Change>& changes) {
 RenderResult Renderer::run() {
   validate_jobset_name(options_.name);
   if (options_.namespace_name) validate_dns_label("--namespace", *options_.namespace_name, false);
+  check_weight_knobs();
   read_inputs();
   rename();
   set_scheduling_fields();
   edit_maxtext_flags();
   edit_libtpu_flags();
   edit_argv();
+  apply_weights();
   edit_trainer_slice();
   set_driver_and_profiler();
   build_client_command();
@@ -1043,6 +1266,16 @@ std::string dryrun_input(std::string_view given, bool demo, const char* launch_r
   return launch_render;
 }
 
+Weights parse_weights(std::string_view text) {
+  if (text == "random") return Weights::kRandom;
+  if (text == "checkpoint") return Weights::kCheckpoint;
+  fail("--weights {}: must be random or checkpoint", text);
+}
+
+std::string_view weights_name(Weights weights) {
+  return weights == Weights::kRandom ? "random" : "checkpoint";
+}
+
 std::optional<std::pair<int, int>> parse_profile_window(std::string_view text) {
   auto window =
       window_setting(driver_setting("PROFILE_WINDOW"), text, std::numeric_limits<int>::max());
@@ -1066,9 +1299,37 @@ std::string heredoc_terminator(std::string_view text) {
   return word;
 }
 
+std::optional<std::string> rollout_routed_experts(const std::vector<const k8s::Document*>& rollouts,
+                                                  const std::string& source,
+                                                  std::vector<std::string>& warnings) {
+  std::optional<std::pair<std::string, std::string>> first;
+  std::string first_name;
+  for (const k8s::Document* rollout : rollouts) {
+    auto found = rollout_routed_experts_of(*rollout, source, warnings);
+    if (!found) continue;
+    std::string name = k8s::JobSetView(*rollout).name();
+    if (std::optional<std::string> why =
+            refusal(driver_setting(kRolloutRoutedExpertsSetting), found->first)) {
+      fail_at(source, static_cast<std::int64_t>(rollout->first_line), "rollout JobSet '{}': {}: {}",
+              name, found->second, *why);
+    }
+    if (!first) {
+      first = found;
+      first_name = name;
+    } else if (truthy(found->first) != truthy(first->first)) {
+      fail_at(source, static_cast<std::int64_t>(rollout->first_line),
+              "the rollout JobSets disagree on routed experts: '{}' has {}, '{}' has {}",
+              first_name, first->second, name, found->second);
+    }
+  }
+  if (!first) return std::nullopt;
+  return std::string(trim(first->first));
+}
+
 std::vector<std::pair<std::string, std::string>> driver_environment(
     const RenderOptions& options, const std::string& trainer_argv, const std::string& orch_argv,
-    const std::vector<std::pair<std::string, std::string>>& orch_env) {
+    const std::vector<std::pair<std::string, std::string>>& orch_env,
+    const std::vector<std::pair<std::string, std::string>>& rollout_env) {
   const DriverSettings& d = options.driver;
   // The text the driver reads, checked by the table in the words of the setting's option.
   auto value = [](std::string_view name, const std::string& text) {
@@ -1099,6 +1360,7 @@ std::vector<std::pair<std::string, std::string>> driver_environment(
     env.emplace_back(name, checked_setting(setting, text));
   }
   for (const auto& [name, text] : orch_env) env.emplace_back("ORCH_" + name, text);
+  for (const auto& [name, text] : rollout_env) env.emplace_back(name, text);
   if (options.profile_window) {
     env.emplace_back("PROFILE_WINDOW",
                      value("PROFILE_WINDOW", fmt::format("{}:{}", options.profile_window->first,
@@ -1115,12 +1377,15 @@ std::vector<std::pair<std::string, std::string>> driver_environment(
     if (!valid)
       fail("--driver-env {}={}: '{}' is not an environment variable name", name, text, name);
     const DriverSetting* setting = find_driver_setting(name);
-    if (written.count(name) || (setting && (setting->has_option() || setting->option == "argv")))
-      fail("--driver-env {}: set it with its own option, not --driver-env", name);
-    if (setting) {
+    bool own_option = setting && (setting->has_option() || setting->option == "argv");
+    // A bad value of a setting without an option is refused as such, also when the render writes
+    // that setting itself (a copy from the orchestrator or the rollout).
+    if (setting && !own_option) {
       if (std::optional<std::string> why = refusal(*setting, text))
         fail("--driver-env {}={}: {}", name, text, *why);
     }
+    if (written.count(name) || own_option)
+      fail("--driver-env {}: set it with its own option, not --driver-env", name);
     env.emplace_back(name, text);
   }
   env.emplace_back("TRAINER_ARGV", trainer_argv);

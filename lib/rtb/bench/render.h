@@ -41,6 +41,15 @@ struct DriverSettings {
   std::vector<std::pair<std::string, std::string>> extra_env;  // --driver-env K=V, in order
 };
 
+// What the bench trainer starts from (--weights): kRandom drops every setting that would make it
+// load a checkpoint (trainer_config.h decides which), so MaxText initialises random weights;
+// kCheckpoint keeps the e2e's, so the bench loads the production checkpoint as the e2e does.
+enum class Weights { kRandom, kCheckpoint };
+// "random" or "checkpoint" as Weights; throws rtb::Error "--weights <text>: must be random or
+// checkpoint".
+Weights parse_weights(std::string_view text);
+std::string_view weights_name(Weights weights);
+
 struct RenderOptions {
   std::string name;  // the bench JobSet's name
   std::optional<std::string> namespace_name;
@@ -55,6 +64,7 @@ struct RenderOptions {
   std::optional<std::string> trainer_slice;           // TYPE:TOPOLOGY
   std::optional<int> logps_chunk;                     // compute_logps_chunk_size
   std::optional<std::pair<int, int>> profile_window;  // START:COUNT in fwd_bwd calls
+  Weights weights = Weights::kRandom;
   DriverSettings driver;
   k8s::RoleMains mains;
   std::string driver_source;  // bench_driver.py
@@ -78,6 +88,9 @@ struct RenderResult {
   std::string trainer_name;
   std::vector<Change> changes;
   std::vector<std::string> warnings;  // for the tool to log
+  // What the render decided without changing the JobSet (the weights and profiler it keeps), one
+  // sentence each, for --explain.
+  std::vector<std::string> notes;
 };
 
 // One line: "abtest-train -> abtest-bench: 7 changes: render 4, --name 2, --libtpu-flag 3".
@@ -133,14 +146,33 @@ inline constexpr std::string_view kOrchestratorDriverEnv[] = {
     "PIPELINE_STEP_BOUNDARY", "STAGE_NEXT_MICROBATCH", "PACK_PAD_POSITION", "PACK_PAD_ALIGN",
     "RETURN_ROUTED_EXPERTS"};
 
+// The rollout JobSet's setting the driver follows where ROUTING is auto and the orchestrator sets
+// no RETURN_ROUTED_EXPERTS: whether the rollout engines return routed experts. run_rollout_node
+// reads its --return_routed_experts flag (a bare flag is true), which defaults to its environment's
+// RETURN_ROUTED_EXPERTS. render-bench copies it into this driver setting.
+inline constexpr std::string_view kRolloutRoutedExpertsSetting = "ROLLOUT_RETURN_ROUTED_EXPERTS";
+inline constexpr std::string_view kRolloutRoutedExpertsFlag = "return_routed_experts";
+inline constexpr std::string_view kRolloutRoutedExpertsEnv = "RETURN_ROUTED_EXPERTS";
+
+// The value the rollout JobSets set for the routed-expert setting (its flag's, else its
+// environment's, from the startup block or the client container's env list), as written; nullopt
+// when none sets it. A rollout whose startup block cannot be read adds a line to `warnings`.
+// Throws rtb::Error when two rollout JobSets set different values, or a value is not a boolean
+// (the driver table's words).
+std::optional<std::string> rollout_routed_experts(const std::vector<const k8s::Document*>& rollouts,
+                                                  const std::string& source,
+                                                  std::vector<std::string>& warnings);
+
 // The driver settings as the environment assignments of the client command, in order, starting
 // with k8s::kDriverSettingsStart. `orch_env`: the kOrchestratorDriverEnv values the e2e
 // orchestrator sets (name, value). Every value of a setting in the driver settings table is checked
 // there and refused as its option (`--steps 0: must be >= 1`) or as `--driver-env K=V: <reason>`;
 // --driver-env refuses a setting that has its own option or that the render writes.
+// `rollout_env`: settings copied from the rollout JobSet (name, value), written as they are.
 std::vector<std::pair<std::string, std::string>> driver_environment(
     const RenderOptions& options, const std::string& trainer_argv, const std::string& orch_argv,
-    const std::vector<std::pair<std::string, std::string>>& orch_env = {});
+    const std::vector<std::pair<std::string, std::string>>& orch_env = {},
+    const std::vector<std::pair<std::string, std::string>>& rollout_env = {});
 
 // A heredoc terminator that does not occur as a line of `text`.
 std::string heredoc_terminator(std::string_view text);

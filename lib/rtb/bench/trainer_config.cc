@@ -162,6 +162,27 @@ std::vector<TrainerKey> trainer_keys_from_argv(const std::vector<std::string>& i
   return out;
 }
 
+bool is_checkpoint_key(std::string_view maxtext_key) {
+  return maxtext_key == "load_parameters_path" || maxtext_key == "load_full_state_path";
+}
+
+bool is_checkpoint_flag(std::string_view flag) {
+  std::optional<std::string> key = maxtext_key_of_flag(flag);
+  return key && is_checkpoint_key(*key);
+}
+
+bool starts_trainer_profiler(std::string_view argv_item) {
+  if (k8s::flag_key(argv_item, k8s::FlagStyle::kDashDash) != "profiler_steps") return false;
+  auto value = k8s::flag_value(argv_item, k8s::FlagStyle::kDashDash);
+  return value && as_integer(std::string(*value)).value_or(0) > 0;
+}
+
+bool starts_maxtext_profiler(std::string_view extra_flag_item) {
+  if (k8s::flag_key(extra_flag_item, k8s::FlagStyle::kKeyValue) != "profiler") return false;
+  auto value = k8s::flag_value(extra_flag_item, k8s::FlagStyle::kKeyValue);
+  return value && !value->empty();
+}
+
 std::vector<TrainerKey> extra_flag_keys(const std::vector<std::string>& items) {
   std::vector<TrainerKey> out;
   for (const std::string& item : items) {

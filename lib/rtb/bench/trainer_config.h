@@ -44,6 +44,27 @@ std::optional<std::string> trainer_flag_for_key(const std::vector<std::string>& 
 // (trainer_flag_for_key).
 std::vector<TrainerKey> trainer_keys_from_argv(const std::vector<std::string>& argv);
 
+// --- What loads a checkpoint, and what runs the trainer's profiler ------------------------------
+// The one place that decides both: render-bench (--weights random drops what loads a checkpoint;
+// --profile-window drops what turns the trainer's profiler on), aot-check (which passes no
+// checkpoint to its compile) and diff-renders --expect-bench (which accepts those drops) read it.
+
+// MaxText loads weights when one of its keys load_parameters_path (parameters only) or
+// load_full_state_path (the whole train state) is non-empty (MaxText configs/base.yml).
+bool is_checkpoint_key(std::string_view maxtext_key);
+// A trainer argv flag (without dashes) that sets a checkpoint key: --maxtext_ckpt_path,
+// --maxtext_load_parameters_path, --maxtext_load_full_state_path.
+bool is_checkpoint_flag(std::string_view flag);
+// run_trainer_node's --maxtext_ckpt_path defaults to this environment variable, so a trainer whose
+// argv gives no such flag still loads the checkpoint it names.
+inline constexpr std::string_view kCheckpointEnv = "MAXTEXT_CKPT";
+
+// A trainer argv item that turns Tunix's MaxText profiler on: --profiler_steps with a value > 0
+// (build_maxtext_config then sets profiler=xplane).
+bool starts_trainer_profiler(std::string_view argv_item);
+// A MAXTEXT_EXTRA_FLAGS item that turns MaxText's profiler on: profiler=<non-empty>.
+bool starts_maxtext_profiler(std::string_view extra_flag_item);
+
 // MAXTEXT_EXTRA_FLAGS items (`key=value`) as keys, origin "MAXTEXT_EXTRA_FLAGS <item>"; items
 // without a key or a value are skipped.
 std::vector<TrainerKey> extra_flag_keys(const std::vector<std::string>& items);

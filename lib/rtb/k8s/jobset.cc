@@ -4,6 +4,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <memory>
+#include <set>
 
 #include "rtb/base/error.h"
 #include "rtb/base/text.h"
@@ -257,24 +259,52 @@ Role role_of(const JobSetView& jobset, const RoleMains& mains) {
   return role != Role::kUnknown ? role : bench_client_role(jobset, mains);
 }
 
+namespace {
+
+// Whether `chunk` names `--process_main=<main>` (followed by its end, a blank or a quote).
+bool names_main(std::string_view chunk, const std::string& main) {
+  std::string needle = std::string(kProcessMain) + main;
+  for (std::size_t at = chunk.find(needle); at != std::string_view::npos;
+       at = chunk.find(needle, at + 1)) {
+    std::size_t end = at + needle.size();
+    if (end == chunk.size() ||
+        std::string_view(" \t\n\r\"'\\").find(chunk[end]) != std::string_view::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 ChunkFilter trainer_and_orchestrator_chunks(const RoleMains& mains) {
   return [mains](std::string_view chunk) {
     std::optional<std::string> main = find_process_main(chunk);
     if (!main) return true;
     // A chunk could hold several documents' worth of text only if a separator were missing; look
     // for each wanted role anywhere in it rather than trusting the first match.
-    for (const std::string* wanted : {&mains.trainer, &mains.orchestrator}) {
-      std::string needle = std::string(kProcessMain) + *wanted;
-      for (std::size_t at = chunk.find(needle); at != std::string_view::npos;
-           at = chunk.find(needle, at + 1)) {
-        std::size_t end = at + needle.size();
-        if (end == chunk.size() ||
-            std::string_view(" \t\n\r\"'\\").find(chunk[end]) != std::string_view::npos) {
-          return true;
-        }
+    return names_main(chunk, mains.trainer) || names_main(chunk, mains.orchestrator);
+  };
+}
+
+ChunkFilter render_chunks(const RoleMains& mains, std::vector<std::string> rollout_words) {
+  auto seen = std::make_shared<std::set<std::string>>();
+  ChunkFilter base = trainer_and_orchestrator_chunks(mains);
+  return [mains, base, seen, words = std::move(rollout_words)](std::string_view chunk) {
+    if (base(chunk)) return true;
+    if (!names_main(chunk, mains.rollout)) return false;
+    // The text around each word: from it to the end of the next line (an env list's value).
+    std::string signature;
+    for (const std::string& word : words) {
+      for (std::size_t at = chunk.find(word); at != std::string_view::npos;
+           at = chunk.find(word, at + 1)) {
+        std::size_t end = chunk.find('\n', at);
+        if (end != std::string_view::npos) end = chunk.find('\n', end + 1);
+        signature += chunk.substr(at, end == std::string_view::npos ? end : end - at);
+        signature += '\0';
       }
     }
-    return false;
+    return !signature.empty() && seen->insert(signature).second;
   };
 }
 

@@ -119,6 +119,11 @@ struct Roles {
 // orchestrator's --process_main, and chunks that name none (so that errors about them are still
 // reported). Rollout chunks are not parsed.
 ChunkFilter trainer_and_orchestrator_chunks(const RoleMains& mains);
+// trainer_and_orchestrator_chunks, plus the rollout chunks a bench render reads a setting from:
+// those that contain one of `rollout_words`, and of those with the same text around every
+// occurrence (from it to the end of the next line), only the first, so that a DRY_RUN of many
+// copies of one rollout JobSet parses one. The filter remembers what it kept: one per parse.
+ChunkFilter render_chunks(const RoleMains& mains, std::vector<std::string> rollout_words);
 
 struct RoleSelection {
   // An input whose only JobSet has no known role (a bench rendered with other --process_main

@@ -25,9 +25,11 @@ COLUMNS = ("name", "kind", "default", "option", "meaning")
 # A default or option of "-": none (resolved at run time, required, or written only through
 # render-bench's --driver-env).
 NONE = "-"
-# Rows whose option is ORCH_COPY are the e2e orchestrator's environment, copied by render-bench;
-# the driver keeps their text as written (it is logged as the source of an auto setting).
+# Rows whose option is ORCH_COPY are the e2e orchestrator's environment, ROLLOUT_COPY the e2e
+# rollout JobSet's setting, copied by render-bench; the driver keeps their text as written (it is
+# logged as the source of an auto setting).
 ORCH_COPY = "orch"
+ROLLOUT_COPY = "rollout"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,7 +49,7 @@ class SettingRow:
 
   @property
   def keeps_text(self) -> bool:
-    return self.option == ORCH_COPY
+    return self.option in (ORCH_COPY, ROLLOUT_COPY)
 
   def parse(self, text: str, where: Optional[str] = None) -> Any:
     """The value of `text` for this setting; a SettingsError naming `where` (default: the
