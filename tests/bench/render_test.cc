@@ -414,6 +414,27 @@ TEST(RenderTest, PreflightIsACpuJobRunningTheDriverWithTheBenchClientsSettings) 
   EXPECT_THROW(render_preflight(dryrun, o), Error);
 }
 
+TEST(RenderTest, NumericsPreflightJobRunsTheNumericsChecksWithMoreMemory) {
+  k8s::DryRun dryrun = fixture();
+  RenderOptions o = options();
+  o.image = "registry.example/trainer:2";
+  PreflightResult setup = render_preflight(dryrun, o);
+  PreflightResult numerics = render_preflight(dryrun, o, PreflightChecks::kNumerics);
+  EXPECT_EQ(numerics.job["metadata"]["name"].Scalar(), "abtest-bench-numerics");
+  const YAML::Node container = numerics.job["spec"]["template"]["spec"]["containers"][0];
+  std::string script = container["command"][2].Scalar();
+  EXPECT_NE(script.find("\n  python3 /tmp/bench_driver.py --preflight --numerics\n) & PID=$!"),
+            std::string::npos);
+  EXPECT_EQ(container["resources"]["requests"]["memory"].Scalar(), "16Gi");
+  // Otherwise the set-up preflight's Job: same image, environment and settings.
+  const YAML::Node setup_container = setup.job["spec"]["template"]["spec"]["containers"][0];
+  EXPECT_EQ(setup_container["resources"]["requests"]["memory"].Scalar(), "8Gi");
+  EXPECT_TRUE(k8s::diff_trees(setup_container["env"], container["env"]).empty());
+  EXPECT_EQ(setup_container["image"].Scalar(), container["image"].Scalar());
+  EXPECT_EQ(startup_assignments(setup_container["command"][2].Scalar()),
+            startup_assignments(script));
+}
+
 TEST(RenderTest, MaxtextReplaceOfAnAbsentKeyNamesIt) {
   RenderOptions o = options();
   o.maxtext_replace = {"no_such_key=1"};

@@ -431,6 +431,21 @@ class RenderBenchTest(unittest.TestCase):
                       encoding="utf-8") as f, open(DRIVER_SOURCE, encoding="utf-8") as g:
                 self.assertEqual(f.read(), g.read())
 
+    def test_numerics_preflight_runs_the_numerics_checks_with_the_same_settings(self):
+        job, _ = self.preflight("--numerics", "--logp-gates", "off")
+        self.assertEqual(job["metadata"]["name"], "abtest-bench-numerics")
+        script = job["spec"]["template"]["spec"]["containers"][0]["command"][2]
+        with tempfile.TemporaryDirectory() as tmp:
+            record, _ = self.execute_script(script, tmp)
+        self.assertEqual(record["argv"],
+                         [os.path.join(tmp, "bench_driver.py"), "--preflight", "--numerics"])
+        self.assertEqual((record["env"]["JAX_PLATFORMS"], record["env"]["LOGP_GATES"]),
+                         ("cpu", "off"))
+        plain, _ = self.preflight("--logp-gates", "off")
+        plain_script = plain["spec"]["template"]["spec"]["containers"][0]["command"][2]
+        self.assertEqual(startup_env(script), startup_env(plain_script))
+        self.assert_fails([FIXTURE, "--name", "x", "--numerics"], "--preflight")
+
     def test_preflight_errors_leave_the_output_untouched(self):
         self.assert_fails([FIXTURE, "--name", "x", "--preflight", "--pad-align", "100"], "multiple")
         self.assert_fails([FIXTURE, "--name", "x", "--preflight", "--driver-env", "ROUTING=on"],

@@ -26,6 +26,7 @@ constexpr const char* kExamples = R"(  render-bench dryrun.txt --name abtest-ben
   render-bench --demo --name abtest-bench      # the embedded example DRY_RUN
   render-bench dryrun.txt --name ab-x --preflight -o preflight.yaml && \
       kubectl apply -f preflight.yaml && kubectl logs -f job/ab-x-preflight
+  render-bench dryrun.txt --name ab-x --preflight --numerics | kubectl apply -f -
   render-bench --print-driver > bench_driver.py   # the embedded bench driver
 )";
 
@@ -41,7 +42,7 @@ int render_bench_main(int argc, char** argv) {
   CLI::App& app = tool.app();
   RenderKnobs knobs;
   std::string output = "-";
-  bool explain = false, summary = false, preflight = false, print_driver = false;
+  bool explain = false, summary = false, preflight = false, numerics = false, print_driver = false;
 
   // --print-driver renders nothing, so --name is checked below rather than by CLI11.
   add_render_options(app, knobs, NameOption::kCheckedByCaller);
@@ -54,6 +55,12 @@ int render_bench_main(int argc, char** argv) {
       "--preflight", preflight,
       "Write, instead of the bench, a one-pod CPU Job <NAME>-preflight that runs the driver's "
       "--preflight in the trainer image with the bench client's environment and settings");
+  app.add_flag("--numerics", numerics,
+               "With --preflight: the Job <NAME>-numerics runs the driver's --preflight "
+               "--numerics instead (one fwd_bwd + update of a miniature model of the same family "
+               "on CPU, checking that LOGP_GATES=off masks nothing and ADVANTAGES=random gives a "
+               "gradient)")
+      ->needs(preflight_option);
   app.add_flag("--print-driver", print_driver,
                "Write the bench driver (the embedded one, or --driver FILE) and exit")
       ->excludes(preflight_option);
@@ -72,7 +79,9 @@ int render_bench_main(int argc, char** argv) {
     bench::RenderResult result;  // the bench, whose changes --explain and --summary describe
     std::string text;
     if (preflight) {
-      bench::PreflightResult rendered = bench::render_preflight(dryrun, knobs.options);
+      bench::PreflightResult rendered = bench::render_preflight(
+          dryrun, knobs.options,
+          numerics ? bench::PreflightChecks::kNumerics : bench::PreflightChecks::kSetUp);
       result = std::move(rendered.bench);
       text = std::move(rendered.yaml);
     } else {

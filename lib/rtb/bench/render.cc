@@ -278,7 +278,7 @@ class Renderer {
 
   RenderResult run();
   // The preflight Job of the bench that run() rendered.
-  YAML::Node preflight_job() const;
+  YAML::Node preflight_job(PreflightChecks checks) const;
 
  private:
   void record(std::string knob, std::string path, std::string old_value, std::string new_value) {
@@ -1132,8 +1132,9 @@ RenderResult Renderer::run() {
   return std::move(result_);
 }
 
-YAML::Node Renderer::preflight_job() const {
-  std::string name = options_.name + std::string(kPreflightSuffix);
+YAML::Node Renderer::preflight_job(PreflightChecks checks) const {
+  bool numerics = checks == PreflightChecks::kNumerics;
+  std::string name = options_.name + std::string(numerics ? kNumericsSuffix : kPreflightSuffix);
   validate_dns_label("--name", name, true);
   k8s::JobSetView view(bench_);
   YAML::Node image = k8s::yaml::lookup(client_.container.node, "image");
@@ -1141,10 +1142,14 @@ YAML::Node Renderer::preflight_job() const {
     fail("the trainer's client container has no image: give --image for the preflight");
   }
   // JAX_PLATFORMS=cpu after the trainer's own assignments, which may name a TPU platform.
-  DriverLaunch launch{"bench preflight",
-                      "the bench driver's --preflight checks on CPU, with the bench's settings",
-                      trainer_env_words_,
-                      {"python3", std::string(kDriverPath), "--preflight"}};
+  std::vector<std::string> driver_argv = {"python3", std::string(kDriverPath), "--preflight"};
+  if (numerics) driver_argv.push_back("--numerics");
+  DriverLaunch launch{numerics ? "bench numerics preflight" : "bench preflight",
+                      numerics ? "the bench driver's --preflight --numerics checks on CPU, with "
+                                 "the bench's settings"
+                               : "the bench driver's --preflight checks on CPU, with the bench's "
+                                 "settings",
+                      trainer_env_words_, driver_argv};
   launch.assignments.push_back("JAX_PLATFORMS=cpu");
   launch.assignments.insert(launch.assignments.end(), driver_setting_words_.begin(),
                             driver_setting_words_.end());
@@ -1187,10 +1192,12 @@ YAML::Node Renderer::preflight_job() const {
   }
   if (!platform_set) env.push_back(cpu_platform());
   container["env"] = env;
-  // Enough to import Tunix and MaxText and build a small payload; no accelerator.
+  // Enough to import Tunix and MaxText and build a small payload; no accelerator. The numerics
+  // check also builds a miniature trainer whose embedding keeps the e2e vocabulary, with its
+  // optimizer state, in float32.
   YAML::Node requests(YAML::NodeType::Map);
   requests["cpu"] = k8s::yaml::string_scalar("2");
-  requests["memory"] = "8Gi";
+  requests["memory"] = numerics ? "16Gi" : "8Gi";
   container["resources"]["requests"] = requests;
 
   YAML::Node pod_spec(YAML::NodeType::Map);
@@ -1397,11 +1404,12 @@ RenderResult render_bench(const k8s::DryRun& dryrun, const RenderOptions& option
   return Renderer(dryrun, options).run();
 }
 
-PreflightResult render_preflight(const k8s::DryRun& dryrun, const RenderOptions& options) {
+PreflightResult render_preflight(const k8s::DryRun& dryrun, const RenderOptions& options,
+                                 PreflightChecks checks) {
   Renderer renderer(dryrun, options);
   PreflightResult result;
   result.bench = renderer.run();
-  result.job = renderer.preflight_job();
+  result.job = renderer.preflight_job(checks);
   result.yaml = k8s::yaml::emit(result.job);
   return result;
 }

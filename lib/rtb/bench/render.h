@@ -127,10 +127,18 @@ struct PreflightResult {
 };
 
 inline constexpr std::string_view kPreflightSuffix = "-preflight";
+inline constexpr std::string_view kNumericsSuffix = "-numerics";
+
+// What the preflight Job runs: the pod's set-up checks (`--preflight`, Job <name>-preflight), or
+// those and then one fwd_bwd + update of a miniature model of the same family through the image's
+// own worker and engine, checking that the numerics knobs do what they claim (`--preflight
+// --numerics`, Job <name>-numerics, more memory: the miniature keeps the e2e vocabulary).
+enum class PreflightChecks { kSetUp, kNumerics };
 
 // Renders the bench (with every check render_bench makes) and the preflight Job of its client.
 // Throws rtb::Error as render_bench does.
-PreflightResult render_preflight(const k8s::DryRun& dryrun, const RenderOptions& options);
+PreflightResult render_preflight(const k8s::DryRun& dryrun, const RenderOptions& options,
+                                 PreflightChecks checks = PreflightChecks::kSetUp);
 
 // Compares the e2e trainer with a bench JobSet flag by flag (diff.h) and throws rtb::Error
 // ("internal error: self-check: ...") for the first difference that no recorded change covers: a
