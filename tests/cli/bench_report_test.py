@@ -1451,6 +1451,17 @@ class SetupTest(unittest.TestCase):
     UNSTAGED, STAGED = log("bench_setup_unstaged.log"), log("bench_setup_staged.log")
     REPLAYED, CHECKPOINT = log("bench_setup_replayed.log"), log("bench_setup_checkpoint.log")
 
+    @staticmethod
+    def variant(tmp, name, source, old, new):
+        """A copy of log `source` in `tmp` with `old` replaced by `new`; its path."""
+        path = os.path.join(tmp, name)
+        with open(source, encoding="utf-8") as f:
+            text = f.read()
+        assert old in text, old
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text.replace(old, new))
+        return path
+
     def test_staging_ab_is_named_beside_the_verdict(self):
         code, out, err = run([self.UNSTAGED, self.STAGED])
         self.assertEqual(code, 0, err)
@@ -1532,11 +1543,7 @@ class SetupTest(unittest.TestCase):
 
     def test_wrong_type_is_one_line_exit_2(self):
         with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "bad.log")
-            with open(self.STAGED, encoding="utf-8") as f:
-                text = f.read().replace('"source":"random"', '"source":7')
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(text)
+            path = self.variant(tmp, "bad.log", self.STAGED, '"source":"random"', '"source":7')
             code, out, err = run([self.UNSTAGED, path])
             self.assertEqual(code, 2)
             self.assertEqual(len(err.strip().splitlines()), 1, err)
@@ -1544,11 +1551,8 @@ class SetupTest(unittest.TestCase):
 
     def test_default_microbatches_leave_out_a_short_final_one(self):
         with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "short.log")
-            with open(self.UNSTAGED, encoding="utf-8") as f:
-                text = f.read().replace('"final_rows":64', '"final_rows":32')
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(text)
+            path = self.variant(tmp, "short.log", self.UNSTAGED, '"final_rows":64',
+                                '"final_rows":32')
             code, doc, err = report(path)
             self.assertEqual(code, 0, err)
             run_doc = doc["runs"][0]

@@ -106,15 +106,7 @@ def run_numerics(settings: Settings, out: Callable[[str], None] = emit) -> int:
   checks.check("ADVANTAGES=zero gives no policy gradient",
                lambda: check_zero(setup, runs["random"], runs["zero"]),
                needs=["ADVANTAGES=zero step", "ADVANTAGES=random gives a gradient"])
-  for note in setup.notes + notes:
-    out(f"preflight: note  {one_line(note)}")
-  for taken in setup.fallbacks.taken:
-    out(f"preflight: FALLBACK {one_line(taken)}")
-  code = checks.exit_code()
-  verdict = ("all good"
-             if code == 0 else f"{len(checks.failed)} problem(s): {', '.join(checks.failed)}")
-  out(f"preflight: numerics: {verdict} (exit {code})")
-  return code
+  return checks.finish(setup, notes, "numerics")
 
 
 def miniature_flags(settings: Settings) -> str:

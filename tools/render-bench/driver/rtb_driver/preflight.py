@@ -55,6 +55,19 @@ class Checklist:
   def exit_code(self) -> int:
     return 2 if self.bad_settings else 1 if self.failed else 0
 
+  def finish(self, setup: Setup, notes: Sequence[str], what: str = "") -> int:
+    """The notes, the fallbacks taken and the verdict line (`preflight: [WHAT: ]VERDICT (exit
+    N)`); the exit code."""
+    for note in list(setup.notes) + list(notes):
+      self.out(f"preflight: note  {one_line(note)}")
+    for taken in setup.fallbacks.taken:
+      self.out(f"preflight: FALLBACK {one_line(taken)}")
+    code = self.exit_code()
+    verdict = ("all good"
+               if code == 0 else f"{len(self.failed)} problem(s): {', '.join(self.failed)}")
+    self.out(f"preflight: {what + ': ' if what else ''}{verdict} (exit {code})")
+    return code
+
 
 # The routing shape's K for the preflight's small payload: the trainer's own shape is known only
 # once the trainer is built, which the preflight does not do (it would load weights).
@@ -86,15 +99,7 @@ def run_preflight(settings: Settings, out: Callable[[str], None] = emit) -> int:
                needs=["warm-up payload"])
   checks.check("payload", lambda: check_small_payload(setup, warmup["payload"]),
                needs=["warm-up payload", "datatypes"])
-  for note in setup.notes + notes:
-    out(f"preflight: note  {one_line(note)}")
-  for taken in setup.fallbacks.taken:
-    out(f"preflight: FALLBACK {one_line(taken)}")
-  code = checks.exit_code()
-  verdict = ("all good"
-             if code == 0 else f"{len(checks.failed)} problem(s): {', '.join(checks.failed)}")
-  out(f"preflight: {verdict} (exit {code})")
-  return code
+  return checks.finish(setup, notes)
 
 
 def check_warmup(setup: Setup, found: Dict[str, Any]) -> str:
