@@ -50,6 +50,8 @@ class SecretMasker {
   static SecretMasker showing();
 
   bool masks() const { return masking_; }
+  // is_credential_name() under this masker's table.
+  bool names_credential(std::string_view name) const { return is_credential_name(name, rules_); }
 
   // `***#` and 8 hex digits of HMAC-SHA256(key, value); `value` itself when showing.
   std::string fingerprint(std::string_view value) const;

@@ -1,0 +1,18 @@
+// Credentials in a Kubernetes document, masked before a report shows or compares it.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include "rtb/base/secrets.h"
+
+namespace rtb::k8s {
+
+// A copy of `root` with every credential masked by `masker` (base/secrets): an env entry
+// {name: HF_TOKEN, value: ...} by its name; a mapping's value by its key; every other string
+// scalar by what is written in it (NAME=VALUE, --name=value, token shapes, key blocks, URL
+// passwords); and a sequence of strings as an argv, so `--hf_token`, `abc` masks `abc`. Masking is
+// deterministic under one masker, so two masked documents differ where their secrets differ.
+// `root` itself is left as it is. Expects a document that passed yaml::check_limits.
+YAML::Node masked_copy(const YAML::Node& root, const SecretMasker& masker);
+
+}  // namespace rtb::k8s
