@@ -76,6 +76,15 @@ bool is_placeholder(std::string_view text) {
   return false;
 }
 
+// The length of a quote at `at`: 1 for ' or ", 2 for one escaped inside a JSON string (\");
+// 0 when there is none.
+std::size_t quote_at(std::string_view text, std::size_t at) {
+  if (at < text.size() && (text[at] == '"' || text[at] == '\'')) return 1;
+  if (at + 1 < text.size() && text[at] == '\\' && (text[at + 1] == '"' || text[at + 1] == '\''))
+    return 2;
+  return 0;
+}
+
 // [begin, end) of the password in a URL's user:password@ authority starting at `scheme_end` (the
 // index just past "://"); {0, 0} when the authority has none.
 std::pair<std::size_t, std::size_t> url_password(std::string_view text, std::size_t scheme_end) {
@@ -285,16 +294,14 @@ std::string SecretMasker::scrub(std::string_view text) const {
       std::string_view name = rest.substr(0, name_end);
       if (!name.empty() &&
           std::any_of(name.begin(), name.end(), [](char c) { return is_alnum(c); })) {
-        std::size_t cursor = name_end;
-        if (cursor < rest.size() && (rest[cursor] == '"' || rest[cursor] == '\'')) ++cursor;
+        std::size_t cursor = name_end + quote_at(rest, name_end);  // a quoted name's close
         std::size_t separator_end = cursor;
         bool assigned = false;
         if (separator_end < rest.size() && rest[separator_end] == '=') {
           ++separator_end;
           assigned = true;
-        } else if (separator_end < rest.size() && rest[separator_end] == ':' &&
-                   separator_end + 1 < rest.size() &&
-                   (rest[separator_end + 1] == ' ' || rest[separator_end + 1] == '"')) {
+        } else if (separator_end + 1 < rest.size() && rest[separator_end] == ':' &&
+                   (rest[separator_end + 1] == ' ' || quote_at(rest, separator_end + 1) != 0)) {
           ++separator_end;
           while (separator_end < rest.size() && rest[separator_end] == ' ') ++separator_end;
           assigned = true;
@@ -302,23 +309,36 @@ std::string SecretMasker::scrub(std::string_view text) const {
                    rest[separator_end] == ' ') {
           ++separator_end;  // --name value
           assigned = true;
+        } else if (name.starts_with("-") && cursor > name_end) {
+          // "--name", "value": an argv written as a JSON or Python list.
+          std::size_t comma = rest.find_first_not_of(' ', cursor);
+          if (comma != std::string_view::npos && rest[comma] == ',') {
+            std::size_t next = rest.find_first_not_of(' ', comma + 1);
+            if (next != std::string_view::npos && quote_at(rest, next) != 0) {
+              separator_end = next;
+              assigned = true;
+            }
+          }
         }
         if (assigned) {
           std::size_t value_begin = separator_end, value_end = separator_end;
-          char quote = 0;
-          if (value_begin < rest.size() &&
-              (rest[value_begin] == '"' || rest[value_begin] == '\'')) {
-            quote = rest[value_begin++];
+          if (std::size_t quote = quote_at(rest, value_begin); quote != 0) {
+            // Quoted ('v', "v", or \"v\" inside a JSON string): to the same closing quote.
+            std::string_view closing = rest.substr(value_begin, quote);
+            value_begin += quote;
             value_end = value_begin;
-            while (value_end < rest.size() && rest[value_end] != quote && rest[value_end] != '\n')
-              value_end +=
-                  (quote == '"' && rest[value_end] == '\\' && value_end + 1 < rest.size()) ? 2 : 1;
+            while (value_end < rest.size() && rest[value_end] != '\n' &&
+                   !rest.substr(value_end).starts_with(closing))
+              value_end += (quote == 1 && closing == "\"" && rest[value_end] == '\\' &&
+                            value_end + 1 < rest.size())
+                               ? 2
+                               : 1;
             value_end = std::min(value_end, rest.size());
           } else {
             while (value_end < rest.size() && !is_space(rest[value_end]) &&
                    rest[value_end] != ',' && rest[value_end] != ';' && rest[value_end] != '}' &&
                    rest[value_end] != ']' && rest[value_end] != ')' && rest[value_end] != '"' &&
-                   rest[value_end] != '\'')
+                   rest[value_end] != '\'' && rest[value_end] != '\\')
               ++value_end;
           }
           std::string_view value = rest.substr(value_begin, value_end - value_begin);

@@ -106,6 +106,16 @@ def _is_placeholder(text: str) -> bool:
   return len(text) >= 2 and text[0] == "$" and all(_is_word(c) for c in text[1:])
 
 
+def _quote_at(text: str, at: int) -> int:
+  """The length of a quote at `at`: 1 for ' or ", 2 for one escaped inside a JSON string (\\");
+  0 when there is none."""
+  if at < len(text) and text[at] in "\"'":
+    return 1
+  if at + 1 < len(text) and text[at] == "\\" and text[at + 1] in "\"'":
+    return 2
+  return 0
+
+
 def _url_password(text: str, scheme_end: int) -> Tuple[int, int]:
   """[begin, end) of the password in the authority starting at `scheme_end`; (0, 0) if none."""
   end = scheme_end
@@ -242,32 +252,42 @@ class SecretMasker:
     """A setting (NAME=VALUE, --name value, "name": "value", name: value) written at the start
     of `rest`: (characters consumed, what they print as, the new pending-env state), which is
     the name alone when its value stays in clear; None when `rest` holds no setting."""
-    cursor = len(name)
-    if cursor < len(rest) and rest[cursor] in "\"'":
-      cursor += 1
+    cursor = len(name) + _quote_at(rest, len(name))  # a quoted name's close
     separator_end = cursor
     if separator_end < len(rest) and rest[separator_end] == "=":
       separator_end += 1
     elif (separator_end + 1 < len(rest) and rest[separator_end] == ":" and
-          rest[separator_end + 1] in " \""):
+          (rest[separator_end + 1] == " " or _quote_at(rest, separator_end + 1))):
       separator_end += 1
       while separator_end < len(rest) and rest[separator_end] == " ":
         separator_end += 1
     elif name.startswith("-") and separator_end < len(rest) and rest[separator_end] == " ":
-      separator_end += 1
+      separator_end += 1  # --name value
+    elif name.startswith("-") and cursor > len(name):
+      # "--name", "value": an argv written as a JSON or Python list.
+      after = rest[cursor:].lstrip(" ")
+      if not after.startswith(","):
+        return None
+      value_at = len(rest) - len(after[1:].lstrip(" "))
+      if not _quote_at(rest, value_at):
+        return None
+      separator_end = value_at
     else:
       return None
     value_begin = value_end = separator_end
-    if value_begin < len(rest) and rest[value_begin] in "\"'":
-      quote = rest[value_begin]
-      value_begin += 1
+    quote = _quote_at(rest, value_begin)
+    if quote:
+      # Quoted ('v', "v", or \"v\" inside a JSON string): to the same closing quote.
+      closing = rest[value_begin:value_begin + quote]
+      value_begin += quote
       value_end = value_begin
-      while value_end < len(rest) and rest[value_end] != quote and rest[value_end] != "\n":
-        value_end += 2 if quote == '"' and rest[value_end] == "\\" and value_end + 1 < len(
-            rest) else 1
+      while (value_end < len(rest) and rest[value_end] != "\n" and
+             not rest.startswith(closing, value_end)):
+        value_end += 2 if (closing == '"' and rest[value_end] == "\\" and
+                           value_end + 1 < len(rest)) else 1
       value_end = min(value_end, len(rest))
     else:
-      while value_end < len(rest) and rest[value_end] not in " \t\r\n,;}])\"'":
+      while value_end < len(rest) and rest[value_end] not in " \t\r\n,;}])\"'\\":
         value_end += 1
     value = rest[value_begin:value_end]
     credential_key = is_credential_name(name, self.rules)
