@@ -322,9 +322,10 @@ class TokenDroppingReplaysTest(unittest.TestCase):
     self.assertEqual(out["verdict"], "unknown")
     self.assertEqual(out["replay_counted_steps"], 1)
     self.assertIn("counted in 1 of 2 steps", out["why"])
-    # A positive count in any step is a replay, counted or not elsewhere.
-    some = [replay_record(0, 1.0), replay_record(1, None, loss=0.1)]
-    self.assertEqual(self.verdict(some, retry=True)["verdict"], "replayed")
+    # A replay counted in one step proves nothing of a step that counted none: "replayed" says
+    # no token was dropped, so it stays unknown, with the replays it saw.
+    some = self.verdict([replay_record(0, 1.0), replay_record(1, None, loss=0.1)], retry=True)
+    self.assertEqual((some["verdict"], some["replays"]), ("unknown", 1))
 
   def test_retry_off_keeps_the_configurations_verdict(self):
     records = [replay_record(0, None, loss=0.1)]
@@ -340,10 +341,10 @@ class TokenDroppingReplaysTest(unittest.TestCase):
     self.assertEqual(dropless["verdict"], "none")
 
   def test_the_replay_does_not_cover_a_positive_capacity_factor(self):
-    records = [replay_record(0, 0.0)]
-    out = self.verdict(records, retry=True, capacity_factor=1.25)
-    self.assertEqual(out["verdict"], "unknown")
-    self.assertIn("capacity_factor is positive", out["why"])
+    for replays in (0.0, 2.0):
+      out = self.verdict([replay_record(0, replays)], retry=True, capacity_factor=1.25)
+      self.assertEqual(out["verdict"], "unknown")
+      self.assertIn("capacity_factor is positive", out["why"])
 
   def test_counted_drops_still_win_and_not_moe_stays(self):
     dropped = [replay_record(0, 1.0, dropped_tokens=4.0)]

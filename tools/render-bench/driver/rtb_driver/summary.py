@@ -67,7 +67,7 @@ def token_dropping(config: Any, records: Sequence[StepRecord],
   elif not experts:
     out["verdict"] = "not-moe"
     out["why"] = "the trainer's config has no experts"
-  elif replay_proves or (retry and replayed):
+  elif replay_proves:
     out["verdict"] = "replayed" if replayed else "none"
     out["why"] = (f"retry_when_tokens_dropped: every micro-batch whose ragged buffer overflowed "
                   f"was rerun dropless; {REPLAY_METRIC} counted {replayed} in "
