@@ -202,6 +202,36 @@ class MaxTextShapeTest(SourcesTestCase):
     with self.assertRaisesRegex(bd.SettingsError, "describes no MoE"):
       bd.check_routing_targets([1] * 4, dense, "ROUTING=on")
 
+  def test_override_model_config_goes_with_the_shape_keys(self):
+    # MaxText refuses a model key overridden on the command line without override_model_config.
+    package = self.pyconfig(num_decoder_layers=2, num_experts=8, num_experts_per_tok=2,
+                            vocab_size=10)
+    pyconfig = __import__(f"{package}.pyconfig", fromlist=["initialize"])
+    with mock.patch.object(bd, "maxtext_pyconfig", lambda: pyconfig):
+      bd.read_model_shape(
+          types.SimpleNamespace(maxtext_model_name="m"),
+          {"override_model_config": "true", "base_num_decoder_layers": "2", "megablox": "true"})
+    self.assertEqual(pyconfig.SEEN[0][2:],
+                     ["model_name=m", "base_num_decoder_layers=2", "override_model_config=true"])
+
+  def test_routing_auto_without_evidence_is_off_for_a_dense_model_only(self):
+    settings = bd.parse_settings({"TRAINER_ARGV": "--x 1", "ORCH_ARGV": "--y 1"})
+    args = types.SimpleNamespace(maxtext_model_name="m")
+    for experts, outcome in ((None, False), (8, "error")):
+      with self.subTest(experts=experts):
+        package = self.pyconfig(num_decoder_layers=2, num_experts=experts,
+                                num_experts_per_tok=2 if experts else None, vocab_size=10)
+        pyconfig = __import__(f"{package}.pyconfig", fromlist=["initialize"])
+        with mock.patch.object(bd, "maxtext_pyconfig", lambda: pyconfig):
+          if outcome == "error":
+            with self.assertRaisesRegex(bd.SettingsError, "ROUTING=auto but nothing says"):
+              bd.maxtext_stage(settings, args, {}, log=print, strict=True)
+            continue
+          _, routing, detail = bd.maxtext_stage(settings, args, {}, log=print, strict=True)
+        self.assertIs(routing.value, False)
+        self.assertIn("the model has no experts", routing.source)
+        self.assertIn("routing not replayed", detail)
+
   def test_without_a_model_name(self):
     package = self.pyconfig()
     pyconfig = __import__(f"{package}.pyconfig", fromlist=["initialize"])

@@ -16,12 +16,13 @@ from .values import flag_value, scale_targets
 
 # The MaxText flags (MAXTEXT_EXTRA_FLAGS items) that load weights into the trainer.
 CHECKPOINT_FLAGS = ("load_parameters_path", "load_full_state_path")
-# The MaxText flags that make MaxText's own profiler trace (its `profiler` flag names the kind).
-MAXTEXT_PROFILER_FLAGS = ("profiler", "profiler_steps")
 # The shape fields the bench needs of the model, as MaxText's config names them, and the keys
 # that set them (base.yml sets the layers as base_num_decoder_layers).
 SHAPE_FIELDS = ("num_decoder_layers", "num_experts", "num_experts_per_tok", "vocab_size")
 SHAPE_KEYS = ("base_num_decoder_layers", "num_experts", "num_experts_per_tok", "vocab_size")
+# Passed along with them: MaxText refuses a command-line override of a model's own key unless
+# override_model_config is set, as the e2e's flags then do.
+CONFIG_KEYS = ("override_model_config",)
 
 
 def maxtext_overrides(env: Mapping[str, str]) -> Dict[str, str]:
@@ -130,7 +131,7 @@ def read_model_shape(trainer_args: Any, overrides: Mapping[str, str]) -> ModelSh
   if not os.path.exists(base):
     raise TunixMissing(f"MaxText's base config {base} does not exist")
   argv = [sys.argv[0] or "bench_driver", base, f"model_name={model}"]
-  argv += [f"{key}={overrides[key]}" for key in SHAPE_KEYS if key in overrides]
+  argv += [f"{key}={overrides[key]}" for key in SHAPE_KEYS + CONFIG_KEYS if key in overrides]
   try:
     config = pyconfig.initialize(argv)
   except Exception as exc:  # pylint: disable=broad-except  # MaxText's own refusal, one line
@@ -172,18 +173,30 @@ def maxtext_stage(settings: Settings, trainer_args: Any, overrides: Mapping[str,
   does not load is an error when `strict` (the preflight, whose job is to find it); the pod says
   so in a WARNING line and checks the routing shape once the trainer is built, as the program
   it times is the same either way."""
-  routing = resolve_routing(settings)
+  # ROUTING=auto with no evidence from the e2e run is an error, except for a model without
+  # experts, which has no routing to replay: that needs the config, read below.
+  try:
+    routing: Optional[Choice] = resolve_routing(settings)
+    unresolved: Optional[SettingsError] = None
+  except SettingsError as exc:
+    routing, unresolved = None, exc
   backend = getattr(trainer_args, "trainer_backend", "maxtext") or "maxtext"
   if backend != "maxtext":
+    if routing is None:
+      raise unresolved or SettingsError("ROUTING is unresolved")
     return None, routing, f"--trainer_backend={backend}: the routing shape comes from the trainer"
   try:
     shape = read_model_shape(trainer_args, overrides)
   except TunixMissing as exc:
-    if strict:
+    if strict or routing is None:
       raise
     log(f"WARNING: MaxText's config did not load before the trainer ({exc}): ROUTING_TARGETS "
         "and the payloads are checked only once the trainer is built")
     return None, routing, "not read: the routing shape comes from the built trainer"
+  if routing is None:
+    if shape.experts:
+      raise unresolved or SettingsError("ROUTING is unresolved")
+    routing = Choice(False, f"auto: the model has no experts ({shape.source}), nothing to replay")
   said = (f"{shape.layers} decoder layers, {shape.experts} experts, top-{shape.topk}, "
           f"vocabulary {shape.vocab} ({shape.source})")
   if not routing.value:
