@@ -368,7 +368,7 @@ FAKES = {
 # recorded) whose loss is a GRPO-like policy loss on one weight per token id, built for the
 # miniature model that MAXTEXT_EXTRA_FLAGS describes. FAKE_NUMERICS_BUG breaks a knob: "mask"
 # masks each segment's first completion token whatever the gates say, "advantages" adds 1 to
-# every advantage.
+# every advantage; "opaque" shows neither the gradients, the denominator nor a gradient norm.
 NUMERICS_WORKER = """
     import math
     class MiniatureConfig:
@@ -407,7 +407,12 @@ NUMERICS_WORKER = """
         else:
           self._accumulated_grads["embedding"]["weight"] += grads
           self._accumulated_denominator += np.float32(mask.sum())
+        if self.bug == "opaque":  # an engine that shows neither sum
+          self._hidden = (self._accumulated_grads, self._accumulated_denominator)
+          self._accumulated_grads = self._accumulated_denominator = None
       def update(self):
+        if self.bug == "opaque":
+          self._accumulated_grads, self._accumulated_denominator = self._hidden
         grads = self._accumulated_grads["embedding"]["weight"] / max(
             float(self._accumulated_denominator), 1.0)
         self.norm = float(math.sqrt((grads ** 2).sum()))
@@ -440,6 +445,8 @@ NUMERICS_WORKER = """
         fake_log.record("update", step=self.step)
         return self.step
       def get_metrics(self):
+        if self._trainer.bug == "opaque":
+          return {"loss": 0.5}
         return {"loss": 0.5, "gradient_norm": self._trainer.norm}
     if os.environ.get("FAKE_WORKER") == "numerics":
       TrainerWorker = NumericsWorker

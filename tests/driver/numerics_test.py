@@ -85,6 +85,13 @@ class NumericsPreflightTest(fake_tunix.FakeTunixTestCase):
     self.assertIn("the loss does not scale with the advantages",
                   self.line(result, "ADVANTAGES=zero gives no policy gradient"))
 
+  def test_an_engine_that_shows_nothing_is_not_all_good(self):
+    result, _, status = self.numerics(LOGP_GATES="off", FAKE_NUMERICS_BUG="opaque")
+    self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+    self.assertEqual(status["ADVANTAGES=random gives a gradient"], "skip")
+    self.assertEqual(status["nothing measured"], "FAIL")
+    self.assertIn("numerics: 1 problem(s): nothing measured (exit 1)", result.stdout)
+
   def test_gates_on_is_a_skip_not_a_failure(self):
     result, _, status = self.numerics()  # LOGP_GATES=on: the e2e's gates stay, and mask
     self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
