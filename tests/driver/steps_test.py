@@ -317,6 +317,21 @@ class StagedBoundaryTest(unittest.TestCase):
     # Once off, steps run as before (the fused update).
     self.assertEqual([r.update for r in records], ["deferred", "fused", "fused"])
 
+  def test_a_deferred_warm_up_step_does_not_decide_the_kwargs_update_path(self):
+    # A worker that names defer_update and takes apply_optimizer through **kwargs: step 0 defers
+    # its update, so it says nothing of whether the worker applies apply_optimizer; the first
+    # step that asks (once staging latched off) does.
+    class KwargsStagingWorker(StagingWorker):
+
+      def fwd_bwd(  # type: ignore[override]  # the signature is what the driver reads
+          self, request: Any, defer_update: bool = False, **kwargs: Any) -> Any:
+        return super().fwd_bwd(request, defer_update=defer_update, **kwargs)
+
+    harness = Harness(KwargsStagingWorker, stage_error=RuntimeError("host unreachable"))
+    records = harness.run(make_plan(steps=3, micro_steps=2, stage=stage_plan(True)),
+                          stage_state=bd.StageState(stage_plan(True), harness.logs.append))
+    self.assertEqual([r.update for r in records], ["deferred", "fused", "fused"])
+
   def test_a_stage_without_overlap_latches_staging_off(self):
     harness = Harness(StagingWorker, mb_seconds=0.0)  # the device is done before the stage
     state = bd.StageState(stage_plan(True), harness.logs.append)

@@ -112,7 +112,9 @@ class StepRunner:
     step_start = self.clock()
     calls = self.dispatch(step, deferred)
     fused = bool(self.calls.can_fuse and not deferred and response_updated(calls.response))
-    if step == 0:
+    if not deferred:
+      # The first step whose last call was asked to apply the update (step 0 unless staging
+      # defers it) tells whether a **kwargs worker applies it; a deferred one asks nothing.
       self.calls.learn_update(fused)
     update_kind, train_step, update_result = self.update(step, calls, deferred, fused)
     step_end, observed = self.wait_for_step_end(calls, update_result)
