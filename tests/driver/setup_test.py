@@ -188,3 +188,16 @@ class ModelShapesTest(unittest.TestCase):
 
 if __name__ == "__main__":
   unittest.main()
+
+
+class RolloutAsOldTest(unittest.TestCase):
+  """The rollout log-probs stand in for the old ones as rl_program decides: from the GRPO
+  config's use_rollout_logps, which LOGPS_PASS=auto reads too (resolve.resolve_logps_pass)."""
+
+  def test_the_grpo_config_decides_over_the_orchestrators_flag(self):
+    setup = bd.Setup.__new__(bd.Setup)
+    setup.orch_args = types.SimpleNamespace(use_rollout_logps=True)
+    setup.algo_config = types.SimpleNamespace(use_rollout_logps=False)
+    self.assertFalse(setup.rollout_as_old())
+    setup.algo_config = types.SimpleNamespace()  # a config without the field: the flag
+    self.assertTrue(setup.rollout_as_old())

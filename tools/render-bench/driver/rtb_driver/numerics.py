@@ -183,7 +183,8 @@ def miniature_payload(setup: Setup, tunix: Any, advantages: str) -> Any:
                         real_len=real_len, segments=1, real_rows=rows, pad_position=position.value,
                         pad_align=align.value, targets=targets, experts=tunix.experts,
                         advantages=advantages, seed=settings.seed, pad_id=tunix.pad_id,
-                        max_prompt_length=prompt, rollout_as_old=tunix.rollout_as_old)
+                        max_prompt_length=prompt, rollout_as_old=tunix.rollout_as_old,
+                        eos_id=tunix.eos_id, max_response_length=tunix.max_response_length or 0)
   return replace_fields(tunix.warmup, metadata={}, **built.arrays)  # as the pod sends it
 
 

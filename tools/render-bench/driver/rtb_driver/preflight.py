@@ -170,8 +170,7 @@ def check_small_payload(setup: Setup, warmup: Any) -> str:
       real_len=real_len, segments=min(segments, real_len), real_rows=rows,
       pad_position=position.value, pad_align=align.value, targets=targets, experts=experts,
       advantages=settings.advantages, seed=settings.seed, pad_id=setup.pad_id,
-      max_prompt_length=prompt, rollout_as_old=bool(getattr(orch_args, "use_rollout_logps",
-                                                            False)), eos_id=setup.eos_id,
+      max_prompt_length=prompt, rollout_as_old=setup.rollout_as_old(), eos_id=setup.eos_id,
       max_response_length=int(getattr(orch_args, "max_response_length", 0) or 0))
   for name, (shape, dtype) in layout.items():
     array = built.arrays.get(name)

@@ -336,9 +336,8 @@ class Setup:
         max_prompt_length=int_or_none(getattr(orch_args, "max_prompt_length", None)),
         max_response_length=int_or_none(getattr(orch_args, "max_response_length", None)),
         warmup_segment_counts=None if abstract else concrete_segment_counts(warmup),
-        rollout_as_old=bool(getattr(orch_args, "use_rollout_logps", False)), choices=self.choices,
-        fallbacks=self.fallbacks, temperature=float(getattr(orch_args, "temperature", None) or
-                                                    1.0), config=config)
+        rollout_as_old=self.rollout_as_old(), choices=self.choices, fallbacks=self.fallbacks,
+        temperature=float(getattr(orch_args, "temperature", None) or 1.0), config=config)
 
   def build_worker(self) -> Tuple[Any, Any]:
     """Builds the trainer and the worker around it as the e2e run does, with the keywords the
@@ -397,6 +396,13 @@ class Setup:
     layers = getattr(config, "num_decoder_layers", None)
     topk = getattr(config, "num_experts_per_tok", None)
     return (int(layers), int(topk)) if layers and topk else None
+
+  def rollout_as_old(self) -> bool:
+    """Whether the rollout log-probs stand in for the old ones: the GRPO config's
+    use_rollout_logps, which rl_program reads (the orchestrator's flag when the config has
+    none)."""
+    fallback = getattr(self.orch_args, "use_rollout_logps", False)
+    return bool(getattr(self.algo_config, "use_rollout_logps", fallback))
 
   def model_shapes(self, worker: Any) -> Tuple[Optional[Tuple[int, int]], Any, Any, Any]:
     """(the routing shape the payload replays or None, experts, vocabulary, the trainer's model
