@@ -135,6 +135,25 @@ class CountingClock:
       return float(self.reads)
 
 
+class FreshStateLeafTest(unittest.TestCase):
+  """The step ends on a leaf of the trainer's state that the update replaced."""
+
+  def test_a_leaf_the_update_leaves_alone_is_passed_over(self):
+    events, clock = Events(), FakeClock()
+    rng = Token(clock, events, 0.0, "rng")  # the same array after every update
+    engine = types.SimpleNamespace(_state_pure=None, _params_pure=None)
+    worker = types.SimpleNamespace(_trainer=engine)
+    observer = bd.DeviceObserver()
+    first = Token(clock, events, 1.0, "w1")
+    engine._state = {"rng": rng, "model": {"w": first}}
+    self.assertIs(observer.fresh_state_leaf(worker), rng)  # nothing seen before: the first
+    second = Token(clock, events, 2.0, "w2")
+    engine._state = {"rng": rng, "model": {"w": second}}
+    self.assertIs(observer.fresh_state_leaf(worker), second)
+    # An update that replaced nothing gives nothing to end the step on.
+    self.assertIsNone(observer.fresh_state_leaf(worker))
+
+
 class CompletionWatcherTest(unittest.TestCase):
   """The pod's watcher: a thread that notes when each call's device work completes."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -199,57 +199,40 @@ class WorkerCalls:
     return self.worker.update()
 
 
-def block_tree(tree: Any, depth: int = 0, budget: Optional[List[int]] = None) -> None:
-  """Blocks on every leaf of `tree` that has block_until_ready() (JAX arrays do)."""
-  budget = [20000] if budget is None else budget
-  budget[0] -= 1
-  if tree is None or depth > 6 or budget[0] < 0:
-    return
-  wait = getattr(tree, "block_until_ready", None)
-  if callable(wait) and not isinstance(tree, type):
-    wait()
-    return
-  if isinstance(tree, (str, bytes, int, float, bool, np.ndarray, np.generic)):
-    return
-  if isinstance(tree, Mapping):
-    for value in tree.values():
-      block_tree(value, depth + 1, budget)
-  elif isinstance(tree, (list, tuple, set)):
-    for value in tree:
-      block_tree(value, depth + 1, budget)
-  elif dataclasses.is_dataclass(tree):
-    for field in dataclasses.fields(tree):
-      block_tree(getattr(tree, field.name, None), depth + 1, budget)
-  elif hasattr(tree, "__dict__") and not callable(tree):
-    for value in vars(tree).values():
-      block_tree(value, depth + 1, budget)
+def blockable_leaves(tree: Any, max_depth: int = 8, budget: int = 20000) -> Iterator[Any]:
+  """The leaves of `tree` that have block_until_ready() (JAX arrays), depth first and in order,
+  through mappings, sequences, sets, dataclasses and plain objects' attributes; the walk stops
+  below `max_depth` containers and after `budget` nodes (a trainer object reaches a large
+  graph). Iterative: no recursion on the tree's depth."""
+  stack: List[Tuple[Any, int]] = [(tree, 0)]
+  while stack and budget > 0:
+    node, depth = stack.pop()
+    budget -= 1
+    if node is None or depth > max_depth or isinstance(node, type):
+      continue
+    if callable(getattr(node, "block_until_ready", None)):
+      yield node
+      continue
+    if isinstance(node, (str, bytes, int, float, bool, np.ndarray, np.generic)):
+      continue
+    if isinstance(node, Mapping):
+      children: List[Any] = list(node.values())
+    elif isinstance(node, (list, tuple, set)):
+      children = list(node)
+    elif dataclasses.is_dataclass(node):
+      children = [getattr(node, field.name, None) for field in dataclasses.fields(node)]
+    elif hasattr(node, "__dict__") and not callable(node):
+      children = list(vars(node).values())
+    else:
+      continue
+    stack.extend((child, depth + 1) for child in reversed(children))
 
 
-def first_blockable(tree: Any, depth: int = 0, budget: Optional[List[int]] = None) -> Any:
-  """The first leaf of `tree` that has block_until_ready() (a JAX array), or None."""
-  budget = [20000] if budget is None else budget
-  budget[0] -= 1
-  if tree is None or depth > 8 or budget[0] < 0 or isinstance(tree, type):
-    return None
-  if callable(getattr(tree, "block_until_ready", None)):
-    return tree
-  if isinstance(tree, (str, bytes, int, float, bool, np.ndarray, np.generic)):
-    return None
-  if isinstance(tree, Mapping):
-    values: Any = tree.values()
-  elif isinstance(tree, (list, tuple)):
-    values = tree
-  elif dataclasses.is_dataclass(tree):
-    values = [getattr(tree, field.name, None) for field in dataclasses.fields(tree)]
-  elif hasattr(tree, "__dict__") and not callable(tree):
-    values = vars(tree).values()
-  else:
-    return None
-  for value in values:
-    found = first_blockable(value, depth + 1, budget)
-    if found is not None:
-      return found
-  return None
+def block_tree(tree: Any) -> None:
+  """Blocks on every leaf of `tree` that has block_until_ready() (JAX arrays do), down to six
+  levels of containers."""
+  for leaf in blockable_leaves(tree, max_depth=6):
+    leaf.block_until_ready()
 
 
 def is_blockable(value: Any) -> bool:

@@ -7,9 +7,10 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+from itertools import islice
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .calls import is_blockable, find_token, first_blockable, block_tree
+from .calls import blockable_leaves, block_tree, find_token, is_blockable
 
 # Where a call's device completion comes from (BENCH_STEP "microbatch_timing_source").
 SOURCE_STEP_TIMING = "step_timing"  # the trainer's TRAINER_STEP_TIMING ready times
@@ -27,6 +28,8 @@ PENDING_CHECK = "_pending_overflow_check"
 # Where a trainer keeps its train state, most direct first: MaxText's engine's pure-pytree mirrors
 # of the state and the parameters, then the NNX train state (maxtext_engine.py@b8bf66d6).
 STATE_ATTRIBUTES = ("_state_pure", "_params_pure", "_state")
+# How many of the state's leaves the step end looks through for one the update replaced.
+FRESH_LEAVES = 8
 
 
 def trainer_of(worker: Any) -> Any:
@@ -165,16 +168,18 @@ class DeviceObserver:
     MaxText's engine rebinds its state from the update kernel's output (`nnx.update(self._state,
     new_state_pure)`, then `_publish_state`; maxtext_engine.py@b8bf66d6 `update`), and every
     output of one executable becomes ready together: that leaf is ready when the update is done.
-    A leaf that is the same array as after the previous step was not produced by this update."""
+    A leaf that is the same array as after the previous step was not produced by this update
+    (an rng key or a frozen variable the update leaves alone): the first of the state's first
+    FRESH_LEAVES leaves that was not among them after the previous step is taken. Only their ids
+    are kept, so no old array stays alive for this."""
     for trainer in engines_of(worker):
       for name in STATE_ATTRIBUTES:
-        leaf = first_blockable(getattr(trainer, name, None))
-        if leaf is None:
+        leaves = list(islice(blockable_leaves(getattr(trainer, name, None)), FRESH_LEAVES))
+        if not leaves:
           continue
-        if self._seen.get("state") is leaf:
-          return None
-        self._seen["state"] = leaf
-        return leaf
+        before = self._seen.get("state") or ()
+        self._seen["state"] = tuple(id(leaf) for leaf in leaves)
+        return next((leaf for leaf in leaves if id(leaf) not in before), None)
     return None
 
   def can_fence(self) -> bool:
