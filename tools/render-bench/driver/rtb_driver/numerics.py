@@ -139,19 +139,14 @@ def build_miniature(setup: Setup, flags: str, runs: Dict[str, Any]) -> str:
     if getattr(args, name, None):
       changed.append(f"--{name} dropped")
       setattr(args, name, None)
-  previous = os.environ.get("MAXTEXT_EXTRA_FLAGS")
-  os.environ["MAXTEXT_EXTRA_FLAGS"] = f"{previous or ''} {flags}".strip()
+  # Set for the rest of the process (run_numerics is its last act): a trainer that reads the
+  # flags again when it first runs still builds the miniature, never the e2e model.
+  os.environ["MAXTEXT_EXTRA_FLAGS"] = f"{os.environ.get('MAXTEXT_EXTRA_FLAGS', '')} {flags}".strip()
   # The miniature's routing shape is its own trainer's, not the e2e model's that the "MaxText
   # config" stage read: the payload is built after the trainer, from it.
   setup.model_shape = None
-  try:
-    worker, outer = setup.build_worker()
-    tunix = setup.attach_worker(setup.payload_setup(worker), worker, outer)
-  finally:
-    if previous is None:
-      os.environ.pop("MAXTEXT_EXTRA_FLAGS", None)
-    else:
-      os.environ["MAXTEXT_EXTRA_FLAGS"] = previous
+  worker, outer = setup.build_worker()
+  tunix = setup.attach_worker(setup.payload_setup(worker), worker, outer)
   runs["tunix"] = tunix
   config = tunix.config
   shape = ", ".join(f"{key} {getattr(config, key)}" for key in ("num_decoder_layers", "emb_dim",

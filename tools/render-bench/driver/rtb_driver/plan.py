@@ -51,7 +51,8 @@ DEFINITIONS = {
                             "replaced by the step's median regular micro-batch (3..N, 1-based, "
                             "never a short final one), which the step boundary does not change "
                             "(the seed's 'median of micro-batches 3 to 9'); null unless the "
-                            "micro-batches were device-timed and there are 3 or more; in "
+                            "micro-batches were device-timed and there are 3 or more (4 or more "
+                            "with a short final one); in "
                             "BENCH_SUMMARY the mean over the steady steps",
     "fence_s": "one wait on an array the last update produced, timed on an idle device after "
                "the last step: what ending a step on that array costs",

@@ -28,9 +28,10 @@ from .values import scale_targets
 from .versions import imported_versions
 
 
-def resolve_plan_inputs(settings: Settings, setup: TunixSetup) -> Dict[str, Any]:
+def resolve_plan_inputs(settings: Settings, setup: TunixSetup,
+                        log: Callable[[str], None] = say) -> Dict[str, Any]:
   """Checks the settings against the shapes Tunix gave; resolves the defaults, each with the
-  source that decided it (logged)."""
+  source that decided it (logged with `log`)."""
   rows, tokens = setup.rows, setup.tokens
   real_len = settings.real_len if settings.real_len is not None else default_real_len(tokens)
   if real_len > tokens:
@@ -75,7 +76,7 @@ def resolve_plan_inputs(settings: Settings, setup: TunixSetup) -> Dict[str, Any]
         ModelShape(layers, setup.experts, topk, getattr(setup, "vocab", None), "the trainer"),
         "the warm-up payload")
   elif settings.routing_targets is not None:
-    say("the payload replays no routing: ROUTING_TARGETS is ignored")
+    log("the payload replays no routing: ROUTING_TARGETS is ignored")
   position, align = resolve_padding(settings)
   return {
       "real_len": real_len, "segments": segments, "segments_rule": rule, "final_rows": final_rows,

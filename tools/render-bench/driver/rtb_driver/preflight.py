@@ -137,7 +137,7 @@ def check_payload_settings(setup: Setup, found: Dict[str, Any]) -> str:
   tunix = found.get("tunix")
   if tunix is None:
     return "not checked: MaxText's config did not give the routing shape"
-  resolved = resolve_plan_inputs(setup.settings, tunix)
+  resolved = resolve_plan_inputs(setup.settings, tunix, log=setup.notes.append)
   return (f"REAL_LEN {resolved['real_len']} of T={tunix.tokens}, {resolved['segments']} "
           f"segments per row ({resolved['segments_rule']}), FINAL_ROWS {resolved['final_rows']} "
           f"of R={tunix.rows}")
