@@ -1541,6 +1541,25 @@ class SetupTest(unittest.TestCase):
         self.assertEqual(gates["grad_norm"]["limit_from"], "seed")
         self.assertEqual(gates["loss"]["limit_from"], "ours")
 
+    def test_grad_norm_not_evaluated_only_on_the_runs_word(self):
+        # A typo'd --metric names a key no run logs: a failure, as before issue 25.
+        code, doc, err = report("--numerics", self.UNSTAGED, self.STAGED, self.REPLAYED, "--metric",
+                                "grad_norm=grad_nrom")
+        self.assertEqual(code, 1, err)
+        gates = {g["name"]: g for g in doc["numerics"]["gates"]}
+        self.assertEqual(gates["grad_norm"]["status"], "missing")
+        self.assertIn("grad_nrom", gates["grad_norm"]["detail"])
+        # An old log: no BENCH_SUMMARY grad_norm says the metric is legitimately absent.
+        with open(self.STAGED, encoding="utf-8") as f:
+            grad_norm = re.search(r',"grad_norm":\{[^}]*\}', f.read())
+        assert grad_norm is not None
+        with tempfile.TemporaryDirectory() as tmp:
+            old = self.variant(tmp, "old.log", self.STAGED, grad_norm.group(0), "")
+            code, doc, err = report("--numerics", self.UNSTAGED, old, self.REPLAYED)
+            self.assertEqual(code, 1, err)
+            gates = {g["name"]: g for g in doc["numerics"]["gates"]}
+            self.assertEqual(gates["grad_norm"]["status"], "missing")
+
     def test_wrong_type_is_one_line_exit_2(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = self.variant(tmp, "bad.log", self.STAGED, '"source":"random"', '"source":7')

@@ -10,6 +10,7 @@
 
 #include "logs/report_test_logs.h"
 #include "rtb/base/error.h"
+#include "rtb/logs/gates.h"
 #include "rtb/logs/report_json.h"
 #include "rtb/logs/report_text.h"
 #include "rtb/logs/steplog.h"
@@ -641,6 +642,32 @@ TEST(BuildReport, NumericsAcrossDifferentWeightsAreRefused) {
   std::string text = format_text(report);
   EXPECT_THAT(text, HasSubstr("limit from"));
   EXPECT_THAT(text, HasSubstr("all 5 gates pass (1 not evaluated: grad_norm)"));
+}
+
+TEST(BuildReport, UnloggedGradNormWithoutTheRunsWordFails) {
+  const std::string metrics = R"({"loss":0.5,"entropy":1,"log_ratio":{"abs_mean":0.1},)"
+                              R"("is_ratio":{"mean":1}})";
+  Inputs inputs;
+  inputs.numerics = {setup_log("r1", false, 10, "random", 4, "none", 0, metrics),
+                     setup_log("r2", false, 10, "random", 4, "none", 0, metrics),
+                     setup_log("v", false, 10, "random", 4, "none", 0, metrics)};
+  // An old log: no BENCH_SUMMARY grad_norm, so nothing says the metric is legitimately absent.
+  inputs.numerics[1].summary->grad_norm.reset();
+  Report old = build_report(inputs, {});
+  EXPECT_FALSE(old.numerics->result.pass);
+  EXPECT_EQ(old.numerics->result.gates[3].status, GateResult::Status::kMissing);
+  // A summary that says it reports one (and yet logs none) is no excuse either.
+  inputs.numerics[1] = setup_log("r2", false, 10, "random", 4, "none", 0, metrics);
+  inputs.numerics[1].summary->grad_norm->reported = true;
+  EXPECT_EQ(build_report(inputs, {}).numerics->result.gates[3].status,
+            GateResult::Status::kMissing);
+  // A --metric for the gate: its key must be logged (a typo fails).
+  inputs.numerics[1] = setup_log("r2", false, 10, "random", 4, "none", 0, metrics);
+  apply_gate_metric(inputs.gates, "grad_norm=grad_nrom");
+  Report typo = build_report(inputs, {});
+  EXPECT_FALSE(typo.numerics->result.pass);
+  EXPECT_EQ(typo.numerics->result.gates[3].status, GateResult::Status::kMissing);
+  EXPECT_THAT(typo.numerics->result.gates[3].detail, HasSubstr("grad_nrom"));
 }
 
 }  // namespace

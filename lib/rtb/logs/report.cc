@@ -314,6 +314,19 @@ void refuse_numerics_across_weights(const std::vector<RunLog>& logs,
   }
 }
 
+// Per numerics run, its BENCH_SUMMARY's word that it reports no gradient norm (`reported:
+// false`), with its `why`; nullopt for a run that says nothing (an old log) or reports one.
+UnreportedMetrics unreported_grad_norm(const std::vector<RunLog>& logs) {
+  UnreportedMetrics out;
+  for (std::size_t i = 0; i < logs.size() && i < out.size(); ++i) {
+    const auto& summary = logs[i].summary;
+    if (summary && summary->grad_norm && !summary->grad_norm->reported) {
+      out[i] = summary->grad_norm->why;
+    }
+  }
+  return out;
+}
+
 // A gate not evaluated (no run logs its metric): the runs' BENCH_SUMMARY grad_norm says why.
 void explain_unevaluated_gates(const std::vector<RunLog>& logs, NumericsResult& result) {
   for (GateResult& gate : result.gates) {
@@ -745,7 +758,8 @@ Report build_report(const Inputs& inputs, const Options& options) {
     numerics.reference_b = labels[1];
     numerics.variant = labels[2];
     try {
-      numerics.result = evaluate_numerics(steps[0], steps[1], steps[2], inputs.gates);
+      numerics.result = evaluate_numerics(steps[0], steps[1], steps[2], inputs.gates,
+                                          unreported_grad_norm(inputs.numerics));
     } catch (const Error& e) {
       fail("--numerics {} {} {}: {}", inputs.numerics[0].source, inputs.numerics[1].source,
            inputs.numerics[2].source, e.message());
