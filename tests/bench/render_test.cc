@@ -667,6 +667,26 @@ TEST(RenderTest, TheRolloutsRoutedExpertsSettingReachesTheDriver) {
   EXPECT_EQ(setting(render_bench(with(" --return_routed_experts"), options())), "true")
       << "a bare flag is true (argparse const=True)";
   EXPECT_EQ(setting(render_bench(with(""), options())), std::nullopt) << "no evidence: not written";
+  // argparse's nargs="?" takes the next word as the value (type=_str2bool).
+  EXPECT_EQ(setting(render_bench(with(" --return_routed_experts False"), options())), "False");
+  EXPECT_EQ(setting(render_bench(with(" --return_routed_experts 1"), options())), "1");
+  // --no-... is false, and the last one wins.
+  EXPECT_EQ(
+      setting(render_bench(with(" --return_routed_experts --no-return_routed_experts"), options())),
+      "false");
+  EXPECT_EQ(
+      setting(render_bench(with(" --no-return_routed_experts --return_routed_experts"), options())),
+      "true");
+  // A blank value is unset: not written, and not compared as false.
+  EXPECT_EQ(setting(render_bench(with(" --return_routed_experts="), options())), std::nullopt);
+  {
+    std::string blank = read_file(RTB_TESTDATA_DIR "/launch_dryrun_weights_profiler.txt");
+    const std::string env = "RETURN_ROUTED_EXPERTS=false";
+    ASSERT_NE(blank.find(env), std::string::npos);
+    blank.replace(blank.find(env), env.size(), "RETURN_ROUTED_EXPERTS=");
+    EXPECT_EQ(setting(render_bench(k8s::parse_dryrun(blank, "blank.txt"), options())),
+              std::nullopt);
+  }
   EXPECT_EQ(test::error_of([&] {
               render_bench(with(" --return_routed_experts=maybe"), options());
             }).message(),
@@ -686,6 +706,12 @@ TEST(RenderTest, TheRolloutsRoutedExpertsSettingReachesTheDriver) {
           .find("the rollout JobSets disagree on routed experts: 'abtest-roll' has "
                 "--return_routed_experts=true, 'abtest-roll2' has --return_routed_experts=0"),
       std::string::npos);
+  // A rollout with a blank value says nothing: the other one's setting is used.
+  std::string blank_second = second;
+  blank_second.replace(blank_second.find("--return_routed_experts=0"),
+                       std::string("--return_routed_experts=0").size(), "--return_routed_experts=");
+  EXPECT_EQ(setting(render_bench(k8s::parse_dryrun(text + blank_second, "two.txt"), options())),
+            "true");
 }
 
 TEST(RenderTest, RenderChunksParseEachDistinctRolloutOnce) {

@@ -342,6 +342,15 @@ const DriverSetting& driver_setting(std::string_view name) {
   return *setting;
 }
 
+std::optional<bool> bool_word(std::string_view value) {
+  static const std::set<std::string, std::less<>> kTrue = {"1", "true", "yes", "on", "t", "y"};
+  static const std::set<std::string, std::less<>> kFalse = {"0", "false", "no", "off", "f", "n"};
+  std::string word = lower(trim(value, kPythonBlanks));
+  if (kTrue.count(word)) return true;
+  if (kFalse.count(word)) return false;
+  return std::nullopt;
+}
+
 std::optional<std::string> refusal(const DriverSetting& setting, std::string_view value) {
   std::string_view text = trim(value, kPythonBlanks);
   if (text.empty()) return std::nullopt;  // unset: the driver's default
@@ -362,12 +371,9 @@ std::optional<std::string> refusal(const DriverSetting& setting, std::string_vie
         return std::nullopt;
       return fmt::format("must be one of {}", fmt::join(setting.choices, "|"));
     }
-    case SettingKind::kBool: {
-      static const std::set<std::string, std::less<>> kWords = {
-          "1", "true", "yes", "on", "t", "y", "0", "false", "no", "off", "f", "n"};
-      if (kWords.count(lower(text))) return std::nullopt;
+    case SettingKind::kBool:
+      if (bool_word(text)) return std::nullopt;
       return "not a boolean (true/false, 1/0, yes/no, on/off)";
-    }
     case SettingKind::kPadAlign:
       if (std::optional<std::string> why = int_refusal(text, 1)) return why;
       if (python_int(text)->remainder(kSegmentAlign) != 0)

@@ -146,14 +146,6 @@ std::vector<std::pair<std::string, std::string>> orchestrator_driver_env(
   return found;
 }
 
-// A boolean the driver table accepts (refusal() has checked it), as true or false.
-bool truthy(std::string_view text) {
-  std::string word(trim(text));
-  for (char& c : word) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return word == "1" || word == "true" || word == "yes" || word == "on" || word == "t" ||
-         word == "y";
-}
-
 // A container's env-list value of `name` (the last entry, as Kubernetes uses), or nullopt.
 std::optional<std::string> container_env_value(const YAML::Node& container, std::string_view name) {
   std::optional<std::string> value;
@@ -168,9 +160,12 @@ std::optional<std::string> container_env_value(const YAML::Node& container, std:
 }
 
 // What one rollout JobSet sets for the routed-expert setting, with where: its startup argv's last
-// --return_routed_experts[=V] (bare: true), else its startup block's RETURN_ROUTED_EXPERTS, else
-// its client container's env list (run_rollout_node's argparse default reads the environment).
-// A rollout whose startup block cannot be read gives no evidence, with a warning.
+// --return_routed_experts (bare: true, argparse's const), --return_routed_experts=V or
+// --return_routed_experts V (argparse's nargs="?" takes the next word; taken here when it is a
+// boolean word) or --no-return_routed_experts (false); else its startup block's
+// RETURN_ROUTED_EXPERTS, else its client container's env list (run_rollout_node's argparse
+// default reads the environment). A blank value is unset: no evidence. A rollout whose startup
+// block cannot be read gives no evidence, with a warning.
 std::optional<std::pair<std::string, std::string>> rollout_routed_experts_of(
     const k8s::Document& rollout, const std::string& source, std::vector<std::string>& warnings) {
   k8s::ClientCommand client;
@@ -181,25 +176,37 @@ std::optional<std::pair<std::string, std::string>> rollout_routed_experts_of(
         fmt::format("the rollout's --{} is not read: {}", kRolloutRoutedExpertsFlag, e.message()));
     return std::nullopt;
   }
+  auto evidence = [](std::optional<std::pair<std::string, std::string>> found)
+      -> std::optional<std::pair<std::string, std::string>> {
+    if (found && trim(found->first).empty()) return std::nullopt;  // blank: unset
+    return found;
+  };
   std::optional<std::pair<std::string, std::string>> found;
-  for (const k8s::shell::Word& word : client.startup.words) {
-    if (k8s::flag_key(word.value, k8s::FlagStyle::kDashDash) != kRolloutRoutedExpertsFlag ||
-        k8s::is_negated(word.value, k8s::FlagStyle::kDashDash)) {
-      continue;
+  const std::vector<k8s::shell::Word>& words = client.startup.words;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string& word = words[i].value;
+    if (k8s::flag_key(word, k8s::FlagStyle::kDashDash) != kRolloutRoutedExpertsFlag) continue;
+    if (k8s::is_negated(word, k8s::FlagStyle::kDashDash)) {
+      found.emplace("false", word);
+    } else if (auto value = k8s::flag_value(word, k8s::FlagStyle::kDashDash)) {
+      found.emplace(std::string(*value), word);
+    } else if (i + 1 < words.size() && bool_word(words[i + 1].value)) {
+      found.emplace(words[i + 1].value, fmt::format("{} {}", word, words[i + 1].value));
+      ++i;
+    } else {
+      found.emplace("true", word);
     }
-    auto value = k8s::flag_value(word.value, k8s::FlagStyle::kDashDash);
-    found.emplace(value ? std::string(*value) : "true", word.value);
   }
-  if (found) return found;
+  if (found) return evidence(found);
   for (const k8s::shell::Assignment& assignment : client.startup.env) {
     if (assignment.name == kRolloutRoutedExpertsEnv)
       found.emplace(assignment.value, assignment.source);
   }
-  if (found) return found;
+  if (found) return evidence(found);
   if (auto value = container_env_value(client.container.node, kRolloutRoutedExpertsEnv)) {
     found.emplace(*value, fmt::format("env {}={}", kRolloutRoutedExpertsEnv, *value));
   }
-  return found;
+  return evidence(found);
 }
 
 // What a driver script runs: its startup block's assignments, one per line, then the command.
@@ -1323,7 +1330,7 @@ std::optional<std::string> rollout_routed_experts(const std::vector<const k8s::D
     if (!first) {
       first = found;
       first_name = name;
-    } else if (truthy(found->first) != truthy(first->first)) {
+    } else if (bool_word(found->first) != bool_word(first->first)) {
       fail_at(source, static_cast<std::int64_t>(rollout->first_line),
               "the rollout JobSets disagree on routed experts: '{}' has {}, '{}' has {}",
               first_name, first->second, name, found->second);
