@@ -1568,6 +1568,17 @@ class SetupTest(unittest.TestCase):
             self.assertEqual(len(err.strip().splitlines()), 1, err)
             self.assertRegex(err, r"bad\.log:\d+: BENCH_SUMMARY: \"source\" is not a string")
 
+    def test_malformed_choice_is_one_line_exit_2(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = self.variant(tmp, "bad.log", self.STAGED, '"choices":{"logps_pass":{',
+                                '"choices":{"pad_align":7,"logps_pass":{')
+            code, _, err = run([self.UNSTAGED, path])
+            self.assertEqual(code, 2)
+            self.assertEqual(len(err.strip().splitlines()), 1, err)
+            self.assertRegex(
+                err, r'bad\.log:\d+: BENCH_SUMMARY: "choices" entry "pad_align" is not a '
+                r'\{value, source\} object')
+
     def test_default_microbatches_leave_out_a_short_final_one(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = self.variant(tmp, "short.log", self.UNSTAGED, '"final_rows":64',
