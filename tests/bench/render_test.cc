@@ -566,6 +566,41 @@ TEST(RenderTest, WeightsRandomDropsTheCheckpointOfTheContainersEnvList) {
   EXPECT_NE(render_bench(dryrun, keep).yaml.find("gs://example-bucket/other"), std::string::npos);
 }
 
+TEST(RenderTest, EmptyCheckpointValuesLoadNoCheckpoint) {
+  // Tunix sets load_parameters_path only for a non-empty value: `--maxtext_ckpt_path=` and
+  // MAXTEXT_CKPT="" load nothing, so neither --weights says the bench loads a checkpoint.
+  std::string text = read_file(RTB_TESTDATA_DIR "/launch_dryrun_weights_profiler.txt");
+  auto blank = [&](const std::string& from, const std::string& to) {
+    ASSERT_NE(text.find(from), std::string::npos) << from;
+    text.replace(text.find(from), from.size(), to);
+  };
+  blank("--maxtext_ckpt_path=gs://example-bucket/ckpt/model/0/items", "--maxtext_ckpt_path=");
+  blank("MAXTEXT_CKPT=gs://example-bucket/ckpt/model/0/items", "MAXTEXT_CKPT=\"\"");
+  blank(" load_parameters_path=gs://example-bucket/ckpt/model/0/items", "");
+  k8s::DryRun dryrun = k8s::parse_dryrun(text, "empty.txt");
+  RenderOptions o = options();
+  o.weights = Weights::kCheckpoint;
+  RenderResult kept = render_bench(dryrun, o);
+  EXPECT_EQ(kept.notes[0],
+            "--weights checkpoint: the e2e trainer loads no checkpoint, so MaxText initialises "
+            "random weights");
+  RenderResult random = render_bench(dryrun, options());
+  EXPECT_EQ(random.notes[0],
+            "--weights random: the e2e trainer loads no checkpoint; MaxText initialises random "
+            "weights");
+  EXPECT_TRUE(changes_of(random, "--weights").empty());
+  // The last of a flag is the one argparse keeps: a later empty value loads nothing.
+  std::string later = read_file(RTB_TESTDATA_DIR "/launch_dryrun_weights_profiler.txt");
+  const std::string flag = "--maxtext_ckpt_path=gs://example-bucket/ckpt/model/0/items";
+  later.replace(later.find(flag) + flag.size(), 0, " --maxtext_ckpt_path=");
+  EXPECT_EQ(render_bench(k8s::parse_dryrun(later, "later.txt"), o).notes[0].find(flag),
+            std::string::npos);
+  // An empty checkpoint knob does not contradict --weights random.
+  RenderOptions knob = options();
+  knob.trainer_args = {"--maxtext_ckpt_path="};
+  EXPECT_NO_THROW(render_bench(dryrun, knob));
+}
+
 TEST(RenderTest, WeightsCheckpointKeepsTheE2esAndSaysSo) {
   RenderOptions o = options();
   o.weights = Weights::kCheckpoint;

@@ -117,7 +117,9 @@ class Planner {
       if (is_checkpoint_flag(flag) && std::find(checkpoint_flags.begin(), checkpoint_flags.end(),
                                                 flag) == checkpoint_flags.end()) {
         checkpoint_flags.push_back(flag);
-        note(fmt::format("--{} is not passed: the compile uses abstract weights", flag));
+        // An empty value loads nothing in the trainer either: nothing to say.
+        if (loads_checkpoint(flag, t.text_or(flag, "")))
+          note(fmt::format("--{} is not passed: the compile uses abstract weights", flag));
       }
     }
     key("enable_checkpointing", "False", "aot-check (the abstract engine never saves)");
@@ -341,8 +343,11 @@ class Planner {
     for (const std::string& item : items.items()) {
       std::size_t eq = item.find('=');
       if (is_checkpoint_key(item.substr(0, eq))) {
-        note(fmt::format("MAXTEXT_EXTRA_FLAGS {} is not passed: the compile uses abstract weights",
-                         item));
+        if (loads_checkpoint(item.substr(0, eq),
+                             eq == std::string::npos ? "" : item.substr(eq + 1))) {
+          note(fmt::format(
+              "MAXTEXT_EXTRA_FLAGS {} is not passed: the compile uses abstract weights", item));
+        }
         continue;
       }
       key(item.substr(0, eq), item.substr(eq + 1), "MAXTEXT_EXTRA_FLAGS");

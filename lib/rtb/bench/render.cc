@@ -883,12 +883,14 @@ void Renderer::check_weight_knobs() const {
   };
   for (const auto* items : {&options_.maxtext_flags, &options_.maxtext_replace}) {
     for (const std::string& item : *items) {
-      if (is_checkpoint_key(k8s::flag_key(item, k8s::FlagStyle::kKeyValue)))
+      if (loads_checkpoint(k8s::flag_key(item, k8s::FlagStyle::kKeyValue),
+                           k8s::flag_value(item, k8s::FlagStyle::kKeyValue).value_or("")))
         refuse(items == &options_.maxtext_flags ? "--maxtext-flag" : "--maxtext-replace", item);
     }
   }
   for (const std::string& item : options_.trainer_args) {
-    if (is_checkpoint_flag(k8s::flag_key(item, k8s::FlagStyle::kDashDash)))
+    if (loads_checkpoint(k8s::flag_key(item, k8s::FlagStyle::kDashDash),
+                         k8s::flag_value(item, k8s::FlagStyle::kDashDash).value_or("")))
       refuse("--trainer-arg", item);
   }
 }
@@ -915,22 +917,31 @@ bool Renderer::remove_container_env(std::string_view name, const std::string& kn
 
 void Renderer::apply_weights() {
   const std::string knob = "--weights";
-  std::vector<std::string> found;  // what loads a checkpoint, as the e2e writes it
+  // What loads a checkpoint (trainer_config.h's loads_checkpoint: a non-empty value), as the e2e
+  // writes it.
+  std::vector<std::string> found;
+  std::set<std::string, std::less<>> seen_flags;
   for (const std::string& item : trainer_argv_.items()) {
-    if (is_checkpoint_flag(k8s::flag_key(item, k8s::FlagStyle::kDashDash))) found.push_back(item);
+    std::string flag(k8s::flag_key(item, k8s::FlagStyle::kDashDash));
+    if (!is_checkpoint_flag(flag) || !seen_flags.insert(flag).second) continue;
+    // The last item of a flag is the one argparse keeps.
+    const std::string& last = trainer_argv_.items()[*trainer_argv_.find(flag)];
+    if (loads_checkpoint(flag, trainer_argv_.value(flag).value_or(""))) found.push_back(last);
   }
   k8s::shell::Assignment* maxtext = env_assignment(kMaxTextFlagsEnv);
   k8s::FlagList maxtext_flags =
       k8s::FlagList::parse(maxtext ? maxtext->value : "", k8s::FlagStyle::kKeyValue);
   for (const std::string& item : maxtext_flags.items()) {
-    if (is_checkpoint_key(k8s::flag_key(item, k8s::FlagStyle::kKeyValue)))
+    auto value = k8s::flag_value(item, k8s::FlagStyle::kKeyValue);
+    if (loads_checkpoint(k8s::flag_key(item, k8s::FlagStyle::kKeyValue), value.value_or("")))
       found.push_back(fmt::format("{} {}", kMaxTextFlagsEnv, item));
   }
   for (const k8s::shell::Assignment& assignment : env_) {
-    if (assignment.name == kCheckpointEnv)
+    if (assignment.name == kCheckpointEnv && loads_checkpoint(kCheckpointEnv, assignment.value))
       found.push_back(assignment.name + "=" + assignment.value);
   }
-  if (auto value = container_env_value(client_.container.node, kCheckpointEnv))
+  if (auto value = container_env_value(client_.container.node, kCheckpointEnv);
+      value && loads_checkpoint(kCheckpointEnv, *value))
     found.push_back(fmt::format("env {}={}", kCheckpointEnv, *value));
 
   if (options_.weights == Weights::kCheckpoint) {
