@@ -1512,7 +1512,8 @@ class SetupTest(unittest.TestCase):
         code, out, err = run([self.UNSTAGED, self.REPLAYED, "--require-no-drops"])
         self.assertEqual(code, 0, err)  # replayed, none dropped: --require-no-drops passes
         self.assertIn(
-            "ab3-replayed: none dropped, 4 replayed (each a whole extra forward/backward)", out)
+            "ab3-replayed: none dropped, 4 replayed in the 4 steps used (each a whole extra "
+            "forward/backward)", out)
         self.assertIn("set-up differs: replays none in 4 steps vs 4 in 4 steps", out)
         self.assertIn("no token dropped, but 4 micro-batches were replayed", err)
         code, doc, _ = report(self.UNSTAGED, self.REPLAYED)

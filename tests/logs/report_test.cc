@@ -592,13 +592,27 @@ TEST(BuildReport, ReplayedRunsDroppedNoTokenButSayTheyReplayed) {
   options.require_no_drops = true;
   Report report = build_report(inputs, options);
   EXPECT_EQ(report.runs[1].token_dropping.verdict, DropVerdict::kReplayed);
-  EXPECT_EQ(report.runs[1].token_dropping.replays, 8);
+  // One scope, the steps used (1-3; the summary's 8 include the compile step 0), said in the text.
+  EXPECT_EQ(report.runs[1].token_dropping.replays, 6);
   EXPECT_TRUE(report.drops_not_ruled_out.empty());  // replayed, none dropped: passes
   EXPECT_THAT(report.warnings,
-              testing::Contains(HasSubstr("replay.log: no token dropped, but 8 micro-batches were "
-                                          "replayed on the dropless kernel")));
+              testing::Contains(HasSubstr("replay.log: no token dropped, but 6 micro-batches were "
+                                          "replayed on the dropless kernel in the 3 steps used")));
   EXPECT_EQ(report.comparisons[0].setup.text(), "differs: replays none in 3 steps vs 6 in 3 steps");
-  EXPECT_THAT(format_text(report), HasSubstr("none dropped, 8 replayed"));
+  EXPECT_THAT(format_text(report), HasSubstr("none dropped, 6 replayed in the 3 steps used"));
+}
+
+TEST(BuildReport, StagingAndReplaysCountTheStepsUsed) {
+  Inputs inputs;
+  inputs.runs = {setup_log("staged", true, 10, "random", 4, "replayed", 1)};
+  Options options;
+  options.steps = parse_range("2-3", "--steps");
+  Report report = build_report(inputs, options);
+  const RunSetup& setup = report.runs[0].setup;
+  EXPECT_EQ(setup.find("staging")->shown, "on (2 steps staged)");  // the summary says 3
+  EXPECT_EQ(setup.find("replays")->shown, "2 in 2 steps");
+  EXPECT_EQ(report.runs[0].token_dropping.replays, 2);  // the summary says 4
+  EXPECT_THAT(format_text(report), HasSubstr("none dropped, 2 replayed in the 2 steps used"));
 }
 
 TEST(AnalyzeRun, DefaultMicrobatchRangeLeavesOutAShortFinalMicrobatch) {

@@ -611,13 +611,19 @@ RunAnalysis analyze_run(const RunLog& log, const Options& options) {
   run.setup =
       run_setup(log, std::set<std::int64_t>(run.steps_used.begin(), run.steps_used.end()),
                 run.microbatch_timing ? microbatch_timing_name(*run.microbatch_timing) : "");
+  // One scope for the replays: the set-up's (the steps used).
+  if (run.token_dropping.source == "BENCH_SUMMARY" && run.setup.replays) {
+    run.token_dropping.replays = run.setup.replays;
+    run.token_dropping.replay_scope = run.setup.replay_scope;
+  }
   if (run.token_dropping.verdict == DropVerdict::kReplayed) {
+    const TokenDroppingStatus& dropping = run.token_dropping;
     run.warnings.push_back(fmt::format(
-        "{}: no token dropped, but {} micro-batch{} replayed on the dropless kernel (each a whole "
-        "extra forward/backward): its step times include them",
-        log.source,
-        run.token_dropping.replays ? std::to_string(*run.token_dropping.replays) : "some",
-        run.token_dropping.replays && *run.token_dropping.replays == 1 ? " was" : "es were"));
+        "{}: no token dropped, but {} micro-batch{} replayed on the dropless kernel{} (each a "
+        "whole extra forward/backward): its step times include them",
+        log.source, dropping.replays ? std::to_string(*dropping.replays) : "some",
+        dropping.replays && *dropping.replays == 1 ? " was" : "es were",
+        dropping.replay_scope.empty() ? "" : " in " + dropping.replay_scope));
   }
   return run;
 }
