@@ -7,6 +7,7 @@
 
 #include "rtb/base/error.h"
 #include "rtb/base/slice.h"
+#include "rtb/base/text.h"
 #include "rtb/bench/aot.h"
 #include "rtb/bench/aot_input.h"
 #include "rtb/bench/trainer_config.h"
@@ -297,8 +298,7 @@ class Planner {
       key("skip_step_scaling_factor", "6.0", tunix);
     }
     if (const auto* v = env("OVERRIDE_MODEL_CONFIG")) {
-      std::string lowered = v->value;
-      for (char& c : lowered) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      std::string lowered = lower_ascii(v->value);
       if ((lowered == "1" || lowered == "true") && kv_heads == 0)
         key("override_model_config", "true", "OVERRIDE_MODEL_CONFIG");
     }
@@ -312,8 +312,7 @@ class Planner {
   }
 
   static std::optional<bool> parse_env_bool(std::string_view text) {
-    std::string lowered(text);
-    for (char& c : lowered) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    std::string lowered = lower_ascii(text);
     if (lowered == "1" || lowered == "true" || lowered == "yes") return true;
     if (lowered == "0" || lowered == "false" || lowered == "no") return false;
     return std::nullopt;

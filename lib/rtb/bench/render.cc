@@ -122,30 +122,6 @@ void validate_dns_label(std::string_view option, const std::string& name, bool l
   }
 }
 
-// The kOrchestratorDriverEnv variables the e2e orchestrator sets, from its startup block's
-// assignments (the last one wins, as in bash) or else its container's env list.
-std::vector<std::pair<std::string, std::string>> orchestrator_driver_env(
-    const k8s::ClientCommand& orchestrator) {
-  std::vector<std::pair<std::string, std::string>> found;
-  for (std::string_view name : kOrchestratorDriverEnv) {
-    std::optional<std::string> value;
-    for (const k8s::shell::Assignment& assignment : orchestrator.startup.env) {
-      if (assignment.name == name) value = assignment.value;
-    }
-    YAML::Node env = orchestrator.container.node["env"];
-    if (!value && env && env.IsSequence()) {
-      for (const YAML::Node& item : env) {
-        if (item.IsMap() && item["name"] && item["name"].IsScalar() &&
-            item["name"].Scalar() == name && item["value"] && item["value"].IsScalar()) {
-          value = item["value"].Scalar();
-        }
-      }
-    }
-    if (value) found.emplace_back(std::string(name), *value);
-  }
-  return found;
-}
-
 // A container's env-list value of `name` (the last entry, as Kubernetes uses), or nullopt.
 std::optional<std::string> container_env_value(const YAML::Node& container, std::string_view name) {
   std::optional<std::string> value;
@@ -157,6 +133,22 @@ std::optional<std::string> container_env_value(const YAML::Node& container, std:
     }
   }
   return value;
+}
+
+// The kOrchestratorDriverEnv variables the e2e orchestrator sets, from its startup block's
+// assignments (the last one wins, as in bash) or else its container's env list.
+std::vector<std::pair<std::string, std::string>> orchestrator_driver_env(
+    const k8s::ClientCommand& orchestrator) {
+  std::vector<std::pair<std::string, std::string>> found;
+  for (std::string_view name : kOrchestratorDriverEnv) {
+    std::optional<std::string> value;
+    for (const k8s::shell::Assignment& assignment : orchestrator.startup.env) {
+      if (assignment.name == name) value = assignment.value;
+    }
+    if (!value) value = container_env_value(orchestrator.container.node, name);
+    if (value) found.emplace_back(std::string(name), *value);
+  }
+  return found;
 }
 
 // What one rollout JobSet sets for the routed-expert setting, with where: its startup argv's last
