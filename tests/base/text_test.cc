@@ -49,6 +49,13 @@ TEST(Trim, ResultIsASliceOfTheInput) {
   EXPECT_EQ(trim(text).data(), text.data() + 2);
 }
 
+TEST(LowerAscii, OnlyAsciiLettersChange) {
+  EXPECT_EQ(lower_ascii("TRUE On yes"), "true on yes");
+  EXPECT_EQ(lower_ascii("A-Z_09"), "a-z_09");
+  EXPECT_EQ(lower_ascii("\xC3\x89t\xC3\xA9"), "\xC3\x89t\xC3\xA9");  // UTF-8 bytes kept
+  EXPECT_EQ(lower_ascii(""), "");
+}
+
 TEST(HumanBytes, BinaryAndDecimalUnits) {
   const std::tuple<std::int64_t, ByteUnits, std::string_view> cases[] = {
       {0, ByteUnits::kBinary, "0 B"},

@@ -566,6 +566,41 @@ TEST(RenderTest, WeightsRandomDropsTheCheckpointOfTheContainersEnvList) {
   EXPECT_NE(render_bench(dryrun, keep).yaml.find("gs://example-bucket/other"), std::string::npos);
 }
 
+TEST(RenderTest, EmptyCheckpointValuesLoadNoCheckpoint) {
+  // Tunix sets load_parameters_path only for a non-empty value: `--maxtext_ckpt_path=` and
+  // MAXTEXT_CKPT="" load nothing, so neither --weights says the bench loads a checkpoint.
+  std::string text = read_file(RTB_TESTDATA_DIR "/launch_dryrun_weights_profiler.txt");
+  auto blank = [&](const std::string& from, const std::string& to) {
+    ASSERT_NE(text.find(from), std::string::npos) << from;
+    text.replace(text.find(from), from.size(), to);
+  };
+  blank("--maxtext_ckpt_path=gs://example-bucket/ckpt/model/0/items", "--maxtext_ckpt_path=");
+  blank("MAXTEXT_CKPT=gs://example-bucket/ckpt/model/0/items", "MAXTEXT_CKPT=\"\"");
+  blank(" load_parameters_path=gs://example-bucket/ckpt/model/0/items", "");
+  k8s::DryRun dryrun = k8s::parse_dryrun(text, "empty.txt");
+  RenderOptions o = options();
+  o.weights = Weights::kCheckpoint;
+  RenderResult kept = render_bench(dryrun, o);
+  EXPECT_EQ(kept.notes[0],
+            "--weights checkpoint: the e2e trainer loads no checkpoint, so MaxText initialises "
+            "random weights");
+  RenderResult random = render_bench(dryrun, options());
+  EXPECT_EQ(random.notes[0],
+            "--weights random: the e2e trainer loads no checkpoint; MaxText initialises random "
+            "weights");
+  EXPECT_TRUE(changes_of(random, "--weights").empty());
+  // The last of a flag is the one argparse keeps: a later empty value loads nothing.
+  std::string later = read_file(RTB_TESTDATA_DIR "/launch_dryrun_weights_profiler.txt");
+  const std::string flag = "--maxtext_ckpt_path=gs://example-bucket/ckpt/model/0/items";
+  later.replace(later.find(flag) + flag.size(), 0, " --maxtext_ckpt_path=");
+  EXPECT_EQ(render_bench(k8s::parse_dryrun(later, "later.txt"), o).notes[0].find(flag),
+            std::string::npos);
+  // An empty checkpoint knob does not contradict --weights random.
+  RenderOptions knob = options();
+  knob.trainer_args = {"--maxtext_ckpt_path="};
+  EXPECT_NO_THROW(render_bench(dryrun, knob));
+}
+
 TEST(RenderTest, WeightsCheckpointKeepsTheE2esAndSaysSo) {
   RenderOptions o = options();
   o.weights = Weights::kCheckpoint;
@@ -667,6 +702,26 @@ TEST(RenderTest, TheRolloutsRoutedExpertsSettingReachesTheDriver) {
   EXPECT_EQ(setting(render_bench(with(" --return_routed_experts"), options())), "true")
       << "a bare flag is true (argparse const=True)";
   EXPECT_EQ(setting(render_bench(with(""), options())), std::nullopt) << "no evidence: not written";
+  // argparse's nargs="?" takes the next word as the value (type=_str2bool).
+  EXPECT_EQ(setting(render_bench(with(" --return_routed_experts False"), options())), "False");
+  EXPECT_EQ(setting(render_bench(with(" --return_routed_experts 1"), options())), "1");
+  // --no-... is false, and the last one wins.
+  EXPECT_EQ(
+      setting(render_bench(with(" --return_routed_experts --no-return_routed_experts"), options())),
+      "false");
+  EXPECT_EQ(
+      setting(render_bench(with(" --no-return_routed_experts --return_routed_experts"), options())),
+      "true");
+  // A blank value is unset: not written, and not compared as false.
+  EXPECT_EQ(setting(render_bench(with(" --return_routed_experts="), options())), std::nullopt);
+  {
+    std::string blank = read_file(RTB_TESTDATA_DIR "/launch_dryrun_weights_profiler.txt");
+    const std::string env = "RETURN_ROUTED_EXPERTS=false";
+    ASSERT_NE(blank.find(env), std::string::npos);
+    blank.replace(blank.find(env), env.size(), "RETURN_ROUTED_EXPERTS=");
+    EXPECT_EQ(setting(render_bench(k8s::parse_dryrun(blank, "blank.txt"), options())),
+              std::nullopt);
+  }
   EXPECT_EQ(test::error_of([&] {
               render_bench(with(" --return_routed_experts=maybe"), options());
             }).message(),
@@ -686,6 +741,12 @@ TEST(RenderTest, TheRolloutsRoutedExpertsSettingReachesTheDriver) {
           .find("the rollout JobSets disagree on routed experts: 'abtest-roll' has "
                 "--return_routed_experts=true, 'abtest-roll2' has --return_routed_experts=0"),
       std::string::npos);
+  // A rollout with a blank value says nothing: the other one's setting is used.
+  std::string blank_second = second;
+  blank_second.replace(blank_second.find("--return_routed_experts=0"),
+                       std::string("--return_routed_experts=0").size(), "--return_routed_experts=");
+  EXPECT_EQ(setting(render_bench(k8s::parse_dryrun(text + blank_second, "two.txt"), options())),
+            "true");
 }
 
 TEST(RenderTest, RenderChunksParseEachDistinctRolloutOnce) {

@@ -141,6 +141,16 @@ TEST(Checkpoint, KeysAndTheFlagsThatSetThem) {
   EXPECT_EQ(kCheckpointEnv, "MAXTEXT_CKPT");
 }
 
+TEST(Checkpoint, OnlyANonEmptyValueLoadsOne) {
+  EXPECT_TRUE(loads_checkpoint("maxtext_ckpt_path", "gs://b/ckpt"));
+  EXPECT_TRUE(loads_checkpoint("load_full_state_path", "gs://b/state"));
+  EXPECT_TRUE(loads_checkpoint(kCheckpointEnv, "gs://b/ckpt"));
+  EXPECT_FALSE(loads_checkpoint("maxtext_ckpt_path", ""));
+  EXPECT_FALSE(loads_checkpoint(kCheckpointEnv, " "));
+  EXPECT_FALSE(loads_checkpoint("load_parameters_path", ""));
+  EXPECT_FALSE(loads_checkpoint("model_dir", "gs://b/model"));
+}
+
 TEST(Profiler, WhatStartsTheTrainersOwn) {
   EXPECT_TRUE(starts_trainer_profiler("--profiler_steps=3"));
   EXPECT_FALSE(starts_trainer_profiler("--profiler_steps=0"));

@@ -1512,7 +1512,8 @@ class SetupTest(unittest.TestCase):
         code, out, err = run([self.UNSTAGED, self.REPLAYED, "--require-no-drops"])
         self.assertEqual(code, 0, err)  # replayed, none dropped: --require-no-drops passes
         self.assertIn(
-            "ab3-replayed: none dropped, 4 replayed (each a whole extra forward/backward)", out)
+            "ab3-replayed: none dropped, 4 replayed in the 4 steps used (each a whole extra "
+            "forward/backward)", out)
         self.assertIn("set-up differs: replays none in 4 steps vs 4 in 4 steps", out)
         self.assertIn("no token dropped, but 4 micro-batches were replayed", err)
         code, doc, _ = report(self.UNSTAGED, self.REPLAYED)
@@ -1541,6 +1542,25 @@ class SetupTest(unittest.TestCase):
         self.assertEqual(gates["grad_norm"]["limit_from"], "seed")
         self.assertEqual(gates["loss"]["limit_from"], "ours")
 
+    def test_grad_norm_not_evaluated_only_on_the_runs_word(self):
+        # A typo'd --metric names a key no run logs: a failure, as before issue 25.
+        code, doc, err = report("--numerics", self.UNSTAGED, self.STAGED, self.REPLAYED, "--metric",
+                                "grad_norm=grad_nrom")
+        self.assertEqual(code, 1, err)
+        gates = {g["name"]: g for g in doc["numerics"]["gates"]}
+        self.assertEqual(gates["grad_norm"]["status"], "missing")
+        self.assertIn("grad_nrom", gates["grad_norm"]["detail"])
+        # An old log: no BENCH_SUMMARY grad_norm says the metric is legitimately absent.
+        with open(self.STAGED, encoding="utf-8") as f:
+            grad_norm = re.search(r',"grad_norm":\{[^}]*\}', f.read())
+        assert grad_norm is not None
+        with tempfile.TemporaryDirectory() as tmp:
+            old = self.variant(tmp, "old.log", self.STAGED, grad_norm.group(0), "")
+            code, doc, err = report("--numerics", self.UNSTAGED, old, self.REPLAYED)
+            self.assertEqual(code, 1, err)
+            gates = {g["name"]: g for g in doc["numerics"]["gates"]}
+            self.assertEqual(gates["grad_norm"]["status"], "missing")
+
     def test_wrong_type_is_one_line_exit_2(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = self.variant(tmp, "bad.log", self.STAGED, '"source":"random"', '"source":7')
@@ -1548,6 +1568,17 @@ class SetupTest(unittest.TestCase):
             self.assertEqual(code, 2)
             self.assertEqual(len(err.strip().splitlines()), 1, err)
             self.assertRegex(err, r"bad\.log:\d+: BENCH_SUMMARY: \"source\" is not a string")
+
+    def test_malformed_choice_is_one_line_exit_2(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = self.variant(tmp, "bad.log", self.STAGED, '"choices":{"logps_pass":{',
+                                '"choices":{"pad_align":7,"logps_pass":{')
+            code, _, err = run([self.UNSTAGED, path])
+            self.assertEqual(code, 2)
+            self.assertEqual(len(err.strip().splitlines()), 1, err)
+            self.assertRegex(
+                err, r'bad\.log:\d+: BENCH_SUMMARY: "choices" entry "pad_align" is not a '
+                r'\{value, source\} object')
 
     def test_default_microbatches_leave_out_a_short_final_one(self):
         with tempfile.TemporaryDirectory() as tmp:

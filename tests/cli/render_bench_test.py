@@ -762,6 +762,19 @@ class RenderBenchTest(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertNotIn("ROLLOUT_RETURN_ROUTED_EXPERTS",
                          startup_env(script_of(yaml.safe_load(out))))
+        # Two words (argparse nargs="?", type=_str2bool), and --no-... counts as false.
+        rc, out, err = run(["-", "--name", "abtest-bench"],
+                           stdin=text.replace("--return_routed_experts=true",
+                                              "--return_routed_experts False"))
+        self.assertEqual(rc, 0, err)
+        env = startup_env(script_of(yaml.safe_load(out)))
+        self.assertEqual(env["ROLLOUT_RETURN_ROUTED_EXPERTS"], "False")
+        rc, out, err = run(["-", "--name", "abtest-bench"], stdin=text.replace(
+            "--return_routed_experts=true", "--return_routed_experts=true "
+            "--no-return_routed_experts"))
+        self.assertEqual(rc, 0, err)
+        env = startup_env(script_of(yaml.safe_load(out)))
+        self.assertEqual(env["ROLLOUT_RETURN_ROUTED_EXPERTS"], "false")
         self.assert_fails(["-", "--name", "x"], "--return_routed_experts=maybe: not a boolean",
                           stdin=text.replace("--return_routed_experts=true",
                                              "--return_routed_experts=maybe"))

@@ -233,6 +233,32 @@ TEST(Numerics, FailuresMissingAndOff) {
   EXPECT_EQ(gate(off, "logprob").status, GateResult::Status::kPass);
 }
 
+TEST(Numerics, UnloggedGradNormNeedsEachRunsWord) {
+  MetricSteps a = steps_of(0.02, 1.0, 0.002, 12.0, 1.0);
+  for (auto& [step, metrics] : a) metrics.erase("trainer/grad_norm");
+  const std::string why = "skip_step_on_spikes is off";
+  // Every run says it reports no gradient norm: not evaluated, not a failure.
+  NumericsResult said = evaluate_numerics(a, a, a, default_gates(), {why, why, why});
+  EXPECT_TRUE(said.pass);
+  EXPECT_EQ(gate(said, "grad_norm").status, GateResult::Status::kNotEvaluated);
+  EXPECT_THAT(gate(said, "grad_norm").detail, HasSubstr("not evaluated, not a failure"));
+  // An old log (no word at all) or one run without that word: the metric is missing, a failure.
+  for (const UnreportedMetrics& unreported :
+       {UnreportedMetrics{}, UnreportedMetrics{why, std::nullopt, why}}) {
+    NumericsResult silent = evaluate_numerics(a, a, a, default_gates(), unreported);
+    EXPECT_FALSE(silent.pass);
+    EXPECT_EQ(gate(silent, "grad_norm").status, GateResult::Status::kMissing);
+  }
+  // A gate whose keys came from --metric must find them, whatever the runs say.
+  std::vector<GateSpec> gates = default_gates();
+  gates[3].keys = {"grad_nrom"};
+  gates[3].may_be_unlogged = false;
+  MetricSteps logged = steps_of(0.02, 1.0, 0.002, 12.0, 1.0);
+  EXPECT_EQ(
+      gate(evaluate_numerics(logged, logged, logged, gates, {why, why, why}), "grad_norm").status,
+      GateResult::Status::kMissing);
+}
+
 TEST(Numerics, NoisyReferencesAreFlagged) {
   MetricSteps a = steps_of(0.02, 1.0, 0.002, 12.0, 1.0);
   MetricSteps b = steps_of(0.02, 1.01, 0.002, 12.0, 1.0);

@@ -63,6 +63,11 @@ TEST(GateOptions, MetricReplacesKeysOrAddsAFiniteOne) {
   apply_gate_metric(gates, "finite=kl");
   finite_keys.push_back("kl");
   EXPECT_EQ(gate_named(gates, "finite").keys, finite_keys);
+  // The keys a run may legitimately not log are the defaults': a --metric name is one the runs
+  // must log, so a typo fails instead of making the gate "not evaluated".
+  EXPECT_TRUE(gate_named(gates, "grad_norm").may_be_unlogged);
+  apply_gate_metric(gates, "grad_norm=grad_nrom");
+  EXPECT_FALSE(gate_named(gates, "grad_norm").may_be_unlogged);
   EXPECT_THAT(metric_error("nope=x"), HasSubstr("--metric nope=x: no gate named"));
   EXPECT_EQ(metric_error("entropy"), "--metric entropy: expected GATE=VALUE");
 }

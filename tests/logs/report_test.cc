@@ -10,6 +10,7 @@
 
 #include "logs/report_test_logs.h"
 #include "rtb/base/error.h"
+#include "rtb/logs/gates.h"
 #include "rtb/logs/report_json.h"
 #include "rtb/logs/report_text.h"
 #include "rtb/logs/steplog.h"
@@ -591,13 +592,27 @@ TEST(BuildReport, ReplayedRunsDroppedNoTokenButSayTheyReplayed) {
   options.require_no_drops = true;
   Report report = build_report(inputs, options);
   EXPECT_EQ(report.runs[1].token_dropping.verdict, DropVerdict::kReplayed);
-  EXPECT_EQ(report.runs[1].token_dropping.replays, 8);
+  // One scope, the steps used (1-3; the summary's 8 include the compile step 0), said in the text.
+  EXPECT_EQ(report.runs[1].token_dropping.replays, 6);
   EXPECT_TRUE(report.drops_not_ruled_out.empty());  // replayed, none dropped: passes
   EXPECT_THAT(report.warnings,
-              testing::Contains(HasSubstr("replay.log: no token dropped, but 8 micro-batches were "
-                                          "replayed on the dropless kernel")));
+              testing::Contains(HasSubstr("replay.log: no token dropped, but 6 micro-batches were "
+                                          "replayed on the dropless kernel in the 3 steps used")));
   EXPECT_EQ(report.comparisons[0].setup.text(), "differs: replays none in 3 steps vs 6 in 3 steps");
-  EXPECT_THAT(format_text(report), HasSubstr("none dropped, 8 replayed"));
+  EXPECT_THAT(format_text(report), HasSubstr("none dropped, 6 replayed in the 3 steps used"));
+}
+
+TEST(BuildReport, StagingAndReplaysCountTheStepsUsed) {
+  Inputs inputs;
+  inputs.runs = {setup_log("staged", true, 10, "random", 4, "replayed", 1)};
+  Options options;
+  options.steps = parse_range("2-3", "--steps");
+  Report report = build_report(inputs, options);
+  const RunSetup& setup = report.runs[0].setup;
+  EXPECT_EQ(setup.find("staging")->shown, "on (2 steps staged)");  // the summary says 3
+  EXPECT_EQ(setup.find("replays")->shown, "2 in 2 steps");
+  EXPECT_EQ(report.runs[0].token_dropping.replays, 2);  // the summary says 4
+  EXPECT_THAT(format_text(report), HasSubstr("none dropped, 2 replayed in the 2 steps used"));
 }
 
 TEST(AnalyzeRun, DefaultMicrobatchRangeLeavesOutAShortFinalMicrobatch) {
@@ -641,6 +656,32 @@ TEST(BuildReport, NumericsAcrossDifferentWeightsAreRefused) {
   std::string text = format_text(report);
   EXPECT_THAT(text, HasSubstr("limit from"));
   EXPECT_THAT(text, HasSubstr("all 5 gates pass (1 not evaluated: grad_norm)"));
+}
+
+TEST(BuildReport, UnloggedGradNormWithoutTheRunsWordFails) {
+  const std::string metrics = R"({"loss":0.5,"entropy":1,"log_ratio":{"abs_mean":0.1},)"
+                              R"("is_ratio":{"mean":1}})";
+  Inputs inputs;
+  inputs.numerics = {setup_log("r1", false, 10, "random", 4, "none", 0, metrics),
+                     setup_log("r2", false, 10, "random", 4, "none", 0, metrics),
+                     setup_log("v", false, 10, "random", 4, "none", 0, metrics)};
+  // An old log: no BENCH_SUMMARY grad_norm, so nothing says the metric is legitimately absent.
+  inputs.numerics[1].summary->grad_norm.reset();
+  Report old = build_report(inputs, {});
+  EXPECT_FALSE(old.numerics->result.pass);
+  EXPECT_EQ(old.numerics->result.gates[3].status, GateResult::Status::kMissing);
+  // A summary that says it reports one (and yet logs none) is no excuse either.
+  inputs.numerics[1] = setup_log("r2", false, 10, "random", 4, "none", 0, metrics);
+  inputs.numerics[1].summary->grad_norm->reported = true;
+  EXPECT_EQ(build_report(inputs, {}).numerics->result.gates[3].status,
+            GateResult::Status::kMissing);
+  // A --metric for the gate: its key must be logged (a typo fails).
+  inputs.numerics[1] = setup_log("r2", false, 10, "random", 4, "none", 0, metrics);
+  apply_gate_metric(inputs.gates, "grad_norm=grad_nrom");
+  Report typo = build_report(inputs, {});
+  EXPECT_FALSE(typo.numerics->result.pass);
+  EXPECT_EQ(typo.numerics->result.gates[3].status, GateResult::Status::kMissing);
+  EXPECT_THAT(typo.numerics->result.gates[3].detail, HasSubstr("grad_nrom"));
 }
 
 }  // namespace

@@ -742,6 +742,13 @@ TEST(RunLogParser, SetupFieldOfTheWrongTypeIsAnError) {
               HasSubstr("\"replays\" is not an integer"));
   EXPECT_THAT(error_of(R"(BENCH_SUMMARY {"stage_boundary":{"staged_steps":-1}})"),
               HasSubstr("\"staged_steps\" is -1"));
+  EXPECT_THAT(error_of(R"(BENCH_SUMMARY {"choices":{"logps_pass":true}})"),
+              HasSubstr("run.log:2: BENCH_SUMMARY: \"choices\" entry \"logps_pass\" is not a "
+                        "{value, source} object"));
+  EXPECT_THAT(error_of(R"(BENCH_SUMMARY {"choices":{"logps_pass":{"value":true}}})"),
+              HasSubstr("\"choices\" entry \"logps_pass\" is not a {value, source} object"));
+  EXPECT_THAT(error_of(R"(BENCH_SUMMARY {"choices":{"logps_pass":{"value":1,"source":2}}})"),
+              HasSubstr("\"source\" is not a string"));
   EXPECT_THAT(error_of(R"(BENCH_STEP {"step":2,"seconds":1,"replays":"two"})"),
               HasSubstr("run.log:2: BENCH_STEP: \"replays\" is not a number"));
   EXPECT_THAT(error_of(R"(BENCH_STEP {"step":2,"seconds":1,"train_step_s":-1})"),

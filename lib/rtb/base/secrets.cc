@@ -36,12 +36,6 @@ bool in_alphabet(char c, std::string_view alphabet) {
   return is_word_char(c) || c == '-';  // alnum_-
 }
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 bool is_number(std::string_view text) {
   std::size_t i = 0;
   if (i < text.size() && (text[i] == '-' || text[i] == '+')) ++i;
@@ -186,7 +180,7 @@ bool is_credential_name(std::string_view name, const std::vector<SecretRule>& ru
 bool looks_like_credential(std::string_view value) {
   if (value.empty() || value.starts_with(kMaskPrefix)) return false;
   if (is_number(value) || is_placeholder(value)) return false;
-  std::string word = lower(value);
+  std::string word = lower_ascii(value);
   for (std::string_view plain : {"true", "false", "yes", "no", "on", "off", "none", "null"})
     if (word == plain) return false;
   if (value.starts_with('/') || value.starts_with("./") || value.starts_with("../") ||

@@ -32,6 +32,16 @@ inline std::string_view trim(std::string_view text, std::string_view blanks = kW
   return trim_back(trim_front(text, blanks), blanks);
 }
 
+// `text` with ASCII 'A'-'Z' lower-cased and every other byte as it is (setting words, flag
+// values, environment values: never locale-dependent, never a UTF-8 sequence changed).
+inline std::string lower_ascii(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
 enum class ByteUnits {
   kBinary,   // powers of 1024: B, KiB, MiB, ... EiB (memory, HLO buffers)
   kDecimal,  // powers of 1000: B, KB, MB, GB, TB (file sizes)

@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <cctype>
 #include <charconv>
 
 #include "rtb/base/error.h"
+#include "rtb/base/text.h"
 #include "rtb/bench/render_table.h"
 #include "rtb/k8s/diff.h"
 #include "rtb/k8s/dryrun.h"
@@ -35,8 +35,7 @@ void check_number(std::string_view text, std::string_view what) {
 
 // Python's str2bool as run_trainer_node reads its boolean flags.
 std::optional<bool> parse_str2bool(std::string_view text) {
-  std::string lowered(text);
-  for (char& c : lowered) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string lowered = lower_ascii(text);
   if (lowered == "yes" || lowered == "true" || lowered == "t" || lowered == "y" || lowered == "1")
     return true;
   if (lowered == "no" || lowered == "false" || lowered == "f" || lowered == "n" || lowered == "0")

@@ -7,6 +7,7 @@
 
 #include "rtb/base/error.h"
 #include "rtb/base/slice.h"
+#include "rtb/base/text.h"
 #include "rtb/bench/aot.h"
 #include "rtb/bench/aot_input.h"
 #include "rtb/bench/trainer_config.h"
@@ -117,7 +118,9 @@ class Planner {
       if (is_checkpoint_flag(flag) && std::find(checkpoint_flags.begin(), checkpoint_flags.end(),
                                                 flag) == checkpoint_flags.end()) {
         checkpoint_flags.push_back(flag);
-        note(fmt::format("--{} is not passed: the compile uses abstract weights", flag));
+        // An empty value loads nothing in the trainer either: nothing to say.
+        if (loads_checkpoint(flag, t.text_or(flag, "")))
+          note(fmt::format("--{} is not passed: the compile uses abstract weights", flag));
       }
     }
     key("enable_checkpointing", "False", "aot-check (the abstract engine never saves)");
@@ -295,8 +298,7 @@ class Planner {
       key("skip_step_scaling_factor", "6.0", tunix);
     }
     if (const auto* v = env("OVERRIDE_MODEL_CONFIG")) {
-      std::string lowered = v->value;
-      for (char& c : lowered) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      std::string lowered = lower_ascii(v->value);
       if ((lowered == "1" || lowered == "true") && kv_heads == 0)
         key("override_model_config", "true", "OVERRIDE_MODEL_CONFIG");
     }
@@ -310,8 +312,7 @@ class Planner {
   }
 
   static std::optional<bool> parse_env_bool(std::string_view text) {
-    std::string lowered(text);
-    for (char& c : lowered) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    std::string lowered = lower_ascii(text);
     if (lowered == "1" || lowered == "true" || lowered == "yes") return true;
     if (lowered == "0" || lowered == "false" || lowered == "no") return false;
     return std::nullopt;
@@ -341,8 +342,11 @@ class Planner {
     for (const std::string& item : items.items()) {
       std::size_t eq = item.find('=');
       if (is_checkpoint_key(item.substr(0, eq))) {
-        note(fmt::format("MAXTEXT_EXTRA_FLAGS {} is not passed: the compile uses abstract weights",
-                         item));
+        if (loads_checkpoint(item.substr(0, eq),
+                             eq == std::string::npos ? "" : item.substr(eq + 1))) {
+          note(fmt::format(
+              "MAXTEXT_EXTRA_FLAGS {} is not passed: the compile uses abstract weights", item));
+        }
         continue;
       }
       key(item.substr(0, eq), item.substr(eq + 1), "MAXTEXT_EXTRA_FLAGS");

@@ -27,14 +27,6 @@ constexpr std::string_view kColumns = "name\tkind\tdefault\toption\tmeaning";
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
-
 // An integer of any size, as Python keeps it: a sign and its digits without leading zeros.
 struct Integer {
   bool negative = false;
@@ -105,7 +97,7 @@ std::optional<double> python_float(std::string_view text) {
     negative = text[0] == '-';
     at = 1;
   }
-  std::string word = lower(text.substr(at));
+  std::string word = lower_ascii(text.substr(at));
   if (word == "inf" || word == "infinity") {
     return negative ? -HUGE_VAL : HUGE_VAL;
   }
@@ -223,7 +215,7 @@ bool parse_kind(DriverSetting& setting) {
     while (true) {
       std::size_t bar = words.find('|');
       std::string word(words.substr(0, bar));
-      bool plain = !word.empty() && word == lower(word) &&
+      bool plain = !word.empty() && word == lower_ascii(word) &&
                    word.find_first_of(kPythonBlanks) == std::string::npos;
       if (!plain || std::count(setting.choices.begin(), setting.choices.end(), word)) return false;
       setting.choices.push_back(word);
@@ -342,6 +334,15 @@ const DriverSetting& driver_setting(std::string_view name) {
   return *setting;
 }
 
+std::optional<bool> bool_word(std::string_view value) {
+  static const std::set<std::string, std::less<>> kTrue = {"1", "true", "yes", "on", "t", "y"};
+  static const std::set<std::string, std::less<>> kFalse = {"0", "false", "no", "off", "f", "n"};
+  std::string word = lower_ascii(trim(value, kPythonBlanks));
+  if (kTrue.count(word)) return true;
+  if (kFalse.count(word)) return false;
+  return std::nullopt;
+}
+
 std::optional<std::string> refusal(const DriverSetting& setting, std::string_view value) {
   std::string_view text = trim(value, kPythonBlanks);
   if (text.empty()) return std::nullopt;  // unset: the driver's default
@@ -357,17 +358,14 @@ std::optional<std::string> refusal(const DriverSetting& setting, std::string_vie
       return std::nullopt;
     }
     case SettingKind::kChoice: {
-      std::string word = lower(text);
+      std::string word = lower_ascii(text);
       if (std::find(setting.choices.begin(), setting.choices.end(), word) != setting.choices.end())
         return std::nullopt;
       return fmt::format("must be one of {}", fmt::join(setting.choices, "|"));
     }
-    case SettingKind::kBool: {
-      static const std::set<std::string, std::less<>> kWords = {
-          "1", "true", "yes", "on", "t", "y", "0", "false", "no", "off", "f", "n"};
-      if (kWords.count(lower(text))) return std::nullopt;
+    case SettingKind::kBool:
+      if (bool_word(text)) return std::nullopt;
       return "not a boolean (true/false, 1/0, yes/no, on/off)";
-    }
     case SettingKind::kPadAlign:
       if (std::optional<std::string> why = int_refusal(text, 1)) return why;
       if (python_int(text)->remainder(kSegmentAlign) != 0)
@@ -392,7 +390,7 @@ std::string checked_setting(const DriverSetting& setting, std::string_view value
   if (std::optional<std::string> why = refusal(setting, value)) refuse(setting, value, *why);
   std::string_view text = trim(value, kPythonBlanks);
   bool words = setting.type == SettingKind::kChoice || setting.type == SettingKind::kBool;
-  return words ? lower(text) : std::string(text);
+  return words ? lower_ascii(text) : std::string(text);
 }
 
 std::optional<std::int64_t> int_setting(const DriverSetting& setting, std::string_view value,

@@ -72,6 +72,10 @@ std::vector<DriverSetting> parse_driver_settings(std::string_view text, std::str
 // digits, a no-break space), which Python's int() and float() alone would take.
 std::optional<std::string> refusal(const DriverSetting& setting, std::string_view value);
 
+// A bool word as the driver reads a bool setting (true/false, 1/0, yes/no, on/off, t/f, y/n, in
+// any case, trimmed of white space); std::nullopt for any other text, a blank one included.
+std::optional<bool> bool_word(std::string_view value);
+
 // A value given to the setting's render-bench option, checked: it throws rtb::Error
 // "<option> <value>: <reason>" (the value as given) when refusal() refuses it. Returns the text the
 // driver reads (trimmed, and lower-cased for the choice and bool kinds); "" for a blank value,

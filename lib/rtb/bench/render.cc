@@ -122,38 +122,6 @@ void validate_dns_label(std::string_view option, const std::string& name, bool l
   }
 }
 
-// The kOrchestratorDriverEnv variables the e2e orchestrator sets, from its startup block's
-// assignments (the last one wins, as in bash) or else its container's env list.
-std::vector<std::pair<std::string, std::string>> orchestrator_driver_env(
-    const k8s::ClientCommand& orchestrator) {
-  std::vector<std::pair<std::string, std::string>> found;
-  for (std::string_view name : kOrchestratorDriverEnv) {
-    std::optional<std::string> value;
-    for (const k8s::shell::Assignment& assignment : orchestrator.startup.env) {
-      if (assignment.name == name) value = assignment.value;
-    }
-    YAML::Node env = orchestrator.container.node["env"];
-    if (!value && env && env.IsSequence()) {
-      for (const YAML::Node& item : env) {
-        if (item.IsMap() && item["name"] && item["name"].IsScalar() &&
-            item["name"].Scalar() == name && item["value"] && item["value"].IsScalar()) {
-          value = item["value"].Scalar();
-        }
-      }
-    }
-    if (value) found.emplace_back(std::string(name), *value);
-  }
-  return found;
-}
-
-// A boolean the driver table accepts (refusal() has checked it), as true or false.
-bool truthy(std::string_view text) {
-  std::string word(trim(text));
-  for (char& c : word) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return word == "1" || word == "true" || word == "yes" || word == "on" || word == "t" ||
-         word == "y";
-}
-
 // A container's env-list value of `name` (the last entry, as Kubernetes uses), or nullopt.
 std::optional<std::string> container_env_value(const YAML::Node& container, std::string_view name) {
   std::optional<std::string> value;
@@ -167,10 +135,29 @@ std::optional<std::string> container_env_value(const YAML::Node& container, std:
   return value;
 }
 
+// The kOrchestratorDriverEnv variables the e2e orchestrator sets, from its startup block's
+// assignments (the last one wins, as in bash) or else its container's env list.
+std::vector<std::pair<std::string, std::string>> orchestrator_driver_env(
+    const k8s::ClientCommand& orchestrator) {
+  std::vector<std::pair<std::string, std::string>> found;
+  for (std::string_view name : kOrchestratorDriverEnv) {
+    std::optional<std::string> value;
+    for (const k8s::shell::Assignment& assignment : orchestrator.startup.env) {
+      if (assignment.name == name) value = assignment.value;
+    }
+    if (!value) value = container_env_value(orchestrator.container.node, name);
+    if (value) found.emplace_back(std::string(name), *value);
+  }
+  return found;
+}
+
 // What one rollout JobSet sets for the routed-expert setting, with where: its startup argv's last
-// --return_routed_experts[=V] (bare: true), else its startup block's RETURN_ROUTED_EXPERTS, else
-// its client container's env list (run_rollout_node's argparse default reads the environment).
-// A rollout whose startup block cannot be read gives no evidence, with a warning.
+// --return_routed_experts (bare: true, argparse's const), --return_routed_experts=V or
+// --return_routed_experts V (argparse's nargs="?" takes the next word; taken here when it is a
+// boolean word) or --no-return_routed_experts (false); else its startup block's
+// RETURN_ROUTED_EXPERTS, else its client container's env list (run_rollout_node's argparse
+// default reads the environment). A blank value is unset: no evidence. A rollout whose startup
+// block cannot be read gives no evidence, with a warning.
 std::optional<std::pair<std::string, std::string>> rollout_routed_experts_of(
     const k8s::Document& rollout, const std::string& source, std::vector<std::string>& warnings) {
   k8s::ClientCommand client;
@@ -181,25 +168,37 @@ std::optional<std::pair<std::string, std::string>> rollout_routed_experts_of(
         fmt::format("the rollout's --{} is not read: {}", kRolloutRoutedExpertsFlag, e.message()));
     return std::nullopt;
   }
+  auto evidence = [](std::optional<std::pair<std::string, std::string>> found)
+      -> std::optional<std::pair<std::string, std::string>> {
+    if (found && trim(found->first).empty()) return std::nullopt;  // blank: unset
+    return found;
+  };
   std::optional<std::pair<std::string, std::string>> found;
-  for (const k8s::shell::Word& word : client.startup.words) {
-    if (k8s::flag_key(word.value, k8s::FlagStyle::kDashDash) != kRolloutRoutedExpertsFlag ||
-        k8s::is_negated(word.value, k8s::FlagStyle::kDashDash)) {
-      continue;
+  const std::vector<k8s::shell::Word>& words = client.startup.words;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string& word = words[i].value;
+    if (k8s::flag_key(word, k8s::FlagStyle::kDashDash) != kRolloutRoutedExpertsFlag) continue;
+    if (k8s::is_negated(word, k8s::FlagStyle::kDashDash)) {
+      found.emplace("false", word);
+    } else if (auto value = k8s::flag_value(word, k8s::FlagStyle::kDashDash)) {
+      found.emplace(std::string(*value), word);
+    } else if (i + 1 < words.size() && bool_word(words[i + 1].value)) {
+      found.emplace(words[i + 1].value, fmt::format("{} {}", word, words[i + 1].value));
+      ++i;
+    } else {
+      found.emplace("true", word);
     }
-    auto value = k8s::flag_value(word.value, k8s::FlagStyle::kDashDash);
-    found.emplace(value ? std::string(*value) : "true", word.value);
   }
-  if (found) return found;
+  if (found) return evidence(found);
   for (const k8s::shell::Assignment& assignment : client.startup.env) {
     if (assignment.name == kRolloutRoutedExpertsEnv)
       found.emplace(assignment.value, assignment.source);
   }
-  if (found) return found;
+  if (found) return evidence(found);
   if (auto value = container_env_value(client.container.node, kRolloutRoutedExpertsEnv)) {
     found.emplace(*value, fmt::format("env {}={}", kRolloutRoutedExpertsEnv, *value));
   }
-  return found;
+  return evidence(found);
 }
 
 // What a driver script runs: its startup block's assignments, one per line, then the command.
@@ -876,12 +875,14 @@ void Renderer::check_weight_knobs() const {
   };
   for (const auto* items : {&options_.maxtext_flags, &options_.maxtext_replace}) {
     for (const std::string& item : *items) {
-      if (is_checkpoint_key(k8s::flag_key(item, k8s::FlagStyle::kKeyValue)))
+      if (loads_checkpoint(k8s::flag_key(item, k8s::FlagStyle::kKeyValue),
+                           k8s::flag_value(item, k8s::FlagStyle::kKeyValue).value_or("")))
         refuse(items == &options_.maxtext_flags ? "--maxtext-flag" : "--maxtext-replace", item);
     }
   }
   for (const std::string& item : options_.trainer_args) {
-    if (is_checkpoint_flag(k8s::flag_key(item, k8s::FlagStyle::kDashDash)))
+    if (loads_checkpoint(k8s::flag_key(item, k8s::FlagStyle::kDashDash),
+                         k8s::flag_value(item, k8s::FlagStyle::kDashDash).value_or("")))
       refuse("--trainer-arg", item);
   }
 }
@@ -908,22 +909,31 @@ bool Renderer::remove_container_env(std::string_view name, const std::string& kn
 
 void Renderer::apply_weights() {
   const std::string knob = "--weights";
-  std::vector<std::string> found;  // what loads a checkpoint, as the e2e writes it
+  // What loads a checkpoint (trainer_config.h's loads_checkpoint: a non-empty value), as the e2e
+  // writes it.
+  std::vector<std::string> found;
+  std::set<std::string, std::less<>> seen_flags;
   for (const std::string& item : trainer_argv_.items()) {
-    if (is_checkpoint_flag(k8s::flag_key(item, k8s::FlagStyle::kDashDash))) found.push_back(item);
+    std::string flag(k8s::flag_key(item, k8s::FlagStyle::kDashDash));
+    if (!is_checkpoint_flag(flag) || !seen_flags.insert(flag).second) continue;
+    // The last item of a flag is the one argparse keeps.
+    const std::string& last = trainer_argv_.items()[*trainer_argv_.find(flag)];
+    if (loads_checkpoint(flag, trainer_argv_.value(flag).value_or(""))) found.push_back(last);
   }
   k8s::shell::Assignment* maxtext = env_assignment(kMaxTextFlagsEnv);
   k8s::FlagList maxtext_flags =
       k8s::FlagList::parse(maxtext ? maxtext->value : "", k8s::FlagStyle::kKeyValue);
   for (const std::string& item : maxtext_flags.items()) {
-    if (is_checkpoint_key(k8s::flag_key(item, k8s::FlagStyle::kKeyValue)))
+    auto value = k8s::flag_value(item, k8s::FlagStyle::kKeyValue);
+    if (loads_checkpoint(k8s::flag_key(item, k8s::FlagStyle::kKeyValue), value.value_or("")))
       found.push_back(fmt::format("{} {}", kMaxTextFlagsEnv, item));
   }
   for (const k8s::shell::Assignment& assignment : env_) {
-    if (assignment.name == kCheckpointEnv)
+    if (assignment.name == kCheckpointEnv && loads_checkpoint(kCheckpointEnv, assignment.value))
       found.push_back(assignment.name + "=" + assignment.value);
   }
-  if (auto value = container_env_value(client_.container.node, kCheckpointEnv))
+  if (auto value = container_env_value(client_.container.node, kCheckpointEnv);
+      value && loads_checkpoint(kCheckpointEnv, *value))
     found.push_back(fmt::format("env {}={}", kCheckpointEnv, *value));
 
   if (options_.weights == Weights::kCheckpoint) {
@@ -1323,7 +1333,7 @@ std::optional<std::string> rollout_routed_experts(const std::vector<const k8s::D
     if (!first) {
       first = found;
       first_name = name;
-    } else if (truthy(found->first) != truthy(first->first)) {
+    } else if (bool_word(found->first) != bool_word(first->first)) {
       fail_at(source, static_cast<std::int64_t>(rollout->first_line),
               "the rollout JobSets disagree on routed experts: '{}' has {}, '{}' has {}",
               first_name, first->second, name, found->second);

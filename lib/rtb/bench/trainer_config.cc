@@ -4,6 +4,7 @@
 #include <charconv>
 #include <map>
 
+#include "rtb/base/text.h"
 #include "rtb/k8s/flags.h"
 
 namespace rtb::bench {
@@ -169,6 +170,11 @@ bool is_checkpoint_key(std::string_view maxtext_key) {
 bool is_checkpoint_flag(std::string_view flag) {
   std::optional<std::string> key = maxtext_key_of_flag(flag);
   return key && is_checkpoint_key(*key);
+}
+
+bool loads_checkpoint(std::string_view name, std::string_view value) {
+  bool checkpoint = is_checkpoint_flag(name) || is_checkpoint_key(name) || name == kCheckpointEnv;
+  return checkpoint && !trim(value).empty();
 }
 
 bool starts_trainer_profiler(std::string_view argv_item) {

@@ -59,6 +59,12 @@ bool is_checkpoint_flag(std::string_view flag);
 // argv gives no such flag still loads the checkpoint it names.
 inline constexpr std::string_view kCheckpointEnv = "MAXTEXT_CKPT";
 
+// Whether a setting makes Tunix's trainer load a checkpoint: `name` is a checkpoint flag (without
+// dashes, is_checkpoint_flag), a checkpoint MaxText key (a MAXTEXT_EXTRA_FLAGS item's,
+// is_checkpoint_key) or kCheckpointEnv, and `value` is not blank. Tunix sets the MaxText key only
+// for a non-empty value, so `--maxtext_ckpt_path=` or MAXTEXT_CKPT="" loads no checkpoint.
+bool loads_checkpoint(std::string_view name, std::string_view value);
+
 // A trainer argv item that turns Tunix's MaxText profiler on: --profiler_steps with a value > 0
 // (build_maxtext_config then sets profiler=xplane).
 bool starts_trainer_profiler(std::string_view argv_item);

@@ -276,7 +276,8 @@ std::optional<double> find_metric(const std::map<std::string, double>& metrics,
 }
 
 NumericsResult evaluate_numerics(const MetricSteps& reference_a, const MetricSteps& reference_b,
-                                 const MetricSteps& variant, const std::vector<GateSpec>& gates) {
+                                 const MetricSteps& variant, const std::vector<GateSpec>& gates,
+                                 const UnreportedMetrics& unreported) {
   NumericsResult out;
   for (const auto& [step, metrics] : reference_a) {
     if (metrics.empty()) continue;
@@ -321,7 +322,10 @@ NumericsResult evaluate_numerics(const MetricSteps& reference_a, const MetricSte
             logged_anywhere |= find_metric(metrics, key).has_value();
         }
       }
-      if (gate.may_be_unlogged && !logged_anywhere) {
+      // Evidence, not absence: an old log or a typo'd key logs nothing either.
+      bool every_run_says_so = std::all_of(unreported.begin(), unreported.end(),
+                                           [](const auto& why) { return why.has_value(); });
+      if (gate.may_be_unlogged && !logged_anywhere && every_run_says_so) {
         result.status = GateResult::Status::kNotEvaluated;
         result.detail = fmt::format("no run logs {}: not evaluated, not a failure", keys);
         out.gates.push_back(result);

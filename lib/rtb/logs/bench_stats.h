@@ -6,6 +6,7 @@
 // seed give the same interval on every machine.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -110,8 +111,9 @@ struct GateSpec {
   // Where the limit comes from: "seed" (the seed's pass limit, grad norm 2e-3), "ours" (this
   // tool's choice, see `reason`) or "--limit" (given on the command line).
   std::string limit_from = "ours";
-  // When no run logs any of `keys` (MaxText without a gradient norm), the gate is not evaluated
-  // instead of failing as missing.
+  // When no run logs any of `keys` (MaxText without a gradient norm) and every run says so itself
+  // (UnreportedMetrics), the gate is not evaluated instead of failing as missing. --metric clears
+  // it: a key given on the command line must be logged.
   bool may_be_unlogged = false;
 };
 
@@ -151,9 +153,16 @@ struct NumericsResult {
   bool pass = false;  // every enabled gate passed (a missing metric fails its gate)
 };
 
-// Compares `variant` with `reference_a` and `reference_b` on the steps all three have. Throws
-// rtb::Error when they share no step.
+// Per run (reference a, reference b, variant): the run's own word that it reports no value of a
+// may_be_unlogged gate's metric (BENCH_SUMMARY grad_norm `reported: false`), its `why`; nullopt
+// when the run says nothing (an old log) or says it reports one.
+using UnreportedMetrics = std::array<std::optional<std::string>, 3>;
+
+// Compares `variant` with `reference_a` and `reference_b` on the steps all three have. A
+// may_be_unlogged gate no run logs is not evaluated only when every run's `unreported` says so;
+// otherwise it is missing (a failure). Throws rtb::Error when they share no step.
 NumericsResult evaluate_numerics(const MetricSteps& reference_a, const MetricSteps& reference_b,
-                                 const MetricSteps& variant, const std::vector<GateSpec>& gates);
+                                 const MetricSteps& variant, const std::vector<GateSpec>& gates,
+                                 const UnreportedMetrics& unreported = {});
 
 }  // namespace rtb::logs

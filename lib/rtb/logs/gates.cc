@@ -56,6 +56,7 @@ void apply_gate_metric(std::vector<GateSpec>& gates, const std::string& assignme
     gate.keys.push_back(key);  // one more metric that must stay finite
   } else {
     gate.keys = {key};
+    gate.may_be_unlogged = false;  // a key named on the command line must be logged
   }
 }
 

@@ -314,6 +314,19 @@ void refuse_numerics_across_weights(const std::vector<RunLog>& logs,
   }
 }
 
+// Per numerics run, its BENCH_SUMMARY's word that it reports no gradient norm (`reported:
+// false`), with its `why`; nullopt for a run that says nothing (an old log) or reports one.
+UnreportedMetrics unreported_grad_norm(const std::vector<RunLog>& logs) {
+  UnreportedMetrics out;
+  for (std::size_t i = 0; i < logs.size() && i < out.size(); ++i) {
+    const auto& summary = logs[i].summary;
+    if (summary && summary->grad_norm && !summary->grad_norm->reported) {
+      out[i] = summary->grad_norm->why;
+    }
+  }
+  return out;
+}
+
 // A gate not evaluated (no run logs its metric): the runs' BENCH_SUMMARY grad_norm says why.
 void explain_unevaluated_gates(const std::vector<RunLog>& logs, NumericsResult& result) {
   for (GateResult& gate : result.gates) {
@@ -598,13 +611,19 @@ RunAnalysis analyze_run(const RunLog& log, const Options& options) {
   run.setup =
       run_setup(log, std::set<std::int64_t>(run.steps_used.begin(), run.steps_used.end()),
                 run.microbatch_timing ? microbatch_timing_name(*run.microbatch_timing) : "");
+  // One scope for the replays: the set-up's (the steps used).
+  if (run.token_dropping.source == "BENCH_SUMMARY" && run.setup.replays) {
+    run.token_dropping.replays = run.setup.replays;
+    run.token_dropping.replay_scope = run.setup.replay_scope;
+  }
   if (run.token_dropping.verdict == DropVerdict::kReplayed) {
+    const TokenDroppingStatus& dropping = run.token_dropping;
     run.warnings.push_back(fmt::format(
-        "{}: no token dropped, but {} micro-batch{} replayed on the dropless kernel (each a whole "
-        "extra forward/backward): its step times include them",
-        log.source,
-        run.token_dropping.replays ? std::to_string(*run.token_dropping.replays) : "some",
-        run.token_dropping.replays && *run.token_dropping.replays == 1 ? " was" : "es were"));
+        "{}: no token dropped, but {} micro-batch{} replayed on the dropless kernel{} (each a "
+        "whole extra forward/backward): its step times include them",
+        log.source, dropping.replays ? std::to_string(*dropping.replays) : "some",
+        dropping.replays && *dropping.replays == 1 ? " was" : "es were",
+        dropping.replay_scope.empty() ? "" : " in " + dropping.replay_scope));
   }
   return run;
 }
@@ -745,7 +764,8 @@ Report build_report(const Inputs& inputs, const Options& options) {
     numerics.reference_b = labels[1];
     numerics.variant = labels[2];
     try {
-      numerics.result = evaluate_numerics(steps[0], steps[1], steps[2], inputs.gates);
+      numerics.result = evaluate_numerics(steps[0], steps[1], steps[2], inputs.gates,
+                                          unreported_grad_norm(inputs.numerics));
     } catch (const Error& e) {
       fail("--numerics {} {} {}: {}", inputs.numerics[0].source, inputs.numerics[1].source,
            inputs.numerics[2].source, e.message());

@@ -113,9 +113,12 @@ struct TokenDroppingStatus {
   DropVerdict verdict = DropVerdict::kNotLogged;
   std::optional<double> dropped_tokens;  // the count, when the trainer counted
   std::size_t counted_steps = 0;
-  std::optional<std::int64_t> replays;  // BENCH_SUMMARY token_dropping replays, when counted
-  std::string source;                   // "BENCH_SUMMARY", "BENCH_STEP" or "" (not logged)
-  std::string why;                      // the log's reason, or ours
+  // Micro-batches replayed, over `replay_scope` (the steps used, as the set-up counts them; the
+  // summary's counted steps only when no step logs its replays); nullopt when not counted.
+  std::optional<std::int64_t> replays;
+  std::string replay_scope;  // "the 3 steps used", ...; empty when not counted
+  std::string source;        // "BENCH_SUMMARY", "BENCH_STEP" or "" (not logged)
+  std::string why;           // the log's reason, or ours
   // True when the run shows that it dropped no token (none, replayed, or no MoE at all).
   bool shows_no_drops() const {
     return verdict == DropVerdict::kNone || verdict == DropVerdict::kReplayed ||

@@ -66,8 +66,9 @@ std::string dropping_text(const TokenDroppingStatus& status) {
                          status.dropped_tokens ? grouped(*status.dropped_tokens) : "some",
                          status.why);
     case DropVerdict::kReplayed:
-      return fmt::format("none dropped, {} replayed (each a whole extra forward/backward): {}",
+      return fmt::format("none dropped, {} replayed{} (each a whole extra forward/backward): {}",
                          status.replays ? grouped(static_cast<double>(*status.replays)) : "some",
+                         status.replay_scope.empty() ? "" : " in " + status.replay_scope,
                          status.why);
     case DropVerdict::kNotMoe:
       return "none (not MoE): " + status.why;

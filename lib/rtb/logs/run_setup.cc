@@ -25,25 +25,25 @@ SetupItem item(std::string key, std::optional<std::string> shown,
   return {std::move(key), std::move(shown), std::move(compared)};
 }
 
-SetupItem staging(const RunLog& log) {
+// Staging over the steps used (BENCH_STEP staged), with the summary's `engaged`; the summary's
+// count only when no step used says.
+SetupItem staging(const RunLog& log, const std::set<std::int64_t>& used) {
   std::optional<bool> engaged;
   std::optional<std::int64_t> count;
   if (log.summary && log.summary->stage_boundary) {
     engaged = log.summary->stage_boundary->engaged;
     count = log.summary->stage_boundary->staged_step_count;
   }
-  if (!engaged) {
-    std::int64_t staged = 0;
-    bool said = false;
-    for (const StepRecord& record : log.steps) {
-      if (!record.staged) continue;
-      said = true;
-      staged += *record.staged ? 1 : 0;
-    }
-    if (said) {
-      engaged = staged > 0;
-      count = staged;
-    }
+  std::int64_t staged = 0;
+  bool said = false;
+  for (const StepRecord& record : log.steps) {
+    if (!used.count(record.step) || !record.staged) continue;
+    said = true;
+    staged += *record.staged ? 1 : 0;
+  }
+  if (said) {
+    if (!engaged) engaged = staged > 0;
+    count = staged;
   }
   if (!engaged) return item("staging", std::nullopt, std::nullopt);
   if (!*engaged) return item("staging", "off", "off");
@@ -60,11 +60,14 @@ SetupItem replays(const RunLog& log, const std::set<std::int64_t>& used, RunSetu
     sum += *record.replays;
     ++counted;
   }
+  std::string scope = fmt::format("the {} step{} used", counted, counted == 1 ? "" : "s");
   const steplog::TokenDropping* dropping =
       log.summary && log.summary->token_dropping ? &*log.summary->token_dropping : nullptr;
   if (counted == 0 && dropping != nullptr && dropping->replay_counted_steps) {
     counted = *dropping->replay_counted_steps;
     sum = dropping->replays.value_or(0);
+    scope =
+        fmt::format("the {} step{} its BENCH_SUMMARY counted", counted, counted == 1 ? "" : "s");
   }
   if (counted == 0) {
     // Said, but not counted: the log knows it cannot tell.
@@ -75,6 +78,7 @@ SetupItem replays(const RunLog& log, const std::set<std::int64_t>& used, RunSetu
   }
   setup.replays = sum;
   setup.replay_counted_steps = counted;
+  setup.replay_scope = scope;
   std::string steps = fmt::format("{} step{}", counted, counted == 1 ? "" : "s");
   if (sum == 0) return item("replays", fmt::format("none in {}", steps), "0");
   return item("replays", fmt::format("{} in {}", sum, steps),
@@ -181,7 +185,7 @@ RunSetup run_setup(const RunLog& log, const std::set<std::int64_t>& used,
                    const std::string& mb_timing) {
   RunSetup setup;
   setup.logged = logs_setup(log);
-  setup.items.push_back(staging(log));
+  setup.items.push_back(staging(log, used));
   setup.items.push_back(replays(log, used, setup));
   setup.items.push_back(weights(log));
   setup.items.push_back(update(log, used));

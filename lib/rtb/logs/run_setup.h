@@ -33,6 +33,9 @@ struct RunSetup {
   std::optional<double> fence_s;               // BENCH_SUMMARY fence_s
   std::optional<std::int64_t> replays;         // summed over replay_counted_steps
   std::int64_t replay_counted_steps = 0;
+  // Which steps `replays` covers, for a sentence: "the 3 steps used" (BENCH_STEP replays of the
+  // steps used), or "the 4 steps its BENCH_SUMMARY counted" (no step logs them).
+  std::string replay_scope;
 
   const SetupItem* find(const std::string& key) const;
 };

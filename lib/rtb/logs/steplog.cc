@@ -225,7 +225,13 @@ void parse_setup_fields(const Literal& json, BenchSummary& summary) {
   }
   if (const Literal* choices = object_member(json, "choices")) {
     for (const auto& [key, entry] : choices->entries) {
-      if (key.kind != Kind::kString || !entry.is_dict()) continue;
+      // Each entry is the driver's {value, source}: anything else is a wrong type, not a line to
+      // skip (a skipped choice would hide a set-up difference).
+      if (key.kind != Kind::kString || !entry.is_dict() || entry.find("value") == nullptr ||
+          entry.find("source") == nullptr) {
+        fail("\"choices\" entry {} is not a {{value, source}} object",
+             key.kind == Kind::kString ? fmt::format("\"{}\"", key.text) : std::string("key"));
+      }
       const Literal* value = entry.find("value");
       // Settings with a list or object value are not part of the set-up bench-report compares.
       if (value != nullptr && (value->is_sequence() || value->is_dict())) continue;
