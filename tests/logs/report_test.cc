@@ -631,9 +631,12 @@ TEST(AnalyzeRun, DefaultMicrobatchRangeLeavesOutAShortFinalMicrobatch) {
             12u);
 }
 
+// Every gated metric but the gradient norm.
+constexpr const char* kMetricsWithoutGradNorm =
+    R"({"loss":0.5,"entropy":1,"log_ratio":{"abs_mean":0.1},"is_ratio":{"mean":1}})";
+
 TEST(BuildReport, NumericsAcrossDifferentWeightsAreRefused) {
-  const std::string metrics = R"({"loss":0.5,"entropy":1,"log_ratio":{"abs_mean":0.1},)"
-                              R"("is_ratio":{"mean":1}})";
+  const std::string metrics = kMetricsWithoutGradNorm;
   Inputs inputs;
   inputs.numerics = {setup_log("r1", false, 10, "random", 4, "none", 0, metrics),
                      setup_log("r2", false, 10, "random", 4, "none", 0, metrics),
@@ -659,8 +662,7 @@ TEST(BuildReport, NumericsAcrossDifferentWeightsAreRefused) {
 }
 
 TEST(BuildReport, UnloggedGradNormWithoutTheRunsWordFails) {
-  const std::string metrics = R"({"loss":0.5,"entropy":1,"log_ratio":{"abs_mean":0.1},)"
-                              R"("is_ratio":{"mean":1}})";
+  const std::string metrics = kMetricsWithoutGradNorm;
   Inputs inputs;
   inputs.numerics = {setup_log("r1", false, 10, "random", 4, "none", 0, metrics),
                      setup_log("r2", false, 10, "random", 4, "none", 0, metrics),
