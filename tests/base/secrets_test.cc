@@ -38,6 +38,17 @@ TEST(SecretsTest, TableParsesAndEveryKindIsPresent) {
   EXPECT_EQ(blocks, 1);
 }
 
+TEST(SecretsTest, HelpTextListsTheTable) {
+  std::string help = describe_secret_rules(secret_rules());
+  for (const char* item : {"..._TOKEN", "...PASSWORD", "..._API_KEY", "hf_...", "AKIA...",
+                           "github_pat_...", "--show-secrets", "docs/secrets.md"})
+    EXPECT_NE(help.find(item), std::string::npos) << item;
+  // Read from the table given, not written out: a row added to the table shows.
+  std::vector<SecretRule> rules = secret_rules();
+  rules.push_back({SecretRule::Kind::kNameSuffix, "_PIN", 0, "", "pins"});
+  EXPECT_NE(describe_secret_rules(rules).find("..._PIN"), std::string::npos);
+}
+
 TEST(SecretsTest, MalformedTableNamesFileAndLine) {
   try {
     parse_secret_rules("kind\tpattern\tmin\talphabet\tmeaning\nvalue-prefix\thf_\tx\talnum\tm\n",

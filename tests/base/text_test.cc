@@ -83,6 +83,14 @@ TEST(SplitLines, AFinalNewlineStartsNoLineButEmptyLinesCount) {
   EXPECT_EQ(split_lines("a\r\nb"), (Lines{"a\r", "b"})) << "only '\\n' ends a line";
 }
 
+TEST(WrapWords, BreaksAtSpacesWithinTheWidth) {
+  EXPECT_EQ(wrap_words("aa bb cc dd", 5), "aa bb\ncc dd");
+  EXPECT_EQ(wrap_words("aa bb cc", 6), "aa bb\ncc");
+  EXPECT_EQ(wrap_words("  aa   bb  ", 80), "aa bb");
+  EXPECT_EQ(wrap_words("a verylongword b", 4), "a\nverylongword\nb");
+  EXPECT_EQ(wrap_words("", 10), "");
+}
+
 TEST(IntegerRanges, CollapsesRunsOfConsecutiveIntegers) {
   EXPECT_EQ(integer_ranges({}), "");
   EXPECT_EQ(integer_ranges({7}), "7");

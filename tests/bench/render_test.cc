@@ -492,6 +492,32 @@ TEST(RenderTest, SummaryCountsChangesByKnob) {
   EXPECT_NE(summary.find("--libtpu-flag 3"), std::string::npos) << summary;
 }
 
+TEST(RenderTest, ExplainMasksValuesByTheSettingTheirPathEndsIn) {
+  SecretMasker::Key key{};
+  SecretMasker masker = SecretMasker::with_key(key);
+  RenderResult result;
+  result.changes = {
+      {"--driver-env", "spec.x.containers[main].env[HF_TOKEN].value", "old-secret", "new-secret"},
+      {"--trainer-arg", "spec.x.containers[main].startup.argv[--hf_token]", "",
+       "--hf_token=s3cr3t"},
+      {"--name", "spec.x.startup.argv[--worker_id]", "--worker_id=a", "--worker_id=b"},
+      {"--max-tokens", "spec.x.startup.argv[--max_tokens]", "", "--max_tokens=8192"}};
+  result.notes = {"kept WANDB_API_KEY=k3y from the e2e"};
+  std::string text = explain_changes(result, masker);
+  for (const char* secret : {"old-secret", "new-secret", "s3cr3t", "k3y"})
+    EXPECT_EQ(text.find(secret), std::string::npos) << secret << "\n" << text;
+  EXPECT_NE(text.find("env[HF_TOKEN].value: " + masker.fingerprint("old-secret") + " -> " +
+                      masker.fingerprint("new-secret") + "\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("argv[--hf_token]: (absent) -> ***#"), std::string::npos) << text;
+  EXPECT_NE(text.find("argv[--worker_id]: --worker_id=a -> --worker_id=b\n"), std::string::npos);
+  EXPECT_NE(text.find("argv[--max_tokens]: (absent) -> --max_tokens=8192\n"), std::string::npos);
+  EXPECT_NE(text.find("note: kept WANDB_API_KEY=***#"), std::string::npos) << text;
+  EXPECT_NE(explain_changes(result, SecretMasker::showing()).find("--hf_token=s3cr3t"),
+            std::string::npos);
+}
+
 // --- weights (--weights), the trainer's profiler (--profile-window), the rollout's routing ------
 
 k8s::DryRun weights_fixture() {

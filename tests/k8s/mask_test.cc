@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "rtb/k8s/dryrun.h"
 #include "rtb/k8s/yaml.h"
 
 namespace rtb::k8s {
@@ -70,6 +71,23 @@ TEST(MaskTest, EqualSecretsStayEqualAndDifferentOnesDiffer) {
   YAML::Node c = masked_copy(YAML::Load("env: [{name: HF_TOKEN, value: two}]"), masker);
   EXPECT_EQ(yaml::emit(a), yaml::emit(b));
   EXPECT_NE(yaml::emit(a), yaml::emit(c));
+}
+
+TEST(MaskTest, MaskedDocumentsKeepTheirInputLines) {
+  SecretMasker masker = test_masker();
+  DryRun dryrun = parse_dryrun(std::string("kubectl delete jobset x\n---\n") + kPod, "in.txt");
+  ASSERT_EQ(dryrun.documents.size(), 1u);
+  dryrun.warnings.push_back("in.txt:9: HF_TOKEN=abc123 repeated");
+  const Document& document = dryrun.documents.front();
+  YAML::Node env = document.root["spec"]["containers"][0]["env"][0]["value"];
+  std::size_t line = document.line_of(env);
+  mask_documents(dryrun, masker);
+  YAML::Node masked = document.root["spec"]["containers"][0]["env"][0]["value"];
+  EXPECT_EQ(masked.Scalar(), masker.fingerprint("wJalrXUtnFEMI"));
+  EXPECT_EQ(document.line_of(masked), line);
+  EXPECT_EQ(line, 15u);  // kPod's line 13, after the echo and the separator
+  EXPECT_EQ(dryrun.warnings.back(),
+            "in.txt:9: HF_TOKEN=" + masker.fingerprint("abc123") + " repeated");
 }
 
 }  // namespace

@@ -295,5 +295,23 @@ TEST(ConfigLogScanner, NulByteInAValueIsAnErrorWithItsLine) {
   EXPECT_EQ(e.message(), "the value of b holds a NUL byte: the log is damaged");
 }
 
+TEST(ConfigLogTest, MaskSettingsMasksByKeyAndKeepsOtherValues) {
+  SecretMasker::Key key{};
+  SecretMasker masker = SecretMasker::with_key(key);
+  std::vector<ConfigSetting> settings = {
+      {"hf_access_token", "abc123", 3, "--hf_access_token=abc123"},
+      {"reasoning_start_token", "<think>", 4, ""},
+      {"num_moe_token_chunks", "2", 5, ""},
+      {"tokenizer_path", "/models/tok", 6, ""},
+      {"wandb_api_key", "", 7, ""}};
+  std::vector<ConfigSetting> shown = settings;
+  mask_settings(settings, masker);
+  EXPECT_EQ(settings[0].value, masker.fingerprint("abc123"));
+  EXPECT_EQ(settings[0].origin, "--hf_access_token=" + masker.fingerprint("abc123"));
+  for (std::size_t i = 1; i < settings.size(); ++i) EXPECT_EQ(settings[i].value, shown[i].value);
+  mask_settings(shown, SecretMasker::showing());
+  EXPECT_EQ(shown[0].value, "abc123");
+}
+
 }  // namespace
 }  // namespace rtb::logs

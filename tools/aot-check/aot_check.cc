@@ -98,10 +98,14 @@ int aot_check_main(int argc, char** argv) {
     if (run && !aot.log) aot.log = bench::aot_log_path(std::chrono::system_clock::now());
     bench::AotPlan plan = bench::plan_aot(rendered.bench, aot);
     for (const std::string& note : plan.notes) spdlog::info("{}", note);
-    if (explain) std::fputs(bench::explain_aot_keys(plan).c_str(), stderr);
+    if (explain) tool.print_to_stderr(bench::explain_aot_keys(plan));
 
     if (!run) {
-      write_output(output, json ? bench::aot_plan_json(plan, aot) : bench::aot_script(plan, aot));
+      if (json) {
+        tool.write_report(output, bench::aot_plan_json(plan, aot));
+      } else {
+        write_output(output, bench::aot_script(plan, aot));  // to be run: real values
+      }
       return Outcome::kPass;
     }
 
@@ -133,8 +137,8 @@ int aot_check_main(int argc, char** argv) {
       throw *summary.error;
     }
     for (const std::string& problem : summary.logs.front().problems) spdlog::warn("{}", problem);
-    write_output(output,
-                 json ? logs::format_summary_json(summary) : logs::format_summary_table(summary));
+    tool.write_report(
+        output, json ? logs::format_summary_json(summary) : logs::format_summary_table(summary));
     return summary.outcome();
   });
 }

@@ -60,15 +60,15 @@ int aot_summarize_main(int argc, char** argv) {
     for (const std::string& path : paths) memlogs.push_back(logs::read_memlog(path));
     logs::Summary summary = logs::summarize(std::move(memlogs), {hbm_gib, chip});
     if (summary.error) {
-      if (json) write_output(output, logs::format_summary_json(summary));
+      if (json) tool.write_report(output, logs::format_summary_json(summary));
       throw *summary.error;
     }
     // A log that reports out of memory may still hold malformed lines: warn about them.
     for (const logs::MemLog& log : summary.logs) {
       for (const std::string& problem : log.problems) spdlog::warn("{}", problem);
     }
-    write_output(output,
-                 json ? logs::format_summary_json(summary) : logs::format_summary_table(summary));
+    tool.write_report(
+        output, json ? logs::format_summary_json(summary) : logs::format_summary_table(summary));
     return summary.outcome();
   });
 }

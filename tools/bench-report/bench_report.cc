@@ -107,7 +107,7 @@ int bench_report_main(int argc, char** argv) {
     for (const std::string& text : limits) logs::apply_gate_limit(inputs.gates, text);
     for (const std::string& text : metrics) logs::apply_gate_metric(inputs.gates, text);
     if (show_gates) {
-      write_output(output, logs::format_gate_list(inputs.gates));
+      tool.write_report(output, logs::format_gate_list(inputs.gates));
       return Outcome::kPass;
     }
     if (runs.empty() && numerics.empty()) {
@@ -141,10 +141,10 @@ int bench_report_main(int argc, char** argv) {
     for (const std::string& warning : report.warnings) spdlog::warn("{}", warning);
 
     if (!svg_file.empty()) {
-      write_output(svg_file, logs::report::timeline_svg(inputs.runs, report, svg_step));
+      tool.write_report(svg_file, logs::report::timeline_svg(inputs.runs, report, svg_step));
     }
-    write_output(output,
-                 json ? logs::report::format_json(report) : logs::report::format_text(report));
+    tool.write_report(output,
+                      json ? logs::report::format_json(report) : logs::report::format_text(report));
     for (const std::string& line : report.slower_than_allowed) spdlog::error("{}", line);
     for (const std::string& line : report.drops_not_ruled_out) spdlog::error("{}", line);
     for (const std::string& line : report.setups_differ) spdlog::error("{}", line);

@@ -79,8 +79,8 @@ int diff_configs_main(int argc, char** argv) {
         }
         sides.push_back(std::move(side));
       }
-      write_output("-",
-                   json ? bench::format_dump_list_json(sides) : bench::format_dump_list(sides));
+      tool.write_report(
+          "-", json ? bench::format_dump_list_json(sides) : bench::format_dump_list(sides));
       return Outcome::kPass;
     }
     if (inputs.size() != 2) fail("give two inputs A and B (or --list-dumps)");
@@ -97,6 +97,9 @@ int diff_configs_main(int argc, char** argv) {
     b_options.dump = dump_b ? dump_b : dump;
     bench::ConfigSide a = bench::read_config_side(inputs[0], a_options, mains);
     bench::ConfigSide b = bench::read_config_side(inputs[1], b_options, mains);
+    // Masked before comparing: a changed secret shows as two fingerprints, an unchanged one not.
+    logs::mask_settings(a.settings, tool.masker());
+    logs::mask_settings(b.settings, tool.masker());
     for (const bench::ConfigSide* side : {&a, &b}) {
       if (side->kind == bench::ConfigSide::Kind::kLog) {
         spdlog::info("{}: dump {} of {}, {} keys", side->source, side->dump, side->dumps.size(),
@@ -111,7 +114,7 @@ int diff_configs_main(int argc, char** argv) {
         });
     std::string out = json ? bench::format_config_json(a, b, differences, keys)
                            : bench::format_config_text(differences, {use_color(color), false});
-    write_output("-", out);
+    tool.write_report("-", out);
     return bench::config_outcome(differences);
   });
 }

@@ -14,6 +14,7 @@
 #include "rtb/bench/diff_render.h"
 #include "rtb/bench/diff_report.h"
 #include "rtb/k8s/dryrun.h"
+#include "rtb/k8s/mask.h"
 
 namespace rtb::tool {
 namespace {
@@ -26,9 +27,12 @@ constexpr const char* kExamples =
   diff-renders a.txt b.txt --json | jq '.differences[].path'
 )";
 
-rtb::k8s::DryRun load(const std::string& path) {
+// Masked as soon as it is read: every difference, line diff and message then shows a credential
+// as its fingerprint, the same on both sides when the secret is the same.
+rtb::k8s::DryRun load(const std::string& path, const SecretMasker& masker) {
   std::string name = display_name(path);
   rtb::k8s::DryRun dryrun = rtb::k8s::parse_dryrun(read_file(path), name);
+  rtb::k8s::mask_documents(dryrun, masker);
   for (const std::string& warning : dryrun.warnings) spdlog::info("{}", warning);
   return dryrun;
 }
@@ -90,8 +94,8 @@ int diff_renders_main(int argc, char** argv) {
     if (expect_bench && (by_role || !renames.empty()))
       fail("--expect-bench matches the trainer and the bench itself: drop --by-role/--rename");
 
-    rtb::k8s::DryRun left = load(a);
-    rtb::k8s::DryRun right = load(b);
+    rtb::k8s::DryRun left = load(a, tool.masker());
+    rtb::k8s::DryRun right = load(b, tool.masker());
     bench::RenderReport report;
     if (expect_bench) {
       bench::ExpectBenchResult result = bench::check_expect_bench(left, right, mains);
@@ -115,7 +119,7 @@ int diff_renders_main(int argc, char** argv) {
     } else {
       out = bench::format_render_text(report, {use_color(color), show_allowed});
     }
-    write_output("-", out);
+    tool.write_report("-", out);
     return report.outcome();
   });
 }

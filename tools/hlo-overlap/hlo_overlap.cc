@@ -118,8 +118,8 @@ int hlo_overlap_main(int argc, char** argv) {
     } else {
       text = json ? hlo::format_json(analyses[0], report) : hlo::format_text(analyses[0], report);
     }
-    write_output(output, text);
-    if (svg_file) write_output(*svg_file, hlo::render_svg(analyses[0]));
+    tool.write_report(output, text);
+    if (svg_file) tool.write_report(*svg_file, hlo::render_svg(analyses[0]));
 
     // 4. Outcome (hlo::judge): one dump fails when truncated (unless allowed) or over the
     // budget; two dumps (diff-like) fail when they differ or one is over the budget.

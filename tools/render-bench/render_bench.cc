@@ -2,7 +2,6 @@
 // JobSet that times the real trainer program on one slice (see README.md).
 #include <spdlog/spdlog.h>
 
-#include <cstdio>
 #include <string>
 #include <utility>
 
@@ -89,19 +88,10 @@ int render_bench_main(int argc, char** argv) {
       text = result.yaml;
     }
     for (const std::string& warning : result.warnings) spdlog::warn("{}", warning);
-    write_output(output, text);
+    write_output(output, text);  // to be run: real values (kubectl apply)
 
-    if (explain) {
-      for (const bench::Change& change : result.changes) {
-        std::fprintf(stderr, "%s: %s: %s -> %s\n", change.knob.c_str(), change.path.c_str(),
-                     change.old_value.empty() ? "(absent)" : change.old_value.c_str(),
-                     change.new_value.empty() ? "(removed)" : change.new_value.c_str());
-      }
-      for (const std::string& note : result.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
-    }
-    if (summary || knobs.demo) {
-      std::fprintf(stderr, "%s\n", bench::summarize_changes(result).c_str());
-    }
+    if (explain) tool.print_to_stderr(bench::explain_changes(result, tool.masker()));
+    if (summary || knobs.demo) tool.print_to_stderr(bench::summarize_changes(result) + "\n");
     return Outcome::kPass;
   });
 }

@@ -165,6 +165,26 @@ std::vector<SecretRule> secret_rules() {
   return parse_secret_rules(embedded::secrets_table(), kTableName);
 }
 
+std::string describe_secret_rules(const std::vector<SecretRule>& rules) {
+  std::string suffixes, prefixes;
+  for (const SecretRule& rule : rules) {
+    if (rule.kind == SecretRule::Kind::kNameSuffix) {
+      suffixes += (suffixes.empty() ? "..." : " ...") + rule.pattern;
+    } else if (rule.kind == SecretRule::Kind::kValuePrefix) {
+      prefixes += (prefixes.empty() ? "" : " ") + rule.pattern + "...";
+    }
+  }
+  return "Secrets: reports, explanations, diffs, logs and error messages print a credential as "
+         "***# and a fingerprint (HMAC under a key drawn once per run: equal secrets, equal "
+         "fingerprints). A credential is the value of a setting whose name ends in " +
+         suffixes +
+         " (any case, - or _) unless it is empty, a number, a path, a URL without a password or "
+         "a placeholder; a word shaped like " +
+         prefixes +
+         "; a PEM private key; a URL's password. --show-secrets prints them in clear; files "
+         "written to be run (a rendered JobSet, an AOT script) keep them. See docs/secrets.md.";
+}
+
 bool is_credential_name(std::string_view name, const std::vector<SecretRule>& rules) {
   std::string normal = normalized_name(name);
   if (normal.empty()) return false;

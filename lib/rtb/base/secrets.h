@@ -31,6 +31,10 @@ std::vector<SecretRule> secret_rules();
 // `text` as a table (for tests and for a table read from elsewhere).
 std::vector<SecretRule> parse_secret_rules(std::string_view text, std::string_view file);
 
+// The rule in a few lines for a tool's --help, its lists read from `rules` (the one table), with
+// where it is documented.
+std::string describe_secret_rules(const std::vector<SecretRule>& rules);
+
 // `name` (an environment variable, a flag with or without its dashes, a config key, camelCase or
 // not) names a credential setting by the table's name suffixes.
 bool is_credential_name(std::string_view name, const std::vector<SecretRule>& rules);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <string_view>
 
@@ -34,6 +35,29 @@ std::vector<std::string_view> split_lines(std::string_view text) {
     start = end + 1;
   }
   return lines;
+}
+
+std::string wrap_words(std::string_view text, std::size_t width) {
+  std::string out;
+  std::size_t column = 0;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    std::size_t begin = text.find_first_not_of(' ', at);
+    if (begin == std::string_view::npos) break;
+    std::size_t end = std::min(text.find(' ', begin), text.size());
+    std::string_view word = text.substr(begin, end - begin);
+    if (column > 0 && column + 1 + word.size() > width) {
+      out += '\n';
+      column = 0;
+    } else if (column > 0) {
+      out += ' ';
+      ++column;
+    }
+    out += word;
+    column += word.size();
+    at = end;
+  }
+  return out;
 }
 
 std::string integer_ranges(const std::vector<std::int64_t>& sorted) {

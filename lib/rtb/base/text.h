@@ -59,6 +59,10 @@ std::string integer_ranges(const std::vector<std::int64_t>& sorted);
 // ("a\n\nb\n" is "a", "", "b").
 std::vector<std::string_view> split_lines(std::string_view text);
 
+// `text` (one paragraph) broken at spaces into lines of at most `width` columns (a longer word
+// gets a line of its own), joined by '\n' without a final one.
+std::string wrap_words(std::string_view text, std::size_t width);
+
 // `line` without terminal escape sequences (ESC [ ... final byte, ESC ] ... BEL or ESC \, and
 // two-byte ESC sequences), as coloured consoles and notebooks leave in logs; `line` itself (no
 // copy) when it holds no ESC, else a view of `buffer`, which it overwrites.

@@ -1255,6 +1255,36 @@ void check_bench_against_e2e(const YAML::Node& e2e_trainer, const YAML::Node& be
   }
 }
 
+namespace {
+
+// The setting a change's path ends in: HF_TOKEN for `...env[HF_TOKEN].value`, --hf_token for
+// `...argv[--hf_token]`, maxRestarts for `spec.failurePolicy.maxRestarts`.
+std::string_view setting_of_path(std::string_view path) {
+  if (path.ends_with("].value")) path.remove_suffix(std::string_view(".value").size());
+  if (path.ends_with(']')) {
+    std::size_t open = path.rfind('[');
+    if (open != std::string_view::npos) return path.substr(open + 1, path.size() - open - 2);
+  }
+  std::size_t dot = path.rfind('.');
+  return dot == std::string_view::npos ? path : path.substr(dot + 1);
+}
+
+}  // namespace
+
+std::string explain_changes(const RenderResult& result, const SecretMasker& masker) {
+  std::string out;
+  for (const Change& change : result.changes) {
+    std::string_view setting = setting_of_path(change.path);
+    auto shown = [&](const std::string& value, const char* none) {
+      return value.empty() ? std::string(none) : masker.value(setting, value);
+    };
+    out += fmt::format("{}: {}: {} -> {}\n", change.knob, change.path,
+                       shown(change.old_value, "(absent)"), shown(change.new_value, "(removed)"));
+  }
+  for (const std::string& note : result.notes) out += "note: " + masker.scrub(note) + "\n";
+  return out;
+}
+
 std::string summarize_changes(const RenderResult& result) {
   std::vector<std::pair<std::string, int>> counts;  // knobs in first-use order
   for (const Change& change : result.changes) {

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "rtb/base/secrets.h"
 #include "rtb/k8s/dryrun.h"
 #include "rtb/k8s/jobset.h"
 
@@ -95,6 +96,11 @@ struct RenderResult {
 
 // One line: "abtest-train -> abtest-bench: 7 changes: render 4, --name 2, --libtpu-flag 3".
 std::string summarize_changes(const RenderResult& result);
+
+// --explain: one line per change, "knob: path: old -> new", then "note: ..." per note, with each
+// value as `masker` lets it print: by the setting its path ends in (env[HF_TOKEN].value,
+// argv[--hf_token]), or scrubbed.
+std::string explain_changes(const RenderResult& result, const SecretMasker& masker);
 
 // Validates a JobSet name: a DNS label short enough for the pod names JobSet derives from it.
 void validate_jobset_name(const std::string& name);

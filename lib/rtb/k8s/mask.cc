@@ -66,4 +66,11 @@ YAML::Node masked_copy(const YAML::Node& root, const SecretMasker& masker) {
   return copy;
 }
 
+void mask_documents(DryRun& dryrun, const SecretMasker& masker) {
+  if (!masker.masks()) return;
+  // In place, not masked_copy(): a clone loses yaml-cpp's marks, which give messages their lines.
+  for (Document& document : dryrun.documents) mask_in_place(document.root, masker);
+  for (std::string& warning : dryrun.warnings) warning = masker.scrub(warning);
+}
+
 }  // namespace rtb::k8s

@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "rtb/base/secrets.h"
+#include "rtb/k8s/dryrun.h"
 
 namespace rtb::k8s {
 
@@ -14,5 +15,10 @@ namespace rtb::k8s {
 // deterministic under one masker, so two masked documents differ where their secrets differ.
 // `root` itself is left as it is. Expects a document that passed yaml::check_limits.
 YAML::Node masked_copy(const YAML::Node& root, const SecretMasker& masker);
+
+// `dryrun` with every document masked in place (as masked_copy masks, keeping each node's input
+// line for messages) and its warnings scrubbed, for a report that shows or compares it. Each
+// document's `text` is left as read: it gives input positions and is never printed.
+void mask_documents(DryRun& dryrun, const SecretMasker& masker);
 
 }  // namespace rtb::k8s

@@ -499,4 +499,12 @@ std::string canonical_config_value(std::string_view value) {
 
 std::string canonical_config_literal(const Literal& value) { return canonical_literal(value); }
 
+void mask_settings(std::vector<ConfigSetting>& settings, const SecretMasker& masker) {
+  if (!masker.masks()) return;
+  for (ConfigSetting& setting : settings) {
+    setting.value = masker.value(setting.key, setting.value);
+    setting.origin = masker.scrub(setting.origin);
+  }
+}
+
 }  // namespace rtb::logs

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "rtb/base/literal.h"
+#include "rtb/base/secrets.h"
 
 namespace rtb::logs {
 
@@ -35,6 +36,11 @@ struct ConfigSetting {
   std::size_t line = 0;  // 1-based input line
   std::string origin;    // renders: the item that sets it (`--mesh_fsdp=32`, a MAXTEXT item)
 };
+
+// Each setting's value as `masker` lets it print (by its key: hf_access_token, wandb_api_key),
+// and its origin scrubbed: for a report that shows or compares settings. Under one masker equal
+// values stay equal.
+void mask_settings(std::vector<ConfigSetting>& settings, const SecretMasker& masker);
 
 struct ConfigDumpInfo {
   std::size_t number = 0;  // 1-based, in input order
