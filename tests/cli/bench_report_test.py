@@ -26,7 +26,7 @@ import unittest
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from cli_common import BIN, DRIVER, TESTDATA, run_tool
+from cli_common import BIN, DRIVER, TESTDATA, assert_help_and_version, run_tool
 
 # The driver's test doubles (a completion watcher for a fake clock) live with its tests.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "driver"))
@@ -1524,6 +1524,11 @@ class SetupTest(unittest.TestCase):
         self.assertEqual(doc["runs"][1]["setup"]["replays"], "4 in 4 steps")
         self.assertEqual(doc["runs"][1]["setup"]["replays_total"], 4)
 
+    def test_help_names_every_line_read(self):
+        # Among them MaxText's own step line, which an older --help left out.
+        assert_help_and_version(self, "bench-report", "completed step: N, seconds: S",
+                                "TRAINER_STEP_TIMING", "BENCH_SUMMARY", "[StepMetrics step=N]")
+
     def test_numerics_refused_across_weights_and_grad_norm_not_evaluated(self):
         code, out, err = run(["--numerics", self.UNSTAGED, self.STAGED, self.CHECKPOINT])
         self.assertEqual(code, 2)
@@ -1533,6 +1538,8 @@ class SetupTest(unittest.TestCase):
             "gs://bench/ckpt/", err)
         code, out, err = run(["--numerics", self.UNSTAGED, self.STAGED, self.REPLAYED])
         self.assertEqual(code, 0, err)
+        # The report is the numerics alone: it starts with its heading, not a blank line.
+        self.assertTrue(out.startswith("numerics: ab3-replayed against the references "), out)
         self.assertIn("all 5 gates pass (1 not evaluated: grad_norm)", out)
         self.assertRegex(out, r"grad_norm +- +relative +- +- +2\.0e-3 +seed +- +not-evaluated")
         self.assertIn("the trainer's metrics held no gradient_norm in any step", out)

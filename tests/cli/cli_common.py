@@ -92,10 +92,25 @@ def assert_help_and_version(test: unittest.TestCase, tool: str, *in_help: str) -
     --version` exits 0 and names the tool, the project and a version."""
     out, _ = expect_exit(test, 0, tool_path(tool), ["--help"])
     test.assertIn("Examples:", out)
+    # Every tool masks credentials and says how (issue 26; the lists come from data/secrets.tsv).
+    test.assertIn("--show-secrets", out)
+    test.assertIn("Secrets: ", out)
+    test.assertIn("..._API_KEY", out)
     for text in in_help:
         test.assertIn(text, out)
     out, _ = expect_exit(test, 0, tool_path(tool), ["--version"])
     test.assertRegex(out, r"^" + re.escape(tool) + r" \(rl-trainer-bench\) \d+\.\d+\.\d+")
+
+
+def assert_all_checks_pass(test: unittest.TestCase, report: str) -> None:
+    """`report` (check-payload's text, or the part of it on stderr) says every check passed: its
+    `checks: N passed, 0 failed, 0 skipped` line counts the checks it lists as `ok`, so no count
+    is written here that a new check would make wrong."""
+    match = re.search(r"^checks: (\d+) passed, 0 failed, 0 skipped$", report, re.M)
+    test.assertIsNotNone(match, report)
+    listed = re.findall(r"^  [a-z_]+ +ok$", report, re.M)
+    test.assertGreater(len(listed), 0, report)
+    test.assertEqual(int(match.group(1)) if match else -1, len(listed), report)
 
 
 # --- a bench JobSet's client script (render-bench's tests, the driver settings contract) -------

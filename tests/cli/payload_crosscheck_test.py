@@ -15,13 +15,12 @@ import unittest
 
 import numpy as np
 
-from cli_common import BIN, DRIVER, PYTHON, run_tool
+from cli_common import BIN, DRIVER, PYTHON, assert_all_checks_pass, run_tool
 
 TOOL = os.path.join(BIN, "check-payload")
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 DEFAULT_TABLE = os.path.join(ROOT, "data", "routing", "qwen3.5-397b-a17b.txt")
 SETTINGS = "payload_settings"
-ALL_CHECKS_PASS = "checks: 12 passed, 0 failed, 0 skipped"
 
 # Each case: the shape and settings both builders take, in the driver's spelling; `final` marks
 # the last micro-batch of a step (the driver's --final --final-rows F, check-payload's
@@ -174,7 +173,7 @@ class PayloadCrossCheckTest(unittest.TestCase):
         """Settings come from the file's payload_settings: no option is repeated."""
         code, stdout, stderr = run([TOOL, "verify", path])
         self.assertEqual(code, 0, f"verify failed for {case} on {path}:\n{stdout}{stderr}")
-        self.assertIn(ALL_CHECKS_PASS, stdout)
+        assert_all_checks_pass(self, stdout)
         self.assertIn("settings from the file (payload_settings)", stdout)
         self.assertNotIn("settings from options", stdout)
 

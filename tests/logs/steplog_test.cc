@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "rtb/base/error.h"
+#include "rtb/base/io.h"
+#include "rtb/base/text.h"
 
 namespace rtb::logs::steplog {
 namespace {
@@ -753,6 +755,34 @@ TEST(RunLogParser, SetupFieldOfTheWrongTypeIsAnError) {
               HasSubstr("run.log:2: BENCH_STEP: \"replays\" is not a number"));
   EXPECT_THAT(error_of(R"(BENCH_STEP {"step":2,"seconds":1,"train_step_s":-1})"),
               HasSubstr("\"train_step_s\" is -1"));
+}
+
+// Every line the parser reads is named where a user or a fuzzer looks for it: the fuzz
+// dictionary (so the fuzzer builds such lines), and docs/bench-report.md.
+TEST(LineFormats, TheFuzzDictionaryAndTheDocsNameEveryMarker) {
+  std::string dictionary = read_file(RTB_TESTDATA_DIR "/../fuzz/dicts/steplog.dict");
+  std::string docs = read_file(RTB_TESTDATA_DIR "/../docs/bench-report.md");
+  for (const LineFormat& format : kLineFormats) {
+    std::string marker(trim(format.marker));
+    if (marker.ends_with('{')) marker = std::string(trim(marker.substr(0, marker.size() - 1)));
+    EXPECT_NE(dictionary.find("\"" + marker), std::string::npos) << marker;
+    EXPECT_NE(docs.find(marker), std::string::npos) << marker;
+  }
+  std::string list = line_format_list();
+  for (const LineFormat& format : kLineFormats)
+    EXPECT_NE(list.find(format.shown), std::string::npos) << format.shown;
+}
+
+TEST(LineFormats, EachMarkerReachesItsParser) {
+  // A MaxText step line with a prefix and nothing else: the run has its step.
+  RunLogParser parser("m.log");
+  parser.feed(
+      "I1204 12:00:00.1 train.py:1] completed step: 3, seconds: 2.5, TFLOP/s/device: 1, "
+      "loss: 1.0",
+      1);
+  RunLog log = parser.finish();
+  ASSERT_EQ(log.steps.size(), 1u);
+  EXPECT_EQ(log.steps.front().seconds_from, "completed step");
 }
 
 }  // namespace

@@ -5,9 +5,13 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "payload/payload_test_util.h"
 #include "rtb/base/error.h"
+#include "rtb/base/io.h"
 #include "rtb/base/outcome.h"
 #include "rtb/payload/builder.h"
 
@@ -369,6 +373,14 @@ TEST_F(VerifyTest, ArraysDisagreeingWithTheRecordFail) {
   EXPECT_THAT(report.check("shapes")->examples.at(0),
               HasSubstr("payload_settings records rows 4, the arrays have 3"));
   EXPECT_THAT(report.check("fields")->examples.at(0), HasSubstr("records old_logps false"));
+}
+
+TEST(CheckNames, DocsNameEveryCheck) {
+  std::string docs = read_file(RTB_TESTDATA_DIR "/../docs/check-payload.md");
+  std::vector<std::string_view> names = check_names();
+  EXPECT_GE(names.size(), 12u);
+  for (std::string_view name : names)
+    EXPECT_NE(docs.find("`" + std::string(name) + "`"), std::string::npos) << name;
 }
 
 }  // namespace

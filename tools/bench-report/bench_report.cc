@@ -38,15 +38,17 @@ constexpr const char* kExamples = R"(  bench-report ctl.log variant.log
 int bench_report_main(int argc, char** argv) {
   Tool tool(
       {"bench-report",
-       "Reads bench driver logs (BENCH_STEP, BENCH_SUMMARY, TRAINER_STEP_TIMING) and e2e "
-       "orchestrator logs (TRAINER_STEP_TIMING, `Train step N - ...`, [StepMetrics step=N]), with "
-       "any line prefix, and reports seconds per optimizer step, the regular micro-batch time, "
-       "tokens/s/chip (padded and real) and the trainer's micro-batch timeline per run; "
-       "micro-batch times timed differently (device vs dispatch) are not compared; each run "
-       "against the first (the control) with a seeded bootstrap interval and a verdict, and any "
-       "set-up difference (staging, replays, weights, ...) named beside it; and the numerics "
-       "gates of a variant against two references. Exit 1 when a gate fails or "
-       "--fail-if-slower, --require-no-drops or --require-same-setup trips.",
+       "Reads bench driver, e2e orchestrator and MaxText logs by these lines, with any line "
+       "prefix: " +
+           logs::steplog::line_format_list() +
+           "; and reports seconds per optimizer step, the regular micro-batch time, "
+           "tokens/s/chip (padded and real) and the trainer's micro-batch timeline per run; "
+           "micro-batch times timed differently (device vs dispatch) are not compared; each run "
+           "against the first (the control) with a seeded bootstrap interval and a verdict, and "
+           "any "
+           "set-up difference (staging, replays, weights, ...) named beside it; and the numerics "
+           "gates of a variant against two references. Exit 1 when a gate fails or "
+           "--fail-if-slower, --require-no-drops or --require-same-setup trips.",
        kExamples});
   CLI::App& app = tool.app();
   std::vector<std::string> runs, control_pair, numerics, limits, metrics;

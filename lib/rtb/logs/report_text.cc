@@ -186,9 +186,11 @@ void format_setups(const Report& report, std::string& out) {
 
 void format_numerics(const NumericsReport& numerics, std::string& out) {
   const NumericsResult& result = numerics.result;
-  out +=
-      fmt::format("\nnumerics: {} against the references {} and {} (steps {})\n", numerics.variant,
-                  numerics.reference_a, numerics.reference_b, compress(result.steps));
+  // A blank line separates it from the runs' tables, when there are any before it.
+  if (!out.empty()) out += "\n";
+  out += fmt::format("numerics: {} against the references {} and {} (steps {})\n",
+                     numerics.variant, numerics.reference_a, numerics.reference_b,
+                     compress(result.steps));
   TextTable table({"gate", "metric", "kind", "variant", "references' own", "limit", "limit from",
                    "worst step", "result"},
                   {true, true, true, false, false, false, true, false, true});

@@ -383,25 +383,47 @@ StepRecord& RunLogParser::record(std::int64_t step, std::size_t number) {
   return record;
 }
 
+std::string line_format_list() {
+  std::string out;
+  for (const LineFormat& format : kLineFormats) {
+    if (!out.empty()) out += ", ";
+    out += format.shown;
+  }
+  return out;
+}
+
 void RunLogParser::feed(std::string_view line, std::size_t number) {
   log_.lines = number;
-  constexpr auto npos = std::string_view::npos;
-  std::size_t at;
-  // One marker per line; the first found wins. The order puts the machine lines first.
-  if ((at = line.find("TRAINER_STEP_TIMING step=")) != npos) {
-    parse_timing(line.substr(at + 25), number);
-  } else if ((at = line.find("BENCH_STEP {")) != npos) {
-    parse_bench_step(line.substr(at + 11), number);
-  } else if ((at = line.find("BENCH_SUMMARY {")) != npos) {
-    parse_summary(line.substr(at + 14), number);
-  } else if ((at = line.find("[StepMetrics step=")) != npos) {
-    parse_step_metrics(line.substr(at + 18), number);
-  } else if ((at = line.find("completed step: ")) != npos) {
-    parse_completed_step(line.substr(at + 16), number);
-  } else if ((at = line.find("Train step ")) != npos) {
-    parse_train_step(line.substr(at + 11), number);
-  } else if (line.find("[TrainerBench] ") != npos || line.find("bench_driver: failed: ") != npos) {
-    parse_driver_line(line);
+  for (const LineFormat& format : kLineFormats) {
+    std::size_t at = line.find(format.marker);
+    if (at == std::string_view::npos) continue;
+    // What follows the marker; a JSON object from its opening brace.
+    std::size_t skip = format.marker.size() - (format.marker.ends_with('{') ? 1 : 0);
+    std::string_view rest = line.substr(at + skip);
+    switch (format.kind) {
+      case LineKind::kTiming:
+        parse_timing(rest, number);
+        break;
+      case LineKind::kBenchStep:
+        parse_bench_step(rest, number);
+        break;
+      case LineKind::kSummary:
+        parse_summary(rest, number);
+        break;
+      case LineKind::kStepMetrics:
+        parse_step_metrics(rest, number);
+        break;
+      case LineKind::kCompletedStep:
+        parse_completed_step(rest, number);
+        break;
+      case LineKind::kTrainStep:
+        parse_train_step(rest, number);
+        break;
+      case LineKind::kDriver:
+        parse_driver_line(line);
+        break;
+    }
+    return;
   }
 }
 

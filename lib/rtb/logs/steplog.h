@@ -56,6 +56,39 @@ inline constexpr std::size_t kMaxMicrobatchesPerStep = 4096;
 // parse_value() refuses a longer text (4096 micro-batch times and the metrics fit in ~100 KB).
 inline constexpr std::size_t kMaxValueBytes = 1 << 20;
 
+// ---- The lines read: one table ----------------------------------------------------------------
+// Each marker the parser looks for, in the order it tries them (one marker per line, the first
+// found wins; the machine lines come first), with how bench-report's --help and docs name it.
+// The --help, the fuzz dictionary (fuzz/dicts/steplog.dict) and docs/bench-report.md are checked
+// against this table.
+enum class LineKind {
+  kTiming,
+  kBenchStep,
+  kSummary,
+  kStepMetrics,
+  kCompletedStep,
+  kTrainStep,
+  kDriver
+};
+struct LineFormat {
+  LineKind kind;
+  std::string_view marker;  // found anywhere in a line
+  std::string_view shown;   // how --help names the line
+};
+inline constexpr LineFormat kLineFormats[] = {
+    {LineKind::kTiming, "TRAINER_STEP_TIMING step=", "TRAINER_STEP_TIMING"},
+    {LineKind::kBenchStep, "BENCH_STEP {", "BENCH_STEP"},
+    {LineKind::kSummary, "BENCH_SUMMARY {", "BENCH_SUMMARY"},
+    {LineKind::kStepMetrics, "[StepMetrics step=", "[StepMetrics step=N]"},
+    {LineKind::kCompletedStep, "completed step: ", "MaxText's `completed step: N, seconds: S`"},
+    {LineKind::kTrainStep, "Train step ", "`Train step N - ...`"},
+    {LineKind::kDriver, "[TrainerBench] ", "the driver's [TrainerBench] lines"},
+    {LineKind::kDriver, "bench_driver: failed: ", "`bench_driver: failed:`"},
+};
+
+// The lines of kLineFormats as --help names them, joined by ", ".
+std::string line_format_list();
+
 // ---- The JSON and Python-literal payloads of those lines (rtb/base/literal.h) -----------------
 
 // Parses the one value that `text` holds (whitespace around it allowed): JSON as json.dumps writes

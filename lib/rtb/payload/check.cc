@@ -84,6 +84,16 @@ constexpr FieldSpec kFieldSpecs[] = {
     {"payload_settings", DType::kUInt8, Kind::kBytes, false},  // read by the caller
 };
 
+}  // namespace
+
+std::vector<std::string_view> check_names() {
+  std::vector<std::string_view> names;
+  for (const CheckInfo& info : kCheckInfo) names.emplace_back(info.name);
+  return names;
+}
+
+namespace {
+
 class Recorder {
  public:
   explicit Recorder(int max_examples) : max_examples_(max_examples) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rtb/base/outcome.h"
@@ -60,6 +61,10 @@ struct VerifyFlags {
 VerifyOptions resolve_verify_options(const VerifyFlags& flags,
                                      const std::optional<PayloadSettings>& recorded,
                                      VerifyOptions base, std::string* targets_source);
+
+// The names of every check verify runs ("fields", "dtypes", ... "routing_targets"), in report
+// order: the one list the reports, the docs and the tests count.
+std::vector<std::string_view> check_names();
 
 struct CheckResult {
   std::string name;  // "fields", "routing", ...
