@@ -22,6 +22,7 @@ Deterministic: run from the repository root with
 """
 import json
 import os
+from typing import Dict, List
 
 OUT = "testdata/secrets"
 
@@ -99,22 +100,22 @@ def dryrun(wandb_key, github_token, max_seq_token):
                       f'WANDB_RUN_NAME="abtest"{gap}WANDB_API_KEY={WANDB_KEY}{gap}', orch, train)
   train = text.index("\n  name: abtest-train\n")
   text = replace_once(
-      text, '--wandb_run_name="abtest"', f'--wandb_run_name="abtest"{gap}--judge_api_key={JUDGE_KEY}'
+      text, '--wandb_run_name="abtest"',
+      f'--wandb_run_name="abtest"{gap}--judge_api_key={JUDGE_KEY}'
       f'{gap}--reasoning_start_token="<think>"{gap}--solution_end_token="</answer>"', orch, train)
   train = text.index("\n  name: abtest-train\n")
   roll = text.index("\n  name: abtest-roll\n")
   # Trainer pod spec: a pull secret by name.
-  text = replace_once(text, "            serviceAccountName: xpk-sa\n",
-                      "            serviceAccountName: xpk-sa\n"
-                      "            imagePullSecrets: [{name: regcred}]\n", train,
-                      text.index("\n  - name: pw-node\n", train))
+  text = replace_once(
+      text, "            serviceAccountName: xpk-sa\n", "            serviceAccountName: xpk-sa\n"
+      "            imagePullSecrets: [{name: regcred}]\n", train,
+      text.index("\n  - name: pw-node\n", train))
   roll = text.index("\n  name: abtest-roll\n")
   # Trainer script: an exported token and a multi-line heredoc holding a PEM private key.
   ind = " " * 18
   pem = "".join(f"{ind}{line}\n" for line in PEM_LINES)
   text = replace_once(
-      text, f"{ind}trap _sigterm SIGTERM\n\n",
-      f"{ind}trap _sigterm SIGTERM\n\n"
+      text, f"{ind}trap _sigterm SIGTERM\n\n", f"{ind}trap _sigterm SIGTERM\n\n"
       f"{ind}export HF_TOKEN={HF_TOKEN}\n"
       f"{ind}mkdir -p /root/.ssh\n"
       f"{ind}cat > /root/.ssh/id_ed25519 <<'EOF'\n"
@@ -168,8 +169,9 @@ def cred(name, value, where, printed=True, artifacts=()):
   (so --show-secrets shows it; false: no tool echoes that line, and it must still never leak);
   `artifacts`, the runnable outputs that carry it today (render-bench's JobSet and preflight Job,
   aot-check's script) and must keep its real value."""
-  return {"name": name, "value": value, "where": where, "printed": printed,
-          "artifacts": list(artifacts)}
+  return {
+      "name": name, "value": value, "where": where, "printed": printed, "artifacts": list(artifacts)
+  }
 
 
 ALL_ARTIFACTS = ("jobset", "preflight", "aot_script")
@@ -178,8 +180,9 @@ BENCH_ARTIFACTS = ("jobset", "preflight")
 
 def dryrun_credentials(wandb_key, github_token):
   return [
-      cred("HF_TOKEN", HF_TOKEN, "trainer script: export HF_TOKEN= (the bench client replaces "
-           "the script: only diff-renders' line diff of the script shows it)"),
+      cred(
+          "HF_TOKEN", HF_TOKEN, "trainer script: export HF_TOKEN= (the bench client replaces "
+          "the script: only diff-renders' line diff of the script shows it)"),
       cred("WANDB_API_KEY", wandb_key,
            "trainer startup env (and, value of A, orchestrator startup env)",
            artifacts=ALL_ARTIFACTS),
@@ -195,8 +198,8 @@ def dryrun_credentials(wandb_key, github_token):
       cred("OPENAI_API_KEY", OPENAI_KEY,
            "trainer argv --rollout_env_json='{\"OPENAI_API_KEY\": ...}' (JSON-quoted)",
            artifacts=BENCH_ARTIFACTS),
-      cred("GITHUB_TOKEN", github_token,
-           "trainer main container env list (- name: / value:)", artifacts=BENCH_ARTIFACTS),
+      cred("GITHUB_TOKEN", github_token, "trainer main container env list (- name: / value:)",
+           artifacts=BENCH_ARTIFACTS),
       cred("--judge_api_key", JUDGE_KEY, "orchestrator argv (the bench's ORCH_ARGV)",
            artifacts=BENCH_ARTIFACTS),
       cred("PRIVATE KEY", PEM_LINES[0],
@@ -210,8 +213,9 @@ def config_log(hf_access_token, max_tokens, chunks, reasoning_start):
   with open("testdata/configlog_trainer_node.log", encoding="utf-8") as f:
     lines = f.read().split("\n")
   assert lines[-1] == ""
-  params = {}
-  head, tail = [], []
+  params: Dict[str, str] = {}
+  head: List[str] = []
+  tail: List[str] = []
   for line in lines[:-1]:
     at = line.find("[TrainerNode] Config param ")
     if at < 0:
@@ -225,8 +229,7 @@ def config_log(hf_access_token, max_tokens, chunks, reasoning_start):
       "gcp_credentials": CFG_GCP_CREDENTIALS,
       "google_auth_provider": "gke",
       "hf_access_token": hf_access_token,
-      "hf_train_files":
-          f"https://hf-reader:{CFG_URL_PASSWORD}@hf-mirror.example.com/datasets/train-*.parquet",
+      "hf_train_files": f"https://hf-reader:{CFG_URL_PASSWORD}@hf-mirror.example.com/datasets/train-*.parquet",
       "max_tokens": max_tokens,
       "num_moe_token_chunks": chunks,
       "reasoning_start_token": reasoning_start,
@@ -256,9 +259,10 @@ def config_log(hf_access_token, max_tokens, chunks, reasoning_start):
 def config_credentials(hf_access_token):
   return [
       cred("hf_access_token", hf_access_token, "Config param"),
-      cred("hf_token", CFG_HF_TOKEN_ARG,
-           "Parsed args: Namespace(hf_token='...'), the echoed launch command and an export "
-           "line (no tool echoes those lines)", printed=False),
+      cred(
+          "hf_token", CFG_HF_TOKEN_ARG,
+          "Parsed args: Namespace(hf_token='...'), the echoed launch command and an export "
+          "line (no tool echoes those lines)", printed=False),
       cred("wandb_api_key", CFG_WANDB_KEY,
            "Config param, and the echoed launch command (--wandb_api_key VALUE)"),
       cred("aws_access_key_id", CFG_AWS_ID, "Config param (AKIA shape), and an export line"),
@@ -315,7 +319,8 @@ def bench_log():
       "solution_end_token=</answer>")
   summary["stage_boundary"]["source"] = f"STAGE_BOUNDARY=off SESSION_KEY={BENCH_SESSION_KEY}"
   summary["choices"]["logps_chunk_size"]["source"] = (
-      f"run_trainer_node.main passes TrainerWorker(logps_chunk_size=) --openai_api_key={BENCH_OPENAI_KEY}")
+      f"run_trainer_node.main passes TrainerWorker(logps_chunk_size=) --openai_api_key={BENCH_OPENAI_KEY}"
+  )
   text = (text[:summary_at] + "BENCH_SUMMARY " + json.dumps(summary, separators=(",", ":")) +
           text[line_end:])
   # A TRAINER_STEP_TIMING that could not be read, a cut BENCH_STEP line, and the driver's failure
@@ -326,8 +331,9 @@ def bench_log():
   done = text.index("[TrainerBench] ab-secrets: done")
   text = (text[:done] + 'BENCH_STEP {"step":5,"seconds":90.7,"note":"upload with '
           f'{BENCH_MALFORMED_AWS_ID}\n' + text[done:])
-  text += (f"bench_driver: failed: HTTPError: 401 Client Error: Unauthorized for url: "
-           f"https://huggingface.co/api/models/Qwen/Qwen3.5-397B-A17B?token={BENCH_FAILURE_TOKEN}\n")
+  text += (
+      f"bench_driver: failed: HTTPError: 401 Client Error: Unauthorized for url: "
+      f"https://huggingface.co/api/models/Qwen/Qwen3.5-397B-A17B?token={BENCH_FAILURE_TOKEN}\n")
   return text
 
 
@@ -336,8 +342,7 @@ BENCH_CREDENTIALS = [
          "BENCH_SUMMARY weights.path, password of https://ckpt-reader:PASSWORD@..."),
     cred("HF_TOKEN", BENCH_HF_TOKEN, "BENCH_SUMMARY weights.why"),
     cred("--hf_access_token", BENCH_HF_ACCESS_TOKEN, "BENCH_SUMMARY update_path.why"),
-    cred("--wandb_api_key", BENCH_WANDB_KEY,
-         "BENCH_SUMMARY update_path.why (--name value form)"),
+    cred("--wandb_api_key", BENCH_WANDB_KEY, "BENCH_SUMMARY update_path.why (--name value form)"),
     cred("PROFILE_DIR", BENCH_PROFILER_PASSWORD,
          "BENCH_SUMMARY profiler.why, password of https://xprof:PASSWORD@..."),
     cred("GITHUB_TOKEN", BENCH_GITHUB_TOKEN,
@@ -352,9 +357,10 @@ BENCH_CREDENTIALS = [
     cred("AKIA", BENCH_MALFORMED_AWS_ID,
          "a cut (malformed) BENCH_STEP line (bench-report warns without quoting it)",
          printed=False),
-    cred("Bearer", BENCH_TIMING_SLACK,
-         "TRAINER_STEP_TIMING step=2 unavailable: line, xoxb- shape (bench-report warns "
-         "without quoting it)", printed=False),
+    cred(
+        "Bearer", BENCH_TIMING_SLACK,
+        "TRAINER_STEP_TIMING step=2 unavailable: line, xoxb- shape (bench-report warns "
+        "without quoting it)", printed=False),
 ]
 BENCH_MUST_PRINT = [
     ["num_moe_token_chunks", "2"],
@@ -386,8 +392,10 @@ def main():
       f.write(text)
   with open(os.path.join(OUT, "bench_credentials_error.log"), "w", encoding="utf-8") as f:
     f.write(bench_error_log())
-  b_must_print = [pair if pair[0] != "--max_seq_token_per_tpu" else [pair[0], "32768"]
-                  for pair in DRYRUN_MUST_PRINT]
+  b_must_print = [
+      pair if pair[0] != "--max_seq_token_per_tpu" else [pair[0], "32768"]
+      for pair in DRYRUN_MUST_PRINT
+  ]
   planted = {
       "about": "Written by make_fixtures.py: per fixture, the credential values planted in it "
                "(none may print in a report, explanation, diff, log or error; --show-secrets "
@@ -399,9 +407,9 @@ def main():
               "must_print": DRYRUN_MUST_PRINT,
           },
           "launch_dryrun_credentials_b.txt": {
-              "credentials": dryrun_credentials(WANDB_KEY_B, GITHUB_TOKEN_B) +
-                             [cred("WANDB_API_KEY", WANDB_KEY,
-                                   "orchestrator startup env (unchanged from A)")],
+              "credentials":
+                  dryrun_credentials(WANDB_KEY_B, GITHUB_TOKEN_B) +
+                  [cred("WANDB_API_KEY", WANDB_KEY, "orchestrator startup env (unchanged from A)")],
               "must_print": b_must_print,
           },
           "maxtext_config_credentials.log": {
@@ -418,29 +426,34 @@ def main():
           },
           "bench_credentials_error.log": {
               # bench-report stops at the summary line: only the error prints.
-              "credentials": [cred("profiler.by", BENCH_ERROR_TOKEN,
-                                   "BENCH_SUMMARY profiler.by (an enum: bench-report refuses "
-                                   "the line and quotes the value)")] +
-                             [dict(c, printed=False) for c in BENCH_CREDENTIALS],
+              "credentials": [
+                  cred(
+                      "profiler.by", BENCH_ERROR_TOKEN,
+                      "BENCH_SUMMARY profiler.by (an enum: bench-report refuses "
+                      "the line and quotes the value)")
+              ] + [dict(c, printed=False) for c in BENCH_CREDENTIALS],
               "must_print": [],
           },
       },
       # Credentials the tests give on command lines (knobs, error paths) and in inputs they
       # derive from the fixtures: none may print either, except in a runnable artifact.
       "command_line": [
-          cred("hf_access_token", KNOB_HF_ACCESS_TOKEN, "render-bench/aot-check --maxtext-flag "
-               "hf_access_token=VALUE (--explain shows the change)", artifacts=ALL_ARTIFACTS),
+          cred(
+              "hf_access_token", KNOB_HF_ACCESS_TOKEN, "render-bench/aot-check --maxtext-flag "
+              "hf_access_token=VALUE (--explain shows the change)", artifacts=ALL_ARTIFACTS),
           cred("--hf_token", KNOB_HF_TOKEN, "render-bench --trainer-arg=--hf_token=VALUE",
                artifacts=BENCH_ARTIFACTS),
-          cred("--judge_api_key", KNOB_JUDGE_KEY,
-               "render-bench --orch-arg=--judge_api_key=VALUE", artifacts=BENCH_ARTIFACTS),
+          cred("--judge_api_key", KNOB_JUDGE_KEY, "render-bench --orch-arg=--judge_api_key=VALUE",
+               artifacts=BENCH_ARTIFACTS),
           cred("WANDB_API_KEY", KNOB_WANDB_KEY, "render-bench --driver-env WANDB_API_KEY=VALUE",
                artifacts=BENCH_ARTIFACTS),
-          cred("hf_token", ERROR_HF_TOKEN, "error paths: render-bench --maxtext-replace "
-               "hf_token=VALUE (not in MAXTEXT_EXTRA_FLAGS), --maxtext-flag VALUE, aot-check "
-               "--compile-key VALUE, diff-renders --rename VALUE"),
-          cred("--max_seq_token_per_tpu", ERROR_ARGV_TOKEN, "a copy of the DRY_RUN whose "
-               "trainer --max_seq_token_per_tpu is VALUE: aot-check refuses it and quotes it"),
+          cred(
+              "hf_token", ERROR_HF_TOKEN, "error paths: render-bench --maxtext-replace "
+              "hf_token=VALUE (not in MAXTEXT_EXTRA_FLAGS), --maxtext-flag VALUE, aot-check "
+              "--compile-key VALUE, diff-renders --rename VALUE"),
+          cred(
+              "--max_seq_token_per_tpu", ERROR_ARGV_TOKEN, "a copy of the DRY_RUN whose "
+              "trainer --max_seq_token_per_tpu is VALUE: aot-check refuses it and quotes it"),
       ],
       "differences": [
           {
@@ -456,8 +469,7 @@ def main():
               "a": "maxtext_config_credentials.log",
               "b": "maxtext_config_credentials_b.log",
               "secrets_changed": [
-                  {"name": "hf_access_token", "a": CFG_HF_ACCESS_TOKEN,
-                   "b": CFG_HF_ACCESS_TOKEN_B},
+                  {"name": "hf_access_token", "a": CFG_HF_ACCESS_TOKEN, "b": CFG_HF_ACCESS_TOKEN_B},
               ],
               "must_print_changed": [["max_tokens", "8192", "4096"],
                                      ["num_moe_token_chunks", "2", "4"],
