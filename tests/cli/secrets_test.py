@@ -294,6 +294,12 @@ def runs(tmp: str) -> List[Run]:
             [br, BENCH_CONTROL, bench, "--json", "-o", "{out}/report.json"], 0, [BENCH],
             files={"report": "{out}/report.json"}, secret_channels=["file:report"],
             nonempty=["file:report"]),
+        Run("bench-report --control-pair",
+            [br, BENCH_CONTROL, bench, "--control-pair", BENCH_CONTROL, bench], 0, [BENCH],
+            secret_channels=["stdout", "stderr"], nonempty=["stdout", "stderr"]),
+        Run("bench-report error --numerics (weights differ)",
+            [br, "--numerics", BENCH_CONTROL, BENCH_CONTROL, bench], 2, [BENCH],
+            secret_channels=stderr, nonempty=stderr),
         Run("bench-report error", [br, fixture(BENCH_ERROR)], 2, [BENCH_ERROR],
             secret_channels=stderr, nonempty=stderr),
         # --- aot-summarize: it reads MaxText logs, and finds no memory analysis in this one -----
