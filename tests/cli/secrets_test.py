@@ -172,6 +172,8 @@ def runs(tmp: str) -> List[Run]:
     chunks_2_4 = [("num_moe_token_chunks", "2"), ("num_moe_token_chunks", "4")]
     e2e_a = pairs(DRYRUN, "TOKENIZER_PATH", "reasoning_start_token", "solution_end_token",
                   "max_tokens", "imagePullSecrets")
+    e2e_b = pairs(DRYRUN_B, "TOKENIZER_PATH", "reasoning_start_token", "solution_end_token",
+                  "max_tokens", "imagePullSecrets")
     aot_pairs = pairs(DRYRUN, "TOKENIZER_PATH", "num_moe_token_chunks")
     config_a_b = (pairs(CONFIG, "max_tokens", "num_moe_token_chunks", "reasoning_start_token") +
                   pairs(CONFIG_B, "max_tokens", "num_moe_token_chunks", "reasoning_start_token"))
@@ -180,6 +182,8 @@ def runs(tmp: str) -> List[Run]:
         "google_auth_provider", "tokenizer_path"
     ]
     config_b_only = ["num_moe_token_chunks"] + config_only
+    chunks_render_b_log_b = (pairs(DRYRUN_B, "num_moe_token_chunks") +
+                             pairs(CONFIG_B, "num_moe_token_chunks"))
     bench_all = pairs(BENCH)
     stdout, stderr = ["stdout"], ["stderr"]
     return [
@@ -227,7 +231,8 @@ def runs(tmp: str) -> List[Run]:
             secret_channels=stdout, must_print={"stdout": e2e_a}),
         Run("diff-renders e2e A --json", [dr, LAUNCH_DRYRUN, a, "--json"], 1, [DRYRUN],
             secret_channels=stdout, must_print={"stdout": e2e_a}),
-        Run("diff-renders e2e B", [dr, LAUNCH_DRYRUN, b], 1, [DRYRUN_B], secret_channels=stdout),
+        Run("diff-renders e2e B", [dr, LAUNCH_DRYRUN, b], 1, [DRYRUN_B], secret_channels=stdout,
+            must_print={"stdout": e2e_b}),
         Run("diff-renders --expect-bench A bench --show-allowed",
             [dr, "--expect-bench", a, bench_yaml, "--show-allowed"], 0, [DRYRUN],
             secret_channels=stdout),
@@ -255,6 +260,8 @@ def runs(tmp: str) -> List[Run]:
             secret_channels=stdout, must_print={"stdout": pairs(CONFIG_B, *config_b_only)}),
         Run("diff-configs render log", [dc, a, cfg, "-v"], 1, [DRYRUN, CONFIG],
             secret_channels=stdout, nonempty=["stdout", "stderr"]),
+        Run("diff-configs render_b log_b", [dc, b, cfg_b], 1, [DRYRUN_B, CONFIG_B],
+            secret_channels=stdout, must_print={"stdout": chunks_render_b_log_b}),
         Run("diff-configs bench log --json", [dc, knob_yaml, cfg, "--json"], 1, [CONFIG],
             secret_channels=stdout, must_print={"stdout": chunks_2_4}),
         Run("diff-configs --list-dumps -v", [dc, cfg, "--list-dumps", "-v"], 0, [CONFIG]),
@@ -511,6 +518,19 @@ class SecretsTest(TempDirTestCase):
                         with self.subTest(run=run.label, channel=channel, show=show, name=name,
                                           value=value):
                             self.assertRegex(texts[channel], must_print_pattern(name, value))
+
+    def test_d_every_pair_is_checked_in_a_report(self):
+        """The test's own coverage: each fixture's must-print pairs are checked in some report
+        (not only in an artifact) of a run that reads that fixture."""
+        for name, data in FIXTURES.items():
+            checked = {
+                pair
+                for run in self.all_runs if name in run.fixtures
+                for channel, wanted in run.must_print.items() if channel in run.reports()
+                for pair in wanted
+            }
+            with self.subTest(fixture=name):
+                self.assertEqual([p for p in MP[name] if p not in checked], [])
 
     # --- (e) ------------------------------------------------------------------------------------
     def fingerprints_on_lines(self, text: str, word: str) -> List[str]:
