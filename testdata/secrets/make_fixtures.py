@@ -381,7 +381,7 @@ def bench_error_log():
 def main():
   files = {
       "launch_dryrun_credentials.txt": dryrun(WANDB_KEY, GITHUB_TOKEN, "65536"),
-      "launch_dryrun_credentials_b.txt": dryrun(WANDB_KEY_B, GITHUB_TOKEN_B, "32768"),
+      "launch_dryrun_credentials_b.txt": dryrun(WANDB_KEY_B, GITHUB_TOKEN_B, "131072"),
       "maxtext_config_credentials.log": config_log(CFG_HF_ACCESS_TOKEN, "8192", "2", "<think>"),
       "maxtext_config_credentials_b.log": config_log(CFG_HF_ACCESS_TOKEN_B, "4096", "4",
                                                      "<reasoning>"),
@@ -393,7 +393,7 @@ def main():
   with open(os.path.join(OUT, "bench_credentials_error.log"), "w", encoding="utf-8") as f:
     f.write(bench_error_log())
   b_must_print = [
-      pair if pair[0] != "--max_seq_token_per_tpu" else [pair[0], "32768"]
+      pair if pair[0] != "--max_seq_token_per_tpu" else [pair[0], "131072"]
       for pair in DRYRUN_MUST_PRINT
   ]
   planted = {
@@ -463,7 +463,7 @@ def main():
                   {"name": "WANDB_API_KEY", "a": WANDB_KEY, "b": WANDB_KEY_B},
                   {"name": "GITHUB_TOKEN", "a": GITHUB_TOKEN, "b": GITHUB_TOKEN_B},
               ],
-              "must_print_changed": [["--max_seq_token_per_tpu", "65536", "32768"]],
+              "must_print_changed": [["--max_seq_token_per_tpu", "65536", "131072"]],
           },
           {
               "a": "maxtext_config_credentials.log",

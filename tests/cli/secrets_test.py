@@ -168,7 +168,8 @@ def runs(tmp: str) -> List[Run]:
     # What the knobs replace in the render: its artifacts hold the knobs' values instead.
     knobs_replace = [value(DRYRUN, "hf_access_token"), value(DRYRUN, "--judge_api_key")]
     dry_all = pairs(DRYRUN)
-    max_seq_a_b = [("--max_seq_token_per_tpu", "65536"), ("--max_seq_token_per_tpu", "32768")]
+    max_seq_a_b = [(name, v) for name, va, vb in PLANTED["differences"][0]["must_print_changed"]
+                   for v in (va, vb)]
     chunks_2_4 = [("num_moe_token_chunks", "2"), ("num_moe_token_chunks", "4")]
     e2e_a = pairs(DRYRUN, "TOKENIZER_PATH", "reasoning_start_token", "solution_end_token",
                   "max_tokens", "imagePullSecrets")
@@ -207,6 +208,10 @@ def runs(tmp: str) -> List[Run]:
             0, [DRYRUN], files={"preflight": "{out}/pf.yaml"},
             artifacts={"file:preflight": "preflight"}, must_print={"file:preflight": dry_all},
             nonempty=["file:preflight"]),
+        Run("render-bench B stdout", [rb, b, "--name", "ab-b"], 0, [DRYRUN_B],
+            artifacts={"stdout": "jobset"}, must_print={"stdout": pairs(DRYRUN_B)}),
+        Run("render-bench B --preflight", [rb, b, "--name", "ab-b", "--preflight"], 0, [DRYRUN_B],
+            artifacts={"stdout": "preflight"}),
         Run("render-bench --print-driver", [rb, "--print-driver"], 0, [],
             artifacts={"stdout": "driver"}),
         Run("render-bench error --maxtext-replace",
@@ -272,6 +277,7 @@ def runs(tmp: str) -> List[Run]:
         Run("aot-check --print -o", [aot, a, "--print", "-o", "{out}/aot.sh"], 0, [DRYRUN],
             files={"aot_script": "{out}/aot.sh"}, artifacts={"file:aot_script": "aot_script"},
             must_print={"file:aot_script": aot_pairs}, nonempty=["file:aot_script"]),
+        Run("aot-check B", [aot, b], 0, [DRYRUN_B], artifacts={"stdout": "aot_script"}),
         Run("aot-check --json", [aot, a, "--json"], 0, [DRYRUN], secret_channels=stdout,
             must_print={"stdout": aot_pairs}),
         Run("aot-check knob --explain", [
@@ -499,6 +505,18 @@ class SecretsTest(TempDirTestCase):
                         self.assertTrue(wanted)
                         self.assertEqual([v for v in wanted if v not in text], [],
                                          f"the {kind} lost real values")
+
+    def test_c_every_artifact_is_checked(self):
+        """The test's own coverage: for each fixture, each artifact that carries one of its
+        credentials is written by some run that reads the fixture."""
+        for name, data in FIXTURES.items():
+            written = {
+                kind
+                for run in self.all_runs if name in run.fixtures for kind in run.artifacts.values()
+            }
+            carried = {kind for c in data["credentials"] for kind in c["artifacts"]}
+            with self.subTest(fixture=name):
+                self.assertEqual(sorted(carried - written), [])
 
     def test_c_print_driver_is_the_driver(self):
         with open(DRIVER, encoding="utf-8") as f:
