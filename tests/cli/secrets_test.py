@@ -331,7 +331,7 @@ DRIVER_ENV = {
     "BENCH_NAME": "ab-sec",
     "PROFILE_DIR": "https://xprof:" + value(BENCH, "PROFILE_DIR") + "@xprof.example.com/ab-sec",
     "NUMERICS_MAXTEXT_FLAGS": "hf_access_token=" + KNOB_HF_TOKEN + " num_moe_token_chunks=2",
-    "HF_TOKEN": ERROR_TOKEN,
+    "HF_TOKEN": ERROR_TOKEN,  # not a driver setting: nothing may print it
 }
 DRIVER_SECRETS = [
     KNOB_HF_ACCESS_TOKEN, KNOB_JUDGE_KEY, KNOB_HF_TOKEN,
@@ -401,9 +401,6 @@ class SecretsTest(TempDirTestCase):
 
     def result(self, label: str, show: bool = False) -> Result:
         return self.results[(label, show)]
-
-    def run_by_label(self, label: str) -> Run:
-        return next(r for r in self.all_runs if r.label == label)
 
     def leaks(self, text: str, values: Sequence[str]) -> List[str]:
         return [v for v in values if v in text]
