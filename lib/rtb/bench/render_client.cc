@@ -1,0 +1,353 @@
+// render-bench: the client script and the driver's environment (render_steps.h).
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "rtb/base/compress.h"
+#include "rtb/base/error.h"
+#include "rtb/base/text.h"
+#include "rtb/bench/driver_settings.h"
+#include "rtb/bench/render_steps.h"
+#include "rtb/bench/render_table.h"
+#include "rtb/bench/trainer_config.h"
+#include "rtb/k8s/diff.h"
+#include "rtb/k8s/flags.h"
+#include "rtb/k8s/shell.h"
+#include "rtb/k8s/yaml.h"
+#include "rtb/payload/routing.h"
+
+namespace rtb::bench {
+namespace render_steps {
+
+namespace {
+
+// What one rollout JobSet sets for the routed-expert setting, with where: its startup argv's last
+// --return_routed_experts (bare: true, argparse's const), --return_routed_experts=V or
+// --return_routed_experts V (argparse's nargs="?" takes the next word; taken here when it is a
+// boolean word) or --no-return_routed_experts (false); else its startup block's
+// RETURN_ROUTED_EXPERTS, else its client container's env list (run_rollout_node's argparse
+// default reads the environment). A blank value is unset: no evidence. A rollout whose startup
+// block cannot be read gives no evidence, with a warning.
+std::optional<std::pair<std::string, std::string>> rollout_routed_experts_of(
+    const k8s::Document& rollout, const std::string& source, std::vector<std::string>& warnings) {
+  k8s::ClientCommand client;
+  try {
+    client = k8s::JobSetView(rollout).client(source);
+  } catch (const Error& e) {
+    warnings.push_back(
+        fmt::format("the rollout's --{} is not read: {}", kRolloutRoutedExpertsFlag, e.message()));
+    return std::nullopt;
+  }
+  auto evidence = [](std::optional<std::pair<std::string, std::string>> found)
+      -> std::optional<std::pair<std::string, std::string>> {
+    if (found && trim(found->first).empty()) return std::nullopt;  // blank: unset
+    return found;
+  };
+  std::optional<std::pair<std::string, std::string>> found;
+  const std::vector<k8s::shell::Word>& words = client.startup.words;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string& word = words[i].value;
+    if (k8s::flag_key(word, k8s::FlagStyle::kDashDash) != kRolloutRoutedExpertsFlag) continue;
+    if (k8s::is_negated(word, k8s::FlagStyle::kDashDash)) {
+      found.emplace("false", word);
+    } else if (auto value = k8s::flag_value(word, k8s::FlagStyle::kDashDash)) {
+      found.emplace(std::string(*value), word);
+    } else if (i + 1 < words.size() && bool_word(words[i + 1].value)) {
+      found.emplace(words[i + 1].value, fmt::format("{} {}", word, words[i + 1].value));
+      ++i;
+    } else {
+      found.emplace("true", word);
+    }
+  }
+  if (found) return evidence(found);
+  for (const k8s::shell::Assignment& assignment : client.startup.env) {
+    if (assignment.name == kRolloutRoutedExpertsEnv)
+      found.emplace(assignment.value, assignment.source);
+  }
+  if (found) return evidence(found);
+  if (auto value = container_env_value(client.container.node, kRolloutRoutedExpertsEnv)) {
+    found.emplace(*value, fmt::format("env {}={}", kRolloutRoutedExpertsEnv, *value));
+  }
+  return evidence(found);
+}
+
+}  // namespace
+
+std::optional<std::string> container_env_value(const YAML::Node& container, std::string_view name) {
+  std::optional<std::string> value;
+  YAML::Node env = k8s::yaml::lookup(container, "env");
+  if (!env.IsSequence()) return value;
+  for (const YAML::Node& item : env) {
+    if (k8s::yaml::scalar_at(item, "name") == std::string(name)) {
+      value = k8s::yaml::scalar_at(item, "value");
+    }
+  }
+  return value;
+}
+
+std::vector<std::pair<std::string, std::string>> orchestrator_driver_env(
+    const k8s::ClientCommand& orchestrator) {
+  std::vector<std::pair<std::string, std::string>> found;
+  for (std::string_view name : kOrchestratorDriverEnv) {
+    std::optional<std::string> value;
+    for (const k8s::shell::Assignment& assignment : orchestrator.startup.env) {
+      if (assignment.name == name) value = assignment.value;
+    }
+    if (!value) value = container_env_value(orchestrator.container.node, name);
+    if (value) found.emplace_back(std::string(name), *value);
+  }
+  return found;
+}
+
+std::string driver_script(const DriverLaunch& launch, std::string driver,
+                          std::string_view tool_version) {
+  if (driver.empty() || driver.back() != '\n') driver += '\n';
+  std::string terminator = heredoc_terminator(driver);
+  std::string title = launch.what;
+  if (!title.empty())
+    title[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(title[0])));
+  std::string script;
+  script += fmt::format(
+      "# {} rendered by render-bench {}: {}.\n"
+      "# PID 1 wrapper: SIGTERM goes to the driver, whose exit code is the container's.\n"
+      "echo \"Program Start: $(date)\"\n"
+      "PID=\n"
+      "_forward_sigterm() {{ if [ -n \"$PID\" ]; then kill -TERM \"$PID\" 2>/dev/null; fi; }}\n"
+      "trap _forward_sigterm TERM\n\n",
+      title, tool_version, launch.purpose);
+  std::string rest = "\n(\n";
+  // One assignment per line; the command shares the last line.
+  for (const std::string& assignment : launch.assignments) rest += "  " + assignment + " \\\n";
+  rest += "  " + fmt::format("{}", fmt::join(launch.command, " "));
+  rest +=
+      "\n) & PID=$!\n\n"
+      "# Poll, so that bash runs the SIGTERM trap promptly.\n"
+      "while kill -0 \"$PID\" 2>/dev/null; do\n"
+      "  sleep 5\n"
+      "done\n"
+      "wait \"$PID\"\n"
+      "EXIT_CODE=$?\n"
+      "echo \"Program End: $(date)\"\n"
+      "echo \"EXIT_CODE=$EXIT_CODE\"\n"
+      "exit $EXIT_CODE\n";
+  // The script reaches bash as one execve() argument, which Linux caps at MAX_ARG_STRLEN. The
+  // driver goes in verbatim when that fits (a reader of the manifest sees it as it is), else
+  // gzip-compressed and base64-encoded, which the pod unpacks with coreutils' base64 and gzip.
+  std::string verbatim =
+      fmt::format("cat > {} <<'{}'\n{}{}\n", kDriverPath, terminator, driver, terminator);
+  if (script.size() + verbatim.size() + rest.size() < kMaxArgumentBytes) {
+    script += verbatim;
+  } else {
+    script += fmt::format(
+        "# The driver, gzip-compressed and base64-encoded: verbatim it would not fit in one "
+        "command\n# argument. `render-bench --print-driver` prints it as text.\n"
+        "base64 -d > {0}.gz <<'{1}' || {{ echo \"cannot decode the bench driver\" >&2; exit 1; }}\n"
+        "{2}{1}\n"
+        "gzip -dc {0}.gz > {0} || {{ echo \"cannot unpack the bench driver\" >&2; exit 1; }}\n",
+        kDriverPath, heredoc_terminator(""), base64_encode(gzip_compress(driver)));
+  }
+  script += rest;
+  if (script.size() >= kMaxArgumentBytes) {
+    fail(
+        "the {} script is {} bytes (driver {} bytes); Linux passes at most {} bytes in one "
+        "command argument: shorten the driver (--driver) or the trainer's environment",
+        launch.what, script.size(), driver.size(), kMaxArgumentBytes - 1);
+  }
+  return script;
+}
+
+void Renderer::set_driver_and_profiler() {
+  const std::string knob = "--profile-window";
+  // What starts the trainer's own profiler (of repeated items, the last one counts).
+  std::vector<std::string> trainer_profiler;
+  std::optional<std::size_t> steps_at = trainer_argv_.find("profiler_steps");
+  bool argv_profiler = steps_at && starts_trainer_profiler(trainer_argv_.items()[*steps_at]);
+  if (argv_profiler) trainer_profiler.push_back(trainer_argv_.items()[*steps_at]);
+  k8s::shell::Assignment* maxtext = env_assignment(kMaxTextFlagsEnv);
+  k8s::FlagList maxtext_flags =
+      k8s::FlagList::parse(maxtext ? maxtext->value : "", k8s::FlagStyle::kKeyValue);
+  std::optional<std::size_t> profiler_at = maxtext_flags.find("profiler");
+  bool maxtext_profiler =
+      profiler_at && starts_maxtext_profiler(maxtext_flags.items()[*profiler_at]);
+  if (maxtext_profiler) {
+    trainer_profiler.push_back(
+        fmt::format("{} {}", kMaxTextFlagsEnv, maxtext_flags.items()[*profiler_at]));
+  }
+  if (!options_.profile_window) {
+    result_.notes.push_back(
+        trainer_profiler.empty()
+            ? "profiler: none (no --profile-window, and the e2e trainer's profiler is off)"
+            : fmt::format("profiler: the trainer's own, as the e2e sets it ({}); the driver traces "
+                          "nothing (no --profile-window)",
+                          fmt::join(trainer_profiler, ", ")));
+    return;
+  }
+  auto [start, count] = *options_.profile_window;
+  checked_setting(driver_setting("PROFILE_WINDOW"), fmt::format("{}:{}", start, count));
+  // One profiler: the driver traces the window (PROFILE_WINDOW), so the trainer's is turned off
+  // where the e2e turns it on, and nothing else of the e2e's profiler settings changes.
+  if (argv_profiler) {
+    edit_flag_list(trainer_argv_, "--profiler_steps=0", knob, client_path(".startup.argv"), false);
+  }
+  if (maxtext_profiler) {
+    std::string path = client_path(".startup.env." + std::string(kMaxTextFlagsEnv));
+    std::string old = maxtext_flags.items()[*profiler_at];
+    maxtext_flags.remove("profiler");
+    record(knob, k8s::path_item(path, "profiler"), old, "");
+    maxtext->value = maxtext_flags.str();
+    edited_env_.insert(std::string(kMaxTextFlagsEnv));
+  }
+  result_.notes.push_back(fmt::format(
+      "profiler: the driver's (PROFILE_WINDOW={}:{}, fwd_bwd calls {}..{}){}", start, count, start,
+      start + count - 1,
+      trainer_profiler.empty() ? "; the e2e trainer's profiler is off"
+                               : fmt::format("; the trainer's own is turned off (was {})",
+                                             fmt::join(trainer_profiler, ", "))));
+}
+
+void Renderer::build_client_command() {
+  std::string trainer_argv = k8s::shell::join(trainer_argv_.items());
+  std::string orch_argv = k8s::shell::join(orch_argv_.items());
+  trainer_env_words_.clear();
+  for (const k8s::shell::Assignment& assignment : env_) {
+    // Unedited assignments are written as the e2e wrote them, so their expansions still happen.
+    if (!edited_env_.count(assignment.name) && !assignment.source.empty()) {
+      trainer_env_words_.push_back(assignment.source);
+    } else {
+      trainer_env_words_.push_back(assignment.name + "=" + k8s::shell::quote(assignment.value));
+    }
+  }
+  driver_setting_words_.clear();
+  for (const auto& [name, value] : driver_environment(options_, trainer_argv, orch_argv,
+                                                      orch_driver_env_, rollout_driver_env_)) {
+    driver_setting_words_.push_back(name + "=" + k8s::shell::quote(value));
+  }
+  DriverLaunch launch{"bench client",
+                      "the trainer program under the bench driver",
+                      trainer_env_words_,
+                      {"python3", std::string(kDriverPath)}};
+  launch.assignments.insert(launch.assignments.end(), driver_setting_words_.begin(),
+                            driver_setting_words_.end());
+  k8s::yaml::set_string(client_.script_node,
+                        driver_script(launch, options_.driver_source, options_.tool_version));
+  std::string old_program = k8s::shell::join(program_);
+  record("render", client_path(".script"), "e2e wrapper",
+         "bench wrapper writing " + std::string(kDriverPath));
+  record("render", client_path(".startup.program"), old_program,
+         "python3 " + std::string(kDriverPath));
+  record("render", client_path(".startup.driver"), "", "driver settings, TRAINER_ARGV, ORCH_ARGV");
+}
+
+}  // namespace render_steps
+
+using render_steps::rollout_routed_experts_of;
+
+std::string heredoc_terminator(std::string_view text) {
+  const std::vector<std::string_view> lines = split_lines(text);
+  auto occurs = [&](const std::string& word) {
+    return std::find(lines.begin(), lines.end(), word) != lines.end();
+  };
+  std::string word = "BENCH_DRIVER_EOF";
+  for (int n = 1; occurs(word); ++n) word = fmt::format("BENCH_DRIVER_EOF_{}", n);
+  return word;
+}
+
+std::optional<std::string> rollout_routed_experts(const std::vector<const k8s::Document*>& rollouts,
+                                                  const std::string& source,
+                                                  std::vector<std::string>& warnings) {
+  std::optional<std::pair<std::string, std::string>> first;
+  std::string first_name;
+  for (const k8s::Document* rollout : rollouts) {
+    auto found = rollout_routed_experts_of(*rollout, source, warnings);
+    if (!found) continue;
+    std::string name = k8s::JobSetView(*rollout).name();
+    if (std::optional<std::string> why =
+            refusal(driver_setting(kRolloutRoutedExpertsSetting), found->first)) {
+      fail_at(source, static_cast<std::int64_t>(rollout->first_line), "rollout JobSet '{}': {}: {}",
+              name, found->second, *why);
+    }
+    if (!first) {
+      first = found;
+      first_name = name;
+    } else if (bool_word(found->first) != bool_word(first->first)) {
+      fail_at(source, static_cast<std::int64_t>(rollout->first_line),
+              "the rollout JobSets disagree on routed experts: '{}' has {}, '{}' has {}",
+              first_name, first->second, name, found->second);
+    }
+  }
+  if (!first) return std::nullopt;
+  return std::string(trim(first->first));
+}
+
+std::vector<std::pair<std::string, std::string>> driver_environment(
+    const RenderOptions& options, const std::string& trainer_argv, const std::string& orch_argv,
+    const std::vector<std::pair<std::string, std::string>>& orch_env,
+    const std::vector<std::pair<std::string, std::string>>& rollout_env) {
+  const DriverSettings& d = options.driver;
+  // The text the driver reads, checked by the table in the words of the setting's option.
+  auto value = [](std::string_view name, const std::string& text) {
+    return checked_setting(driver_setting(name), text);
+  };
+  std::vector<double> targets =
+      d.routing_targets.empty() ? payload::default_routing_targets() : d.routing_targets;
+  std::vector<std::pair<std::string, std::string>> env = {
+      {std::string(k8s::kDriverSettingsStart), options.name},
+      {"STEPS", value("STEPS", std::to_string(d.steps))},
+      {"MICRO_STEPS", value("MICRO_STEPS", std::to_string(d.micro_steps))},
+      {"SEED", value("SEED", std::to_string(d.seed))},
+      {"ROUTING_TARGETS", payload::format_routing_targets_inline(targets)},
+      {"ROUTING_SCALE", value("ROUTING_SCALE", fmt::format("{}", d.routing_scale))},
+      {"LOGP_GATES", d.logp_gates ? "on" : "off"},
+      {"ADVANTAGES", value("ADVANTAGES", d.advantages)},
+  };
+  // Written only when asked for: unset, the driver applies its own default.
+  if (d.pad_position) env.emplace_back("PAD_POSITION", value("PAD_POSITION", *d.pad_position));
+  if (d.pad_align) env.emplace_back("PAD_ALIGN", value("PAD_ALIGN", std::to_string(*d.pad_align)));
+  env.emplace_back("STAGE_BOUNDARY", value("STAGE_BOUNDARY", d.stage_boundary));
+  if (d.routing) env.emplace_back("ROUTING", value("ROUTING", *d.routing));
+  if (d.allow_fallbacks) env.emplace_back("ALLOW_FALLBACKS", "1");
+  if (d.logps_pass) env.emplace_back("LOGPS_PASS", value("LOGPS_PASS", *d.logps_pass));
+  for (const auto& [name, text] : d.other_settings) {
+    const DriverSetting& setting = driver_setting(name);
+    if (!setting.has_option()) fail("internal error: {} has no option of its own", name);
+    env.emplace_back(name, checked_setting(setting, text));
+  }
+  for (const auto& [name, text] : orch_env) env.emplace_back("ORCH_" + name, text);
+  for (const auto& [name, text] : rollout_env) env.emplace_back(name, text);
+  if (options.profile_window) {
+    env.emplace_back("PROFILE_WINDOW",
+                     value("PROFILE_WINDOW", fmt::format("{}:{}", options.profile_window->first,
+                                                         options.profile_window->second)));
+  }
+  // Settings that have their own option are refused in --driver-env even when that option is
+  // absent, so a render never depends on which of the two set them; so are those the render
+  // writes itself. The other settings of the table are checked as the driver will check them.
+  std::set<std::string, std::less<>> written;
+  for (const auto& [name, text] : env) written.insert(name);
+  for (const auto& [name, text] : d.extra_env) {
+    bool valid = !name.empty() && !(name[0] >= '0' && name[0] <= '9');
+    for (char c : name) valid = valid && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+    if (!valid)
+      fail("--driver-env {}={}: '{}' is not an environment variable name", name, text, name);
+    const DriverSetting* setting = find_driver_setting(name);
+    bool own_option = setting && (setting->has_option() || setting->option == "argv");
+    // A bad value of a setting without an option is refused as such, also when the render writes
+    // that setting itself (a copy from the orchestrator or the rollout).
+    if (setting && !own_option) {
+      if (std::optional<std::string> why = refusal(*setting, text))
+        fail("--driver-env {}={}: {}", name, text, *why);
+    }
+    if (written.count(name) || own_option)
+      fail("--driver-env {}: set it with its own option, not --driver-env", name);
+    env.emplace_back(name, text);
+  }
+  env.emplace_back("TRAINER_ARGV", trainer_argv);
+  env.emplace_back("ORCH_ARGV", orch_argv);
+  return env;
+}
+
+}  // namespace rtb::bench

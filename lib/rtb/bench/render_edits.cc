@@ -1,0 +1,414 @@
+// render-bench: the knobs that edit flags and settings (render_steps.h).
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <set>
+
+#include "rtb/base/error.h"
+#include "rtb/bench/render_steps.h"
+#include "rtb/bench/render_table.h"
+#include "rtb/bench/trainer_config.h"
+#include "rtb/k8s/diff.h"
+#include "rtb/k8s/flags.h"
+#include "rtb/k8s/shell.h"
+#include "rtb/k8s/yaml.h"
+
+namespace rtb::bench {
+namespace render_steps {
+
+k8s::shell::Assignment* Renderer::env_assignment(std::string_view name) {
+  // The last assignment of a name is the one bash uses.
+  for (auto it = env_.rbegin(); it != env_.rend(); ++it) {
+    if (it->name == name) return &*it;
+  }
+  return nullptr;
+}
+
+void Renderer::set_env(std::string_view name, const std::string& value, const std::string& knob) {
+  k8s::shell::Assignment* assignment = env_assignment(name);
+  std::string path = client_path(".startup.env") + "." + std::string(name);
+  if (assignment) {
+    if (assignment->value == value) return;
+    record(knob, path, assignment->value, value);
+    assignment->value = value;
+  } else {
+    record(knob, path, "", value);
+    env_.push_back({std::string(name), value, "", false});
+  }
+  edited_env_.insert(std::string(name));
+}
+
+void Renderer::edit_flag_list(k8s::FlagList& list, const std::string& item, const std::string& knob,
+                              const std::string& path, bool must_exist,
+                              std::optional<std::size_t> append_at) {
+  std::string_view key = flag_key(item, list.style());
+  if (key.empty()) {
+    fail(
+        "{} {}: not a flag ({})", knob, item,
+        list.style() == k8s::FlagStyle::kKeyValue ? "KEY=VALUE" : "--KEY=VALUE, --KEY or --no-KEY");
+  }
+  std::optional<std::size_t> at = list.find(key);
+  std::string old_value = at ? list.items()[*at] : "";
+  if (must_exist) {
+    list.replace(item);
+  } else {
+    list.upsert(item, append_at);
+  }
+  if (old_value == item) return;
+  std::string name = (list.style() == k8s::FlagStyle::kDashDash ? "--" : "") + std::string(key);
+  record(knob, k8s::path_item(path, name), old_value, item);
+}
+
+void Renderer::edit_maxtext_flags() {
+  if (options_.maxtext_flags.empty() && options_.maxtext_replace.empty()) return;
+  k8s::shell::Assignment* current = env_assignment(kMaxTextFlagsEnv);
+  if (!current && !options_.maxtext_replace.empty()) {
+    fail("--maxtext-replace {}: the trainer has no MAXTEXT_EXTRA_FLAGS",
+         options_.maxtext_replace.front());
+  }
+  k8s::FlagList flags =
+      k8s::FlagList::parse(current ? current->value : "", k8s::FlagStyle::kKeyValue);
+  std::string path = client_path(".startup.env." + std::string(kMaxTextFlagsEnv));
+  std::size_t before = result_.changes.size();
+  for (const std::string& item : options_.maxtext_replace) {
+    try {
+      edit_flag_list(flags, item, "--maxtext-replace", path, true);
+    } catch (const Error& e) {
+      fail("--maxtext-replace {}: {} in the trainer's MAXTEXT_EXTRA_FLAGS", item, e.message());
+    }
+  }
+  for (const std::string& item : options_.maxtext_flags)
+    edit_flag_list(flags, item, "--maxtext-flag", path, false);
+  if (result_.changes.size() == before) return;
+  if (!current) {
+    // A new variable: record it whole rather than item by item.
+    result_.changes.resize(before);
+    record("--maxtext-flag", path, "", flags.str());
+    env_.push_back({std::string(kMaxTextFlagsEnv), flags.str(), "", false});
+  } else {
+    current->value = flags.str();
+  }
+  edited_env_.insert(std::string(kMaxTextFlagsEnv));
+}
+
+void Renderer::edit_libtpu_flags() {
+  const bool knobs = !options_.libtpu_flags.empty();
+  for (const std::string& item : options_.libtpu_flags) {
+    if (flag_key(item, k8s::FlagStyle::kDashDash).empty()) {
+      fail("--libtpu-flag {}: not a flag (--KEY=VALUE)", item);
+    }
+    // libtpu splits its flag string on blanks, so a value cannot hold one.
+    if (item.find_first_of(" \t\n\r") != std::string::npos) {
+      fail("--libtpu-flag '{}': a libtpu flag cannot contain blanks", item);
+    }
+  }
+  // 1. The client: LIBTPU_INIT_ARGS inside the startup environment.
+  if (knobs) {
+    k8s::shell::Assignment* current = env_assignment(kLibtpuEnv);
+    k8s::FlagList flags =
+        k8s::FlagList::parse(current ? current->value : "", k8s::FlagStyle::kDashDash);
+    std::string path = client_path(".startup.env." + std::string(kLibtpuEnv));
+    std::size_t before = result_.changes.size();
+    for (const std::string& item : options_.libtpu_flags)
+      edit_flag_list(flags, item, "--libtpu-flag", path, false);
+    if (result_.changes.size() != before) {
+      if (current) {
+        current->value = flags.str();
+      } else {
+        result_.changes.resize(before);
+        record("--libtpu-flag", path, "", flags.str());
+        env_.push_back({std::string(kLibtpuEnv), flags.str(), "", false});
+      }
+      edited_env_.insert(std::string(kLibtpuEnv));
+    }
+  }
+  k8s::JobSetView view(bench_);
+  // 2. The pathways proxy: one args item per flag, new ones after the last --xla item.
+  if (auto proxy = view.container(kProxyContainer); proxy && knobs) {
+    YAML::Node args = k8s::yaml::lookup(proxy->node, "args");
+    std::vector<std::string> items;
+    if (args.IsSequence()) {
+      for (const auto& item : args) items.push_back(item.IsScalar() ? item.Scalar() : "");
+    }
+    k8s::FlagList flags(k8s::FlagStyle::kDashDash, items);
+    std::string path = proxy->path() + ".args";
+    for (const std::string& item : options_.libtpu_flags) {
+      std::size_t append_at = flags.items().size();
+      for (std::size_t i = 0; i < flags.items().size(); ++i) {
+        if (flags.items()[i].rfind("--xla", 0) == 0) append_at = i + 1;
+      }
+      edit_flag_list(flags, item, "--libtpu-flag", path, false, append_at);
+    }
+    YAML::Node rebuilt(YAML::NodeType::Sequence);
+    for (std::size_t i = 0; i < flags.items().size(); ++i) {
+      // Keep unchanged items as they were (type and all); new or changed ones are strings.
+      auto old = std::find(items.begin(), items.end(), flags.items()[i]);
+      if (old != items.end() && args.IsSequence()) {
+        rebuilt.push_back(args[static_cast<std::size_t>(old - items.begin())]);
+      } else {
+        rebuilt.push_back(k8s::yaml::string_scalar(flags.items()[i]));
+      }
+    }
+    proxy->node["args"] = rebuilt;
+  } else if (knobs) {
+    result_.warnings.push_back(
+        fmt::format("{}: the trainer JobSet has no {} container; "
+                    "--libtpu-flag reaches the client and workers only",
+                    dryrun_.source, kProxyContainer));
+  }
+  // 3. The pathways workers: always the client's whole libtpu set plus their own extras
+  // (render_table.h bench_worker_libtpu), so a bench never runs workers on other flags.
+  if (auto worker = view.container(kWorkerContainer)) {
+    sync_worker_libtpu(*worker);
+  } else if (knobs) {
+    result_.warnings.push_back(
+        fmt::format("{}: the trainer JobSet has no {} container; "
+                    "--libtpu-flag reaches the client and proxy only",
+                    dryrun_.source, kWorkerContainer));
+  }
+}
+
+void Renderer::sync_worker_libtpu(k8s::ContainerRef& worker) {
+  const k8s::shell::Assignment* client_libtpu = env_assignment(kLibtpuEnv);
+  if (!client_libtpu) return;  // no client set: the workers keep theirs
+  if (client_libtpu->expands) {
+    result_.warnings.push_back(
+        fmt::format("{}: the client's {} contains a shell expansion; the {} keep their own flags",
+                    dryrun_.source, kLibtpuEnv, kWorkerContainer));
+    return;
+  }
+  k8s::FlagList client = k8s::FlagList::parse(client_libtpu->value, k8s::FlagStyle::kDashDash);
+  if (client.items().empty()) return;
+  // A flag the knobs set is theirs; any other the workers take from the client.
+  auto knob_of = [&](std::string_view key) -> std::string {
+    for (const std::string& item : options_.libtpu_flags) {
+      if (flag_key(item, k8s::FlagStyle::kDashDash) == key) return "--libtpu-flag";
+    }
+    return std::string(kWorkersLibtpuKnob);
+  };
+  std::string env_path = worker.path() + ".env";
+  if (!k8s::yaml::lookup(worker.node, "env").IsSequence())
+    worker.node["env"] = YAML::Node(YAML::NodeType::Sequence);
+  YAML::Node env = k8s::yaml::lookup(worker.node, "env");
+  std::optional<YAML::Node> entry;  // the last entry of that name, as Kubernetes uses
+  for (const YAML::Node& candidate : env) {
+    if (k8s::yaml::scalar_at(candidate, "name") == std::string(kLibtpuEnv))
+      entry.emplace(candidate);
+  }
+  if (!entry || !entry->IsMap()) {
+    k8s::FlagList flags = bench_worker_libtpu(client, k8s::FlagList(k8s::FlagStyle::kDashDash, {}));
+    YAML::Node created(YAML::NodeType::Map);
+    created["name"] = std::string(kLibtpuEnv);
+    created["value"] = k8s::yaml::string_scalar(flags.str());
+    env.push_back(created);
+    record(options_.libtpu_flags.empty() ? std::string(kWorkersLibtpuKnob) : "--libtpu-flag",
+           k8s::path_item(env_path, kLibtpuEnv), "", flags.str());
+    return;
+  }
+  YAML::Node value = k8s::yaml::lookup(*entry, "value");
+  k8s::FlagList old = k8s::FlagList::parse(
+      value.IsDefined() && value.IsScalar() ? value.Scalar() : "", k8s::FlagStyle::kDashDash);
+  k8s::FlagList flags = bench_worker_libtpu(client, old);
+  std::string path = k8s::path_item(env_path, kLibtpuEnv) + ".value";
+  // One change per key whose effective item (its last) differs from the worker's before.
+  bool changed = false;
+  std::set<std::string, std::less<>> seen;
+  for (const std::string& item : client.items()) {
+    std::string_view key = flag_key(item, k8s::FlagStyle::kDashDash);
+    if (key.empty() || !seen.emplace(key).second) continue;
+    const std::string& now = client.items()[*client.find(key)];
+    std::optional<std::size_t> at = old.find(key);
+    std::string before = at ? old.items()[*at] : "";
+    if (before == now) continue;
+    record(knob_of(key), k8s::path_item(path, "--" + std::string(key)), before, now);
+    changed = true;
+  }
+  if (changed) (*entry)["value"] = k8s::yaml::string_scalar(flags.str());
+}
+
+void Renderer::edit_argv() {
+  std::string argv_path = client_path(".startup.argv");
+  for (const std::string& item : options_.trainer_args) {
+    edit_flag_list(trainer_argv_, item, "--trainer-arg", argv_path, false);
+  }
+  for (const std::string& item : options_.trainer_args_removed) {
+    std::string_view key = flag_key(item, k8s::FlagStyle::kDashDash);
+    if (key.empty()) fail("--trainer-arg-remove {}: not a flag (--KEY)", item);
+    auto at = trainer_argv_.find(key);
+    if (!at) fail("--trainer-arg-remove {}: the trainer's argv has no --{}", item, key);
+    std::string old = trainer_argv_.items()[*at];
+    trainer_argv_.remove(key);
+    record("--trainer-arg-remove", k8s::path_item(argv_path, "--" + std::string(key)), old, "");
+  }
+  for (const std::string& item : options_.orchestrator_args) {
+    edit_flag_list(orch_argv_, item, "--orch-arg", orch_argv_path_, false);
+  }
+  if (options_.output_prefix) {
+    std::string prefix = *options_.output_prefix;
+    while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+    edit_flag_list(trainer_argv_,
+                   fmt::format("--maxtext_output_directory={}/{}", prefix, options_.name),
+                   "--output-prefix", argv_path, false);
+  }
+  if (options_.logps_chunk) {
+    if (*options_.logps_chunk <= 0)
+      fail("--logps-chunk {}: must be a positive number of tokens", *options_.logps_chunk);
+    std::string value = std::to_string(*options_.logps_chunk);
+    // Wherever the e2e passes it; the trainer's argv when it passes it nowhere.
+    bool anywhere = false;
+    if (auto* maxtext = env_assignment(kMaxTextFlagsEnv)) {
+      k8s::FlagList flags = k8s::FlagList::parse(maxtext->value, k8s::FlagStyle::kKeyValue);
+      if (flags.contains("compute_logps_chunk_size")) {
+        edit_flag_list(flags, "compute_logps_chunk_size=" + value, "--logps-chunk",
+                       client_path(".startup.env." + std::string(kMaxTextFlagsEnv)), true);
+        maxtext->value = flags.str();
+        edited_env_.insert(std::string(kMaxTextFlagsEnv));
+        anywhere = true;
+      }
+    }
+    if (env_assignment(kLogpsChunkEnv)) {
+      set_env(kLogpsChunkEnv, value, "--logps-chunk");
+      anywhere = true;
+    }
+    if (trainer_argv_.contains("compute_logps_chunk_size") || !anywhere) {
+      edit_flag_list(trainer_argv_, "--compute_logps_chunk_size=" + value, "--logps-chunk",
+                     argv_path, false);
+    }
+  }
+}
+
+void Renderer::check_weight_knobs() const {
+  if (options_.weights != Weights::kRandom) return;
+  // A knob that asks for a checkpoint contradicts --weights random: refuse it rather than drop it.
+  auto refuse = [](std::string_view knob, const std::string& item) {
+    fail("{} {}: loads a checkpoint, but --weights is random (give --weights checkpoint)", knob,
+         item);
+  };
+  for (const auto* items : {&options_.maxtext_flags, &options_.maxtext_replace}) {
+    for (const std::string& item : *items) {
+      if (loads_checkpoint(k8s::flag_key(item, k8s::FlagStyle::kKeyValue),
+                           k8s::flag_value(item, k8s::FlagStyle::kKeyValue).value_or("")))
+        refuse(items == &options_.maxtext_flags ? "--maxtext-flag" : "--maxtext-replace", item);
+    }
+  }
+  for (const std::string& item : options_.trainer_args) {
+    if (loads_checkpoint(k8s::flag_key(item, k8s::FlagStyle::kDashDash),
+                         k8s::flag_value(item, k8s::FlagStyle::kDashDash).value_or("")))
+      refuse("--trainer-arg", item);
+  }
+}
+
+bool Renderer::remove_container_env(std::string_view name, const std::string& knob) {
+  YAML::Node env = k8s::yaml::lookup(client_.container.node, "env");
+  if (!env.IsSequence()) return false;
+  YAML::Node kept(YAML::NodeType::Sequence);
+  std::string old;
+  bool removed = false;
+  for (const YAML::Node& item : env) {
+    if (k8s::yaml::scalar_at(item, "name") == std::string(name)) {
+      old = k8s::yaml::scalar_at(item, "value").value_or("");
+      removed = true;
+    } else {
+      kept.push_back(item);
+    }
+  }
+  if (!removed) return false;
+  client_.container.node["env"] = kept;
+  record(knob, k8s::path_item(client_path(".env"), name), fmt::format("{}={}", name, old), "");
+  return true;
+}
+
+void Renderer::apply_weights() {
+  const std::string knob = "--weights";
+  // What loads a checkpoint (trainer_config.h's loads_checkpoint: a non-empty value), as the e2e
+  // writes it.
+  std::vector<std::string> found;
+  std::set<std::string, std::less<>> seen_flags;
+  for (const std::string& item : trainer_argv_.items()) {
+    std::string flag(k8s::flag_key(item, k8s::FlagStyle::kDashDash));
+    if (!is_checkpoint_flag(flag) || !seen_flags.insert(flag).second) continue;
+    // The last item of a flag is the one argparse keeps.
+    const std::string& last = trainer_argv_.items()[*trainer_argv_.find(flag)];
+    if (loads_checkpoint(flag, trainer_argv_.value(flag).value_or(""))) found.push_back(last);
+  }
+  k8s::shell::Assignment* maxtext = env_assignment(kMaxTextFlagsEnv);
+  k8s::FlagList maxtext_flags =
+      k8s::FlagList::parse(maxtext ? maxtext->value : "", k8s::FlagStyle::kKeyValue);
+  for (const std::string& item : maxtext_flags.items()) {
+    auto value = k8s::flag_value(item, k8s::FlagStyle::kKeyValue);
+    if (loads_checkpoint(k8s::flag_key(item, k8s::FlagStyle::kKeyValue), value.value_or("")))
+      found.push_back(fmt::format("{} {}", kMaxTextFlagsEnv, item));
+  }
+  for (const k8s::shell::Assignment& assignment : env_) {
+    if (assignment.name == kCheckpointEnv && loads_checkpoint(kCheckpointEnv, assignment.value))
+      found.push_back(assignment.name + "=" + assignment.value);
+  }
+  if (auto value = container_env_value(client_.container.node, kCheckpointEnv);
+      value && loads_checkpoint(kCheckpointEnv, *value))
+    found.push_back(fmt::format("env {}={}", kCheckpointEnv, *value));
+
+  if (options_.weights == Weights::kCheckpoint) {
+    result_.notes.push_back(
+        found.empty() ? "--weights checkpoint: the e2e trainer loads no checkpoint, so MaxText "
+                        "initialises random weights"
+                      : fmt::format("--weights checkpoint: kept {}: the bench loads the e2e's "
+                                    "checkpoint",
+                                    fmt::join(found, ", ")));
+    return;
+  }
+  if (found.empty()) {
+    result_.notes.push_back(
+        "--weights random: the e2e trainer loads no checkpoint; MaxText initialises random "
+        "weights");
+    return;
+  }
+  std::string argv_path = client_path(".startup.argv");
+  std::vector<std::string> keys;
+  for (const std::string& item : trainer_argv_.items()) {
+    std::string key(k8s::flag_key(item, k8s::FlagStyle::kDashDash));
+    if (is_checkpoint_flag(key) && std::find(keys.begin(), keys.end(), key) == keys.end())
+      keys.push_back(key);
+  }
+  for (const std::string& key : keys) {
+    std::string old = trainer_argv_.items()[*trainer_argv_.find(key)];
+    trainer_argv_.remove(key);
+    record(knob, k8s::path_item(argv_path, "--" + key), old, "");
+  }
+  if (maxtext) {
+    std::string path = client_path(".startup.env." + std::string(kMaxTextFlagsEnv));
+    std::vector<std::string> extra_keys;
+    for (const std::string& item : maxtext_flags.items()) {
+      std::string key(k8s::flag_key(item, k8s::FlagStyle::kKeyValue));
+      if (is_checkpoint_key(key) &&
+          std::find(extra_keys.begin(), extra_keys.end(), key) == extra_keys.end())
+        extra_keys.push_back(key);
+    }
+    for (const std::string& key : extra_keys) {
+      std::string old = maxtext_flags.items()[*maxtext_flags.find(key)];
+      maxtext_flags.remove(key);
+      record(knob, k8s::path_item(path, key), old, "");
+    }
+    if (!extra_keys.empty()) {
+      maxtext->value = maxtext_flags.str();
+      edited_env_.insert(std::string(kMaxTextFlagsEnv));
+    }
+  }
+  std::size_t before = env_.size();
+  std::string old_env;
+  for (const k8s::shell::Assignment& assignment : env_) {
+    if (assignment.name == kCheckpointEnv) old_env = assignment.value;
+  }
+  std::erase_if(env_, [](const k8s::shell::Assignment& a) { return a.name == kCheckpointEnv; });
+  if (env_.size() != before) {
+    record(knob, client_path(".startup.env." + std::string(kCheckpointEnv)), old_env, "");
+  }
+  remove_container_env(kCheckpointEnv, knob);
+  result_.notes.push_back(fmt::format(
+      "--weights random: dropped {}: MaxText initialises random weights", fmt::join(found, ", ")));
+}
+
+}  // namespace render_steps
+
+}  // namespace rtb::bench

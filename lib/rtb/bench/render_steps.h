@@ -1,0 +1,131 @@
+// The steps of render-bench's render (render.h), one class whose members live in the files of
+// the step they take:
+//   render.cc           the pipeline (run), reading the inputs, names, scheduling fields, the
+//                       self-check, and the public functions of render.h;
+//   render_edits.cc     the knobs that edit flags and settings: MAXTEXT_EXTRA_FLAGS, libtpu flags
+//                       (client, proxy, workers), the trainer argv, the weights;
+//   render_slice.cc     the trainer slice (--trainer-slice) and what follows from it;
+//   render_client.cc    the client script and the driver's environment;
+//   render_preflight.cc the preflight Job.
+// Internal to lib/rtb/bench/render*.cc: not part of the library's interface.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "rtb/bench/render.h"
+#include "rtb/k8s/dryrun.h"
+#include "rtb/k8s/flags.h"
+#include "rtb/k8s/jobset.h"
+#include "rtb/k8s/shell.h"
+
+namespace rtb::bench::render_steps {
+
+inline constexpr std::string_view kDriverPath = "/tmp/bench_driver.py";
+inline constexpr std::size_t kMaxKubernetesName = 63;
+inline constexpr std::size_t kMaxArgumentBytes = 32 * 4096;  // MAX_ARG_STRLEN, including the NUL
+
+// Sets a scalar to a string, keeping its quoting unless plain text would change the type.
+void assign_string(YAML::Node node, const std::string& value);
+std::string int_text(long long value);
+// `text` as an int; throws rtb::Error naming `what`.
+int parse_int(std::string_view text, std::string_view what);
+// Visits every scalar (values, not keys) of a tree with its path, skipping subtrees for which
+// `skip` returns true. Iterative: input depth cannot overflow the stack.
+void visit_scalars(
+    const YAML::Node& root, const std::string& base,
+    const std::function<bool(const std::string&)>& skip,
+    const std::function<void(YAML::Node, const std::string&, std::string_view key)>& visit);
+// A DNS label, as Kubernetes requires of namespaces (RFC 1123) and JobSet names (RFC 1035: starts
+// with a letter).
+void validate_dns_label(std::string_view option, const std::string& name, bool letter_first);
+// A container's env-list value of `name` (the last entry, as Kubernetes uses), or nullopt.
+std::optional<std::string> container_env_value(const YAML::Node& container, std::string_view name);
+// The kOrchestratorDriverEnv variables the e2e orchestrator sets, from its startup block's
+// assignments (the last one wins, as in bash) or else its container's env list.
+std::vector<std::pair<std::string, std::string>> orchestrator_driver_env(
+    const k8s::ClientCommand& orchestrator);
+
+// What a driver script runs: its startup block's assignments, one per line, then the command.
+struct DriverLaunch {
+  std::string what;                      // names the script: "bench client"
+  std::string purpose;                   // for the header comment
+  std::vector<std::string> assignments;  // NAME=value words, values quoted for bash
+  std::vector<std::string> command;      // the program and its arguments, quoted for bash
+};
+
+// The PID-1 wrapper that writes the driver to kDriverPath with a quoted heredoc (so bash expands
+// nothing in it) and runs `launch` in the background, forwarding SIGTERM and keeping its exit
+// code. The bench client and the preflight Job both run this script, so they run the same driver
+// with the same settings.
+std::string driver_script(const DriverLaunch& launch, std::string driver,
+                          std::string_view tool_version);
+
+class Renderer {
+ public:
+  Renderer(const k8s::DryRun& dryrun, const RenderOptions& options)
+      : dryrun_(dryrun), options_(options) {}
+
+  RenderResult run();
+  // The preflight Job of the bench that run() rendered.
+  YAML::Node preflight_job(PreflightChecks checks) const;
+
+ private:
+  void record(std::string knob, std::string path, std::string old_value, std::string new_value) {
+    result_.changes.push_back(
+        {std::move(knob), std::move(path), std::move(old_value), std::move(new_value)});
+  }
+  std::string client_path(std::string_view suffix) const {
+    return client_.container.path() + std::string(suffix);
+  }
+
+  void read_inputs();
+  void rename();
+  void set_scheduling_fields();
+  void edit_maxtext_flags();
+  void edit_libtpu_flags();
+  void sync_worker_libtpu(k8s::ContainerRef& worker);
+  void edit_argv();
+  void edit_trainer_slice();
+  void check_weight_knobs() const;
+  void apply_weights();
+  // Removes the client container's env-list entries `name`; true when there was one.
+  bool remove_container_env(std::string_view name, const std::string& knob);
+  void set_driver_and_profiler();
+  void build_client_command();
+  void check_names_fit();
+
+  // The trainer's environment assignment `name`, or nullptr.
+  k8s::shell::Assignment* env_assignment(std::string_view name);
+  void set_env(std::string_view name, const std::string& value, const std::string& knob);
+  void edit_flag_list(k8s::FlagList& list, const std::string& item, const std::string& knob,
+                      const std::string& path, bool must_exist,
+                      std::optional<std::size_t> append_at = std::nullopt);
+
+  const k8s::DryRun& dryrun_;
+  const RenderOptions& options_;
+  RenderResult result_;
+  const k8s::Document* e2e_trainer_ = nullptr;  // in the DRY_RUN, unchanged
+  k8s::Document bench_;
+  std::string old_name_;
+  k8s::ClientCommand client_;  // of the bench document (a copy of the trainer's)
+  std::vector<k8s::shell::Assignment> env_;
+  std::set<std::string> edited_env_;  // names whose value the bench changes
+  std::vector<std::string> program_;
+  k8s::FlagList trainer_argv_{k8s::FlagStyle::kDashDash, {}};
+  k8s::FlagList orch_argv_{k8s::FlagStyle::kDashDash, {}};
+  std::string orch_argv_path_;
+  std::vector<std::pair<std::string, std::string>> orch_driver_env_;
+  std::vector<std::pair<std::string, std::string>> rollout_driver_env_;
+  std::vector<std::string> trainer_env_words_;     // the client's own assignments, for bash
+  std::vector<std::string> driver_setting_words_;  // the driver settings, for bash
+};
+
+}  // namespace rtb::bench::render_steps
