@@ -1,6 +1,7 @@
 #include "rtb/bench/render.h"
 
 #include <fmt/format.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -492,6 +493,33 @@ TEST(RenderTest, SummaryCountsChangesByKnob) {
   EXPECT_NE(summary.find("--libtpu-flag 3"), std::string::npos) << summary;
 }
 
+TEST(RenderTest, WhatTheWrapperExportsIsWarnedAboutOrNoted) {
+  // The demo's wrapper exports its fail-fast marker: a note. A credential it exports: a warning
+  // (the bench's trainer would run without it), naming it but never its value.
+  RenderResult plain = render_bench(fixture(), options());
+  using ::testing::AllOf;
+  using ::testing::Contains;
+  using ::testing::HasSubstr;
+  using ::testing::Not;
+  EXPECT_THAT(plain.notes, Contains(HasSubstr("exports FT_REGISTERED_MARKER (line 450) outside "
+                                              "its startup block")));
+  EXPECT_THAT(plain.warnings, Not(Contains(HasSubstr("wrapper script exports"))));
+  std::string text = read_file(RTB_TESTDATA_DIR "/launch_dryrun.txt");
+  std::string marker = "export FT_REGISTERED_MARKER=/dev/shm/tunix_ft_registered";
+  std::size_t at = text.find(marker);
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at + marker.size(), " HF_TOKEN=hf_abc WANDB_API_KEY");
+  RenderResult secret = render_bench(k8s::parse_dryrun(text, "x.txt"), options());
+  EXPECT_THAT(secret.warnings,
+              Contains(AllOf(HasSubstr("exports HF_TOKEN (line 450), WANDB_API_KEY (line 450) "),
+                             HasSubstr("--driver-env NAME=VALUE"), Not(HasSubstr("hf_abc")))));
+  // --driver-env gives it: no warning.
+  RenderOptions given = options();
+  given.driver.extra_env = {{"HF_TOKEN", "x"}, {"WANDB_API_KEY", "y"}};
+  EXPECT_THAT(render_bench(k8s::parse_dryrun(text, "x.txt"), given).warnings,
+              Not(Contains(HasSubstr("wrapper script exports"))));
+}
+
 TEST(RenderTest, ExplainMasksValuesByTheSettingTheirPathEndsIn) {
   SecretMasker::Key key{};
   SecretMasker masker = SecretMasker::with_key(key);
@@ -560,7 +588,8 @@ TEST(RenderTest, WeightsRandomDropsEverySettingThatLoadsACheckpoint) {
   std::string script = client_script(result);
   EXPECT_EQ(script.find("ckpt/model"), std::string::npos) << "no checkpoint reaches the trainer";
   EXPECT_EQ(script.find("load_parameters_path"), std::string::npos);
-  ASSERT_EQ(result.notes.size(), 2u);
+  // The weights, the profiler, and what the wrapper exports outside the startup block.
+  ASSERT_EQ(result.notes.size(), 3u);
   EXPECT_EQ(result.notes[0],
             "--weights random: dropped --maxtext_ckpt_path=gs://example-bucket/ckpt/model/0/items, "
             "MAXTEXT_EXTRA_FLAGS load_parameters_path=gs://example-bucket/ckpt/model/0/items, "

@@ -270,6 +270,37 @@ TEST(ProcessMain, FirstScriptThatNamesOne) {
 // --- client()
 // -------------------------------------------------------------------------------------
 
+TEST(WrapperExports, NamesAndLinesOutsideTheStartupBlock) {
+  Loaded main = load("launch_dryrun.txt");
+  ClientCommand client = JobSetView(main.dryrun.documents.at(1)).client(main.path);
+  std::vector<WrapperExport> found = wrapper_exports(client);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].name, "FT_REGISTERED_MARKER");
+  EXPECT_EQ(found[0].line, 450u);
+  EXPECT_THAT(std::string(main.dryrun.documents.at(1).input_line(450)),
+              HasSubstr("export FT_REGISTERED_MARKER="));
+
+  // Several names on a line, quoted values with blanks, exports after the block, and what is
+  // inside the block (bash's own assignments there are the startup env) is not an export.
+  client.script =
+      "export A=1 B='x y' C\n"
+      "  export   D=\"p q\"\n"
+      "(\n"
+      "  export E=1; python3 run.py\n"
+      ") & PID=$!\n"
+      "export F\n"
+      "exported=1\n";
+  client.block = find_startup_block(client.script);
+  client.startup_line = 10 + client.block.first_line;  // the script starts on input line 10
+  std::vector<std::pair<std::string, std::size_t>> got;
+  for (const WrapperExport& e : wrapper_exports(client)) got.emplace_back(e.name, e.line);
+  EXPECT_THAT(got, ElementsAre(std::pair<std::string, std::size_t>{"A", 10},
+                               std::pair<std::string, std::size_t>{"B", 10},
+                               std::pair<std::string, std::size_t>{"C", 10},
+                               std::pair<std::string, std::size_t>{"D", 11},
+                               std::pair<std::string, std::size_t>{"F", 15}));
+}
+
 TEST(JobSetClient, TrainerStartupOfTheMainFixture) {
   Loaded main = load("launch_dryrun.txt");
   JobSetView trainer(main.dryrun.documents.at(1));

@@ -9,6 +9,7 @@
 
 #include "rtb/base/compress.h"
 #include "rtb/base/error.h"
+#include "rtb/base/secrets.h"
 #include "rtb/base/text.h"
 #include "rtb/bench/driver_settings.h"
 #include "rtb/bench/render_steps.h"
@@ -209,6 +210,35 @@ void Renderer::set_driver_and_profiler() {
                                              fmt::join(trainer_profiler, ", "))));
 }
 
+void Renderer::warn_about_wrapper_exports(const std::set<std::string>& bench_env) {
+  // The bench's script replaces the e2e wrapper, so what the wrapper exported around its startup
+  // block (an HF_TOKEN, a cache path) is not in the bench unless the container's env list or
+  // the startup block sets it too. A credential is warned about (without it the trainer cannot
+  // reach what the e2e reached: a gated model, W&B); anything else is a note for --explain.
+  std::vector<std::string> credentials, others;
+  const std::vector<SecretRule> rules = secret_rules();
+  // The e2e document's client, for input lines (the bench's copy has none of its own).
+  k8s::ClientCommand e2e_client = k8s::JobSetView(*e2e_trainer_).client(dryrun_.source);
+  for (const k8s::WrapperExport& exported : k8s::wrapper_exports(e2e_client)) {
+    if (bench_env.count(exported.name) ||
+        container_env_value(client_.container.node, exported.name).has_value())
+      continue;
+    std::vector<std::string>& list =
+        is_credential_name(exported.name, rules) ? credentials : others;
+    std::string item = fmt::format("{} (line {})", exported.name, exported.line);
+    if (std::find(list.begin(), list.end(), item) == list.end()) list.push_back(item);
+  }
+  auto sentence = [](const std::vector<std::string>& dropped) {
+    return fmt::format(
+        "the e2e wrapper script exports {} outside its startup block; the bench's client script "
+        "replaces that wrapper, so the trainer does not get {} (--driver-env NAME=VALUE gives "
+        "it one)",
+        fmt::join(dropped, ", "), dropped.size() == 1 ? "it" : "them");
+  };
+  if (!credentials.empty()) result_.warnings.push_back(sentence(credentials));
+  if (!others.empty()) result_.notes.push_back(sentence(others));
+}
+
 void Renderer::build_client_command() {
   std::string trainer_argv = k8s::shell::join(trainer_argv_.items());
   std::string orch_argv = k8s::shell::join(orch_argv_.items());
@@ -222,10 +252,14 @@ void Renderer::build_client_command() {
     }
   }
   driver_setting_words_.clear();
+  std::set<std::string> bench_env;  // what the bench's trainer process gets by name
+  for (const k8s::shell::Assignment& assignment : env_) bench_env.insert(assignment.name);
   for (const auto& [name, value] : driver_environment(options_, trainer_argv, orch_argv,
                                                       orch_driver_env_, rollout_driver_env_)) {
     driver_setting_words_.push_back(name + "=" + k8s::shell::quote(value));
+    bench_env.insert(name);
   }
+  warn_about_wrapper_exports(bench_env);
   DriverLaunch launch{"bench client",
                       "the trainer program under the bench driver",
                       trainer_env_words_,

@@ -100,6 +100,9 @@ class Renderer {
   bool remove_container_env(std::string_view name, const std::string& knob);
   void set_driver_and_profiler();
   void build_client_command();
+  // Warns about what the e2e wrapper exports outside the startup block that `bench_env` (the
+  // names the bench's client sets) does not hold.
+  void warn_about_wrapper_exports(const std::set<std::string>& bench_env);
   void check_names_fit();
 
   // The trainer's environment assignment `name`, or nullptr.

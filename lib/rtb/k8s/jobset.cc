@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <memory>
 #include <set>
 
@@ -164,6 +165,43 @@ std::optional<std::pair<std::string, ContainerRef>> JobSetView::process_main() c
     if (auto main = find_process_main(text)) return std::make_pair(*main, ref);
   }
   return std::nullopt;
+}
+
+std::vector<WrapperExport> wrapper_exports(const ClientCommand& client) {
+  std::vector<WrapperExport> found;
+  std::string_view script = client.script;
+  // The script's first line in the input: the block's line less its line in the script.
+  std::size_t first_line = client.startup_line - client.block.first_line;
+  std::size_t offset = 0, line = 0;
+  for (std::string_view text : split_lines(script)) {
+    std::size_t begin = offset;
+    offset += text.size() + 1;
+    ++line;
+    if (begin >= client.block.begin && begin < client.block.end) continue;
+    std::string_view rest = trim(text);
+    if (!rest.starts_with("export ")) continue;
+    rest.remove_prefix(std::string_view("export ").size());
+    // `export A=1 B='x y'` exports A and B.
+    while (!(rest = trim_front(rest)).empty()) {
+      std::size_t end = 0;
+      while (end < rest.size() &&
+             (std::isalnum(static_cast<unsigned char>(rest[end])) || rest[end] == '_'))
+        ++end;
+      if (end == 0 || std::isdigit(static_cast<unsigned char>(rest[0]))) break;  // not a name
+      found.push_back({std::string(rest.substr(0, end)), first_line + line - 1});
+      if (end < rest.size() && rest[end] == '=') {
+        ++end;
+        if (end < rest.size() && (rest[end] == '"' || rest[end] == '\'')) {
+          std::size_t close = rest.find(rest[end], end + 1);
+          end = close == std::string_view::npos ? rest.size() : close + 1;
+        }
+      }
+      std::size_t blank = rest.find_first_of(" \t", end);
+      if (blank == std::string_view::npos) break;
+      rest.remove_prefix(blank);
+    }
+  }
+  return found;
 }
 
 ClientCommand JobSetView::client(const std::string& source) const {

@@ -80,6 +80,15 @@ struct ClientCommand {
   }
 };
 
+// A variable the client script exports outside its startup block (`export NAME=value` or
+// `export NAME`, before or after it), with the 1-based input line: what the e2e wrapper gives
+// the program besides the startup block's own assignments.
+struct WrapperExport {
+  std::string name;
+  std::size_t line{};
+};
+std::vector<WrapperExport> wrapper_exports(const ClientCommand& client);
+
 class JobSetView {
  public:
   explicit JobSetView(const Document& doc) : doc_(&doc) {}
