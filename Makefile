@@ -48,11 +48,12 @@ test: build
 # library twice (release and this), not three times. It keeps line tables only (-gline-tables-only,
 # CMakePresets.json): enough for the file:line of sanitizer stack traces, and a faster build.
 # The asan test preset leaves out what runs no sanitized code, so that a second run would only
-# repeat make test's: the bench driver's own tests (driver_*, Python on the built driver file) and
-# the package and install tests (cpack and cmake --install of the same files). It also leaves out
-# the settings contract test, the longest under sanitizers (over 2 minutes), which compares the
-# messages of render-bench and the driver value by value: the C++ code it runs is the option
-# checks that tools_tests and bench_tests run under sanitizers already.
+# repeat make test's: the bench driver's own tests (driver_*, Python on the built driver file), the
+# layering test (layering_*: the same sources' includes, and the archives' symbols as g++ builds
+# them) and the package and install tests (cpack and cmake --install of the same files). It also
+# leaves out the settings contract test, the longest under sanitizers (over 2 minutes), which
+# compares the messages of render-bench and the driver value by value: the C++ code it runs is the
+# option checks that tools_tests and bench_tests run under sanitizers already.
 build/asan/build.ninja:
 	cmake --preset asan
 
