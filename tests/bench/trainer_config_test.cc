@@ -228,8 +228,10 @@ TEST(TrainerKeys, LearningRateSpellingsTheLaterWins) {
   EXPECT_EQ(keys_of({"--learning_rate=1e-6", "--optimizer_learning_rate=3e-6",
                      "--learning_rate=2e-6"})["learning_rate"],
             "2e-6 <- --learning_rate");
-  EXPECT_EQ(keys_of({"--mesh_fsdp=4", "--mesh_fsdp=8"})["ici_fsdp_parallelism"],
-            "8 <- --mesh_fsdp");
+  EXPECT_EQ(keys_of({"--mesh_fsdp=4", "--mesh_fsdp=08"})["ici_fsdp_parallelism"],
+            "8 <- --mesh_fsdp")
+      << "an int, as Python prints it";
+  EXPECT_EQ(error_of({"--mesh_tp=x"}), "trainer argv --mesh_tp=x: not an integer");
   EXPECT_EQ(
       trainer_flag_for_key({"--learning_rate=1", "--optimizer_learning_rate=2"}, "learning_rate"),
       "optimizer_learning_rate");

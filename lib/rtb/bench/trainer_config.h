@@ -27,6 +27,7 @@ enum class KeyApplies {
 // How a rule's value prints.
 enum class KeyPrints {
   kAsGiven,     // as the argv, environment or default spells it
+  kInteger,     // an integer as Python formats argparse's int ("08" -> 8)
   kPythonBool,  // Python's True/False, as build_maxtext_config formats a bool
   kFixed,       // the rule's `fallback`: a constant, or, with a flag or a variable, the value
                 // that source turns on (then `fallback` is no default)
