@@ -232,13 +232,6 @@ TEST(TrainerKeys, LearningRateSpellingsTheLaterWins) {
             "8 <- --mesh_fsdp")
       << "an int, as Python prints it";
   EXPECT_EQ(error_of({"--mesh_tp=x"}), "trainer argv --mesh_tp=x: not an integer");
-  EXPECT_EQ(
-      trainer_flag_for_key({"--learning_rate=1", "--optimizer_learning_rate=2"}, "learning_rate"),
-      "optimizer_learning_rate");
-  EXPECT_EQ(
-      trainer_flag_for_key({"--optimizer_learning_rate=2", "--learning_rate=1"}, "learning_rate"),
-      "learning_rate");
-  EXPECT_EQ(trainer_flag_for_key({"--port=1"}, "learning_rate"), std::nullopt);
 }
 
 TEST(TrainerKeys, OtherMaxTextFlagsAndWhatTheRenderWrote) {

@@ -482,16 +482,6 @@ std::vector<std::string> flags_setting_key(std::string_view key) {
   return flags;
 }
 
-std::optional<std::string> trainer_flag_for_key(const std::vector<std::string>& argv,
-                                                std::string_view key) {
-  std::optional<std::string> found;
-  for (const std::string& item : argv) {
-    std::string_view flag = k8s::flag_key(item, k8s::FlagStyle::kDashDash);
-    if (!flag.empty() && maxtext_key_of_flag(flag) == key) found = std::string(flag);
-  }
-  return found;
-}
-
 bool is_checkpoint_key(std::string_view maxtext_key) {
   return maxtext_key == "load_parameters_path" || maxtext_key == "load_full_state_path";
 }

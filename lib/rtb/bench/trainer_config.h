@@ -19,7 +19,8 @@ enum class KeyApplies {
   kPositive,   // an integer > 0 (0 means "not set")
   kAboveOne,   // an integer > 1
   kNotEmpty,   // a non-empty value (Tunix tests the value's truth)
-  kTrue,       // a true boolean (flags: argparse's str2bool; environment: 1/true/yes)
+  kTrue,       // a true boolean (flags: argparse's str2bool; environment: 1 or true, as Tunix
+               // tests OVERRIDE_MODEL_CONFIG)
   kProfiling,  // only while the trainer's profiler runs: --profiler_steps > 0
   kDerived,    // computed by trainer_keys from several flags (max_target_length)
 };
@@ -97,11 +98,6 @@ std::optional<std::string> maxtext_key_of_flag(std::string_view flag);
 // ({"optimizer_learning_rate", "learning_rate"} for learning_rate; none for a constant), else
 // `maxtext_<key>`.
 std::vector<std::string> flags_setting_key(std::string_view key);
-
-// The flag among flags_setting_key(key) whose value the trainer uses: the one `argv` gives last.
-// nullopt when `argv` gives none of them.
-std::optional<std::string> trainer_flag_for_key(const std::vector<std::string>& argv,
-                                                std::string_view key);
 
 // --- What loads a checkpoint, and what runs the trainer's profiler ------------------------------
 // The one place that decides both: render-bench (--weights random drops what loads a checkpoint;
