@@ -3,7 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 #include <set>
 #include <string>
 
@@ -183,18 +185,26 @@ TEST(Aot, TrainerKeysFollowTheSharedTable) {
   EXPECT_EQ(value_of(p, "learning_rate_final_fraction"), "0.1");
   RenderResult rendered = render(o);
   BenchClient client = read_bench_client(rendered.bench);
-  const std::set<std::string> different_on_purpose = {
-      "max_target_length",     // purpose-specific: prompt + response here, the row fed there
-      "load_parameters_path",  // the compile uses abstract weights
-      // Booleans: Tunix passes Python's True/False, argv spells them as given.
-      "prefuse_moe_weights", "use_weight_converter", "skip_step_on_spikes", "skip_step_on_nan"};
+  std::map<std::string, std::string> env;
+  for (const k8s::shell::Assignment& a : client.trainer_env) env[a.name] = a.value;
   std::size_t compared = 0;
-  for (const TrainerKey& k : trainer_keys_from_argv(client.trainer.items())) {
-    if (different_on_purpose.count(k.key)) continue;
-    EXPECT_EQ(value_of(p, k.key), k.value) << k.key << " <- " << k.origin;
+  for (const TrainerKey& k : trainer_keys(client.trainer.items(), env)) {
+    // aot-check's own: the compile takes prompt + response (the row fed is a compile key of its
+    // own), no checkpoint and no profiler; and only the table's rows are run_trainer_node options.
+    if (k.key == "max_target_length" || is_checkpoint_key(k.key) || !k.rule ||
+        k.rule->applies == KeyApplies::kProfiling)
+      continue;
+    // The compile passes it where Tunix does (MAXTEXT_EXTRA_FLAGS may set it again, later).
+    auto passed =
+        std::find_if(p.keys.begin(), p.keys.end(), [&](const AotKey& a) { return a.key == k.key; });
+    ASSERT_NE(passed, p.keys.end()) << k.key;
+    EXPECT_EQ(passed->value, k.value) << k.key << " <- " << k.origin;
+    EXPECT_EQ(passed->origin,
+              k.key == "base_num_kv_heads" ? "--base_num_kv_heads, --rollout_mesh_tp" : k.origin)
+        << k.key;
     ++compared;
   }
-  EXPECT_GE(compared, 12u);
+  EXPECT_GE(compared, 30u);
 }
 
 // The compile takes no checkpoint, whatever --weights keeps: trainer_config.h decides what loads

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -54,12 +55,29 @@ TEST(ConfigFromRender, E2eTrainerFlags) {
   EXPECT_EQ(values["ici_context_parallelism"], "4");
   EXPECT_EQ(values["run_name"], "abtest-train");
   EXPECT_EQ(values["max_target_length"], "65536");
-  EXPECT_EQ(values["skip_step_on_nan"], "true");
+  EXPECT_EQ(values["skip_step_on_nan"], "True") << "as Tunix passes a bool";
+  // What the trainer passes unasked: environment fallbacks, defaults and Tunix's constants.
+  EXPECT_EQ(values["attention"], "flash") << "TRAINER_MAXTEXT_ATTENTION";
+  EXPECT_EQ(values["float32_logits"], "False") << "FLOAT32_LOGITS";
+  EXPECT_EQ(values["scan_layers"], "True");
+  EXPECT_EQ(values["dtype"], "bfloat16");
   EXPECT_EQ(values.count("profiler_steps"), 0u) << "--profiler_steps=0 sets nothing";
   EXPECT_EQ(values.count("skip_first_n_steps_for_profiler"), 0u);
   EXPECT_EQ(values.count("compute_logps_chunk_size"), 0u) << "not a MaxText key";
-  for (const ConfigSetting& s : settings) EXPECT_EQ(s.line, 456u) << s.key;
-  EXPECT_THAT(settings.front().origin, ::testing::Not(::testing::IsEmpty()));
+  for (const ConfigSetting& s : settings) {
+    EXPECT_EQ(s.line, 456u) << s.key;
+    EXPECT_THAT(s.origin, ::testing::Not(::testing::IsEmpty())) << s.key;
+  }
+  // Implied: what the render does not write, only Tunix passes.
+  auto implied = [&](std::string_view key) {
+    return std::find_if(settings.begin(), settings.end(),
+                        [&](const ConfigSetting& s) { return s.key == key; })
+        ->implied;
+  };
+  for (const char* key : {"scan_layers", "use_gmm_v2", "context_parallel_load_balance"})
+    EXPECT_TRUE(implied(key)) << key;
+  for (const char* key : {"model_name", "attention", "float32_logits", "ragged_buffer_factor"})
+    EXPECT_FALSE(implied(key)) << key;
 }
 
 TEST(ConfigFromRender, BenchRenderReadsTrainerArgvAndEditedFlags) {
@@ -149,6 +167,17 @@ TEST(DiffConfigs, RenderAgainstALogComparesOnlyTheRendersKeys) {
   found = diff_configs(log, render);
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].kind, ConfigDifference::Kind::kAdded);
+  // A default or constant the render implies counts only where the log has the key too.
+  render.settings.push_back({"k2", "y", 9, "Tunix", true});
+  render.settings.push_back({"k6", "z", 9, "run_trainer_node default", true});
+  found = diff_configs(render, log);
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_EQ(found[0].key, "k2");
+  EXPECT_EQ(found[0].kind, ConfigDifference::Kind::kChanged);
+  EXPECT_EQ(found[1].key, "k5");
+  EXPECT_EQ(diff_configs(log, render).size(), 2u);
+  // Two renders compare every key.
+  EXPECT_EQ(diff_configs(render, side(ConfigSide::Kind::kRender, "r2", {})).size(), 4u);
 }
 
 TEST(DiffConfigs, RealLogs) {

@@ -1,28 +1,258 @@
-// Tests of bench/trainer_config.h: what Tunix's trainer makes of its argv.
+// Tests of bench/trainer_config.h: what Tunix's trainer passes MaxText for its argv and
+// environment.
 #include "rtb/bench/trainer_config.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "rtb/base/error.h"
 #include "test_util.h"
 
 namespace rtb::bench {
 namespace {
 
-std::map<std::string, std::string> keys_of(const std::vector<std::string>& argv) {
+using Env = std::map<std::string, std::string>;
+
+// key -> "value <- origin", for every key trainer_keys passes.
+std::map<std::string, std::string> keys_of(const std::vector<std::string>& argv,
+                                           const Env& env = {}) {
   std::map<std::string, std::string> out;
-  for (const TrainerKey& k : trainer_keys_from_argv(argv)) out[k.key] = k.value + " <- " + k.origin;
+  for (const TrainerKey& k : trainer_keys(argv, env)) out[k.key] = k.value + " <- " + k.origin;
   return out;
+}
+
+std::string error_of(const std::vector<std::string>& argv) {
+  try {
+    trainer_keys(argv, {});
+  } catch (const Error& e) {
+    return e.message();
+  }
+  return "no error";
+}
+
+// A value that meets `rule`'s condition, as a flag or variable would give it.
+std::string value_meeting(const TrainerKeyRule& rule) {
+  switch (rule.applies) {
+    case KeyApplies::kPositive:
+    case KeyApplies::kAboveOne:
+    case KeyApplies::kProfiling:
+      return "3";
+    case KeyApplies::kTrue:
+      return "true";
+    default:
+      return rule.prints == KeyPrints::kPythonBool ? "true" : "7";
+  }
+}
+
+// What trainer_keys prints for `given`, a value that meets `rule`'s condition.
+std::string printed(const TrainerKeyRule& rule, const std::string& given) {
+  if (rule.prints == KeyPrints::kFixed) return std::string(*rule.fallback);
+  if (rule.prints == KeyPrints::kPythonBool) return given == "true" ? "True" : "False";
+  return given;
+}
+
+// The table is all a flag needs: each row's flags map to its key and back, and giving one sets
+// the key, whatever the row.
+TEST(TrainerKeyRules, EveryFlagSetsItsKeyAndBack) {
+  std::size_t flags = 0;
+  for (const TrainerKeyRule& rule : trainer_key_rules()) {
+    for (std::string_view flag : rule.flags) {
+      EXPECT_EQ(maxtext_key_of_flag(flag), rule.key) << flag;
+      EXPECT_THAT(flags_setting_key(rule.key), ::testing::Contains(std::string(flag)));
+      std::string value = value_meeting(rule);
+      std::vector<std::string> argv = {"--" + std::string(flag) + "=" + value};
+      if (rule.applies == KeyApplies::kProfiling) argv.insert(argv.begin(), "--profiler_steps=2");
+      EXPECT_EQ(keys_of(argv)[std::string(rule.key)],
+                printed(rule, value) + " <- --" + std::string(flag))
+          << flag;
+      ++flags;
+    }
+    EXPECT_FALSE(rule.upstream.empty()) << rule.key << ": cite where Tunix says so";
+  }
+  EXPECT_GE(flags, 25u);
+}
+
+TEST(TrainerKeyRules, EveryVariableAndDefaultSetsItsKey) {
+  for (const TrainerKeyRule& rule : trainer_key_rules()) {
+    std::string key(rule.key);
+    if (!rule.env.empty()) {
+      std::string value = value_meeting(rule);
+      EXPECT_EQ(keys_of({}, {{std::string(rule.env), value}})[key],
+                printed(rule, value) + " <- " + std::string(rule.env))
+          << key;
+    }
+    // A default applies on its own unless the row waits for a condition or for another key.
+    bool conditional = rule.applies == KeyApplies::kProfiling ||
+                       rule.applies == KeyApplies::kTrue || !rule.requires_key.empty();
+    if (rule.fallback && !conditional) {
+      EXPECT_EQ(keys_of({})[key].rfind(std::string(*rule.fallback) + " <- ", 0), 0u) << key;
+    }
+  }
+}
+
+TEST(TrainerKeys, DefaultsAndConstantsSayWhereTheyComeFrom) {
+  auto keys = keys_of({});
+  EXPECT_EQ(keys["model_name"], "qwen3-0.6b <- run_trainer_node default");
+  EXPECT_EQ(keys["run_name"], "trainer-0 <- run_trainer_node default");
+  EXPECT_EQ(keys["ici_fsdp_parallelism"], "2 <- run_trainer_node default");
+  EXPECT_EQ(keys["learning_rate"], "2e-07 <- run_trainer_node default");
+  EXPECT_EQ(keys["attention"], "dot_product <- Tunix default");
+  EXPECT_EQ(keys["float32_gate_logits"], "True <- Tunix default");
+  EXPECT_EQ(keys["scan_layers"], "True <- Tunix");
+  EXPECT_EQ(keys["dtype"], "bfloat16 <- Tunix");
+  EXPECT_EQ(keys["max_target_length"], "640 <- --max_prompt_length + --max_response_length");
+  for (const char* unset :
+       {"base_output_directory", "load_parameters_path", "float32_logits", "profiler",
+        "profiler_steps", "skip_step_on_spikes", "skip_step_interval", "override_model_config",
+        "context_parallel_load_balance", "rollout_tensor_parallelism"}) {
+    EXPECT_EQ(keys.count(unset), 0u) << unset;
+  }
+}
+
+TEST(TrainerKeys, InTheTablesOrder) {
+  std::vector<std::string> order;
+  for (const TrainerKey& k : trainer_keys({"--maxtext_sa_block_q=512", "--mesh_context=2"}, {}))
+    order.push_back(k.key);
+  auto at = [&](std::string_view key) {
+    return std::find(order.begin(), order.end(), key) - order.begin();
+  };
+  EXPECT_EQ(at("model_name"), 0);
+  EXPECT_LT(at("scan_layers"), at("max_target_length"));
+  EXPECT_EQ(at("context_parallel_load_balance"), at("ici_context_parallelism") + 1);
+  EXPECT_EQ(order.back(), "sa_block_q") << "--maxtext_X outside the table comes last";
+}
+
+TEST(TrainerKeys, OnlyWhenPositive) {
+  auto keys = keys_of({"--rollout_mesh_tp=0", "--base_num_kv_heads=4"});
+  EXPECT_EQ(keys.count("rollout_tensor_parallelism"), 0u);
+  EXPECT_EQ(keys["base_num_kv_heads"], "4 <- --base_num_kv_heads");
+  EXPECT_EQ(keys["override_model_config"], "true <- --base_num_kv_heads") << "comes with it";
+  EXPECT_EQ(error_of({"--rollout_mesh_tp=two"}),
+            "trainer argv --rollout_mesh_tp=two: not an integer");
+}
+
+TEST(TrainerKeys, OnlyWhenNotEmpty) {
+  auto keys = keys_of({"--remat_policy=", "--trainable_parameters_mask=", "--maxtext_attention=",
+                       "--maxtext_ckpt_path="});
+  EXPECT_EQ(keys.count("remat_policy"), 0u);
+  EXPECT_EQ(keys.count("trainable_parameters_mask"), 0u);
+  EXPECT_EQ(keys.count("load_parameters_path"), 0u);
+  // An empty flag falls through to the variable, then to Tunix's default.
+  EXPECT_EQ(keys["attention"], "dot_product <- Tunix default");
+  EXPECT_EQ(
+      keys_of({"--maxtext_attention="}, {{"TRAINER_MAXTEXT_ATTENTION", "flash"}})["attention"],
+      "flash <- TRAINER_MAXTEXT_ATTENTION");
+  EXPECT_EQ(keys_of({"--maxtext_attention=splash"},
+                    {{"TRAINER_MAXTEXT_ATTENTION", "flash"}})["attention"],
+            "splash <- --maxtext_attention");
+}
+
+TEST(TrainerKeys, ProfilerKeysOnlyWhileProfiling) {
+  EXPECT_EQ(keys_of({"--profiler_steps=0", "--skip_first_n_profiler_steps=2"})
+                .count("skip_first_n_steps_for_profiler"),
+            0u);
+  auto keys = keys_of({"--profiler_steps=3", "--profiler_period=5"});
+  EXPECT_EQ(keys["profiler"], "xplane <- Tunix");
+  EXPECT_EQ(keys["profiler_steps"], "3 <- --profiler_steps");
+  EXPECT_EQ(keys["profile_periodically_period"], "5 <- --profiler_period");
+  EXPECT_EQ(keys["skip_first_n_steps_for_profiler"], "1 <- run_trainer_node default");
+}
+
+TEST(TrainerKeys, EnvironmentFallbacks) {
+  Env env = {{"MAXTEXT_OUTPUT_DIR", "gs://b/out"},
+             {"FLOAT32_GATE_LOGITS", "0"},
+             {"FLOAT32_LOGITS", "yes"},
+             {"OVERRIDE_MODEL_CONFIG", "1"},
+             {std::string(kCheckpointEnv), "gs://b/ckpt"}};
+  auto keys = keys_of({}, env);
+  EXPECT_EQ(keys["base_output_directory"], "gs://b/out <- MAXTEXT_OUTPUT_DIR");
+  EXPECT_EQ(keys["float32_gate_logits"], "False <- FLOAT32_GATE_LOGITS");
+  EXPECT_EQ(keys["float32_logits"], "True <- FLOAT32_LOGITS");
+  EXPECT_EQ(keys["override_model_config"], "true <- OVERRIDE_MODEL_CONFIG");
+  EXPECT_EQ(keys["load_parameters_path"], "gs://b/ckpt <- MAXTEXT_CKPT");
+  // The flag wins over the variable.
+  EXPECT_EQ(keys_of({"--maxtext_output_directory=gs://b/flag"}, env)["base_output_directory"],
+            "gs://b/flag <- --maxtext_output_directory");
+  // A variable that is no boolean is as if unset.
+  keys = keys_of({}, {{"FLOAT32_GATE_LOGITS", "maybe"}, {"OVERRIDE_MODEL_CONFIG", "yes"}});
+  EXPECT_EQ(keys["float32_gate_logits"], "True <- Tunix default");
+  EXPECT_EQ(keys.count("override_model_config"), 0u) << "Tunix tests for 1 or true only";
+}
+
+TEST(TrainerKeys, BooleansPrintAsPython) {
+  auto keys = keys_of({"--no-prefuse_moe_weights", "--use_weight_converter",
+                       "--maxtext_skip_step_on_nan=no", "--maxtext_skip_step_on_spikes=false"});
+  EXPECT_EQ(keys["prefuse_moe_weights"], "False <- --prefuse_moe_weights");
+  EXPECT_EQ(keys["use_weight_converter"], "True <- --use_weight_converter");
+  EXPECT_EQ(keys["skip_step_on_nan"], "False <- --maxtext_skip_step_on_nan");
+  EXPECT_EQ(keys.count("skip_step_on_spikes"), 0u) << "only when true";
+  keys = keys_of({"--maxtext_skip_step_on_spikes=true"});
+  EXPECT_EQ(keys["skip_step_on_spikes"], "True <- --maxtext_skip_step_on_spikes");
+  EXPECT_EQ(keys["skip_step_interval"], "128 <- --maxtext_skip_step_on_spikes");
+  EXPECT_EQ(keys["skip_step_scaling_factor"], "6.0 <- --maxtext_skip_step_on_spikes");
+  EXPECT_EQ(error_of({"--prefuse_moe_weights=maybe"}),
+            "trainer argv --prefuse_moe_weights=maybe: not a boolean");
+}
+
+TEST(TrainerKeys, MaxTargetLengthIsTheRowFed) {
+  std::vector<TrainerKey> keys =
+      trainer_keys({"--max_prompt_length=1024", "--max_response_length=512"}, {});
+  auto row = std::find_if(keys.begin(), keys.end(),
+                          [](const TrainerKey& k) { return k.key == "max_target_length"; });
+  ASSERT_NE(row, keys.end());
+  EXPECT_EQ(row->value, "1536");
+  EXPECT_EQ(row->given, "--max_prompt_length=1024 --max_response_length=512");
+  EXPECT_EQ(keys_of({"--max_prompt_length=1024", "--max_response_length=512",
+                     "--max_seq_token_per_tpu=4096"})["max_target_length"],
+            "4096 <- --max_seq_token_per_tpu");
+  EXPECT_EQ(keys_of({"--max_prompt_length=1024"})["max_target_length"],
+            "1152 <- --max_prompt_length + --max_response_length");
+  EXPECT_EQ(error_of({"--max_prompt_length=x"}),
+            "trainer argv --max_prompt_length=x: not an integer");
+}
+
+TEST(TrainerKeys, LearningRateSpellingsTheLaterWins) {
+  // run_trainer_node@035dbdb9: --optimizer_learning_rate and --learning_rate are one argparse
+  // option, so the later item wins, whichever its spelling.
+  EXPECT_EQ(keys_of({"--learning_rate=1e-6", "--optimizer_learning_rate=3e-6"})["learning_rate"],
+            "3e-6 <- --optimizer_learning_rate");
+  EXPECT_EQ(keys_of({"--optimizer_learning_rate=3e-6", "--learning_rate=1e-6"})["learning_rate"],
+            "1e-6 <- --learning_rate");
+  // A repeated flag counts at its last position.
+  EXPECT_EQ(keys_of({"--learning_rate=1e-6", "--optimizer_learning_rate=3e-6",
+                     "--learning_rate=2e-6"})["learning_rate"],
+            "2e-6 <- --learning_rate");
+  EXPECT_EQ(keys_of({"--mesh_fsdp=4", "--mesh_fsdp=08"})["ici_fsdp_parallelism"],
+            "8 <- --mesh_fsdp")
+      << "an int, as Python prints it";
+  EXPECT_EQ(error_of({"--mesh_tp=x"}), "trainer argv --mesh_tp=x: not an integer");
+}
+
+TEST(TrainerKeys, OtherMaxTextFlagsAndWhatTheRenderWrote) {
+  std::vector<TrainerKey> keys =
+      trainer_keys({"--maxtext_sa_block_q=512", "--port=8000", "--mesh_tp=4"}, {});
+  auto find = [&](std::string_view key) {
+    return *std::find_if(keys.begin(), keys.end(),
+                         [&](const TrainerKey& k) { return k.key == key; });
+  };
+  TrainerKey block = find("sa_block_q");
+  EXPECT_EQ(block.value, "512");
+  EXPECT_EQ(block.rule, nullptr) << "the --maxtext_X rule, no row";
+  EXPECT_EQ(find("ici_tensor_parallelism").given, "--mesh_tp=4");
+  EXPECT_EQ(find("dtype").given, "") << "a constant: nothing in the render";
+  EXPECT_EQ(maxtext_key_of_flag("port"), std::nullopt);
 }
 
 TEST(MaxTextKeyOfFlag, Mapping) {
   test::expect_cases(maxtext_key_of_flag, {{"maxtext_ckpt_path", "load_parameters_path"},
                                            {"maxtext_attention", "attention"},
+                                           {"maxtext_sa_block_q", "sa_block_q"},
                                            {"mesh_tp", "ici_tensor_parallelism"},
                                            {"worker_id", "run_name"},
                                            {"optimizer_learning_rate", "learning_rate"},
@@ -31,89 +261,17 @@ TEST(MaxTextKeyOfFlag, Mapping) {
   EXPECT_FALSE(maxtext_key_of_flag("port"));
 }
 
-TEST(TrainerKeysFromArgv, WhereTunixPassesThem) {
-  auto keys = keys_of({"--maxtext_model_name=qwen3-30b-a3b", "--mesh_fsdp=4", "--mesh_fsdp=8",
-                       "--rollout_mesh_tp=0", "--maxtext_ckpt_path=", "--base_num_kv_heads=4",
-                       "--profiler_period=5", "--port=8000", "--no-prefuse_moe_weights",
-                       "--use_weight_converter"});
-  EXPECT_EQ(keys["model_name"], "qwen3-30b-a3b <- --maxtext_model_name=qwen3-30b-a3b");
-  EXPECT_EQ(keys["ici_fsdp_parallelism"], "8 <- --mesh_fsdp=8");  // the last one wins
-  EXPECT_EQ(keys["base_num_kv_heads"], "4 <- --base_num_kv_heads=4");
-  EXPECT_EQ(keys["prefuse_moe_weights"], "false <- --no-prefuse_moe_weights");
-  EXPECT_EQ(keys["use_weight_converter"], "true <- --use_weight_converter");
-  EXPECT_EQ(keys.count("rollout_tensor_parallelism"), 0u);   // 0: not set
-  EXPECT_EQ(keys.count("load_parameters_path"), 0u);         // empty path: not passed
-  EXPECT_EQ(keys.count("profile_periodically_period"), 0u);  // no profiler
-  EXPECT_EQ(keys.size(), 5u);
-  keys = keys_of({"--profiler_steps=3", "--profiler_period=5"});
-  EXPECT_EQ(keys["profiler_steps"], "3 <- --profiler_steps=3");
-  EXPECT_EQ(keys["profile_periodically_period"], "5 <- --profiler_period=5");
-}
-
-TEST(TrainerKeysFromArgv, MaxTargetLengthIsTheRowFed) {
-  auto keys = keys_of({"--max_prompt_length=1024", "--max_response_length=512"});
-  EXPECT_EQ(keys["max_target_length"],
-            "1536 <- --max_prompt_length=1024 --max_response_length=512");
-  keys = keys_of(
-      {"--max_prompt_length=1024", "--max_response_length=512", "--max_seq_token_per_tpu=4096"});
-  EXPECT_EQ(keys["max_target_length"], "4096 <- --max_seq_token_per_tpu=4096");
-  EXPECT_EQ(keys_of({"--max_prompt_length=1024"}).count("max_target_length"), 0u);
-  EXPECT_EQ(
-      keys_of({"--max_prompt_length=x", "--max_response_length=1"}).count("max_target_length"), 0u);
-}
-
-TEST(TrainerKeysFromArgv, LearningRateSpellingsTheLaterWins) {
-  // run_trainer_node@035dbdb9: --optimizer_learning_rate and --learning_rate are one argparse
-  // option, so the later item wins, whichever its spelling.
-  EXPECT_EQ(keys_of({"--learning_rate=1e-6", "--optimizer_learning_rate=3e-6"})["learning_rate"],
-            "3e-6 <- --optimizer_learning_rate=3e-6");
-  EXPECT_EQ(keys_of({"--optimizer_learning_rate=3e-6", "--learning_rate=1e-6"})["learning_rate"],
-            "1e-6 <- --learning_rate=1e-6");
-  // A repeated flag counts at its last position.
-  EXPECT_EQ(keys_of({"--learning_rate=1e-6", "--optimizer_learning_rate=3e-6",
-                     "--learning_rate=2e-6"})["learning_rate"],
-            "2e-6 <- --learning_rate=2e-6");
-  EXPECT_EQ(
-      trainer_flag_for_key({"--learning_rate=1", "--optimizer_learning_rate=2"}, "learning_rate"),
-      "optimizer_learning_rate");
-  EXPECT_EQ(
-      trainer_flag_for_key({"--optimizer_learning_rate=2", "--learning_rate=1"}, "learning_rate"),
-      "learning_rate");
-  EXPECT_EQ(trainer_flag_for_key({"--port=1"}, "learning_rate"), std::nullopt);
-}
-
-TEST(TrainerKeysFromArgv, LauncherFlagsThatSetMaxTextKeys) {
-  // k8s_launcher.sh passes these; build_maxtext_config sets the keys of the same name, the
-  // policy and the mask only when not empty.
-  auto keys = keys_of({"--remat_policy=custom", "--learning_rate_final_fraction=0.1",
-                       "--trainable_parameters_mask=^(?!.*gate).*", "--maxtext_attention=flash"});
-  EXPECT_EQ(keys["remat_policy"], "custom <- --remat_policy=custom");
-  EXPECT_EQ(keys["learning_rate_final_fraction"], "0.1 <- --learning_rate_final_fraction=0.1");
-  EXPECT_EQ(keys["trainable_parameters_mask"],
-            "^(?!.*gate).* <- --trainable_parameters_mask=^(?!.*gate).*");
-  EXPECT_EQ(keys["attention"], "flash <- --maxtext_attention=flash");
-  keys = keys_of({"--remat_policy=", "--trainable_parameters_mask=", "--maxtext_attention="});
-  EXPECT_TRUE(keys.empty());
-}
-
 TEST(FlagsSettingKey, TheTableBackwards) {
   EXPECT_THAT(flags_setting_key("learning_rate"),
-              ::testing::ElementsAre("learning_rate", "optimizer_learning_rate"));
+              ::testing::ElementsAre("optimizer_learning_rate", "learning_rate"));
   EXPECT_THAT(flags_setting_key("load_parameters_path"),
               ::testing::ElementsAre("maxtext_ckpt_path", "maxtext_load_parameters_path"));
-  EXPECT_THAT(flags_setting_key("attention"), ::testing::ElementsAre("maxtext_attention"));
-  EXPECT_THAT(flags_setting_key("ici_fsdp_parallelism"), ::testing::ElementsAre("mesh_fsdp"));
-  EXPECT_THAT(flags_setting_key("remat_policy"), ::testing::ElementsAre("remat_policy"));
-  EXPECT_THAT(flags_setting_key("skip_step_on_nan"),
-              ::testing::ElementsAre("maxtext_skip_step_on_nan"));
-  // max_target_length is purpose-specific: none of the flags it derives from is in the table.
+  EXPECT_THAT(flags_setting_key("sa_block_q"), ::testing::ElementsAre("maxtext_sa_block_q"));
+  EXPECT_THAT(flags_setting_key("dtype"), ::testing::IsEmpty()) << "a constant";
+  // max_target_length is derived: none of the flags it comes from is a row's.
   for (std::string_view flag :
        {"max_seq_token_per_tpu", "max_prompt_length", "max_response_length"})
     EXPECT_EQ(maxtext_key_of_flag(flag), std::nullopt) << flag;
-  for (std::string_view key : {"learning_rate", "run_name", "warmup_steps_fraction"}) {
-    for (const std::string& flag : flags_setting_key(key))
-      EXPECT_EQ(maxtext_key_of_flag(flag), key) << flag;
-  }
 }
 
 TEST(ExtraFlagKeys, ItemsInOrder) {
@@ -160,9 +318,6 @@ TEST(Profiler, WhatStartsTheTrainersOwn) {
   EXPECT_TRUE(starts_maxtext_profiler("profiler=xplane"));
   EXPECT_FALSE(starts_maxtext_profiler("profiler="));
   EXPECT_FALSE(starts_maxtext_profiler("profiler_steps=3"));
-  // The same rule as trainer_keys_from_argv: profiler keys only with --profiler_steps > 0.
-  EXPECT_TRUE(
-      trainer_keys_from_argv({"--profiler_steps=0", "--skip_first_n_profiler_steps=2"}).empty());
 }
 
 }  // namespace

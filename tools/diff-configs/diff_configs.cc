@@ -34,8 +34,10 @@ int diff_configs_main(int argc, char** argv) {
        "Compares the resolved MaxText configs of two runs from their logs (the `Config param "
        "<key>: <value>` dump MaxText logs; the last complete dump of a log by default), values "
        "compared by meaning (True/true, 1.0/1, list spacing) but reported as printed. A side may "
-       "also be a render (e2e DRY_RUN or bench): the trainer's MaxText flags, from "
-       "MAXTEXT_EXTRA_FLAGS and the argv; against a log only those keys are compared.",
+       "also be a render (e2e DRY_RUN or bench): the keys Tunix's trainer passes MaxText for its "
+       "argv and environment (with Tunix's defaults and constants), then MAXTEXT_EXTRA_FLAGS; "
+       "against a log only those keys are compared, a default or constant only where the log "
+       "has it too.",
        kExamples});
   CLI::App& app = tool.app();
   std::vector<std::string> inputs;

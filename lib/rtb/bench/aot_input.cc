@@ -33,16 +33,6 @@ void check_number(std::string_view text, std::string_view what) {
     fail("{}={}: not a number", what, text);
 }
 
-// Python's str2bool as run_trainer_node reads its boolean flags.
-std::optional<bool> parse_str2bool(std::string_view text) {
-  std::string lowered = lower_ascii(text);
-  if (lowered == "yes" || lowered == "true" || lowered == "t" || lowered == "y" || lowered == "1")
-    return true;
-  if (lowered == "no" || lowered == "false" || lowered == "f" || lowered == "n" || lowered == "0")
-    return false;
-  return std::nullopt;
-}
-
 long long Args::integer(std::string_view key, long long fallback) const {
   auto value = text(key);
   return value ? parse_integer(*value, fmt::format("{} --{}", name_, key)) : fallback;

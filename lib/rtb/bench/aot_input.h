@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "rtb/bench/trainer_config.h"  // parse_str2bool
 #include "rtb/k8s/flags.h"
 #include "rtb/k8s/jobset.h"
 #include "rtb/k8s/shell.h"
@@ -20,8 +21,6 @@ namespace rtb::bench {
 long long parse_integer(std::string_view text, std::string_view what);
 // Throws rtb::Error "<what>=<text>: not a number" unless `text` is a number.
 void check_number(std::string_view text, std::string_view what);
-// Python's str2bool as run_trainer_node reads its boolean flags; nullopt for anything else.
-std::optional<bool> parse_str2bool(std::string_view text);
 
 // Reads argparse-style flags: the last occurrence of a key wins.
 class Args {

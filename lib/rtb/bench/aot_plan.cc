@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <map>
 
 #include "rtb/base/error.h"
 #include "rtb/base/slice.h"
@@ -59,16 +60,6 @@ class Planner {
   }
   void note(std::string text) { plan_.notes.push_back(std::move(text)); }
 
-  // The trainer argv flag that sets MaxText `maxtext_key`, from trainer_config's table (the one
-  // table of Tunix's argv -> MaxText keys): of its spellings the one the argv gives last, as the
-  // trainer reads it, else the table's first.
-  std::string flag_for(std::string_view maxtext_key) const {
-    if (auto given = trainer_flag_for_key(client_.trainer.items(), maxtext_key)) return *given;
-    std::vector<std::string> flags = flags_setting_key(maxtext_key);
-    if (flags.empty()) fail("internal: no trainer flag sets MaxText's {}", maxtext_key);
-    return flags.front();
-  }
-
   const k8s::shell::Assignment* env(std::string_view name) const {
     const k8s::shell::Assignment* found = nullptr;
     for (const k8s::shell::Assignment& a : client_.trainer_env) {
@@ -94,22 +85,21 @@ class Planner {
     plan_.hbm_gib_per_device = slice->type().hbm_gib_per_device;
   }
 
-  // The keys Tunix's build_maxtext_config passes for run_trainer_node's argv and environment
-  // (google/tunix tunix/utils/maxtext_utils.py, run_trainer_node.py), in its order.
+  // The keys Tunix's trainer passes (trainer_config.h's table, in build_maxtext_config's order) and
+  // in their place what is aot-check's own: no checkpoint and no profiler, enable_checkpointing,
+  // the batch keys, the compile's max_target_length, the KV heads the rollout replicates; with the
+  // checks and notes on them.
   void add_trainer_keys() {
     const Args& t = client_.trainer;
-    std::string tunix = "Tunix";
-    const std::string model_flag = flag_for("model_name");
-    key("model_name", t.text_or(model_flag, "qwen3-0.6b"),
-        t.has(model_flag) ? "--" + model_flag : "run_trainer_node default");
-    const std::string run_flag = flag_for("run_name");
-    key("run_name", t.text_or(run_flag, "tunix_maxtext"), "--" + run_flag);
-    const std::string output_flag = flag_for("base_output_directory");
-    if (auto dir = t.text(output_flag)) {
-      key("base_output_directory", *dir, "--" + output_flag);
-    } else if (const auto* dir_env = env("MAXTEXT_OUTPUT_DIR")) {
-      key("base_output_directory", dir_env->value, "MAXTEXT_OUTPUT_DIR");
-    }
+    std::map<std::string, std::string> env_values;  // bash keeps the last assignment
+    for (const k8s::shell::Assignment& a : client_.trainer_env) env_values[a.name] = a.value;
+    const std::vector<TrainerKey> trainer = trainer_keys(t.items(), env_values);
+    auto integer_key = [&](std::string_view name, long long fallback) {
+      auto k = std::find_if(trainer.begin(), trainer.end(),
+                            [&](const TrainerKey& tk) { return tk.key == name; });
+      if (k == trainer.end()) return fallback;
+      return parse_integer(k->value, "trainer argv " + k->origin);
+    };
     // trainer_config.h decides what loads a checkpoint (render-bench --weights random drops the
     // same); the compile takes none of it.
     std::vector<std::string> checkpoint_flags;
@@ -123,25 +113,10 @@ class Planner {
           note(fmt::format("--{} is not passed: the compile uses abstract weights", flag));
       }
     }
-    key("enable_checkpointing", "False", "aot-check (the abstract engine never saves)");
-    for (const char* fixed :
-         {"scan_layers=True", "convert_checkpoint_if_possible=False",
-          "skip_jax_distributed_system=True", "allow_split_physical_axes=True"}) {
-      std::string_view item(fixed);
-      std::size_t eq = item.find('=');
-      key(std::string(item.substr(0, eq)), std::string(item.substr(eq + 1)), tunix);
-    }
 
     long long micro = t.integer("train_micro_batch_size", 1);
     long long mini = t.integer("mini_batch_size", 1);
-    const std::string fsdp_flag = flag_for("ici_fsdp_parallelism");
-    const std::string tp_flag = flag_for("ici_tensor_parallelism");
-    const std::string expert_flag = flag_for("ici_expert_parallelism");
-    const std::string context_flag = flag_for("ici_context_parallelism");
-    long long fsdp = t.integer(fsdp_flag, 2);
-    long long tp = t.integer(tp_flag, 1);
-    long long expert = t.integer(expert_flag, 1);
-    long long context = t.integer(context_flag, 1);
+    long long fsdp = integer_key("ici_fsdp_parallelism", 1);
     if (micro <= 0) fail("trainer argv --train_micro_batch_size={}: must be positive", micro);
     if (mini <= 0) fail("trainer argv --mini_batch_size={}: must be positive", mini);
     if (fsdp <= 0 || micro % fsdp != 0) {
@@ -153,12 +128,6 @@ class Planner {
     plan_.train_micro_batch_size = micro;
     plan_.per_device_batch_size =
         python_float(static_cast<double>(micro) / static_cast<double>(plan_.devices));
-    key("per_device_batch_size", plan_.per_device_batch_size,
-        fmt::format("--train_micro_batch_size {} / {} devices", micro, plan_.devices));
-    long long accumulation = std::max(1LL, (mini + micro - 1) / micro);
-    key("gradient_accumulation_steps", std::to_string(accumulation),
-        "ceil(--mini_batch_size / --train_micro_batch_size)");
-
     plan_.max_prompt_length = t.integer("max_prompt_length", 512);
     plan_.max_response_length = t.integer("max_response_length", 128);
     plan_.max_seq_token_per_tpu = t.integer("max_seq_token_per_tpu", 0);
@@ -169,10 +138,71 @@ class Planner {
           "--max_response_length = {}: packing cannot place a sequence in a row",
           plan_.max_seq_token_per_tpu, sequence);
     }
-    // The compile builds rollouts of max_prefill_predict_length prompt tokens and the rest of
-    // max_target_length as completion; the packed row width is its own key (added below). So
-    // max_target_length is aot-check's own, not trainer_config's table: diff-configs compares
-    // the trainer's declared row instead (trainer_keys_from_argv).
+    // Tunix replicates KV heads up to the rollout's tensor parallelism (build_maxtext_config);
+    // without --base_num_kv_heads it reads them from the model's YAML, which aot-check does not.
+    long long rollout_tp = integer_key("rollout_tensor_parallelism", 0);
+    long long kv_heads = integer_key("base_num_kv_heads", 0);
+    if (kv_heads > 0 && rollout_tp > kv_heads) {
+      if (rollout_tp % kv_heads != 0) {
+        fail("--rollout_mesh_tp={} is not a multiple of --base_num_kv_heads={}", rollout_tp,
+             kv_heads);
+      }
+      kv_heads = rollout_tp;
+    }
+
+    for (const TrainerKey& k : trainer) {
+      // An option run_trainer_node does not declare, the checkpoint (abstract weights) and the
+      // profiler (the compile runs none) do not reach the compile.
+      if (!k.rule || k.rule->applies == KeyApplies::kProfiling || is_checkpoint_key(k.key))
+        continue;
+      // build_maxtext_config passes enable_checkpointing after the checkpoint keys.
+      if (k.key == "scan_layers")
+        key("enable_checkpointing", "False", "aot-check (the abstract engine never saves)");
+      if (k.key == "max_target_length") {
+        add_batch_keys(micro, mini, sequence);
+        continue;
+      }
+      if (k.key == "base_num_kv_heads") {
+        key(k.key, std::to_string(kv_heads), "--base_num_kv_heads, --rollout_mesh_tp");
+        continue;
+      }
+      if (k.key == "learning_rate") check_number(k.value, "learning_rate");
+      if (k.key == "warmup_steps_fraction") check_number(k.value, k.origin);
+      key(k.key, k.value, k.origin);
+    }
+
+    if (integer_key("padded_base_moe_mlp_dim", 0) <= 0 && rollout_tp > 1) {
+      note(fmt::format(
+          "Tunix derives padded_base_moe_mlp_dim for --rollout_mesh_tp={} from the model's YAML, "
+          "which aot-check does not read: pass --compile-key padded_base_moe_mlp_dim=D if the "
+          "trainer pads",
+          rollout_tp));
+    }
+    if (kv_heads == 0 && rollout_tp > 1) {
+      note(
+          "Tunix reads base_num_kv_heads from the model's YAML to replicate KV heads for the "
+          "rollout's tensor parallelism; not reproduced (pass --base_num_kv_heads in the trainer "
+          "argv)");
+    }
+    for (std::string_view checkpoint_env :
+         {"ENABLE_PATHWAYS_PERSISTENCE", "CHECKPOINT_ASYNC", "CKPT_D2H_CONCURRENT_GB"}) {
+      if (env(checkpoint_env)) {
+        note(fmt::format("{}: checkpoint settings are not passed (the compile saves nothing)",
+                         checkpoint_env));
+      }
+    }
+  }
+
+  // The batch keys where Tunix passes them (before max_target_length), and the compile's
+  // max_target_length: it builds rollouts of max_prefill_predict_length prompt tokens and the rest
+  // of max_target_length as completion, with the packed row width a key of its own
+  // (add_compile_keys), so it takes prompt + response where the trainer declares its packed row.
+  void add_batch_keys(long long micro, long long mini, long long sequence) {
+    key("per_device_batch_size", plan_.per_device_batch_size,
+        fmt::format("--train_micro_batch_size {} / {} devices", micro, plan_.devices));
+    long long accumulation = std::max(1LL, (mini + micro - 1) / micro);
+    key("gradient_accumulation_steps", std::to_string(accumulation),
+        "ceil(--mini_batch_size / --train_micro_batch_size)");
     key("max_target_length", std::to_string(sequence),
         "--max_prompt_length + --max_response_length");
     if (plan_.max_seq_token_per_tpu > 0 && plan_.max_seq_token_per_tpu != sequence) {
@@ -184,138 +214,6 @@ class Planner {
     compare_with_orchestrator("max_prompt_length", plan_.max_prompt_length, 1024);
     compare_with_orchestrator("max_response_length", plan_.max_response_length, 1024);
     compare_with_orchestrator("train_micro_batch_size", micro, 1);
-
-    std::string attention = "dot_product", attention_origin = "Tunix default";
-    if (const auto* a = env("TRAINER_MAXTEXT_ATTENTION"); a && !a->value.empty()) {
-      attention = a->value;
-      attention_origin = "TRAINER_MAXTEXT_ATTENTION";
-    }
-    const std::string attention_flag = flag_for("attention");
-    if (auto a = t.text(attention_flag); a && !a->empty()) {
-      attention = *a;
-      attention_origin = "--" + attention_flag;
-    }
-    key("attention", attention, attention_origin);
-    const std::string remat_flag = flag_for("remat_policy");
-    if (auto remat = t.text(remat_flag); remat && !remat->empty())
-      key("remat_policy", *remat, "--" + remat_flag);
-    const std::string fraction_flag = flag_for("learning_rate_final_fraction");
-    if (auto fraction = t.text(fraction_flag))
-      key("learning_rate_final_fraction", *fraction, "--" + fraction_flag);
-    key("use_tokamax_gmm", "true", tunix);
-    key("use_gmm_v2", "true", tunix);
-    key("ici_fsdp_parallelism", std::to_string(fsdp),
-        t.has(fsdp_flag) ? "--" + fsdp_flag : "run_trainer_node default");
-
-    const std::string rollout_tp_flag = flag_for("rollout_tensor_parallelism");
-    long long rollout_tp = t.integer(rollout_tp_flag, 0);
-    const std::string padded_flag = flag_for("padded_base_moe_mlp_dim");
-    long long padded = t.integer(padded_flag, 0);
-    if (padded > 0) {
-      key("padded_base_moe_mlp_dim", std::to_string(padded), "--" + padded_flag);
-    } else if (rollout_tp > 1) {
-      note(fmt::format(
-          "Tunix derives padded_base_moe_mlp_dim for --rollout_mesh_tp={} from the model's YAML, "
-          "which aot-check does not read: pass --compile-key padded_base_moe_mlp_dim=D if the "
-          "trainer pads",
-          rollout_tp));
-    }
-    long long kv_heads = t.integer(flag_for("base_num_kv_heads"), 0);
-    if (kv_heads > 0 && rollout_tp > kv_heads) {
-      if (rollout_tp % kv_heads != 0) {
-        fail("--rollout_mesh_tp={} is not a multiple of --base_num_kv_heads={}", rollout_tp,
-             kv_heads);
-      }
-      kv_heads = rollout_tp;
-    } else if (kv_heads == 0 && rollout_tp > 1) {
-      note(
-          "Tunix reads base_num_kv_heads from the model's YAML to replicate KV heads for the "
-          "rollout's tensor parallelism; not reproduced (pass --base_num_kv_heads in the trainer "
-          "argv)");
-    }
-    if (kv_heads > 0) {
-      key("base_num_kv_heads", std::to_string(kv_heads), "--base_num_kv_heads, --rollout_mesh_tp");
-      key("override_model_config", "true", "--base_num_kv_heads");
-    }
-    key("ici_tensor_parallelism", std::to_string(tp),
-        t.has(tp_flag) ? "--" + tp_flag : "run_trainer_node default");
-    key("ici_expert_parallelism", std::to_string(expert),
-        t.has(expert_flag) ? "--" + expert_flag : "run_trainer_node default");
-    key("ici_context_parallelism", std::to_string(context),
-        t.has(context_flag) ? "--" + context_flag : "run_trainer_node default");
-    if (context > 1) key("context_parallel_load_balance", "False", "--mesh_context > 1");
-
-    // --learning_rate and --optimizer_learning_rate are one setting: the later one wins.
-    std::string lr = "2e-07", lr_origin = "run_trainer_node default";
-    if (auto lr_flag = trainer_flag_for_key(t.items(), "learning_rate")) {
-      lr = t.text_or(*lr_flag, lr);
-      lr_origin = "--" + *lr_flag;
-    }
-    check_number(lr, "learning_rate");
-    key("learning_rate", lr, lr_origin);
-    const std::string warmup_flag = flag_for("warmup_steps_fraction");
-    std::string warmup = t.text_or(warmup_flag, "0.0");
-    check_number(warmup, "--" + warmup_flag);
-    key("warmup_steps_fraction", warmup, "--" + warmup_flag);
-    key("dtype", "bfloat16", tunix);
-    key("weight_dtype", "bfloat16", tunix);
-    key("grad_dtype", "float32", tunix);
-    key("mu_dtype", "float32", tunix);
-    bool gate_logits = true;
-    std::string gate_origin = "Tunix default";
-    if (const auto* v = env("FLOAT32_GATE_LOGITS")) {
-      if (auto b = parse_env_bool(v->value)) {
-        gate_logits = *b;
-        gate_origin = "FLOAT32_GATE_LOGITS";
-      }
-    }
-    key("float32_gate_logits", gate_logits ? "True" : "False", gate_origin);
-    if (const auto* v = env("FLOAT32_LOGITS")) {
-      if (auto b = parse_env_bool(v->value))
-        key("float32_logits", *b ? "True" : "False", "FLOAT32_LOGITS");
-    }
-    key("enable_tensorboard", "False", tunix);
-    key("record_internal_nn_metrics", "False", tunix);
-    key("init_weights_seed", "42", tunix);
-    const std::string prefuse_flag = flag_for("prefuse_moe_weights");
-    key("prefuse_moe_weights", t.boolean(prefuse_flag, false) ? "True" : "False",
-        "--" + prefuse_flag);
-    const std::string converter_flag = flag_for("use_weight_converter");
-    key("use_weight_converter", t.boolean(converter_flag, true) ? "True" : "False",
-        "--" + converter_flag);
-    if (rollout_tp > 0)
-      key("rollout_tensor_parallelism", std::to_string(rollout_tp), "--" + rollout_tp_flag);
-    const std::string mask_flag = flag_for("trainable_parameters_mask");
-    if (auto mask = t.text(mask_flag); mask && !mask->empty())
-      key("trainable_parameters_mask", *mask, "--" + mask_flag);
-    const std::string spikes_flag = flag_for("skip_step_on_spikes");
-    bool spikes = t.boolean(spikes_flag, false);
-    if (spikes) key("skip_step_on_spikes", "True", "--" + spikes_flag);
-    const std::string nan_flag = flag_for("skip_step_on_nan");
-    key("skip_step_on_nan", t.boolean(nan_flag, true) ? "True" : "False", "--" + nan_flag);
-    if (spikes) {
-      key("skip_step_interval", "128", tunix);
-      key("skip_step_scaling_factor", "6.0", tunix);
-    }
-    if (const auto* v = env("OVERRIDE_MODEL_CONFIG")) {
-      std::string lowered = lower_ascii(v->value);
-      if ((lowered == "1" || lowered == "true") && kv_heads == 0)
-        key("override_model_config", "true", "OVERRIDE_MODEL_CONFIG");
-    }
-    for (std::string_view checkpoint_env :
-         {"ENABLE_PATHWAYS_PERSISTENCE", "CHECKPOINT_ASYNC", "CKPT_D2H_CONCURRENT_GB"}) {
-      if (env(checkpoint_env)) {
-        note(fmt::format("{}: checkpoint settings are not passed (the compile saves nothing)",
-                         checkpoint_env));
-      }
-    }
-  }
-
-  static std::optional<bool> parse_env_bool(std::string_view text) {
-    std::string lowered = lower_ascii(text);
-    if (lowered == "1" || lowered == "true" || lowered == "yes") return true;
-    if (lowered == "0" || lowered == "false" || lowered == "no") return false;
-    return std::nullopt;
   }
 
   void compare_with_orchestrator(std::string_view flag, long long trainer, long long fallback) {

@@ -65,15 +65,28 @@ std::vector<ConfigSetting> config_from_render(const k8s::DryRun& dryrun,
   if (argv_node.IsMap()) {
     for (const auto& kv : argv_node) argv.push_back(kv.second.Scalar());
   }
-  YAML::Node extra_node = k8s::yaml::descend(startup, {"env", "MAXTEXT_EXTRA_FLAGS"});
+  // The trainer's environment: its plain variables (a repeated NAME is NAME#2 there; bash keeps
+  // the last), and MAXTEXT_EXTRA_FLAGS' items.
+  std::map<std::string, std::string> env;
+  YAML::Node env_node = k8s::yaml::lookup(startup, "env");
+  if (env_node.IsMap()) {
+    for (const auto& kv : env_node) {
+      std::string name = kv.first.Scalar();
+      if (kv.second.IsScalar()) env[name.substr(0, name.find('#'))] = kv.second.Scalar();
+    }
+  }
+  YAML::Node extra_node = k8s::yaml::lookup(env_node, "MAXTEXT_EXTRA_FLAGS");
   if (extra_node.IsMap()) {
     for (const auto& kv : extra_node) extra.push_back(kv.second.Scalar());
   }
-  // MAXTEXT_EXTRA_FLAGS, appended last by Tunix, overrides what the argv sets.
+  // MAXTEXT_EXTRA_FLAGS, appended last by Tunix, overrides what the argv sets. A key the render
+  // does not write (a default, a constant) is `implied`.
   std::map<std::string, ConfigSetting> settings;
-  for (const std::vector<TrainerKey>& keys :
-       {trainer_keys_from_argv(argv), extra_flag_keys(extra)}) {
-    for (const TrainerKey& k : keys) settings[k.key] = {k.key, k.value, line, k.origin};
+  for (const std::vector<TrainerKey>& keys : {trainer_keys(argv, env), extra_flag_keys(extra)}) {
+    for (const TrainerKey& k : keys) {
+      settings[k.key] = {k.key, k.value, line, k.given.empty() ? k.origin : k.given,
+                         k.given.empty()};
+    }
   }
   std::vector<ConfigSetting> out;
   for (auto& [key, setting] : settings) out.push_back(std::move(setting));
@@ -115,10 +128,13 @@ std::vector<ConfigDifference> diff_configs(const ConfigSide& a, const ConfigSide
   // Against a log, a render's few keys are the question; every other key is not.
   bool only_a = a_render && !b_render, only_b = b_render && !a_render;
   std::vector<std::string> keys;
-  for (const auto& [key, _] : left) {
+  // A render's implied keys (defaults, constants) count only where the log has them too.
+  for (const auto& [key, setting] : left) {
+    if (only_a && setting->implied && !right.count(key)) continue;
     if (!only_b || right.count(key)) keys.push_back(key);
   }
-  for (const auto& [key, _] : right) {
+  for (const auto& [key, setting] : right) {
+    if (only_b && setting->implied && !left.count(key)) continue;
     if (!left.count(key) && !only_a) keys.push_back(key);
   }
   std::sort(keys.begin(), keys.end());

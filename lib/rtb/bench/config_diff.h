@@ -27,10 +27,11 @@ using logs::ConfigSetting;
 
 // --- renders as a side -------------------------------------------------------------------------
 
-// The trainer's MaxText settings in a DRY_RUN or a bench render: the keys its argv sets
-// (trainer_keys_from_argv()), then MAXTEXT_EXTRA_FLAGS, which Tunix appends last (so it wins).
-// Sorted by key. Throws rtb::Error when there is no trainer JobSet or its startup command cannot be
-// read.
+// The trainer's MaxText settings in a DRY_RUN or a bench render: every key Tunix passes for its
+// argv and environment (trainer_keys(): defaults and constants included, marked `implied`, origin
+// "run_trainer_node default", "Tunix default" or "Tunix"), then MAXTEXT_EXTRA_FLAGS, which Tunix
+// appends last (so it wins). Sorted by key. Throws rtb::Error when there is no trainer JobSet or
+// its startup command cannot be read.
 std::vector<ConfigSetting> config_from_render(const k8s::DryRun& dryrun,
                                               const k8s::RoleMains& mains);
 
@@ -63,7 +64,8 @@ struct ConfigDifference {
 std::string_view config_kind_name(ConfigDifference::Kind kind);  // "added", ...
 
 // Differences in key order. When exactly one side is a render, only the keys it sets are compared
-// (a render sets a few keys of the hundreds a log resolves). `keep_key` filters keys (--keys).
+// (a render sets a few keys of the hundreds a log resolves), and of those it implies (defaults,
+// constants) only the ones the log has too. `keep_key` filters keys (--keys).
 std::vector<ConfigDifference> diff_configs(
     const ConfigSide& a, const ConfigSide& b,
     const std::function<bool(std::string_view)>& keep_key = nullptr);

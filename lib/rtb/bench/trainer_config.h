@@ -1,48 +1,103 @@
 // What Tunix's trainer (run_trainer_node / build_maxtext_config; docs/tunix-maxtext-facts.md E)
-// makes of its argv: the MaxText keys the flags set, each with the argv item it comes from.
+// passes MaxText for its argv and environment: one table of rules (trainer_key_rules) and one
+// reading of it (trainer_keys), which diff-configs and aot-check both use.
 #pragma once
 
+#include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace rtb::bench {
 
-// A MaxText key with its value and origin (the argv item, or items, that set it).
+// When a rule sets its key. A source (the flag, then the environment variable, then the default)
+// that does not meet the condition is skipped, as build_maxtext_config's `x or y or z` does.
+enum class KeyApplies {
+  kAlways,     // whatever the value
+  kPositive,   // an integer > 0 (0 means "not set")
+  kAboveOne,   // an integer > 1
+  kNotEmpty,   // a non-empty value (Tunix tests the value's truth)
+  kTrue,       // a true boolean (flags: argparse's str2bool; environment: 1 or true, as Tunix
+               // tests OVERRIDE_MODEL_CONFIG)
+  kProfiling,  // only while the trainer's profiler runs: --profiler_steps > 0
+  kDerived,    // computed by trainer_keys from several flags (max_target_length)
+};
+
+// How a rule's value prints.
+enum class KeyPrints {
+  kAsGiven,     // as the argv, environment or default spells it
+  kInteger,     // an integer as Python formats argparse's int ("08" -> 8)
+  kPythonBool,  // Python's True/False, as build_maxtext_config formats a bool
+  kFixed,       // the rule's `fallback`: a constant, or, with a flag or a variable, the value
+                // that source turns on (then `fallback` is no default)
+};
+
+// Where a rule's default comes from, which is how a key set by it is labelled.
+enum class DefaultFrom {
+  kRunTrainerNode,      // run_trainer_node's argparse default: "run_trainer_node default"
+  kBuildMaxtextConfig,  // build_maxtext_config's own fallback: "Tunix default"
+  kTunixConstant,       // a key Tunix always passes, no flag: "Tunix"
+};
+
+// One MaxText key Tunix's trainer passes. Rows are in build_maxtext_config's order.
+struct TrainerKeyRule {
+  std::string_view key{};
+  // The argv spellings (without dashes) of one argparse option: the later item in argv wins.
+  std::vector<std::string_view> flags{};
+  // The environment variable Tunix falls back to when no flag gives a value; empty for none.
+  std::string_view env{};
+  // The value when neither gives one (a constant's value, for kFixed); nullopt: the key is unset.
+  std::optional<std::string_view> fallback{};
+  KeyApplies applies = KeyApplies::kAlways;
+  KeyPrints prints = KeyPrints::kAsGiven;
+  DefaultFrom default_from = DefaultFrom::kRunTrainerNode;
+  // A key of an earlier row that must be set for this one to apply (its origin becomes this key's);
+  // empty for none. `applies` then tests that key's value.
+  std::string_view requires_key{};
+  std::string_view upstream{};  // where google/tunix says so
+};
+
+// The table, in build_maxtext_config's order. A new Tunix flag is one row here.
+std::span<const TrainerKeyRule> trainer_key_rules();
+
+// A MaxText key with its value and origin: "--flag" (the spelling given last), an environment
+// variable's name, "run_trainer_node default", "Tunix default", "Tunix" (a constant), or for a key
+// Tunix adds with another the other's origin ("--base_num_kv_heads", "--mesh_context > 1").
+// `given` is what the render wrote: the argv items or the `NAME=value` assignment; empty for
+// defaults, constants and keys Tunix adds. `rule` is nullptr for a key set by the `--maxtext_X`
+// -> X rule alone.
 struct TrainerKey {
   std::string key;
   std::string value;
   std::string origin;
+  std::string given;
+  const TrainerKeyRule* rule = nullptr;
 };
 
-// The MaxText key that a trainer argv flag sets: `--maxtext_model_name` -> model_name,
-// `--maxtext_ckpt_path` -> load_parameters_path, `--maxtext_output_directory` ->
-// base_output_directory, `--maxtext_padded_moe_mlp_dim` -> padded_base_moe_mlp_dim, any other
-// `--maxtext_X` -> X, `--mesh_fsdp|tp|expert|context` ->
-// ici_fsdp|tensor|expert|context_parallelism, `--learning_rate` and `--optimizer_learning_rate`
-// -> learning_rate, `--worker_id` -> run_name, ...; nullopt for flags that set no MaxText key.
-// `flag` is the flag's key without dashes. This is the one table of Tunix's argv -> MaxText keys:
-// diff-configs (trainer_keys_from_argv) and aot-check (aot_plan.cc) both read it.
+// Every key the trainer passes MaxText for `argv` (`--flag=value` items; the last of a flag wins)
+// and `env` (the trainer's environment, name -> value): the table's rows in order, defaults and
+// constants included, then any other `--maxtext_X` as X, in argv order. max_target_length is the
+// row the trainer is fed, max(--max_prompt_length + --max_response_length,
+// --max_seq_token_per_tpu). Keys that depend on more than the argv (per_device_batch_size,
+// gradient_accumulation_steps, enable_checkpointing, KV-head replication from the model's YAML)
+// are not here. Throws rtb::Error "trainer argv <item>: not an integer|not a boolean" for a value
+// argparse would refuse.
+std::vector<TrainerKey> trainer_keys(const std::vector<std::string>& argv,
+                                     const std::map<std::string, std::string>& env);
+
+// Python's str2bool as run_trainer_node reads its boolean flags; nullopt for anything else.
+std::optional<bool> parse_str2bool(std::string_view text);
+
+// The MaxText key that a trainer argv flag (without dashes) sets: the table's, any other
+// `--maxtext_X` -> X; nullopt for flags that set no MaxText key.
 std::optional<std::string> maxtext_key_of_flag(std::string_view flag);
 
-// The trainer argv flags (without dashes) that set MaxText `key`: the table's, in name order
-// ({"learning_rate", "optimizer_learning_rate"} for learning_rate), else `maxtext_<key>`
-// (attention: {"maxtext_attention"}).
+// The trainer argv flags (without dashes) that set MaxText `key`: the table's, in its order
+// ({"optimizer_learning_rate", "learning_rate"} for learning_rate; none for a constant), else
+// `maxtext_<key>`.
 std::vector<std::string> flags_setting_key(std::string_view key);
-
-// The flag among flags_setting_key(key) whose value the trainer uses: the one `argv` gives last.
-// run_trainer_node declares the spellings of one setting as aliases of one argparse option, so
-// the later item wins whatever its spelling. nullopt when `argv` gives none of them.
-std::optional<std::string> trainer_flag_for_key(const std::vector<std::string>& argv,
-                                                std::string_view key);
-
-// The keys a trainer argv (`--flag=value` items; the last of a flag wins) sets where Tunix passes
-// them (sizes > 0, paths and policies non-empty, profiler keys only with --profiler_steps > 0), and
-// max_target_length: the rows the trainer is fed, max(--max_prompt_length + --max_response_length,
-// --max_seq_token_per_tpu). Sorted by key; of two flags that set one key, the one given last wins
-// (trainer_flag_for_key).
-std::vector<TrainerKey> trainer_keys_from_argv(const std::vector<std::string>& argv);
 
 // --- What loads a checkpoint, and what runs the trainer's profiler ------------------------------
 // The one place that decides both: render-bench (--weights random drops what loads a checkpoint;
@@ -71,8 +126,8 @@ bool starts_trainer_profiler(std::string_view argv_item);
 // A MAXTEXT_EXTRA_FLAGS item that turns MaxText's profiler on: profiler=<non-empty>.
 bool starts_maxtext_profiler(std::string_view extra_flag_item);
 
-// MAXTEXT_EXTRA_FLAGS items (`key=value`) as keys, origin "MAXTEXT_EXTRA_FLAGS <item>"; items
-// without a key or a value are skipped.
+// MAXTEXT_EXTRA_FLAGS items (`key=value`) as keys, origin and given "MAXTEXT_EXTRA_FLAGS <item>";
+// items without a key or a value are skipped.
 std::vector<TrainerKey> extra_flag_keys(const std::vector<std::string>& items);
 
 }  // namespace rtb::bench

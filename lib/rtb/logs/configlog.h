@@ -35,6 +35,7 @@ struct ConfigSetting {
   std::string value;     // as printed (logs) or written (renders)
   std::size_t line = 0;  // 1-based input line
   std::string origin;    // renders: the item that sets it (`--mesh_fsdp=32`, a MAXTEXT item)
+  bool implied = false;  // renders: a default or constant the trainer passes unasked
 };
 
 // Each setting's value as `masker` lets it print (by its key: hf_access_token, wandb_api_key),
