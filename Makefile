@@ -53,7 +53,9 @@ test: build
 # them) and the package and install tests (cpack and cmake --install of the same files). It also
 # leaves out the settings contract test, the longest under sanitizers (over 2 minutes), which
 # compares the messages of render-bench and the driver value by value: the C++ code it runs is the
-# option checks that tools_tests and bench_tests run under sanitizers already.
+# option checks that tools_tests and bench_tests run under sanitizers already; and the docs'
+# examples (cli_docs_examples_test), which check the docs against the tools: every tool and mode
+# they run, the CLI tests run under sanitizers too.
 build/asan/build.ninja:
 	cmake --preset asan
 
