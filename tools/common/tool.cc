@@ -90,8 +90,13 @@ int Tool::run(int argc, char** argv, const std::function<Outcome()>& body) {
     return app_.exit(e);
   } catch (const CLI::ParseError& e) {
     // Whether --show-secrets was given is not known when parsing failed: masked.
-    print_error_line(spec_.name, std::string(e.what()) + " (see --help)",
-                     SecretMasker::with_fresh_key());
+    try {
+      print_error_line(spec_.name, std::string(e.what()) + " (see --help)",
+                       SecretMasker::with_fresh_key());
+    } catch (const rtb::Error& masking) {
+      std::fprintf(stderr, "%s: bad options (see --help); %s\n", spec_.name.c_str(),
+                   masking.what());
+    }
     return exit_code(Outcome::kError);
   }
   try {
