@@ -7,6 +7,7 @@ import os
 import re
 import unittest
 
+import json_schema
 from json_schema import validate
 
 from cli_common import LAUNCH_DRYRUN as FIXTURE
@@ -35,131 +36,9 @@ RULES_63 = data("configlog_maxtext_grpo_demo_1a9d434c_cell27_63rules.log")
 QLORA = data("configlog_maxtext_qlora_demo_8e117fdc_cell18_63rules.log")
 QLORA_BRIDGED = data("configlog_maxtext_qlora_demo_bridged_8e117fdc_cell18_64rules.log")
 
-# The --json documents (README: diff-configs, "JSON output"), in the JSON Schema subset that
-# json_schema.validate() understands.
-SETTING = {"type": ["string", "null"]}
-INDEX = {"type": ["integer", "null"]}
-ELEMENTS = {
-    "type": ["object", "null"],
-    "required": ["pairing", "differences"],
-    "additionalProperties": False,
-    "properties": {
-        "pairing": {"enum": ["name", "index", "key"]},
-        "differences": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["key", "kind", "moved", "old", "old_index", "new", "new_index"],
-                "properties": {
-                    "key": {"type": "string"},
-                    "kind": {"enum": ["added", "removed", "changed", "moved"]},
-                    "moved": {"type": "boolean"},
-                    "old": SETTING,
-                    "new": SETTING,
-                    "old_index": INDEX,
-                    "new_index": INDEX,
-                },
-            },
-        },
-    },
-}
-CONFIG_SCHEMA = {
-    "type": "object",
-    "required": ["schema", "a", "b", "keys", "differences", "summary", "result"],
-    "additionalProperties": False,
-    "properties": {
-        "schema": {"enum": ["rtb.diff-configs/1"]},
-        "a": {"$ref": "side"},
-        "b": {"$ref": "side"},
-        "keys": {"type": ["string", "null"]},
-        "differences": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": [
-                    "key", "kind", "old", "old_line", "old_origin", "new", "new_line", "new_origin",
-                    "elements"
-                ],
-                "additionalProperties": False,
-                "properties": {
-                    "key": {"type": "string"},
-                    "kind": {"enum": ["added", "removed", "changed"]},
-                    "old": SETTING,
-                    "new": SETTING,
-                    "old_origin": SETTING,
-                    "new_origin": SETTING,
-                    "old_line": {"type": ["integer", "null"]},
-                    "new_line": {"type": ["integer", "null"]},
-                    "elements": ELEMENTS,
-                },
-            },
-        },
-        "summary": {
-            "type": "object",
-            "required": ["added", "removed", "changed", "total"],
-            "additionalProperties": False,
-            "properties": {
-                k: {"type": "integer"}
-                for k in ["added", "removed", "changed", "total"]
-            },
-        },
-        "result": {"enum": ["same", "different"]},
-    },
-}
-SIDE = {
-    "type": "object",
-    "required": ["source", "kind", "dump", "keys"],
-    "additionalProperties": False,
-    "properties": {
-        "source": {"type": "string"},
-        "kind": {"enum": ["log", "render"]},
-        "dump": {"type": ["integer", "null"]},
-        "keys": {"type": "integer"},
-    },
-}
-DUMPS_SCHEMA = {
-    "type": "object",
-    "required": ["schema", "inputs"],
-    "additionalProperties": False,
-    "properties": {
-        "schema": {"enum": ["rtb.diff-configs.dumps/1"]},
-        "inputs": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["source", "kind", "default", "dumps"],
-                "additionalProperties": False,
-                "properties": {
-                    "source": {"type": "string"},
-                    "kind": {"enum": ["log", "render"]},
-                    "default": {"type": ["integer", "null"]},
-                    "dumps": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "additionalProperties": False,
-                            "required": [
-                                "number", "first_line", "last_line", "keys", "first_key",
-                                "last_key", "complete", "reason"
-                            ],
-                            "properties": {
-                                "number": {"type": "integer"},
-                                "first_line": {"type": "integer"},
-                                "last_line": {"type": "integer"},
-                                "keys": {"type": "integer"},
-                                "first_key": {"type": "string"},
-                                "last_key": {"type": "string"},
-                                "complete": {"type": "boolean"},
-                                "reason": {"type": ["string", "null"]},
-                            },
-                        },
-                    },
-                },
-            },
-        },
-    },
-}
+# The --json documents (docs/diff-configs.md, "JSON output"): their JSON Schemas in schemas/.
+CONFIG_SCHEMA = json_schema.load("rtb.diff-configs.1.json")
+DUMPS_SCHEMA = json_schema.load("rtb.diff-configs.dumps.1.json")
 
 
 def run(args, stdin=None, tool=TOOL, env=None):
@@ -256,7 +135,7 @@ class DiffConfigsTest(TempDirTestCase):
         # --json keeps both whole values and adds the items.
         out, _ = self.diff("--json", RULES_64, RULES_63, rc=1)
         doc = json.loads(out)
-        validate(CONFIG_SCHEMA, doc, refs={"side": SIDE})
+        validate(CONFIG_SCHEMA, doc)
         rules = [d for d in doc["differences"] if d["key"] == "logical_axis_rules"][0]
         self.assertGreater(len(rules["old"]), 3000)
         self.assertEqual(
@@ -301,7 +180,7 @@ class DiffConfigsTest(TempDirTestCase):
         self.assertIn("--dump 9: the log has 3 config dumps", err)
         out, _ = self.diff("--list-dumps", "--json", RESTART, FIXTURE, rc=0)
         doc = json.loads(out)
-        validate(DUMPS_SCHEMA, doc, refs={"side": SIDE})
+        validate(DUMPS_SCHEMA, doc)
         self.assertEqual(doc["inputs"][0]["default"], 3)
         self.assertEqual([d["complete"] for d in doc["inputs"][0]["dumps"]], [True, False, True])
         self.assertEqual(doc["inputs"][1]["kind"], "render")
@@ -339,7 +218,7 @@ class DiffConfigsTest(TempDirTestCase):
                          ([RESTART, PGO, "--keys", "run_"], 0)):
             out, _ = self.diff("--json", *args, rc=rc)
             doc = json.loads(out)
-            validate(CONFIG_SCHEMA, doc, refs={"side": SIDE})
+            validate(CONFIG_SCHEMA, doc)
             self.assertEqual(doc["summary"]["total"], len(doc["differences"]))
             self.assertEqual(doc["result"], "different" if rc else "same")
         out, _ = self.diff("--json", FIXTURE, TRAINER_NODE, rc=1)

@@ -12,6 +12,7 @@ import unittest
 
 import yaml
 
+import json_schema
 from json_schema import validate
 
 from cli_common import LAUNCH_DRYRUN as FIXTURE
@@ -30,79 +31,8 @@ XPK = os.path.join(TESTDATA, "diff_renders")
 XPK_254 = os.path.join(XPK, "xpk_pathways_v5p-8_at_254bbe3f.yaml")
 XPK_LIVE = os.path.join(XPK, "xpk_pathways_v5p-8_at_254bbe3f_kubectl_get.yaml")
 
-# The --json document (README: diff-renders, "JSON output"), as a JSON Schema subset that
-# json_schema.validate() understands.
-DIFF_SCHEMA = {
-    "type": "object",
-    "required": ["schema", "mode", "a", "b", "documents", "differences", "summary", "result"],
-    "additionalProperties": False,
-    "properties": {
-        "schema": {"enum": ["rtb.diff-renders/1"]},
-        "mode": {"enum": ["diff", "expect-bench"]},
-        "a": {"type": "string"},
-        "b": {"type": "string"},
-        "documents": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": [
-                    "document", "kind", "a_name", "b_name", "a_line", "b_line", "differences"
-                ],
-                "additionalProperties": False,
-                "properties": {
-                    "document": {"type": "string"},
-                    "kind": {"type": "string"},
-                    "a_name": {"type": ["string", "null"]},
-                    "b_name": {"type": ["string", "null"]},
-                    "a_line": {"type": ["integer", "null"]},
-                    "b_line": {"type": ["integer", "null"]},
-                    "differences": {"type": "integer"},
-                },
-            },
-        },
-        "differences": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["document", "path", "kind", "old", "new"],
-                "additionalProperties": False,
-                "properties": {
-                    "document": {"type": "string"},
-                    "path": {"type": "string"},
-                    "kind": {"enum": ["added", "removed", "changed", "type-changed"]},
-                    "old": {"type": ["string", "null"]},
-                    "new": {"type": ["string", "null"]},
-                    "allowed": {"type": "boolean"},
-                    "change": {
-                        "enum": [
-                            None, "name", "gang-id", "max-restarts", "namespace", "image",
-                            "client-script", "client-program", "driver-settings", "maxtext-flag",
-                            "libtpu-flag", "libtpu-workers", "argv-flag", "logps-chunk",
-                            "trainer-slice", "weights", "profiler"
-                        ],
-                    },
-                    "why": {"type": ["string", "null"]},
-                },
-            },
-        },
-        "summary": {
-            "type": "object",
-            "required": [
-                "added", "removed", "changed", "type-changed", "total", "ignored",
-                "server_fields_hidden"
-            ],
-            "additionalProperties": False,
-            "properties": {
-                k: {"type": "integer"}
-                for k in [
-                    "added", "removed", "changed", "type-changed", "total", "ignored",
-                    "server_fields_hidden", "allowed", "unexpected"
-                ]
-            },
-        },
-        "result": {"enum": ["same", "different", "pass", "fail"]},
-    },
-}
+# The --json document (docs/diff-renders.md, "JSON output"): its JSON Schema in schemas/.
+DIFF_SCHEMA = json_schema.load("rtb.diff-renders.1.json")
 
 
 def run(args, stdin=None, env=None, tool=TOOL):
