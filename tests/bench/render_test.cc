@@ -111,30 +111,6 @@ TEST(RenderTest, DryrunInputFromTheArgumentElseLaunchRender) {
   EXPECT_EQ(dryrun_input("a.txt", true, "b.txt"), "a.txt") << "the caller refuses both";
 }
 
-TEST(RenderTest, ProfileWindowAndDriverEnvFromTheirOptions) {
-  EXPECT_EQ(parse_profile_window("3:2"), std::make_pair(3, 2));
-  EXPECT_EQ(parse_profile_window(" 3 : 2 "), std::make_pair(3, 2));
-  EXPECT_EQ(parse_profile_window(""), std::nullopt) << "blank: no window";
-  for (const char* bad : {"3", "3:", ":2", "a:2", "3:2x", "3:2:1"}) {
-    EXPECT_EQ(test::error_of([&] { parse_profile_window(bad); }).message(),
-              fmt::format(
-                  "--profile-window {}: expected START:COUNT (fwd_bwd calls, 0-based start)", bad));
-  }
-  // The driver's words (bench/driver_settings.h).
-  EXPECT_EQ(test::error_of([] { parse_profile_window("-1:2"); }).message(),
-            "--profile-window -1:2: START must be >= 0");
-  EXPECT_EQ(test::error_of([] { parse_profile_window("1:0"); }).message(),
-            "--profile-window 1:0: COUNT must be >= 1");
-  EXPECT_EQ(test::error_of([] { parse_profile_window("1:2147483648"); }).message(),
-            "--profile-window 1:2147483648: out of range (at most 2147483647)");
-  EXPECT_EQ(parse_driver_env("K=a=b"), std::make_pair(std::string("K"), std::string("a=b")));
-  EXPECT_EQ(parse_driver_env("K="), std::make_pair(std::string("K"), std::string()));
-  for (const char* bad : {"K", "=v", ""}) {
-    EXPECT_EQ(test::error_of([&] { parse_driver_env(bad); }).message(),
-              fmt::format("--driver-env {}: expected KEY=VALUE", bad));
-  }
-}
-
 TEST(RenderTest, HeredocTerminatorNeverOccursInTheText) {
   EXPECT_EQ(heredoc_terminator("print(1)\n"), "BENCH_DRIVER_EOF");
   EXPECT_EQ(heredoc_terminator("a\nBENCH_DRIVER_EOF\nb\n"), "BENCH_DRIVER_EOF_1");
@@ -692,10 +668,6 @@ TEST(RenderTest, WeightsRandomRefusesAKnobThatLoadsACheckpoint) {
             std::string::npos);
   o.weights = Weights::kCheckpoint;
   EXPECT_NO_THROW(render_bench(dryrun, o));
-  EXPECT_EQ(parse_weights("random"), Weights::kRandom);
-  EXPECT_EQ(parse_weights("checkpoint"), Weights::kCheckpoint);
-  EXPECT_EQ(test::error_of([] { parse_weights("zeros"); }).message(),
-            "--weights zeros: must be random or checkpoint");
   EXPECT_EQ(weights_name(Weights::kCheckpoint), "checkpoint");
 }
 

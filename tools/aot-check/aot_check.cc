@@ -85,8 +85,8 @@ int aot_check_main(int argc, char** argv) {
 
   return tool.run(argc, argv, [&] {
     if (print && run) fail("give --print or --run, not both");
-    rtb::k8s::DryRun dryrun = load_dryrun(knobs, embedded::demo_dryrun());
     finish_render_options(knobs, embedded::bench_driver());
+    rtb::k8s::DryRun dryrun = load_dryrun(knobs, embedded::demo_dryrun());
     for (const std::string& warning : dryrun.warnings) spdlog::info("{}", warning);
     bench::RenderResult rendered = bench::render_bench(dryrun, knobs.options);
     for (const std::string& warning : rendered.warnings) spdlog::info("{}", warning);

@@ -15,34 +15,32 @@
 
 namespace rtb::tool {
 
-// What the options parse into; finish() turns it into bench::RenderOptions.
+// What the options parse into; finish_render_options() turns it into bench::RenderOptions.
 struct RenderKnobs {
-  bench::RenderOptions options;
-  std::string input;  // DRYRUN positional ("-": stdin)
-  bool demo = false;  // --demo: the embedded example DRY_RUN
-  std::string routing_file;
-  std::string profile_window;
-  std::string weights = "random";  // --weights, parsed by finish_render_options()
-  // What was given to each option of the driver settings table that takes text, by setting name
-  // (bench/driver_settings.h); finish_render_options() checks it with the table.
-  std::map<std::string, std::optional<std::string>, std::less<>> driver_settings;
-  std::vector<std::string> driver_env;
-  std::optional<std::string> driver_file;
-  std::optional<int> logps_chunk;
+  bench::RenderOptions options;  // the caller's defaults (aot-check's --name), then the knobs'
+  std::string input;             // DRYRUN positional ("-": stdin)
+  bool demo = false;             // --demo: the embedded example DRY_RUN
+  // What was given to each knob of bench::render_knobs(), by option: the values in the order
+  // given (a once-knob keeps its last), or for a flag whether it was given.
+  struct Given {
+    std::vector<std::string> values;
+    bool flag = false;
+  };
+  std::map<std::string, Given, std::less<>> given;
 };
 
 // kRequired: CLI11 requires --name; kOptional: it defaults to the caller's value; kCheckedByCaller:
 // neither (for a tool with a mode that renders nothing, which then checks --name itself).
 enum class NameOption { kRequired, kOptional, kCheckedByCaller };
 
-// Declares DRYRUN, --demo, --name and every knob of README's render-bench table on `app`; the
-// driver's settings are declared from the driver settings table, one option for each row that
-// names one. With kOptional, --name defaults to `knobs.options.name` as set by the caller.
+// Declares DRYRUN, --demo and every knob of the knob table (bench/knobs.h) on `app`, in its
+// order, with its help and value name. With kOptional, --name defaults to `knobs.options.name` as
+// set by the caller.
 void add_render_options(CLI::App& app, RenderKnobs& knobs, NameOption name);
 
-// Completes knobs.options after parsing: the driver source (`embedded_driver` unless --driver),
-// the driver settings (checked by the table: `--steps 0: must be >= 1`; a blank value leaves a
-// setting unset), routing targets, profile window, driver environment, version. Throws
+// Completes knobs.options after parsing: every knob given, in the table's order, through
+// bench::apply_knob (which checks it: `--steps 0: must be >= 1`; a blank driver setting leaves it
+// unset), then the driver source (`embedded_driver` unless --driver) and the version. Throws
 // rtb::Error.
 void finish_render_options(RenderKnobs& knobs, std::string_view embedded_driver);
 

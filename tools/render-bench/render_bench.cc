@@ -11,6 +11,7 @@
 #include "common/tool.h"
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
+#include "rtb/bench/knobs.h"
 #include "rtb/bench/render.h"
 #include "rtb/k8s/dryrun.h"
 
@@ -27,6 +28,7 @@ constexpr const char* kExamples = R"(  render-bench dryrun.txt --name abtest-ben
       kubectl apply -f preflight.yaml && kubectl logs -f job/ab-x-preflight
   render-bench dryrun.txt --name ab-x --preflight --numerics | kubectl apply -f -
   render-bench --print-driver > bench_driver.py   # the embedded bench driver
+  render-bench --print-knobs | jq -r '.knobs[].option'   # every knob, for a sweep script
 )";
 
 }  // namespace
@@ -41,7 +43,8 @@ int render_bench_main(int argc, char** argv) {
   CLI::App& app = tool.app();
   RenderKnobs knobs;
   std::string output = "-";
-  bool explain = false, summary = false, preflight = false, numerics = false, print_driver = false;
+  bool explain = false, summary = false, preflight = false, numerics = false, print_driver = false,
+       print_knobs = false;
 
   // --print-driver renders nothing, so --name is checked below rather than by CLI11.
   add_render_options(app, knobs, NameOption::kCheckedByCaller);
@@ -63,16 +66,25 @@ int render_bench_main(int argc, char** argv) {
   app.add_flag("--print-driver", print_driver,
                "Write the bench driver (the embedded one, or --driver FILE) and exit")
       ->excludes(preflight_option);
+  app.add_flag("--print-knobs", print_knobs,
+               "Write the knob table as JSON (option, value, arity, help, driver setting) and "
+               "exit: the list a sweep script can read")
+      ->excludes(preflight_option);
 
   return tool.run(argc, argv, [&] {
+    if (print_knobs) {
+      if (!knobs.input.empty() || knobs.demo) fail("--print-knobs takes no DRYRUN or --demo");
+      tool.write_report(output, bench::knobs_json());
+      return Outcome::kPass;
+    }
     if (print_driver) {
       if (!knobs.input.empty() || knobs.demo) fail("--print-driver takes no DRYRUN or --demo");
       write_output(output, driver_source(knobs, embedded::bench_driver()));
       return Outcome::kPass;
     }
+    finish_render_options(knobs, embedded::bench_driver());
     if (knobs.options.name.empty()) fail("--name is required (the bench JobSet's name)");
     k8s::DryRun dryrun = load_dryrun(knobs, embedded::demo_dryrun());
-    finish_render_options(knobs, embedded::bench_driver());
     // Input quirks (a repeated key in some document) do not change the bench: -v shows them.
     for (const std::string& warning : dryrun.warnings) spdlog::info("{}", warning);
     bench::RenderResult result;  // the bench, whose changes --explain and --summary describe

@@ -92,8 +92,8 @@ void visit_scalars(
   }
 }
 
-void validate_dns_label(std::string_view option, const std::string& name, bool letter_first) {
-  auto bad = [&](std::string_view why) { fail("{} '{}': {}", option, name, why); };
+void validate_dns_label(Knob knob, const std::string& name, bool letter_first) {
+  auto bad = [&](std::string_view why) { fail("{} '{}': {}", knob_option(knob), name, why); };
   if (name.empty()) bad("empty");
   if (name.size() > kMaxKubernetesName) bad("longer than 63 characters");
   bool letter = name.front() >= 'a' && name.front() <= 'z';
@@ -176,7 +176,7 @@ void Renderer::rename() {
       bench_.root, "", [&](const std::string& path) { return path == command_path; },
       [&](YAML::Node node, const std::string& path, std::string_view) {
         if (node.Scalar() != old_name_) return;
-        record("--name", path, old_name_, name);
+        record(Knob::kName, path, old_name_, name);
         assign_string(node, name);
       });
   // Flags whose value is the trainer's name (--worker_id=...).
@@ -185,18 +185,18 @@ void Renderer::rename() {
     auto value = flag_value(item, k8s::FlagStyle::kDashDash);
     if (value && *value == old_name_) {
       std::string key(flag_key(item, k8s::FlagStyle::kDashDash));
-      edit_flag_list(trainer_argv_, fmt::format("--{}={}", key, name), "--name",
+      edit_flag_list(trainer_argv_, fmt::format("--{}={}", key, name), Knob::kName,
                      client_path(".startup.argv"), true);
     }
   }
   for (const k8s::shell::Assignment& assignment : client_.startup.env) {
-    if (assignment.value == old_name_) set_env(assignment.name, name, "--name");
+    if (assignment.value == old_name_) set_env(assignment.name, name, Knob::kName);
   }
   if (options_.namespace_name) {
     YAML::Node ns = k8s::yaml::lookup(metadata, "namespace");
     std::string old = ns.IsDefined() && ns.IsScalar() ? ns.Scalar() : "";
     if (old != *options_.namespace_name) {
-      record("--namespace", "metadata.namespace", old, *options_.namespace_name);
+      record(Knob::kNamespace, "metadata.namespace", old, *options_.namespace_name);
       if (ns.IsDefined()) {
         assign_string(ns, *options_.namespace_name);
       } else {
@@ -257,7 +257,7 @@ void Renderer::set_scheduling_fields() {
     YAML::Node image = k8s::yaml::lookup(client_.container.node, "image");
     std::string old = image.IsDefined() && image.IsScalar() ? image.Scalar() : "";
     if (old != *options_.image) {
-      record("--image", client_path(".image"), old, *options_.image);
+      record(Knob::kImage, client_path(".image"), old, *options_.image);
       client_.container.node["image"] = *options_.image;
     }
   }
@@ -283,15 +283,17 @@ void Renderer::check_names_fit() {
     std::string longest_job = fmt::format("{}-{}-{}", options_.name, job_name, replicas - 1);
     std::string longest_pod = fmt::format("{}-{}-xxxxx", longest_job, pods - 1);
     if (longest_pod.size() > kMaxKubernetesName) {
-      fail("--name {}: too long: JobSet would name pods like {} ({} characters, at most {})",
-           options_.name, longest_pod, longest_pod.size(), kMaxKubernetesName);
+      fail_knob(Knob::kName, options_.name,
+                "too long: JobSet would name pods like {} ({} characters, at most {})", longest_pod,
+                longest_pod.size(), kMaxKubernetesName);
     }
   }
 }
 
 RenderResult Renderer::run() {
   validate_jobset_name(options_.name);
-  if (options_.namespace_name) validate_dns_label("--namespace", *options_.namespace_name, false);
+  if (options_.namespace_name)
+    validate_dns_label(Knob::kNamespace, *options_.namespace_name, false);
   check_weight_knobs();
   read_inputs();
   rename();
@@ -400,7 +402,7 @@ std::string summarize_changes(const RenderResult& result) {
   return out;
 }
 
-void validate_jobset_name(const std::string& name) { validate_dns_label("--name", name, true); }
+void validate_jobset_name(const std::string& name) { validate_dns_label(Knob::kName, name, true); }
 
 std::string dryrun_input(std::string_view given, bool demo, const char* launch_render) {
   if (!given.empty()) return std::string(given);
@@ -408,27 +410,8 @@ std::string dryrun_input(std::string_view given, bool demo, const char* launch_r
   return launch_render;
 }
 
-Weights parse_weights(std::string_view text) {
-  if (text == "random") return Weights::kRandom;
-  if (text == "checkpoint") return Weights::kCheckpoint;
-  fail("--weights {}: must be random or checkpoint", text);
-}
-
 std::string_view weights_name(Weights weights) {
   return weights == Weights::kRandom ? "random" : "checkpoint";
-}
-
-std::optional<std::pair<int, int>> parse_profile_window(std::string_view text) {
-  auto window =
-      window_setting(driver_setting("PROFILE_WINDOW"), text, std::numeric_limits<int>::max());
-  if (!window) return std::nullopt;
-  return std::make_pair(static_cast<int>(window->first), static_cast<int>(window->second));
-}
-
-std::pair<std::string, std::string> parse_driver_env(std::string_view text) {
-  std::size_t eq = text.find('=');
-  if (eq == std::string_view::npos || eq == 0) fail("--driver-env {}: expected KEY=VALUE", text);
-  return {std::string(text.substr(0, eq)), std::string(text.substr(eq + 1))};
 }
 
 RenderResult render_bench(const k8s::DryRun& dryrun, const RenderOptions& options) {

@@ -46,9 +46,6 @@ struct DriverSettings {
 // load a checkpoint (trainer_config.h decides which), so MaxText initialises random weights;
 // kCheckpoint keeps the e2e's, so the bench loads the production checkpoint as the e2e does.
 enum class Weights { kRandom, kCheckpoint };
-// "random" or "checkpoint" as Weights; throws rtb::Error "--weights <text>: must be random or
-// checkpoint".
-Weights parse_weights(std::string_view text);
 std::string_view weights_name(Weights weights);
 
 struct RenderOptions {
@@ -111,12 +108,6 @@ inline constexpr const char* kLaunchRenderEnv = "LAUNCH_RENDER";
 // ("-": stdin), else `launch_render` (LAUNCH_RENDER's value; nullptr when unset) unless `demo`
 // (--demo) asks for the embedded example or it is empty; "" when neither names a file.
 std::string dryrun_input(std::string_view given, bool demo, const char* launch_render);
-
-// --profile-window START:COUNT (fwd_bwd calls) as {START, COUNT}; std::nullopt for a blank value
-// (no window). Throws rtb::Error "--profile-window <text>: <reason>" in the driver's words.
-std::optional<std::pair<int, int>> parse_profile_window(std::string_view text);
-// --driver-env KEY=VALUE (a non-empty key) as {KEY, VALUE}. Throws rtb::Error naming it.
-std::pair<std::string, std::string> parse_driver_env(std::string_view text);
 
 // Renders the bench JobSet. Throws rtb::Error for bad input or options; a difference from the e2e
 // trainer that no option asked for is an internal error (rtb::Error starting "internal error").

@@ -162,7 +162,7 @@ std::string driver_script(const DriverLaunch& launch, std::string driver,
 }
 
 void Renderer::set_driver_and_profiler() {
-  const std::string knob = "--profile-window";
+  const Knob knob = Knob::kProfileWindow;
   // What starts the trainer's own profiler (of repeated items, the last one counts).
   std::vector<std::string> trainer_profiler;
   std::optional<std::size_t> steps_at = trainer_argv_.find("profiler_steps");
@@ -366,17 +366,19 @@ std::vector<std::pair<std::string, std::string>> driver_environment(
     bool valid = !name.empty() && !(name[0] >= '0' && name[0] <= '9');
     for (char c : name) valid = valid && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
     if (!valid)
-      fail("--driver-env {}={}: '{}' is not an environment variable name", name, text, name);
+      fail_knob(Knob::kDriverEnv, name + "=" + text, "'{}' is not an environment variable name",
+                name);
     const DriverSetting* setting = find_driver_setting(name);
     bool own_option = setting && (setting->has_option() || setting->option == "argv");
     // A bad value of a setting without an option is refused as such, also when the render writes
     // that setting itself (a copy from the orchestrator or the rollout).
     if (setting && !own_option) {
       if (std::optional<std::string> why = refusal(*setting, text))
-        fail("--driver-env {}={}: {}", name, text, *why);
+        fail_knob(Knob::kDriverEnv, name + "=" + text, "{}", *why);
     }
     if (written.count(name) || own_option)
-      fail("--driver-env {}: set it with its own option, not --driver-env", name);
+      fail_knob(Knob::kDriverEnv, name, "set it with its own option, not {}",
+                knob_option(Knob::kDriverEnv));
     env.emplace_back(name, text);
   }
   env.emplace_back("TRAINER_ARGV", trainer_argv);

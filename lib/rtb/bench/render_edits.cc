@@ -26,7 +26,7 @@ k8s::shell::Assignment* Renderer::env_assignment(std::string_view name) {
   return nullptr;
 }
 
-void Renderer::set_env(std::string_view name, const std::string& value, const std::string& knob) {
+void Renderer::set_env(std::string_view name, const std::string& value, Knob knob) {
   k8s::shell::Assignment* assignment = env_assignment(name);
   std::string path = client_path(".startup.env") + "." + std::string(name);
   if (assignment) {
@@ -40,13 +40,13 @@ void Renderer::set_env(std::string_view name, const std::string& value, const st
   edited_env_.insert(std::string(name));
 }
 
-void Renderer::edit_flag_list(k8s::FlagList& list, const std::string& item, const std::string& knob,
+void Renderer::edit_flag_list(k8s::FlagList& list, const std::string& item, Knob knob,
                               const std::string& path, bool must_exist,
                               std::optional<std::size_t> append_at) {
   std::string_view key = flag_key(item, list.style());
   if (key.empty()) {
-    fail(
-        "{} {}: not a flag ({})", knob, item,
+    fail_knob(
+        knob, item, "not a flag ({})",
         list.style() == k8s::FlagStyle::kKeyValue ? "KEY=VALUE" : "--KEY=VALUE, --KEY or --no-KEY");
   }
   std::optional<std::size_t> at = list.find(key);
@@ -65,8 +65,8 @@ void Renderer::edit_maxtext_flags() {
   if (options_.maxtext_flags.empty() && options_.maxtext_replace.empty()) return;
   k8s::shell::Assignment* current = env_assignment(kMaxTextFlagsEnv);
   if (!current && !options_.maxtext_replace.empty()) {
-    fail("--maxtext-replace {}: the trainer has no MAXTEXT_EXTRA_FLAGS",
-         options_.maxtext_replace.front());
+    fail_knob(Knob::kMaxTextReplace, options_.maxtext_replace.front(),
+              "the trainer has no MAXTEXT_EXTRA_FLAGS");
   }
   k8s::FlagList flags =
       k8s::FlagList::parse(current ? current->value : "", k8s::FlagStyle::kKeyValue);
@@ -74,18 +74,19 @@ void Renderer::edit_maxtext_flags() {
   std::size_t before = result_.changes.size();
   for (const std::string& item : options_.maxtext_replace) {
     try {
-      edit_flag_list(flags, item, "--maxtext-replace", path, true);
+      edit_flag_list(flags, item, Knob::kMaxTextReplace, path, true);
     } catch (const Error& e) {
-      fail("--maxtext-replace {}: {} in the trainer's MAXTEXT_EXTRA_FLAGS", item, e.message());
+      fail_knob(Knob::kMaxTextReplace, item, "{} in the trainer's MAXTEXT_EXTRA_FLAGS",
+                e.message());
     }
   }
   for (const std::string& item : options_.maxtext_flags)
-    edit_flag_list(flags, item, "--maxtext-flag", path, false);
+    edit_flag_list(flags, item, Knob::kMaxTextFlag, path, false);
   if (result_.changes.size() == before) return;
   if (!current) {
     // A new variable: record it whole rather than item by item.
     result_.changes.resize(before);
-    record("--maxtext-flag", path, "", flags.str());
+    record(Knob::kMaxTextFlag, path, "", flags.str());
     env_.push_back({std::string(kMaxTextFlagsEnv), flags.str(), "", false});
   } else {
     current->value = flags.str();
@@ -97,11 +98,11 @@ void Renderer::edit_libtpu_flags() {
   const bool knobs = !options_.libtpu_flags.empty();
   for (const std::string& item : options_.libtpu_flags) {
     if (flag_key(item, k8s::FlagStyle::kDashDash).empty()) {
-      fail("--libtpu-flag {}: not a flag (--KEY=VALUE)", item);
+      fail_knob(Knob::kLibtpuFlag, item, "not a flag (--KEY=VALUE)");
     }
     // libtpu splits its flag string on blanks, so a value cannot hold one.
     if (item.find_first_of(" \t\n\r") != std::string::npos) {
-      fail("--libtpu-flag '{}': a libtpu flag cannot contain blanks", item);
+      fail_knob(Knob::kLibtpuFlag, "'" + item + "'", "a libtpu flag cannot contain blanks");
     }
   }
   // 1. The client: LIBTPU_INIT_ARGS inside the startup environment.
@@ -112,13 +113,13 @@ void Renderer::edit_libtpu_flags() {
     std::string path = client_path(".startup.env." + std::string(kLibtpuEnv));
     std::size_t before = result_.changes.size();
     for (const std::string& item : options_.libtpu_flags)
-      edit_flag_list(flags, item, "--libtpu-flag", path, false);
+      edit_flag_list(flags, item, Knob::kLibtpuFlag, path, false);
     if (result_.changes.size() != before) {
       if (current) {
         current->value = flags.str();
       } else {
         result_.changes.resize(before);
-        record("--libtpu-flag", path, "", flags.str());
+        record(Knob::kLibtpuFlag, path, "", flags.str());
         env_.push_back({std::string(kLibtpuEnv), flags.str(), "", false});
       }
       edited_env_.insert(std::string(kLibtpuEnv));
@@ -139,7 +140,7 @@ void Renderer::edit_libtpu_flags() {
       for (std::size_t i = 0; i < flags.items().size(); ++i) {
         if (flags.items()[i].rfind("--xla", 0) == 0) append_at = i + 1;
       }
-      edit_flag_list(flags, item, "--libtpu-flag", path, false, append_at);
+      edit_flag_list(flags, item, Knob::kLibtpuFlag, path, false, append_at);
     }
     YAML::Node rebuilt(YAML::NodeType::Sequence);
     for (std::size_t i = 0; i < flags.items().size(); ++i) {
@@ -184,7 +185,8 @@ void Renderer::sync_worker_libtpu(k8s::ContainerRef& worker) {
   // A flag the knobs set is theirs; any other the workers take from the client.
   auto knob_of = [&](std::string_view key) -> std::string {
     for (const std::string& item : options_.libtpu_flags) {
-      if (flag_key(item, k8s::FlagStyle::kDashDash) == key) return "--libtpu-flag";
+      if (flag_key(item, k8s::FlagStyle::kDashDash) == key)
+        return std::string(knob_option(Knob::kLibtpuFlag));
     }
     return std::string(kWorkersLibtpuKnob);
   };
@@ -203,7 +205,8 @@ void Renderer::sync_worker_libtpu(k8s::ContainerRef& worker) {
     created["name"] = std::string(kLibtpuEnv);
     created["value"] = k8s::yaml::string_scalar(flags.str());
     env.push_back(created);
-    record(options_.libtpu_flags.empty() ? std::string(kWorkersLibtpuKnob) : "--libtpu-flag",
+    record(std::string(options_.libtpu_flags.empty() ? kWorkersLibtpuKnob
+                                                     : knob_option(Knob::kLibtpuFlag)),
            k8s::path_item(env_path, kLibtpuEnv), "", flags.str());
     return;
   }
@@ -231,37 +234,38 @@ void Renderer::sync_worker_libtpu(k8s::ContainerRef& worker) {
 void Renderer::edit_argv() {
   std::string argv_path = client_path(".startup.argv");
   for (const std::string& item : options_.trainer_args) {
-    edit_flag_list(trainer_argv_, item, "--trainer-arg", argv_path, false);
+    edit_flag_list(trainer_argv_, item, Knob::kTrainerArg, argv_path, false);
   }
   for (const std::string& item : options_.trainer_args_removed) {
     std::string_view key = flag_key(item, k8s::FlagStyle::kDashDash);
-    if (key.empty()) fail("--trainer-arg-remove {}: not a flag (--KEY)", item);
+    if (key.empty()) fail_knob(Knob::kTrainerArgRemove, item, "not a flag (--KEY)");
     auto at = trainer_argv_.find(key);
-    if (!at) fail("--trainer-arg-remove {}: the trainer's argv has no --{}", item, key);
+    if (!at) fail_knob(Knob::kTrainerArgRemove, item, "the trainer's argv has no --{}", key);
     std::string old = trainer_argv_.items()[*at];
     trainer_argv_.remove(key);
-    record("--trainer-arg-remove", k8s::path_item(argv_path, "--" + std::string(key)), old, "");
+    record(Knob::kTrainerArgRemove, k8s::path_item(argv_path, "--" + std::string(key)), old, "");
   }
   for (const std::string& item : options_.orchestrator_args) {
-    edit_flag_list(orch_argv_, item, "--orch-arg", orch_argv_path_, false);
+    edit_flag_list(orch_argv_, item, Knob::kOrchArg, orch_argv_path_, false);
   }
   if (options_.output_prefix) {
     std::string prefix = *options_.output_prefix;
     while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
     edit_flag_list(trainer_argv_,
                    fmt::format("--maxtext_output_directory={}/{}", prefix, options_.name),
-                   "--output-prefix", argv_path, false);
+                   Knob::kOutputPrefix, argv_path, false);
   }
   if (options_.logps_chunk) {
     if (*options_.logps_chunk <= 0)
-      fail("--logps-chunk {}: must be a positive number of tokens", *options_.logps_chunk);
+      fail_knob(Knob::kLogpsChunk, std::to_string(*options_.logps_chunk),
+                "must be a positive number of tokens");
     std::string value = std::to_string(*options_.logps_chunk);
     // Wherever the e2e passes it; the trainer's argv when it passes it nowhere.
     bool anywhere = false;
     if (auto* maxtext = env_assignment(kMaxTextFlagsEnv)) {
       k8s::FlagList flags = k8s::FlagList::parse(maxtext->value, k8s::FlagStyle::kKeyValue);
       if (flags.contains("compute_logps_chunk_size")) {
-        edit_flag_list(flags, "compute_logps_chunk_size=" + value, "--logps-chunk",
+        edit_flag_list(flags, "compute_logps_chunk_size=" + value, Knob::kLogpsChunk,
                        client_path(".startup.env." + std::string(kMaxTextFlagsEnv)), true);
         maxtext->value = flags.str();
         edited_env_.insert(std::string(kMaxTextFlagsEnv));
@@ -269,11 +273,11 @@ void Renderer::edit_argv() {
       }
     }
     if (env_assignment(kLogpsChunkEnv)) {
-      set_env(kLogpsChunkEnv, value, "--logps-chunk");
+      set_env(kLogpsChunkEnv, value, Knob::kLogpsChunk);
       anywhere = true;
     }
     if (trainer_argv_.contains("compute_logps_chunk_size") || !anywhere) {
-      edit_flag_list(trainer_argv_, "--compute_logps_chunk_size=" + value, "--logps-chunk",
+      edit_flag_list(trainer_argv_, "--compute_logps_chunk_size=" + value, Knob::kLogpsChunk,
                      argv_path, false);
     }
   }
@@ -282,25 +286,25 @@ void Renderer::edit_argv() {
 void Renderer::check_weight_knobs() const {
   if (options_.weights != Weights::kRandom) return;
   // A knob that asks for a checkpoint contradicts --weights random: refuse it rather than drop it.
-  auto refuse = [](std::string_view knob, const std::string& item) {
-    fail("{} {}: loads a checkpoint, but --weights is random (give --weights checkpoint)", knob,
-         item);
+  auto refuse = [](Knob knob, const std::string& item) {
+    fail_knob(knob, item, "loads a checkpoint, but {0} is random (give {0} checkpoint)",
+              knob_option(Knob::kWeights));
   };
   for (const auto* items : {&options_.maxtext_flags, &options_.maxtext_replace}) {
     for (const std::string& item : *items) {
       if (loads_checkpoint(k8s::flag_key(item, k8s::FlagStyle::kKeyValue),
                            k8s::flag_value(item, k8s::FlagStyle::kKeyValue).value_or("")))
-        refuse(items == &options_.maxtext_flags ? "--maxtext-flag" : "--maxtext-replace", item);
+        refuse(items == &options_.maxtext_flags ? Knob::kMaxTextFlag : Knob::kMaxTextReplace, item);
     }
   }
   for (const std::string& item : options_.trainer_args) {
     if (loads_checkpoint(k8s::flag_key(item, k8s::FlagStyle::kDashDash),
                          k8s::flag_value(item, k8s::FlagStyle::kDashDash).value_or("")))
-      refuse("--trainer-arg", item);
+      refuse(Knob::kTrainerArg, item);
   }
 }
 
-bool Renderer::remove_container_env(std::string_view name, const std::string& knob) {
+bool Renderer::remove_container_env(std::string_view name, Knob knob) {
   YAML::Node env = k8s::yaml::lookup(client_.container.node, "env");
   if (!env.IsSequence()) return false;
   YAML::Node kept(YAML::NodeType::Sequence);
@@ -321,7 +325,7 @@ bool Renderer::remove_container_env(std::string_view name, const std::string& kn
 }
 
 void Renderer::apply_weights() {
-  const std::string knob = "--weights";
+  const Knob knob = Knob::kWeights;
   // What loads a checkpoint (trainer_config.h's loads_checkpoint: a non-empty value), as the e2e
   // writes it.
   std::vector<std::string> found;

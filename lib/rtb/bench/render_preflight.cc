@@ -10,7 +10,7 @@ namespace render_steps {
 YAML::Node Renderer::preflight_job(PreflightChecks checks) const {
   bool numerics = checks == PreflightChecks::kNumerics;
   std::string name = options_.name + std::string(numerics ? kNumericsSuffix : kPreflightSuffix);
-  validate_dns_label("--name", name, true);
+  validate_dns_label(Knob::kName, name, true);
   k8s::JobSetView view(bench_);
   YAML::Node image = k8s::yaml::lookup(client_.container.node, "image");
   if (!image.IsDefined() || !image.IsScalar() || image.Scalar().empty()) {

@@ -19,14 +19,20 @@ namespace render_steps {
 
 void Renderer::edit_trainer_slice() {
   if (!options_.trainer_slice) return;
-  const std::string knob = "--trainer-slice";
-  Slice target = Slice::parse(*options_.trainer_slice);
+  const Knob knob = Knob::kTrainerSlice;
+  std::optional<Slice> parsed;
+  try {
+    parsed = Slice::parse(*options_.trainer_slice);
+  } catch (const Error& e) {
+    fail_knob(knob, *options_.trainer_slice, "{}", e.message());
+  }
+  const Slice& target = *parsed;
   k8s::JobSetView view(bench_);
   std::optional<TrainerSlice> found = find_trainer_slice(view);
   if (!found) {
-    fail(
-        "--trainer-slice: cannot tell the trainer's current slice (no pathways-rm "
-        "--instance_type, no gke-tpu-accelerator and topology labels)");
+    fail_knob(knob, *options_.trainer_slice,
+              "cannot tell the trainer's current slice (no pathways-rm --instance_type, no "
+              "gke-tpu-accelerator and topology labels)");
   }
   std::optional<Slice> current = Slice::parse(found->text);
   // The mesh: FSDP fills the devices left by context x expert x tensor.
@@ -39,7 +45,7 @@ void Renderer::edit_trainer_slice() {
     fsdp = fill_fsdp(target.devices(), mesh_axis("mesh_context"), mesh_axis("mesh_expert"),
                      mesh_axis("mesh_tp"));
   } catch (const Error& e) {
-    fail("--trainer-slice {}: {}", *options_.trainer_slice, e.message());
+    fail_knob(knob, *options_.trainer_slice, "{}", e.message());
   }
   std::string old_topology = current->topology().str();
   std::string old_partition = fmt::format("{}{}-", kPartitionPrefix, current->partition().str());
@@ -119,22 +125,22 @@ void Renderer::edit_trainer_slice() {
       bench_.root, "", [&](const std::string& path) { return path == command_path; },
       [&](YAML::Node node, const std::string& path, std::string_view) {
         if (keeps_old(node.Scalar())) {
-          fail(
-              "--trainer-slice: {} still names the old topology {} ('{}'), a field render-bench "
-              "does not "
-              "know how to change",
-              path, old_topology, node.Scalar());
+          fail_knob(knob, *options_.trainer_slice,
+                    "{} still names the old topology {} ('{}'), a field render-bench does not "
+                    "know how to change",
+                    path, old_topology, node.Scalar());
         }
       });
   for (const std::string& item : trainer_argv_.items()) {
     if (keeps_old(item))
-      fail("--trainer-slice: the trainer argument {} still names the old topology {}", item,
-           old_topology);
+      fail_knob(knob, *options_.trainer_slice,
+                "the trainer argument {} still names the old topology {}", item, old_topology);
   }
   for (const k8s::shell::Assignment& assignment : env_) {
     if (keeps_old(assignment.value)) {
-      fail("--trainer-slice: the trainer's environment {} still names the old topology {}",
-           assignment.name, old_topology);
+      fail_knob(knob, *options_.trainer_slice,
+                "the trainer's environment {} still names the old topology {}", assignment.name,
+                old_topology);
     }
   }
 }

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "rtb/bench/knobs.h"
 #include "rtb/bench/render.h"
 #include "rtb/k8s/dryrun.h"
 #include "rtb/k8s/flags.h"
@@ -45,7 +46,7 @@ void visit_scalars(
     const std::function<void(YAML::Node, const std::string&, std::string_view key)>& visit);
 // A DNS label, as Kubernetes requires of namespaces (RFC 1123) and JobSet names (RFC 1035: starts
 // with a letter).
-void validate_dns_label(std::string_view option, const std::string& name, bool letter_first);
+void validate_dns_label(Knob knob, const std::string& name, bool letter_first);
 // A container's env-list value of `name` (the last entry, as Kubernetes uses), or nullopt.
 std::optional<std::string> container_env_value(const YAML::Node& container, std::string_view name);
 // The kOrchestratorDriverEnv variables the e2e orchestrator sets, from its startup block's
@@ -78,9 +79,15 @@ class Renderer {
   YAML::Node preflight_job(PreflightChecks checks) const;
 
  private:
-  void record(std::string knob, std::string path, std::string old_value, std::string new_value) {
+  // A change under `source`: "render" for the fixed changes, kWorkersLibtpuKnob; a knob's
+  // changes are recorded under its option (knobs.h).
+  void record(std::string source, std::string path, std::string old_value, std::string new_value) {
     result_.changes.push_back(
-        {std::move(knob), std::move(path), std::move(old_value), std::move(new_value)});
+        {std::move(source), std::move(path), std::move(old_value), std::move(new_value)});
+  }
+  void record(Knob knob, std::string path, std::string old_value, std::string new_value) {
+    record(std::string(knob_option(knob)), std::move(path), std::move(old_value),
+           std::move(new_value));
   }
   std::string client_path(std::string_view suffix) const {
     return client_.container.path() + std::string(suffix);
@@ -97,7 +104,7 @@ class Renderer {
   void check_weight_knobs() const;
   void apply_weights();
   // Removes the client container's env-list entries `name`; true when there was one.
-  bool remove_container_env(std::string_view name, const std::string& knob);
+  bool remove_container_env(std::string_view name, Knob knob);
   void set_driver_and_profiler();
   void build_client_command();
   // Warns about what the e2e wrapper exports outside the startup block that `bench_env` (the
@@ -107,8 +114,8 @@ class Renderer {
 
   // The trainer's environment assignment `name`, or nullptr.
   k8s::shell::Assignment* env_assignment(std::string_view name);
-  void set_env(std::string_view name, const std::string& value, const std::string& knob);
-  void edit_flag_list(k8s::FlagList& list, const std::string& item, const std::string& knob,
+  void set_env(std::string_view name, const std::string& value, Knob knob);
+  void edit_flag_list(k8s::FlagList& list, const std::string& item, Knob knob,
                       const std::string& path, bool must_exist,
                       std::optional<std::size_t> append_at = std::nullopt);
 
