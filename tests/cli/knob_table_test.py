@@ -1,0 +1,111 @@
+"""render-bench's knob table (lib/rtb/bench/knobs.h) against every list that names the knobs: the
+tool's --help, docs/render-bench.md's knob table, and the knobs diff_renders_test.py renders with
+--expect-bench. `render-bench --print-knobs` is the table; a knob added there and missing from one
+of these lists fails here, naming it.
+"""
+
+import json
+import os
+import re
+import unittest
+
+from cli_common import run_tool, tool_path
+import diff_renders_test  # a module, so that its TestCase is not collected here again
+
+RENDER = tool_path("render-bench")
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# Declared for every tool that tells the roles apart (tools/common/options.h), not by the knob
+# table; the docs table lists them with the knobs.
+ROLE_OPTIONS = {"--trainer-main", "--orch-main", "--rollout-main"}
+# Knobs that --expect-bench has no case of its own for, and why.
+NOT_RENDERED_BY_EXPECT_BENCH = {
+    "--name": "every case renders with --name (DiffRendersTest.bench)",
+    "--weights": "diff_renders_test's weights tests render --weights both ways",
+    "--routing-targets": "a FILE: render_bench_test.py renders it",
+    "--driver": "a FILE: driver_artifact_test.py and render_bench_test.py render it",
+    "--stage-boundary": "tested with the orchestrator's copies (expect_bench_accepts_new_...)",
+    "--routing": "tested with the orchestrator's copies (expect_bench_accepts_new_...)",
+    "--logps-pass": "tested with the orchestrator's copies (expect_bench_accepts_new_...)",
+    "--allow-fallbacks": "tested with the orchestrator's copies (expect_bench_accepts_new_...)",
+}
+
+
+def knob_table():
+    rc, out, err = run_tool(RENDER, ["--print-knobs"])
+    if rc != 0:
+        raise AssertionError(f"render-bench --print-knobs: exit {rc}: {err}")
+    document = json.loads(out)
+    assert document["schema"] == "rtb.render-bench.knobs/1", document["schema"]
+    return document["knobs"]
+
+
+def docs_knob_options():
+    """The options in the first column of docs/render-bench.md's knob table."""
+    with open(os.path.join(REPO, "docs", "render-bench.md"), encoding="utf-8") as f:
+        text = f.read()
+    start = text.index("| knob | what it changes |")
+    rows = text[start:].split("\n\n", 1)[0].splitlines()[2:]
+    options = set()
+    for row in rows:
+        first = row.split(" | ", 1)[0]
+        options.update(re.findall(r"`(--[a-z][a-z-]*)", first))  # the first word of each span
+    return options
+
+
+class KnobTableTest(unittest.TestCase):
+
+    def test_table_is_well_formed(self):
+        knobs = knob_table()
+        options = [k["option"] for k in knobs]
+        self.assertEqual(len(options), len(set(options)), options)
+        self.assertGreaterEqual(len(knobs), 25)
+        for knob in knobs:
+            self.assertIn(knob["arity"], ("once", "repeated", "flag"), knob)
+            self.assertEqual(knob["value"] is None, knob["arity"] == "flag", knob)
+            self.assertTrue(knob["help"], knob)
+
+    def test_help_declares_every_knob_with_its_value(self):
+        rc, out, _ = run_tool(RENDER, ["--help"])
+        self.assertEqual(rc, 0)
+        for knob in knob_table():
+            with self.subTest(option=knob["option"]):
+                shown = knob["option"] + ("" if knob["value"] is None else " " + knob["value"])
+                self.assertRegex(out, r"\n  " + re.escape(shown) + r"( \.\.\.)?\s")
+                if knob["arity"] == "repeated":
+                    self.assertIn(shown + " ...", out)
+
+    def test_docs_table_lists_exactly_the_knobs(self):
+        table = {k["option"] for k in knob_table()}
+        documented = docs_knob_options()
+        self.assertEqual(sorted(table - documented), [], "knobs missing from the docs table")
+        self.assertEqual(sorted(documented - table - ROLE_OPTIONS), [],
+                         "options in the docs table that are no knob")
+
+    def test_expect_bench_cases_render_every_knob(self):
+        given = set()
+        for args in diff_renders_test.DiffRendersTest.KNOBS.values():
+            for arg in args:
+                if arg.startswith("--"):
+                    given.add(arg.split("=", 1)[0])
+        table = {k["option"] for k in knob_table()}
+        self.assertEqual(sorted(table - given - set(NOT_RENDERED_BY_EXPECT_BENCH)), [],
+                         "knobs that diff_renders_test.KNOBS never renders")
+        self.assertEqual(sorted(set(NOT_RENDERED_BY_EXPECT_BENCH) - table), [],
+                         "exemptions for options that are no knob")
+
+    def test_given_twice_a_once_knob_is_refused(self):
+        once = [k["option"] for k in knob_table() if k["arity"] == "once"]
+        self.assertIn("--namespace", once)
+        rc, _, err = run_tool(RENDER,
+                              ["--demo", "--name", "a", "--namespace", "x", "--namespace", "y"])
+        self.assertEqual(rc, 2)
+        self.assertIn("--namespace", err)
+
+    def test_print_knobs_takes_no_input(self):
+        rc, out, err = run_tool(RENDER, ["--print-knobs", "--demo"])
+        self.assertEqual((rc, out), (2, ""))
+        self.assertEqual(err, "render-bench: --print-knobs takes no DRYRUN or --demo\n")
+
+
+if __name__ == "__main__":
+    unittest.main()
