@@ -77,6 +77,9 @@ def stub_path(tmp):
 
 # Every --json document a tool can print: (tool, mode) -> schema file, and runs that print it.
 MODES = [
+    Mode("render-bench", "--print-knobs", "rtb.render-bench.knobs.1.json", [
+        Run(lambda tmp: ["--print-knobs"], 0),
+    ]),
     Mode("aot-check", "--print", "rtb.aot-check.1.json", [
         Run(lambda tmp: [FIXTURE, "--json"], 0),
         Run(lambda tmp: [V5P, "--json"], 0),
