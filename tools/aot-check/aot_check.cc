@@ -87,7 +87,7 @@ int aot_check_main(int argc, char** argv) {
     if (print && run) fail("give --print or --run, not both");
     rtb::k8s::DryRun dryrun = load_dryrun(knobs, embedded::demo_dryrun());
     finish_render_options(knobs, embedded::bench_driver());
-    for (const std::string& warning : dryrun.warnings) spdlog::info("{}", warning);
+    tool.report_diagnostics(dryrun.diagnostics);
     bench::RenderResult rendered = bench::render_bench(dryrun, knobs.options);
     for (const std::string& warning : rendered.warnings) spdlog::info("{}", warning);
 
