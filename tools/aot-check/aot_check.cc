@@ -97,7 +97,7 @@ int aot_check_main(int argc, char** argv) {
     aot.tool_version = RTB_VERSION;
     if (run && !aot.log) aot.log = bench::aot_log_path(std::chrono::system_clock::now());
     bench::AotPlan plan = bench::plan_aot(rendered.bench, aot);
-    for (const std::string& note : plan.notes) spdlog::info("{}", note);
+    tool.report_diagnostics(plan.diagnostics);
     if (explain) tool.print_to_stderr(bench::explain_aot_keys(plan));
 
     if (!run) {
