@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
@@ -57,6 +58,12 @@ std::string origin_of(const AotPlan& p, const std::string& key) {
     if (k.key == key) found = k.origin;
   }
   return found;
+}
+
+std::vector<std::string> messages_of(const std::vector<Diagnostic>& diagnostics) {
+  std::vector<std::string> messages;
+  for (const Diagnostic& d : diagnostics) messages.push_back(d.message);
+  return messages;
 }
 
 std::string env_of(const AotPlan& p, const std::string& name) {
@@ -216,7 +223,7 @@ TEST(Aot, NoCheckpointReachesTheCompile) {
   EXPECT_EQ(value_of(p, "load_parameters_path"), "(absent)");
   EXPECT_EQ(env_of(p, "MAXTEXT_CKPT"), "(absent)");
   EXPECT_THAT(
-      p.notes,
+      messages_of(p.diagnostics),
       testing::IsSupersetOf(
           {"--maxtext_ckpt_path is not passed: the compile uses abstract weights",
            "MAXTEXT_EXTRA_FLAGS load_parameters_path=gs://example-bucket/ckpt/model/0/items "
@@ -224,8 +231,10 @@ TEST(Aot, NoCheckpointReachesTheCompile) {
   // The default render already dropped them: nothing to note.
   AotPlan random = plan({}, {}, "launch_dryrun_weights_profiler.txt");
   EXPECT_EQ(value_of(random, "load_parameters_path"), "(absent)");
-  for (const std::string& note : random.notes)
-    EXPECT_THAT(note, Not(HasSubstr("abstract weights")));
+  for (const Diagnostic& note : random.diagnostics) {
+    EXPECT_EQ(note.severity, Severity::kNote);
+    EXPECT_THAT(note.message, Not(HasSubstr("abstract weights")));
+  }
 }
 
 TEST(Aot, V5pSliceAndFilledAxis) {

@@ -236,6 +236,22 @@ class AotCheckTest(unittest.TestCase):
         self.assertIn("ici_fsdp_parallelism=32  <- --mesh_fsdp", err)
         self.assertIn("sa_block_q=1024  <- MAXTEXT_EXTRA_FLAGS", err)
 
+    def test_plan_notes_are_diagnostics_logged_with_verbose(self):
+        fixture = os.path.join(TESTDATA, "launch_dryrun_weights_profiler.txt")
+        args = [fixture, "--print", "--weights", "checkpoint"]
+        rc, out, err = run(args + ["--json"])
+        self.assertEqual(rc, 0, err)
+        plan = json.loads(out)
+        self.assertIn("--maxtext_ckpt_path is not passed: the compile uses abstract weights",
+                      plan["notes"])
+        self.assertEqual(plan["diagnostics"], [{"severity": "note", "where": None, "message": note}
+                                               for note in plan["notes"]])
+        self.assertEqual(err, "")  # notes are info: hidden by default
+        rc, _, err = run(args + ["-v"])
+        self.assertEqual(rc, 0, err)
+        logged = [line for line in err.splitlines() if ".txt:" not in line]  # the DRY_RUN's notes
+        self.assertEqual(logged, ["aot-check: info: " + note for note in plan["notes"]])
+
     def test_json_plan_and_output_file(self):
         with tempfile.TemporaryDirectory() as tmp:
             out_path = os.path.join(tmp, "plan.json")

@@ -141,6 +141,18 @@ class CheckPayloadTest(unittest.TestCase):
         self.assertTrue(root.tag.endswith("svg"))
         self.assertGreater(len(root.findall(".//{http://www.w3.org/2000/svg}circle")), 3)
 
+    def test_build_warnings_are_diagnostics_on_stderr_and_in_json(self):
+        too_many = ["build"] + SMALL + ["--segments", "1000", "-o", self.path("p.npz")]
+        message = "1000 segments do not fit in 900 real tokens; using 900"
+        code, stdout, stderr = run(too_many + ["--json"])
+        self.assertEqual(code, 0, stderr)
+        report = json.loads(stdout)
+        self.assertEqual(report["warnings"], [message])
+        self.assertEqual(report["diagnostics"],
+                         [{"severity": "warning", "where": None, "message": message}])
+        self.assertEqual(stderr, "check-payload: warning: " + message + "\n")
+        self.assertEqual(run(too_many + ["--json", "-q"])[2], "")
+
     def test_build_to_stdout_puts_the_report_on_stderr(self):
         proc = subprocess.run([TOOL, "build"] + SMALL + ["-o", "-"], capture_output=True,
                               timeout=60)

@@ -154,6 +154,32 @@ class Truncation(unittest.TestCase):
         self.assertIn("unpaired-start", out)
         self.assertIn("its computation is cut off by the end of the dump", out)
 
+    def test_json_lists_the_diagnostics_stderr_shows(self):
+        code, out, err = run([LLAMA, "--allow-truncated", "--json"])
+        self.assertEqual(code, 0, err)
+        doc = json.loads(out)
+        warnings = [d for d in doc["diagnostics"] if d["severity"] == "warning"]
+        self.assertEqual(len(warnings), 1, doc["diagnostics"])
+        self.assertEqual(warnings[0]["where"], LLAMA + ":2000")
+        self.assertTrue(warnings[0]["message"].startswith("truncated dump: "), warnings)
+        self.assertEqual(
+            err, "hlo-overlap: warning: {}: {}\n".format(warnings[0]["where"],
+                                                         warnings[0]["message"]))
+
+    def test_notes_with_verbose_warnings_unless_quiet(self):
+        # An unscheduled module: a note (the analysis' own, line 1) and a warning (the tool's).
+        unscheduled = os.path.join(HLO, "xla_bench_hlo_llama31_405b_bf16_16x8.hlo.txt")
+        code, out, _ = run([unscheduled, "--json"])
+        self.assertEqual(code, 0)
+        diagnostics = json.loads(out)["diagnostics"]
+        self.assertEqual([d["severity"] for d in diagnostics], ["note", "warning"])
+        self.assertEqual([d["where"] for d in diagnostics], [unscheduled + ":1", unscheduled])
+        note, warning = ("hlo-overlap: {}: {}: {}\n".format(level, d["where"], d["message"])
+                         for level, d in zip(("info", "warning"), diagnostics))
+        self.assertEqual(run([unscheduled])[2], warning)
+        self.assertEqual(run([unscheduled, "-v"])[2], note + warning)
+        self.assertEqual(run([unscheduled, "-q"])[2], "")
+
 
 class Checks(unittest.TestCase):
 
@@ -367,7 +393,13 @@ def convert(fixture):
 
 
 def without(doc, keys, line_fields=False):
+    file = doc["file"]
     doc = {k: v for k, v in doc.items() if k not in keys}
+    if "file" in keys:  # a diagnostic's place names the file, and in line_fields its line too
+        doc["diagnostics"] = [
+            dict(d, where=None if line_fields else d["where"].replace(file, "<file>", 1))
+            for d in doc["diagnostics"]
+        ]
     if line_fields:
         collectives = doc["collectives"]
         doc["collectives"] = [{k: c[k] for k in c if k not in LINE_FIELDS} for c in collectives]

@@ -28,6 +28,7 @@ using fixtures::line_of;
 using fixtures::read_fixture;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::StartsWith;
 
 const Collective& find_entry(const Analysis& a, const std::string& start_or_done) {
   for (const Collective& c : a.collectives) {
@@ -485,8 +486,10 @@ TEST(HloAnalysis, RealXlaTestAsyncSendRecvGroup) {
 TEST(HloAnalysis, UnscheduledModuleIsFlagged) {
   Analysis a = analyze_file(fixture_path("xla_bench_hlo_llama31_405b_bf16_16x8.hlo.txt"));
   EXPECT_FALSE(a.scheduled);
-  ASSERT_FALSE(a.warnings.empty());
-  EXPECT_THAT(a.warnings[0].message, HasSubstr("not scheduled"));
+  ASSERT_FALSE(a.diagnostics.empty());
+  EXPECT_EQ(a.diagnostics[0].severity, Severity::kNote);
+  EXPECT_THAT(a.diagnostics[0].where, StartsWith(a.file));
+  EXPECT_THAT(a.diagnostics[0].message, HasSubstr("not scheduled"));
   EXPECT_EQ(kind_totals(a, "all-gather")->totals.instances, 16);
   EXPECT_EQ(kind_totals(a, "all-reduce")->totals.instances, 50);
   EXPECT_FALSE(a.truncated);

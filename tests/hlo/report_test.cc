@@ -73,6 +73,33 @@ TEST(HloReport, JsonFollowsTheDocumentedSchema) {
   EXPECT_EQ(doc["top_exposed"][0].as<int>(), 2);
 }
 
+TEST(HloReport, DiagnosticsAreTheNotesThenTheWarningsOfATruncatedOrUnscheduledDump) {
+  Analysis truncated = analyze_file(fixture_path("bad/truncated_mid_instruction.hlo.txt"));
+  std::vector<Diagnostic> all = diagnostics_of(truncated);
+  ASSERT_EQ(all.size(), truncated.diagnostics.size() + 1);
+  EXPECT_EQ(all.back().severity, Severity::kWarning);
+  EXPECT_EQ(all.back().where, truncated.file + ":" + std::to_string(truncated.truncated_line));
+  EXPECT_THAT(all.back().message, HasSubstr("truncated dump: "));
+  YAML::Node doc = YAML::Load(format_json(truncated));
+  ASSERT_EQ(doc["diagnostics"].size(), all.size());
+  EXPECT_EQ(doc["diagnostics"][all.size() - 1]["severity"].as<std::string>(), "warning");
+  EXPECT_EQ(doc["diagnostics"][all.size() - 1]["where"].as<std::string>(), all.back().where);
+  // The notes keep their old form too (until the next schema version), with their lines.
+  ASSERT_EQ(doc["warnings"].size(), truncated.diagnostics.size());
+
+  Analysis unscheduled = analyze_file(fixture_path("xla_bench_hlo_llama31_405b_bf16_16x8.hlo.txt"));
+  std::vector<Diagnostic> notes_then_warning = diagnostics_of(unscheduled);
+  ASSERT_FALSE(notes_then_warning.empty());
+  EXPECT_EQ(notes_then_warning.front().severity, Severity::kNote);
+  EXPECT_EQ(notes_then_warning.back(),
+            (Diagnostic{Severity::kWarning, unscheduled.file,
+                        "the module is not scheduled; windows are indicative"}));
+  YAML::Node unscheduled_doc = YAML::Load(format_json(unscheduled));
+  ASSERT_GT(unscheduled_doc["warnings"].size(), 0u);
+  EXPECT_EQ(unscheduled_doc["warnings"][0]["message"].as<std::string>(),
+            unscheduled.diagnostics[0].message);
+}
+
 TEST(HloReport, JsonEscapesStringsAndInvalidUtf8) {
   std::string text = read_fixture("handwritten_multiline.hlo.txt");
   std::size_t at = text.find("jit(step)/layer");

@@ -16,6 +16,7 @@ namespace rtb::k8s {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::EndsWith;
 using ::testing::HasSubstr;
 using ::testing::Pair;
 
@@ -100,13 +101,14 @@ TEST_F(DryRunMainFixture, PreambleIsSkippedAsOneChunk) {
   DryRun only_preamble = parse_dryrun(preamble, "preamble");
   EXPECT_TRUE(only_preamble.documents.empty());
   EXPECT_EQ(only_preamble.skipped_chunks, 1u);
-  EXPECT_TRUE(only_preamble.warnings.empty());
+  EXPECT_TRUE(only_preamble.diagnostics.empty());
 }
 
 TEST_F(DryRunMainFixture, RepeatedKeyGivesExactlyOneWarningWithFileAndLine) {
-  ASSERT_EQ(dryrun_.warnings.size(), 1u);
-  EXPECT_THAT(dryrun_.warnings[0], HasSubstr("launch_dryrun.txt:191:"));
-  EXPECT_THAT(dryrun_.warnings[0], HasSubstr("priorityClassName"));
+  ASSERT_EQ(dryrun_.diagnostics.size(), 1u);
+  EXPECT_EQ(dryrun_.diagnostics[0].severity, Severity::kNote);
+  EXPECT_THAT(text_of(dryrun_.diagnostics[0]), HasSubstr("launch_dryrun.txt:191: "));
+  EXPECT_THAT(dryrun_.diagnostics[0].message, HasSubstr("priorityClassName"));
   // The document is kept, and the key's value is there.
   YAML::Node spec = yaml::descend(dryrun_.documents[0].root, {"spec"});
   EXPECT_TRUE(spec.IsMap());
@@ -173,22 +175,22 @@ TEST(DryRunFixtures, V5pFixture) {
     if (lines[i].find("priorityClassName:") != std::string::npos) occurrences.push_back(i + 1);
   }
   ASSERT_EQ(occurrences.size(), 2u);
-  ASSERT_EQ(dryrun.warnings.size(), 1u);
-  EXPECT_THAT(dryrun.warnings[0], HasSubstr(fmt::format("v5p.txt:{}:", occurrences[1])));
+  ASSERT_EQ(dryrun.diagnostics.size(), 1u);
+  EXPECT_THAT(dryrun.diagnostics[0].where, EndsWith(fmt::format("v5p.txt:{}", occurrences[1])));
 }
 
 TEST(DryRunFixtures, NotYamlGivesNoDocuments) {
   DryRun dryrun = parse_dryrun(read_file(testdata("bad/not_yaml.txt")), "not_yaml.txt");
   EXPECT_TRUE(dryrun.documents.empty());
   EXPECT_EQ(dryrun.skipped_chunks, 1u);
-  EXPECT_TRUE(dryrun.warnings.empty());
+  EXPECT_TRUE(dryrun.diagnostics.empty());
 }
 
 TEST(DryRunFixtures, EmptyGivesNoDocuments) {
   DryRun dryrun = parse_dryrun(read_file(testdata("bad/empty.txt")), "empty.txt");
   EXPECT_TRUE(dryrun.documents.empty());
   EXPECT_EQ(dryrun.skipped_chunks, 0u);
-  EXPECT_TRUE(dryrun.warnings.empty());
+  EXPECT_TRUE(dryrun.diagnostics.empty());
   EXPECT_TRUE(parse_dryrun("", "e").documents.empty());
   EXPECT_TRUE(parse_dryrun("\n\n", "e").documents.empty());
   EXPECT_TRUE(parse_dryrun("---\n---\n", "e").documents.empty());
@@ -291,8 +293,8 @@ TEST(DryRunSplit, RepeatedKeysWarnPerOccurrenceWithFileLines) {
       "---\nkind: JobSet\nmetadata:\n  name: a\n  name: b\nspec:\n  x: 1\n  x: 2\n", "dup.yaml");
   ASSERT_EQ(dryrun.documents.size(), 1u);
   EXPECT_EQ(name_of(dryrun.documents[0]), "b");  // the last one wins
-  ASSERT_EQ(dryrun.warnings.size(), 2u);
-  std::string all = dryrun.warnings[0] + "\n" + dryrun.warnings[1];
+  ASSERT_EQ(dryrun.diagnostics.size(), 2u);
+  std::string all = text_of(dryrun.diagnostics[0]) + "\n" + text_of(dryrun.diagnostics[1]);
   EXPECT_THAT(all, HasSubstr("dup.yaml:5:"));
   EXPECT_THAT(all, HasSubstr("dup.yaml:8:"));
   EXPECT_THAT(all, HasSubstr("'name'"));

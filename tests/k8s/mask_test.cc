@@ -77,7 +77,7 @@ TEST(MaskTest, MaskedDocumentsKeepTheirInputLines) {
   SecretMasker masker = test_masker();
   DryRun dryrun = parse_dryrun(std::string("kubectl delete jobset x\n---\n") + kPod, "in.txt");
   ASSERT_EQ(dryrun.documents.size(), 1u);
-  dryrun.warnings.push_back("in.txt:9: HF_TOKEN=abc123 repeated");
+  dryrun.diagnostics.push_back({Severity::kNote, "in.txt:9", "HF_TOKEN=abc123 repeated"});
   const Document& document = dryrun.documents.front();
   YAML::Node env = document.root["spec"]["containers"][0]["env"][0]["value"];
   std::size_t line = document.line_of(env);
@@ -86,7 +86,7 @@ TEST(MaskTest, MaskedDocumentsKeepTheirInputLines) {
   EXPECT_EQ(masked.Scalar(), masker.fingerprint("wJalrXUtnFEMI"));
   EXPECT_EQ(document.line_of(masked), line);
   EXPECT_EQ(line, 15u);  // kPod's line 13, after the echo and the separator
-  EXPECT_EQ(dryrun.warnings.back(),
+  EXPECT_EQ(text_of(dryrun.diagnostics.back()),
             "in.txt:9: HF_TOKEN=" + masker.fingerprint("abc123") + " repeated");
 }
 

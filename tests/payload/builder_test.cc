@@ -249,8 +249,9 @@ TEST(PayloadBuild, SegmentsOnTheGridAndFallbackForShortRows) {
   o.segments = 10;
   Payload tiny = build_payload(o);
   EXPECT_EQ(tiny.options.segments, 3);
-  ASSERT_EQ(tiny.warnings.size(), 1u);
-  EXPECT_THAT(tiny.warnings[0], HasSubstr("10 segments do not fit in 3 real tokens"));
+  ASSERT_EQ(tiny.diagnostics.size(), 1u);
+  EXPECT_EQ(tiny.diagnostics[0].severity, Severity::kWarning);
+  EXPECT_THAT(tiny.diagnostics[0].message, HasSubstr("10 segments do not fit in 3 real tokens"));
   EXPECT_THAT(std::vector<std::int32_t>(tiny.segment_ids.begin(), tiny.segment_ids.begin() + 4),
               ElementsAre(1, 2, 3, 0));
 }

@@ -95,7 +95,7 @@ TEST(TileSettings, LayoutOptionsKeepTheLayoutAndNeedNoRouting) {
   layout.final_rows = 2;
   layout.layers = 7;  // routing options do not matter
   layout.routing_targets = {9.0};
-  std::vector<std::string> warnings;
+  std::vector<Diagnostic> warnings;
   PayloadOptions resolved = resolve_layout_options(layout, &warnings);
   EXPECT_EQ(resolved.rows, 3);
   EXPECT_EQ(resolved.real_len, default_real_length(1024));

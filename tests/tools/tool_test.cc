@@ -105,6 +105,37 @@ TEST(ToolSecrets, EachRunDrawsItsOwnKey) {
   EXPECT_NE(first, second);
 }
 
+// A tool whose body reports one note and one warning (the warning quoting a credential).
+std::string stderr_of_diagnostics(std::vector<std::string> args) {
+  Tool tool({"demo-tool", "A tool.", "  demo-tool\n"});
+  args.insert(args.begin(), "demo-tool");
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  ::testing::internal::CaptureStderr();
+  int code = tool.run(static_cast<int>(argv.size()), argv.data(), [&] {
+    tool.report_diagnostics({{Severity::kNote, "", "left out: the profiler"},
+                             {Severity::kWarning, "a.log:3", "export HF_TOKEN=abc123 repeated"}});
+    return Outcome::kPass;
+  });
+  std::fflush(stderr);
+  std::string text = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(code, 0);
+  return text;
+}
+
+TEST(ToolDiagnostics, WarningsByDefaultNotesWithVerboseNothingWithQuiet) {
+  const std::string note = "demo-tool: info: left out: the profiler\n";
+  const std::string warning = "demo-tool: warning: a.log:3: export HF_TOKEN=***#";
+  std::string plain = stderr_of_diagnostics({});
+  EXPECT_EQ(plain.find(note), std::string::npos) << plain;
+  EXPECT_EQ(plain.rfind(warning, 0), 0u) << plain;
+  EXPECT_EQ(plain.find("abc123"), std::string::npos) << plain;
+  std::string verbose = stderr_of_diagnostics({"-v"});
+  EXPECT_EQ(verbose.rfind(note + warning, 0), 0u) << verbose;  // once each, in order
+  EXPECT_EQ(verbose.find(note, 1), std::string::npos) << verbose;
+  EXPECT_EQ(stderr_of_diagnostics({"-q"}), "");
+}
+
 TEST(ToolSecrets, HelpStatesTheRuleFromTheTable) {
   Tool tool({"demo-tool", "A tool.", "  demo-tool\n"});
   std::string help = tool.app().help();

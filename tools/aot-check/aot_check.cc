@@ -87,7 +87,7 @@ int aot_check_main(int argc, char** argv) {
     if (print && run) fail("give --print or --run, not both");
     finish_render_options(knobs, embedded::bench_driver());
     rtb::k8s::DryRun dryrun = load_dryrun(knobs, embedded::demo_dryrun());
-    for (const std::string& warning : dryrun.warnings) spdlog::info("{}", warning);
+    tool.report_diagnostics(dryrun.diagnostics);
     bench::RenderResult rendered = bench::render_bench(dryrun, knobs.options);
     for (const std::string& warning : rendered.warnings) spdlog::info("{}", warning);
 
@@ -97,7 +97,7 @@ int aot_check_main(int argc, char** argv) {
     aot.tool_version = RTB_VERSION;
     if (run && !aot.log) aot.log = bench::aot_log_path(std::chrono::system_clock::now());
     bench::AotPlan plan = bench::plan_aot(rendered.bench, aot);
-    for (const std::string& note : plan.notes) spdlog::info("{}", note);
+    tool.report_diagnostics(plan.diagnostics);
     if (explain) tool.print_to_stderr(bench::explain_aot_keys(plan));
 
     if (!run) {

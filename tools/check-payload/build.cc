@@ -47,7 +47,7 @@ void set_targets(BuildArgs& args) {
                                      : targets_source;
 }
 
-Outcome run_build(BuildArgs& args, const CLI::App& command) {
+Outcome run_build(BuildArgs& args, const CLI::App& command, const Tool& tool) {
   // 1. Options.
   payload::PayloadOptions& build = args.build;
   build.pad_position = payload::parse_pad_position(args.pad_position);
@@ -59,7 +59,7 @@ Outcome run_build(BuildArgs& args, const CLI::App& command) {
   auto start = Clock::now();
   payload::Payload payload = payload::build_payload(build);
   spdlog::info("built in {:.2f} s", seconds_since(start));
-  for (const std::string& w : payload.warnings) spdlog::warn("{}", w);
+  tool.report_diagnostics(payload.diagnostics);
   // 3. Check it as verify would, on the arrays in memory.
   payload::VerifyOptions checks;
   checks.experts = payload.options.experts;
@@ -96,7 +96,7 @@ Outcome run_build(BuildArgs& args, const CLI::App& command) {
 
 }  // namespace
 
-Subcommand add_build(CLI::App& app) {
+Subcommand add_build(CLI::App& app, const Tool& tool) {
   auto args = std::make_shared<BuildArgs>();
   payload::PayloadOptions& build = args->build;
   CLI::App* cmd = app.add_subcommand(
@@ -138,7 +138,7 @@ Subcommand add_build(CLI::App& app) {
       ->capture_default_str();
   add_json_flag(*cmd, args->json, "Print JSON instead of text");
   cmd->add_option("--svg", args->svg, "Draw per-layer target vs achieved and per-rank load");
-  return {cmd, [args, cmd] { return run_build(*args, *cmd); }};
+  return {cmd, [args, cmd, &tool] { return run_build(*args, *cmd, tool); }};
 }
 
 }  // namespace rtb::tool::check_payload

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/tool.h"
 #include "rtb/base/outcome.h"
 #include "rtb/payload/builder.h"
 
@@ -19,10 +20,10 @@ struct Subcommand {
   std::function<Outcome()> run;
 };
 
-Subcommand add_build(CLI::App& app);
+Subcommand add_build(CLI::App& app, const Tool& tool);  // tool: logs the warnings
 Subcommand add_verify(CLI::App& app);
 Subcommand add_measure(CLI::App& app);
-Subcommand add_tiles(CLI::App& app);
+Subcommand add_tiles(CLI::App& app, const Tool& tool);
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point start);

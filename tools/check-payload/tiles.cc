@@ -25,7 +25,7 @@ struct TilesArgs {
   bool json = false;
 };
 
-Outcome run_tiles(const TilesArgs& args, const CLI::App& command) {
+Outcome run_tiles(const TilesArgs& args, const CLI::App& command, const Tool& tool) {
   payload::TileSettings tiles = args.tiles;
   tiles.pad_align = args.layout.pad_align;
   tiles = payload::resolve_tile_settings(tiles);
@@ -42,9 +42,9 @@ Outcome run_tiles(const TilesArgs& args, const CLI::App& command) {
     source_name = display_name(args.file);
   } else {
     if (command.count("--tokens") == 0) fail("give a payload FILE or --tokens");
-    std::vector<std::string> warnings;
-    payload::PayloadOptions resolved = payload::resolve_layout_options(args.layout, &warnings);
-    for (const std::string& w : warnings) spdlog::warn("{}", w);
+    std::vector<Diagnostic> diagnostics;
+    payload::PayloadOptions resolved = payload::resolve_layout_options(args.layout, &diagnostics);
+    tool.report_diagnostics(diagnostics);
     report = payload::count_layout_tiles(resolved, tiles);
     source_name =
         fmt::format("rows laid out from options ({} real tokens, {} {})", resolved.real_len,
@@ -57,7 +57,7 @@ Outcome run_tiles(const TilesArgs& args, const CLI::App& command) {
 
 }  // namespace
 
-Subcommand add_tiles(CLI::App& app) {
+Subcommand add_tiles(CLI::App& app, const Tool& tool) {
   auto args = std::make_shared<TilesArgs>();
   payload::TileSettings& tiles = args->tiles;
   args->layout.rows = 1;
@@ -71,7 +71,7 @@ Subcommand add_tiles(CLI::App& app) {
   cmd->add_option("--dkv-block-kv", tiles.dkv_block_kv, "dK/dV key/value block (default: forward)");
   add_layout_options(cmd, args->layout, false);
   add_json_flag(*cmd, args->json, "Print JSON instead of text");
-  return {cmd, [args, cmd] { return run_tiles(*args, *cmd); }};
+  return {cmd, [args, cmd, &tool] { return run_tiles(*args, *cmd, tool); }};
 }
 
 }  // namespace rtb::tool::check_payload

@@ -132,4 +132,14 @@ void Tool::print_to_stderr(std::string_view text) const {
   std::fwrite(masked.data(), 1, masked.size(), stderr);
 }
 
+void Tool::report_diagnostics(const std::vector<Diagnostic>& diagnostics) const {
+  for (const Diagnostic& diagnostic : diagnostics) {
+    if (diagnostic.severity == Severity::kWarning) {
+      spdlog::warn("{}", text_of(diagnostic));
+    } else {
+      spdlog::info("{}", text_of(diagnostic));
+    }
+  }
+}
+
 }  // namespace rtb::tool

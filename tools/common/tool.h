@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/options.h"
+#include "rtb/base/diagnostic.h"
 #include "rtb/base/outcome.h"
 #include "rtb/base/secrets.h"
 
@@ -44,6 +45,10 @@ class Tool {
   void write_report(const std::string& path, std::string_view text) const;
   // Prints a report meant for stderr (--explain, --summary), masked as write_report.
   void print_to_stderr(std::string_view text) const;
+  // Logs what the library reported without failing, once, in order: warnings at warn level (shown
+  // unless -q), notes at info level (shown with -v), each as "tool: level: where: message",
+  // masked as every log line.
+  void report_diagnostics(const std::vector<Diagnostic>& diagnostics) const;
 
  private:
   Spec spec_;

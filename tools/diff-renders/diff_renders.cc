@@ -29,11 +29,11 @@ constexpr const char* kExamples =
 
 // Masked as soon as it is read: every difference, line diff and message then shows a credential
 // as its fingerprint, the same on both sides when the secret is the same.
-rtb::k8s::DryRun load(const std::string& path, const SecretMasker& masker) {
+rtb::k8s::DryRun load(const std::string& path, const Tool& tool) {
   std::string name = display_name(path);
   rtb::k8s::DryRun dryrun = rtb::k8s::parse_dryrun(read_file(path), name);
-  rtb::k8s::mask_documents(dryrun, masker);
-  for (const std::string& warning : dryrun.warnings) spdlog::info("{}", warning);
+  rtb::k8s::mask_documents(dryrun, tool.masker());
+  tool.report_diagnostics(dryrun.diagnostics);
   return dryrun;
 }
 
@@ -94,8 +94,8 @@ int diff_renders_main(int argc, char** argv) {
     if (expect_bench && (by_role || !renames.empty()))
       fail("--expect-bench matches the trainer and the bench itself: drop --by-role/--rename");
 
-    rtb::k8s::DryRun left = load(a, tool.masker());
-    rtb::k8s::DryRun right = load(b, tool.masker());
+    rtb::k8s::DryRun left = load(a, tool);
+    rtb::k8s::DryRun right = load(b, tool);
     bench::RenderReport report;
     if (expect_bench) {
       bench::ExpectBenchResult result = bench::check_expect_bench(left, right, mains);

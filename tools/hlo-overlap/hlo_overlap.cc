@@ -95,19 +95,7 @@ int hlo_overlap_main(int argc, char** argv) {
     for (const std::string& input : inputs) {
       analyses.push_back(hlo::analyze_file(input, options));
       const hlo::Analysis& a = analyses.back();
-      for (const hlo::Warning& w : a.warnings) {
-        if (w.line > 0) {
-          spdlog::info("{}:{}: {}", a.file, w.line, w.message);
-        } else {
-          spdlog::info("{}: {}", a.file, w.message);
-        }
-      }
-      if (!a.scheduled)
-        spdlog::warn("{}: the module is not scheduled; windows are indicative", a.file);
-      if (a.truncated) {
-        spdlog::warn("{}:{}: truncated dump: {}; reporting what precedes it", a.file,
-                     a.truncated_line, a.truncation_reason);
-      }
+      tool.report_diagnostics(hlo::diagnostics_of(a));
     }
 
     // 3. Report.

@@ -86,7 +86,7 @@ int render_bench_main(int argc, char** argv) {
     if (knobs.options.name.empty()) fail("--name is required (the bench JobSet's name)");
     k8s::DryRun dryrun = load_dryrun(knobs, embedded::demo_dryrun());
     // Input quirks (a repeated key in some document) do not change the bench: -v shows them.
-    for (const std::string& warning : dryrun.warnings) spdlog::info("{}", warning);
+    tool.report_diagnostics(dryrun.diagnostics);
     bench::RenderResult result;  // the bench, whose changes --explain and --summary describe
     std::string text;
     if (preflight) {

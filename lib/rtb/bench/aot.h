@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "rtb/base/diagnostic.h"
 #include "rtb/base/process.h"
 
 namespace rtb::bench {
@@ -76,7 +77,9 @@ struct AotPlan {
   std::string grpo_config;                               // a YAML flow mapping
   std::vector<std::pair<std::string, std::string>> env;  // the compile's environment
   std::vector<AotKey> keys;                              // in order; the last of a key wins
-  std::vector<std::string> notes;  // what the compile cannot reproduce, and what was left out
+  // Notes (no place): what the compile cannot reproduce, and what was left out. The script's
+  // "# note:" lines; --json `diagnostics`, and `notes` (the messages) until rtb.aot-check/2.
+  std::vector<Diagnostic> diagnostics;
 };
 
 // Plans the compile from a bench JobSet that render_bench() wrote. Throws rtb::Error for a JobSet

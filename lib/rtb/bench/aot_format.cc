@@ -81,7 +81,7 @@ std::string aot_script(const AotPlan& plan, const AotOptions& options) {
            : "#   log-probs      not chunked (whole-sequence logits)\n";
   s += fmt::format("#   HBM            {} GiB per device ({})\n", plan.hbm_gib_per_device,
                    plan.chip);
-  for (const std::string& n : plan.notes) s += "# note: " + comment_safe(n) + "\n";
+  for (const Diagnostic& n : plan.diagnostics) s += "# note: " + comment_safe(n.message) + "\n";
   s += "set -uo pipefail\n\n";
   s += "PYTHON=" + k8s::shell::quote(options.python) + "\n";
   if (options.log) {
@@ -163,8 +163,10 @@ std::string aot_plan_json(const AotPlan& plan, const AotOptions& options) {
         .end_object();
   }
   j.end_array().key("notes").begin_array(Layout::kOneLine);
-  for (const std::string& note : plan.notes) j.value(note);
-  return j.end_array().end_object().str();
+  for (const Diagnostic& note : plan.diagnostics) j.value(note.message);
+  j.end_array();
+  write_json(j, "diagnostics", plan.diagnostics);
+  return j.end_object().str();
 }
 
 }  // namespace rtb::bench

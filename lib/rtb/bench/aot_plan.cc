@@ -58,7 +58,9 @@ class Planner {
   void key(std::string k, std::string v, std::string origin) {
     plan_.keys.push_back({std::move(k), std::move(v), std::move(origin)});
   }
-  void note(std::string text) { plan_.notes.push_back(std::move(text)); }
+  void note(std::string text) {
+    plan_.diagnostics.push_back({Severity::kNote, "", std::move(text)});
+  }
 
   const k8s::shell::Assignment* env(std::string_view name) const {
     const k8s::shell::Assignment* found = nullptr;

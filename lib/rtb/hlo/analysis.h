@@ -34,6 +34,8 @@
 #include <string_view>
 #include <vector>
 
+#include "rtb/base/diagnostic.h"
+
 namespace rtb::hlo {
 
 enum class Status {
@@ -104,11 +106,6 @@ struct ComputationTotals {
   Totals totals;
 };
 
-struct Warning {
-  std::int64_t line = 0;  // 0 = not about one line
-  std::string message;
-};
-
 // The schedule of one computation, kept for drawing (Options::keep_schedule).
 struct ScheduledInstruction {
   enum class Role { kOther, kCompute, kStart, kUpdate, kDone, kSyncCollective, kCall };
@@ -146,7 +143,9 @@ struct Analysis {
   std::vector<ComputationTotals> by_computation;  // computations with entries, file order
   Totals total;                                   // all entries
   Totals total_collectives;                       // category collective only
-  std::vector<Warning> warnings;                  // capped; see warnings_dropped
+  // What the analysis skipped or could not read, each a note at "file:line" or "file" (logged at
+  // info, as before they became Diagnostics); capped, see warnings_dropped. JSON `warnings`.
+  std::vector<Diagnostic> diagnostics;
   std::int64_t warnings_dropped = 0;
   std::optional<Schedule> schedule;
 };

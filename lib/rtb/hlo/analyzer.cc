@@ -575,11 +575,12 @@ bool Analyzer::matches(std::string_view computation) const {
 }
 
 void Analyzer::warn(std::int64_t line, std::string message) {
-  if (result_.warnings.size() >= options_.max_warnings) {
+  if (result_.diagnostics.size() >= options_.max_warnings) {
     ++result_.warnings_dropped;
     return;
   }
-  result_.warnings.push_back(Warning{line, std::move(message)});
+  result_.diagnostics.push_back(
+      {Severity::kNote, where_of(result_.file, line), std::move(message)});
 }
 
 void Analyzer::stop_at(std::int64_t line, const std::string& reason) {

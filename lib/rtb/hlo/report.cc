@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -70,6 +71,12 @@ constexpr json::Writer::Layout kOneLine = json::Writer::Layout::kOneLine;
 // A 1-based line, or null for none (0).
 std::optional<std::int64_t> line_or_null(std::int64_t line) {
   return line > 0 ? std::optional<std::int64_t>(line) : std::nullopt;
+}
+
+// The line of a diagnostic's "file:line" (`file` the analysis' own), 0 when it names none.
+std::int64_t line_of(const Diagnostic& diagnostic, const std::string& file) {
+  if (diagnostic.where.size() <= file.size() + 1) return 0;
+  return std::strtoll(diagnostic.where.c_str() + file.size() + 1, nullptr, 10);
 }
 
 // The fields of `t`, into the object open in `j`.
@@ -166,14 +173,15 @@ void write_report(json::Writer& j, const Analysis& analysis, const ReportOptions
   if (top.size() > options.top) top.resize(options.top);
   j.list("top_exposed", top);
   j.key("warnings").begin_array();
-  for (const Warning& w : analysis.warnings) {
+  for (const Diagnostic& d : analysis.diagnostics) {
     j.begin_object(kOneLine);
-    j.field("line", line_or_null(w.line));
-    j.field("message", w.message);
+    j.field("line", line_or_null(line_of(d, analysis.file)));
+    j.field("message", d.message);
     j.end_object();
   }
   j.end_array();
   j.field("warnings_dropped", analysis.warnings_dropped);
+  write_json(j, "diagnostics", diagnostics_of(analysis));
   j.end_object();
 }
 
@@ -316,15 +324,30 @@ std::string format_text(const Analysis& a, const ReportOptions& options) {
       }
     }
   }
-  if (!a.warnings.empty()) {
-    out += fmt::format("\nWarnings ({}):\n", a.warnings.size() + a.warnings_dropped);
-    for (const Warning& w : a.warnings) {
-      out += w.line > 0 ? fmt::format("  line {}: {}\n", w.line, w.message)
-                        : fmt::format("  {}\n", w.message);
+  if (!a.diagnostics.empty()) {
+    out += fmt::format("\nWarnings ({}):\n", a.diagnostics.size() + a.warnings_dropped);
+    for (const Diagnostic& d : a.diagnostics) {
+      std::int64_t line = line_of(d, a.file);
+      out += line > 0 ? fmt::format("  line {}: {}\n", line, d.message)
+                      : fmt::format("  {}\n", d.message);
     }
     if (a.warnings_dropped > 0) out += fmt::format("  ... and {} more\n", a.warnings_dropped);
   }
   return out;
+}
+
+std::vector<Diagnostic> diagnostics_of(const Analysis& analysis) {
+  std::vector<Diagnostic> all = analysis.diagnostics;
+  if (!analysis.scheduled) {
+    all.push_back({Severity::kWarning, where_of(analysis.file),
+                   "the module is not scheduled; windows are indicative"});
+  }
+  if (analysis.truncated) {
+    all.push_back(
+        {Severity::kWarning, where_of(analysis.file, analysis.truncated_line),
+         "truncated dump: " + analysis.truncation_reason + "; reporting what precedes it"});
+  }
+  return all;
 }
 
 std::string format_json(const Analysis& analysis, const ReportOptions& options) {

@@ -22,7 +22,14 @@ struct ReportOptions {
 // entries with their op_name, unpaired starts/dones, warnings and truncation.
 std::string format_text(const Analysis& analysis, const ReportOptions& options = {});
 
+// Everything the run of one dump reports without failing, in the order hlo-overlap logs it: the
+// analysis' notes (Analysis::diagnostics), then a warning when the module is not scheduled and one
+// when the dump is truncated. The JSON `diagnostics` array and the tool's stderr.
+std::vector<Diagnostic> diagnostics_of(const Analysis& analysis);
+
 // The --json document (schema "rtb.hlo-overlap/1", documented in the tool's README section).
+// `warnings` (the notes, with their lines) stays beside `diagnostics` until the next schema
+// version.
 std::string format_json(const Analysis& analysis, const ReportOptions& options = {});
 
 // What makes two analyses "different" for the A/B mode (exit code 1 of `hlo-overlap A B`): a

@@ -74,9 +74,10 @@ void add_chunk(DryRun& out, std::string_view chunk, std::size_t first_line,
   yaml::check_limits(root, out.source, first_line);
   Document doc(root, first_line, std::string(chunk));
   for (const auto& [key, line] : yaml::duplicate_keys(root)) {
-    out.warnings.push_back(fmt::format("{}:{}: repeated key '{}' (the last one is used)",
-                                       out.source, first_line + static_cast<std::size_t>(line),
-                                       key));
+    out.diagnostics.push_back({Severity::kNote,
+                               where_of(out.source, static_cast<std::int64_t>(first_line) +
+                                                        static_cast<std::int64_t>(line)),
+                               fmt::format("repeated key '{}' (the last one is used)", key)});
   }
   out.documents.push_back(std::move(doc));
 }

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "rtb/base/diagnostic.h"
+
 namespace rtb::k8s {
 
 struct Document {
@@ -35,11 +37,12 @@ struct Document {
 };
 
 struct DryRun {
-  std::string source;                 // the input's name for messages ("<stdin>", a path)
-  std::vector<Document> documents;    // the chunks that parse as YAML mappings, in input order
-  std::size_t skipped_chunks{};       // chunks that are not YAML mappings (launcher echoes)
-  std::size_t filtered_chunks{};      // chunks the caller's filter did not want parsed
-  std::vector<std::string> warnings;  // "file:line: ..." lines for the tool to log
+  std::string source;               // the input's name for messages ("<stdin>", a path)
+  std::vector<Document> documents;  // the chunks that parse as YAML mappings, in input order
+  std::size_t skipped_chunks{};     // chunks that are not YAML mappings (launcher echoes)
+  std::size_t filtered_chunks{};    // chunks the caller's filter did not want parsed
+  // Repeated keys (the last one is used), each a note at "file:line" for the tool to log (-v).
+  std::vector<Diagnostic> diagnostics;
 };
 
 // Splits and parses a DRY_RUN text. A chunk that does not parse as YAML, or parses as something

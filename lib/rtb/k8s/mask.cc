@@ -70,7 +70,9 @@ void mask_documents(DryRun& dryrun, const SecretMasker& masker) {
   if (!masker.masks()) return;
   // In place, not masked_copy(): a clone loses yaml-cpp's marks, which give messages their lines.
   for (Document& document : dryrun.documents) mask_in_place(document.root, masker);
-  for (std::string& warning : dryrun.warnings) warning = masker.scrub(warning);
+  for (Diagnostic& diagnostic : dryrun.diagnostics) {
+    diagnostic.message = masker.scrub(diagnostic.message);
+  }
 }
 
 }  // namespace rtb::k8s

@@ -17,7 +17,7 @@ namespace rtb::k8s {
 YAML::Node masked_copy(const YAML::Node& root, const SecretMasker& masker);
 
 // `dryrun` with every document masked in place (as masked_copy masks, keeping each node's input
-// line for messages) and its warnings scrubbed, for a report that shows or compares it. Each
+// line for messages) and its diagnostics scrubbed, for a report that shows or compares it. Each
 // document's `text` is left as read: it gives input positions and is never printed.
 void mask_documents(DryRun& dryrun, const SecretMasker& masker);
 

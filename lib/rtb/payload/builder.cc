@@ -392,7 +392,7 @@ std::int64_t pad_start_shift(std::int64_t tokens, std::int64_t real_len, std::in
   return (tokens - real_len) / pad_align * pad_align;
 }
 
-PayloadOptions resolve_payload_options(PayloadOptions o, std::vector<std::string>* warnings) {
+PayloadOptions resolve_payload_options(PayloadOptions o, std::vector<Diagnostic>* diagnostics) {
   // Token positions and row indices are int32 in the payload (and products below must not
   // overflow int64).
   constexpr std::int64_t kMaxIndex = std::numeric_limits<std::int32_t>::max();
@@ -416,9 +416,10 @@ PayloadOptions resolve_payload_options(PayloadOptions o, std::vector<std::string
   }
   if (o.segments < 1) fail("--segments must be at least 1 (got {})", o.segments);
   if (o.segments > o.real_len) {
-    if (warnings) {
-      warnings->push_back(fmt::format("{} segments do not fit in {} real tokens; using {}",
-                                      o.segments, o.real_len, o.real_len));
+    if (diagnostics) {
+      diagnostics->push_back({Severity::kWarning, "",
+                              fmt::format("{} segments do not fit in {} real tokens; using {}",
+                                          o.segments, o.real_len, o.real_len)});
     }
     o.segments = static_cast<int>(o.real_len);
   }
@@ -494,7 +495,7 @@ void build_routing(const PayloadOptions& o, const std::vector<std::vector<std::i
 
 Payload build_payload(const PayloadOptions& options) {
   Payload p;
-  p.options = resolve_payload_options(options, &p.warnings);
+  p.options = resolve_payload_options(options, &p.diagnostics);
   const PayloadOptions& o = p.options;
   p.targets = scale_routing_targets(o.routing_targets, o.routing_scale);
   const std::size_t cells = static_cast<std::size_t>(o.rows) * o.tokens;
@@ -550,7 +551,9 @@ Payload build_payload(const PayloadOptions& options) {
   });
 
   p.real_tokens = o.final_rows * o.real_len;
-  if (p.real_tokens == 0) p.warnings.push_back("no real rows: the routing is all padding");
+  if (p.real_tokens == 0) {
+    p.diagnostics.push_back({Severity::kWarning, "", "no real rows: the routing is all padding"});
+  }
   p.expert_loads = plan_expert_loads(o, p.targets, p.real_tokens);
   p.routed_experts =
       LargeArray<std::int16_t>(cells * o.layers * o.topk, PageAdvice::kPopulateWrite);

@@ -37,6 +37,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "rtb/base/diagnostic.h"
 #include "rtb/base/memory.h"
 #include "rtb/payload/npy.h"
 
@@ -87,8 +88,9 @@ struct PayloadOptions {
 // Fills the defaults and checks every option (rows, tokens >= 1; 1 <= real_len <= tokens;
 // pad_align a positive multiple of 64; final_rows in [0, rows]; targets per validate_
 // routing_targets after scaling). Segments beyond the real length are clamped, with a warning
-// appended to `warnings`. Throws rtb::Error naming the option.
-PayloadOptions resolve_payload_options(PayloadOptions options, std::vector<std::string>* warnings);
+// appended to `diagnostics` (warnings). Throws rtb::Error naming the option.
+PayloadOptions resolve_payload_options(PayloadOptions options,
+                                       std::vector<Diagnostic>* diagnostics);
 
 // The first real position of a row under pad position "start": its trailing padding rounded
 // down to a multiple of pad_align (0 when it has less padding than that).
@@ -119,7 +121,9 @@ struct Payload {
   std::vector<double> targets;                          // per layer, scaled
   std::vector<std::vector<std::int64_t>> expert_loads;  // [layer][expert], as written
   std::int64_t real_tokens = 0;
-  std::vector<std::string> warnings;
+  // Warnings about the options (no place); --json `diagnostics`, and `warnings` (the messages)
+  // until check-payload.build's next schema version.
+  std::vector<Diagnostic> diagnostics;
   std::string settings_json;  // the payload_settings member (payload_settings.h)
   // Fields, C order, [rows, tokens] unless noted.
   std::vector<std::int32_t> completion_ids;

@@ -170,7 +170,7 @@ std::string format_build_text(const Payload& p, const VerifyReport& checks,
                   ByteUnits::kDecimal);
   out += output.empty() ? fmt::format("not written (give -o FILE.npz); arrays {}\n", bytes)
                         : fmt::format("written: {} ({})\n", output, bytes);
-  for (const std::string& w : p.warnings) out += fmt::format("warning: {}\n", w);
+  for (const Diagnostic& w : p.diagnostics) out += fmt::format("warning: {}\n", text_of(w));
   out += fmt::format("\n{}\n{}", layer_table(checks.per_layer, p.targets), checks_text(checks));
   return out;
 }
@@ -194,7 +194,10 @@ std::string format_build_json(const Payload& p, const VerifyReport& checks,
   j.end_object();
   j.field("output", json::null_if_empty(output));
   j.field("real_tokens", p.real_tokens);
-  j.list("warnings", p.warnings);
+  j.key("warnings").begin_array();
+  for (const Diagnostic& w : p.diagnostics) j.value(text_of(w));
+  j.end_array();
+  write_json(j, "diagnostics", p.diagnostics);
   j.list("targets", p.targets);
   return close_with_results(j, checks, p.targets);
 }

@@ -133,13 +133,13 @@ TilesReport count_payload_tiles(const ByteSource& source, const TileSettings& se
   return counter.report();
 }
 
-PayloadOptions resolve_layout_options(PayloadOptions layout, std::vector<std::string>* warnings) {
+PayloadOptions resolve_layout_options(PayloadOptions layout, std::vector<Diagnostic>* diagnostics) {
   layout.layers = 1;
   layout.topk = 1;
   layout.experts = 1;
   layout.routing_targets = {1.0};
   layout.routing_scale = 1.0;
-  return resolve_payload_options(layout, warnings);
+  return resolve_payload_options(layout, diagnostics);
 }
 
 TilesReport count_layout_tiles(const PayloadOptions& resolved, const TileSettings& settings) {

@@ -79,7 +79,7 @@ TilesReport count_payload_tiles(const ByteSource& source, const TileSettings& se
 // Options that only lay rows out, for count_layout_tiles: the rows, tokens, real length, segments,
 // final rows, padding and seed of `layout`, resolved as resolve_payload_options does (warnings
 // appended). Its routing fields do not matter: they become one layer, one expert, top-1.
-PayloadOptions resolve_layout_options(PayloadOptions layout, std::vector<std::string>* warnings);
+PayloadOptions resolve_layout_options(PayloadOptions layout, std::vector<Diagnostic>* diagnostics);
 
 // Tiles of the rows the builder would lay out for `resolved` options (no routing is built).
 TilesReport count_layout_tiles(const PayloadOptions& resolved, const TileSettings& settings);

@@ -1,0 +1,46 @@
+#include "rtb/base/diagnostic.h"
+
+#include <string>
+
+namespace rtb {
+
+std::string where_of(std::string_view file, std::int64_t line) {
+  if (file.empty()) return {};
+  std::string where(file);
+  if (line > 0) {
+    where += ':';
+    where += std::to_string(line);
+  }
+  return where;
+}
+
+std::string_view severity_name(Severity severity) {
+  switch (severity) {
+    case Severity::kNote:
+      return "note";
+    case Severity::kWarning:
+      return "warning";
+  }
+  return "warning";
+}
+
+std::string text_of(const Diagnostic& diagnostic) {
+  if (diagnostic.where.empty()) return diagnostic.message;
+  return diagnostic.where + ": " + diagnostic.message;
+}
+
+void write_json(json::Writer& j, const Diagnostic& diagnostic) {
+  j.begin_object(json::Writer::Layout::kOneLine);
+  j.field("severity", severity_name(diagnostic.severity));
+  j.field("where", json::null_if_empty(diagnostic.where));
+  j.field("message", diagnostic.message);
+  j.end_object();
+}
+
+void write_json(json::Writer& j, std::string_view name, const std::vector<Diagnostic>& all) {
+  j.key(name).begin_array();
+  for (const Diagnostic& diagnostic : all) write_json(j, diagnostic);
+  j.end_array();
+}
+
+}  // namespace rtb
