@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "rtb/base/error.h"
@@ -46,6 +47,11 @@ TEST(KnobsTest, EveryKnobHasOneRowWithItsOptionHelpAndValueName) {
       EXPECT_EQ(knob_option(spec.knob), spec.option);
     }
     EXPECT_EQ(find_knob(spec.option), &spec);
+    // A knob either keeps its text as it is, in its field, or apply_knob parses it: never both.
+    const std::set<Knob> parsed = {Knob::kLogpsChunk, Knob::kProfileWindow, Knob::kWeights,
+                                   Knob::kSetting,    Knob::kDriverEnv,     Knob::kDriver};
+    EXPECT_EQ(std::holds_alternative<std::monostate>(spec.field), parsed.contains(spec.knob))
+        << spec.option;
   }
   // Every Knob but kSetting has its row.
   EXPECT_EQ(knobs.size(), static_cast<std::size_t>(Knob::kDriver));

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "rtb/base/io.h"
@@ -46,8 +48,13 @@ std::string setting_help(const DriverSetting& setting) {
 // The row of a driver setting's option. --routing-targets reads its targets from a FILE (the
 // driver takes them inline), so its help says so; a bool setting is a flag.
 KnobSpec setting_row(const DriverSetting& setting) {
-  KnobSpec row{Knob::kSetting,   setting.option,        setting_value_name(setting),
-               KnobArity::kOnce, setting_help(setting), &setting};
+  KnobSpec row{Knob::kSetting,
+               setting.option,
+               setting_value_name(setting),
+               KnobArity::kOnce,
+               setting_help(setting),
+               &setting,
+               {}};
   if (setting.type == SettingKind::kTargets) {
     row.help =
         "Per-layer max/mean routing targets (file; default: the built-in Qwen3.5-397B table)";
@@ -62,41 +69,56 @@ KnobSpec setting_row(const DriverSetting& setting) {
 std::vector<KnobSpec> build_table() {
   const DriverSetting& name = driver_setting("BENCH_NAME");
   const DriverSetting& window = driver_setting("PROFILE_WINDOW");
-  auto once = [](Knob knob, std::string option, std::string value, std::string help) {
-    return KnobSpec{knob, std::move(option), std::move(value), KnobArity::kOnce, std::move(help)};
+  // A row of a knob that is not a driver setting; `field` when the knob's text goes there as it is.
+  auto row_of = [](KnobArity arity) {
+    return [arity](Knob knob, std::string option, std::string value, std::string help,
+                   KnobField field = {}) {
+      return KnobSpec{knob, std::move(option), std::move(value), arity, std::move(help), nullptr,
+                      field};
+    };
   };
-  auto repeated = [](Knob knob, std::string option, std::string value, std::string help) {
-    return KnobSpec{knob, std::move(option), std::move(value), KnobArity::kRepeated,
-                    std::move(help)};
-  };
+  auto once = row_of(KnobArity::kOnce);
+  auto repeated = row_of(KnobArity::kRepeated);
   std::vector<KnobSpec> rows = {
       {Knob::kName, name.option, "NAME", KnobArity::kOnce, "Name of the bench JobSet (a DNS label)",
-       &name},
-      once(Knob::kNamespace, "--namespace", "NAMESPACE", "Namespace of the bench JobSet"),
-      once(Knob::kImage, "--image", "IMAGE", "Image of the client container"),
+       &name, &RenderOptions::name},
+      once(Knob::kNamespace, "--namespace", "NAMESPACE", "Namespace of the bench JobSet",
+           &RenderOptions::namespace_name),
+      once(Knob::kImage, "--image", "IMAGE", "Image of the client container",
+           &RenderOptions::image),
       once(Knob::kOutputPrefix, "--output-prefix", "PREFIX",
-           "Set --maxtext_output_directory to <PREFIX>/<NAME>"),
+           "Set --maxtext_output_directory to <PREFIX>/<NAME>", &RenderOptions::output_prefix),
       repeated(Knob::kMaxTextFlag, "--maxtext-flag", "KEY=VALUE",
-               "Append to MAXTEXT_EXTRA_FLAGS (replace where the key stands)"),
+               "Append to MAXTEXT_EXTRA_FLAGS (replace where the key stands)",
+               &RenderOptions::maxtext_flags),
       repeated(Knob::kMaxTextReplace, "--maxtext-replace", "KEY=VALUE",
-               "Replace a MAXTEXT_EXTRA_FLAGS item in place; error if absent"),
+               "Replace a MAXTEXT_EXTRA_FLAGS item in place; error if absent",
+               &RenderOptions::maxtext_replace),
       repeated(
           Knob::kLibtpuFlag, "--libtpu-flag", "FLAG",
           "--xla_...=V: write to the client's LIBTPU_INIT_ARGS, the pathways-proxy args and the "
-          "pathways-worker env (use --libtpu-flag=--xla_...=V)"),
+          "pathways-worker env (use --libtpu-flag=--xla_...=V)",
+          &RenderOptions::libtpu_flags),
       repeated(Knob::kTrainerArg, "--trainer-arg", "FLAG",
-               "--k=v, --k or --no-k: set in the trainer argv"),
+               "--k=v, --k or --no-k: set in the trainer argv", &RenderOptions::trainer_args),
       repeated(Knob::kTrainerArgRemove, "--trainer-arg-remove", "FLAG",
-               "--k: remove from the trainer argv"),
+               "--k: remove from the trainer argv", &RenderOptions::trainer_args_removed),
       repeated(Knob::kOrchArg, "--orch-arg", "FLAG",
-               "--k=v: set in the orchestrator argv the driver reads (ORCH_ARGV)"),
+               "--k=v: set in the orchestrator argv the driver reads (ORCH_ARGV)",
+               &RenderOptions::orchestrator_args),
       once(Knob::kTrainerSlice, "--trainer-slice", "TYPE:TOPOLOGY",
            "e.g. tpu7x:4x4x4: change every field that encodes the trainer slice; FSDP fills the "
-           "devices"),
+           "devices",
+           &RenderOptions::trainer_slice),
       once(Knob::kLogpsChunk, "--logps-chunk", "INT",
            "compute_logps_chunk_size, wherever the e2e passes it"),
-      {Knob::kProfileWindow, window.option, setting_value_name(window), KnobArity::kOnce,
-       window.meaning, &window},
+      {Knob::kProfileWindow,
+       window.option,
+       setting_value_name(window),
+       KnobArity::kOnce,
+       window.meaning,
+       &window,
+       {}},
       once(Knob::kWeights, "--weights", "TEXT:{random,checkpoint}",
            "random: drop what would load a checkpoint into the trainer (--maxtext_ckpt_path, "
            "load_parameters_path, load_full_state_path, MAXTEXT_CKPT), so MaxText initialises "
@@ -114,7 +136,23 @@ std::vector<KnobSpec> build_table() {
   return rows;
 }
 
-std::optional<std::string> optional_text(std::string_view text) { return std::string(text); }
+void store(std::string& field, std::string_view text) { field = text; }
+void store(std::optional<std::string>& field, std::string_view text) { field = std::string(text); }
+void store(std::vector<std::string>& field, std::string_view text) { field.emplace_back(text); }
+
+// Stores `text` in the field of `spec` when it has one; false when it has none.
+bool store_in_field(const KnobSpec& spec, std::string_view text, RenderOptions& options) {
+  return std::visit(
+      [&](auto field) {
+        if constexpr (std::is_same_v<decltype(field), std::monostate>) {
+          return false;
+        } else {
+          store(options.*field, text);
+          return true;
+        }
+      },
+      spec.field);
+}
 
 // Sets the field of `options` that holds a driver setting, given `text` on its option; a blank
 // text leaves the default. A setting without a field of its own goes into other_settings.
@@ -244,40 +282,8 @@ std::pair<std::string, std::string> parse_driver_env(std::string_view text) {
 }
 
 void apply_knob(const KnobSpec& spec, std::string_view text, RenderOptions& options) {
+  if (store_in_field(spec, text, options)) return;
   switch (spec.knob) {
-    case Knob::kName:
-      options.name = std::string(text);
-      return;
-    case Knob::kNamespace:
-      options.namespace_name = optional_text(text);
-      return;
-    case Knob::kImage:
-      options.image = optional_text(text);
-      return;
-    case Knob::kOutputPrefix:
-      options.output_prefix = optional_text(text);
-      return;
-    case Knob::kMaxTextFlag:
-      options.maxtext_flags.emplace_back(text);
-      return;
-    case Knob::kMaxTextReplace:
-      options.maxtext_replace.emplace_back(text);
-      return;
-    case Knob::kLibtpuFlag:
-      options.libtpu_flags.emplace_back(text);
-      return;
-    case Knob::kTrainerArg:
-      options.trainer_args.emplace_back(text);
-      return;
-    case Knob::kTrainerArgRemove:
-      options.trainer_args_removed.emplace_back(text);
-      return;
-    case Knob::kOrchArg:
-      options.orchestrator_args.emplace_back(text);
-      return;
-    case Knob::kTrainerSlice:
-      options.trainer_slice = optional_text(text);
-      return;
     case Knob::kLogpsChunk:
       options.logps_chunk = parse_logps_chunk(text);
       return;
@@ -297,6 +303,8 @@ void apply_knob(const KnobSpec& spec, std::string_view text, RenderOptions& opti
       options.driver_source = read_file(std::string(text));
       if (options.driver_source.empty()) fail_knob(Knob::kDriver, text, "the file is empty");
       return;
+    default:
+      fail("internal error: knob {} has neither a field nor a parser", spec.option);
   }
 }
 

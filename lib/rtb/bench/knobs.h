@@ -16,6 +16,8 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <variant>
+#include <vector>
 
 #include "rtb/base/error.h"
 #include "rtb/bench/driver_settings.h"
@@ -44,6 +46,12 @@ enum class Knob {
   kDriver,
 };
 
+// The field of RenderOptions that takes a knob's text as it is: a text (a repeated knob's list
+// appends). std::monostate for a knob whose text apply_knob parses or checks first.
+using KnobField = std::variant<std::monostate, std::string RenderOptions::*,
+                               std::optional<std::string> RenderOptions::*,
+                               std::vector<std::string> RenderOptions::*>;
+
 // How often a knob may be given and whether it takes a value.
 enum class KnobArity {
   kOnce,      // --knob VALUE, at most once
@@ -59,6 +67,7 @@ struct KnobSpec {
   std::string help;
   // For kSetting: the driver setting's row; nullptr otherwise.
   const DriverSetting* setting = nullptr;
+  KnobField field;
 };
 
 // The table: every knob, in --help's order (the driver settings in their table's order where
