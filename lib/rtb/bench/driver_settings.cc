@@ -8,6 +8,7 @@
 #include <cmath>
 #include <set>
 #include <system_error>
+#include <utility>
 
 #include "rtb/base/error.h"
 #include "rtb/base/text.h"
@@ -73,15 +74,16 @@ std::size_t digit_part(std::string_view text, std::size_t at, std::string& out) 
   return at == start ? std::string_view::npos : at;
 }
 
+// Whether `text` starts with '-', and where what follows its sign ('+' or '-', if any) begins.
+std::pair<bool, std::size_t> leading_sign(std::string_view text) {
+  if (text.empty() || (text[0] != '+' && text[0] != '-')) return {false, 0};
+  return {text[0] == '-', 1};
+}
+
 // `text` (trimmed) as Python's int(text, 10) reads it: a sign, then digits with single
 // underscores between them.
 std::optional<Integer> python_int(std::string_view text) {
-  bool negative = false;
-  std::size_t at = 0;
-  if (!text.empty() && (text[0] == '+' || text[0] == '-')) {
-    negative = text[0] == '-';
-    at = 1;
-  }
+  auto [negative, at] = leading_sign(text);
   std::string digits;
   if (digit_part(text, at, digits) != text.size()) return std::nullopt;
   return make_integer(negative, std::move(digits));
@@ -91,12 +93,7 @@ std::optional<Integer> python_int(std::string_view text) {
 // (underscores between digits), or inf, infinity or nan in any case, each with an optional sign.
 // Out of double's range it is an infinity or zero, as in Python.
 std::optional<double> python_float(std::string_view text) {
-  bool negative = false;
-  std::size_t at = 0;
-  if (!text.empty() && (text[0] == '+' || text[0] == '-')) {
-    negative = text[0] == '-';
-    at = 1;
-  }
+  auto [negative, at] = leading_sign(text);
   std::string word = lower_ascii(text.substr(at));
   if (word == "inf" || word == "infinity") {
     return negative ? -HUGE_VAL : HUGE_VAL;
