@@ -29,6 +29,20 @@ std::string text_of(const Diagnostic& diagnostic) {
   return diagnostic.where + ": " + diagnostic.message;
 }
 
+std::vector<std::string> texts_of(const std::vector<Diagnostic>& all) {
+  std::vector<std::string> texts;
+  texts.reserve(all.size());
+  for (const Diagnostic& diagnostic : all) texts.push_back(text_of(diagnostic));
+  return texts;
+}
+
+std::vector<std::string> messages_of(const std::vector<Diagnostic>& all) {
+  std::vector<std::string> messages;
+  messages.reserve(all.size());
+  for (const Diagnostic& diagnostic : all) messages.push_back(diagnostic.message);
+  return messages;
+}
+
 void write_json(json::Writer& j, const Diagnostic& diagnostic) {
   j.begin_object(json::Writer::Layout::kOneLine);
   j.field("severity", severity_name(diagnostic.severity));
