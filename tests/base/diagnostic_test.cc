@@ -30,6 +30,9 @@ TEST(Diagnostic, TextsAndMessagesKeepTheOrder) {
   EXPECT_EQ(texts_of(all), (std::vector<std::string>{"a.log:3: step 2 repeated", "left out"}));
   EXPECT_EQ(messages_of(all), (std::vector<std::string>{"step 2 repeated", "left out"}));
   EXPECT_TRUE(texts_of({}).empty());
+  EXPECT_EQ(texts_of(all, Severity::kWarning),
+            (std::vector<std::string>{"a.log:3: step 2 repeated"}));
+  EXPECT_EQ(messages_of(all, Severity::kNote), (std::vector<std::string>{"left out"}));
 }
 
 TEST(Diagnostic, SeverityNames) {

@@ -136,7 +136,7 @@ int aot_check_main(int argc, char** argv) {
       }
       throw *summary.error;
     }
-    for (const std::string& problem : summary.logs.front().problems) spdlog::warn("{}", problem);
+    tool.report_diagnostics(summary.logs.front().diagnostics);
     tool.write_report(
         output, json ? logs::format_summary_json(summary) : logs::format_summary_table(summary));
     return summary.outcome();
