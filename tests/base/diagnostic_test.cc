@@ -24,6 +24,17 @@ TEST(Diagnostic, TextFormIsWhereThenMessage) {
   EXPECT_EQ(text_of({Severity::kNote, "", "left out"}), "left out");
 }
 
+TEST(Diagnostic, TextsAndMessagesKeepTheOrder) {
+  std::vector<Diagnostic> all = {{Severity::kWarning, "a.log:3", "step 2 repeated"},
+                                 {Severity::kNote, "", "left out"}};
+  EXPECT_EQ(texts_of(all), (std::vector<std::string>{"a.log:3: step 2 repeated", "left out"}));
+  EXPECT_EQ(messages_of(all), (std::vector<std::string>{"step 2 repeated", "left out"}));
+  EXPECT_TRUE(texts_of({}).empty());
+  EXPECT_EQ(texts_of(all, Severity::kWarning),
+            (std::vector<std::string>{"a.log:3: step 2 repeated"}));
+  EXPECT_EQ(messages_of(all, Severity::kNote), (std::vector<std::string>{"left out"}));
+}
+
 TEST(Diagnostic, SeverityNames) {
   EXPECT_EQ(severity_name(Severity::kNote), "note");
   EXPECT_EQ(severity_name(Severity::kWarning), "warning");

@@ -60,12 +60,6 @@ std::string origin_of(const AotPlan& p, const std::string& key) {
   return found;
 }
 
-std::vector<std::string> messages_of(const std::vector<Diagnostic>& diagnostics) {
-  std::vector<std::string> messages;
-  for (const Diagnostic& d : diagnostics) messages.push_back(d.message);
-  return messages;
-}
-
 std::string env_of(const AotPlan& p, const std::string& name) {
   for (const auto& [n, v] : p.env) {
     if (n == name) return v;

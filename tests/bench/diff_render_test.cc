@@ -607,6 +607,12 @@ TEST(FormatRenderText, FlagValuesMultiLineValuesAndColour) {
   EXPECT_EQ(filtered.ignored, 2u);
   EXPECT_EQ(filtered.differences.size(), 2u);
   EXPECT_THAT(format_render_json(filtered), HasSubstr("\"ignored\": 2"));
+  // What reading the inputs noted: an empty list, or each in the one JSON shape.
+  EXPECT_THAT(format_render_json(filtered), HasSubstr("\"diagnostics\": [],"));
+  filtered.diagnostics = {{Severity::kNote, "a.txt:7", "key 'x' repeated"}};
+  EXPECT_THAT(format_render_json(filtered),
+              HasSubstr("{\"severity\": \"note\", \"where\": \"a.txt:7\", \"message\": \"key 'x' "
+                        "repeated\"}"));
 }
 
 TEST(FormatRenderText, ExpectBenchListsOnlyUnexpectedUnlessAsked) {

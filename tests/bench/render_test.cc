@@ -477,23 +477,51 @@ TEST(RenderTest, WhatTheWrapperExportsIsWarnedAboutOrNoted) {
   using ::testing::Contains;
   using ::testing::HasSubstr;
   using ::testing::Not;
-  EXPECT_THAT(plain.notes, Contains(HasSubstr("exports FT_REGISTERED_MARKER (line 450) outside "
-                                              "its startup block")));
-  EXPECT_THAT(plain.warnings, Not(Contains(HasSubstr("wrapper script exports"))));
+  EXPECT_THAT(messages_of(plain.diagnostics, Severity::kNote),
+              Contains(HasSubstr("exports FT_REGISTERED_MARKER (line 450) outside "
+                                 "its startup block")));
+  EXPECT_THAT(texts_of(plain.diagnostics, Severity::kWarning),
+              Not(Contains(HasSubstr("wrapper script exports"))));
   std::string text = read_file(RTB_TESTDATA_DIR "/launch_dryrun.txt");
   std::string marker = "export FT_REGISTERED_MARKER=/dev/shm/tunix_ft_registered";
   std::size_t at = text.find(marker);
   ASSERT_NE(at, std::string::npos);
   text.insert(at + marker.size(), " HF_TOKEN=hf_abc WANDB_API_KEY");
   RenderResult secret = render_bench(k8s::parse_dryrun(text, "x.txt"), options());
-  EXPECT_THAT(secret.warnings,
+  EXPECT_THAT(texts_of(secret.diagnostics, Severity::kWarning),
               Contains(AllOf(HasSubstr("exports HF_TOKEN (line 450), WANDB_API_KEY (line 450) "),
                              HasSubstr("--driver-env NAME=VALUE"), Not(HasSubstr("hf_abc")))));
   // --driver-env gives it: no warning.
   RenderOptions given = options();
   given.driver.extra_env = {{"HF_TOKEN", "x"}, {"WANDB_API_KEY", "y"}};
-  EXPECT_THAT(render_bench(k8s::parse_dryrun(text, "x.txt"), given).warnings,
+  EXPECT_THAT(texts_of(render_bench(k8s::parse_dryrun(text, "x.txt"), given).diagnostics,
+                       Severity::kWarning),
               Not(Contains(HasSubstr("wrapper script exports"))));
+}
+
+TEST(RenderTest, AShellExpansionInATrainerArgumentIsAWarningAtItsLine) {
+  std::string text = read_file(RTB_TESTDATA_DIR "/launch_dryrun.txt");
+  std::string flag = "--port=20002";
+  std::size_t at = text.find(flag);
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, flag.size(), "--port=$TRAINER_PORT");
+  RenderResult result = render_bench(k8s::parse_dryrun(text, "x.txt"), options());
+  std::vector<Diagnostic> warnings;
+  for (const Diagnostic& d : result.diagnostics) {
+    if (d.severity == Severity::kWarning) warnings.push_back(d);
+  }
+  ASSERT_EQ(warnings.size(), 1u);
+  // Placed at the client's startup line as the JobSet view gives it ("x.txt:N").
+  EXPECT_THAT(warnings[0].where, ::testing::MatchesRegex("x\\.txt:[0-9]+"));
+  EXPECT_EQ(warnings[0].message,
+            "trainer argument --port=$TRAINER_PORT contains a shell expansion; the driver receives "
+            "it literally");
+  // The notes (what --explain says) have no place.
+  for (const Diagnostic& d : result.diagnostics) {
+    if (d.severity == Severity::kNote) {
+      EXPECT_EQ(d.where, "");
+    }
+  }
 }
 
 TEST(RenderTest, ExplainMasksValuesByTheSettingTheirPathEndsIn) {
@@ -506,7 +534,7 @@ TEST(RenderTest, ExplainMasksValuesByTheSettingTheirPathEndsIn) {
        "--hf_token=s3cr3t"},
       {"--name", "spec.x.startup.argv[--worker_id]", "--worker_id=a", "--worker_id=b"},
       {"--max-tokens", "spec.x.startup.argv[--max_tokens]", "", "--max_tokens=8192"}};
-  result.notes = {"kept WANDB_API_KEY=k3y from the e2e"};
+  result.diagnostics = {{Severity::kNote, "", "kept WANDB_API_KEY=k3y from the e2e"}};
   std::string text = explain_changes(result, masker);
   for (const char* secret : {"old-secret", "new-secret", "s3cr3t", "k3y"})
     EXPECT_EQ(text.find(secret), std::string::npos) << secret << "\n" << text;
@@ -565,8 +593,8 @@ TEST(RenderTest, WeightsRandomDropsEverySettingThatLoadsACheckpoint) {
   EXPECT_EQ(script.find("ckpt/model"), std::string::npos) << "no checkpoint reaches the trainer";
   EXPECT_EQ(script.find("load_parameters_path"), std::string::npos);
   // The weights, the profiler, and what the wrapper exports outside the startup block.
-  ASSERT_EQ(result.notes.size(), 3u);
-  EXPECT_EQ(result.notes[0],
+  ASSERT_EQ(messages_of(result.diagnostics, Severity::kNote).size(), 3u);
+  EXPECT_EQ(messages_of(result.diagnostics, Severity::kNote)[0],
             "--weights random: dropped --maxtext_ckpt_path=gs://example-bucket/ckpt/model/0/items, "
             "MAXTEXT_EXTRA_FLAGS load_parameters_path=gs://example-bucket/ckpt/model/0/items, "
             "MAXTEXT_CKPT=gs://example-bucket/ckpt/model/0/items: MaxText initialises random "
@@ -612,11 +640,11 @@ TEST(RenderTest, EmptyCheckpointValuesLoadNoCheckpoint) {
   RenderOptions o = options();
   o.weights = Weights::kCheckpoint;
   RenderResult kept = render_bench(dryrun, o);
-  EXPECT_EQ(kept.notes[0],
+  EXPECT_EQ(messages_of(kept.diagnostics, Severity::kNote)[0],
             "--weights checkpoint: the e2e trainer loads no checkpoint, so MaxText initialises "
             "random weights");
   RenderResult random = render_bench(dryrun, options());
-  EXPECT_EQ(random.notes[0],
+  EXPECT_EQ(messages_of(random.diagnostics, Severity::kNote)[0],
             "--weights random: the e2e trainer loads no checkpoint; MaxText initialises random "
             "weights");
   EXPECT_TRUE(changes_of(random, "--weights").empty());
@@ -624,7 +652,9 @@ TEST(RenderTest, EmptyCheckpointValuesLoadNoCheckpoint) {
   std::string later = read_file(RTB_TESTDATA_DIR "/launch_dryrun_weights_profiler.txt");
   const std::string flag = "--maxtext_ckpt_path=gs://example-bucket/ckpt/model/0/items";
   later.replace(later.find(flag) + flag.size(), 0, " --maxtext_ckpt_path=");
-  EXPECT_EQ(render_bench(k8s::parse_dryrun(later, "later.txt"), o).notes[0].find(flag),
+  EXPECT_EQ(messages_of(render_bench(k8s::parse_dryrun(later, "later.txt"), o).diagnostics,
+                        Severity::kNote)[0]
+                .find(flag),
             std::string::npos);
   // An empty checkpoint knob does not contradict --weights random.
   RenderOptions knob = options();
@@ -642,15 +672,17 @@ TEST(RenderTest, WeightsCheckpointKeepsTheE2esAndSaysSo) {
             std::string::npos);
   EXPECT_NE(script.find("MAXTEXT_CKPT=gs://example-bucket/ckpt/model/0/items"), std::string::npos);
   EXPECT_NE(script.find("load_parameters_path=gs://"), std::string::npos);
-  EXPECT_EQ(result.notes[0].rfind("--weights checkpoint: kept --maxtext_ckpt_path=", 0), 0u)
-      << result.notes[0];
+  EXPECT_EQ(messages_of(result.diagnostics, Severity::kNote)[0].rfind(
+                "--weights checkpoint: kept --maxtext_ckpt_path=", 0),
+            0u)
+      << messages_of(result.diagnostics, Severity::kNote)[0];
   // An e2e without a checkpoint: nothing to drop or keep, and the note says so.
   std::string text = read_file(RTB_TESTDATA_DIR "/launch_dryrun.txt");
   const std::string flag = "--maxtext_ckpt_path=gs://example-bucket/ckpt/model/0/items";
   text.replace(text.find(flag), flag.size(), "");
   RenderResult none = render_bench(k8s::parse_dryrun(text, "none.txt"), options());
   EXPECT_TRUE(changes_of(none, "--weights").empty());
-  EXPECT_EQ(none.notes[0],
+  EXPECT_EQ(messages_of(none.diagnostics, Severity::kNote)[0],
             "--weights random: the e2e trainer loads no checkpoint; MaxText initialises random "
             "weights");
 }
@@ -686,7 +718,7 @@ TEST(RenderTest, ProfileWindowLeavesTheTraceToTheDriverAlone) {
   EXPECT_EQ(script.find("profiler=xplane"), std::string::npos);
   EXPECT_NE(script.find("--skip_first_n_profiler_steps=5"), std::string::npos)
       << "the e2e's other profiler flags stay (inert with --profiler_steps=0)";
-  EXPECT_EQ(result.notes[1],
+  EXPECT_EQ(messages_of(result.diagnostics, Severity::kNote)[1],
             "profiler: the driver's (PROFILE_WINDOW=4:2, fwd_bwd calls 4..5); the trainer's own "
             "is turned off (was --profiler_steps=3, MAXTEXT_EXTRA_FLAGS profiler=xplane)");
   EXPECT_NO_THROW(check_bench_against_e2e(trainer_of(dryrun).root, result.bench, result.changes));
@@ -695,7 +727,7 @@ TEST(RenderTest, ProfileWindowLeavesTheTraceToTheDriverAlone) {
   EXPECT_TRUE(changes_of(plain, "--profile-window").empty());
   EXPECT_EQ(client_script(plain).find("PROFILE_WINDOW"), std::string::npos);
   EXPECT_EQ(
-      plain.notes[1],
+      messages_of(plain.diagnostics, Severity::kNote)[1],
       "profiler: the trainer's own, as the e2e sets it (--profiler_steps=3, "
       "MAXTEXT_EXTRA_FLAGS profiler=xplane); the driver traces nothing (no --profile-window)");
   // The main fixture's trainer profiler is off (--profiler_steps=0): the window changes no flag.
@@ -703,7 +735,7 @@ TEST(RenderTest, ProfileWindowLeavesTheTraceToTheDriverAlone) {
   EXPECT_TRUE(changes_of(off, "--profile-window").empty());
   EXPECT_NE(client_script(off).find("--profiler_steps=0 --skip_first_n_profiler_steps=-1"),
             std::string::npos);
-  EXPECT_EQ(off.notes[1],
+  EXPECT_EQ(messages_of(off.diagnostics, Severity::kNote)[1],
             "profiler: the driver's (PROFILE_WINDOW=4:2, fwd_bwd calls 4..5); the e2e trainer's "
             "profiler is off");
 }

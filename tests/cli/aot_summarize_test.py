@@ -183,6 +183,29 @@ class AotSummarizeTest(unittest.TestCase):
         self.assertEqual(rc, 1)
         self.assertIn("memlog_oom_with_truncated_dict.log:2: Cost analysis:", err)
 
+    def test_notes_and_problems_are_diagnostics(self):
+        # A problem: a warning on stderr, once, and a diagnostic beside `problems`.
+        oom = data("memlog_oom_with_truncated_dict.log")
+        rc, out, err = run([oom, "--json"])
+        self.assertEqual(rc, 1, err)
+        log = json.loads(out)["logs"][0]
+        self.assertEqual(len(log["problems"]), 1, log["problems"])
+        self.assertEqual(log["diagnostics"], [{
+            "severity": "warning", "where": oom + ":2",
+            "message": log["problems"][0][len(oom + ":2: "):]
+        }])
+        self.assertEqual(err, "aot-summarize: warning: " + log["problems"][0] + "\n")
+        self.assertEqual(run([oom, "-q"])[2], "")
+        # A note: at its line, logged only with -v; it makes no verdict fail.
+        staged = data("memlog_engine_compile_a.log")
+        out, err = expect_exit(self, 0, TOOL, [staged, "--json"])
+        log = json.loads(out)["logs"][0]
+        self.assertEqual(log["diagnostics"],
+                         [{"severity": "note", "where": staged + ":28", "message": note}
+                          for note in log["notes"]])
+        out, err = expect_exit(self, 0, TOOL, [staged, "-v"])
+        self.assertIn("aot-summarize: info: " + staged + ":28: WEIGHT-SYNC STAGING", err)
+
     # --- issue 16, on real MaxText Gemma-4 logs and on fixtures of the documented shapes ----------
     def test_measured_usage_outranks_the_estimate(self):
         log = data("memlog_maxtext_gemma4_baseline_L4440-4729_measured_fits_estimate_not.log")

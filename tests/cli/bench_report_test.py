@@ -971,6 +971,28 @@ class DamagedLogTest(unittest.TestCase):
                                expected()["bench_malformed.log"]["step_mean"], delta=2e-6)
         self.assertTrue(any("malformed timing JSON" in w for w in doc["warnings"]))
 
+    def test_a_warning_is_logged_once_and_listed_as_a_diagnostic(self):
+        # The log is a run and half of the control pair: its warning is said once, everywhere.
+        malformed, ctl = log("bench_malformed.log"), log("bench_ctl.log")
+        code, doc, err = report(malformed, "--control-pair", malformed, ctl)
+        self.assertEqual(code, 0, err)
+        line = expected()["bench_malformed.log"]["malformed_line"]
+        where = f"{malformed}:{line}"
+        said = [text for text in err.splitlines() if where in text]
+        self.assertEqual(len(said), 1, err)
+        self.assertTrue(said[0].startswith(f"bench-report: warning: {where}: TRAINER_STEP_TIMING"))
+        found = [d for d in doc["diagnostics"] if d["where"] == where]
+        self.assertEqual(len(found), 1, doc["diagnostics"])
+        self.assertEqual(found[0]["severity"], "warning")
+        self.assertEqual(said[0], "bench-report: warning: " + where + ": " + found[0]["message"])
+        # The old field keeps the same warnings as text until rtb.bench-report/2.
+        self.assertEqual(doc["warnings"], [
+            f"{d['where']}: {d['message']}" if d["where"] else d["message"]
+            for d in doc["diagnostics"]
+        ])
+        self.assertIn(found[0], doc["runs"][0]["diagnostics"])
+        self.assertEqual(run([malformed, "-q"])[2], "")
+
     def test_missing_step(self):
         code, doc, err = report(log("bench_missing_step.log"))
         self.assertEqual(code, 0, err)

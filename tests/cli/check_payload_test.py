@@ -347,6 +347,19 @@ class CheckPayloadTest(unittest.TestCase):
         self.assertIn("experts: 512, inferred from the largest expert id + 1", stdout)
         self.assertIn("settings inferred from the arrays: experts 512", stdout)
         self.assertIn("pad position: start", stdout)
+        # The note is a diagnostic in --json, beside `notes`, and logged only with -v.
+        code, stdout, stderr = run(["verify", old, "--json"])
+        self.assertEqual(code, 0, stderr)
+        report = json.loads(stdout)
+        self.assertIn(
+            "experts: 512, inferred from the largest expert id + 1 (give --experts E "
+            "for the model's count; loads and max/mean use this many)", report["notes"])
+        self.assertEqual(report["diagnostics"],
+                         [{"severity": "note", "where": None, "message": note}
+                          for note in report["notes"]])
+        self.assertNotIn("inferred", stderr)
+        code, _, stderr = run(["verify", old, "-v"])
+        self.assertIn("check-payload: info: experts: 512, inferred", stderr)
         # A given table is still checked.
         code, stdout, _ = run(["verify", old, "--routing-targets", ",".join(["2"] * 60)])
         self.assertEqual(code, 1, stdout)
@@ -517,6 +530,22 @@ class CheckPayloadTest(unittest.TestCase):
             "2048", "--dkv-block-kv", "2048", "--rows", "1", "--tokens", "65536"
         ])
         self.assertIn("fwd 136 -> 125 (-8.1%), dkv 132 -> 122 (-7.6%)", stdout)
+
+    def test_tiles_warnings_are_diagnostics_on_stderr_and_in_json(self):
+        args = [
+            "tiles", "--cp", "2", "--block-q", "128", "--block-kv", "256", "--tokens", "1024",
+            "--real-len", "3", "--segments", "5"
+        ]
+        message = "5 segments do not fit in 3 real tokens; using 3"
+        code, stdout, stderr = run(args + ["--json"])
+        self.assertEqual(code, 0, stderr)
+        self.assertEqual(
+            json.loads(stdout)["diagnostics"],
+            [{"severity": "warning", "where": None, "message": message}])
+        self.assertEqual(stderr, "check-payload: warning: " + message + "\n")
+        code, stdout, stderr = run(args)
+        self.assertEqual(stderr, "check-payload: warning: " + message + "\n")
+        self.assertNotIn("segments do not fit", stdout)
 
     def test_tiles_of_a_file_match_its_layout(self):
         out = self.build("t.npz", ["--pad-position", "start", "--pad-align", "64"])

@@ -194,6 +194,20 @@ class DiffRendersTest(TempDirTestCase):
         added = [d for d in doc["differences"] if d["kind"] == "added"]
         self.assertTrue(added and all(d["old"] is None for d in added))
 
+    def test_json_lists_what_reading_each_side_noted(self):
+        # The v5p fixture repeats a key in its orchestrator: a note per side, A's then B's.
+        out, err = self.diff("--json", V5P, V5P, rc=0)
+        self.assertEqual(err, "", "notes are info: hidden without -v")
+        notes = json.loads(out)["diagnostics"]
+        self.assertEqual(len(notes), 2, notes)
+        self.assertEqual(notes[0], notes[1])
+        self.assertEqual(notes[0]["severity"], "note")
+        self.assertRegex(notes[0]["where"], r"launch_dryrun_v5p\.txt:\d+$")
+        _, err = self.diff("-v", V5P, V5P, rc=0)
+        said = [line for line in err.splitlines() if notes[0]["where"] in line]
+        self.assertEqual(
+            said, ["diff-renders: info: " + notes[0]["where"] + ": " + notes[0]["message"]] * 2)
+
     def test_colour_only_on_a_terminal_and_not_with_no_color(self):
         b = self.edited("colour.txt", ("ragged_buffer_factor=2.0", "ragged_buffer_factor=2.5"))
         out, _ = self.diff(FIXTURE, b, rc=1)

@@ -685,6 +685,29 @@ class RenderBenchTest(unittest.TestCase):
         self.assertNotIn("ORCH_STAGE_NEXT_MICROBATCH", env)
 
     # --- weights, the trainer's profiler, the rollout's routed experts ----------------------------
+    def test_warnings_and_notes_are_said_once(self):
+        # A trainer argument with a shell expansion: a warning at the DRY_RUN's line, once.
+        with open(FIXTURE, encoding="utf-8") as f:
+            text = f.read().replace("--port=20002", "--port=$TRAINER_PORT", 1)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "expands.txt")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+            _, _, err = self.render(path=path)
+            self.assertRegex(
+                err, r"^render-bench: warning: " + re.escape(path) + r":\d+: trainer argument "
+                r"--port=\$TRAINER_PORT contains a shell expansion; the driver receives it "
+                r"literally\n$")
+            self.assertEqual(self.render("-q", path=path)[2], "")
+        # The notes: at info with -v, or listed by --explain (then not logged again).
+        _, _, err = self.render("-v")
+        logged = [line for line in err.splitlines() if line.startswith("render-bench: info: ")]
+        self.assertIn(
+            "render-bench: info: profiler: none (no --profile-window, and the e2e "
+            "trainer's profiler is off)", logged)
+        _, _, err = self.render("-v", "--explain")
+        self.assertEqual(err.count("profiler: none (no --profile-window"), 1, err)
+
     def test_weights_random_drops_every_checkpoint_and_explain_says_so(self):
         rc, out, err = run([WEIGHTS, "--name", "abtest-bench", "--explain"])
         self.assertEqual(rc, 0, err)

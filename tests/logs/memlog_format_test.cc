@@ -42,6 +42,10 @@ TEST(MemLogSummary, TableHasAColumnPerLogAndDeltas) {
   EXPECT_THAT(json, HasSubstr("\"schema\": \"rtb.aot-summarize/1\""));
   EXPECT_THAT(json, HasSubstr("\"exit_code\": 1"));
   EXPECT_THAT(json, HasSubstr("\"temp\": 3758096384"));  // the delta of fwd_bwd's temp
+  // The staging note: in `notes` (its message) and in `diagnostics` (with its place).
+  EXPECT_THAT(json, HasSubstr("\"notes\": [\"WEIGHT-SYNC STAGING"));
+  EXPECT_THAT(json, HasSubstr("\"diagnostics\": [\n        {\"severity\": \"note\", \"where\": \"" +
+                              testdata("memlog_engine_compile_a.log") + ":"));
 }
 
 std::string row_of(const std::string& table, const std::string& label) {

@@ -36,7 +36,8 @@ std::vector<std::string> names(const MemLog& log) {
 // so that one comparison checks that a log reads cleanly, as what, and with which programs.
 std::string outline(const MemLog& log) {
   std::string out = fmt::format("{}: {}", memlog_kind_id(log.kind), fmt::join(names(log), " "));
-  if (!log.problems.empty()) out += fmt::format("; problems: {}", fmt::join(log.problems, " | "));
+  if (!log.problems().empty())
+    out += fmt::format("; problems: {}", fmt::join(log.problems(), " | "));
   return out;
 }
 
@@ -73,8 +74,13 @@ TEST(MemLog, EngineCompileWithHostFieldsReportTableAndPeak) {
   EXPECT_EQ(update.state, 0);
   EXPECT_EQ(log.device_peak, static_cast<long long>(92.75 * kGiB));
   EXPECT_EQ(log.compile_topology, "tpu7x-256");
-  ASSERT_EQ(log.notes.size(), 1u);
-  EXPECT_THAT(log.notes[0], HasSubstr("WEIGHT-SYNC STAGING"));
+  ASSERT_EQ(log.notes().size(), 1u);
+  EXPECT_THAT(log.notes()[0], HasSubstr("WEIGHT-SYNC STAGING"));
+  // The note is a Diagnostic placed at its line; no problems.
+  ASSERT_EQ(log.diagnostics.size(), 1u);
+  EXPECT_EQ(log.diagnostics[0].severity, Severity::kNote);
+  EXPECT_EQ(log.diagnostics[0].where, testdata("memlog_engine_compile_a.log") + ":28");
+  EXPECT_TRUE(log.problems().empty());
   EXPECT_EQ(log.oom_lines, 0u);
 }
 
@@ -312,7 +318,7 @@ TEST(MemLog, StatsSplitAtTheFirstEqualsAndIgnoreExtraFields) {
       "serialized_buffer_assignment_proto=b'k=v, x)', alias_size_in_bytes=20, "
       "temp_size_in_bytes=30)\n",
       "extra.log");
-  EXPECT_THAT(log.problems, IsEmpty());
+  EXPECT_THAT(log.problems(), IsEmpty());
   ASSERT_EQ(log.programs.size(), 1u);
   EXPECT_EQ(log.programs[0].resident, 100 + 50 - 20 + 30);
   EXPECT_EQ(log.programs[0].generated_code, 7);
@@ -321,7 +327,7 @@ TEST(MemLog, StatsSplitAtTheFirstEqualsAndIgnoreExtraFields) {
 TEST(MemLog, MalformedInputIsAProblemWithItsLine) {
   auto first_problem = [](const std::string& text) {
     MemLog log = parse_memlog(text, "x.log");
-    return log.problems.empty() ? std::string("none") : log.problems.front();
+    return log.problems().empty() ? std::string("none") : log.problems().front();
   };
   EXPECT_THAT(first_problem("Memory analysis: " + stats5(1, 2, 3, 0, 4).substr(0, 60) + "\n"),
               HasSubstr("x.log:1: Memory analysis: CompiledMemoryStats(...) is cut short"));
@@ -342,18 +348,24 @@ TEST(MemLog, MalformedInputIsAProblemWithItsLine) {
               HasSubstr("x.log:1: 'train_step' has a Cost analysis but no Memory analysis"));
 
   MemLog truncated = read_memlog(testdata("memlog_bad_truncated_dict.log"));
-  ASSERT_FALSE(truncated.problems.empty());
-  EXPECT_THAT(truncated.problems[0],
+  ASSERT_FALSE(truncated.problems().empty());
+  EXPECT_THAT(truncated.problems()[0],
               HasSubstr("memlog_bad_truncated_dict.log:2: Cost analysis: column 49: "
                         "unterminated string"));
   MemLog malformed = read_memlog(testdata("memlog_bad_malformed_stats.log"));
-  ASSERT_EQ(malformed.problems.size(), 1u);
-  EXPECT_THAT(malformed.problems[0], HasSubstr(":3: Memory analysis: argument_size_in_bytes='2GB' "
-                                               "is not a byte count"));
+  ASSERT_EQ(malformed.problems().size(), 1u);
+  EXPECT_THAT(malformed.problems()[0],
+              HasSubstr(":3: Memory analysis: argument_size_in_bytes='2GB' "
+                        "is not a byte count"));
   EXPECT_FALSE(malformed.has_analysis());
+  // A problem is a warning at "source:line"; problems() is its text.
+  ASSERT_EQ(malformed.diagnostics.size(), 1u);
+  EXPECT_EQ(malformed.diagnostics[0].severity, Severity::kWarning);
+  EXPECT_EQ(malformed.diagnostics[0].where, testdata("memlog_bad_malformed_stats.log") + ":3");
+  EXPECT_EQ(malformed.problems()[0], text_of(malformed.diagnostics[0]));
   MemLog headless = read_memlog(testdata("memlog_bad_header_without_stats.log"));
-  ASSERT_EQ(headless.problems.size(), 1u);
-  EXPECT_THAT(headless.problems[0],
+  ASSERT_EQ(headless.problems().size(), 1u);
+  EXPECT_THAT(headless.problems()[0],
               HasSubstr("memlog_bad_header_without_stats.log:5: kernel 'fwd_bwd_accum' has no "
                         "Memory analysis"));
   EXPECT_THAT(names(headless), ElementsAre("fwd_bwd", "update"));
@@ -374,7 +386,7 @@ TEST(MemLog, RepeatedSectionsAndLogPrefixes) {
       "\n"
       "--- not a section\n---\n";
   MemLog log = parse_memlog(text, "p.log");
-  EXPECT_THAT(log.problems, IsEmpty());
+  EXPECT_THAT(log.problems(), IsEmpty());
   EXPECT_THAT(names(log), ElementsAre("fwd_bwd", "fwd_bwd#2", "fwd_bwd#3"));
   EXPECT_EQ(log.programs[2].resident, 6);
 }
@@ -384,18 +396,18 @@ TEST(MemLog, SectionLinesOutsideACompileAreNotKernels) {
       "--- summary ---\nTotal memory size: 1.0 GB, Output size: 0.5 GB, "
       "Temp size: 0.5 GB, Argument size: 0.5 GB, Host temp size: 0.0 GB.\n",
       "live.log");
-  EXPECT_THAT(log.problems, IsEmpty());
+  EXPECT_THAT(log.problems(), IsEmpty());
   EXPECT_THAT(names(log), ElementsAre("train_step"));
   MemLog engine = parse_memlog("Jitting and compiling the engine's kernels...\n--- fwd_bwd ---\n",
                                "engine.log");
-  ASSERT_EQ(engine.problems.size(), 1u);
-  EXPECT_THAT(engine.problems[0], HasSubstr("engine.log:2: kernel 'fwd_bwd' has no Memory"));
+  ASSERT_EQ(engine.problems().size(), 1u);
+  EXPECT_THAT(engine.problems()[0], HasSubstr("engine.log:2: kernel 'fwd_bwd' has no Memory"));
 }
 
 TEST(MemLog, EmptyInputHasNothing) {
   MemLog log = read_memlog(testdata("memlog_bad_empty.log"));
   EXPECT_FALSE(log.has_analysis());
-  EXPECT_THAT(log.problems, IsEmpty());
+  EXPECT_THAT(log.problems(), IsEmpty());
   EXPECT_EQ(log.lines, 0u);
   EXPECT_EQ(log.kind, MemLogKind::kUnknown);
 }
@@ -415,8 +427,8 @@ TEST(MemLog, StreamsLinesLongerThanTheBound) {
   }
   MemLog log = read_memlog(path);
   std::remove(path);
-  ASSERT_EQ(log.problems.size(), 1u);
-  EXPECT_THAT(log.problems[0], HasSubstr(":2: Cost analysis: the line is longer than"));
+  ASSERT_EQ(log.problems().size(), 1u);
+  EXPECT_THAT(log.problems()[0], HasSubstr(":2: Cost analysis: the line is longer than"));
   ASSERT_THAT(names(log), ElementsAre("fwd_bwd"));
   EXPECT_EQ(log.programs[0].resident, 10);
   EXPECT_EQ(log.lines, 200003u);

@@ -103,7 +103,11 @@ TEST(MemLogSummary, ExitCodes) {
   Summary empty = run({"memlog_bad_empty.log"});
   EXPECT_EQ(empty.outcome(), Outcome::kError);
   EXPECT_THAT(empty.error->what(), HasSubstr("memlog_bad_empty.log: holds no memory analysis"));
+  // A note is no problem: the log with the staging note fits (above); a problem refuses the log,
+  // its text the error.
   Summary truncated = run({"memlog_engine_compile_a.log", "memlog_bad_truncated_dict.log"});
+  ASSERT_TRUE(truncated.error.has_value());
+  EXPECT_EQ(truncated.error->what(), truncated.logs[1].problems().front());
   EXPECT_EQ(truncated.outcome(), Outcome::kError);
   EXPECT_THAT(truncated.error->what(), HasSubstr("memlog_bad_truncated_dict.log:2:"));
   Summary unknown_hbm = run({"memlog_maxtext_docs_excerpts_5f0dabb4.log"});

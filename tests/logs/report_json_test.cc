@@ -37,6 +37,25 @@ TEST(ReportJson, RunsAndComparisons) {
   EXPECT_EQ(json.find("exit_code")->number, 0);
 }
 
+TEST(ReportJson, WarningsAreListedAsTextAndAsDiagnostics) {
+  Report report = two_runs().report;
+  report.runs[1].diagnostics = {{Severity::kWarning, "var.log:4", "step 3 again"}};
+  report.diagnostics = {{Severity::kWarning, "var.log:4", "step 3 again"},
+                        {Severity::kWarning, "", "var against ctl: set-up differs"}};
+  Literal json = parse_json(format_json(report));
+  const Literal& run = json.find("runs")->items[1];
+  ASSERT_EQ(run.find("warnings")->items.size(), 1u);
+  EXPECT_EQ(run.find("warnings")->items[0].text, "var.log:4: step 3 again");
+  EXPECT_EQ(run.find("diagnostics")->items.at(0).find("where")->text, "var.log:4");
+  EXPECT_TRUE(json.find("runs")->items[0].find("diagnostics")->items.empty());
+  const Literal& all = *json.find("diagnostics");
+  ASSERT_EQ(all.items.size(), 2u);
+  EXPECT_EQ(all.items[1].find("severity")->text, "warning");
+  EXPECT_TRUE(all.items[1].find("where")->is_null());
+  EXPECT_EQ(all.items[1].find("message")->text, "var against ctl: set-up differs");
+  EXPECT_EQ(json.find("warnings")->items.at(1).text, "var against ctl: set-up differs");
+}
+
 }  // namespace
 }  // namespace rtb::logs::report
 

@@ -149,10 +149,11 @@ TEST(AnalyzeRun, StepAndMicroBatchRanges) {
   RunAnalysis empty = analyze_run(log, far);
   EXPECT_TRUE(empty.step_s.empty());
   EXPECT_FALSE(empty.step_mean);
-  EXPECT_THAT(empty.warnings.back(), HasSubstr("no logged step in --steps 10-12 (logged: 1-4)"));
+  EXPECT_THAT(texts_of(empty.diagnostics).back(),
+              HasSubstr("no logged step in --steps 10-12 (logged: 1-4)"));
   Options partly;
   partly.steps = parse_range("3-6", "--steps");
-  EXPECT_THAT(analyze_run(log, partly).warnings.back(),
+  EXPECT_THAT(texts_of(analyze_run(log, partly).diagnostics).back(),
               HasSubstr("--steps 3-6: steps 5-6 not logged"));
 
   // One step only: it is used (there is nothing else).
@@ -222,7 +223,7 @@ TEST(AnalyzeRun, ProfiledStepsAreLeftOutUnlessAskedFor) {
   EXPECT_THAT(run.profiled_left_out, ElementsAre(2));
   EXPECT_NEAR(*run.step_mean, (82.6695 + 82.6725 + 82.6705) / 3, 1e-9);
   EXPECT_EQ(run.microbatch_s.size(), 9u);
-  EXPECT_TRUE(run.warnings.empty());
+  EXPECT_TRUE(texts_of(run.diagnostics).empty());
   Inputs inputs;
   inputs.runs.push_back(log);
   EXPECT_THAT(format_text(build_report(inputs, {})),
@@ -244,10 +245,11 @@ TEST(AnalyzeRun, ProfiledStepsAreLeftOutUnlessAskedFor) {
   EXPECT_FALSE(none.step_mean);
   EXPECT_FALSE(none.microbatch_median);
   EXPECT_FALSE(none.tokens_per_s_per_chip);
-  ASSERT_EQ(none.warnings.size(), 1u);
-  EXPECT_EQ(none.warnings[0],
-            "allprof.log: every selected step is profiled (steps 1-4): no figures for this run; "
-            "--include-profiled uses them");
+  ASSERT_EQ(none.diagnostics.size(), 1u);
+  EXPECT_EQ(none.diagnostics[0],
+            (Diagnostic{Severity::kWarning, "allprof.log",
+                        "every selected step is profiled (steps 1-4): no figures for this run; "
+                        "--include-profiled uses them"}));
 }
 
 TEST(BuildReport, MicroBatchTimesOfDifferentModesAreNotCompared) {
@@ -319,7 +321,7 @@ TEST(BuildReport, MicroBatchTimesOfDifferentModesAreNotCompared) {
   Report paired = build_report(inputs, {});
   EXPECT_TRUE(paired.noise_floor->step_rel);
   EXPECT_FALSE(paired.noise_floor->microbatch_rel);
-  EXPECT_THAT(fmt::format("{}", fmt::join(paired.warnings, "\n")),
+  EXPECT_THAT(fmt::format("{}", fmt::join(texts_of(paired.diagnostics), "\n")),
               HasSubstr("--control-pair: no micro-batch noise floor: not compared: a1 times "
                         "micro-batches at device completion, a2 by dispatch intervals"));
 }
@@ -429,14 +431,14 @@ TEST(BuildReport, DroppedTokensAreShownWarnedAndRequired) {
   EXPECT_EQ(clean.runs[0].token_dropping.verdict, DropVerdict::kNone);
   EXPECT_EQ(clean.runs[1].token_dropping.verdict, DropVerdict::kNone);
   EXPECT_EQ(clean.runs[1].token_dropping.source, "BENCH_STEP");
-  EXPECT_TRUE(clean.warnings.empty());
+  EXPECT_TRUE(texts_of(clean.diagnostics).empty());
 
   Options options;
   options.require_no_drops = true;
   Report report = build_report(runs_of({none, dropped, unknown, silent}), options);
   EXPECT_EQ(report.runs[1].token_dropping.dropped_tokens, 1500.0);
   EXPECT_EQ(report.runs[3].token_dropping.verdict, DropVerdict::kNotLogged);
-  std::string warnings = fmt::format("{}", fmt::join(report.warnings, "\n"));
+  std::string warnings = fmt::format("{}", fmt::join(texts_of(report.diagnostics), "\n"));
   EXPECT_THAT(warnings, HasSubstr("drops against dropless: drops dropped 1,500 tokens (counted)"));
   EXPECT_THAT(warnings, HasSubstr("maydrop against dropless: maydrop cannot show it dropped no "
                                   "tokens: capacity_factor 1.25 may drop"));
@@ -455,7 +457,7 @@ TEST(BuildReport, DroppedTokensAreShownWarnedAndRequired) {
   // Two logs that say nothing about dropping are not warned about (older drivers); the option
   // still refuses them.
   Report old = build_report(runs_of({silent, silent}), {});
-  EXPECT_TRUE(old.warnings.empty());
+  EXPECT_TRUE(texts_of(old.diagnostics).empty());
   EXPECT_EQ(old.outcome(), Outcome::kPass);
   EXPECT_EQ(build_report(runs_of({silent}), options).outcome(), Outcome::kFail);
 }
@@ -557,7 +559,7 @@ TEST(BuildReport, SetupDifferenceIsNamedBesideTheVerdict) {
   EXPECT_EQ(report.comparisons[0].setup.text(), "differs: staging off vs on (3 steps staged)");
   EXPECT_EQ(report.comparisons[1].setup.text(), "same");
   EXPECT_THAT(
-      report.warnings,
+      texts_of(report.diagnostics),
       testing::Contains(HasSubstr("staged against ctl: set-up differs: staging off vs on")));
   EXPECT_EQ(report.outcome(), Outcome::kPass);  // an A/B of staging is legitimate
   std::string text = format_text(report);
@@ -595,7 +597,7 @@ TEST(BuildReport, ReplayedRunsDroppedNoTokenButSayTheyReplayed) {
   // One scope, the steps used (1-3; the summary's 8 include the compile step 0), said in the text.
   EXPECT_EQ(report.runs[1].token_dropping.replays, 6);
   EXPECT_TRUE(report.drops_not_ruled_out.empty());  // replayed, none dropped: passes
-  EXPECT_THAT(report.warnings,
+  EXPECT_THAT(texts_of(report.diagnostics),
               testing::Contains(HasSubstr("replay.log: no token dropped, but 6 micro-batches were "
                                           "replayed on the dropless kernel in the 3 steps used")));
   EXPECT_EQ(report.comparisons[0].setup.text(), "differs: replays none in 3 steps vs 6 in 3 steps");

@@ -21,6 +21,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
+using ::testing::StartsWith;
 
 // ---- Value reader
 // --------------------------------------------------------------------------------
@@ -158,7 +159,7 @@ TEST(RunLogParser, ReadsBenchLinesBehindAnyPrefix) {
   EXPECT_EQ(log.summary->chips, 4);
   EXPECT_EQ(log.summary->median_microbatch_s, 3);
   EXPECT_FALSE(log.partial);
-  EXPECT_TRUE(log.warnings.empty());
+  EXPECT_TRUE(texts_of(log.diagnostics).empty());
   EXPECT_EQ(log.lines, 5u);
 }
 
@@ -201,9 +202,10 @@ TEST(RunLogParser, ReadsTheTimingContractFromStepZero) {
   // An unknown mode is not taken for a known one.
   EXPECT_EQ(log.steps[2].microbatch_timing, "");
   EXPECT_FALSE(log.steps[2].staged);
-  ASSERT_EQ(log.warnings.size(), 1u);
-  EXPECT_THAT(log.warnings[0], HasSubstr("run.log:3: BENCH_STEP step=2: microbatch_timing \"host\" "
-                                         "is neither device nor dispatch"));
+  ASSERT_EQ(texts_of(log.diagnostics).size(), 1u);
+  EXPECT_THAT(texts_of(log.diagnostics)[0],
+              HasSubstr("run.log:3: BENCH_STEP step=2: microbatch_timing \"host\" "
+                        "is neither device nor dispatch"));
   ASSERT_TRUE(log.summary);
   const BenchSummary& summary = *log.summary;
   EXPECT_EQ(summary.rows, 4);
@@ -236,10 +238,10 @@ TEST(RunLogParser, ReadsTheTimingContractFromStepZero) {
                             R"(BENCH_SUMMARY {"name":"b","stage_boundary":{"engaged":1}})",
                             R"(BENCH_SUMMARY {"name":"b","profiled_steps":[1.5]})"});
   EXPECT_TRUE(bad.steps.empty());
-  ASSERT_GE(bad.warnings.size(), 3u);
-  EXPECT_THAT(bad.warnings[0], HasSubstr("(\"profiled\" is not true or false)"));
-  EXPECT_THAT(bad.warnings[1], HasSubstr("(\"engaged\" is not true or false)"));
-  EXPECT_THAT(bad.warnings[2], HasSubstr("(\"profiled_steps\" is not an integer)"));
+  ASSERT_GE(texts_of(bad.diagnostics).size(), 3u);
+  EXPECT_THAT(texts_of(bad.diagnostics)[0], HasSubstr("(\"profiled\" is not true or false)"));
+  EXPECT_THAT(texts_of(bad.diagnostics)[1], HasSubstr("(\"engaged\" is not true or false)"));
+  EXPECT_THAT(texts_of(bad.diagnostics)[2], HasSubstr("(\"profiled_steps\" is not an integer)"));
 }
 
 TEST(RunLogParser, TimingLineFromKnownInstants) {
@@ -324,18 +326,20 @@ TEST(RunLogParser, MalformedTimingIsSkippedWithAWarningNamingTheLine) {
   ASSERT_EQ(log.timings.size(), 1u);
   EXPECT_EQ(log.timings[0].step, 1);
   EXPECT_THAT(log.timing_unavailable, ElementsAre(8));
-  ASSERT_GE(log.warnings.size(), 6u);
-  EXPECT_THAT(log.warnings[0],
+  ASSERT_GE(texts_of(log.diagnostics).size(), 6u);
+  EXPECT_THAT(texts_of(log.diagnostics)[0],
               HasSubstr("run.log:2: TRAINER_STEP_TIMING step=2: malformed timing JSON ("));
-  EXPECT_THAT(log.warnings[0], HasSubstr("truncated?"));
-  EXPECT_THAT(log.warnings[1], HasSubstr("run.log:3: TRAINER_STEP_TIMING step=3: malformed timing "
-                                         "JSON (schema version 2"));
-  EXPECT_THAT(log.warnings[2], HasSubstr("run.log:4:"));
-  EXPECT_THAT(log.warnings[2], HasSubstr("\"mb\" is not a list"));
-  EXPECT_THAT(log.warnings[3], HasSubstr("run.log:5: TRAINER_STEP_TIMING step=5: bad "
-                                         "policy_version"));
-  EXPECT_THAT(log.warnings[4], HasSubstr("run.log:6: TRAINER_STEP_TIMING step=6: no timing="));
-  EXPECT_THAT(log.warnings[5], HasSubstr("\"ready_ago_s\" is not a number"));
+  EXPECT_THAT(texts_of(log.diagnostics)[0], HasSubstr("truncated?"));
+  EXPECT_THAT(texts_of(log.diagnostics)[1],
+              HasSubstr("run.log:3: TRAINER_STEP_TIMING step=3: malformed timing "
+                        "JSON (schema version 2"));
+  EXPECT_THAT(texts_of(log.diagnostics)[2], HasSubstr("run.log:4:"));
+  EXPECT_THAT(texts_of(log.diagnostics)[2], HasSubstr("\"mb\" is not a list"));
+  EXPECT_THAT(texts_of(log.diagnostics)[3], HasSubstr("run.log:5: TRAINER_STEP_TIMING step=5: bad "
+                                                      "policy_version"));
+  EXPECT_THAT(texts_of(log.diagnostics)[4],
+              HasSubstr("run.log:6: TRAINER_STEP_TIMING step=6: no timing="));
+  EXPECT_THAT(texts_of(log.diagnostics)[5], HasSubstr("\"ready_ago_s\" is not a number"));
 }
 
 // Found by fuzz/steplog_fuzz: an integer field beyond int64 (1e23, 1e999 is infinite) was cast
@@ -349,12 +353,12 @@ TEST(RunLogParser, IntegerFieldsOutOfRangeAreMalformed) {
   });
   ASSERT_EQ(log.steps.size(), 1u);
   EXPECT_EQ(log.steps[0].step, 1);
-  ASSERT_GE(log.warnings.size(), 3u);
-  EXPECT_THAT(log.warnings[0], HasSubstr("run.log:2:"));
-  EXPECT_THAT(log.warnings[0], HasSubstr("\"step\" is out of range"));
-  EXPECT_THAT(log.warnings[1], HasSubstr("run.log:3:"));
-  EXPECT_THAT(log.warnings[2], HasSubstr("run.log:4:"));
-  EXPECT_THAT(log.warnings[2], HasSubstr("\"steps\" is out of range"));
+  ASSERT_GE(texts_of(log.diagnostics).size(), 3u);
+  EXPECT_THAT(texts_of(log.diagnostics)[0], HasSubstr("run.log:2:"));
+  EXPECT_THAT(texts_of(log.diagnostics)[0], HasSubstr("\"step\" is out of range"));
+  EXPECT_THAT(texts_of(log.diagnostics)[1], HasSubstr("run.log:3:"));
+  EXPECT_THAT(texts_of(log.diagnostics)[2], HasSubstr("run.log:4:"));
+  EXPECT_THAT(texts_of(log.diagnostics)[2], HasSubstr("\"steps\" is out of range"));
 }
 
 TEST(RunLogParser, OrchestratorLines) {
@@ -384,8 +388,9 @@ TEST(RunLogParser, OrchestratorLines) {
   EXPECT_EQ(three.seconds, 97.25);
   EXPECT_TRUE(std::isnan(three.metrics.at("loss")));
   EXPECT_EQ(three.metrics.at("grad_norm"), INFINITY);
-  ASSERT_EQ(log.warnings.size(), 1u);
-  EXPECT_THAT(log.warnings[0], HasSubstr("run.log:5: [StepMetrics step=5]: unreadable"));
+  ASSERT_EQ(texts_of(log.diagnostics).size(), 1u);
+  EXPECT_THAT(texts_of(log.diagnostics)[0],
+              HasSubstr("run.log:5: [StepMetrics step=5]: unreadable"));
 }
 
 TEST(RunLogParser, DuplicatesAndMissingSteps) {
@@ -402,7 +407,7 @@ TEST(RunLogParser, DuplicatesAndMissingSteps) {
   });
   ASSERT_EQ(log.steps.size(), 3u);
   EXPECT_EQ(log.steps[1].seconds, 9.0);
-  std::vector<std::string> w = log.warnings;
+  std::vector<std::string> w = texts_of(log.diagnostics);
   ASSERT_EQ(w.size(), 7u) << fmt::format("{}", fmt::join(w, "\n"));
   EXPECT_THAT(w[0], HasSubstr("run.log:3: BENCH_STEP step=2 again (first at line 2)"));
   EXPECT_THAT(w[1], HasSubstr("run.log:5: malformed BENCH_STEP JSON (\"seconds\" is -1)"));
@@ -431,7 +436,7 @@ TEST(RunLogParser, OutOfRangeBenchStepsAreSkipped) {
   });
   ASSERT_EQ(log.steps.size(), 1u);
   EXPECT_EQ(log.steps[0].step, 6);
-  std::string all = fmt::format("{}", fmt::join(log.warnings, "\n"));
+  std::string all = fmt::format("{}", fmt::join(texts_of(log.diagnostics), "\n"));
   for (const char* expected : {
            // 1e999 reads as inf, as json.loads reads it; a step time must be finite.
            "run.log:1: malformed BENCH_STEP JSON (\"seconds\" is inf)",
@@ -452,8 +457,9 @@ TEST(RunLogParser, OversizedJsonLinesAreSkippedBeforeParsing) {
   RunLog log = parse_lines({huge, R"(BENCH_STEP {"step":2,"seconds":2})"});
   ASSERT_EQ(log.steps.size(), 1u);
   EXPECT_EQ(log.steps[0].step, 2);
-  ASSERT_FALSE(log.warnings.empty());
-  EXPECT_THAT(log.warnings[0], HasSubstr("bytes of JSON in one line (at most 1048576)"));
+  ASSERT_FALSE(texts_of(log.diagnostics).empty());
+  EXPECT_THAT(texts_of(log.diagnostics)[0],
+              HasSubstr("bytes of JSON in one line (at most 1048576)"));
 }
 
 TEST(RunLogParser, LineWarningsAreCapped) {
@@ -461,9 +467,15 @@ TEST(RunLogParser, LineWarningsAreCapped) {
                                  "TRAINER_STEP_TIMING step=1 policy_version=1 rtt_s=0 "
                                  "timing={");
   RunLog log = parse_lines(lines);
-  ASSERT_EQ(log.warnings.size(), 101u);
-  EXPECT_THAT(log.warnings[99], HasSubstr("run.log:100: "));
-  EXPECT_EQ(log.warnings[100], "run.log: 150 more line warnings not shown");
+  ASSERT_EQ(texts_of(log.diagnostics).size(), 101u);
+  EXPECT_THAT(texts_of(log.diagnostics)[99], HasSubstr("run.log:100: "));
+  EXPECT_EQ(texts_of(log.diagnostics)[100], "run.log: 150 more line warnings not shown");
+  // A line's warning is placed at its line, the count at the log.
+  EXPECT_EQ(log.diagnostics[0].severity, Severity::kWarning);
+  EXPECT_EQ(log.diagnostics[0].where, "run.log:1");
+  EXPECT_THAT(log.diagnostics[0].message, StartsWith("TRAINER_STEP_TIMING step=1: malformed"));
+  EXPECT_EQ(log.diagnostics[100],
+            (Diagnostic{Severity::kWarning, "run.log", "150 more line warnings not shown"}));
 }
 
 TEST(RunLogParser, CrashedRunIsPartial) {
@@ -487,7 +499,7 @@ TEST(RunLogParser, NothingToRead) {
   RunLog log = parse_lines({"hello", "Train step is not a step line", "BENCH_STEP without json"});
   EXPECT_EQ(log.kind, LogKind::kUnknown);
   EXPECT_FALSE(log.has_step_lines());
-  EXPECT_TRUE(log.warnings.empty());
+  EXPECT_TRUE(texts_of(log.diagnostics).empty());
 }
 
 TEST(RunLogParser, FinishTwiceIsAnError) {
@@ -530,9 +542,11 @@ TEST(RunLogParser, MaxTextCompletedStepLines) {
   EXPECT_EQ(one.seconds, 0.166);
   EXPECT_EQ(one.tflops_per_device, 41.524);
   EXPECT_FALSE(one.tokens_per_s_per_device.has_value());
-  ASSERT_EQ(log.warnings.size(), 2u);
-  EXPECT_THAT(log.warnings[0], HasSubstr("run.log:4: completed step 2 without a readable"));
-  EXPECT_THAT(log.warnings[1], HasSubstr("run.log:5: completed step 1 again (first at line 3)"));
+  ASSERT_EQ(texts_of(log.diagnostics).size(), 2u);
+  EXPECT_THAT(texts_of(log.diagnostics)[0],
+              HasSubstr("run.log:4: completed step 2 without a readable"));
+  EXPECT_THAT(texts_of(log.diagnostics)[1],
+              HasSubstr("run.log:5: completed step 1 again (first at line 3)"));
 }
 
 TEST(RunLogParser, MaxTextLinesInABenchLogAreNotItsSteps) {
@@ -543,7 +557,8 @@ TEST(RunLogParser, MaxTextLinesInABenchLogAreNotItsSteps) {
   });
   EXPECT_EQ(log.kind, LogKind::kBench);
   EXPECT_TRUE(log.steps.empty());
-  for (const std::string& warning : log.warnings) EXPECT_THAT(warning, Not(HasSubstr("again")));
+  for (const std::string& warning : texts_of(log.diagnostics))
+    EXPECT_THAT(warning, Not(HasSubstr("again")));
 }
 
 TEST(RunLogParser, TunixPeftLines) {
@@ -592,9 +607,9 @@ TEST(RunLogParser, TokenDroppingOfTheBenchDriver) {
   });
   EXPECT_TRUE(bad.steps.empty());
   EXPECT_FALSE(bad.summary.has_value());
-  ASSERT_EQ(bad.warnings.size(), 2u);
-  EXPECT_THAT(bad.warnings[0], HasSubstr("\"dropped_tokens\" is -1"));
-  EXPECT_THAT(bad.warnings[1], HasSubstr("\"token_dropping\" is not an object"));
+  ASSERT_EQ(texts_of(bad.diagnostics).size(), 2u);
+  EXPECT_THAT(texts_of(bad.diagnostics)[0], HasSubstr("\"dropped_tokens\" is -1"));
+  EXPECT_THAT(texts_of(bad.diagnostics)[1], HasSubstr("\"token_dropping\" is not an object"));
 }
 
 TEST(ParseRunLog, RealMaxTextLogs) {
@@ -608,15 +623,16 @@ TEST(ParseRunLog, RealMaxTextLogs) {
   EXPECT_EQ(before.steps[1].seconds, 123.805);  // compile
   EXPECT_EQ(before.steps[8].seconds, 14.265);   // profiler collection
   EXPECT_EQ(before.steps[2].tokens_per_s_per_device, 568257.492);
-  EXPECT_TRUE(before.warnings.empty()) << before.warnings.front();
+  EXPECT_TRUE(texts_of(before.diagnostics).empty()) << texts_of(before.diagnostics).front();
   RunLog old_format = parse_run_log(dir + "maxtext_old_format.log");
   ASSERT_EQ(old_format.steps.size(), 2u);
   EXPECT_EQ(old_format.steps[0].step, 8);
   EXPECT_EQ(old_format.steps[0].tflops_per_device, 43.430);
   RunLog elided = parse_run_log(dir + "maxtext_elided_step.log");
   EXPECT_TRUE(elided.steps.empty());
-  ASSERT_EQ(elided.warnings.size(), 1u);
-  EXPECT_THAT(elided.warnings[0], HasSubstr("completed step 101 without a readable `seconds`"));
+  ASSERT_EQ(texts_of(elided.diagnostics).size(), 1u);
+  EXPECT_THAT(texts_of(elided.diagnostics)[0],
+              HasSubstr("completed step 101 without a readable `seconds`"));
   RunLog started = parse_run_log(dir + "maxtext_getting_started.log");
   EXPECT_EQ(started.kind, LogKind::kMaxText);
   EXPECT_GE(started.steps.size(), 3u);
@@ -633,7 +649,7 @@ TEST(ParseRunLog, StreamsAFileFromTestdata) {
   EXPECT_EQ(log.timings.size(), 5u);
   EXPECT_EQ(log.timings[0].mb.size(), 9u);
   EXPECT_FALSE(log.partial);
-  EXPECT_TRUE(log.warnings.empty()) << log.warnings.front();
+  EXPECT_TRUE(texts_of(log.diagnostics).empty()) << texts_of(log.diagnostics).front();
   // The noise lines of a real MaxText log (including "Train step N training loss" and
   // "completed step: N, seconds: X") were not read as steps.
   for (const StepRecord& record : log.steps) EXPECT_EQ(record.seconds_from, "BENCH_STEP");
@@ -714,7 +730,7 @@ TEST(RunLogParser, SetupFieldsOfTheContract) {
   EXPECT_EQ(s.choices.at("logps_pass").value, "true");
   EXPECT_EQ(s.choices.at("logps_chunk_size").value, "1024");
   EXPECT_EQ(s.choices.count("routing"), 0u);  // a list value is not a set-up item
-  EXPECT_TRUE(log.warnings.empty());
+  EXPECT_TRUE(texts_of(log.diagnostics).empty());
 
   // The older list form of staged_steps is counted.
   RunLog listed = parse_lines({R"(BENCH_STEP {"step":1,"seconds":1})",

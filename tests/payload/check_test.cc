@@ -346,8 +346,10 @@ TEST_F(VerifyTest, UnknownExpertsAreInferredFromTheRouting) {
   VerifyReport report = verify_payload(payload_, v);
   EXPECT_TRUE(report.passed());
   EXPECT_EQ(report.experts, 8);
-  ASSERT_FALSE(report.notes.empty());
-  EXPECT_THAT(report.notes.back(), HasSubstr("inferred from the largest expert id + 1"));
+  ASSERT_FALSE(report.diagnostics.empty());
+  EXPECT_EQ(report.diagnostics.back().severity, Severity::kNote);
+  EXPECT_THAT(report.diagnostics.back().message,
+              HasSubstr("inferred from the largest expert id + 1"));
   EXPECT_TRUE(report.check("routing_targets")->skipped);
 }
 

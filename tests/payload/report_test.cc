@@ -33,7 +33,13 @@ TEST(PayloadReport, TilesTextAndJson) {
   EXPECT_THAT(json, HasSubstr("\"source\": \"a \\\"quoted\\\"\\nname\""));
   EXPECT_THAT(json, HasSubstr("\"end\": {\n    \"fwd\": [80, 136, 136, 136],"));
   EXPECT_THAT(json, HasSubstr("\"dkv\": [122, 116, 116, 116],"));
+  EXPECT_THAT(json, HasSubstr("\"diagnostics\": []\n}"));
   EXPECT_EQ(json.back(), '\n');
+  report.diagnostics = {{Severity::kWarning, "", "5 segments do not fit"}};
+  EXPECT_THAT(format_tiles_json("rows", report),
+              HasSubstr("{\"severity\": \"warning\", \"where\": null, \"message\": \"5 segments "
+                        "do not fit\"}"));
+  EXPECT_EQ(format_tiles_text("rows", report), text);  // stderr says it, not the table
 }
 
 Payload small_payload() {
@@ -80,6 +86,14 @@ TEST(PayloadReport, VerifyTextListsFailuresAndCountsTheRest) {
   std::string json = format_verify_json("f.npz", report, "");
   EXPECT_THAT(json, HasSubstr("\"targets_source\": null"));
   EXPECT_THAT(json, HasSubstr("\"passed\": false"));
+  // Notes: "note:" lines in the text; `notes` (messages) and `diagnostics` in the JSON.
+  report.diagnostics = {{Severity::kNote, "", "field 'x' is not part of the spec"}};
+  EXPECT_THAT(format_verify_text("f.npz", report, ""),
+              HasSubstr("note: field 'x' is not part of the spec\n"));
+  json = format_verify_json("f.npz", report, "");
+  EXPECT_THAT(json, HasSubstr("\"notes\": [\n    \"field 'x' is not part of the spec\"\n  ],"));
+  EXPECT_THAT(json,
+              HasSubstr("{\"severity\": \"note\", \"where\": null, \"message\": \"field 'x'"));
 }
 
 TEST(PayloadReport, SvgDrawsEveryLayerAndTheBuffer) {

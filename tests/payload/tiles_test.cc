@@ -103,6 +103,8 @@ TEST(TileSettings, LayoutOptionsKeepTheLayoutAndNeedNoRouting) {
   EXPECT_EQ(resolved.final_rows, 2);
   EXPECT_EQ(resolved.layers, 1);
   EXPECT_EQ(warnings.size(), 1u);
+  // Counting adds no diagnostics of its own: the caller hands the resolver's to the report.
+  EXPECT_TRUE(count_layout_tiles(resolved, test::bench_tile_settings()).diagnostics.empty());
   layout.tokens = 0;
   EXPECT_THROW(resolve_layout_options(layout, nullptr), Error);
 }

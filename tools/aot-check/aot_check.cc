@@ -89,7 +89,14 @@ int aot_check_main(int argc, char** argv) {
     rtb::k8s::DryRun dryrun = load_dryrun(knobs, embedded::demo_dryrun());
     tool.report_diagnostics(dryrun.diagnostics);
     bench::RenderResult rendered = bench::render_bench(dryrun, knobs.options);
-    for (const std::string& warning : rendered.warnings) spdlog::info("{}", warning);
+    // The render is only the compile's input here: its warnings are context, said at info (-v),
+    // and its notes (render-bench --explain's) are not this tool's to say.
+    std::vector<Diagnostic> render_context;
+    for (const Diagnostic& d : rendered.diagnostics) {
+      if (d.severity == Severity::kWarning)
+        render_context.push_back({Severity::kNote, d.where, d.message});
+    }
+    tool.report_diagnostics(render_context);
 
     aot.default_logps_chunk =
         rtb::bench::aot_logps_chunk_default(std::getenv("AOT_LOGPS_CHUNK_SIZE"));
@@ -136,7 +143,7 @@ int aot_check_main(int argc, char** argv) {
       }
       throw *summary.error;
     }
-    for (const std::string& problem : summary.logs.front().problems) spdlog::warn("{}", problem);
+    tool.report_diagnostics(summary.logs.front().diagnostics);
     tool.write_report(
         output, json ? logs::format_summary_json(summary) : logs::format_summary_table(summary));
     return summary.outcome();

@@ -63,10 +63,9 @@ int aot_summarize_main(int argc, char** argv) {
       if (json) tool.write_report(output, logs::format_summary_json(summary));
       throw *summary.error;
     }
-    // A log that reports out of memory may still hold malformed lines: warn about them.
-    for (const logs::MemLog& log : summary.logs) {
-      for (const std::string& problem : log.problems) spdlog::warn("{}", problem);
-    }
+    // A log that reports out of memory may still hold malformed lines: warn about them (and,
+    // with -v, say its notes).
+    for (const logs::MemLog& log : summary.logs) tool.report_diagnostics(log.diagnostics);
     tool.write_report(
         output, json ? logs::format_summary_json(summary) : logs::format_summary_table(summary));
     return summary.outcome();

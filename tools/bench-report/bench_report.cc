@@ -140,7 +140,7 @@ int bench_report_main(int argc, char** argv) {
     for (const std::string& path : numerics) inputs.numerics.push_back(run_logs.get(path));
 
     logs::report::Report report = logs::report::build_report(inputs, options);
-    for (const std::string& warning : report.warnings) spdlog::warn("{}", warning);
+    tool.report_diagnostics(report.diagnostics);
 
     if (!svg_file.empty()) {
       tool.write_report(svg_file, logs::report::timeline_svg(inputs.runs, report, svg_step));

@@ -47,7 +47,7 @@ int check_payload_main(int argc, char** argv) {
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 
   std::vector<check_payload::Subcommand> subcommands = {
-      check_payload::add_build(app, tool), check_payload::add_verify(app),
+      check_payload::add_build(app, tool), check_payload::add_verify(app, tool),
       check_payload::add_measure(app), check_payload::add_tiles(app, tool)};
 
   return tool.run(argc, argv, [&] {

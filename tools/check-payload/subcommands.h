@@ -21,7 +21,7 @@ struct Subcommand {
 };
 
 Subcommand add_build(CLI::App& app, const Tool& tool);  // tool: logs the warnings
-Subcommand add_verify(CLI::App& app);
+Subcommand add_verify(CLI::App& app, const Tool& tool);
 Subcommand add_measure(CLI::App& app);
 Subcommand add_tiles(CLI::App& app, const Tool& tool);
 

@@ -46,6 +46,7 @@ Outcome run_tiles(const TilesArgs& args, const CLI::App& command, const Tool& to
     payload::PayloadOptions resolved = payload::resolve_layout_options(args.layout, &diagnostics);
     tool.report_diagnostics(diagnostics);
     report = payload::count_layout_tiles(resolved, tiles);
+    report.diagnostics = std::move(diagnostics);
     source_name =
         fmt::format("rows laid out from options ({} real tokens, {} {})", resolved.real_len,
                     resolved.segments, resolved.segments == 1 ? "segment" : "segments");

@@ -26,7 +26,7 @@ struct VerifyArgs {
   bool json = false, no_targets = false;
 };
 
-Outcome run_verify(VerifyArgs& args, const CLI::App& command) {
+Outcome run_verify(VerifyArgs& args, const CLI::App& command, const Tool& tool) {
   FileSource source(args.file, FileAccess::kRandom);
   std::vector<payload::ArrayInfo> arrays = payload::list_arrays(source);
   std::optional<payload::PayloadSettings> recorded = payload::read_payload_settings(source, arrays);
@@ -52,6 +52,7 @@ Outcome run_verify(VerifyArgs& args, const CLI::App& command) {
   auto start = Clock::now();
   payload::VerifyReport report = payload::verify_payload(source, arrays, verify);
   spdlog::info("verified in {:.2f} s", seconds_since(start));
+  tool.report_diagnostics(report.diagnostics);
   write_output("-", args.json ? payload::format_verify_json(name, report, targets_source)
                               : payload::format_verify_text(name, report, targets_source));
   if (!args.svg.empty()) {
@@ -63,7 +64,7 @@ Outcome run_verify(VerifyArgs& args, const CLI::App& command) {
 
 }  // namespace
 
-Subcommand add_verify(CLI::App& app) {
+Subcommand add_verify(CLI::App& app, const Tool& tool) {
   auto args = std::make_shared<VerifyArgs>();
   CLI::App* cmd = app.add_subcommand(
       "verify", "Run every check of the spec on a payload file (exit 0 pass, 1 a check failed)");
@@ -99,7 +100,7 @@ Subcommand add_verify(CLI::App& app) {
       ->capture_default_str();
   add_json_flag(*cmd, args->json, "Print JSON instead of text");
   cmd->add_option("--svg", args->svg, "Draw per-layer target vs achieved and per-rank load");
-  return {cmd, [args, cmd] { return run_verify(*args, *cmd); }};
+  return {cmd, [args, cmd, &tool] { return run_verify(*args, *cmd, tool); }};
 }
 
 }  // namespace rtb::tool::check_payload

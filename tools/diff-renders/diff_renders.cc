@@ -108,6 +108,11 @@ int diff_renders_main(int argc, char** argv) {
       bench::RenderDiff diff = bench::diff_renders(left, right, options);
       report = bench::make_render_report(left.source, right.source, diff, filter);
     }
+    // What reading the inputs noted (logged as each was read), for --json too.
+    for (const rtb::k8s::DryRun* side : {&left, &right}) {
+      report.diagnostics.insert(report.diagnostics.end(), side->diagnostics.begin(),
+                                side->diagnostics.end());
+    }
     std::string out;
     if (json) {
       out = bench::format_render_json(report);

@@ -99,7 +99,11 @@ int render_bench_main(int argc, char** argv) {
       result = bench::render_bench(dryrun, knobs.options);
       text = result.yaml;
     }
-    for (const std::string& warning : result.warnings) spdlog::warn("{}", warning);
+    // Each once: --explain lists the notes itself, so the log keeps only the warnings then.
+    std::vector<Diagnostic> diagnostics = result.diagnostics;
+    if (explain)
+      std::erase_if(diagnostics, [](const Diagnostic& d) { return d.severity == Severity::kNote; });
+    tool.report_diagnostics(diagnostics);
     write_output(output, text);  // to be run: real values (kubectl apply)
 
     if (explain) tool.print_to_stderr(bench::explain_changes(result, tool.masker()));

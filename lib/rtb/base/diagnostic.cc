@@ -29,6 +29,42 @@ std::string text_of(const Diagnostic& diagnostic) {
   return diagnostic.where + ": " + diagnostic.message;
 }
 
+namespace {
+
+// `form` of each diagnostic `keep` accepts, in order.
+template <typename Keep, typename Form>
+std::vector<std::string> strings_of(const std::vector<Diagnostic>& all, Keep keep, Form form) {
+  std::vector<std::string> out;
+  for (const Diagnostic& diagnostic : all) {
+    if (keep(diagnostic)) out.push_back(form(diagnostic));
+  }
+  return out;
+}
+
+std::string message_of(const Diagnostic& diagnostic) { return diagnostic.message; }
+
+}  // namespace
+
+std::vector<std::string> texts_of(const std::vector<Diagnostic>& all) {
+  return strings_of(
+      all, [](const Diagnostic&) { return true; }, text_of);
+}
+
+std::vector<std::string> messages_of(const std::vector<Diagnostic>& all) {
+  return strings_of(
+      all, [](const Diagnostic&) { return true; }, message_of);
+}
+
+std::vector<std::string> texts_of(const std::vector<Diagnostic>& all, Severity severity) {
+  return strings_of(
+      all, [&](const Diagnostic& d) { return d.severity == severity; }, text_of);
+}
+
+std::vector<std::string> messages_of(const std::vector<Diagnostic>& all, Severity severity) {
+  return strings_of(
+      all, [&](const Diagnostic& d) { return d.severity == severity; }, message_of);
+}
+
 void write_json(json::Writer& j, const Diagnostic& diagnostic) {
   j.begin_object(json::Writer::Layout::kOneLine);
   j.field("severity", severity_name(diagnostic.severity));

@@ -35,6 +35,13 @@ std::string_view severity_name(Severity severity);
 // The one-line text form, as the tools print it after their "tool: level: " prefix:
 // "where: message", or the message alone when `where` is empty.
 std::string text_of(const Diagnostic& diagnostic);
+// The text forms of `all`, in order: what the documents' old `warnings` fields list.
+std::vector<std::string> texts_of(const std::vector<Diagnostic>& all);
+// The messages alone (no place), in order: what the old `notes` and `problems` fields list.
+std::vector<std::string> messages_of(const std::vector<Diagnostic>& all);
+// The same of those of one severity (where one list holds what two fields listed).
+std::vector<std::string> texts_of(const std::vector<Diagnostic>& all, Severity severity);
+std::vector<std::string> messages_of(const std::vector<Diagnostic>& all, Severity severity);
 
 // The JSON form, one line: {"severity": "warning", "where": "f:3", "message": "..."}; `where` is
 // null when empty.

@@ -496,6 +496,7 @@ std::string format_render_json(const RenderReport& report) {
         .field("unexpected", report.unexpected());
   }
   j.end_object();
+  write_json(j, "diagnostics", report.diagnostics);
   bool failed = report.outcome() == Outcome::kFail;
   std::string_view result =
       report.expect_bench ? (failed ? "fail" : "pass") : (failed ? "different" : "same");

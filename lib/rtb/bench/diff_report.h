@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "rtb/base/diagnostic.h"
 #include "rtb/base/outcome.h"
 #include "rtb/bench/config_diff.h"
 #include "rtb/bench/diff_render.h"
@@ -61,6 +62,9 @@ struct RenderReport {
   std::size_t ignored = 0;                      // left out by the filter
   // Server-populated fields that differ and were left out (`doc:path`; diff_render.h).
   std::vector<std::string> hidden_server_fields;
+  // What reading A and B noted (k8s::DryRun::diagnostics, A's then B's; the tool adds them):
+  // --json `diagnostics`.
+  std::vector<Diagnostic> diagnostics;
   std::size_t unexpected() const;  // --expect-bench: kept and not allowed
   // kFail when differences (or, with --expect-bench, unexpected ones) remain, else kPass.
   Outcome outcome() const;

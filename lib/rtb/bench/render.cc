@@ -141,10 +141,12 @@ void Renderer::read_inputs() {
     } else {
       argv.push_back(word.value);
       if (word.expands) {
-        result_.warnings.push_back(
-            fmt::format("{}:{}: trainer argument {} contains a shell expansion; the driver "
-                        "receives it literally",
-                        dryrun_.source, client_.startup_line, word.source));
+        result_.diagnostics.push_back(
+            {Severity::kWarning,
+             where_of(dryrun_.source, static_cast<std::int64_t>(client_.startup_line)),
+             fmt::format("trainer argument {} contains a shell expansion; the driver receives it "
+                         "literally",
+                         word.source)});
       }
     }
   }
@@ -162,7 +164,7 @@ void Renderer::read_inputs() {
   orch_argv_ = k8s::FlagList(k8s::FlagStyle::kDashDash, orch_argv);
   orch_argv_path_ = client_path(".startup.driver.ORCH_ARGV");
   orch_driver_env_ = orchestrator_driver_env(orchestrator);
-  if (auto routed = rollout_routed_experts(roles.rollouts, dryrun_.source, result_.warnings)) {
+  if (auto routed = rollout_routed_experts(roles.rollouts, dryrun_.source, result_.diagnostics)) {
     rollout_driver_env_.emplace_back(std::string(kRolloutRoutedExpertsSetting), *routed);
   }
 }
@@ -378,7 +380,8 @@ std::string explain_changes(const RenderResult& result, const SecretMasker& mask
     out += fmt::format("{}: {}: {} -> {}\n", change.knob, change.path,
                        shown(change.old_value, "(absent)"), shown(change.new_value, "(removed)"));
   }
-  for (const std::string& note : result.notes) out += "note: " + masker.scrub(note) + "\n";
+  for (const std::string& note : messages_of(result.diagnostics, Severity::kNote))
+    out += "note: " + masker.scrub(note) + "\n";
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "rtb/base/diagnostic.h"
 #include "rtb/base/secrets.h"
 #include "rtb/k8s/dryrun.h"
 #include "rtb/k8s/jobset.h"
@@ -85,10 +86,10 @@ struct RenderResult {
   std::string yaml;  // its text
   std::string trainer_name;
   std::vector<Change> changes;
-  std::vector<std::string> warnings;  // for the tool to log
-  // What the render decided without changing the JobSet (the weights and profiler it keeps), one
-  // sentence each, for --explain.
-  std::vector<std::string> notes;
+  // Warnings (kWarning, "file:line" or "file" where the DRY_RUN shows the cause) for the tool to
+  // log; notes (kNote, no place): what the render decided without changing the JobSet (the weights
+  // and profiler it keeps), one sentence each, for --explain (and -v).
+  std::vector<Diagnostic> diagnostics;
 };
 
 // One line: "abtest-train -> abtest-bench: 7 changes: render 4, --name 2, --libtpu-flag 3".
@@ -161,12 +162,12 @@ inline constexpr std::string_view kRolloutRoutedExpertsEnv = "RETURN_ROUTED_EXPE
 
 // The value the rollout JobSets set for the routed-expert setting (its flag's, else its
 // environment's, from the startup block or the client container's env list), as written; nullopt
-// when none sets it. A rollout whose startup block cannot be read adds a line to `warnings`.
+// when none sets it. A rollout whose startup block cannot be read adds a warning to `diagnostics`.
 // Throws rtb::Error when two rollout JobSets set different values, or a value is not a boolean
 // (the driver table's words).
 std::optional<std::string> rollout_routed_experts(const std::vector<const k8s::Document*>& rollouts,
                                                   const std::string& source,
-                                                  std::vector<std::string>& warnings);
+                                                  std::vector<Diagnostic>& diagnostics);
 
 // The driver settings as the environment assignments of the client command, in order, starting
 // with k8s::kDriverSettingsStart. `orch_env`: the kOrchestratorDriverEnv values the e2e

@@ -34,13 +34,14 @@ namespace {
 // default reads the environment). A blank value is unset: no evidence. A rollout whose startup
 // block cannot be read gives no evidence, with a warning.
 std::optional<std::pair<std::string, std::string>> rollout_routed_experts_of(
-    const k8s::Document& rollout, const std::string& source, std::vector<std::string>& warnings) {
+    const k8s::Document& rollout, const std::string& source, std::vector<Diagnostic>& diagnostics) {
   k8s::ClientCommand client;
   try {
     client = k8s::JobSetView(rollout).client(source);
   } catch (const Error& e) {
-    warnings.push_back(
-        fmt::format("the rollout's --{} is not read: {}", kRolloutRoutedExpertsFlag, e.message()));
+    diagnostics.push_back({Severity::kWarning, "",
+                           fmt::format("the rollout's --{} is not read: {}",
+                                       kRolloutRoutedExpertsFlag, e.message())});
     return std::nullopt;
   }
   auto evidence = [](std::optional<std::pair<std::string, std::string>> found)
@@ -179,7 +180,7 @@ void Renderer::set_driver_and_profiler() {
         fmt::format("{} {}", kMaxTextFlagsEnv, maxtext_flags.items()[*profiler_at]));
   }
   if (!options_.profile_window) {
-    result_.notes.push_back(
+    note(
         trainer_profiler.empty()
             ? "profiler: none (no --profile-window, and the e2e trainer's profiler is off)"
             : fmt::format("profiler: the trainer's own, as the e2e sets it ({}); the driver traces "
@@ -202,12 +203,12 @@ void Renderer::set_driver_and_profiler() {
     maxtext->value = maxtext_flags.str();
     edited_env_.insert(std::string(kMaxTextFlagsEnv));
   }
-  result_.notes.push_back(fmt::format(
-      "profiler: the driver's (PROFILE_WINDOW={}:{}, fwd_bwd calls {}..{}){}", start, count, start,
-      start + count - 1,
-      trainer_profiler.empty() ? "; the e2e trainer's profiler is off"
-                               : fmt::format("; the trainer's own is turned off (was {})",
-                                             fmt::join(trainer_profiler, ", "))));
+  note(fmt::format("profiler: the driver's (PROFILE_WINDOW={}:{}, fwd_bwd calls {}..{}){}", start,
+                   count, start, start + count - 1,
+                   trainer_profiler.empty()
+                       ? "; the e2e trainer's profiler is off"
+                       : fmt::format("; the trainer's own is turned off (was {})",
+                                     fmt::join(trainer_profiler, ", "))));
 }
 
 void Renderer::warn_about_wrapper_exports(const std::set<std::string>& bench_env) {
@@ -235,8 +236,9 @@ void Renderer::warn_about_wrapper_exports(const std::set<std::string>& bench_env
         "it one)",
         fmt::join(dropped, ", "), dropped.size() == 1 ? "it" : "them");
   };
-  if (!credentials.empty()) result_.warnings.push_back(sentence(credentials));
-  if (!others.empty()) result_.notes.push_back(sentence(others));
+  if (!credentials.empty())
+    result_.diagnostics.push_back({Severity::kWarning, "", sentence(credentials)});
+  if (!others.empty()) note(sentence(others));
 }
 
 void Renderer::build_client_command() {
@@ -292,11 +294,11 @@ std::string heredoc_terminator(std::string_view text) {
 
 std::optional<std::string> rollout_routed_experts(const std::vector<const k8s::Document*>& rollouts,
                                                   const std::string& source,
-                                                  std::vector<std::string>& warnings) {
+                                                  std::vector<Diagnostic>& diagnostics) {
   std::optional<std::pair<std::string, std::string>> first;
   std::string first_name;
   for (const k8s::Document* rollout : rollouts) {
-    auto found = rollout_routed_experts_of(*rollout, source, warnings);
+    auto found = rollout_routed_experts_of(*rollout, source, diagnostics);
     if (!found) continue;
     std::string name = k8s::JobSetView(*rollout).name();
     if (std::optional<std::string> why =

@@ -154,20 +154,18 @@ void Renderer::edit_libtpu_flags() {
     }
     proxy->node["args"] = rebuilt;
   } else if (knobs) {
-    result_.warnings.push_back(
-        fmt::format("{}: the trainer JobSet has no {} container; "
-                    "--libtpu-flag reaches the client and workers only",
-                    dryrun_.source, kProxyContainer));
+    warn_about_dryrun(fmt::format(
+        "the trainer JobSet has no {} container; --libtpu-flag reaches the client and workers only",
+        kProxyContainer));
   }
   // 3. The pathways workers: always the client's whole libtpu set plus their own extras
   // (render_table.h bench_worker_libtpu), so a bench never runs workers on other flags.
   if (auto worker = view.container(kWorkerContainer)) {
     sync_worker_libtpu(*worker);
   } else if (knobs) {
-    result_.warnings.push_back(
-        fmt::format("{}: the trainer JobSet has no {} container; "
-                    "--libtpu-flag reaches the client and proxy only",
-                    dryrun_.source, kWorkerContainer));
+    warn_about_dryrun(fmt::format(
+        "the trainer JobSet has no {} container; --libtpu-flag reaches the client and proxy only",
+        kWorkerContainer));
   }
 }
 
@@ -175,9 +173,9 @@ void Renderer::sync_worker_libtpu(k8s::ContainerRef& worker) {
   const k8s::shell::Assignment* client_libtpu = env_assignment(kLibtpuEnv);
   if (!client_libtpu) return;  // no client set: the workers keep theirs
   if (client_libtpu->expands) {
-    result_.warnings.push_back(
-        fmt::format("{}: the client's {} contains a shell expansion; the {} keep their own flags",
-                    dryrun_.source, kLibtpuEnv, kWorkerContainer));
+    warn_about_dryrun(
+        fmt::format("the client's {} contains a shell expansion; the {} keep their own flags",
+                    kLibtpuEnv, kWorkerContainer));
     return;
   }
   k8s::FlagList client = k8s::FlagList::parse(client_libtpu->value, k8s::FlagStyle::kDashDash);
@@ -354,16 +352,15 @@ void Renderer::apply_weights() {
     found.push_back(fmt::format("env {}={}", kCheckpointEnv, *value));
 
   if (options_.weights == Weights::kCheckpoint) {
-    result_.notes.push_back(
-        found.empty() ? "--weights checkpoint: the e2e trainer loads no checkpoint, so MaxText "
-                        "initialises random weights"
-                      : fmt::format("--weights checkpoint: kept {}: the bench loads the e2e's "
-                                    "checkpoint",
-                                    fmt::join(found, ", ")));
+    note(found.empty() ? "--weights checkpoint: the e2e trainer loads no checkpoint, so MaxText "
+                         "initialises random weights"
+                       : fmt::format("--weights checkpoint: kept {}: the bench loads the e2e's "
+                                     "checkpoint",
+                                     fmt::join(found, ", ")));
     return;
   }
   if (found.empty()) {
-    result_.notes.push_back(
+    note(
         "--weights random: the e2e trainer loads no checkpoint; MaxText initialises random "
         "weights");
     return;
@@ -409,8 +406,8 @@ void Renderer::apply_weights() {
     record(knob, client_path(".startup.env." + std::string(kCheckpointEnv)), old_env, "");
   }
   remove_container_env(kCheckpointEnv, knob);
-  result_.notes.push_back(fmt::format(
-      "--weights random: dropped {}: MaxText initialises random weights", fmt::join(found, ", ")));
+  note(fmt::format("--weights random: dropped {}: MaxText initialises random weights",
+                   fmt::join(found, ", ")));
 }
 
 }  // namespace render_steps

@@ -111,6 +111,14 @@ class Renderer {
   // names the bench's client sets) does not hold.
   void warn_about_wrapper_exports(const std::set<std::string>& bench_env);
   void check_names_fit();
+  // A note for --explain (no place), and a warning about the DRY_RUN as a whole.
+  void note(std::string message) {
+    result_.diagnostics.push_back({Severity::kNote, "", std::move(message)});
+  }
+  void warn_about_dryrun(std::string message) {
+    result_.diagnostics.push_back(
+        {Severity::kWarning, where_of(dryrun_.source), std::move(message)});
+  }
 
   // The trainer's environment assignment `name`, or nullptr.
   k8s::shell::Assignment* env_assignment(std::string_view name);

@@ -335,10 +335,14 @@ struct MemLogParser::State {
   int wrapped_lines_left = 0;
   std::string unescaped;  // the current line without terminal escapes, when it had any
 
-  std::vector<std::pair<std::size_t, std::string>> problems;
+  std::vector<std::pair<std::size_t, Diagnostic>> problems;
 
+  // "source:line", as the problems always said (even of a line 0).
+  std::string where(std::size_t line) const {
+    return fmt::format("{}:{}", display_name(log.source), line);
+  }
   void problem(std::size_t line, const std::string& message) {
-    problems.emplace_back(line, fmt::format("{}:{}: {}", display_name(log.source), line, message));
+    problems.emplace_back(line, Diagnostic{Severity::kWarning, where(line), message});
   }
 
   std::size_t new_program(std::string_view base, std::size_t line, ProgramSource source) {
@@ -649,7 +653,8 @@ struct MemLogParser::State {
       return;
     }
     if (auto at = line.find(kStagingMarker); at != std::string_view::npos) {
-      log.notes.push_back(cut_utf8(trim(line.substr(at)), kMaxOomText));
+      log.diagnostics.push_back(
+          {Severity::kNote, where(number), cut_utf8(trim(line.substr(at)), kMaxOomText)});
       return;
     }
     if (auto at = line.find(kTopologyMarker); at != std::string_view::npos) {
@@ -712,7 +717,7 @@ struct MemLogParser::State {
     log.programs = std::move(kept);
     std::stable_sort(problems.begin(), problems.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (auto& [line, message] : problems) log.problems.push_back(std::move(message));
+    for (auto& [line, diagnostic] : problems) log.diagnostics.push_back(std::move(diagnostic));
     bool sections = std::any_of(log.programs.begin(), log.programs.end(), [](const auto& p) {
       return p.source == ProgramSource::kMemoryAnalysis && p.name.rfind("train_step", 0) != 0;
     });
@@ -740,6 +745,12 @@ void MemLogParser::add_line(std::string_view line, std::size_t number, bool trun
 }
 
 MemLog MemLogParser::finish() { return state_->finish(); }
+
+std::vector<std::string> MemLog::notes() const { return messages_of(diagnostics, Severity::kNote); }
+
+std::vector<std::string> MemLog::problems() const {
+  return texts_of(diagnostics, Severity::kWarning);
+}
 
 MemLog parse_memlog(std::string_view text, const std::string& source) {
   MemLogParser parser(source);

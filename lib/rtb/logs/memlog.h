@@ -33,6 +33,8 @@
 #include <string_view>
 #include <vector>
 
+#include "rtb/base/diagnostic.h"
+
 namespace rtb::logs {
 
 enum class MemLogKind { kUnknown, kEngineCompile, kTrainCompile, kLiveRun };
@@ -113,10 +115,15 @@ struct MemLog {
   std::optional<std::string> compile_topology;  // "Config param compile_topology: tpu7x-256"
   std::optional<long long> capacity;            // HBM per device the log itself states
   std::optional<long long> device_peak;         // TRAIN-KERNEL DEVICE PEAK
-  std::vector<std::string> notes;               // e.g. MaxText's WEIGHT-SYNC STAGING line
-  std::vector<std::string> problems;            // "source:line: what is wrong"
+  // What the log says without failing, placed at "source:line": notes (kNote, e.g. MaxText's
+  // WEIGHT-SYNC STAGING line) as read, then problems (kWarning: a line it cannot read) by line; the
+  // first problem makes summarize() refuse the log. --json `diagnostics`, and `notes` / `problems`
+  // (below) until rtb.aot-summarize/2.
+  std::vector<Diagnostic> diagnostics;
 
   bool has_analysis() const { return !programs.empty(); }
+  std::vector<std::string> notes() const;     // the notes' messages
+  std::vector<std::string> problems() const;  // the problems as "source:line: what is wrong"
 };
 
 inline constexpr double kBytesPerGiB =

@@ -318,7 +318,7 @@ std::string format_summary_table(const Summary& summary) {
                          disagreement_note(summary.logs[i], summary.verdicts[i]));
   }
   for (const MemLog& log : summary.logs) {
-    for (const std::string& note : log.notes)
+    for (const std::string& note : log.notes())
       out += fmt::format("{}: {}\n", display_name(log.source), note);
   }
   return out;
@@ -424,8 +424,9 @@ std::string format_summary_json(const Summary& summary) {
       for (const std::string& item : items) j.value(item);
       j.end_array();
     };
-    string_list("notes", log.notes);
-    string_list("problems", log.problems);
+    string_list("notes", log.notes());
+    string_list("problems", log.problems());
+    write_json(j, "diagnostics", log.diagnostics);
     j.end_object();
   }
   j.end_array();

@@ -72,8 +72,8 @@ Summary summarize(std::vector<MemLog> logs, const HbmOptions& options) {
       verdict.fits = true;
     }
     if (!summary.error && !verdict.oom) {
-      if (!log.problems.empty()) {
-        summary.error = Error(log.problems.front());
+      if (std::vector<std::string> problems = log.problems(); !problems.empty()) {
+        summary.error = Error(problems.front());
       } else if (log.programs.empty()) {
         summary.error = Error(display_name(log.source), 0,
                               "holds no memory analysis (no CompiledMemoryStats, total memory "

@@ -283,9 +283,9 @@ void note_setup_difference(Report& report, const Options& options, const std::st
   }
   if (difference.differs.empty()) return;
   std::string what = fmt::format("{} against {}: set-up {}", run, control, difference.text());
-  report.warnings.push_back(what +
-                            " (an A/B of that on purpose is fine; otherwise the verdict measures "
-                            "more than the change)");
+  report.diagnostics.push_back({Severity::kWarning, "",
+                                what + " (an A/B of that on purpose is fine; otherwise the verdict "
+                                       "measures more than the change)"});
   if (options.require_same_setup) report.setups_differ.push_back(what + " (--require-same-setup)");
 }
 
@@ -343,6 +343,11 @@ void explain_unevaluated_gates(const std::vector<RunLog>& logs, NumericsResult& 
 }
 
 }  // namespace
+
+// A warning about one run's log as a whole (where: the log).
+void warn_about(RunAnalysis& run, const RunLog& log, std::string message) {
+  run.diagnostics.push_back({Severity::kWarning, where_of(log.source), std::move(message)});
+}
 
 // ---- Range -------------------------------------------------------------------------------------
 
@@ -424,7 +429,7 @@ RunAnalysis analyze_run(const RunLog& log, const Options& options) {
   run.partial = log.partial;
   run.partial_reason = log.partial_reason;
   run.summary = log.summary;
-  run.warnings = log.warnings;
+  run.diagnostics = log.diagnostics;
   run.steps_logged = logged_steps(log);
 
   // The steps: the range given, else every logged step but the first (which compiles).
@@ -436,8 +441,9 @@ RunAnalysis analyze_run(const RunLog& log, const Options& options) {
   }
   if (!options.steps && run.steps_logged.size() == 1) selected.insert(run.steps_logged.front());
   if (options.steps && selected.empty()) {
-    run.warnings.push_back(fmt::format("{}: no logged step in --steps {} (logged: {})", log.source,
-                                       options.steps->str(), compress(run.steps_logged)));
+    warn_about(run, log,
+               fmt::format("no logged step in --steps {} (logged: {})", options.steps->str(),
+                           compress(run.steps_logged)));
   }
   if (options.steps && options.steps->first && options.steps->last) {
     std::vector<std::int64_t> absent;
@@ -446,9 +452,9 @@ RunAnalysis analyze_run(const RunLog& log, const Options& options) {
       if (!selected.count(s)) absent.push_back(s);
     }
     if (!absent.empty() && !selected.empty()) {
-      run.warnings.push_back(fmt::format("{}: --steps {}: step{} {} not logged", log.source,
-                                         options.steps->str(), absent.size() == 1 ? "" : "s",
-                                         compress(absent)));
+      warn_about(run, log,
+                 fmt::format("--steps {}: step{} {} not logged", options.steps->str(),
+                             absent.size() == 1 ? "" : "s", compress(absent)));
     }
   }
 
@@ -464,11 +470,11 @@ RunAnalysis analyze_run(const RunLog& log, const Options& options) {
       if (selected.erase(step) > 0) run.profiled_left_out.push_back(step);
     }
     if (selected.empty() && !run.profiled_left_out.empty()) {
-      run.warnings.push_back(
-          fmt::format("{}: every selected step is profiled (step{} {}): no figures for this run; "
-                      "--include-profiled uses them",
-                      log.source, run.profiled_left_out.size() == 1 ? "" : "s",
-                      compress(run.profiled_left_out)));
+      warn_about(run, log,
+                 fmt::format("every selected step is profiled (step{} {}): no figures for this "
+                             "run; --include-profiled uses them",
+                             run.profiled_left_out.size() == 1 ? "" : "s",
+                             compress(run.profiled_left_out)));
     }
   }
 
@@ -579,10 +585,9 @@ RunAnalysis analyze_run(const RunLog& log, const Options& options) {
     run.microbatch_ci = bootstrap_interval(run.microbatch_s, Statistic::kMedian, options.bootstrap);
   }
   if (timeline.steps > 0 && timeline.ready_known == 0 && timeline.microbatches > 0) {
-    run.warnings.push_back(fmt::format(
-        "{}: TRAINER_STEP_TIMING has no `ready` times (the trainer publishes no readiness "
-        "tokens): device times are unknown",
-        log.source));
+    warn_about(run, log,
+               "TRAINER_STEP_TIMING has no `ready` times (the trainer publishes no readiness "
+               "tokens): device times are unknown");
   }
 
   // Throughput (bench runs), per chip over the mean step time: the padded tokens of a step (the
@@ -618,12 +623,14 @@ RunAnalysis analyze_run(const RunLog& log, const Options& options) {
   }
   if (run.token_dropping.verdict == DropVerdict::kReplayed) {
     const TokenDroppingStatus& dropping = run.token_dropping;
-    run.warnings.push_back(fmt::format(
-        "{}: no token dropped, but {} micro-batch{} replayed on the dropless kernel{} (each a "
-        "whole extra forward/backward): its step times include them",
-        log.source, dropping.replays ? std::to_string(*dropping.replays) : "some",
-        dropping.replays && *dropping.replays == 1 ? " was" : "es were",
-        dropping.replay_scope.empty() ? "" : " in " + dropping.replay_scope));
+    warn_about(
+        run, log,
+        fmt::format(
+            "no token dropped, but {} micro-batch{} replayed on the dropless kernel{} (each a "
+            "whole extra forward/backward): its step times include them",
+            dropping.replays ? std::to_string(*dropping.replays) : "some",
+            dropping.replays && *dropping.replays == 1 ? " was" : "es were",
+            dropping.replay_scope.empty() ? "" : " in " + dropping.replay_scope));
   }
   return run;
 }
@@ -657,17 +664,19 @@ Report build_report(const Inputs& inputs, const Options& options) {
     }
     std::string pair_refusal = refusal(a, b);
     if (!pair_refusal.empty()) {
-      report.warnings.push_back(
-          fmt::format("--control-pair: no micro-batch noise floor: {}", pair_refusal));
+      report.diagnostics.push_back(
+          {Severity::kWarning, "",
+           fmt::format("--control-pair: no micro-batch noise floor: {}", pair_refusal)});
     } else if (a.microbatch_median && b.microbatch_median && *a.microbatch_median > 0) {
       floor.microbatch_rel = std::fabs(*b.microbatch_median / *a.microbatch_median - 1.0);
     }
     for (const RunAnalysis* pair_run : {&a, &b}) {
-      report.warnings.insert(report.warnings.end(), pair_run->warnings.begin(),
-                             pair_run->warnings.end());
+      report.diagnostics.insert(report.diagnostics.end(), pair_run->diagnostics.begin(),
+                                pair_run->diagnostics.end());
       if (pair_run->partial) {
-        report.warnings.push_back(fmt::format("{}: control-pair run is partial: {}",
-                                              pair_run->source, pair_run->partial_reason));
+        report.diagnostics.push_back(
+            {Severity::kWarning, where_of(pair_run->source),
+             fmt::format("control-pair run is partial: {}", pair_run->partial_reason)});
       }
     }
     floor.setup = compare_setups(a.name, a.setup, floor.control_b, b.setup);
@@ -699,9 +708,11 @@ Report build_report(const Inputs& inputs, const Options& options) {
     comparison.setup = compare_setups(control.name, control.setup, run.name, run.setup);
     note_setup_difference(report, options, run.name, control.name, comparison.setup);
     if (comparison.microbatch && control.microbatch_source != run.microbatch_source) {
-      report.warnings.push_back(fmt::format(
-          "{}: its micro-batch times come from {}, the control's from {}: not like for like",
-          run.name, run.microbatch_source, control.microbatch_source));
+      report.diagnostics.push_back(
+          {Severity::kWarning, "",
+           fmt::format(
+               "{}: its micro-batch times come from {}, the control's from {}: not like for like",
+               run.name, run.microbatch_source, control.microbatch_source)});
     }
     for (const RunAnalysis* arm : {&control, &run}) {
       bool says = arm->token_dropping.verdict != DropVerdict::kNotLogged;
@@ -710,10 +721,10 @@ Report build_report(const Inputs& inputs, const Options& options) {
       // Arms whose logs both say nothing (older drivers, MaxText's own logs) are not warned
       // about here: the run table says "not logged" for each.
       if (arm->token_dropping.shows_no_drops() || (!says && !other_says)) continue;
-      report.warnings.push_back(
-          fmt::format("{} against {}: {}: the arms may not have done the "
-                      "same MoE work",
-                      run.name, control.name, drop_problem(*arm)));
+      report.diagnostics.push_back(
+          {Severity::kWarning, "",
+           fmt::format("{} against {}: {}: the arms may not have done the same MoE work", run.name,
+                       control.name, drop_problem(*arm))});
     }
     if (options.fail_if_slower_pct) {
       double limit = *options.fail_if_slower_pct / 100.0;
@@ -751,10 +762,12 @@ Report build_report(const Inputs& inputs, const Options& options) {
                 "[StepMetrics step=N]){}",
                 options.steps ? fmt::format(" in --steps {}", options.steps->str()) : "");
       }
-      report.warnings.insert(report.warnings.end(), log.warnings.begin(), log.warnings.end());
+      report.diagnostics.insert(report.diagnostics.end(), log.diagnostics.begin(),
+                                log.diagnostics.end());
       if (log.partial) {
-        report.warnings.push_back(
-            fmt::format("{}: numerics run is partial: {}", log.source, log.partial_reason));
+        report.diagnostics.push_back(
+            {Severity::kWarning, where_of(log.source),
+             fmt::format("numerics run is partial: {}", log.partial_reason)});
       }
       steps.push_back(std::move(per_step));
       labels.push_back(log.name.empty() ? stem(log.source) : log.name);
@@ -774,16 +787,17 @@ Report build_report(const Inputs& inputs, const Options& options) {
     report.numerics = std::move(numerics);
   }
 
-  std::vector<std::string> warnings;
+  std::vector<Diagnostic> diagnostics;
   for (const RunAnalysis& run : report.runs) {
-    warnings.insert(warnings.end(), run.warnings.begin(), run.warnings.end());
+    diagnostics.insert(diagnostics.end(), run.diagnostics.begin(), run.diagnostics.end());
   }
-  warnings.insert(warnings.end(), report.warnings.begin(), report.warnings.end());
+  diagnostics.insert(diagnostics.end(), report.diagnostics.begin(), report.diagnostics.end());
   // A file given twice (as a run and in --control-pair, say) warns once.
   std::set<std::string> seen;
-  report.warnings.clear();
-  for (std::string& warning : warnings) {
-    if (seen.insert(warning).second) report.warnings.push_back(std::move(warning));
+  report.diagnostics.clear();
+  for (Diagnostic& diagnostic : diagnostics) {
+    if (seen.insert(text_of(diagnostic)).second)
+      report.diagnostics.push_back(std::move(diagnostic));
   }
   return report;
 }

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "rtb/base/diagnostic.h"
 #include "rtb/base/outcome.h"
 #include "rtb/logs/bench_stats.h"
 #include "rtb/logs/run_setup.h"
@@ -168,7 +169,9 @@ struct RunAnalysis {
   TimelineSummary timeline;
   RunSetup setup;
   std::optional<steplog::BenchSummary> summary;
-  std::vector<std::string> warnings;
+  // The log's warnings, then the analysis's (where: the log). --json `diagnostics`, and `warnings`
+  // (their text) until rtb.bench-report/2.
+  std::vector<Diagnostic> diagnostics;
 };
 
 struct MetricComparison {
@@ -212,7 +215,9 @@ struct Report {
   std::vector<std::string> slower_than_allowed;  // what tripped --fail-if-slower
   std::vector<std::string> drops_not_ruled_out;  // what tripped --require-no-drops
   std::vector<std::string> setups_differ;        // what tripped --require-same-setup
-  std::vector<std::string> warnings;             // every run's warnings, in order
+  // Every run's warnings, then the report's, in order, each once. --json `diagnostics`, and
+  // `warnings` (their text) until rtb.bench-report/2.
+  std::vector<Diagnostic> diagnostics;
 
   // kFail when a numerics gate failed, --fail-if-slower, --require-no-drops or
   // --require-same-setup tripped, else kPass.

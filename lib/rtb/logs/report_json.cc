@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "rtb/base/diagnostic.h"
 #include "rtb/base/json.h"
 #include "rtb/base/stats.h"
 
@@ -227,7 +228,8 @@ std::string format_json(const Report& report) {
       summary_setup_fields(j, *run.summary);
     });
     setup_fields(j, run);
-    j.list("warnings", run.warnings);
+    j.list("warnings", texts_of(run.diagnostics));
+    write_json(j, "diagnostics", run.diagnostics);
     j.end_object();
   }
   j.end_array();
@@ -292,7 +294,8 @@ std::string format_json(const Report& report) {
     j.field("tripped", !report.setups_differ.empty());
     j.list("messages", report.setups_differ);
   });
-  j.list("warnings", report.warnings);
+  j.list("warnings", texts_of(report.diagnostics));
+  write_json(j, "diagnostics", report.diagnostics);
   j.field("exit_code", exit_code(report.outcome()));
   j.end_object();
   return j.str();

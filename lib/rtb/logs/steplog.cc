@@ -373,7 +373,12 @@ void RunLogParser::warn(std::size_t number, const std::string& message) {
     return;
   }
   ++line_warnings_;
-  log_.warnings.push_back(fmt::format("{}:{}: {}", log_.source, number, message));
+  log_.diagnostics.push_back(
+      {Severity::kWarning, where_of(log_.source, static_cast<std::int64_t>(number)), message});
+}
+
+void RunLogParser::warn_log(std::string message) {
+  log_.diagnostics.push_back({Severity::kWarning, where_of(log_.source), std::move(message)});
 }
 
 StepRecord& RunLogParser::record(std::int64_t step, std::size_t number) {
@@ -840,8 +845,7 @@ RunLog RunLogParser::finish() {
   }
   if (log_.summary && !log_.summary->name.empty()) log_.name = log_.summary->name;
   if (dropped_warnings_ > 0) {
-    log_.warnings.push_back(
-        fmt::format("{}: {} more line warnings not shown", log_.source, dropped_warnings_));
+    warn_log(fmt::format("{} more line warnings not shown", dropped_warnings_));
   }
 
   // Steps with a time: gaps between the first and last are missing steps.
@@ -857,9 +861,9 @@ RunLog RunLogParser::finish() {
       }
     }
     if (!missing.empty()) {
-      log_.warnings.push_back(fmt::format(
-          "{}: no step time for step{} {} (between steps {} and {})", log_.source,
-          missing.size() == 1 ? "" : "s", integer_ranges(missing), timed.front(), timed.back()));
+      warn_log(fmt::format("no step time for step{} {} (between steps {} and {})",
+                           missing.size() == 1 ? "" : "s", integer_ranges(missing), timed.front(),
+                           timed.back()));
     }
   }
   // Steps that have a step line but no TRAINER_STEP_TIMING, when the run logs timing at all.
@@ -874,14 +878,14 @@ RunLog RunLogParser::finish() {
       if (!has && !unavailable) without.push_back(step);
     }
     if (!without.empty()) {
-      log_.warnings.push_back(fmt::format("{}: no TRAINER_STEP_TIMING for step{} {}", log_.source,
-                                          without.size() == 1 ? "" : "s", integer_ranges(without)));
+      warn_log(fmt::format("no TRAINER_STEP_TIMING for step{} {}", without.size() == 1 ? "" : "s",
+                           integer_ranges(without)));
     }
   }
   if (!log_.timing_unavailable.empty()) {
-    log_.warnings.push_back(fmt::format("{}: TRAINER_STEP_TIMING unavailable for step{} {}",
-                                        log_.source, log_.timing_unavailable.size() == 1 ? "" : "s",
-                                        integer_ranges(log_.timing_unavailable)));
+    warn_log(fmt::format("TRAINER_STEP_TIMING unavailable for step{} {}",
+                         log_.timing_unavailable.size() == 1 ? "" : "s",
+                         integer_ranges(log_.timing_unavailable)));
   }
 
   // Partial: the driver failed, stopped before its summary, or logged fewer steps than planned.

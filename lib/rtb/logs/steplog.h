@@ -46,6 +46,7 @@
 #include <utility>
 #include <vector>
 
+#include "rtb/base/diagnostic.h"
 #include "rtb/base/literal.h"
 
 namespace rtb::logs::steplog {
@@ -292,7 +293,9 @@ struct RunLog {
   std::string failure;  // the driver's `bench_driver: failed: ...` text, if any
   bool partial = false;
   std::string partial_reason;
-  std::vector<std::string> warnings;  // "file:line: what" or "file: what"
+  // Warnings about the log, where "file:line" (a line) or "file" (the whole log). bench-report's
+  // --json lists them (`diagnostics`; `warnings`, their text, until rtb.bench-report/2).
+  std::vector<Diagnostic> diagnostics;
   std::size_t lines = 0;
 
   bool has_step_lines() const { return !steps.empty() || !timings.empty(); }
@@ -318,6 +321,8 @@ class RunLogParser {
   void parse_peft_step(std::int64_t step, std::string_view rest, std::size_t number);
   void parse_driver_line(std::string_view line);
   void warn(std::size_t number, const std::string& message);
+  // A warning about the whole log (no line), never capped.
+  void warn_log(std::string message);
   StepRecord& record(std::int64_t step, std::size_t number);
 
   static constexpr std::size_t kMaxLineWarnings = 100;

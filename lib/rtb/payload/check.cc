@@ -248,9 +248,10 @@ class Verifier {
     check_recorded_shape();
     for (const ArrayInfo& info : arrays_) {
       if (!known.count(info.name)) {
-        report_.notes.push_back(
-            fmt::format("field '{}' ({} {}) is not part of the spec; not checked", info.name,
-                        dtype_name(info.dtype), format_shape(info.shape)));
+        report_.diagnostics.push_back(
+            {Severity::kNote, "",
+             fmt::format("field '{}' ({} {}) is not part of the spec; not checked", info.name,
+                         dtype_name(info.dtype), format_shape(info.shape))});
       }
     }
   }
@@ -737,10 +738,11 @@ class Verifier {
       // K, so a token's K distinct experts fit).
       report_.experts = std::max(largest_expert_ + 1, report_.topk);
       report_.settings.push_back({"experts", std::to_string(report_.experts), "inferred"});
-      report_.notes.push_back(fmt::format(
-          "experts: {}, inferred from the largest expert id + 1 (give --experts E for the model's "
-          "count; loads and max/mean use this many)",
-          report_.experts));
+      report_.diagnostics.push_back(
+          {Severity::kNote, "",
+           fmt::format("experts: {}, inferred from the largest expert id + 1 (give --experts E for "
+                       "the model's count; loads and max/mean use this many)",
+                       report_.experts)});
       if (report_.experts % o_.ep != 0) {
         fail(
             "expert parallelism {} does not divide the {} experts inferred from the routing; "

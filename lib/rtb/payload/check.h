@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "rtb/base/diagnostic.h"
 #include "rtb/base/outcome.h"
 #include "rtb/payload/builder.h"
 #include "rtb/payload/load.h"
@@ -92,7 +93,9 @@ struct VerifyReport {
   std::vector<CheckResult> checks;
   std::vector<LoadStats> per_layer;  // achieved, from the routing
   std::vector<double> targets;       // checked against (empty: none)
-  std::vector<std::string> notes;
+  // Notes (no place): fields outside the spec, an expert count inferred. --json `diagnostics`,
+  // and `notes` (the messages) until check-payload verify's next schema version.
+  std::vector<Diagnostic> diagnostics;
   std::vector<SettingSource> settings;  // the settings checked against and where each came from
   bool passed() const;                  // every check passed (a skipped check passes)
   // kPass when every check passed, else kFail: the verdict of verify and build. (Input that

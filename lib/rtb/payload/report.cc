@@ -222,7 +222,7 @@ std::string format_verify_text(const std::string& file, const VerifyReport& r,
   out += targets_source.empty() ? "targets: none checked\n"
                                 : fmt::format("targets: {}\n", targets_source);
   out += settings_text(r.settings);
-  for (const std::string& note : r.notes) out += fmt::format("note: {}\n", note);
+  for (const Diagnostic& note : r.diagnostics) out += fmt::format("note: {}\n", text_of(note));
   out += fmt::format("\n{}", checks_text(r));
   if (!r.per_layer.empty()) out += fmt::format("\n{}", layer_table(r.per_layer, r.targets));
   return out;
@@ -241,7 +241,8 @@ std::string format_verify_json(const std::string& file, const VerifyReport& r,
   j.field("pad_position", r.pad_position);
   j.field("targets_source", json::null_if_empty(targets_source));
   j.list("targets", r.targets);
-  j.list("notes", r.notes);
+  j.list("notes", messages_of(r.diagnostics));
+  write_json(j, "diagnostics", r.diagnostics);
   j.key("settings").begin_object();
   for (const SettingSource& s : r.settings) {
     j.key(s.name).begin_object().field("value", s.value).field("from", s.from).end_object();
@@ -355,6 +356,7 @@ std::string format_tiles_json(const std::string& source, const TilesReport& r) {
     j.list("dkv_all_rows", tiles->dkv_all_rows);
     j.end_object();
   }
+  write_json(j, "diagnostics", r.diagnostics);
   j.end_object();
   return j.str();
 }

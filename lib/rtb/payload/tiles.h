@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "rtb/base/diagnostic.h"
 #include "rtb/payload/builder.h"
 #include "rtb/payload/npy.h"
 
@@ -56,6 +57,9 @@ struct TilesReport {
   std::int64_t tokens = 0;
   PositionTiles end;    // every row laid out with its padding at the end
   PositionTiles start;  // and with its padding first (pad position start)
+  // What resolving the layout options warned about (the caller of count_layout_tiles adds them);
+  // --json `diagnostics`.
+  std::vector<Diagnostic> diagnostics;
 };
 
 // Collects rows one at a time (so a payload file is read row by row) and counts their tiles for
