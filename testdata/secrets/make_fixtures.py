@@ -87,69 +87,70 @@ def replace_once(text, old, new, start=0, end=None):
   return text[:at] + new + text[at + len(old):]
 
 
+ORCHESTRATOR = "\n  name: abtest-orch\n"
+TRAINER = "\n  name: abtest-train\n"
+ROLLOUT = "\n  name: abtest-roll\n"
+
+
+def replace_in(text, section, next_section, old, new):
+  """replace_once in one part of `text`: from `section` to the first `next_section` after it (both
+  found again on each call, as every edit moves what follows it)."""
+  start = text.index(section)
+  return replace_once(text, old, new, start, text.index(next_section, start))
+
+
 def dryrun(wandb_key, github_token, max_seq_token):
   with open("testdata/launch_dryrun.txt", encoding="utf-8") as f:
     text = f.read()
-  orch = text.index("\n  name: abtest-orch\n")
-  train = text.index("\n  name: abtest-train\n")
-  roll = text.index("\n  name: abtest-roll\n")
   gap = " " * 7  # the separator of the startup lines' words
-  # Orchestrator: the W&B key in its startup env, a judge API key and the reasoning tokens in its
-  # argv (render-bench copies that argv into the bench as ORCH_ARGV).
-  text = replace_once(text, 'WANDB_RUN_NAME="abtest"' + gap,
-                      f'WANDB_RUN_NAME="abtest"{gap}WANDB_API_KEY={WANDB_KEY}{gap}', orch, train)
-  train = text.index("\n  name: abtest-train\n")
-  text = replace_once(
-      text, '--wandb_run_name="abtest"',
-      f'--wandb_run_name="abtest"{gap}--judge_api_key={JUDGE_KEY}'
-      f'{gap}--reasoning_start_token="<think>"{gap}--solution_end_token="</answer>"', orch, train)
-  train = text.index("\n  name: abtest-train\n")
-  roll = text.index("\n  name: abtest-roll\n")
-  # Trainer pod spec: a pull secret by name.
-  text = replace_once(
-      text, "            serviceAccountName: xpk-sa\n", "            serviceAccountName: xpk-sa\n"
-      "            imagePullSecrets: [{name: regcred}]\n", train,
-      text.index("\n  - name: pw-node\n", train))
-  roll = text.index("\n  name: abtest-roll\n")
-  # Trainer script: an exported token and a multi-line heredoc holding a PEM private key.
-  ind = " " * 18
+  ind = " " * 18  # the trainer script's indent
   pem = "".join(f"{ind}{line}\n" for line in PEM_LINES)
-  text = replace_once(
-      text, f"{ind}trap _sigterm SIGTERM\n\n", f"{ind}trap _sigterm SIGTERM\n\n"
-      f"{ind}export HF_TOKEN={HF_TOKEN}\n"
-      f"{ind}mkdir -p /root/.ssh\n"
-      f"{ind}cat > /root/.ssh/id_ed25519 <<'EOF'\n"
-      f"{ind}-----BEGIN OPENSSH PRIVATE KEY-----\n"
-      f"{pem}"
-      f"{ind}-----END OPENSSH PRIVATE KEY-----\n"
-      f"{ind}EOF\n"
-      f"{ind}chmod 600 /root/.ssh/id_ed25519\n\n", train, roll)
-  roll = text.index("\n  name: abtest-roll\n")
-  # Trainer startup env: W&B and AWS keys, a package index URL with a password, the tokenizer path.
-  text = replace_once(
-      text, 'WANDB_RUN_NAME="abtest"' + gap,
-      f'WANDB_RUN_NAME="abtest"{gap}WANDB_API_KEY={wandb_key}{gap}AWS_ACCESS_KEY_ID={AWS_ID}'
-      f"{gap}AWS_SECRET_ACCESS_KEY='{AWS_SECRET}'"
-      f'{gap}PIP_INDEX_URL="https://ci-bot:{PIP_PASSWORD}@pypi.example.com/simple"'
-      f"{gap}TOKENIZER_PATH=/models/qwen3.5-397b/tokenizer{gap}", train, roll)
-  roll = text.index("\n  name: abtest-roll\n")
-  # Trainer MAXTEXT_EXTRA_FLAGS: MaxText's hf_access_token.
-  text = replace_once(text, " num_moe_token_chunks=2 ",
-                      f" num_moe_token_chunks=2 hf_access_token={HF_ACCESS_TOKEN} ", train, roll)
-  roll = text.index("\n  name: abtest-roll\n")
-  # Trainer argv: a JSON-quoted argument with an API key (and max_tokens beside it).
-  text = replace_once(
-      text, "--skip_first_n_profiler_steps=-1 ",
-      f"--skip_first_n_profiler_steps=-1 --rollout_env_json='{{\"OPENAI_API_KEY\": "
-      f"\"{OPENAI_KEY}\", \"max_tokens\": 8192}}' ", train, roll)
-  text = replace_once(text, "--max_seq_token_per_tpu=65536 --maxtext_skip",
-                      f"--max_seq_token_per_tpu={max_seq_token} --maxtext_skip", train, roll)
-  roll = text.index("\n  name: abtest-roll\n")
-  # Trainer main container env list, as `kubectl get -o yaml` prints it.
-  text = replace_once(
-      text, "              - name: VLLM_ENABLE_V1_MULTIPROCESSING\n",
-      f"              - name: GITHUB_TOKEN\n                value: {github_token}\n"
-      "              - name: VLLM_ENABLE_V1_MULTIPROCESSING\n", train, roll)
+  # (part of the text, the one string there, what it becomes), in order.
+  edits = [
+      # Orchestrator: the W&B key in its startup env, a judge API key and the reasoning tokens in
+      # its argv (render-bench copies that argv into the bench as ORCH_ARGV).
+      ((ORCHESTRATOR, TRAINER), 'WANDB_RUN_NAME="abtest"' + gap,
+       f'WANDB_RUN_NAME="abtest"{gap}WANDB_API_KEY={WANDB_KEY}{gap}'),
+      ((ORCHESTRATOR, TRAINER), '--wandb_run_name="abtest"',
+       f'--wandb_run_name="abtest"{gap}--judge_api_key={JUDGE_KEY}'
+       f'{gap}--reasoning_start_token="<think>"{gap}--solution_end_token="</answer>"'),
+      # Trainer pod spec: a pull secret by name.
+      ((TRAINER, "\n  - name: pw-node\n"), "            serviceAccountName: xpk-sa\n",
+       "            serviceAccountName: xpk-sa\n"
+       "            imagePullSecrets: [{name: regcred}]\n"),
+      # Trainer script: an exported token and a multi-line heredoc holding a PEM private key.
+      ((TRAINER, ROLLOUT), f"{ind}trap _sigterm SIGTERM\n\n", f"{ind}trap _sigterm SIGTERM\n\n"
+       f"{ind}export HF_TOKEN={HF_TOKEN}\n"
+       f"{ind}mkdir -p /root/.ssh\n"
+       f"{ind}cat > /root/.ssh/id_ed25519 <<'EOF'\n"
+       f"{ind}-----BEGIN OPENSSH PRIVATE KEY-----\n"
+       f"{pem}"
+       f"{ind}-----END OPENSSH PRIVATE KEY-----\n"
+       f"{ind}EOF\n"
+       f"{ind}chmod 600 /root/.ssh/id_ed25519\n\n"),
+      # Trainer startup env: W&B and AWS keys, a package index URL with a password, the tokenizer
+      # path.
+      ((TRAINER, ROLLOUT), 'WANDB_RUN_NAME="abtest"' + gap,
+       f'WANDB_RUN_NAME="abtest"{gap}WANDB_API_KEY={wandb_key}{gap}AWS_ACCESS_KEY_ID={AWS_ID}'
+       f"{gap}AWS_SECRET_ACCESS_KEY='{AWS_SECRET}'"
+       f'{gap}PIP_INDEX_URL="https://ci-bot:{PIP_PASSWORD}@pypi.example.com/simple"'
+       f"{gap}TOKENIZER_PATH=/models/qwen3.5-397b/tokenizer{gap}"),
+      # Trainer MAXTEXT_EXTRA_FLAGS: MaxText's hf_access_token.
+      ((TRAINER, ROLLOUT), " num_moe_token_chunks=2 ",
+       f" num_moe_token_chunks=2 hf_access_token={HF_ACCESS_TOKEN} "),
+      # Trainer argv: a JSON-quoted argument with an API key (and max_tokens beside it).
+      ((TRAINER, ROLLOUT), "--skip_first_n_profiler_steps=-1 ",
+       f"--skip_first_n_profiler_steps=-1 --rollout_env_json='{{\"OPENAI_API_KEY\": "
+       f"\"{OPENAI_KEY}\", \"max_tokens\": 8192}}' "),
+      ((TRAINER, ROLLOUT), "--max_seq_token_per_tpu=65536 --maxtext_skip",
+       f"--max_seq_token_per_tpu={max_seq_token} --maxtext_skip"),
+      # Trainer main container env list, as `kubectl get -o yaml` prints it.
+      ((TRAINER, ROLLOUT), "              - name: VLLM_ENABLE_V1_MULTIPROCESSING\n",
+       f"              - name: GITHUB_TOKEN\n                value: {github_token}\n"
+       "              - name: VLLM_ENABLE_V1_MULTIPROCESSING\n"),
+  ]
+  for (section, next_section), old, new in edits:
+    text = replace_in(text, section, next_section, old, new)
   return text
 
 
@@ -178,34 +179,37 @@ ALL_ARTIFACTS = ("jobset", "preflight", "aot_script")
 BENCH_ARTIFACTS = ("jobset", "preflight")
 
 
+def carried_by(artifacts, *rows):
+  """Credentials (name, value, where) that the same runnable artifacts carry."""
+  return [cred(name, value, where, artifacts=artifacts) for name, value, where in rows]
+
+
 def dryrun_credentials(wandb_key, github_token):
   return [
       cred(
           "HF_TOKEN", HF_TOKEN, "trainer script: export HF_TOKEN= (the bench client replaces "
           "the script: only diff-renders' line diff of the script shows it)"),
-      cred("WANDB_API_KEY", wandb_key,
-           "trainer startup env (and, value of A, orchestrator startup env)",
-           artifacts=ALL_ARTIFACTS),
-      cred("AWS_ACCESS_KEY_ID", AWS_ID, "trainer startup env (AKIA shape)",
-           artifacts=ALL_ARTIFACTS),
-      cred("AWS_SECRET_ACCESS_KEY", AWS_SECRET, "trainer startup env, single-quoted",
-           artifacts=ALL_ARTIFACTS),
-      cred("PIP_INDEX_URL", PIP_PASSWORD,
-           "trainer startup env, password of https://ci-bot:PASSWORD@pypi.example.com",
-           artifacts=ALL_ARTIFACTS),
-      cred("hf_access_token", HF_ACCESS_TOKEN, "trainer MAXTEXT_EXTRA_FLAGS item",
-           artifacts=ALL_ARTIFACTS),
-      cred("OPENAI_API_KEY", OPENAI_KEY,
-           "trainer argv --rollout_env_json='{\"OPENAI_API_KEY\": ...}' (JSON-quoted)",
-           artifacts=BENCH_ARTIFACTS),
-      cred("GITHUB_TOKEN", github_token, "trainer main container env list (- name: / value:)",
-           artifacts=BENCH_ARTIFACTS),
-      cred("--judge_api_key", JUDGE_KEY, "orchestrator argv (the bench's ORCH_ARGV)",
-           artifacts=BENCH_ARTIFACTS),
-      cred("PRIVATE KEY", PEM_LINES[0],
-           "trainer script heredoc, PEM private key body line 1 (replaced like HF_TOKEN)"),
-      cred("PRIVATE KEY", PEM_LINES[1],
-           "trainer script heredoc, PEM private key body line 2 (replaced like HF_TOKEN)"),
+      *carried_by(
+          ALL_ARTIFACTS,
+          ("WANDB_API_KEY", wandb_key,
+           "trainer startup env (and, value of A, orchestrator startup env)"),
+          ("AWS_ACCESS_KEY_ID", AWS_ID, "trainer startup env (AKIA shape)"),
+          ("AWS_SECRET_ACCESS_KEY", AWS_SECRET, "trainer startup env, single-quoted"),
+          ("PIP_INDEX_URL", PIP_PASSWORD,
+           "trainer startup env, password of https://ci-bot:PASSWORD@pypi.example.com"),
+          ("hf_access_token", HF_ACCESS_TOKEN, "trainer MAXTEXT_EXTRA_FLAGS item"),
+      ),
+      *carried_by(
+          BENCH_ARTIFACTS,
+          ("OPENAI_API_KEY", OPENAI_KEY,
+           "trainer argv --rollout_env_json='{\"OPENAI_API_KEY\": ...}' (JSON-quoted)"),
+          ("GITHUB_TOKEN", github_token, "trainer main container env list (- name: / value:)"),
+          ("--judge_api_key", JUDGE_KEY, "orchestrator argv (the bench's ORCH_ARGV)"),
+      ),
+      *(cred(
+          "PRIVATE KEY", line,
+          f"trainer script heredoc, PEM private key body line {number} (replaced like HF_TOKEN)")
+        for number, line in enumerate(PEM_LINES, 1)),
   ]
 
 

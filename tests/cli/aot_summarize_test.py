@@ -43,6 +43,18 @@ class AotSummarizeTest(unittest.TestCase):
         r = rows(out)
         self.assertEqual({label: r.get(label) for label in expected}, expected)
 
+    def table(self, code, args, expected):
+        """Runs the tool on `args`, which must exit with `code`, and asserts that its table has the
+        rows `expected` (as assert_rows); returns (stdout, stderr)."""
+        out, err = expect_exit(self, code, TOOL, args)
+        self.assert_rows(out, expected)
+        return out, err
+
+    def json_of(self, code, args):
+        """The --json document of the tool on `args`, which must exit with `code`."""
+        out, _ = expect_exit(self, code, TOOL, [*args, "--json"])
+        return json.loads(out)
+
     def test_engine_compile_log(self):
         out, err = expect_exit(self, 0, TOOL, [data("memlog_engine_compile_a.log")])
         self.assertEqual(err, "")
@@ -69,8 +81,7 @@ class AotSummarizeTest(unittest.TestCase):
             })
 
     def test_json_schema(self):
-        out, err = expect_exit(self, 0, TOOL, [data("memlog_engine_compile_a.log"), "--json"])
-        doc = json.loads(out)
+        doc = self.json_of(0, [data("memlog_engine_compile_a.log")])
         self.assertEqual(doc["schema"], "rtb.aot-summarize/1")
         self.assertEqual((doc["exit_code"], doc["error"], doc["fits"]), (0, None, True))
         log = doc["logs"][0]
@@ -127,8 +138,7 @@ class AotSummarizeTest(unittest.TestCase):
         self.assertEqual(r["accumulate/resident"], ["2.00"])
         self.assertNotIn("fwd_bwd/host temp", r, "the 5-field form has no host fields")
         self.assertNotIn("fwd_bwd/+state", r)
-        out, err = expect_exit(self, 0, TOOL, [data("memlog_train_compile.log"), "--json"])
-        log = json.loads(out)["logs"][0]
+        log = self.json_of(0, [data("memlog_train_compile.log")])["logs"][0]
         self.assertEqual(log["kind"], "train_compile")
         self.assertEqual([p["name"] for p in log["programs"]], ["train_step"])
         self.assertEqual(log["hbm_gib_per_device"], 32)
@@ -141,8 +151,7 @@ class AotSummarizeTest(unittest.TestCase):
         rc, out, err = run([real])
         self.assertEqual(rc, 2)
         self.assertIn("give --hbm-gib or --chip", err)
-        out, err = expect_exit(self, 1, TOOL, [real, "--chip", "v5p"])
-        self.assert_rows(out, {
+        self.table(1, [real, "--chip", "v5p"], {
             "kind": ["live run"],
             "train_step/resident": ["100.40"],
             "train_step/headroom": ["-5.40"],
@@ -151,24 +160,20 @@ class AotSummarizeTest(unittest.TestCase):
             self, 0, TOOL,
             [real, "--hbm-gib", "101",
              data("memlog_maxtext_docs_excerpts_5505348a.log")])
-        out, err = expect_exit(self, 0, TOOL, [data("memlog_live_tpu_usage.log")])
-        self.assert_rows(
-            out, {
+        self.table(
+            0, [data("memlog_live_tpu_usage.log")], {
                 "tpu_programs/resident": ["71.94"],
                 "tpu_programs/programs (largest shown)": ["3"],
                 "HBM per device GiB": ["94.74 (log)"],
             })
 
     def test_out_of_memory_logs(self):
-        out, err = expect_exit(self, 1, TOOL, [data("memlog_oom_engine_hlo_temporaries.log")])
-        self.assert_rows(
-            out, {
+        self.table(
+            1, [data("memlog_oom_engine_hlo_temporaries.log")], {
                 "out of memory": ["line 6: hbm 100.13 GiB needed, 94.74 available"],
                 "verdict": ["DOES NOT FIT (out of memory reported)"],
             })
-        out, err = expect_exit(self, 1, TOOL,
-                               [data("memlog_oom_train_compile_used_of.log"), "--json"])
-        oom = json.loads(out)["logs"][0]["oom"][0]
+        oom = self.json_of(1, [data("memlog_oom_train_compile_used_of.log")])["logs"][0]["oom"][0]
         self.assertEqual(oom["memory_space"], "hbm")
         self.assertEqual(oom["required_bytes"], round(21.95 * 2**30))
         self.assertEqual(oom["available_bytes"], round(15.48 * 2**30))
@@ -209,9 +214,8 @@ class AotSummarizeTest(unittest.TestCase):
     # --- issue 16, on real MaxText Gemma-4 logs and on fixtures of the documented shapes ----------
     def test_measured_usage_outranks_the_estimate(self):
         log = data("memlog_maxtext_gemma4_baseline_L4440-4729_measured_fits_estimate_not.log")
-        out, err = expect_exit(self, 0, TOOL, [log])
-        self.assert_rows(
-            out, {
+        out, _ = self.table(
+            0, [log], {
                 "HBM per device GiB": ["94.74 (log)"],
                 "tpu_programs/resident": ["75.87"],
                 "tpu_programs/fits": ["yes"],
@@ -223,8 +227,7 @@ class AotSummarizeTest(unittest.TestCase):
             "estimate for train_step (line 51) is 105.50 GiB, more than the 94.74 GiB HBM "
             "per device, but libtpu measured 75.87 GiB for the largest program it loaded "
             "(line 6), which fits", out)
-        out, err = expect_exit(self, 0, TOOL, [log, "--json"])
-        doc = json.loads(out)
+        doc = self.json_of(0, [log])
         self.assertTrue(doc["fits"])
         entry = doc["logs"][0]
         self.assertTrue(entry["fits"])
@@ -242,15 +245,12 @@ class AotSummarizeTest(unittest.TestCase):
         self.assertIsNone(json.loads(out)["logs"][0]["estimate_disagreement"])
 
     def test_runtime_failures_keep_units_and_free_is_not_capacity(self):
-        out, err = expect_exit(self, 1, TOOL, [data("memlog_oom_runtime_allocate_mib.log")])
-        self.assert_rows(
-            out, {
+        self.table(
+            1, [data("memlog_oom_runtime_allocate_mib.log")], {
                 "out of memory": ["line 4: hbm: allocating 125.25 MiB failed, 44.87 MiB free"],
                 "HBM per device GiB": ["-"],
             })
-        out, err = expect_exit(self, 1, TOOL,
-                               [data("memlog_oom_runtime_allocate_mib.log"), "--json"])
-        entry = json.loads(out)["logs"][0]
+        entry = self.json_of(1, [data("memlog_oom_runtime_allocate_mib.log")])["logs"][0]
         self.assertIsNone(entry["hbm_gib_per_device"])
         oom = entry["oom"][0]
         self.assertEqual(oom["kind"], "allocate")
@@ -265,9 +265,9 @@ class AotSummarizeTest(unittest.TestCase):
                                [data("memlog_maxtext_gemma4_compile_oom_vmem_L1776-1790.log")])
         self.assertEqual(
             rows(out)["out of memory"], ["line 7: vmem 66.93 MiB needed, 63.94 available"])
-        out, err = expect_exit(self, 1, TOOL, [data("memlog_maxtext_gemma4_compile_oom_E1000.log")])
-        self.assert_rows(
-            out,
+        self.table(
+            1,
+            [data("memlog_maxtext_gemma4_compile_oom_E1000.log")],
             {
                 "out of memory": ["line 53: hbm 94.77 GiB needed, 94.74 available [2 lines]"],
                 "HBM per device GiB": ["94.74 (log)"],  # Used X of Y: Y is the capacity
@@ -282,9 +282,7 @@ class AotSummarizeTest(unittest.TestCase):
                 "line 5: reserving 14.96 GiB for a program failed, 1.33 GiB free, 0 B reserved, "
                 "1.33 GiB reservable"
             ])
-        out, err = expect_exit(self, 1, TOOL,
-                               [data("memlog_oom_runtime_reserve_e0101_wrapped.log"), "--json"])
-        entry = json.loads(out)["logs"][0]
+        entry = self.json_of(1, [data("memlog_oom_runtime_reserve_e0101_wrapped.log")])["logs"][0]
         self.assertEqual(entry["oom_lines"], 1)
         oom = entry["oom"][0]
         self.assertEqual((oom["line"], oom["kind"]), (2, "reserve"))

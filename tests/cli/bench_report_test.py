@@ -1031,9 +1031,17 @@ class DamagedLogTest(unittest.TestCase):
 
 class NumericsTest(unittest.TestCase):
 
+    def numerics_args(self, variant):
+        """--numerics of `variant`.log against the two reference logs."""
+        return [
+            "--numerics",
+            log("numerics_ref1.log"),
+            log("numerics_ref2.log"),
+            log(f"{variant}.log")
+        ]
+
     def numerics(self, variant, *extra):
-        return report("--numerics", log("numerics_ref1.log"), log("numerics_ref2.log"),
-                      log(f"{variant}.log"), *extra)
+        return report(*self.numerics_args(variant), *extra)
 
     def test_all_six_gates_pass(self):
         code, doc, err = self.numerics("numerics_variant")
@@ -1056,12 +1064,7 @@ class NumericsTest(unittest.TestCase):
         self.assertEqual(gates["grad_norm"]["limit"], 2e-3)
         self.assertEqual(gates["logprob"]["metric"], "log_ratio/abs_mean")
         self.assertEqual(gates["finite"]["value"], 0)
-        code, out, _ = run([
-            "--numerics",
-            log("numerics_ref1.log"),
-            log("numerics_ref2.log"),
-            log("numerics_variant.log")
-        ])
+        code, out, _ = run(self.numerics_args("numerics_variant"))
         self.assertIn("all 6 gates pass", out)
 
     def test_failing_gates_exit_1(self):
@@ -1074,12 +1077,7 @@ class NumericsTest(unittest.TestCase):
         known = expected()["numerics_bad.log"]
         self.assertAlmostEqual(gates["grad_norm"]["value"], known["grad_norm"]["value"], delta=1e-9)
         self.assertIn("numerics: a gate failed", err)
-        code, out, _ = run([
-            "--numerics",
-            log("numerics_ref1.log"),
-            log("numerics_ref2.log"),
-            log("numerics_bad.log")
-        ])
+        code, out, _ = run(self.numerics_args("numerics_bad"))
         self.assertIn("2 of 6 gates fail: logprob, grad_norm", out)
         # Limits are configurable; a gate can be turned off.
         code, doc, _ = self.numerics("numerics_bad", "--limit", "grad_norm=1e-2", "--limit",

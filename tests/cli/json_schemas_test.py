@@ -34,6 +34,16 @@ def data(*parts):
     return os.path.join(TESTDATA, *parts)
 
 
+def logs(*names):
+    """Bench and numerics logs of testdata/bench_logs, by name."""
+    return [os.path.join(LOGS, name) for name in names]
+
+
+def dumps(*names):
+    """Scheduled-HLO dumps of testdata/hlo, by name."""
+    return [os.path.join(HLO, name) for name in names]
+
+
 class Run(NamedTuple):
     """One run of a tool's --json mode: the arguments (from a scratch folder) and the exit code."""
     args: Callable[[str], Sequence[str]]
@@ -75,6 +85,11 @@ def stub_path(tmp):
     }
 
 
+def numerics(reference_a, reference_b, variant):
+    """The arguments of a `bench-report --numerics --json` run on three logs."""
+    return lambda tmp: ["--numerics", *logs(reference_a, reference_b, variant), "--json"]
+
+
 # Every --json document a tool can print: (tool, mode) -> schema file, and runs that print it.
 MODES = [
     Mode("render-bench", "--print-knobs", "rtb.render-bench.knobs.1.json", [
@@ -109,65 +124,34 @@ MODES = [
             ], 0),
     ]),
     Mode("bench-report", "runs", "rtb.bench-report.1.json", [
-        Run(lambda tmp: [os.path.join(LOGS, "bench_ctl.log"), "--json"], 0),
-        Run(
-            lambda tmp:
-            [os.path.join(LOGS, "bench_ctl.log"),
-             os.path.join(LOGS, "bench_same.log"), "--json"], 0),
-        Run(
-            lambda tmp: [
-                os.path.join(LOGS, "bench_ctl.log"),
-                os.path.join(LOGS, "bench_slow.log"),
-                os.path.join(LOGS, "bench_fast.log"), "--json"
-            ], 0),
-        Run(lambda tmp: [os.path.join(LOGS, "bench_drops_counted.log"), "--json"], 0),
-        Run(lambda tmp: [os.path.join(LOGS, "bench_profiled.log"), "--json"], 0),
-        Run(lambda tmp: [os.path.join(LOGS, "bench_partial.log"), "--json"], 0),
-        Run(lambda tmp: [os.path.join(LOGS, "bench_device_ctl.log"), "--json"], 0),
-        Run(lambda tmp: [os.path.join(LOGS, "bench_dispatch_var.log"), "--json"], 0),
+        Run(lambda tmp: [*logs("bench_ctl.log"), "--json"], 0),
+        Run(lambda tmp: [*logs("bench_ctl.log", "bench_same.log"), "--json"], 0),
+        Run(lambda tmp: [*logs("bench_ctl.log", "bench_slow.log", "bench_fast.log"), "--json"], 0),
+        Run(lambda tmp: [*logs("bench_drops_counted.log"), "--json"], 0),
+        Run(lambda tmp: [*logs("bench_profiled.log"), "--json"], 0),
+        Run(lambda tmp: [*logs("bench_partial.log"), "--json"], 0),
+        Run(lambda tmp: [*logs("bench_device_ctl.log"), "--json"], 0),
+        Run(lambda tmp: [*logs("bench_dispatch_var.log"), "--json"], 0),
         Run(
             lambda tmp: [
-                os.path.join(LOGS, "bench_setup_staged.log"),
-                os.path.join(LOGS, "bench_setup_unstaged.log"),
-                os.path.join(LOGS, "bench_setup_checkpoint.log"),
-                os.path.join(LOGS, "bench_setup_replayed.log"), "--json"
+                *logs("bench_setup_staged.log", "bench_setup_unstaged.log",
+                      "bench_setup_checkpoint.log", "bench_setup_replayed.log"), "--json"
             ], 0),
         Run(
-            lambda tmp: [
-                os.path.join(LOGS, "bench_ctl.log"),
-                os.path.join(LOGS, "bench_slow.log"), "--fail-if-slower", "0.1", "--json"
-            ], 1),
-        Run(
             lambda tmp:
-            [os.path.join(LOGS, "bench_drops_counted.log"), "--require-no-drops", "--json"], 1),
+            [*logs("bench_ctl.log", "bench_slow.log"), "--fail-if-slower", "0.1", "--json"], 1),
+        Run(lambda tmp: [*logs("bench_drops_counted.log"), "--require-no-drops", "--json"], 1),
         Run(
             lambda tmp: [
-                os.path.join(LOGS, "bench_setup_staged.log"),
-                os.path.join(LOGS, "bench_setup_unstaged.log"), "--require-same-setup", "--json"
+                *logs("bench_setup_staged.log", "bench_setup_unstaged.log"), "--require-same-setup",
+                "--json"
             ], 1),
     ]),
     Mode("bench-report", "--numerics", "rtb.bench-report.1.json", [
-        Run(
-            lambda tmp: [
-                "--numerics",
-                os.path.join(LOGS, "numerics_ref1.log"),
-                os.path.join(LOGS, "numerics_ref2.log"),
-                os.path.join(LOGS, "numerics_variant.log"), "--json"
-            ], 0),
-        Run(
-            lambda tmp: [
-                "--numerics",
-                os.path.join(LOGS, "numerics_ref1.log"),
-                os.path.join(LOGS, "numerics_ref2.log"),
-                os.path.join(LOGS, "numerics_bad.log"), "--json"
-            ], 1),
-        Run(
-            lambda tmp: [
-                "--numerics",
-                os.path.join(LOGS, "e2e_orchestrator.log"),
-                os.path.join(LOGS, "e2e_maxtext_no_ready.log"),
-                os.path.join(LOGS, "e2e_orchestrator.log"), "--json"
-            ], 0),
+        Run(numerics("numerics_ref1.log", "numerics_ref2.log", "numerics_variant.log"), 0),
+        Run(numerics("numerics_ref1.log", "numerics_ref2.log", "numerics_bad.log"), 1),
+        Run(numerics("e2e_orchestrator.log", "e2e_maxtext_no_ready.log", "e2e_orchestrator.log"),
+            0),
     ]),
     Mode("check-payload", "build", "check-payload.build.json", [
         Run(lambda tmp: ["build", *SMALL, "--json", "--ep", "2"], 0),
@@ -230,25 +214,25 @@ MODES = [
             ], 0),
     ]),
     Mode("hlo-overlap", "one dump", "rtb.hlo-overlap.1.json", [
-        Run(lambda tmp: [os.path.join(HLO, "handwritten_while_trip_counts.hlo.txt"), "--json"], 0),
-        Run(lambda tmp: [os.path.join(HLO, "handwritten_async_all_to_all.hlo.txt"), "--json"], 0),
-        Run(lambda tmp: [os.path.join(HLO, "handwritten_unpaired.hlo.txt"), "--json"], 0),
+        Run(lambda tmp: [*dumps("handwritten_while_trip_counts.hlo.txt"), "--json"], 0),
+        Run(lambda tmp: [*dumps("handwritten_async_all_to_all.hlo.txt"), "--json"], 0),
+        Run(lambda tmp: [*dumps("handwritten_unpaired.hlo.txt"), "--json"], 0),
         Run(
             lambda tmp: [
-                os.path.join(HLO, "maxtext_ref_llama3_8b_tpu-v6e-4_8fcc9e13.hlo.txt"),
-                "--allow-truncated", "--json"
+                *dumps("maxtext_ref_llama3_8b_tpu-v6e-4_8fcc9e13.hlo.txt"), "--allow-truncated",
+                "--json"
             ], 0),
     ]),
     Mode("hlo-overlap", "two dumps", "rtb.hlo-overlap-compare.1.json", [
         Run(
             lambda tmp: [
-                os.path.join(HLO, "latency_hiding_scheduler__AllGatherAsyncBalance.hlo.txt"),
-                os.path.join(HLO, "handwritten_async_all_to_all.hlo.txt"), "--json"
+                *dumps("latency_hiding_scheduler__AllGatherAsyncBalance.hlo.txt",
+                       "handwritten_async_all_to_all.hlo.txt"), "--json"
             ], 1),
         Run(
             lambda tmp: [
-                os.path.join(HLO, "handwritten_async_all_to_all.hlo.txt"),
-                os.path.join(HLO, "handwritten_async_all_to_all.hlo.txt"), "--json"
+                *dumps("handwritten_async_all_to_all.hlo.txt",
+                       "handwritten_async_all_to_all.hlo.txt"), "--json"
             ], 0),
     ]),
 ]

@@ -110,10 +110,15 @@ def e2e_trainer(path=FIXTURE):
 
 class RenderBenchTest(unittest.TestCase):
 
-    def render(self, *extra, path=FIXTURE, name="abtest-bench"):
-        rc, out, err = run([path, "--name", name, *extra])
+    def render(self, *extra, path=FIXTURE, name="abtest-bench", stdin=None):
+        rc, out, err = run([path, "--name", name, *extra], stdin=stdin)
         self.assertEqual(rc, 0, err)
         return yaml.safe_load(out), out, err
+
+    def render_env(self, *extra, **render_args):
+        """The trainer's startup environment in a render (as render()), and the tool's stderr."""
+        bench, _, err = self.render(*extra, **render_args)
+        return startup_env(script_of(bench)), err
 
     # --- what changes and what stays -----------------------------------------------------------
     def test_names_gang_id_and_max_restarts(self):
@@ -674,9 +679,7 @@ class RenderBenchTest(unittest.TestCase):
         text = text.replace(
             anchor, "PACK_PAD_POSITION=start PACK_PAD_ALIGN=512 RETURN_ROUTED_EXPERTS=1 "
             "PIPELINE_STEP_BOUNDARY=true " + anchor, 1)
-        rc, out, err = run(["-", "--name", "abtest-bench"], stdin=text)
-        self.assertEqual(rc, 0, err)
-        env = startup_env(script_of(yaml.safe_load(out)))
+        env, _ = self.render_env(path="-", stdin=text)
         for key, value in (("ORCH_PACK_PAD_POSITION", "start"), ("ORCH_PACK_PAD_ALIGN", "512"),
                            ("ORCH_RETURN_ROUTED_EXPERTS", "1"), ("ORCH_PIPELINE_STEP_BOUNDARY",
                                                                  "true")):
@@ -709,9 +712,7 @@ class RenderBenchTest(unittest.TestCase):
         self.assertEqual(err.count("profiler: none (no --profile-window"), 1, err)
 
     def test_weights_random_drops_every_checkpoint_and_explain_says_so(self):
-        rc, out, err = run([WEIGHTS, "--name", "abtest-bench", "--explain"])
-        self.assertEqual(rc, 0, err)
-        env = startup_env(script_of(yaml.safe_load(out)))
+        env, err = self.render_env("--explain", path=WEIGHTS)
         self.assertNotIn("MAXTEXT_CKPT", env)
         self.assertNotIn("load_parameters_path", env["MAXTEXT_EXTRA_FLAGS"])
         self.assertFalse([a for a in shlex.split(env["TRAINER_ARGV"]) if "ckpt_path" in a])
@@ -730,10 +731,7 @@ class RenderBenchTest(unittest.TestCase):
         self.assertFalse([a for a in argv if a.startswith("--maxtext_ckpt_path")])
 
     def test_weights_checkpoint_keeps_the_e2es(self):
-        rc, out, err = run(
-            [WEIGHTS, "--name", "abtest-bench", "--weights", "checkpoint", "--explain"])
-        self.assertEqual(rc, 0, err)
-        env = startup_env(script_of(yaml.safe_load(out)))
+        env, err = self.render_env("--weights", "checkpoint", "--explain", path=WEIGHTS)
         self.assertEqual(env["MAXTEXT_CKPT"], "gs://example-bucket/ckpt/model/0/items")
         self.assertIn("load_parameters_path=gs://example-bucket/ckpt/model/0/items",
                       env["MAXTEXT_EXTRA_FLAGS"])
@@ -749,10 +747,7 @@ class RenderBenchTest(unittest.TestCase):
         self.assertIn("--weights", help_text)
 
     def test_profile_window_turns_the_trainers_profiler_off(self):
-        rc, out, err = run(
-            [WEIGHTS, "--name", "abtest-bench", "--profile-window", "3:2", "--explain"])
-        self.assertEqual(rc, 0, err)
-        env = startup_env(script_of(yaml.safe_load(out)))
+        env, err = self.render_env("--profile-window", "3:2", "--explain", path=WEIGHTS)
         self.assertEqual(env["PROFILE_WINDOW"], "3:2")
         argv = shlex.split(env["TRAINER_ARGV"])
         self.assertIn("--profiler_steps=0", argv)
@@ -766,8 +761,7 @@ class RenderBenchTest(unittest.TestCase):
             "note: profiler: the driver's (PROFILE_WINDOW=3:2, fwd_bwd calls 3..4); "
             "the trainer's own is turned off", err)
         # Without a window: the e2e's profiler, untouched, and no PROFILE_WINDOW.
-        rc, out, err = run([WEIGHTS, "--name", "abtest-bench", "--explain"])
-        env = startup_env(script_of(yaml.safe_load(out)))
+        env, err = self.render_env("--explain", path=WEIGHTS)
         self.assertNotIn("PROFILE_WINDOW", env)
         self.assertIn("--profiler_steps=3", shlex.split(env["TRAINER_ARGV"]))
         self.assertIn("profiler=xplane", env["MAXTEXT_EXTRA_FLAGS"])
@@ -781,22 +775,17 @@ class RenderBenchTest(unittest.TestCase):
         with open(FIXTURE, encoding="utf-8") as f:
             text = f.read()
         no_flag = text.replace(" --return_routed_experts=true", "")
-        rc, out, err = run(["-", "--name", "abtest-bench"], stdin=no_flag)
-        self.assertEqual(rc, 0, err)
-        self.assertNotIn("ROLLOUT_RETURN_ROUTED_EXPERTS",
-                         startup_env(script_of(yaml.safe_load(out))))
+        env, _ = self.render_env(path="-", stdin=no_flag)
+        self.assertNotIn("ROLLOUT_RETURN_ROUTED_EXPERTS", env)
         # Two words (argparse nargs="?", type=_str2bool), and --no-... counts as false.
-        rc, out, err = run(["-", "--name", "abtest-bench"],
-                           stdin=text.replace("--return_routed_experts=true",
-                                              "--return_routed_experts False"))
-        self.assertEqual(rc, 0, err)
-        env = startup_env(script_of(yaml.safe_load(out)))
+        env, _ = self.render_env(
+            path="-", stdin=text.replace("--return_routed_experts=true",
+                                         "--return_routed_experts False"))
         self.assertEqual(env["ROLLOUT_RETURN_ROUTED_EXPERTS"], "False")
-        rc, out, err = run(["-", "--name", "abtest-bench"], stdin=text.replace(
-            "--return_routed_experts=true", "--return_routed_experts=true "
-            "--no-return_routed_experts"))
-        self.assertEqual(rc, 0, err)
-        env = startup_env(script_of(yaml.safe_load(out)))
+        env, _ = self.render_env(
+            path="-",
+            stdin=text.replace("--return_routed_experts=true", "--return_routed_experts=true "
+                               "--no-return_routed_experts"))
         self.assertEqual(env["ROLLOUT_RETURN_ROUTED_EXPERTS"], "false")
         self.assert_fails(["-", "--name", "x"], "--return_routed_experts=maybe: not a boolean",
                           stdin=text.replace("--return_routed_experts=true",

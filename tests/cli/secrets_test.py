@@ -406,28 +406,25 @@ class SecretsTest(TempDirTestCase):
         return [v for v in values if v in text]
 
     # --- it runs --------------------------------------------------------------------------------
-    def test_runs_masked(self):
-        """Masked mode (no new option): every run gives its exit code, and writes every channel
+    def check_runs(self, show: bool) -> None:
+        """Every run, with --show-secrets or without, gives its exit code and writes every channel
         it must write."""
         for run in self.all_runs:
-            code, texts = self.result(run.label)
+            code, texts = self.result(run.label, show)
             with self.subTest(run=run.label):
                 self.assertEqual(
-                    code, run.code, f"{run.words('OUT', False)}\n" + texts["stdout"][-3000:] +
+                    code, run.code, f"{run.words('OUT', show)}\n" + texts["stdout"][-3000:] +
                     texts["stderr"][-3000:])
                 for channel in run.nonempty:
                     self.assertTrue(texts[channel].strip(), f"{channel} is empty")
 
+    def test_runs_masked(self):
+        """Masked mode (no new option)."""
+        self.check_runs(False)
+
     def test_runs_show_secrets(self):
         """--show-secrets is an option of every tool: the same exit codes and channels."""
-        for run in self.all_runs:
-            code, texts = self.result(run.label, True)
-            with self.subTest(run=run.label):
-                self.assertEqual(
-                    code, run.code, f"{run.words('OUT', True)}\n" + texts["stdout"][-3000:] +
-                    texts["stderr"][-3000:])
-                for channel in run.nonempty:
-                    self.assertTrue(texts[channel].strip(), f"{channel} is empty")
+        self.check_runs(True)
 
     # --- (a) ------------------------------------------------------------------------------------
     def test_a_no_credential_in_reports(self):
@@ -567,29 +564,25 @@ class SecretsTest(TempDirTestCase):
         with self.subTest(count="fingerprints"):
             self.assertEqual(len(FINGERPRINT.findall(text)), 2 * len(changed))
 
-    def test_e_diff_renders_a_b(self):
-        difference = PLANTED["differences"][0]
-        self.assertEqual((difference["a"], difference["b"]), (DRYRUN, DRYRUN_B))
-        names = sorted({c["name"] for c in FIXTURES[DRYRUN]["credentials"]})
-        _, texts = self.result("diff-renders A B")
+    def check_difference(self, index, a, b, command):
+        """PLANTED's `index`th difference is between fixtures `a` and `b`, and `command` (its text
+        and --json) shows exactly its changed credentials and must-print settings."""
+        difference = PLANTED["differences"][index]
+        self.assertEqual((difference["a"], difference["b"]), (a, b))
+        names = sorted({c["name"] for c in FIXTURES[a]["credentials"]})
+        _, texts = self.result(command)
         self.check_pair_diff(texts["stdout"], difference, names)
-        _, texts = self.result("diff-renders A B --json")
+        _, texts = self.result(command + " --json")
         self.check_pair_diff(texts["stdout"], difference, names)
         self.assertEqual(
             json.loads(texts["stdout"])["summary"]["total"],
             len(difference["secrets_changed"]) + len(difference["must_print_changed"]))
 
+    def test_e_diff_renders_a_b(self):
+        self.check_difference(0, DRYRUN, DRYRUN_B, "diff-renders A B")
+
     def test_e_diff_configs_a_b(self):
-        difference = PLANTED["differences"][1]
-        self.assertEqual((difference["a"], difference["b"]), (CONFIG, CONFIG_B))
-        names = sorted({c["name"] for c in FIXTURES[CONFIG]["credentials"]})
-        _, texts = self.result("diff-configs log log_b")
-        self.check_pair_diff(texts["stdout"], difference, names)
-        _, texts = self.result("diff-configs log log_b --json")
-        self.check_pair_diff(texts["stdout"], difference, names)
-        self.assertEqual(
-            json.loads(texts["stdout"])["summary"]["total"],
-            len(difference["secrets_changed"]) + len(difference["must_print_changed"]))
+        self.check_difference(1, CONFIG, CONFIG_B, "diff-configs log log_b")
 
     def test_e_render_against_log(self):
         """The render's hf_access_token and the log's differ: two fingerprints."""

@@ -23,12 +23,11 @@ PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.execu
 class DumpPayloadTest(unittest.TestCase):
 
   def test_the_file_says_how_it_was_built(self):
-    result = self.dump("--rows", "2", "--tokens", "256", "--layers", "2", "--topk", "2",
-                       "--experts", "8", "--vocab", "300", "--segments", "3", "--max-prompt-length",
-                       "20", "--pad-position", "start", "--pad-align", "64", "--routing-targets",
-                       "1,3", "--routing-scale", "0.5", "--seed", "5")
-    self.assertEqual(result.returncode, 0, result.stderr)
-    arrays = self.load()
+    result, arrays = self.dumped("--rows", "2", "--tokens", "256", "--layers", "2", "--topk", "2",
+                                 "--experts", "8", "--vocab", "300", "--segments", "3",
+                                 "--max-prompt-length", "20", "--pad-position", "start",
+                                 "--pad-align", "64", "--routing-targets", "1,3", "--routing-scale",
+                                 "0.5", "--seed", "5")
     self.assertEqual(arrays["payload_settings"].dtype, np.uint8)
     settings = json.loads(bytes(arrays["payload_settings"]).decode("utf-8"))
     self.assertEqual(settings["format"], "rtb.payload-settings/1")
@@ -72,16 +71,20 @@ class DumpPayloadTest(unittest.TestCase):
     command = [PYTHON, driver_path(), "--dump-payload", out or self.out, *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=60)
 
+  def dumped(self, *args):
+    """Runs --dump-payload with `args`, which must succeed: (the process, the arrays it wrote)."""
+    result = self.dump(*args)
+    self.assertEqual(result.returncode, 0, result.stderr)
+    return result, self.load()
+
   def load(self):
     with np.load(self.out) as archive:
       return {name: archive[name] for name in archive.files}
 
   def test_writes_every_field_of_the_spec(self):
-    result = self.dump("--rows", "3", "--tokens", "512", "--layers", "3", "--topk", "4",
-                       "--experts", "32", "--vocab", "5000", "--segments", "4", "--routing-targets",
-                       "1,2.5,6", "--seed", "11")
-    self.assertEqual(result.returncode, 0, result.stderr)
-    arrays = self.load()
+    result, arrays = self.dumped("--rows", "3", "--tokens", "512", "--layers", "3", "--topk", "4",
+                                 "--experts", "32", "--vocab", "5000", "--segments", "4",
+                                 "--routing-targets", "1,2.5,6", "--seed", "11")
     expected = {
         "completion_ids": ((3, 512), "int32"),
         "completion_mask": ((3, 512), "float32"),
@@ -122,21 +125,18 @@ class DumpPayloadTest(unittest.TestCase):
       self.assertAlmostEqual(float(fields[2]), target, delta=0.01 * target)
 
   def test_uncompressed_archive(self):
-    result = self.dump("--rows", "1", "--tokens", "64", "--layers", "1", "--topk", "1", "--experts",
-                       "2")
-    self.assertEqual(result.returncode, 0, result.stderr)
+    self.dumped("--rows", "1", "--tokens", "64", "--layers", "1", "--topk", "1", "--experts", "2")
     import zipfile  # pylint: disable=import-outside-toplevel  # only this test reads zips
     with zipfile.ZipFile(self.out) as archive:
       self.assertTrue(all(info.compress_type == zipfile.ZIP_STORED for info in archive.infolist()))
       self.assertIn("routed_experts.npy", archive.namelist())
 
   def test_final_micro_batch_and_start_padding(self):
-    result = self.dump("--rows", "4", "--tokens", "1024", "--layers", "2", "--topk", "2",
-                       "--experts", "16", "--real-len", "800", "--final", "--final-rows", "2",
-                       "--pad-position", "start", "--pad-align", "128", "--advantages", "zero",
-                       "--no-old-logps", "--routing-targets", "1.5,3", "--routing-scale", "0.5")
-    self.assertEqual(result.returncode, 0, result.stderr)
-    arrays = self.load()
+    _, arrays = self.dumped("--rows", "4", "--tokens", "1024", "--layers", "2", "--topk", "2",
+                            "--experts", "16", "--real-len", "800", "--final", "--final-rows", "2",
+                            "--pad-position", "start", "--pad-align", "128", "--advantages", "zero",
+                            "--no-old-logps", "--routing-targets", "1.5,3", "--routing-scale",
+                            "0.5")
     self.assertNotIn("old_per_token_logps", arrays)
     real = arrays["segment_ids"] > 0
     self.assertFalse(real[2:].any())
@@ -152,9 +152,8 @@ class DumpPayloadTest(unittest.TestCase):
     table = os.path.join(self.directory.name, "table.csv")
     with open(table, "w", encoding="utf-8") as handle:
       handle.write("layer,max_over_mean\n1,4.0\n0,2.0\n")
-    result = self.dump("--rows", "2", "--tokens", "512", "--layers", "2", "--topk", "2",
-                       "--experts", "16", "--routing-targets", "@" + table)
-    self.assertEqual(result.returncode, 0, result.stderr)
+    result, _ = self.dumped("--rows", "2", "--tokens", "512", "--layers", "2", "--topk", "2",
+                            "--experts", "16", "--routing-targets", "@" + table)
     self.assertIn(" 2.0000 ", result.stdout)
     self.assertIn(" 4.0000 ", result.stdout)
 

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import types
 import unittest
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -451,6 +452,15 @@ NUMERICS_WORKER = """
     if os.environ.get("FAKE_WORKER") == "numerics":
       TrainerWorker = NumericsWorker
     """
+
+
+def fake_module(path: str) -> types.ModuleType:
+  """The stand-in module at `path` of FAKES, run in this process: for a test that calls the driver
+  in-process with the same stand-in class the pod tests run."""
+  module = types.ModuleType(path[:-len(".py")].replace("/", "."))
+  exec(compile(textwrap.dedent(FAKES[path]), path, "exec"), module.__dict__)
+  return module
+
 
 TRAINER_ARGV = ("--process_main=tunix.experimental.examples.common.run_trainer_node.main "
                 "--discovery_id=trainer --discovery_port=8080 --worker_id=bench-trainer "

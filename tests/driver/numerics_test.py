@@ -23,10 +23,10 @@ class NumericsPreflightTest(fake_tunix.FakeTunixTestCase):
   claims, 2 bad settings)."""
 
   def numerics(
-      self, **settings: str
+      self, exit_code: int, **settings: str
   ) -> Tuple["subprocess.CompletedProcess[str]", List[Dict[str, Any]], Dict[str, str]]:
-    """Runs `--preflight --numerics` on the numerics stand-in: (the process, the stand-ins'
-    calls, check name -> ok, FAIL or skip)."""
+    """Runs `--preflight --numerics` on the numerics stand-in, which must exit with `exit_code`:
+    (the process, the stand-ins' calls, check name -> ok, FAIL or skip)."""
     root = self.variant(replace={
         WORKER_PATH: textwrap.dedent(FAKES[WORKER_PATH]) + textwrap.dedent(NUMERICS_WORKER)
     })
@@ -40,14 +40,23 @@ class NumericsPreflightTest(fake_tunix.FakeTunixTestCase):
       parts = line[len("preflight: "):].split(None, 1)
       if parts[0] in ("ok", "FAIL", "skip") and ":" in parts[1]:
         status[parts[1].split(":", 1)[0]] = parts[0]
+    self.assertEqual(result.returncode, exit_code, result.stdout + result.stderr)
     return result, calls, status
+
+  def check_fails(self, bug: str, check: str,
+                  why: str) -> Tuple["subprocess.CompletedProcess[str]", Dict[str, str]]:
+    """Asserts that with the numerics engine's `bug`, `check` fails saying `why` (exit 1):
+    (the process, check name -> status)."""
+    result, _, status = self.numerics(1, LOGP_GATES="off", FAKE_NUMERICS_BUG=bug)
+    self.assertEqual(status[check], "FAIL")
+    self.assertIn(why, self.line(result, check))
+    return result, status
 
   def line(self, result: "subprocess.CompletedProcess[str]", name: str) -> str:
     return next(line for line in result.stdout.splitlines() if f" {name}:" in line)
 
   def test_the_knobs_do_what_they_claim(self):
-    result, calls, status = self.numerics(LOGP_GATES="off")
-    self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+    result, calls, status = self.numerics(0, LOGP_GATES="off")
     self.assertEqual(set(status.values()), {"ok"}, status)
     for name in ("miniature trainer", "ADVANTAGES=random step", "LOGP_GATES=off masks nothing",
                  "ADVANTAGES=random gives a gradient", "ADVANTAGES=zero step",
@@ -70,39 +79,30 @@ class NumericsPreflightTest(fake_tunix.FakeTunixTestCase):
                   self.line(result, "ADVANTAGES=random gives a gradient"))
 
   def test_a_mask_the_gates_do_not_lift_fails(self):
-    result, _, status = self.numerics(LOGP_GATES="off", FAKE_NUMERICS_BUG="mask")
-    self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
-    self.assertEqual(status["LOGP_GATES=off masks nothing"], "FAIL")
-    self.assertIn("LOGP_GATES=off still masks tokens",
-                  self.line(result, "LOGP_GATES=off masks nothing"))
+    result, status = self.check_fails("mask", "LOGP_GATES=off masks nothing",
+                                      "LOGP_GATES=off still masks tokens")
     self.assertEqual(status["ADVANTAGES=random gives a gradient"], "ok")
     self.assertTrue(result.stdout.rstrip().endswith("(exit 1)"))
 
   def test_a_loss_blind_to_zero_advantages_fails(self):
-    result, _, status = self.numerics(LOGP_GATES="off", FAKE_NUMERICS_BUG="advantages")
-    self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
-    self.assertEqual(status["ADVANTAGES=zero gives no policy gradient"], "FAIL")
-    self.assertIn("the loss does not scale with the advantages",
-                  self.line(result, "ADVANTAGES=zero gives no policy gradient"))
+    self.check_fails("advantages", "ADVANTAGES=zero gives no policy gradient",
+                     "the loss does not scale with the advantages")
 
   def test_an_engine_that_shows_nothing_is_not_all_good(self):
-    result, _, status = self.numerics(LOGP_GATES="off", FAKE_NUMERICS_BUG="opaque")
-    self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+    result, _, status = self.numerics(1, LOGP_GATES="off", FAKE_NUMERICS_BUG="opaque")
     self.assertEqual(status["ADVANTAGES=random gives a gradient"], "skip")
     self.assertEqual(status["nothing measured"], "FAIL")
     self.assertIn("numerics: 1 problem(s): nothing measured (exit 1)", result.stdout)
 
   def test_gates_on_is_a_skip_not_a_failure(self):
-    result, _, status = self.numerics()  # LOGP_GATES=on: the e2e's gates stay, and mask
-    self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+    result, _, status = self.numerics(0)  # LOGP_GATES=on: the e2e's gates stay, and mask
     self.assertEqual(status["LOGP_GATES=off masks nothing"], "skip")
     self.assertIn("LOGP_GATES=on: the gates may mask tokens by design",
                   self.line(result, "LOGP_GATES=off masks nothing"))
 
   def test_the_flags_can_be_replaced_and_are_checked(self):
     result, calls, _ = self.numerics(
-        LOGP_GATES="off", NUMERICS_MAXTEXT_FLAGS="base_num_decoder_layers=1 num_experts=8")
-    self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        0, LOGP_GATES="off", NUMERICS_MAXTEXT_FLAGS="base_num_decoder_layers=1 num_experts=8")
     (engine,) = [call for call in calls if call["event"] == "numerics_engine"]
     self.assertEqual(engine["flags"], "base_num_decoder_layers=1 num_experts=8")
     line = self.run_stopped(2, worker="numerics", args=["--preflight", "--numerics"],

@@ -8,7 +8,6 @@ log-prob pass and the gradient-norm warning.
 """
 
 import contextlib
-import dataclasses
 import hashlib
 import io
 import json
@@ -497,18 +496,9 @@ class CompileTest(unittest.TestCase):
 class LogpsPassTest(unittest.TestCase):
 
   def test_one_request_per_payload(self):
-
-    @dataclasses.dataclass
-    class LogprobsRequest:
-      prompt_tokens: Any
-      completion_tokens: Any
-      pad_id: int
-      eos_id: int
-      temperature: float = 1.0
-      model_role: str = "actor"
-      segment_ids: Any = None
-      segment_positions: Any = None
-
+    # Tunix's request class, as the pod tests' stand-in defines it.
+    logprobs_request = fake_tunix.fake_module(
+        "tunix/experimental/common/datatypes.py").LogprobsRequest
     scored: List[Any] = []
 
     def per_token_logps(request: Any) -> float:
@@ -516,7 +506,7 @@ class LogpsPassTest(unittest.TestCase):
       return 0.5
 
     worker = types.SimpleNamespace(per_token_logps=per_token_logps)
-    setup = types.SimpleNamespace(logps_request_class=LogprobsRequest, pad_id=3, eos_id=4,
+    setup = types.SimpleNamespace(logps_request_class=logprobs_request, pad_id=3, eos_id=4,
                                   temperature=0.7, worker=worker)
     regular, final = (types.SimpleNamespace(prompt_ids=name + "-prompt",
                                             completion_ids=name + "-ids",
@@ -528,10 +518,10 @@ class LogpsPassTest(unittest.TestCase):
     self.assertEqual(score(final), 0.5)
     score(regular)
     self.assertEqual(scored, [
-        LogprobsRequest("final-prompt", "final-ids", 3, 4, 0.7, "actor", "final-segments",
-                        "final-positions"),
-        LogprobsRequest("regular-prompt", "regular-ids", 3, 4, 0.7, "actor", "regular-segments",
-                        "regular-positions"),
+        logprobs_request("final-prompt", "final-ids", 3, 4, 0.7, "actor", "final-segments",
+                         "final-positions"),
+        logprobs_request("regular-prompt", "regular-ids", 3, 4, 0.7, "actor", "regular-segments",
+                         "regular-positions"),
     ])
 
 

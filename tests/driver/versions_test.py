@@ -21,32 +21,35 @@ def module_from(path: str, name: str, version: str = "") -> types.ModuleType:
 
 class VersionsTest(unittest.TestCase):
 
+  def setUp(self):
+    directory = tempfile.TemporaryDirectory()
+    self.addCleanup(directory.cleanup)
+    self.root = directory.name
+
+  def source(self, filename: str, text: str) -> str:
+    """Writes `text` to `filename` in this test's folder; returns its path."""
+    path = os.path.join(self.root, filename)
+    with open(path, "w", encoding="utf-8") as handle:
+      handle.write(text)
+    return path
+
   def test_hashes_name_the_code_and_change_with_it(self):
-    with tempfile.TemporaryDirectory() as root:
-      path = os.path.join(root, "worker.py")
-      with open(path, "w", encoding="utf-8") as handle:
-        handle.write("A = 1\n")
-      worker = module_from(path, "tunix.worker")
-      modules = {"tunix.worker": worker}
-      first = driver.imported_versions([worker], modules)
-      expected = hashlib.sha256(b"A = 1\n").hexdigest()[:12]
-      self.assertEqual(first["modules"], {"tunix.worker": expected})
-      self.assertEqual(len(first["code"]), 12)
-      with open(path, "w", encoding="utf-8") as handle:
-        handle.write("A = 2\n")
-      second = driver.imported_versions([worker], modules)
-      self.assertNotEqual(first["modules"], second["modules"])
-      self.assertNotEqual(first["code"], second["code"])
+    worker = module_from(self.source("worker.py", "A = 1\n"), "tunix.worker")
+    modules = {"tunix.worker": worker}
+    first = driver.imported_versions([worker], modules)
+    expected = hashlib.sha256(b"A = 1\n").hexdigest()[:12]
+    self.assertEqual(first["modules"], {"tunix.worker": expected})
+    self.assertEqual(len(first["code"]), 12)
+    self.source("worker.py", "A = 2\n")
+    second = driver.imported_versions([worker], modules)
+    self.assertNotEqual(first["modules"], second["modules"])
+    self.assertNotEqual(first["code"], second["code"])
 
   def test_objects_count_by_their_module_once(self):
-    with tempfile.TemporaryDirectory() as root:
-      path = os.path.join(root, "engine.py")
-      with open(path, "w", encoding="utf-8") as handle:
-        handle.write("class Engine: pass\n")
-      module = module_from(path, "maxtext.engine")
-      engine_class = type("Engine", (), {"__module__": "maxtext.engine"})
-      record = driver.imported_versions([engine_class(), module, None], {"maxtext.engine": module})
-      self.assertEqual(list(record["modules"]), ["maxtext.engine"])
+    module = module_from(self.source("engine.py", "class Engine: pass\n"), "maxtext.engine")
+    engine_class = type("Engine", (), {"__module__": "maxtext.engine"})
+    record = driver.imported_versions([engine_class(), module, None], {"maxtext.engine": module})
+    self.assertEqual(list(record["modules"]), ["maxtext.engine"])
 
   def test_packages_not_imported_are_null(self):
     record = driver.imported_versions([], {})
