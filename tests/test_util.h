@@ -1,6 +1,7 @@
 // What the C++ unit tests share.
 #pragma once
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>  // mkdtemp
 
@@ -8,6 +9,7 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -55,6 +57,39 @@ void expect_cases(const Function& function,
                   std::initializer_list<std::pair<Input, Expected>> cases) {
   for (const auto& [input, expected] : cases) {
     EXPECT_EQ(function(input), expected) << "input: " << ::testing::PrintToString(input);
+  }
+}
+
+// The same for a function of several arguments: EXPECT_EQ(function(arguments...), expected) for
+// each {{arguments...}, expected}, naming the arguments of a case that fails. The result's type
+// comes first, then the arguments': expect_calls<const char*, const char*, int>(wrap_words,
+// {{{"aa bb", 2}, "aa\nbb"}}).
+template <typename Expected, typename... Arguments, typename Function>
+void expect_calls(const Function& function,
+                  std::initializer_list<std::pair<std::tuple<Arguments...>, Expected>> cases) {
+  for (const auto& [arguments, expected] : cases) {
+    EXPECT_EQ(std::apply(function, arguments), expected)
+        << "arguments: " << ::testing::PrintToString(arguments);
+  }
+}
+
+// EXPECT_THAT(text, HasSubstr(part)) for each of `parts`.
+inline void expect_contains(std::string_view text, std::initializer_list<std::string_view> parts) {
+  for (std::string_view part : parts) EXPECT_THAT(std::string(text), ::testing::HasSubstr(part));
+}
+
+// For each {key, value} of `entries`: `map` holds the key, with that value. A key it lacks fails as
+// missing (where `map[key]` would read as an empty value).
+template <typename Map>
+void expect_entries(const Map& map,
+                    std::initializer_list<std::pair<std::string_view, std::string_view>> entries) {
+  for (const auto& [key, value] : entries) {
+    auto found = map.find(std::string(key));
+    if (found == map.end()) {
+      ADD_FAILURE() << "no key " << key << " (expected the value " << value << ")";
+    } else {
+      EXPECT_EQ(found->second, value) << "key: " << key;
+    }
   }
 }
 

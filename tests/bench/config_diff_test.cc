@@ -20,6 +20,7 @@ namespace {
 using ::testing::HasSubstr;
 
 using logs::read_config_log;
+using test::expect_entries;
 using test::testdata;
 
 const char* kGpt3 = "configlog_maxtext_gpu_a3-h100x8_gpt3-22b_train.log";
@@ -46,21 +47,21 @@ TEST(ConfigFromRender, E2eTrainerFlags) {
       k8s::parse_dryrun(read_file(testdata("launch_dryrun.txt")), "launch_dryrun.txt");
   std::vector<ConfigSetting> settings = config_from_render(dryrun, k8s::RoleMains{});
   auto values = as_map(settings);
-  EXPECT_EQ(values["ragged_buffer_factor"], "2.0");
-  EXPECT_EQ(values["custom_mesh_and_rule"], "cp-as-ep");
-  EXPECT_EQ(values["model_name"], "qwen3.5-397b-a17b");
-  EXPECT_EQ(values["load_parameters_path"], "gs://example-bucket/ckpt/model/0/items");
-  EXPECT_EQ(values["base_output_directory"], "gs://example-bucket/abtest/maxtext");
-  EXPECT_EQ(values["ici_fsdp_parallelism"], "32");
-  EXPECT_EQ(values["ici_context_parallelism"], "4");
-  EXPECT_EQ(values["run_name"], "abtest-train");
-  EXPECT_EQ(values["max_target_length"], "65536");
-  EXPECT_EQ(values["skip_step_on_nan"], "True") << "as Tunix passes a bool";
+  expect_entries(values, {{"ragged_buffer_factor", "2.0"},
+                          {"custom_mesh_and_rule", "cp-as-ep"},
+                          {"model_name", "qwen3.5-397b-a17b"},
+                          {"load_parameters_path", "gs://example-bucket/ckpt/model/0/items"},
+                          {"base_output_directory", "gs://example-bucket/abtest/maxtext"},
+                          {"ici_fsdp_parallelism", "32"},
+                          {"ici_context_parallelism", "4"},
+                          {"run_name", "abtest-train"},
+                          {"max_target_length", "65536"},
+                          {"skip_step_on_nan", "True"}});  // as Tunix passes a bool
   // What the trainer passes unasked: environment fallbacks, defaults and Tunix's constants.
-  EXPECT_EQ(values["attention"], "flash") << "TRAINER_MAXTEXT_ATTENTION";
-  EXPECT_EQ(values["float32_logits"], "False") << "FLOAT32_LOGITS";
-  EXPECT_EQ(values["scan_layers"], "True");
-  EXPECT_EQ(values["dtype"], "bfloat16");
+  expect_entries(values, {{"attention", "flash"},       // TRAINER_MAXTEXT_ATTENTION
+                          {"float32_logits", "False"},  // FLOAT32_LOGITS
+                          {"scan_layers", "True"},
+                          {"dtype", "bfloat16"}});
   EXPECT_EQ(values.count("profiler_steps"), 0u) << "--profiler_steps=0 sets nothing";
   EXPECT_EQ(values.count("skip_first_n_steps_for_profiler"), 0u);
   EXPECT_EQ(values.count("compute_logps_chunk_size"), 0u) << "not a MaxText key";
@@ -91,9 +92,9 @@ TEST(ConfigFromRender, BenchRenderReadsTrainerArgvAndEditedFlags) {
   o.profile_window = std::make_pair(3, 2);
   k8s::DryRun bench = k8s::parse_dryrun(render_bench(e2e, o).yaml, "bench.yaml");
   auto values = as_map(config_from_render(bench, k8s::RoleMains{}));
-  EXPECT_EQ(values["ragged_buffer_factor"], "2.75");
-  EXPECT_EQ(values["ici_fsdp_parallelism"], "16");
-  EXPECT_EQ(values["run_name"], "abtest-bench");
+  expect_entries(values, {{"ragged_buffer_factor", "2.75"},
+                          {"ici_fsdp_parallelism", "16"},
+                          {"run_name", "abtest-bench"}});
   // The driver traces the window: the trainer's profiler sets no key, as the render leaves it.
   EXPECT_EQ(values.count("profiler_steps"), 0u);
   EXPECT_EQ(values.count("skip_first_n_steps_for_profiler"), 0u);
@@ -114,9 +115,9 @@ TEST(ConfigFromRender, TheRendersWeightsAndProfilerAreWhatDiffConfigsSees) {
     return as_map(config_from_render(bench, k8s::RoleMains{}));
   };
   auto e2e_values = as_map(config_from_render(e2e, k8s::RoleMains{}));
-  EXPECT_EQ(e2e_values["profiler_steps"], "3");
-  EXPECT_EQ(e2e_values["profiler"], "xplane");
-  EXPECT_EQ(e2e_values["load_parameters_path"], "gs://example-bucket/ckpt/model/0/items");
+  expect_entries(e2e_values, {{"profiler_steps", "3"},
+                              {"profiler", "xplane"},
+                              {"load_parameters_path", "gs://example-bucket/ckpt/model/0/items"}});
   auto plain = config(o);
   EXPECT_EQ(plain["profiler_steps"], "3") << "no window: the trainer's own profiler";
   EXPECT_EQ(plain["profiler"], "xplane");

@@ -17,6 +17,8 @@
 namespace rtb::bench {
 namespace {
 
+using test::expect_entries;
+
 using Env = std::map<std::string, std::string>;
 
 // key -> "value <- origin", for every key trainer_keys passes.
@@ -98,15 +100,16 @@ TEST(TrainerKeyRules, EveryVariableAndDefaultSetsItsKey) {
 
 TEST(TrainerKeys, DefaultsAndConstantsSayWhereTheyComeFrom) {
   auto keys = keys_of({});
-  EXPECT_EQ(keys["model_name"], "qwen3-0.6b <- run_trainer_node default");
-  EXPECT_EQ(keys["run_name"], "trainer-0 <- run_trainer_node default");
-  EXPECT_EQ(keys["ici_fsdp_parallelism"], "2 <- run_trainer_node default");
-  EXPECT_EQ(keys["learning_rate"], "2e-07 <- run_trainer_node default");
-  EXPECT_EQ(keys["attention"], "dot_product <- Tunix default");
-  EXPECT_EQ(keys["float32_gate_logits"], "True <- Tunix default");
-  EXPECT_EQ(keys["scan_layers"], "True <- Tunix");
-  EXPECT_EQ(keys["dtype"], "bfloat16 <- Tunix");
-  EXPECT_EQ(keys["max_target_length"], "640 <- --max_prompt_length + --max_response_length");
+  expect_entries(keys,
+                 {{"model_name", "qwen3-0.6b <- run_trainer_node default"},
+                  {"run_name", "trainer-0 <- run_trainer_node default"},
+                  {"ici_fsdp_parallelism", "2 <- run_trainer_node default"},
+                  {"learning_rate", "2e-07 <- run_trainer_node default"},
+                  {"attention", "dot_product <- Tunix default"},
+                  {"float32_gate_logits", "True <- Tunix default"},
+                  {"scan_layers", "True <- Tunix"},
+                  {"dtype", "bfloat16 <- Tunix"},
+                  {"max_target_length", "640 <- --max_prompt_length + --max_response_length"}});
   for (const char* unset :
        {"base_output_directory", "load_parameters_path", "float32_logits", "profiler",
         "profiler_steps", "skip_step_on_spikes", "skip_step_interval", "override_model_config",
@@ -158,10 +161,10 @@ TEST(TrainerKeys, ProfilerKeysOnlyWhileProfiling) {
                 .count("skip_first_n_steps_for_profiler"),
             0u);
   auto keys = keys_of({"--profiler_steps=3", "--profiler_period=5"});
-  EXPECT_EQ(keys["profiler"], "xplane <- Tunix");
-  EXPECT_EQ(keys["profiler_steps"], "3 <- --profiler_steps");
-  EXPECT_EQ(keys["profile_periodically_period"], "5 <- --profiler_period");
-  EXPECT_EQ(keys["skip_first_n_steps_for_profiler"], "1 <- run_trainer_node default");
+  expect_entries(keys, {{"profiler", "xplane <- Tunix"},
+                        {"profiler_steps", "3 <- --profiler_steps"},
+                        {"profile_periodically_period", "5 <- --profiler_period"},
+                        {"skip_first_n_steps_for_profiler", "1 <- run_trainer_node default"}});
 }
 
 TEST(TrainerKeys, EnvironmentFallbacks) {
@@ -171,11 +174,11 @@ TEST(TrainerKeys, EnvironmentFallbacks) {
              {"OVERRIDE_MODEL_CONFIG", "1"},
              {std::string(kCheckpointEnv), "gs://b/ckpt"}};
   auto keys = keys_of({}, env);
-  EXPECT_EQ(keys["base_output_directory"], "gs://b/out <- MAXTEXT_OUTPUT_DIR");
-  EXPECT_EQ(keys["float32_gate_logits"], "False <- FLOAT32_GATE_LOGITS");
-  EXPECT_EQ(keys["float32_logits"], "True <- FLOAT32_LOGITS");
-  EXPECT_EQ(keys["override_model_config"], "true <- OVERRIDE_MODEL_CONFIG");
-  EXPECT_EQ(keys["load_parameters_path"], "gs://b/ckpt <- MAXTEXT_CKPT");
+  expect_entries(keys, {{"base_output_directory", "gs://b/out <- MAXTEXT_OUTPUT_DIR"},
+                        {"float32_gate_logits", "False <- FLOAT32_GATE_LOGITS"},
+                        {"float32_logits", "True <- FLOAT32_LOGITS"},
+                        {"override_model_config", "true <- OVERRIDE_MODEL_CONFIG"},
+                        {"load_parameters_path", "gs://b/ckpt <- MAXTEXT_CKPT"}});
   // The flag wins over the variable.
   EXPECT_EQ(keys_of({"--maxtext_output_directory=gs://b/flag"}, env)["base_output_directory"],
             "gs://b/flag <- --maxtext_output_directory");
@@ -188,14 +191,14 @@ TEST(TrainerKeys, EnvironmentFallbacks) {
 TEST(TrainerKeys, BooleansPrintAsPython) {
   auto keys = keys_of({"--no-prefuse_moe_weights", "--use_weight_converter",
                        "--maxtext_skip_step_on_nan=no", "--maxtext_skip_step_on_spikes=false"});
-  EXPECT_EQ(keys["prefuse_moe_weights"], "False <- --prefuse_moe_weights");
-  EXPECT_EQ(keys["use_weight_converter"], "True <- --use_weight_converter");
-  EXPECT_EQ(keys["skip_step_on_nan"], "False <- --maxtext_skip_step_on_nan");
+  expect_entries(keys, {{"prefuse_moe_weights", "False <- --prefuse_moe_weights"},
+                        {"use_weight_converter", "True <- --use_weight_converter"},
+                        {"skip_step_on_nan", "False <- --maxtext_skip_step_on_nan"}});
   EXPECT_EQ(keys.count("skip_step_on_spikes"), 0u) << "only when true";
   keys = keys_of({"--maxtext_skip_step_on_spikes=true"});
-  EXPECT_EQ(keys["skip_step_on_spikes"], "True <- --maxtext_skip_step_on_spikes");
-  EXPECT_EQ(keys["skip_step_interval"], "128 <- --maxtext_skip_step_on_spikes");
-  EXPECT_EQ(keys["skip_step_scaling_factor"], "6.0 <- --maxtext_skip_step_on_spikes");
+  expect_entries(keys, {{"skip_step_on_spikes", "True <- --maxtext_skip_step_on_spikes"},
+                        {"skip_step_interval", "128 <- --maxtext_skip_step_on_spikes"},
+                        {"skip_step_scaling_factor", "6.0 <- --maxtext_skip_step_on_spikes"}});
   EXPECT_EQ(error_of({"--prefuse_moe_weights=maybe"}),
             "trainer argv --prefuse_moe_weights=maybe: not a boolean");
 }
@@ -300,24 +303,26 @@ TEST(Checkpoint, KeysAndTheFlagsThatSetThem) {
 }
 
 TEST(Checkpoint, OnlyANonEmptyValueLoadsOne) {
-  EXPECT_TRUE(loads_checkpoint("maxtext_ckpt_path", "gs://b/ckpt"));
-  EXPECT_TRUE(loads_checkpoint("load_full_state_path", "gs://b/state"));
-  EXPECT_TRUE(loads_checkpoint(kCheckpointEnv, "gs://b/ckpt"));
-  EXPECT_FALSE(loads_checkpoint("maxtext_ckpt_path", ""));
-  EXPECT_FALSE(loads_checkpoint(kCheckpointEnv, " "));
-  EXPECT_FALSE(loads_checkpoint("load_parameters_path", ""));
-  EXPECT_FALSE(loads_checkpoint("model_dir", "gs://b/model"));
+  test::expect_calls<bool, std::string_view, std::string_view>(
+      loads_checkpoint, {{{"maxtext_ckpt_path", "gs://b/ckpt"}, true},
+                         {{"load_full_state_path", "gs://b/state"}, true},
+                         {{kCheckpointEnv, "gs://b/ckpt"}, true},
+                         {{"maxtext_ckpt_path", ""}, false},
+                         {{kCheckpointEnv, " "}, false},
+                         {{"load_parameters_path", ""}, false},
+                         {{"model_dir", "gs://b/model"}, false}});
 }
 
 TEST(Profiler, WhatStartsTheTrainersOwn) {
   EXPECT_TRUE(starts_trainer_profiler("--profiler_steps=3"));
-  EXPECT_FALSE(starts_trainer_profiler("--profiler_steps=0"));
-  EXPECT_FALSE(starts_trainer_profiler("--profiler_steps=-1"));
-  EXPECT_FALSE(starts_trainer_profiler("--profiler_steps=x"));
-  EXPECT_FALSE(starts_trainer_profiler("--skip_first_n_profiler_steps=3"));
+  for (const char* item : {"--profiler_steps=0", "--profiler_steps=-1", "--profiler_steps=x",
+                           "--skip_first_n_profiler_steps=3"}) {
+    EXPECT_FALSE(starts_trainer_profiler(item)) << item;
+  }
   EXPECT_TRUE(starts_maxtext_profiler("profiler=xplane"));
-  EXPECT_FALSE(starts_maxtext_profiler("profiler="));
-  EXPECT_FALSE(starts_maxtext_profiler("profiler_steps=3"));
+  for (const char* item : {"profiler=", "profiler_steps=3"}) {
+    EXPECT_FALSE(starts_maxtext_profiler(item)) << item;
+  }
 }
 
 }  // namespace

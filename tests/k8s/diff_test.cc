@@ -149,17 +149,23 @@ std::optional<Difference> only_difference(const std::string& a, const std::strin
 // -------------------------------------------------------------------------------
 
 TEST(DiffPaths, ChildAndItem) {
-  EXPECT_EQ(path_child("", "spec"), "spec");
-  EXPECT_EQ(path_child("spec", "replicatedJobs"), "spec.replicatedJobs");
-  EXPECT_EQ(path_child("a", "with-dash_and_9"), "a.with-dash_and_9");
-  EXPECT_EQ(path_child("metadata.labels", "kueue.x-k8s.io/queue-name"),
-            "metadata.labels[kueue.x-k8s.io/queue-name]");
-  EXPECT_EQ(path_child("a", "has space"), "a[has space]");
-  EXPECT_EQ(path_child("", "a.b"), "[a.b]");
-  EXPECT_EQ(path_child("a", ""), "a[]");
-  EXPECT_EQ(path_item("spec.containers", "main"), "spec.containers[main]");
-  EXPECT_EQ(path_item("args", "--xla_foo"), "args[--xla_foo]");
-  EXPECT_EQ(path_item("x", "3"), "x[3]");
+  // A key made of [A-Za-z0-9_-] is `.key` (no dot at the start of a path).
+  test::expect_calls<const char*, const char*, const char*>(
+      path_child, {{{"", "spec"}, "spec"},
+                   {{"spec", "replicatedJobs"}, "spec.replicatedJobs"},
+                   {{"a", "with-dash_and_9"}, "a.with-dash_and_9"}});
+  // Any other key, the empty one included, is `[key]`.
+  test::expect_calls<const char*, const char*, const char*>(
+      path_child, {{{"metadata.labels", "kueue.x-k8s.io/queue-name"},
+                    "metadata.labels[kueue.x-k8s.io/queue-name]"},
+                   {{"a", "has space"}, "a[has space]"},
+                   {{"", "a.b"}, "[a.b]"},
+                   {{"a", ""}, "a[]"}});
+  // A list item's key is always `[key]`.
+  test::expect_calls<const char*, const char*, const char*>(
+      path_item, {{{"spec.containers", "main"}, "spec.containers[main]"},
+                  {{"args", "--xla_foo"}, "args[--xla_foo]"},
+                  {{"x", "3"}, "x[3]"}});
 }
 
 TEST(SequenceItemKeys, ByName) {
@@ -204,11 +210,12 @@ TEST(FlagItemKeys, KeyValue) {
 TEST(FlagItemKeys, Empty) { EXPECT_THAT(flag_item_keys({}, FlagStyle::kDashDash), IsEmpty()); }
 
 TEST(FlagStringVariables, Names) {
-  EXPECT_TRUE(is_flag_string_variable("LIBTPU_INIT_ARGS"));
-  EXPECT_TRUE(is_flag_string_variable("XLA_FLAGS"));
-  EXPECT_FALSE(is_flag_string_variable("MAXTEXT_EXTRA_FLAGS"));
-  EXPECT_FALSE(is_flag_string_variable("libtpu_init_args"));
-  EXPECT_FALSE(is_flag_string_variable("PATH"));
+  for (const char* name : {"LIBTPU_INIT_ARGS", "XLA_FLAGS"}) {
+    EXPECT_TRUE(is_flag_string_variable(name)) << name;
+  }
+  for (const char* name : {"MAXTEXT_EXTRA_FLAGS", "libtpu_init_args", "PATH"}) {
+    EXPECT_FALSE(is_flag_string_variable(name)) << name;
+  }
 }
 
 // --- expand_for_diff
@@ -485,22 +492,26 @@ TEST(DiffTrees, ChangedScalarsAndPaths) {
 TEST(DiffTrees, AddedAndRemovedSubtrees) {
   YAML::Node small = YAML::Load("x: 1\n");
   YAML::Node big = YAML::Load("x: 1\ny:\n  z: [1, 2]\n  w: \"s\"\n");
-  std::vector<Difference> added = diff_trees(small, big);
-  ASSERT_EQ(added.size(), 1u) << describe(added);
-  EXPECT_EQ(added[0].kind, Difference::Kind::kAdded);
-  EXPECT_EQ(added[0].path, "y");
-  EXPECT_EQ(added[0].old_value, "");
-  EXPECT_THAT(added[0].new_value, HasSubstr("z: [1, 2]"));
-  EXPECT_THAT(added[0].new_value, HasSubstr("w: \"s\""));
-  EXPECT_EQ(kind_name(Difference::Kind::kAdded), "added");
-
-  std::vector<Difference> removed = diff_trees(big, small);
-  ASSERT_EQ(removed.size(), 1u) << describe(removed);
-  EXPECT_EQ(removed[0].kind, Difference::Kind::kRemoved);
-  EXPECT_EQ(removed[0].path, "y");
-  EXPECT_EQ(removed[0].new_value, "");
-  EXPECT_THAT(removed[0].old_value, HasSubstr("z: [1, 2]"));
-  EXPECT_EQ(kind_name(Difference::Kind::kRemoved), "removed");
+  // One way the subtree is added, the other way removed: one side empty, the other the subtree.
+  struct Way {
+    YAML::Node from, to;
+    Difference::Kind kind;
+    const char* name;
+  };
+  for (const Way& way : {Way{small, big, Difference::Kind::kAdded, "added"},
+                         Way{big, small, Difference::Kind::kRemoved, "removed"}}) {
+    SCOPED_TRACE(way.name);
+    std::vector<Difference> found = diff_trees(way.from, way.to);
+    ASSERT_EQ(found.size(), 1u) << describe(found);
+    EXPECT_EQ(found[0].kind, way.kind);
+    EXPECT_EQ(found[0].path, "y");
+    bool added = way.kind == Difference::Kind::kAdded;
+    EXPECT_EQ(added ? found[0].old_value : found[0].new_value, "");
+    const std::string& subtree = added ? found[0].new_value : found[0].old_value;
+    EXPECT_THAT(subtree, HasSubstr("z: [1, 2]"));
+    EXPECT_THAT(subtree, HasSubstr("w: \"s\""));
+    EXPECT_EQ(kind_name(way.kind), way.name);
+  }
 }
 
 TEST(DiffTrees, SequencesByNamePortAndPosition) {
@@ -593,25 +604,24 @@ YAML::Node deep_sequences(int depth, const std::string& leaf) {
   return chain[0];
 }
 
-TEST(DiffDeep, DeepMappingsDoNotOverflowTheStack) {
-  YAML::Node a = deep_maps(kDeep, "old");
-  YAML::Node b = deep_maps(kDeep, "new");
-  std::vector<Difference> found = diff_trees(a, b);
+// Two chains of `kDeep` levels made by `build`, one with the leaf "old", one with "new", differ in
+// that leaf alone, at a path of `path_size` characters: found without overflowing the stack.
+void expect_deep_leaf_change(YAML::Node (*build)(int, const std::string&), std::size_t path_size) {
+  std::vector<Difference> found = diff_trees(build(kDeep, "old"), build(kDeep, "new"));
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].kind, Difference::Kind::kChanged);
   EXPECT_EQ(found[0].old_value, "old");
   EXPECT_EQ(found[0].new_value, "new");
-  EXPECT_EQ(found[0].path.size(),
-            std::string("k.").size() * (kDeep - 1) + std::string("leaf").size());
+  EXPECT_EQ(found[0].path.size(), path_size);
+}
+
+TEST(DiffDeep, DeepMappingsDoNotOverflowTheStack) {
+  expect_deep_leaf_change(deep_maps,
+                          std::string("k.").size() * (kDeep - 1) + std::string("leaf").size());
 }
 
 TEST(DiffDeep, DeepSequencesDoNotOverflowTheStack) {
-  YAML::Node a = deep_sequences(kDeep, "old");
-  YAML::Node b = deep_sequences(kDeep, "new");
-  std::vector<Difference> found = diff_trees(a, b);
-  ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].kind, Difference::Kind::kChanged);
-  EXPECT_EQ(found[0].path.size(), std::string("[0]").size() * kDeep);
+  expect_deep_leaf_change(deep_sequences, std::string("[0]").size() * kDeep);
 }
 
 TEST(DiffDeep, AddedLeafUnderADeepChain) {
