@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "rtb/base/enum_names.h"
+
 namespace rtb {
 
 std::string where_of(std::string_view file, std::int64_t line) {
@@ -15,13 +17,7 @@ std::string where_of(std::string_view file, std::int64_t line) {
 }
 
 std::string_view severity_name(Severity severity) {
-  switch (severity) {
-    case Severity::kNote:
-      return "note";
-    case Severity::kWarning:
-      return "warning";
-  }
-  return "warning";
+  return enum_name<Severity::kWarning>(severity, {"note", "warning"});
 }
 
 std::string text_of(const Diagnostic& diagnostic) {

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "rtb/base/enum_names.h"
 #include "rtb/base/error.h"
 
 namespace rtb::svg {
@@ -19,15 +20,7 @@ void check_size(double value, std::string_view what) {
 }
 
 std::string_view anchor_name(Anchor anchor) {
-  switch (anchor) {
-    case Anchor::kStart:
-      return "start";
-    case Anchor::kMiddle:
-      return "middle";
-    case Anchor::kEnd:
-      return "end";
-  }
-  return "start";
+  return enum_name<Anchor::kEnd>(anchor, {"start", "middle", "end"});
 }
 
 }  // namespace

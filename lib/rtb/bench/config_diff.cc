@@ -6,6 +6,7 @@
 #include <charconv>
 #include <map>
 
+#include "rtb/base/enum_names.h"
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
 #include "rtb/bench/trainer_config.h"
@@ -113,8 +114,7 @@ ConfigSide read_config_side(const std::string& path, const ConfigLogOptions& opt
 // --- comparing -----------------------------------------------------------------------------------
 
 std::string_view config_kind_name(ConfigDifference::Kind kind) {
-  static constexpr std::string_view kNames[] = {"added", "removed", "changed"};  // Kind's order
-  return kNames[static_cast<std::size_t>(kind)];
+  return enum_name<ConfigDifference::Kind::kChanged>(kind, {"added", "removed", "changed"});
 }
 
 std::vector<ConfigDifference> diff_configs(const ConfigSide& a, const ConfigSide& b,

@@ -9,6 +9,7 @@
 #include <map>
 #include <utility>
 
+#include "rtb/base/enum_names.h"
 #include "rtb/base/error.h"
 #include "rtb/base/literal.h"
 #include "rtb/base/text.h"
@@ -330,13 +331,11 @@ std::vector<ElementDifference> diff_by_key(const Literal& a, const Literal& b) {
 }  // namespace
 
 std::string_view element_kind_name(ElementDifference::Kind kind) {
-  static constexpr std::string_view kNames[] = {"added", "removed", "changed", "moved"};
-  return kNames[static_cast<std::size_t>(kind)];
+  return enum_name<ElementDifference::Kind::kMoved>(kind, {"added", "removed", "changed", "moved"});
 }
 
 std::string_view pairing_name(ElementPairing pairing) {
-  static constexpr std::string_view kNames[] = {"name", "index", "key"};
-  return kNames[static_cast<std::size_t>(pairing)];
+  return enum_name<ElementPairing::kByKey>(pairing, {"name", "index", "key"});
 }
 
 std::optional<ElementDiff> diff_elements(std::string_view a, std::string_view b) {

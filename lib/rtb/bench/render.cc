@@ -8,6 +8,7 @@
 #include <limits>
 #include <set>
 
+#include "rtb/base/enum_names.h"
 #include "rtb/base/error.h"
 #include "rtb/bench/driver_settings.h"
 #include "rtb/bench/render_steps.h"
@@ -414,7 +415,7 @@ std::string dryrun_input(std::string_view given, bool demo, const char* launch_r
 }
 
 std::string_view weights_name(Weights weights) {
-  return weights == Weights::kRandom ? "random" : "checkpoint";
+  return enum_name<Weights::kCheckpoint>(weights, {"random", "checkpoint"});
 }
 
 RenderResult render_bench(const k8s::DryRun& dryrun, const RenderOptions& options) {

@@ -1,7 +1,6 @@
 #include "rtb/hlo/analysis.h"
 
-#include <iterator>
-
+#include "rtb/base/enum_names.h"
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
 #include "rtb/hlo/analyzer.h"
@@ -11,23 +10,13 @@
 
 namespace rtb::hlo {
 
-namespace {
-
-// The name of each enumerator, in declaration order (analysis.h).
-constexpr std::string_view kStatusNames[] = {"overlapped", "exposed", "unpaired-start",
-                                             "unpaired-done"};
-constexpr std::string_view kCategoryNames[] = {"collective", "copy", "other"};
-static_assert(std::size(kStatusNames) == static_cast<std::size_t>(Status::kUnpairedDone) + 1);
-static_assert(std::size(kCategoryNames) == static_cast<std::size_t>(Category::kOther) + 1);
-
-}  // namespace
-
 std::string_view status_name(Status status) {
-  return kStatusNames[static_cast<std::size_t>(status)];
+  return enum_name<Status::kUnpairedDone>(
+      status, {"overlapped", "exposed", "unpaired-start", "unpaired-done"});
 }
 
 std::string_view category_name(Category category) {
-  return kCategoryNames[static_cast<std::size_t>(category)];
+  return enum_name<Category::kOther>(category, {"collective", "copy", "other"});
 }
 
 void Totals::add(const Collective& c) {

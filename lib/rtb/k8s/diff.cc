@@ -8,6 +8,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "rtb/base/enum_names.h"
 #include "rtb/base/error.h"
 #include "rtb/k8s/flags.h"
 #include "rtb/k8s/jobset.h"
@@ -468,17 +469,8 @@ Leaves subtree_leaves(const YAML::Node& tree, std::size_t limit) {
 }
 
 std::string_view kind_name(Difference::Kind kind) {
-  switch (kind) {
-    case Difference::Kind::kAdded:
-      return "added";
-    case Difference::Kind::kRemoved:
-      return "removed";
-    case Difference::Kind::kChanged:
-      return "changed";
-    case Difference::Kind::kTypeChanged:
-      return "type-changed";
-  }
-  return "changed";
+  return enum_name<Difference::Kind::kTypeChanged>(kind,
+                                                   {"added", "removed", "changed", "type-changed"});
 }
 
 std::vector<Difference> diff_trees(const YAML::Node& a, const YAML::Node& b,

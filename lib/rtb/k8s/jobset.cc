@@ -8,6 +8,7 @@
 #include <memory>
 #include <set>
 
+#include "rtb/base/enum_names.h"
 #include "rtb/base/error.h"
 #include "rtb/base/text.h"
 #include "rtb/k8s/yaml.h"
@@ -34,17 +35,7 @@ std::optional<std::string> find_process_main(std::string_view script) {
 }  // namespace
 
 std::string_view role_name(Role role) {
-  switch (role) {
-    case Role::kTrainer:
-      return "trainer";
-    case Role::kOrchestrator:
-      return "orchestrator";
-    case Role::kRollout:
-      return "rollout";
-    case Role::kUnknown:
-      break;
-  }
-  return "unknown";
+  return enum_name<Role::kUnknown>(role, {"trainer", "orchestrator", "rollout", "unknown"});
 }
 
 StartupBlock find_startup_block(std::string_view script) {

@@ -7,6 +7,7 @@
 #include <limits>
 #include <set>
 
+#include "rtb/base/enum_names.h"
 #include "rtb/base/error.h"
 #include "rtb/base/stats.h"
 
@@ -180,31 +181,12 @@ Verdict classify(const Comparison& comparison, std::optional<double> noise_floor
 }
 
 const char* gate_kind_name(GateKind kind) {
-  switch (kind) {
-    case GateKind::kRelative:
-      return "relative";
-    case GateKind::kAbsolute:
-      return "absolute";
-    case GateKind::kFinite:
-      break;
-  }
-  return "finite";
+  return enum_name<GateKind::kFinite>(kind, {"relative", "absolute", "finite"});
 }
 
 const char* gate_status_name(GateResult::Status status) {
-  switch (status) {
-    case GateResult::Status::kPass:
-      return "pass";
-    case GateResult::Status::kFail:
-      return "fail";
-    case GateResult::Status::kOff:
-      return "off";
-    case GateResult::Status::kNotEvaluated:
-      return "not-evaluated";
-    case GateResult::Status::kMissing:
-      break;
-  }
-  return "missing";
+  return enum_name<GateResult::Status::kNotEvaluated>(
+      status, {"pass", "fail", "missing", "off", "not-evaluated"});
 }
 
 std::vector<GateSpec> default_gates() {

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 
+#include "rtb/base/enum_names.h"
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
 #include "rtb/base/literal.h"
@@ -273,13 +274,12 @@ std::string_view memlog_kind_name(MemLogKind kind) { return kind_names(kind).nam
 std::string_view memlog_kind_id(MemLogKind kind) { return kind_names(kind).id; }
 
 std::string_view program_source_id(ProgramSource source) {
-  constexpr std::string_view kIds[] = {"memory_analysis", "estimated_total", "tpu_program_usage"};
-  return kIds[static_cast<std::size_t>(source)];
+  return enum_name<ProgramSource::kTpuProgramUsage>(
+      source, {"memory_analysis", "estimated_total", "tpu_program_usage"});
 }
 
 std::string_view oom_kind_id(OomKind kind) {
-  constexpr std::string_view kIds[] = {"compile", "allocate", "reserve", "other"};
-  return kIds[static_cast<std::size_t>(kind)];
+  return enum_name<OomKind::kOther>(kind, {"compile", "allocate", "reserve", "other"});
 }
 
 std::optional<long long> parse_byte_size(std::string_view text) {

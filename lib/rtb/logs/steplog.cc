@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "rtb/base/enum_names.h"
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
 #include "rtb/base/text.h"
@@ -345,21 +346,8 @@ std::map<std::string, double> numeric_leaves(const Literal& object) {
 }
 
 const char* log_kind_name(LogKind kind) {
-  switch (kind) {
-    case LogKind::kBench:
-      return "bench";
-    case LogKind::kOrchestrator:
-      return "orchestrator";
-    case LogKind::kTimingOnly:
-      return "timing-only";
-    case LogKind::kMaxText:
-      return "maxtext";
-    case LogKind::kTunixPeft:
-      return "tunix-peft";
-    case LogKind::kUnknown:
-      break;
-  }
-  return "unknown";
+  return enum_name<LogKind::kTunixPeft>(
+      kind, {"unknown", "bench", "orchestrator", "timing-only", "maxtext", "tunix-peft"});
 }
 
 // ---- RunLogParser ------------------------------------------------------------------------------
