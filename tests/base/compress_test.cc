@@ -5,19 +5,22 @@
 #include <string>
 
 #include "rtb/base/error.h"
+#include "test_util.h"
 
 namespace rtb {
 namespace {
 
 TEST(Base64, Rfc4648Vectors) {
-  EXPECT_EQ(base64_encode("", 0), "");
-  EXPECT_EQ(base64_encode("f", 0), "Zg==");
-  EXPECT_EQ(base64_encode("fo", 0), "Zm8=");
-  EXPECT_EQ(base64_encode("foo", 0), "Zm9v");
-  EXPECT_EQ(base64_encode("foob", 0), "Zm9vYg==");
-  EXPECT_EQ(base64_encode("fooba", 0), "Zm9vYmE=");
-  EXPECT_EQ(base64_encode("foobar", 0), "Zm9vYmFy");
-  EXPECT_EQ(base64_encode(std::string("\xff\xfe\x00", 3), 0), "//4A");
+  auto unwrapped = [](const std::string& text) { return base64_encode(text, 0); };
+  test::expect_cases<const char*, std::string>(unwrapped,
+                                               {{"", ""},
+                                                {"f", "Zg=="},
+                                                {"fo", "Zm8="},
+                                                {"foo", "Zm9v"},
+                                                {"foob", "Zm9vYg=="},
+                                                {"fooba", "Zm9vYmE="},
+                                                {"foobar", "Zm9vYmFy"},
+                                                {std::string("\xff\xfe\x00", 3), "//4A"}});
 }
 
 TEST(Base64, WrapsLinesAndEndsWithANewline) {

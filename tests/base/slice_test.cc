@@ -58,118 +58,76 @@ TEST(Topology, Errors) {
 // --- slices
 // ---------------------------------------------------------------------------------------
 
-TEST(Slice, Tpu7x4x4x8) {
-  Slice slice = Slice::parse("tpu7x:4x4x8");
-  EXPECT_EQ(slice.type().name, "tpu7x");
-  EXPECT_EQ(slice.chips(), 128);
-  EXPECT_EQ(slice.devices(), 256);
-  EXPECT_EQ(slice.chips_per_host(), 4);
-  EXPECT_EQ(slice.hosts(), 32);
-  EXPECT_EQ(slice.partition(), Topology({4, 4, 4}));
-  EXPECT_EQ(slice.partition().str(), "4x4x4");
-  EXPECT_EQ(slice.partition_hosts(), 16);
-  EXPECT_EQ(slice.compile_topology(), "tpu7x-256");
-  EXPECT_EQ(slice.instance_type(), "tpu7x:4x4x8");
-  EXPECT_EQ(slice.type().gke_accelerator, "tpu7x");
-  EXPECT_EQ(slice.topology().str(), "4x4x8");
-}
+// What a slice of each type and size is made of: chips, devices (tpu7x has 2 a chip), hosts (up to
+// 4 chips each), the partition (the podset slice: at most 4x4x4 for 3-D types) and the names each
+// consumer spells: the compile topology (devices for tpu7x, cores for older 3-D types), the
+// instance type and the GKE accelerator. An alias gives the same slice as the type's own name.
+struct SliceFacts {
+  const char* text;
+  const char* type;
+  int chips, devices, hosts, chips_per_host;
+  const char* partition;
+  int partition_hosts;
+  const char* compile_topology;
+  const char* instance_type;
+  const char* gke_accelerator;
+};
 
-TEST(Slice, Tpu7x4x4x4) {
-  Slice slice = Slice::parse("tpu7x:4x4x4");
-  EXPECT_EQ(slice.chips(), 64);
-  EXPECT_EQ(slice.devices(), 128);
-  EXPECT_EQ(slice.hosts(), 16);
-  EXPECT_EQ(slice.partition().str(), "4x4x4");
-  EXPECT_EQ(slice.partition_hosts(), 16);
-  EXPECT_EQ(slice.compile_topology(), "tpu7x-128");
-  EXPECT_EQ(slice.instance_type(), "tpu7x:4x4x4");
-}
-
-TEST(Slice, Tpu7x2x2x1) {
-  Slice slice = Slice::parse("tpu7x:2x2x1");
-  EXPECT_EQ(slice.chips(), 4);
-  EXPECT_EQ(slice.devices(), 8);
-  EXPECT_EQ(slice.hosts(), 1);
-  EXPECT_EQ(slice.chips_per_host(), 4);
-  EXPECT_EQ(slice.partition(), Topology({2, 2, 1}));
-  EXPECT_EQ(slice.partition_hosts(), 1);
-  EXPECT_EQ(slice.compile_topology(), "tpu7x-8");
-  EXPECT_EQ(slice.instance_type(), "tpu7x:2x2x1");
-}
-
-TEST(Slice, Tpu7xLargerAndSmaller) {
-  Slice big = Slice::parse("tpu7x:8x8x16");
-  EXPECT_EQ(big.chips(), 1024);
-  EXPECT_EQ(big.hosts(), 256);
-  EXPECT_EQ(big.partition().str(), "4x4x4");
-  EXPECT_EQ(big.partition_hosts(), 16);
-  Slice rollout = Slice::parse("tpu7x:2x2x4");
-  EXPECT_EQ(rollout.chips(), 16);
-  EXPECT_EQ(rollout.devices(), 32);
-  EXPECT_EQ(rollout.hosts(), 4);
-  EXPECT_EQ(rollout.partition().str(), "2x2x4");
-  EXPECT_EQ(rollout.partition_hosts(), 4);
-  Slice single = Slice::parse("tpu7x:1x1x1");
-  EXPECT_EQ(single.chips(), 1);
-  EXPECT_EQ(single.chips_per_host(), 1);
-  EXPECT_EQ(single.hosts(), 1);
-  EXPECT_EQ(single.partition_hosts(), 1);
-}
-
-TEST(Slice, V5p) {
-  for (const char* text : {"v5p:4x4x4", "tpuv5:4x4x4", "tpu-v5p-slice:4x4x4", "tpuv5p:4x4x4"}) {
-    SCOPED_TRACE(text);
-    Slice slice = Slice::parse(text);
-    EXPECT_EQ(slice.type().name, "v5p");
-    EXPECT_EQ(slice.chips(), 64);
-    EXPECT_EQ(slice.devices(), 64);
-    EXPECT_EQ(slice.hosts(), 16);
-    EXPECT_EQ(slice.instance_type(), "tpuv5:4x4x4");
-    EXPECT_EQ(slice.compile_topology(), "v5p-128");
-    EXPECT_EQ(slice.type().gke_accelerator, "tpu-v5p-slice");
+TEST(Slice, FactsOfEachTypeAndSize) {
+  for (const SliceFacts& facts : {
+           SliceFacts{"tpu7x:4x4x8", "tpu7x", 128, 256, 32, 4, "4x4x4", 16, "tpu7x-256",
+                      "tpu7x:4x4x8", "tpu7x"},
+           SliceFacts{"tpu7x:4x4x4", "tpu7x", 64, 128, 16, 4, "4x4x4", 16, "tpu7x-128",
+                      "tpu7x:4x4x4", "tpu7x"},
+           SliceFacts{"tpu7x:2x2x1", "tpu7x", 4, 8, 1, 4, "2x2x1", 1, "tpu7x-8", "tpu7x:2x2x1",
+                      "tpu7x"},
+           SliceFacts{"tpu7x:8x8x16", "tpu7x", 1024, 2048, 256, 4, "4x4x4", 16, "tpu7x-2048",
+                      "tpu7x:8x8x16", "tpu7x"},
+           SliceFacts{"tpu7x:2x2x4", "tpu7x", 16, 32, 4, 4, "2x2x4", 4, "tpu7x-32", "tpu7x:2x2x4",
+                      "tpu7x"},
+           SliceFacts{"tpu7x:1x1x1", "tpu7x", 1, 2, 1, 1, "1x1x1", 1, "tpu7x-2", "tpu7x:1x1x1",
+                      "tpu7x"},
+           SliceFacts{"v5p:4x4x4", "v5p", 64, 64, 16, 4, "4x4x4", 16, "v5p-128", "tpuv5:4x4x4",
+                      "tpu-v5p-slice"},
+           SliceFacts{"tpuv5:4x4x4", "v5p", 64, 64, 16, 4, "4x4x4", 16, "v5p-128", "tpuv5:4x4x4",
+                      "tpu-v5p-slice"},
+           SliceFacts{"tpu-v5p-slice:4x4x4", "v5p", 64, 64, 16, 4, "4x4x4", 16, "v5p-128",
+                      "tpuv5:4x4x4", "tpu-v5p-slice"},
+           SliceFacts{"tpuv5p:4x4x4", "v5p", 64, 64, 16, 4, "4x4x4", 16, "v5p-128", "tpuv5:4x4x4",
+                      "tpu-v5p-slice"},
+           SliceFacts{"tpuv5:2x2x1", "v5p", 4, 4, 1, 4, "2x2x1", 1, "v5p-8", "tpuv5:2x2x1",
+                      "tpu-v5p-slice"},
+           SliceFacts{"v6e:4x4", "v6e", 16, 16, 4, 4, "4x4", 4, "v6e-16", "tpuv6e:4x4",
+                      "tpu-v6e-slice"},
+           SliceFacts{"v6e:16x16", "v6e", 256, 256, 64, 4, "16x16", 64, "v6e-256", "tpuv6e:16x16",
+                      "tpu-v6e-slice"},
+           SliceFacts{"tpu-v6e-slice:2x2", "v6e", 4, 4, 1, 4, "2x2", 1, "v6e-4", "tpuv6e:2x2",
+                      "tpu-v6e-slice"},
+           SliceFacts{"tpuv6e:1x1", "v6e", 1, 1, 1, 1, "1x1", 1, "v6e-1", "tpuv6e:1x1",
+                      "tpu-v6e-slice"},
+           SliceFacts{"v5litepod:4x4", "v5e", 16, 16, 4, 4, "4x4", 4, "v5e-16", "tpuv5e:4x4",
+                      "tpu-v5-lite-podslice"},
+           SliceFacts{"tpu-v5-lite-podslice:2x2", "v5e", 4, 4, 1, 4, "2x2", 1, "v5e-4",
+                      "tpuv5e:2x2", "tpu-v5-lite-podslice"},
+           SliceFacts{"v4:2x2x2", "v4", 8, 8, 2, 4, "2x2x2", 2, "v4-16", "tpuv4:2x2x2",
+                      "tpu-v4-podslice"},
+       }) {
+    SCOPED_TRACE(facts.text);
+    Slice slice = Slice::parse(facts.text);
+    EXPECT_EQ(slice.type().name, facts.type);
+    EXPECT_EQ(slice.chips(), facts.chips);
+    EXPECT_EQ(slice.devices(), facts.devices);
+    EXPECT_EQ(slice.hosts(), facts.hosts);
+    EXPECT_EQ(slice.chips_per_host(), facts.chips_per_host);
+    EXPECT_EQ(slice.partition().str(), facts.partition);
+    EXPECT_EQ(slice.partition_hosts(), facts.partition_hosts);
+    EXPECT_EQ(slice.compile_topology(), facts.compile_topology);
+    EXPECT_EQ(slice.instance_type(), facts.instance_type);
+    EXPECT_EQ(slice.type().gke_accelerator, facts.gke_accelerator);
   }
-  Slice small = Slice::parse("tpuv5:2x2x1");
-  EXPECT_EQ(small.chips(), 4);
-  EXPECT_EQ(small.hosts(), 1);
-  EXPECT_EQ(small.compile_topology(), "v5p-8");
-  EXPECT_EQ(small.instance_type(), "tpuv5:2x2x1");
-}
-
-TEST(Slice, V6eTwoDimensional) {
-  Slice slice = Slice::parse("v6e:4x4");
-  EXPECT_EQ(slice.type().name, "v6e");
-  EXPECT_EQ(slice.chips(), 16);
-  EXPECT_EQ(slice.devices(), 16);
-  EXPECT_EQ(slice.hosts(), 4);
-  EXPECT_EQ(slice.compile_topology(), "v6e-16");
-  EXPECT_EQ(slice.instance_type(), "tpuv6e:4x4");
-  EXPECT_EQ(slice.partition().str(), "4x4");
-  EXPECT_EQ(slice.type().gke_accelerator, "tpu-v6e-slice");
-
-  Slice pod = Slice::parse("v6e:16x16");
-  EXPECT_EQ(pod.chips(), 256);
-  EXPECT_EQ(pod.hosts(), 64);
-  EXPECT_EQ(pod.compile_topology(), "v6e-256");
-  EXPECT_EQ(pod.partition().str(), "16x16");
-
-  Slice small = Slice::parse("tpu-v6e-slice:2x2");
-  EXPECT_EQ(small.chips(), 4);
-  EXPECT_EQ(small.hosts(), 1);
-  Slice one = Slice::parse("tpuv6e:1x1");
-  EXPECT_EQ(one.chips(), 1);
-  EXPECT_EQ(one.hosts(), 1);
-}
-
-TEST(Slice, V5eAndV4) {
-  Slice v5e = Slice::parse("v5litepod:4x4");
-  EXPECT_EQ(v5e.type().name, "v5e");
-  EXPECT_EQ(v5e.chips(), 16);
-  EXPECT_EQ(v5e.compile_topology(), "v5e-16");
-  EXPECT_EQ(Slice::parse("tpu-v5-lite-podslice:2x2").type().name, "v5e");
-  Slice v4 = Slice::parse("v4:2x2x2");
-  EXPECT_EQ(v4.chips(), 8);
-  EXPECT_EQ(v4.hosts(), 2);
-  EXPECT_EQ(v4.compile_topology(), "v4-16");
+  Slice slice = Slice::parse("tpu7x:4x4x8");
+  EXPECT_EQ(slice.topology().str(), "4x4x8");
+  EXPECT_EQ(slice.partition(), Topology({4, 4, 4}));
 }
 
 TEST(Slice, Aliases) {
