@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "rtb/base/compress.h"
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
 #include "rtb/k8s/diff.h"
@@ -458,6 +459,30 @@ TEST(RenderTest, RefusesAClientScriptLinuxCannotPassAsOneArgument) {
             std::string::npos);
   EXPECT_NE(script.find("gzip -dc /tmp/bench_driver.py.gz > /tmp/bench_driver.py || "),
             std::string::npos);
+}
+
+TEST(RenderTest, ADriverCompressedAheadGoesInAsGiven) {
+  // render-bench's embedded driver comes compressed from the build: the script carries that form
+  // (here a marker, to tell it from a compression at render time) instead of compressing again.
+  RenderOptions o = options();
+  o.driver_source = std::string(140000, '#') + "\n";
+  o.driver_gzip = "compressed at build time";
+  k8s::DryRun dryrun = fixture();
+  // The first line of each base64 text (the YAML indents the lines of the script).
+  auto first_line = [](const std::string& data) {
+    std::string text = base64_encode(data);
+    return text.substr(0, text.find('\n'));
+  };
+  std::string given = first_line(o.driver_gzip);
+  std::string script = render_bench(dryrun, o).yaml;
+  EXPECT_NE(script.find(given), std::string::npos);
+  EXPECT_EQ(script.find(first_line(gzip_compress(o.driver_source))), std::string::npos);
+  // A driver without its last newline gets one in the script: the given form is not of that
+  // text, so the render compresses the text itself.
+  o.driver_source.pop_back();
+  script = render_bench(dryrun, o).yaml;
+  EXPECT_EQ(script.find(given), std::string::npos);
+  EXPECT_NE(script.find(first_line(gzip_compress(o.driver_source + "\n"))), std::string::npos);
 }
 
 TEST(RenderTest, SummaryCountsChangesByKnob) {

@@ -1,6 +1,7 @@
 """Tests of amalgamate.py, which joins the rtb_driver package into the one file the pod runs."""
 
 import ast
+import gzip
 import importlib.util
 import os
 import subprocess
@@ -65,6 +66,25 @@ class RealPackageTest(unittest.TestCase):
     # The file the tests (and render-bench) use is exactly what the package builds to today.
     with open(driver_path(), encoding="utf-8") as handle:
       self.assertEqual(handle.read(), amalgamate.amalgamate(PACKAGE, TABLES))
+
+  def test_the_shipped_gzip_is_the_shipped_driver(self):
+    # render-bench embeds both forms; the compressed one must unpack to the text, byte for byte.
+    with open(driver_path(), "rb") as text, open(driver_path() + ".gz", "rb") as packed:
+      self.assertEqual(gzip.decompress(packed.read()), text.read())
+
+  def test_the_gzip_form_is_reproducible_and_unpacks(self):
+    with tempfile.TemporaryDirectory() as directory:
+      outputs = []
+      for name in ("a", "b"):
+        target = os.path.join(directory, name + ".py")
+        self.assertEqual(
+            amalgamate.main(
+                [PACKAGE, target, *[f"--embed={t}" for t in TABLES], "--gzip", target + ".gz"]), 0)
+        with open(target + ".gz", "rb") as handle:
+          outputs.append(handle.read())
+        with open(target, "rb") as handle:
+          self.assertEqual(gzip.decompress(outputs[-1]), handle.read())
+      self.assertEqual(outputs[0], outputs[1], "no time or name in the gzip header")
 
   def test_modules_come_after_what_they_import(self):
     text = amalgamate.amalgamate(PACKAGE, TABLES)

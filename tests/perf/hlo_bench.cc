@@ -17,7 +17,6 @@
 // Environment: RTB_HLO_BENCH_BYTES overrides the dump size (default 1 GiB);
 // RTB_TESTDATA_DIR overrides the fixture directory (default: the repository's testdata/).
 #include <benchmark/benchmark.h>
-#include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -35,9 +34,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "perf_util.h"
 #include "rtb/hlo/analysis.h"
-
-extern char** environ;
 
 namespace {
 
@@ -219,45 +217,6 @@ double peak_rss_mib() {
   return 0;
 }
 
-struct ChildRun {
-  int status = -1;
-  double seconds = 0;
-  long max_rss_kib = 0;
-  std::string output;
-};
-
-// Runs argv in a child process (stdout captured), waiting with wait4 for its peak RSS.
-ChildRun run_child(const std::vector<std::string>& args) {
-  ChildRun run;
-  int pipe_fds[2];
-  if (::pipe(pipe_fds) != 0) throw std::runtime_error("pipe failed");
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
-  posix_spawn_file_actions_addclose(&actions, pipe_fds[0]);
-  std::vector<char*> argv;
-  for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  auto begin = std::chrono::steady_clock::now();
-  int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(pipe_fds[1]);
-  if (rc != 0) {
-    ::close(pipe_fds[0]);
-    throw std::runtime_error("cannot run " + args[0]);
-  }
-  char buffer[4096];
-  ssize_t n;
-  while ((n = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0) run.output.append(buffer, n);
-  ::close(pipe_fds[0]);
-  struct rusage usage {};
-  ::wait4(pid, &run.status, 0, &usage);
-  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-  run.max_rss_kib = usage.ru_maxrss;
-  return run;
-}
-
 void HloToolPeakMemory(benchmark::State& state) {
   const GeneratedDump& dump = GeneratedDump::get();
   fs::path tool = fs::read_symlink("/proc/self/exe").parent_path() / "hlo-overlap";
@@ -265,16 +224,16 @@ void HloToolPeakMemory(benchmark::State& state) {
     state.SkipWithError("bin/hlo-overlap not built next to perf_benchmarks");
     return;
   }
-  ChildRun run;
+  rtb::perf::ChildRun run;
   double floor_mib = 0;
   for (auto _ : state) {
     // A spawned child inherits the parent's peak RSS as its own starting peak (Linux carries
     // the old mm's high-water mark across exec); reset ours first so the number is the tool's.
     floor_mib = reset_peak_rss_mib();
-    run = run_child({tool.string(), dump.path(), "--json", "-q", "--allow-truncated"});
+    run = rtb::perf::run_child({tool.string(), dump.path(), "--json", "-q", "--allow-truncated"});
     state.SetIterationTime(run.seconds);
   }
-  if (!WIFEXITED(run.status) || WEXITSTATUS(run.status) != 0) {
+  if (!rtb::perf::succeeded(run)) {
     state.SkipWithError("hlo-overlap failed on the generated dump");
     return;
   }
@@ -330,13 +289,13 @@ void measure_cpp_if_needed() {
 void HloPythonBaseline(benchmark::State& state) {
   const GeneratedDump& dump = GeneratedDump::get();
   std::string script = (source_dir() / "hlo_baseline.py").string();
-  ChildRun run;
+  rtb::perf::ChildRun run;
   for (auto _ : state) {
     reset_peak_rss_mib();  // else the child's ru_maxrss starts at our own high-water mark
-    run = run_child({"/usr/bin/python3", script, dump.path()});
+    run = rtb::perf::run_child({"/usr/bin/python3", script, dump.path()});
     state.SetIterationTime(run.seconds);
   }
-  if (!WIFEXITED(run.status) || WEXITSTATUS(run.status) != 0) {
+  if (!rtb::perf::succeeded(run)) {
     state.SkipWithError("the Python baseline failed");
     return;
   }

@@ -1,13 +1,23 @@
-// render-bench on a 1 MB DRY_RUN (make bench). The DRY_RUN is the example fixture with rollout
-// JobSets repeated under new names until it passes 1 MB, as a launcher printing many rollout
-// JobSets would. Baseline measured in the same run: yaml-cpp loading the same documents, which
-// any tool reading this input pays; the target is well under 50 ms per render.
+// render-bench (make bench):
+//   - BM_RenderBench1MB: a render of a 1 MB DRY_RUN (the example fixture with rollout JobSets
+//     repeated under new names until it passes 1 MB, as a launcher printing many rollout JobSets
+//     would), with the real embedded driver and its gzip form from the build. Baselines in the
+//     same run: BM_RenderBench1MBCompressingDriver, the same render compressing the driver itself
+//     (what every render did before the build compressed it), and yaml-cpp loading the same
+//     documents, which any tool reading this input pays.
+//   - RenderWholeProcessVsPython: bin/render-bench on the 397B fixture, whole process, against
+//     tests/perf/render_reference.py (PyYAML's pure-Python safe_load, render-bench's main edits,
+//     yaml.dump) on the same file, alternating, 5 runs each: the medians and python_over_cpp.
 #include <benchmark/benchmark.h>
 #include <yaml-cpp/yaml.h>
 
+#include <filesystem>
 #include <regex>
 #include <string>
+#include <vector>
 
+#include "common/embedded.h"
+#include "perf_util.h"
 #include "rtb/base/io.h"
 #include "rtb/bench/render.h"
 #include "rtb/k8s/dryrun.h"
@@ -32,10 +42,11 @@ const std::string& input() {
   return text;
 }
 
-void BM_RenderBench1MB(benchmark::State& state) {
+void render_1mb(benchmark::State& state, std::string_view driver_gzip) {
   rtb::bench::RenderOptions options;
   options.name = "abtest-bench";
-  options.driver_source = "print('driver')\n";
+  options.driver_source = std::string(rtb::embedded::bench_driver());
+  options.driver_gzip = std::string(driver_gzip);
   options.libtpu_flags = {"--xla_tpu_scoped_vmem_limit_kib=65536"};
   options.trainer_slice = "tpu7x:4x4x4";
   for (auto _ : state) {
@@ -50,7 +61,14 @@ void BM_RenderBench1MB(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * input().size()));
   state.counters["input_MB"] = static_cast<double>(input().size()) / (1 << 20);
 }
+
+void BM_RenderBench1MB(benchmark::State& state) {
+  render_1mb(state, rtb::embedded::bench_driver_gzip());
+}
 BENCHMARK(BM_RenderBench1MB)->Unit(benchmark::kMillisecond);
+
+void BM_RenderBench1MBCompressingDriver(benchmark::State& state) { render_1mb(state, ""); }
+BENCHMARK(BM_RenderBench1MBCompressingDriver)->Unit(benchmark::kMillisecond);
 
 // Baseline: only loading the YAML documents of the same input with yaml-cpp, as a reader that
 // parses every document would.
@@ -62,5 +80,46 @@ void BM_BaselineYamlLoad1MB(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * input().size()));
 }
 BENCHMARK(BM_BaselineYamlLoad1MB)->Unit(benchmark::kMillisecond);
+
+// Whole processes, as a user runs them: render-bench against the plain Python reference.
+void RenderWholeProcessVsPython(benchmark::State& state) {
+  namespace fs = std::filesystem;
+  fs::path bin = fs::read_symlink("/proc/self/exe").parent_path();
+  fs::path tool = bin / "render-bench";
+  fs::path driver = bin.parent_path() / "driver" / "bench_driver.py";
+  if (!fs::exists(tool) || !fs::exists(driver)) {
+    state.SkipWithError("bin/render-bench or driver/bench_driver.py not built");
+    return;
+  }
+  std::string dryrun = RTB_PERF_TESTDATA_DIR "/launch_dryrun.txt";
+  std::string reference = RTB_PERF_SOURCE_DIR "/tests/perf/render_reference.py";
+  std::vector<std::string> cpp_args = {tool.string(),
+                                       dryrun,
+                                       "--name",
+                                       "abtest-bench",
+                                       "--libtpu-flag=--xla_tpu_scoped_vmem_limit_kib=65536",
+                                       "--maxtext-flag=sa_block_q=2048",
+                                       "-q"};
+  std::vector<std::string> python_args = {"/usr/bin/python3", reference, dryrun, driver.string(),
+                                          "abtest-bench"};
+  std::vector<double> cpp, python;
+  for (auto _ : state) {
+    for (int run = 0; run < 5; ++run) {
+      rtb::perf::ChildRun ours = rtb::perf::run_child(cpp_args);
+      rtb::perf::ChildRun theirs = rtb::perf::run_child(python_args);
+      if (!rtb::perf::succeeded(ours) || !rtb::perf::succeeded(theirs)) {
+        state.SkipWithError("render-bench or the Python reference failed");
+        return;
+      }
+      cpp.push_back(ours.seconds);
+      python.push_back(theirs.seconds);
+    }
+  }
+  double cpp_median = rtb::perf::median(cpp), python_median = rtb::perf::median(python);
+  state.counters["cpp_ms"] = cpp_median * 1e3;
+  state.counters["python_ms"] = python_median * 1e3;
+  state.counters["python_over_cpp"] = python_median / cpp_median;
+}
+BENCHMARK(RenderWholeProcessVsPython)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace

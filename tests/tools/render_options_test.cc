@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/embedded.h"
+#include "rtb/base/compress.h"
 #include "rtb/bench/driver_settings.h"
 #include "rtb/bench/render.h"
 #include "test_util.h"
@@ -193,6 +195,16 @@ TEST(RenderOptions, BadDriverSettingsAreRefusedInTheDriversWords) {
         "--profile-window 5: expected START:COUNT (fwd_bwd calls, 0-based start)"},
        {{"--profile-window=-1:2"}, "--profile-window -1:2: START must be >= 0"},
        {{"--profile-window", "1:0"}, "--profile-window 1:0: COUNT must be >= 1"}});
+}
+
+// The embedded driver's two forms are one driver: the compressed one (what a render puts in the
+// client script) unpacks to the text (what --print-driver prints and the tests run).
+TEST(RenderOptions, TheEmbeddedDriversGzipIsItsText) {
+  EXPECT_EQ(gzip_decompress(embedded::bench_driver_gzip()), embedded::bench_driver());
+  RenderKnobs knobs;
+  finish_render_options(knobs, embedded::bench_driver(), embedded::bench_driver_gzip());
+  EXPECT_EQ(knobs.options.driver_gzip, embedded::bench_driver_gzip());
+  EXPECT_EQ(knobs.options.driver_source, embedded::bench_driver());
 }
 
 }  // namespace

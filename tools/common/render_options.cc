@@ -46,7 +46,8 @@ void add_render_options(CLI::App& app, RenderKnobs& knobs, NameOption name) {
   add_role_main_options(app, knobs.options.mains);
 }
 
-void finish_render_options(RenderKnobs& knobs, std::string_view embedded_driver) {
+void finish_render_options(RenderKnobs& knobs, std::string_view embedded_driver,
+                           std::string_view embedded_driver_gzip) {
   rtb::bench::RenderOptions& options = knobs.options;
   for (const bench::KnobSpec& spec : bench::render_knobs()) {
     auto given = knobs.given.find(spec.option);
@@ -60,7 +61,10 @@ void finish_render_options(RenderKnobs& knobs, std::string_view embedded_driver)
       for (const std::string& value : given->second.values) bench::apply_knob(spec, value, options);
     }
   }
-  if (!given_driver_file(knobs)) options.driver_source = std::string(embedded_driver);
+  if (!given_driver_file(knobs)) {
+    options.driver_source = std::string(embedded_driver);
+    options.driver_gzip = std::string(embedded_driver_gzip);
+  }
   options.tool_version = RTB_VERSION;
 }
 

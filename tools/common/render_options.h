@@ -40,9 +40,10 @@ void add_render_options(CLI::App& app, RenderKnobs& knobs, NameOption name);
 
 // Completes knobs.options after parsing: every knob given, in the table's order, through
 // bench::apply_knob (which checks it: `--steps 0: must be >= 1`; a blank driver setting leaves it
-// unset), then the driver source (`embedded_driver` unless --driver) and the version. Throws
-// rtb::Error.
-void finish_render_options(RenderKnobs& knobs, std::string_view embedded_driver);
+// unset), then the driver source (`embedded_driver` unless --driver, with its gzip form
+// `embedded_driver_gzip` if known) and the version. Throws rtb::Error.
+void finish_render_options(RenderKnobs& knobs, std::string_view embedded_driver,
+                           std::string_view embedded_driver_gzip = {});
 
 // The bench driver the render embeds: --driver FILE, else `embedded_driver`. Throws rtb::Error.
 std::string driver_source(const RenderKnobs& knobs, std::string_view embedded_driver);

@@ -67,7 +67,11 @@ struct RenderOptions {
   DriverSettings driver;
   k8s::RoleMains mains;
   std::string driver_source;  // bench_driver.py
-  std::string tool_version;   // written into the client script's header comment
+  // The same driver gzip-compressed, when it is known ahead: render-bench's embedded driver is
+  // compressed at build time, so a render spends nothing on it. Empty: the render compresses
+  // driver_source itself when the script needs the compressed form.
+  std::string driver_gzip;
+  std::string tool_version;  // written into the client script's header comment
 };
 
 // One change made to the trainer JobSet: which knob (or "render" for the fixed changes, and

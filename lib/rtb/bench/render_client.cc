@@ -106,8 +106,12 @@ std::vector<std::pair<std::string, std::string>> orchestrator_driver_env(
 }
 
 std::string driver_script(const DriverLaunch& launch, std::string driver,
-                          std::string_view tool_version) {
-  if (driver.empty() || driver.back() != '\n') driver += '\n';
+                          std::string_view driver_gzip, std::string_view tool_version) {
+  // The script's heredoc needs a last newline; a driver that lacks one is not what was compressed.
+  if (driver.empty() || driver.back() != '\n') {
+    driver += '\n';
+    driver_gzip = {};
+  }
   std::string terminator = heredoc_terminator(driver);
   std::string title = launch.what;
   if (!title.empty())
@@ -150,7 +154,8 @@ std::string driver_script(const DriverLaunch& launch, std::string driver,
         "base64 -d > {0}.gz <<'{1}' || {{ echo \"cannot decode the bench driver\" >&2; exit 1; }}\n"
         "{2}{1}\n"
         "gzip -dc {0}.gz > {0} || {{ echo \"cannot unpack the bench driver\" >&2; exit 1; }}\n",
-        kDriverPath, heredoc_terminator(""), base64_encode(gzip_compress(driver)));
+        kDriverPath, heredoc_terminator(""),
+        base64_encode(driver_gzip.empty() ? gzip_compress(driver) : std::string(driver_gzip)));
   }
   script += rest;
   if (script.size() >= kMaxArgumentBytes) {
@@ -268,8 +273,9 @@ void Renderer::build_client_command() {
                       {"python3", std::string(kDriverPath)}};
   launch.assignments.insert(launch.assignments.end(), driver_setting_words_.begin(),
                             driver_setting_words_.end());
-  k8s::yaml::set_string(client_.script_node,
-                        driver_script(launch, options_.driver_source, options_.tool_version));
+  k8s::yaml::set_string(
+      client_.script_node,
+      driver_script(launch, options_.driver_source, options_.driver_gzip, options_.tool_version));
   std::string old_program = k8s::shell::join(program_);
   record("render", client_path(".script"), "e2e wrapper",
          "bench wrapper writing " + std::string(kDriverPath));

@@ -65,9 +65,9 @@ struct DriverLaunch {
 // The PID-1 wrapper that writes the driver to kDriverPath with a quoted heredoc (so bash expands
 // nothing in it) and runs `launch` in the background, forwarding SIGTERM and keeping its exit
 // code. The bench client and the preflight Job both run this script, so they run the same driver
-// with the same settings.
+// with the same settings. `driver_gzip` is `driver` gzip-compressed if known, else empty.
 std::string driver_script(const DriverLaunch& launch, std::string driver,
-                          std::string_view tool_version);
+                          std::string_view driver_gzip, std::string_view tool_version);
 
 class Renderer {
  public:

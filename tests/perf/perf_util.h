@@ -1,0 +1,26 @@
+// What the benchmarks of tests/perf share: running a whole process as a user would, timed.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace rtb::perf {
+
+struct ChildRun {
+  int status = -1;       // as wait4 gives it
+  double seconds = 0;    // wall time from spawn to exit
+  long max_rss_kib = 0;  // the child's peak RSS
+  std::string output;    // its stdout
+};
+
+// Runs argv (argv[0] a path) in a child process with stdout captured, waiting with wait4 for its
+// peak RSS. Throws std::runtime_error if it cannot start.
+ChildRun run_child(const std::vector<std::string>& args);
+
+// True when the child exited with status 0.
+bool succeeded(const ChildRun& run);
+
+// The median of `values` (not empty).
+double median(std::vector<double> values);
+
+}  // namespace rtb::perf
