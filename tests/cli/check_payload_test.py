@@ -12,7 +12,7 @@ import zipfile
 
 import numpy as np
 
-from cli_common import BIN, PYTHON, TESTDATA, assert_all_checks_pass, run_tool
+from cli_common import BIN, PYTHON, TESTDATA, assert_all_checks_pass, assert_bad_input, run_tool
 
 TOOL = os.path.join(BIN, "check-payload")
 
@@ -453,6 +453,29 @@ class CheckPayloadTest(unittest.TestCase):
                 self.assertEqual(code, 2, (command, stdout, stderr))
                 self.assertEqual(len(stderr.strip().splitlines()), 1, stderr)
                 self.assertIn(message, stderr)
+
+    def test_an_npz_that_is_no_bench_payload_is_bad_input(self):
+        """A real npz someone else wrote (testdata/SOURCES.md), without routed_experts: verify
+        exits 2 with one line naming the members it has, as measure does, rather than running
+        every check (issue 28, item 4)."""
+        path = os.path.join(TESTDATA, "npz_tahoma_test.npz")
+        members = ("(members: int32_vec, float32_vec, int64_vec, float64_vec, int32_mat, "
+                   "float32_mat, int64_mat, float64_mat, int32_tensor, float32_tensor, meta.yml)")
+        for command, consequence in [
+            (["verify", path], "not a bench payload (docs/payload-spec.md)"),
+            (["verify", path, "--json"] + SMALL_VERIFY, "not a bench payload"),
+            (["measure", path, "--ep", "1"], "name the routed-experts array with --member"),
+        ]:
+            with self.subTest(command=command):
+                assert_bad_input(
+                    self, "check-payload", run(command),
+                    f"check-payload: {path}: no member 'routed_experts' {members}; "
+                    f"{consequence}")
+        # measure reads the member it is told: its int32 [2, 2, 2] array as [N, L, K].
+        code, stdout, stderr = run(
+            ["measure", path, "--ep", "1", "--experts", "16", "--member", "int32_tensor"])
+        self.assertEqual(code, 0, stderr)
+        self.assertIn("int32 [2, 2, 2]", stdout)
 
     # --- measure -----------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@
 #include "rtb/base/io.h"
 #include "rtb/base/outcome.h"
 #include "rtb/payload/builder.h"
+#include "test_util.h"
 
 namespace rtb::payload {
 namespace {
@@ -232,6 +233,22 @@ TEST_F(VerifyTest, WithoutSegmentsOrMaskContentChecksAreSkipped) {
   EXPECT_EQ(report.check("fields")->failures, 2);
   EXPECT_TRUE(report.check("routing")->skipped);
   EXPECT_TRUE(report.check("layout")->skipped);
+}
+
+// A real npz someone else wrote (testdata/SOURCES.md): eleven arrays, no routed_experts. It is no
+// bench payload, so verify runs no check on it (every one would fail or pass vacuously) and says
+// what it is instead: bad input (issue 28, item 4).
+TEST(VerifyInput, AnNpzWithoutRoutedExpertsIsNoBenchPayload) {
+  std::string path = test::testdata("npz_tahoma_test.npz");
+  FileSource source(path, FileAccess::kRandom);
+  std::vector<ArrayInfo> arrays = list_arrays(source);
+  ASSERT_EQ(arrays.size(), 11u);
+  Error error = test::error_of([&] { verify_payload(source, arrays, VerifyOptions{}); });
+  EXPECT_EQ(error.file(), path);
+  EXPECT_EQ(error.message(),
+            "no member 'routed_experts' (members: int32_vec, float32_vec, int64_vec, "
+            "float64_vec, int32_mat, float32_mat, int64_mat, float64_mat, int32_tensor, "
+            "float32_tensor, meta.yml); not a bench payload (docs/payload-spec.md)");
 }
 
 // Layout v2 rules verify can tell from the arrays alone (no max_prompt_length known).

@@ -138,6 +138,56 @@ TEST_F(MeasureTest, RowsByTokensInt32MemberOfAnNpz) {
   EXPECT_THROW(measure_routing(FileSource(path, FileAccess::kRandom), options), Error);
 }
 
+// A real npz someone else wrote (testdata/SOURCES.md): no routed_experts, eleven other arrays.
+TEST_F(MeasureTest, ARealNpzWithoutRoutedExpertsNamesItsMembers) {
+  std::string path = test::testdata("npz_tahoma_test.npz");
+  MeasureOptions options;
+  options.experts = 16;
+  Error error =
+      test::error_of([&] { measure_routing(FileSource(path, FileAccess::kRandom), options); });
+  EXPECT_EQ(error.file(), path);
+  EXPECT_EQ(error.message(),
+            "no member 'routed_experts' (members: int32_vec, float32_vec, int64_vec, "
+            "float64_vec, int32_mat, float32_mat, int64_mat, float64_mat, int32_tensor, "
+            "float32_tensor, meta.yml); name the routed-experts array with --member");
+  // Its int32 [2, 2, 2] array, [[[1, 2], [3, 4]], [[5, 6], [7, 8]]], read as [N, L, K]: each
+  // layer routes two tokens to four distinct experts of 16 (mean load 0.25, max 1).
+  options.member = "int32_tensor";
+  MeasureReport report = measure_routing(FileSource(path, FileAccess::kRandom), options);
+  EXPECT_EQ(report.array, "int32_tensor");
+  EXPECT_EQ(report.positions, 2);
+  ASSERT_EQ(report.per_layer.size(), 2u);
+  for (const LoadStats& layer : report.per_layer) {
+    EXPECT_EQ(layer.tokens, 2);
+    EXPECT_DOUBLE_EQ(layer.max_over_mean, 4.0);
+  }
+}
+
+TEST_F(MeasureTest, AMissingMemberNamesWhatTheFileHolds) {
+  auto message = [](const fs::path& path) {
+    FileSource source(path, FileAccess::kRandom);
+    return test::error_of([&] {
+             require_member(source, list_arrays(source), "routed_experts", "what it means");
+           })
+        .message();
+  };
+  std::vector<std::int16_t> one = {1};
+  fs::path npy = dir_ / "one.npy";
+  write_npy(npy, DType::kInt16, {1}, std::as_bytes(std::span(one)));
+  EXPECT_EQ(message(npy),
+            "no member 'routed_experts' (an .npy file: one array, no members); what it means");
+  // A long list is cut: the line stays readable.
+  fs::path many = dir_ / "many.npz";
+  NpzWriter writer(many);
+  for (int i = 0; i < 20; ++i) writer.add<std::int16_t>("a" + std::to_string(i), {1}, one);
+  writer.finish();
+  EXPECT_EQ(message(many),
+            "no member 'routed_experts' (members: a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, "
+            "a11, a12, a13, a14, a15 and 4 more); what it means");
+  FileSource source(many, FileAccess::kRandom);
+  EXPECT_EQ(require_member(source, list_arrays(source), "a7", "unused").name, "a7");
+}
+
 TEST_F(MeasureTest, BadInputsAreNamed) {
   auto message = [&](DType dtype, std::vector<std::int64_t> shape,
                      const std::vector<std::int16_t>& values, int experts) {

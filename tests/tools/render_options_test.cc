@@ -14,6 +14,7 @@
 #include "common/embedded.h"
 #include "rtb/base/compress.h"
 #include "rtb/bench/driver_settings.h"
+#include "rtb/bench/knobs.h"
 #include "rtb/bench/render.h"
 #include "test_util.h"
 
@@ -56,6 +57,31 @@ TEST(RenderOptions, EveryOptionOfTheDriverSettingsTableIsDeclared) {
   // A choice shows its values as the bash completions read them.
   EXPECT_THAT(help, HasSubstr("--logp-gates TEXT:{on,off}"));
   EXPECT_THAT(help, HasSubstr("--stage-boundary TEXT:{auto,on,off}"));
+}
+
+// Every knob that takes a value, given before the DRYRUN, takes its value only (issue 28, item
+// 2): a knob added to the table is covered here without a change to this test.
+TEST(RenderOptions, NoKnobTakesTheDryRunAfterItsValue) {
+  int knobs_with_values = 0;
+  for (const bench::KnobSpec& spec : bench::render_knobs()) {
+    if (spec.arity == bench::KnobArity::kFlag) continue;
+    ++knobs_with_values;
+    bool repeated = spec.arity == bench::KnobArity::kRepeated;
+    std::vector<std::string> args = {spec.option, "v1", "dryrun.txt"};
+    if (repeated) args.insert(args.end(), {spec.option, "v2"});
+    args.insert(args.begin(), "render-bench");
+    CLI::App app;
+    RenderKnobs knobs;
+    add_render_options(app, knobs, NameOption::kCheckedByCaller);
+    std::vector<const char*> argv;
+    for (const std::string& arg : args) argv.push_back(arg.c_str());
+    app.parse(static_cast<int>(argv.size()), argv.data());
+    EXPECT_EQ(knobs.input, "dryrun.txt") << spec.option;
+    std::vector<std::string> expected = {"v1"};
+    if (repeated) expected.push_back("v2");
+    EXPECT_EQ(knobs.given[spec.option].values, expected) << spec.option;
+  }
+  EXPECT_GE(knobs_with_values, 25);
 }
 
 TEST(RenderOptions, DriverSettingsAreParsedIntoTheRenderOptions) {

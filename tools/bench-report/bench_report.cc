@@ -84,14 +84,13 @@ int bench_report_main(int argc, char** argv) {
                  "A-B or A-: micro-batches of a step (1-based) for the regular micro-batch time "
                  "(default 3-last, without a short final micro-batch (final_rows < rows), as the "
                  "driver's median)");
-  app.add_option("--control-pair", control_pair,
-                 "A1 A2: two control runs whose difference is the A/A noise floor")
-      ->expected(2);
-  app.add_option("--numerics", numerics,
-                 "REF1 REF2 VARIANT: gate the variant's per-step metrics against two references")
-      ->expected(3);
-  app.add_option("--limit", limits, "GATE=VALUE or GATE=off: a numerics gate's limit");
-  app.add_option("--metric", metrics, "GATE=KEY: the metric a numerics gate reads");
+  add_fixed_count_option(app, "--control-pair", control_pair, 2,
+                         "A1 A2: two control runs whose difference is the A/A noise floor");
+  add_fixed_count_option(
+      app, "--numerics", numerics, 3,
+      "REF1 REF2 VARIANT: gate the variant's per-step metrics against two references");
+  add_repeatable_option(app, "--limit", limits, "GATE=VALUE or GATE=off: a numerics gate's limit");
+  add_repeatable_option(app, "--metric", metrics, "GATE=KEY: the metric a numerics gate reads");
   app.add_flag("--list-gates", show_gates, "Print the numerics gates and their defaults");
   app.add_option("--fail-if-slower", fail_if_slower,
                  "PCT: exit 1 when a run is significantly slower than the control by more than "

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <type_traits>
 
 #include "rtb/base/error.h"
 
@@ -22,10 +23,39 @@ CLI::Option* add_one_or_two_inputs(CLI::App& app, std::vector<std::string>& inpu
   return app.add_option(name, inputs, description)->required()->expected(1, 2);
 }
 
+CLI::Option* add_repeatable_option(CLI::App& app, const std::string& name,
+                                   std::vector<std::string>& values,
+                                   const std::string& description) {
+  // One value per use, none taken after it (CLI11 sets allow_extra_args for a vector, which lets
+  // a use go on taking words); every use's value kept (TakeAll: no use is refused or dropped).
+  return app.add_option(name, values, description + " " + kRepeatableNote)
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
+CLI::Option* add_fixed_count_option(CLI::App& app, const std::string& name,
+                                    std::vector<std::string>& values, int count,
+                                    const std::string& description) {
+  // Exactly `count` words, none after them; a second use makes more than `count` values, which
+  // CLI11's Throw policy refuses.
+  return app.add_option(name, values, description)
+      ->expected(count)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::Throw);
+}
+
 void add_plain_options(CLI::App& app, std::initializer_list<PlainOption> options) {
   for (const PlainOption& option : options) {
-    std::visit([&](auto* value) { app.add_option(option.name, *value, option.description); },
-               option.value);
+    std::visit(
+        [&]<typename Value>(Value* value) {
+          if constexpr (std::is_same_v<Value, std::vector<std::string>>) {
+            add_repeatable_option(app, option.name, *value, option.description);
+          } else {
+            app.add_option(option.name, *value, option.description);
+          }
+        },
+        option.value);
   }
 }
 

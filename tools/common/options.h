@@ -26,8 +26,25 @@ void require_one_stdin(const std::vector<std::string>& inputs, std::string_view 
 CLI::Option* add_one_or_two_inputs(CLI::App& app, std::vector<std::string>& inputs,
                                    const std::string& name, const std::string& description);
 
+// Options that take several values. CLI11 2.1.2 gives an option that stores a vector every word
+// after it that is no option, positionals included (`--maxtext-flag a=1 dryrun.txt` would take
+// dryrun.txt as a second value); these two are the one place that says otherwise, and every tool
+// declares such options through them (README.md, "Conventions").
+//
+// A repeatable option: each use takes one value (`--opt V` or `--opt=V`) and nothing after it;
+// the values of every use are kept in order. Its help ends with kRepeatableNote.
+inline constexpr const char* kRepeatableNote = "(repeatable)";
+CLI::Option* add_repeatable_option(CLI::App& app, const std::string& name,
+                                   std::vector<std::string>& values,
+                                   const std::string& description);
+// An option that takes exactly `count` values (`--control-pair A1 A2`), given once (twice is
+// refused); the words after them are positionals. CLI11's help shows `x <count>` after the value.
+CLI::Option* add_fixed_count_option(CLI::App& app, const std::string& name,
+                                    std::vector<std::string>& values, int count,
+                                    const std::string& description);
+
 // An option that only stores its text (no check, no default shown): a table row of
-// add_plain_options.
+// add_plain_options. A vector is a repeatable option (add_repeatable_option).
 struct PlainOption {
   const char* name;
   std::variant<std::string*, std::optional<std::string>*, std::optional<int>*,

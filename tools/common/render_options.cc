@@ -34,10 +34,13 @@ void add_render_options(CLI::App& app, RenderKnobs& knobs, NameOption name) {
       app.add_flag(spec.option, given.flag, spec.help);
       continue;
     }
-    CLI::Option* option =
-        app.add_option(spec.option, given.values, spec.help)->type_name(spec.value_name);
-    // Given twice, a once-knob is refused, as CLI11 refuses any single-value option.
-    if (spec.arity == bench::KnobArity::kOnce) option->expected(1);
+    // A once-knob keeps its text in a vector too (so that finish_render_options sees whether it
+    // was given): one value, and given twice it is refused, as CLI11 refuses any single-value
+    // option. Neither kind takes the DRYRUN after its value.
+    CLI::Option* option = spec.arity == bench::KnobArity::kOnce
+                              ? add_fixed_count_option(app, spec.option, given.values, 1, spec.help)
+                              : add_repeatable_option(app, spec.option, given.values, spec.help);
+    option->type_name(spec.value_name);
     if (spec.knob == bench::Knob::kName) {
       if (name == NameOption::kRequired) option->required();
       if (name == NameOption::kOptional) option->default_str(knobs.options.name);

@@ -58,12 +58,13 @@ int diff_renders_main(int argc, char** argv) {
   app.add_option("B", b, "Second render, or -")->required();
   app.add_flag("--by-role", by_role,
                "Match JobSets by role (trainer, orchestrator, rollout) rather than by name");
-  app.add_option("--rename", renames, "OLD=NEW: B's name NEW counts as A's OLD (repeatable)");
-  app.add_option("--ignore", ignores,
-                 "GLOB: leave out differences whose path (or doc:path) matches; * and ? are "
-                 "wildcards, [ ] are literal (repeatable)");
-  app.add_option("--ignore-file", ignore_files, "FILE: one --ignore GLOB per line (# comments)");
-  app.add_option("--only", onlys, "GLOB: report only differences that match (repeatable)");
+  add_repeatable_option(app, "--rename", renames, "OLD=NEW: B's name NEW counts as A's OLD");
+  add_repeatable_option(app, "--ignore", ignores,
+                        "GLOB: leave out differences whose path (or doc:path) matches; * and ? "
+                        "are wildcards, [ ] are literal");
+  add_repeatable_option(app, "--ignore-file", ignore_files,
+                        "FILE: one --ignore GLOB per line (# comments)");
+  add_repeatable_option(app, "--only", onlys, "GLOB: report only differences that match");
   CLI::Option* json_flag = add_json_flag(app, json, "Machine-readable output (rtb.diff-renders/1)");
   app.add_flag("--stat", stat, "Counts by document and area instead of the differences")
       ->excludes(json_flag);

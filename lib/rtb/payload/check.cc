@@ -915,6 +915,8 @@ VerifyOptions resolve_verify_options(const VerifyFlags& flags,
 
 VerifyReport verify_payload(const ByteSource& source, const std::vector<ArrayInfo>& arrays,
                             const VerifyOptions& options) {
+  require_member(source, arrays, kRoutedExpertsMember,
+                 "not a bench payload (docs/payload-spec.md)");
   return Verifier(source, arrays, options).run();
 }
 

@@ -105,7 +105,10 @@ struct VerifyReport {
 };
 
 // Runs every check. Throws rtb::Error only when the input cannot be read at all (a damaged file,
-// bad options); everything the spec requires of the content is a check that passes or fails.
+// bad options) or is no bench payload: a file without routed_experts (kRoutedExpertsMember) is
+// refused as measure refuses it, naming the members it has (require_member), rather than failing
+// every check. Everything the spec requires of a payload's content is a check that passes or
+// fails.
 VerifyReport verify_payload(const ByteSource& source, const std::vector<ArrayInfo>& arrays,
                             const VerifyOptions& options);
 // The same on a payload in memory (view_payload): build checks what it built.

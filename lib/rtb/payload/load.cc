@@ -1,5 +1,8 @@
 #include "rtb/payload/load.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -206,6 +209,27 @@ void measure_blocks(const ByteSource& source, const ArrayInfo& info, MeasureRepo
 
 }  // namespace
 
+const ArrayInfo& require_member(const ByteSource& source, const std::vector<ArrayInfo>& arrays,
+                                std::string_view member, std::string_view consequence) {
+  if (const ArrayInfo* info = find_array(arrays, member)) return *info;
+  // A long list is cut, so that the error stays one readable line.
+  constexpr std::size_t kNamesShown = 16;
+  std::string held;
+  if (arrays.size() == 1 && arrays[0].name.empty()) {
+    held = "an .npy file: one array, no members";
+  } else {
+    std::vector<std::string_view> names;
+    for (std::size_t i = 0; i < arrays.size() && i < kNamesShown; ++i) {
+      names.push_back(arrays[i].name);
+    }
+    held = "members: " +
+           (names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")));
+    if (arrays.size() > kNamesShown)
+      held += fmt::format(" and {} more", arrays.size() - kNamesShown);
+  }
+  fail_at(source.name(), 0, "no member '{}' ({}); {}", member, held, consequence);
+}
+
 MeasureReport measure_routing(const ByteSource& source, const MeasureOptions& options) {
   if (options.experts < 1) fail("--experts must be at least 1 (got {})", options.experts);
   if (options.ep < 1 || options.experts % options.ep != 0) {
@@ -216,18 +240,10 @@ MeasureReport measure_routing(const ByteSource& source, const MeasureOptions& op
     fail("buffer factor {} must be a positive number", options.buffer_factor);
   }
   std::vector<ArrayInfo> arrays = list_arrays(source);
-  const ArrayInfo* info = nullptr;
-  if (arrays.size() == 1) {
-    info = &arrays[0];
-  } else {
-    info = find_array(arrays, options.member);
-    if (info == nullptr) {
-      std::string names;
-      for (const ArrayInfo& a : arrays) names += (names.empty() ? "" : ", ") + a.name;
-      fail_at(source.name(), 0, "no member '{}' (members: {}); name the routed-experts array",
-              options.member, names.empty() ? "none" : names);
-    }
-  }
+  const ArrayInfo* info = arrays.size() == 1
+                              ? &arrays[0]
+                              : &require_member(source, arrays, options.member,
+                                                "name the routed-experts array with --member");
   MeasureReport report;
   report.array = info->name;
   report.shape = info->shape;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rtb/payload/npy.h"
@@ -58,8 +59,20 @@ struct LoadStats {
 LoadStats summarize_loads(std::span<const std::int64_t> loads, std::int64_t tokens, int ep,
                           double buffer_factor);
 
+// The npz member that holds a payload's routing: every bench payload has it
+// (docs/payload-spec.md), and measure reads it unless told another.
+inline constexpr std::string_view kRoutedExpertsMember = "routed_experts";
+
+// The array called `member` in `arrays` (read from `source`), or rtb::Error at the file naming
+// what it holds instead: "no member '<member>' (members: a, b, c); <consequence>" (at most 16
+// names, then how many more; an .npy file has one array and no members). The one refusal of a
+// file that lacks the array a command needs: measure's member, verify's routed_experts.
+const ArrayInfo& require_member(const ByteSource& source, const std::vector<ArrayInfo>& arrays,
+                                std::string_view member, std::string_view consequence);
+
 struct MeasureOptions {
-  std::string member = "routed_experts";  // npz member to read (an npz with one array: that one)
+  // npz member to read (an npz with one array: that one)
+  std::string member = std::string(kRoutedExpertsMember);
   int experts = 512;
   std::string experts_from;  // where `experts` came from ("option", "file", "default"), reported
   int ep = 1;
