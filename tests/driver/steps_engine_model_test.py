@@ -46,6 +46,10 @@ bd = load_driver()
 MB_SECONDS = 0.2
 UPDATE_SECONDS = 0.05
 TRANSFER_SECONDS = 0.15
+# The stand-in device sleeps for its work, so a time read between two completions can be off by
+# the scheduler's wake-up latency, which reaches 10 ms and more on a loaded 2-core CI machine. What
+# the tests tell apart is whole micro-batches (0.2 s), so they allow a quarter of one.
+SLACK_SECONDS = 0.25 * MB_SECONDS
 
 
 class DeviceArray:
@@ -350,11 +354,11 @@ class MaxTextEngineModelTest(unittest.TestCase):
       self.assertEqual(record.update, "explicit")
       # Micro-batches after the first ran back to back on the device for MB_SECONDS each.
       for value in record.microbatch_s[1:]:
-        self.assertAlmostEqual(value, MB_SECONDS, delta=0.05 * MB_SECONDS, msg=record)
+        self.assertAlmostEqual(value, MB_SECONDS, delta=SLACK_SECONDS, msg=record)
       # The step holds the first transfer, four micro-batches and the update.
       expected = TRANSFER_SECONDS + 4 * MB_SECONDS + UPDATE_SECONDS
       if record.step > 0:
-        self.assertAlmostEqual(record.seconds, expected, delta=0.05 * expected, msg=record)
+        self.assertAlmostEqual(record.seconds, expected, delta=SLACK_SECONDS, msg=record)
       self.assertEqual(record.metrics["loss"], 1.5)  # sum(3 x 4) / sum(2 x 4)
       self.assertEqual(record.metrics["is_ratio/mean"], 1.0)
     # Step 0 also compiles; it is reported as such and kept out of the means.
@@ -362,7 +366,7 @@ class MaxTextEngineModelTest(unittest.TestCase):
     self.assertEqual(summary["first_step_s"], round(records[0].seconds, 6))
     self.assertEqual(summary["steady_steps"], [1, 2])
     self.assertEqual(summary["microbatch_timing"], "device")
-    self.assertAlmostEqual(summary["median_microbatch_s"], MB_SECONDS, delta=0.05 * MB_SECONDS)
+    self.assertAlmostEqual(summary["median_microbatch_s"], MB_SECONDS, delta=SLACK_SECONDS)
 
   def test_the_warm_up_step_asks_for_the_fused_update_once(self):
     # Tunix's worker forwards **kwargs to the engine, which ignores them: step 0 asks for the
@@ -402,9 +406,9 @@ class MaxTextEngineModelTest(unittest.TestCase):
       self.assertEqual((record.microbatch_timing, record.microbatch_timing_source),
                        ("device", "loss"), record)
       for value in record.microbatch_s[1:3]:
-        self.assertAlmostEqual(value, MB_SECONDS, delta=0.05 * MB_SECONDS, msg=record)
+        self.assertAlmostEqual(value, MB_SECONDS, delta=SLACK_SECONDS, msg=record)
     # The rerun lands in the micro-batch after next.
-    self.assertAlmostEqual(records[1].microbatch_s[3], 2 * MB_SECONDS, delta=0.1 * MB_SECONDS)
+    self.assertAlmostEqual(records[1].microbatch_s[3], 2 * MB_SECONDS, delta=SLACK_SECONDS)
     self.assertEqual([record.replays for record in records], [0, 1, 0])
     self.assertEqual(summary["microbatch_timing"], "device")
     self.assertIn("_pending_overflow_check", summary["microbatch_timing_why"])
