@@ -16,6 +16,21 @@
 #include "rtb/base/error.h"
 #include "rtb/base/text.h"
 
+namespace rtb {
+
+// The GoogleTest matchers the tests use, declared once for every test in namespace rtb.
+using ::testing::ContainsRegex;
+using ::testing::ElementsAre;
+using ::testing::EndsWith;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+using ::testing::Pair;
+using ::testing::StartsWith;
+using ::testing::UnorderedElementsAre;
+
+}  // namespace rtb
+
 namespace rtb::test {
 
 // A fixture under testdata/ (RTB_TESTDATA_DIR is set by CMakeLists.txt).

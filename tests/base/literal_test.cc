@@ -7,11 +7,11 @@
 #include <string>
 
 #include "rtb/base/error.h"
+#include "test_util.h"
 
 namespace rtb {
 namespace {
 
-using ::testing::HasSubstr;
 using Kind = Literal::Kind;
 
 std::string error_of(std::string_view text, LiteralOptions options) {

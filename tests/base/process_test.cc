@@ -8,8 +8,6 @@
 namespace rtb {
 namespace {
 
-using ::testing::HasSubstr;
-
 TEST(RunProcess, ReturnsTheExitStatus) {
   EXPECT_EQ(run_process({"true"}), 0);
   EXPECT_EQ(run_process({"false"}), 1);

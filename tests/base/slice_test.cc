@@ -7,12 +7,10 @@
 #include <vector>
 
 #include "rtb/base/error.h"
+#include "test_util.h"
 
 namespace rtb {
 namespace {
-
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 
 std::string slice_error(std::string_view text) {
   try {

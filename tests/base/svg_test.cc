@@ -8,13 +8,10 @@
 #include <vector>
 
 #include "rtb/base/error.h"
+#include "test_util.h"
 
 namespace rtb::svg {
 namespace {
-
-using ::testing::HasSubstr;
-using ::testing::Not;
-using ::testing::StartsWith;
 
 TEST(SvgNumber, WritesAtMostTwoDecimalsWithoutTrailingZeros) {
   EXPECT_EQ(number(12), "12");

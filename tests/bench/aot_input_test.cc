@@ -13,8 +13,6 @@
 namespace rtb::bench {
 namespace {
 
-using ::testing::HasSubstr;
-
 TEST(AotInput, NumbersAndBooleans) {
   EXPECT_EQ(parse_integer("42", "x"), 42);
   EXPECT_THAT(test::error_of([] { parse_integer("4x", "--k"); }).message(),

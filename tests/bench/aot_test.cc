@@ -23,11 +23,6 @@
 namespace rtb::bench {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::Not;
-using ::testing::Pair;
-
 using test::testdata;
 
 RenderResult render(RenderOptions options, const std::string& file = "launch_dryrun.txt") {

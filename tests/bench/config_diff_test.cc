@@ -17,8 +17,6 @@
 namespace rtb::bench {
 namespace {
 
-using ::testing::HasSubstr;
-
 using logs::read_config_log;
 using test::expect_entries;
 using test::testdata;

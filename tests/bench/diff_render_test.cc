@@ -23,9 +23,6 @@
 namespace rtb::bench {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::IsEmpty;
-
 constexpr std::string_view kClient =
     "spec.replicatedJobs[proc].template.spec.template.spec.containers[main]";
 

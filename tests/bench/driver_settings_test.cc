@@ -18,8 +18,6 @@
 namespace rtb::bench {
 namespace {
 
-using ::testing::HasSubstr;
-
 // One setting of every kind, in the table's format.
 constexpr std::string_view kEveryKind =
     "# one setting of every kind\n"

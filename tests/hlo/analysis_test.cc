@@ -26,9 +26,6 @@ namespace {
 using fixtures::fixture_path;
 using fixtures::line_of;
 using fixtures::read_fixture;
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::StartsWith;
 
 const Collective& find_entry(const Analysis& a, const std::string& start_or_done) {
   for (const Collective& c : a.collectives) {

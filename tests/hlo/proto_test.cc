@@ -16,11 +16,10 @@
 #include "rtb/base/error.h"
 #include "rtb/hlo/analysis.h"
 #include "rtb/hlo/proto_wire.h"
+#include "test_util.h"
 
 namespace rtb::hlo {
 namespace {
-
-using ::testing::HasSubstr;
 
 // ---- a minimal encoder ---------------------------------------------------------------------
 

@@ -14,15 +14,13 @@
 #include "fixtures.h"
 #include "rtb/base/error.h"
 #include "rtb/hlo/analysis.h"
+#include "test_util.h"
 
 namespace rtb::hlo {
 namespace {
 
 using fixtures::fixture_path;
 using fixtures::read_fixture;
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::Not;
 
 // ---- writers ------------------------------------------------------------------------------------
 

@@ -23,6 +23,7 @@
 #include "fixtures.h"
 #include "rtb/base/error.h"
 #include "rtb/hlo/syntax.h"
+#include "test_util.h"
 
 namespace rtb::hlo {
 namespace {
@@ -30,7 +31,6 @@ namespace {
 using fixtures::fixture_path;
 using fixtures::line_of;
 using fixtures::read_fixture;
-using ::testing::HasSubstr;
 
 // ---- hlo_scan: classification and splitting -----------------------------------------------------
 

@@ -17,8 +17,6 @@
 namespace rtb::hlo {
 namespace {
 
-using ::testing::ElementsAre;
-
 // ---- hlo_syntax ---------------------------------------------------------------------------------
 
 TEST(HloSyntax, ElementBitsCoverAllTypes) {

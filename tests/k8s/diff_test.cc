@@ -19,11 +19,6 @@
 namespace rtb::k8s {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::IsEmpty;
-using ::testing::Not;
-
 using test::testdata;
 
 const std::string kProcSpec = "spec.replicatedJobs[proc].template.spec.template.spec";
@@ -647,8 +642,6 @@ namespace rtb::k8s {
 namespace {
 
 using test::testdata;
-using ::testing::ElementsAre;
-using ::testing::IsEmpty;
 
 std::string one_line_each(const std::vector<Difference>& found) {
   std::string out;

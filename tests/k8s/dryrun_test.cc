@@ -15,11 +15,6 @@
 namespace rtb::k8s {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::EndsWith;
-using ::testing::HasSubstr;
-using ::testing::Pair;
-
 using test::lines_of;
 using test::testdata;
 

@@ -10,12 +10,11 @@
 
 #include "rtb/base/error.h"
 #include "rtb/k8s/shell.h"
+#include "test_util.h"
 
 namespace rtb::k8s {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using Edit = FlagList::Edit;
 
 std::string error_of(auto&& action) {

@@ -17,10 +17,6 @@
 namespace rtb::k8s {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::Not;
-
 using test::lines_of;
 using test::testdata;
 

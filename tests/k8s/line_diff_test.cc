@@ -17,9 +17,6 @@
 namespace rtb::k8s {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::IsEmpty;
-
 std::vector<std::string> diff_lines(std::string_view a, std::string_view b, std::size_t context) {
   return format_line_diff(line_diff(a, b, context));
 }

@@ -15,9 +15,6 @@
 namespace rtb::k8s {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::IsEmpty;
-
 YAML::Node load_fixture(std::string_view name) {
   DryRun render = parse_dryrun(read_file(test::testdata(name)), std::string(name));
   return YAML::Clone(render.documents.at(0).root);

@@ -14,13 +14,12 @@
 #include <vector>
 
 #include "rtb/base/error.h"
+#include "test_util.h"
 
 namespace rtb::k8s::shell {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 
 std::vector<std::string> values(const std::vector<Word>& words) {
   std::vector<std::string> out;

@@ -21,12 +21,6 @@ namespace rtb::k8s::yaml {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::ContainsRegex;
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::Not;
-using ::testing::Pair;
-using ::testing::UnorderedElementsAre;
 
 using test::testdata;
 

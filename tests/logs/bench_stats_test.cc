@@ -12,9 +12,6 @@
 namespace rtb::logs {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-
 TEST(Samples, SampleStddevAndStatistics) {
   std::vector<double> values = {2, 4, 4, 4, 5, 5, 7, 9};
   EXPECT_NEAR(sample_stddev(values), std::sqrt(32.0 / 7.0), 1e-12);

@@ -18,8 +18,6 @@
 namespace rtb::logs {
 namespace {
 
-using ::testing::HasSubstr;
-
 using test::error_of;
 using test::testdata;
 

@@ -12,9 +12,6 @@
 namespace rtb::logs {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-
 const GateSpec& gate_named(const std::vector<GateSpec>& gates, const std::string& name) {
   for (const GateSpec& gate : gates) {
     if (gate.name == name) return gate;

@@ -12,7 +12,6 @@ namespace rtb::logs {
 namespace {
 
 using test::testdata;
-using ::testing::HasSubstr;
 
 TEST(MemLogSummary, TableHasAColumnPerLogAndDeltas) {
   std::vector<MemLog> logs;

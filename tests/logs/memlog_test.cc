@@ -18,10 +18,6 @@
 namespace rtb::logs {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::IsEmpty;
-
 constexpr long long kGiB = 1LL << 30;
 
 using test::testdata;

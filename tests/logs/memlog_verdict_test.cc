@@ -13,7 +13,6 @@ namespace rtb::logs {
 namespace {
 
 using test::testdata;
-using ::testing::HasSubstr;
 
 TEST(MemLogSummary, HbmBudgetSources) {
   MemLog log = read_memlog(testdata("memlog_engine_compile_a.log"));

@@ -7,11 +7,10 @@
 
 #include "logs/report_test_logs.h"
 #include "rtb/base/error.h"
+#include "test_util.h"
 
 namespace rtb::logs::report {
 namespace {
-
-using ::testing::HasSubstr;
 
 TEST(ReportSvg, OneStepPerRun) {
   auto [inputs, report] = two_runs();

@@ -20,8 +20,6 @@ namespace rtb::logs::report {
 namespace {
 
 using steplog::RunLog;
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 
 // A step of the current bench driver's log (steps count from 0; step 0 compiles).
 struct Step {

@@ -6,11 +6,10 @@
 #include <string>
 
 #include "logs/report_test_logs.h"
+#include "test_util.h"
 
 namespace rtb::logs::report {
 namespace {
-
-using ::testing::HasSubstr;
 
 TEST(ReportText, RunsComparisonsAndTimeline) {
   Report report = two_runs().report;

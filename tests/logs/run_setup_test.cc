@@ -8,11 +8,10 @@
 #include <string>
 
 #include "rtb/logs/steplog.h"
+#include "test_util.h"
 
 namespace rtb::logs::report {
 namespace {
-
-using ::testing::ElementsAre;
 
 // A log of the issue 25 driver, written from the field contract: three steps (0 compiles).
 steplog::RunLog contract_log(bool staged, const std::string& weights = "random",

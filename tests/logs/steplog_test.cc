@@ -14,14 +14,10 @@
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
 #include "rtb/base/text.h"
+#include "test_util.h"
 
 namespace rtb::logs::steplog {
 namespace {
-
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::Not;
-using ::testing::StartsWith;
 
 // ---- Value reader
 // --------------------------------------------------------------------------------

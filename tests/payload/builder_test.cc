@@ -20,9 +20,6 @@
 namespace rtb::payload {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-
 // Rows of 512 tokens, 400 real in 3 segments; 4 layers, top-2 of 16 experts.
 PayloadOptions small_options() {
   PayloadOptions o = test::payload_options(/*rows=*/3, /*tokens=*/512, /*topk=*/2,

@@ -19,8 +19,6 @@
 namespace rtb::payload {
 namespace {
 
-using ::testing::HasSubstr;
-
 // Rows of 256 tokens, 200 real in 2 segments; 3 layers, top-2 of 8 experts.
 PayloadOptions options() {
   PayloadOptions o = test::payload_options(/*rows=*/3, /*tokens=*/256, /*topk=*/2,

@@ -15,8 +15,6 @@ namespace rtb::payload {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 
 double max_over_mean(const std::vector<std::int64_t>& loads) {
   double total = std::accumulate(loads.begin(), loads.end(), 0.0);

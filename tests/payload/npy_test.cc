@@ -19,8 +19,6 @@ namespace rtb::payload {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 
 using test::testdata;
 

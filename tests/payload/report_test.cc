@@ -8,12 +8,10 @@
 #include "rtb/payload/builder.h"
 #include "rtb/payload/check.h"
 #include "rtb/payload/tiles.h"
+#include "test_util.h"
 
 namespace rtb::payload {
 namespace {
-
-using ::testing::HasSubstr;
-using ::testing::Not;
 
 // One of the bench's rows at context 4.
 TilesReport bench_tiles() {

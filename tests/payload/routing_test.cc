@@ -15,9 +15,6 @@
 namespace rtb::payload {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-
 using test::error_of;
 
 TEST(ParseRoutingTargets, OneNumberPerLineWithCommentsAndBlankLines) {

@@ -13,8 +13,6 @@
 namespace rtb::payload {
 namespace {
 
-using ::testing::ElementsAre;
-
 std::vector<std::int32_t> bench_row(PadPosition position) {
   std::vector<std::int32_t> real(60948, 1);  // one segment, as the bench's regular rows
   return lay_out_row(real, 65536, position, 4096);

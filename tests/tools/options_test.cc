@@ -8,13 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "test_util.h"
+
 namespace rtb::tool {
 namespace {
-
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::IsEmpty;
-using ::testing::Not;
 
 // An app as a tool declares it: optional positionals (as render-bench's DRYRUN or bench-report's
 // RUN), a repeatable option, a fixed-count one and a table row that stores a vector.

@@ -21,8 +21,6 @@
 namespace rtb::tool {
 namespace {
 
-using ::testing::HasSubstr;
-
 // The knobs after parsing `args` (the program name left out) and finish_render_options().
 RenderKnobs finished(std::vector<std::string> args) {
   CLI::App app;

@@ -15,8 +15,6 @@
 namespace rtb::tool {
 namespace {
 
-using ::testing::HasSubstr;
-
 // Runs `tool_main` on `args` (argv[0] included) as the process would.
 int run(int (*tool_main)(int, char**), std::vector<std::string> args) {
   std::vector<char*> argv;
