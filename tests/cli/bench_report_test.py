@@ -1338,54 +1338,82 @@ class MaxTextTest(unittest.TestCase):
         (run_, ) = doc["runs"]
         self.assertEqual(run_["format"], "maxtext")
         steps = self.steps(self.BEFORE)
-        used = [s for s in steps if s != 0]
-        self.assertEqual(run_["steps_used"], used)
-        time = sum(steps[s][0] for s in used)
-        self.assertAlmostEqual(run_["step_s"]["mean"], time / len(used), delta=1e-9)
-        self.assertAlmostEqual(run_["tflops_per_device"],
-                               sum(steps[s][1] * steps[s][0] for s in used) / time, delta=1e-6)
-        self.assertAlmostEqual(run_["tokens_per_s_per_device"],
-                               sum(steps[s][2] * steps[s][0] for s in used) / time, delta=1e-3)
+        # Every step but the first (the compile) and the outliers (left out by default).
+        outliers = [o["step"] for o in run_["outliers"]["steps"]]
+        self.assertEqual(outliers, [1, 3, 8])
+        for include, used in ((False, [s for s in steps if s != 0 and s not in outliers]),
+                              (True, [s for s in steps if s != 0])):
+            if include:
+                code, doc, err = report(self.BEFORE, "--include-outliers")
+                self.assertEqual(code, 0, err)
+                (run_, ) = doc["runs"]
+            self.assertEqual(run_["steps_used"], used)
+            time = sum(steps[s][0] for s in used)
+            self.assertAlmostEqual(run_["step_s"]["mean"], time / len(used), delta=1e-9)
+            self.assertAlmostEqual(run_["tflops_per_device"],
+                                   sum(steps[s][1] * steps[s][0] for s in used) / time, delta=1e-6)
+            self.assertAlmostEqual(run_["tokens_per_s_per_device"],
+                                   sum(steps[s][2] * steps[s][0] for s in used) / time, delta=1e-3)
         _, out, _ = run([self.BEFORE])
         self.assertIn(
-            "TFLOP/s/device 47.0, tokens/s/device 3,048 (MaxText's per-step rates x "
+            "TFLOP/s/device 455.6, tokens/s/device 29,531 (MaxText's per-step rates x "
             "seconds, summed, / seconds summed", out)
         self.assertIn("host's interval between step completions", out)
+        _, out, _ = run([self.BEFORE, "--include-outliers"])
+        self.assertIn("TFLOP/s/device 47.0, tokens/s/device 3,048", out)
 
-    def test_outliers_marked_and_excluded_turn_no_change_into_the_real_slowdown(self):
+    def test_outliers_left_out_by_default_give_the_real_slowdown(self):
+        # Issue 28, item 5: kept, the checkpoint/profiler steps (116 s and 21 s beside a 0.78 s
+        # median) swamped the A/B into "no change"; by default they are named and left out.
         code, doc, err = report(self.BEFORE, self.AFTER)
         self.assertEqual(code, 0, err)
+        self.assertTrue(doc["options"]["exclude_outliers"])
         before = doc["runs"][0]["outliers"]
         outliers = [(o["step"], o["seconds"]) for o in before["steps"]]
         self.assertEqual(outliers, [(1, 123.805), (3, 3.317), (8, 14.265)])
         self.assertEqual(before["rule"], "seconds above 3x the median of the selected steps")
         self.assertAlmostEqual(before["median_s"], 0.590)
-        self.assertFalse(before["left_out"])
-        self.assertEqual([o["step"] for o in doc["runs"][1]["outliers"]["steps"]], [1, 8])
-        (kept, ) = doc["comparisons"]
-        self.assertEqual(kept["verdict"], "no_change")  # the outliers swamp the difference
-        self.assertAlmostEqual(kept["ratio"], 1.0061, delta=5e-4)
-
-        code, doc, err = report(self.BEFORE, self.AFTER, "--exclude-outliers")
-        self.assertEqual(code, 0, err)
+        self.assertTrue(before["left_out"])
+        after = doc["runs"][1]["outliers"]
+        outliers = [(o["step"], o["seconds"]) for o in after["steps"]]
+        self.assertEqual(outliers, [(1, 115.972), (8, 21.042)])
+        self.assertAlmostEqual(after["median_s"], 0.783)
         self.assertEqual(doc["runs"][0]["steps_used"], [2, 4, 5, 6, 7] + list(range(9, 30)))
-        self.assertTrue(doc["runs"][0]["outliers"]["left_out"])
         (left_out, ) = doc["comparisons"]
         self.assertEqual(left_out["verdict"], "slower")
         self.assertAlmostEqual(left_out["ratio"], 1.3188, delta=5e-4)
         self.assertGreater(left_out["ci_low"], 1.0)
 
-        code, out, err = run([self.BEFORE, self.AFTER, "--exclude-outliers"])
+        code, out, err = run([self.BEFORE, self.AFTER])
         self.assertEqual(code, 0, err)
         self.assertIn(
             "maxtext_gemma4_before_full: outlier steps 1 (123.805 s), 3 (3.317 s), "
             "8 (14.265 s) above 3x the median step (0.59 s) of the selected steps", out)
-        self.assertIn("left out of the figures (--exclude-outliers)", out)
+        self.assertIn("left out of the figures (--include-outliers keeps them)", out)
         self.assertIn("(+31.88%, slower)", out)
-        _, out, _ = run([self.BEFORE, self.AFTER])
+        self.assertNotIn("(outliers ", out)
+        # --exclude-outliers is the default's name: the same report.
+        self.assertEqual(run([self.BEFORE, self.AFTER, "--exclude-outliers"]), (0, out, err))
+
+        # --include-outliers keeps them: marked in the steps cell, and the A/B is swamped.
+        code, doc, err = report(self.BEFORE, self.AFTER, "--include-outliers")
+        self.assertEqual(code, 0, err)
+        self.assertFalse(doc["options"]["exclude_outliers"])
+        self.assertFalse(doc["runs"][0]["outliers"]["left_out"])
+        self.assertEqual(doc["runs"][0]["steps_used"], list(range(1, 30)))
+        (kept, ) = doc["comparisons"]
+        self.assertEqual(kept["verdict"], "no_change")
+        self.assertAlmostEqual(kept["ratio"], 1.0061, delta=5e-4)
+        _, out, _ = run([self.BEFORE, self.AFTER, "--include-outliers"])
         self.assertIn("1-29 (outliers 1,3,8)", out)
-        self.assertIn("in the figures (--exclude-outliers leaves them out)", out)
+        self.assertIn("in the figures (--include-outliers)", out)
         self.assertIn("(+0.61%, no change)", out)
+
+        code, out, err = run([self.BEFORE, "--include-outliers", "--exclude-outliers"])
+        self.assertEqual(code, 2)
+        self.assertEqual(out, "")
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        self.assertIn("--include-outliers", err)
 
     def test_outlier_factor_option(self):
         code, doc, err = report(self.BEFORE, "--outlier-factor", "10")

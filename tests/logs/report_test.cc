@@ -22,6 +22,7 @@ namespace {
 using steplog::RunLog;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // A step of the current bench driver's log (steps count from 0; step 0 compiles).
 struct Step {
@@ -369,36 +370,45 @@ TEST(AnalyzeRun, TunixPeftLogHasNoStepTimes) {
   EXPECT_THAT(e.message(), HasSubstr("--numerics"));
 }
 
-TEST(AnalyzeRun, OutliersAreMarkedAndLeftOutOnlyWhenAsked) {
+TEST(AnalyzeRun, OutliersAreLeftOutByDefaultAndKeptOnlyWhenAsked) {
   std::vector<double> seconds = {50.0, 120.0, 0.6, 3.3, 0.6, 0.6, 1.7, 0.6, 14.0, 0.6};
-  RunAnalysis kept = analyze_run(maxtext_log("mt", seconds), {});
-  EXPECT_THAT(kept.steps_used, ElementsAre(1, 2, 3, 4, 5, 6, 7, 8, 9));
-  EXPECT_DOUBLE_EQ(*kept.outliers.median_s, 0.6);
-  ASSERT_EQ(kept.outliers.steps.size(), 3u);  // 1.7 s is under 3 x 0.6 s
-  EXPECT_EQ(kept.outliers.steps[0].step, 1);
-  EXPECT_EQ(kept.outliers.steps[1].step, 3);
-  EXPECT_EQ(kept.outliers.steps[2].step, 8);
-  EXPECT_DOUBLE_EQ(kept.outliers.steps[2].seconds, 14.0);
-  EXPECT_FALSE(kept.outliers.left_out);
-
-  Options options;
-  options.exclude_outliers = true;
-  RunAnalysis left_out = analyze_run(maxtext_log("mt", seconds), options);
-  EXPECT_THAT(left_out.steps_used, ElementsAre(2, 4, 5, 6, 7, 9));
+  // By default (issue 28, item 5) the marked outliers are named and left out of every figure.
+  RunAnalysis left_out = analyze_run(maxtext_log("mt", seconds), {});
+  EXPECT_DOUBLE_EQ(*left_out.outliers.median_s, 0.6);
+  ASSERT_EQ(left_out.outliers.steps.size(), 3u);  // 1.7 s is under 3 x 0.6 s
+  EXPECT_EQ(left_out.outliers.steps[0].step, 1);
+  EXPECT_EQ(left_out.outliers.steps[1].step, 3);
+  EXPECT_EQ(left_out.outliers.steps[2].step, 8);
+  EXPECT_DOUBLE_EQ(left_out.outliers.steps[2].seconds, 14.0);
   EXPECT_TRUE(left_out.outliers.left_out);
+  EXPECT_THAT(left_out.steps_used, ElementsAre(2, 4, 5, 6, 7, 9));
   EXPECT_NEAR(*left_out.step_mean, (0.6 * 5 + 1.7) / 6, 1e-12);
   // 6 steps of 100 TFLOP each in 4.7 s.
-  std::string text = format_text(build_report(runs_of({maxtext_log("mt", seconds)}), options));
+  std::string text = format_text(build_report(runs_of({maxtext_log("mt", seconds)}), {}));
   EXPECT_THAT(text, HasSubstr("mt: outlier steps 1 (120.000 s), 3 (3.300 s), 8 (14.000 s) above "
                               "3x the median step (0.6 s) of the selected steps"));
-  EXPECT_THAT(text, HasSubstr("left out of the figures (--exclude-outliers)"));
+  EXPECT_THAT(text, HasSubstr("left out of the figures (--include-outliers keeps them)"));
   EXPECT_THAT(text, HasSubstr("TFLOP/s/device 127.7, tokens/s/device 10,458"));
   EXPECT_THAT(text, HasSubstr("host's interval between step completions"));
+  EXPECT_THAT(text, Not(HasSubstr("(outliers ")));  // not in the steps cell: they are not used
 
+  // --include-outliers: marked, and kept in every figure.
+  Options options;
+  options.include_outliers = true;
+  RunAnalysis kept = analyze_run(maxtext_log("mt", seconds), options);
+  EXPECT_THAT(kept.steps_used, ElementsAre(1, 2, 3, 4, 5, 6, 7, 8, 9));
+  ASSERT_EQ(kept.outliers.steps.size(), 3u);
+  EXPECT_FALSE(kept.outliers.left_out);
+  text = format_text(build_report(runs_of({maxtext_log("mt", seconds)}), options));
+  EXPECT_THAT(text, HasSubstr("1-9 (outliers 1,3,8)"));
+  EXPECT_THAT(text, HasSubstr("in the figures (--include-outliers)"));
+
+  options.include_outliers = false;
   options.outlier_factor = 25;  // only step 1 (120 s > 15 s; 14 s is not)
   RunAnalysis wide = analyze_run(maxtext_log("mt", seconds), options);
   ASSERT_EQ(wide.outliers.steps.size(), 1u);
   EXPECT_EQ(wide.outliers.steps[0].step, 1);
+  EXPECT_THAT(wide.steps_used, ElementsAre(2, 3, 4, 5, 6, 7, 8, 9));
 }
 
 // A bench log whose summary says how its MoE layers dropped tokens (`dropping` is the JSON of

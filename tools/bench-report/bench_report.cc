@@ -27,7 +27,7 @@ constexpr const char* kExamples = R"(  bench-report ctl.log variant.log
   bench-report ctl.log variant.log --svg timeline.svg --json -o report.json
   bench-report --numerics ref1.log ref2.log variant.log --limit grad_norm=1e-3
   bench-report e2e-orchestrator.log --microbatches 1-9
-  bench-report maxtext-before.log maxtext-after.log --exclude-outliers
+  bench-report maxtext-before.log maxtext-after.log --include-outliers
   bench-report ctl.log variant.log --require-no-drops
   bench-report unstaged.log staged.log --require-same-setup
   bench-report --list-gates
@@ -66,10 +66,14 @@ int bench_report_main(int argc, char** argv) {
   app.add_flag("--include-profiled", options.include_profiled,
                "Keep profiled steps (BENCH_STEP \"profiled\": true) in the means and medians "
                "(default: left out, with a note)");
-  app.add_flag("--exclude-outliers", options.exclude_outliers,
-               "Leave outlier steps (slower than --outlier-factor x the median step: checkpoint "
-               "saves, recompiles, the profiler) out of the means and comparisons (default: "
-               "marked, kept)");
+  auto* include_outliers = app.add_flag(
+      "--include-outliers", options.include_outliers,
+      "Keep outlier steps (slower than --outlier-factor x the median step: checkpoint saves, "
+      "recompiles, the profiler) in the means and comparisons (default: named and left out)");
+  // The default's name, still accepted (scripts written before issue 28 pass it).
+  const std::string exclude_outliers_help =
+      "Leave outlier steps out of the means and comparisons, naming them: the default";
+  app.add_flag("--exclude-outliers", exclude_outliers_help)->excludes(include_outliers);
   app.add_option("--outlier-factor", options.outlier_factor,
                  "K > 1: a selected step slower than K x the median of the selected steps is an "
                  "outlier")

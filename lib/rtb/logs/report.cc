@@ -478,9 +478,9 @@ RunAnalysis analyze_run(const RunLog& log, const Options& options) {
     }
   }
 
-  // Outliers: marked always; left out of every figure (micro-batches too) only when asked.
+  // Outliers: always named; left out of every figure (micro-batches too) unless asked for.
   run.outliers = find_outliers(log, selected, options.outlier_factor);
-  if (options.exclude_outliers && !run.outliers.steps.empty()) {
+  if (!options.include_outliers && !run.outliers.steps.empty()) {
     run.outliers.left_out = true;
     for (const OutlierStep& step : run.outliers.steps) selected.erase(step.step);
   }

@@ -59,10 +59,11 @@ struct Options {
   BootstrapOptions bootstrap;
   std::optional<double> fail_if_slower_pct;
   // A selected step slower than outlier_factor x the median of the selected steps' times is an
-  // outlier (a checkpoint save, a recompile, the profiler): marked always, left out of every
-  // figure only with exclude_outliers.
+  // outlier (a checkpoint save, a recompile, the profiler): always named, and left out of every
+  // figure unless include_outliers (issue 28: kept, two such steps beside a 0.78 s median made
+  // every A/B "no change").
   double outlier_factor = kDefaultOutlierFactor;
-  bool exclude_outliers = false;
+  bool include_outliers = false;
   bool require_no_drops = false;  // a run that dropped tokens, or cannot show none, fails
   // Two compared arms (each run and the control, the --control-pair) whose set-ups differ fail.
   bool require_same_setup = false;
@@ -96,7 +97,7 @@ struct Outliers {
   double factor = kDefaultOutlierFactor;
   std::optional<double> median_s;  // of the selected steps' times the rule compares against
   std::vector<OutlierStep> steps;  // sorted by step
-  bool left_out = false;           // --exclude-outliers: not in any figure
+  bool left_out = false;           // not in any figure (the default; --include-outliers keeps them)
 };
 
 // Whether a run's MoE layers dropped tokens.

@@ -128,7 +128,7 @@ std::string format_json(const Report& report) {
   j.field("fail_if_slower_pct", options.fail_if_slower_pct);
   j.field("include_profiled", options.include_profiled);
   j.field("outlier_factor", options.outlier_factor);
-  j.field("exclude_outliers", options.exclude_outliers);
+  j.field("exclude_outliers", !options.include_outliers);
   j.field("require_no_drops", options.require_no_drops);
   j.field("require_same_setup", options.require_same_setup);
   j.end_object();

@@ -117,8 +117,8 @@ void format_run_notes(const Report& report, std::string& out) {
         "(checkpoint saves, recompiles, the profiler): {}\n",
         run.name, outliers.steps.size() == 1 ? "" : "s", outlier_list(outliers), outliers.factor,
         seconds(outliers.median_s.value_or(0.0)),
-        outliers.left_out ? "left out of the figures (--exclude-outliers)"
-                          : "in the figures (--exclude-outliers leaves them out)");
+        outliers.left_out ? "left out of the figures (--include-outliers keeps them)"
+                          : "in the figures (--include-outliers)");
   }
   bool any_dropping = report.options.require_no_drops;
   for (const RunAnalysis& run : report.runs) {
