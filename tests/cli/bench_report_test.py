@@ -1425,13 +1425,150 @@ class MaxTextTest(unittest.TestCase):
             self.assertEqual(code, 2, bad)
             self.assertIn(f"--outlier-factor {bad}", err)
 
-    def test_tunix_peft_log_has_losses_but_no_step_times(self):
+    def test_tunix_peft_log_without_timestamps_has_no_step_times(self):
         code, out, err = run([self.PEFT])
         self.assertEqual(code, 2)
         self.assertEqual(out, "")
         self.assertRegex(
             err, r"^bench-report: .*tunix_peft_written\.log: a Tunix PEFT log: losses of "
-            r"4 steps but no step times .* --numerics REF1 REF2 VARIANT\n$")
+            r"4 steps but no step times \(its `Train step N training loss:` lines carry no "
+            r"duration and no log timestamp\).* --numerics REF1 REF2 VARIANT\n$")
+
+
+class LogTimestampTest(unittest.TestCase):
+    """Tunix trainer logs timed by their lines' timestamps (issue 28, item 3), on a real one."""
+
+    PEFT = os.path.join(TESTDATA, "maxtext_steplogs", "tunix_peft_dpo_qwen3-0.6b_tpu-v5p-8.log")
+    # The notebook's whole output: the same run, with MaxText's `completed step` lines.
+    FULL = os.path.join(TESTDATA, "configlog_maxtext_dpo_qwen3-0.6b_tpu-v5p-8_train.log")
+    NAME = "tunix_peft_dpo_qwen3-0.6b_tpu-v5p-8"
+
+    def first_appearances(self):
+        """Each training step's first timestamp in the real log, in seconds of the day."""
+        pattern = re.compile(r"^I0706 (\d\d):(\d\d):(\d\d\.\d+) .*\] Train step (\d+) "
+                             r"training loss: ")
+        found: dict[int, float] = {}
+        with open(self.PEFT, encoding="utf-8") as f:
+            for line in f:
+                m = pattern.match(line)
+                if m:
+                    found.setdefault(int(m[4]), int(m[1]) * 3600 + int(m[2]) * 60 + float(m[3]))
+        return found
+
+    def test_real_tunix_log_is_timed_by_its_timestamps(self):
+        code, doc, err = report(self.PEFT)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(err, "")
+        (run_, ) = doc["runs"]
+        self.assertEqual(run_["format"], "tunix-peft")
+        self.assertEqual(run_["step_timing"], "log-timestamps")
+        stamps = run_["log_timestamps"]
+        self.assertEqual(stamps["clock"], "glog")
+        self.assertEqual(stamps["resolution_s"], 1e-6)
+        self.assertEqual((stamps["first_step"], stamps["spread_steps"], stamps["repeated_lines"]),
+                         (1, [], 0))
+        at = self.first_appearances()
+        self.assertEqual(sorted(at), list(range(1, 501)))
+        self.assertEqual(run_["steps_logged"], list(range(1, 501)))
+        # Every step but the first (no interval) and the evaluation step 500 (an outlier).
+        self.assertEqual([(o["step"], round(o["seconds"], 6)) for o in run_["outliers"]["steps"]],
+                         [(500, 15.680425)])
+        self.assertEqual(run_["steps_used"], list(range(2, 500)))
+        intervals = [at[s] - at[s - 1] for s in range(2, 500)]
+        for got, want in zip(run_["step_s"]["values"], intervals):
+            self.assertAlmostEqual(got, want, delta=1e-9)
+        self.assertAlmostEqual(run_["step_s"]["mean"], sum(intervals) / len(intervals), delta=1e-9)
+        self.assertIsNone(run_["first_step"])
+
+        code, out, err = run([self.PEFT])
+        self.assertEqual(code, 0, err)
+        self.assertTrue(
+            out.startswith("s/step: log-timestamp intervals, from one step's first log line to the "
+                           "next step's (host side: everything between steps, not a device time); "
+                           "mean over every step but the first"), out)
+        self.assertRegex(out, self.NAME + r" +tunix-peft +2-499 +0\.2504 ± 0\.0144 ")
+        self.assertIn(
+            self.NAME + ": s/step from glog timestamps (to the microsecond): step 1, the first "
+            "logged, has no interval", out)
+        self.assertIn(self.NAME + ": outlier step 500 (15.680 s) above 3x the median step", out)
+
+    def test_the_same_runs_maxtext_lines_agree_step_by_step(self):
+        code, doc, err = report(self.FULL, self.PEFT, "--include-outliers")
+        self.assertEqual(code, 0, err)
+        maxtext, peft = doc["runs"]
+        self.assertEqual((maxtext["format"], maxtext["step_timing"]), ("maxtext", "maxtext"))
+        self.assertEqual(maxtext["steps_used"], peft["steps_used"])
+        self.assertEqual(maxtext["steps_used"], list(range(2, 501)))
+        worst = max(
+            abs(a - b) for a, b in zip(maxtext["step_s"]["values"], peft["step_s"]["values"]))
+        self.assertLess(worst, 0.011)
+        # Yet they are not compared: host time between log lines is not MaxText's measure.
+        (comparison, ) = doc["comparisons"]
+        self.assertEqual(comparison["verdict"], "not_compared")
+        self.assertIsNone(comparison["ratio"])
+        self.assertEqual(
+            comparison["step_not_compared"],
+            "not compared: configlog_maxtext_dpo_qwen3-0.6b_tpu-v5p-8_train times steps by "
+            "MaxText's host intervals between step completions, " + self.NAME +
+            " by log-timestamp intervals (host side)")
+
+    def test_never_compared_with_the_drivers_device_timed_steps(self):
+        code, doc, err = report(log("bench_device_ctl.log"), self.PEFT, "--fail-if-slower", "0")
+        self.assertEqual(code, 0, err)
+        self.assertEqual(doc["runs"][0]["step_timing"], "device")
+        (comparison, ) = doc["comparisons"]
+        self.assertEqual(comparison["verdict"], "not_compared")
+        self.assertEqual(
+            comparison["step_not_compared"],
+            "not compared: ab2-ctl times steps on the device (BENCH_STEP seconds), " + self.NAME +
+            " by log-timestamp intervals (host side)")
+        self.assertFalse(doc["fail_if_slower"]["tripped"])
+        code, out, err = run([log("bench_device_ctl.log"), self.PEFT])
+        self.assertEqual(code, 0, err)
+        self.assertIn(
+            "s/step of " + self.NAME + ": log-timestamp intervals, from one step's first log "
+            "line to the next step's (host side: everything between steps, not a device time); "
+            "compared only with other log-timestamp runs\n", out)
+        self.assertRegex(out, self.NAME + r" +not compared \(step timings differ\) +- +- +-")
+        self.assertIn(
+            self.NAME + " against ab2-ctl: step times not compared: ab2-ctl times steps on the "
+            "device (BENCH_STEP seconds), " + self.NAME + " by log-timestamp intervals (host "
+            "side)\n", out)
+        code, _, err = run([self.PEFT, "--control-pair", log("bench_device_ctl.log"), self.PEFT])
+        self.assertEqual(code, 0, err)
+        self.assertIn(
+            "--control-pair: no step noise floor: not compared: ab2-ctl times steps on "
+            "the device", err)
+
+    def test_python_logging_timestamps_repeats_and_gaps(self):
+        # Python logging's `%(asctime)s` to the second, each record also printed by a second
+        # logger without a timestamp, and steps 4-5 not logged.
+        lines = []
+        for step, second in ((1, 10), (2, 12), (3, 14), (6, 20), (7, 22)):
+            for prefix in (f"2026-03-03 08:41:{second:02d} - INFO - [absl] ", "INFO:absl:"):
+                lines.append(f"{prefix}Train step {step} training loss: 0.5  - training "
+                             "perplexity: 1.6\n")
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "grpo.log")
+            with open(path, "w", encoding="utf-8") as f:
+                f.writelines(lines)
+            code, doc, err = report(path)
+            self.assertEqual(code, 0, err)
+            (run_, ) = doc["runs"]
+            self.assertEqual(run_["steps_used"], [2, 3, 4, 5, 6, 7])
+            self.assertEqual(run_["step_s"]["values"], [2.0, 2.0, 2.0, 2.0, 2.0, 2.0])
+            stamps = run_["log_timestamps"]
+            self.assertEqual((stamps["clock"], stamps["resolution_s"]), ("date", 1.0))
+            self.assertEqual((stamps["spread_steps"], stamps["repeated_lines"]), ([4, 5], 5))
+            self.assertIn(
+                "grpo.log: no timestamped `Train step N training loss` line for steps 4-5: each "
+                "gap's interval is spread evenly over the steps it spans", err)
+            _, out, _ = run([path])
+            self.assertIn(
+                "grpo: s/step from dated timestamps (to the second): step 1, the first logged, "
+                "has no interval (what its line follows, the compile included, is not timed); 5 "
+                "repeated lines (other processes or loggers) counted once; steps 4-5 have no "
+                "timestamped line: an even share of their gap's interval each\n", out)
 
 
 class TokenDroppingTest(unittest.TestCase):
@@ -1575,7 +1712,8 @@ class SetupTest(unittest.TestCase):
     def test_help_names_every_line_read(self):
         # Among them MaxText's own step line, which an older --help left out.
         assert_help_and_version(self, "bench-report", "completed step: N, seconds: S",
-                                "TRAINER_STEP_TIMING", "BENCH_SUMMARY", "[StepMetrics step=N]")
+                                "TRAINER_STEP_TIMING", "BENCH_SUMMARY", "[StepMetrics step=N]",
+                                "Train step N training loss:", "--include-outliers")
 
     def test_numerics_refused_across_weights_and_grad_norm_not_evaluated(self):
         code, out, err = run(["--numerics", self.UNSTAGED, self.STAGED, self.CHECKPOINT])

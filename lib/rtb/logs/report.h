@@ -41,6 +41,18 @@ const char* microbatch_timing_name(MicrobatchTiming timing);  // "device", "unla
 // What a mode means: "the log does not say (older driver)", ...
 const char* microbatch_timing_meaning(MicrobatchTiming timing);
 
+// How a run's step times were measured, over the steps its figures use. Step times timed by log
+// timestamps are compared only with each other (issue 28): host time between two steps' log lines
+// is not the driver's device-timed step.
+enum class StepTiming {
+  kDevice,         // BENCH_STEP seconds: first dispatch to the update's output ready on the device
+  kOrchestrator,   // `Train step ... step_time`: the orchestrator's time of a whole RL step
+  kMaxText,        // MaxText's `seconds`: the host's interval between step completions
+  kLogTimestamps,  // from one step's first log line to the next step's (host side)
+  kMixed,          // the steps differ
+};
+const char* step_timing_name(StepTiming timing);  // "device", "log-timestamps", ...
+
 // Tokens per second per chip as the seed defines it, padding included:
 // rows x tokens_per_row x micro_steps / mean seconds per step / chips.
 double padded_tokens_per_s_per_chip(std::int64_t rows, std::int64_t tokens_per_row,
@@ -137,6 +149,9 @@ struct RunAnalysis {
   std::vector<std::int64_t> steps_logged;  // every step with a time, a micro-batch or a timing
   std::vector<std::int64_t> steps_used;    // selected steps with a step time
   std::vector<double> step_s;              // their times
+  std::optional<StepTiming> step_timing;   // how they were measured; nullopt: no step time
+  // A Tunix trainer log timed by its lines' timestamps: how (StepTiming::kLogTimestamps).
+  std::optional<steplog::LogTimestamps> log_timestamps;
   std::optional<double> step_mean;
   double step_sd = 0.0;  // sample standard deviation
   std::optional<Interval> step_ci;
@@ -185,6 +200,9 @@ struct RunComparison {
   std::string run;
   std::string control;
   std::optional<MetricComparison> step;
+  // Why the step times were not compared (one run is timed by log timestamps, the other is
+  // not); empty when they were compared or one side has none.
+  std::string step_not_compared;
   std::optional<MetricComparison> microbatch;
   // Why the micro-batch times were not compared (the runs time them differently); empty when
   // they were compared or one side has none.
@@ -226,7 +244,7 @@ struct Report {
 };
 
 // One run. Throws rtb::Error (naming the file) when it has no step timing at all, or only losses
-// (a Tunix PEFT log: no step times).
+// (a Tunix PEFT log without two timestamped training lines: no step times).
 RunAnalysis analyze_run(const steplog::RunLog& log, const Options& options);
 
 struct Inputs {

@@ -86,7 +86,8 @@ inline constexpr LineFormat kLineFormats[] = {
     {LineKind::kSummary, "BENCH_SUMMARY {", "BENCH_SUMMARY"},
     {LineKind::kStepMetrics, "[StepMetrics step=", "[StepMetrics step=N]"},
     {LineKind::kCompletedStep, "completed step: ", "MaxText's `completed step: N, seconds: S`"},
-    {LineKind::kTrainStep, "Train step ", "`Train step N - ...`"},
+    {LineKind::kTrainStep, "Train step ",
+     "`Train step N - ...`, Tunix's `Train step N training loss:` (timed by its log timestamps)"},
     {LineKind::kDriver, "[TrainerBench] ", "the driver's [TrainerBench] lines"},
     {LineKind::kDriver, "bench_driver: failed: ", "`bench_driver: failed:`"},
 };
