@@ -26,6 +26,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const rtb::Error&) {
   }
 
+  (void)rtb::logs::steplog::find_log_timestamp(text);
+
   rtb::logs::steplog::RunLog log;
   try {
     log = rtb::logs::steplog::parse_run_log_text(text, "<fuzz>");

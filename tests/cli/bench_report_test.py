@@ -1338,54 +1338,82 @@ class MaxTextTest(unittest.TestCase):
         (run_, ) = doc["runs"]
         self.assertEqual(run_["format"], "maxtext")
         steps = self.steps(self.BEFORE)
-        used = [s for s in steps if s != 0]
-        self.assertEqual(run_["steps_used"], used)
-        time = sum(steps[s][0] for s in used)
-        self.assertAlmostEqual(run_["step_s"]["mean"], time / len(used), delta=1e-9)
-        self.assertAlmostEqual(run_["tflops_per_device"],
-                               sum(steps[s][1] * steps[s][0] for s in used) / time, delta=1e-6)
-        self.assertAlmostEqual(run_["tokens_per_s_per_device"],
-                               sum(steps[s][2] * steps[s][0] for s in used) / time, delta=1e-3)
+        # Every step but the first (the compile) and the outliers (left out by default).
+        outliers = [o["step"] for o in run_["outliers"]["steps"]]
+        self.assertEqual(outliers, [1, 3, 8])
+        for include, used in ((False, [s for s in steps if s != 0 and s not in outliers]),
+                              (True, [s for s in steps if s != 0])):
+            if include:
+                code, doc, err = report(self.BEFORE, "--include-outliers")
+                self.assertEqual(code, 0, err)
+                (run_, ) = doc["runs"]
+            self.assertEqual(run_["steps_used"], used)
+            time = sum(steps[s][0] for s in used)
+            self.assertAlmostEqual(run_["step_s"]["mean"], time / len(used), delta=1e-9)
+            self.assertAlmostEqual(run_["tflops_per_device"],
+                                   sum(steps[s][1] * steps[s][0] for s in used) / time, delta=1e-6)
+            self.assertAlmostEqual(run_["tokens_per_s_per_device"],
+                                   sum(steps[s][2] * steps[s][0] for s in used) / time, delta=1e-3)
         _, out, _ = run([self.BEFORE])
         self.assertIn(
-            "TFLOP/s/device 47.0, tokens/s/device 3,048 (MaxText's per-step rates x "
+            "TFLOP/s/device 455.6, tokens/s/device 29,531 (MaxText's per-step rates x "
             "seconds, summed, / seconds summed", out)
         self.assertIn("host's interval between step completions", out)
+        _, out, _ = run([self.BEFORE, "--include-outliers"])
+        self.assertIn("TFLOP/s/device 47.0, tokens/s/device 3,048", out)
 
-    def test_outliers_marked_and_excluded_turn_no_change_into_the_real_slowdown(self):
+    def test_outliers_left_out_by_default_give_the_real_slowdown(self):
+        # Issue 28, item 5: kept, the checkpoint/profiler steps (116 s and 21 s beside a 0.78 s
+        # median) swamped the A/B into "no change"; by default they are named and left out.
         code, doc, err = report(self.BEFORE, self.AFTER)
         self.assertEqual(code, 0, err)
+        self.assertTrue(doc["options"]["exclude_outliers"])
         before = doc["runs"][0]["outliers"]
         outliers = [(o["step"], o["seconds"]) for o in before["steps"]]
         self.assertEqual(outliers, [(1, 123.805), (3, 3.317), (8, 14.265)])
         self.assertEqual(before["rule"], "seconds above 3x the median of the selected steps")
         self.assertAlmostEqual(before["median_s"], 0.590)
-        self.assertFalse(before["left_out"])
-        self.assertEqual([o["step"] for o in doc["runs"][1]["outliers"]["steps"]], [1, 8])
-        (kept, ) = doc["comparisons"]
-        self.assertEqual(kept["verdict"], "no_change")  # the outliers swamp the difference
-        self.assertAlmostEqual(kept["ratio"], 1.0061, delta=5e-4)
-
-        code, doc, err = report(self.BEFORE, self.AFTER, "--exclude-outliers")
-        self.assertEqual(code, 0, err)
+        self.assertTrue(before["left_out"])
+        after = doc["runs"][1]["outliers"]
+        outliers = [(o["step"], o["seconds"]) for o in after["steps"]]
+        self.assertEqual(outliers, [(1, 115.972), (8, 21.042)])
+        self.assertAlmostEqual(after["median_s"], 0.783)
         self.assertEqual(doc["runs"][0]["steps_used"], [2, 4, 5, 6, 7] + list(range(9, 30)))
-        self.assertTrue(doc["runs"][0]["outliers"]["left_out"])
         (left_out, ) = doc["comparisons"]
         self.assertEqual(left_out["verdict"], "slower")
         self.assertAlmostEqual(left_out["ratio"], 1.3188, delta=5e-4)
         self.assertGreater(left_out["ci_low"], 1.0)
 
-        code, out, err = run([self.BEFORE, self.AFTER, "--exclude-outliers"])
+        code, out, err = run([self.BEFORE, self.AFTER])
         self.assertEqual(code, 0, err)
         self.assertIn(
             "maxtext_gemma4_before_full: outlier steps 1 (123.805 s), 3 (3.317 s), "
             "8 (14.265 s) above 3x the median step (0.59 s) of the selected steps", out)
-        self.assertIn("left out of the figures (--exclude-outliers)", out)
+        self.assertIn("left out of the figures (--include-outliers keeps them)", out)
         self.assertIn("(+31.88%, slower)", out)
-        _, out, _ = run([self.BEFORE, self.AFTER])
+        self.assertNotIn("(outliers ", out)
+        # --exclude-outliers is the default's name: the same report.
+        self.assertEqual(run([self.BEFORE, self.AFTER, "--exclude-outliers"]), (0, out, err))
+
+        # --include-outliers keeps them: marked in the steps cell, and the A/B is swamped.
+        code, doc, err = report(self.BEFORE, self.AFTER, "--include-outliers")
+        self.assertEqual(code, 0, err)
+        self.assertFalse(doc["options"]["exclude_outliers"])
+        self.assertFalse(doc["runs"][0]["outliers"]["left_out"])
+        self.assertEqual(doc["runs"][0]["steps_used"], list(range(1, 30)))
+        (kept, ) = doc["comparisons"]
+        self.assertEqual(kept["verdict"], "no_change")
+        self.assertAlmostEqual(kept["ratio"], 1.0061, delta=5e-4)
+        _, out, _ = run([self.BEFORE, self.AFTER, "--include-outliers"])
         self.assertIn("1-29 (outliers 1,3,8)", out)
-        self.assertIn("in the figures (--exclude-outliers leaves them out)", out)
+        self.assertIn("in the figures (--include-outliers)", out)
         self.assertIn("(+0.61%, no change)", out)
+
+        code, out, err = run([self.BEFORE, "--include-outliers", "--exclude-outliers"])
+        self.assertEqual(code, 2)
+        self.assertEqual(out, "")
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        self.assertIn("--include-outliers", err)
 
     def test_outlier_factor_option(self):
         code, doc, err = report(self.BEFORE, "--outlier-factor", "10")
@@ -1397,13 +1425,150 @@ class MaxTextTest(unittest.TestCase):
             self.assertEqual(code, 2, bad)
             self.assertIn(f"--outlier-factor {bad}", err)
 
-    def test_tunix_peft_log_has_losses_but_no_step_times(self):
+    def test_tunix_peft_log_without_timestamps_has_no_step_times(self):
         code, out, err = run([self.PEFT])
         self.assertEqual(code, 2)
         self.assertEqual(out, "")
         self.assertRegex(
             err, r"^bench-report: .*tunix_peft_written\.log: a Tunix PEFT log: losses of "
-            r"4 steps but no step times .* --numerics REF1 REF2 VARIANT\n$")
+            r"4 steps but no step times \(its `Train step N training loss:` lines carry no "
+            r"duration and no log timestamp\).* --numerics REF1 REF2 VARIANT\n$")
+
+
+class LogTimestampTest(unittest.TestCase):
+    """Tunix trainer logs timed by their lines' timestamps (issue 28, item 3), on a real one."""
+
+    PEFT = os.path.join(TESTDATA, "maxtext_steplogs", "tunix_peft_dpo_qwen3-0.6b_tpu-v5p-8.log")
+    # The notebook's whole output: the same run, with MaxText's `completed step` lines.
+    FULL = os.path.join(TESTDATA, "configlog_maxtext_dpo_qwen3-0.6b_tpu-v5p-8_train.log")
+    NAME = "tunix_peft_dpo_qwen3-0.6b_tpu-v5p-8"
+
+    def first_appearances(self):
+        """Each training step's first timestamp in the real log, in seconds of the day."""
+        pattern = re.compile(r"^I0706 (\d\d):(\d\d):(\d\d\.\d+) .*\] Train step (\d+) "
+                             r"training loss: ")
+        found: dict[int, float] = {}
+        with open(self.PEFT, encoding="utf-8") as f:
+            for line in f:
+                m = pattern.match(line)
+                if m:
+                    found.setdefault(int(m[4]), int(m[1]) * 3600 + int(m[2]) * 60 + float(m[3]))
+        return found
+
+    def test_real_tunix_log_is_timed_by_its_timestamps(self):
+        code, doc, err = report(self.PEFT)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(err, "")
+        (run_, ) = doc["runs"]
+        self.assertEqual(run_["format"], "tunix-peft")
+        self.assertEqual(run_["step_timing"], "log-timestamps")
+        stamps = run_["log_timestamps"]
+        self.assertEqual(stamps["clock"], "glog")
+        self.assertEqual(stamps["resolution_s"], 1e-6)
+        self.assertEqual((stamps["first_step"], stamps["spread_steps"], stamps["repeated_lines"]),
+                         (1, [], 0))
+        at = self.first_appearances()
+        self.assertEqual(sorted(at), list(range(1, 501)))
+        self.assertEqual(run_["steps_logged"], list(range(1, 501)))
+        # Every step but the first (no interval) and the evaluation step 500 (an outlier).
+        self.assertEqual([(o["step"], round(o["seconds"], 6)) for o in run_["outliers"]["steps"]],
+                         [(500, 15.680425)])
+        self.assertEqual(run_["steps_used"], list(range(2, 500)))
+        intervals = [at[s] - at[s - 1] for s in range(2, 500)]
+        for got, want in zip(run_["step_s"]["values"], intervals):
+            self.assertAlmostEqual(got, want, delta=1e-9)
+        self.assertAlmostEqual(run_["step_s"]["mean"], sum(intervals) / len(intervals), delta=1e-9)
+        self.assertIsNone(run_["first_step"])
+
+        code, out, err = run([self.PEFT])
+        self.assertEqual(code, 0, err)
+        self.assertTrue(
+            out.startswith("s/step: log-timestamp intervals, from one step's first log line to the "
+                           "next step's (host side: everything between steps, not a device time); "
+                           "mean over every step but the first"), out)
+        self.assertRegex(out, self.NAME + r" +tunix-peft +2-499 +0\.2504 ± 0\.0144 ")
+        self.assertIn(
+            self.NAME + ": s/step from glog timestamps (to the microsecond): step 1, the first "
+            "logged, has no interval", out)
+        self.assertIn(self.NAME + ": outlier step 500 (15.680 s) above 3x the median step", out)
+
+    def test_the_same_runs_maxtext_lines_agree_step_by_step(self):
+        code, doc, err = report(self.FULL, self.PEFT, "--include-outliers")
+        self.assertEqual(code, 0, err)
+        maxtext, peft = doc["runs"]
+        self.assertEqual((maxtext["format"], maxtext["step_timing"]), ("maxtext", "maxtext"))
+        self.assertEqual(maxtext["steps_used"], peft["steps_used"])
+        self.assertEqual(maxtext["steps_used"], list(range(2, 501)))
+        worst = max(
+            abs(a - b) for a, b in zip(maxtext["step_s"]["values"], peft["step_s"]["values"]))
+        self.assertLess(worst, 0.011)
+        # Yet they are not compared: host time between log lines is not MaxText's measure.
+        (comparison, ) = doc["comparisons"]
+        self.assertEqual(comparison["verdict"], "not_compared")
+        self.assertIsNone(comparison["ratio"])
+        self.assertEqual(
+            comparison["step_not_compared"],
+            "not compared: configlog_maxtext_dpo_qwen3-0.6b_tpu-v5p-8_train times steps by "
+            "MaxText's host intervals between step completions, " + self.NAME +
+            " by log-timestamp intervals (host side)")
+
+    def test_never_compared_with_the_drivers_device_timed_steps(self):
+        code, doc, err = report(log("bench_device_ctl.log"), self.PEFT, "--fail-if-slower", "0")
+        self.assertEqual(code, 0, err)
+        self.assertEqual(doc["runs"][0]["step_timing"], "device")
+        (comparison, ) = doc["comparisons"]
+        self.assertEqual(comparison["verdict"], "not_compared")
+        self.assertEqual(
+            comparison["step_not_compared"],
+            "not compared: ab2-ctl times steps on the device (BENCH_STEP seconds), " + self.NAME +
+            " by log-timestamp intervals (host side)")
+        self.assertFalse(doc["fail_if_slower"]["tripped"])
+        code, out, err = run([log("bench_device_ctl.log"), self.PEFT])
+        self.assertEqual(code, 0, err)
+        self.assertIn(
+            "s/step of " + self.NAME + ": log-timestamp intervals, from one step's first log "
+            "line to the next step's (host side: everything between steps, not a device time); "
+            "compared only with other log-timestamp runs\n", out)
+        self.assertRegex(out, self.NAME + r" +not compared \(step timings differ\) +- +- +-")
+        self.assertIn(
+            self.NAME + " against ab2-ctl: step times not compared: ab2-ctl times steps on the "
+            "device (BENCH_STEP seconds), " + self.NAME + " by log-timestamp intervals (host "
+            "side)\n", out)
+        code, _, err = run([self.PEFT, "--control-pair", log("bench_device_ctl.log"), self.PEFT])
+        self.assertEqual(code, 0, err)
+        self.assertIn(
+            "--control-pair: no step noise floor: not compared: ab2-ctl times steps on "
+            "the device", err)
+
+    def test_python_logging_timestamps_repeats_and_gaps(self):
+        # Python logging's `%(asctime)s` to the second, each record also printed by a second
+        # logger without a timestamp, and steps 4-5 not logged.
+        lines = []
+        for step, second in ((1, 10), (2, 12), (3, 14), (6, 20), (7, 22)):
+            for prefix in (f"2026-03-03 08:41:{second:02d} - INFO - [absl] ", "INFO:absl:"):
+                lines.append(f"{prefix}Train step {step} training loss: 0.5  - training "
+                             "perplexity: 1.6\n")
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "grpo.log")
+            with open(path, "w", encoding="utf-8") as f:
+                f.writelines(lines)
+            code, doc, err = report(path)
+            self.assertEqual(code, 0, err)
+            (run_, ) = doc["runs"]
+            self.assertEqual(run_["steps_used"], [2, 3, 4, 5, 6, 7])
+            self.assertEqual(run_["step_s"]["values"], [2.0, 2.0, 2.0, 2.0, 2.0, 2.0])
+            stamps = run_["log_timestamps"]
+            self.assertEqual((stamps["clock"], stamps["resolution_s"]), ("date", 1.0))
+            self.assertEqual((stamps["spread_steps"], stamps["repeated_lines"]), ([4, 5], 5))
+            self.assertIn(
+                "grpo.log: no timestamped `Train step N training loss` line for steps 4-5: each "
+                "gap's interval is spread evenly over the steps it spans", err)
+            _, out, _ = run([path])
+            self.assertIn(
+                "grpo: s/step from dated timestamps (to the second): step 1, the first logged, "
+                "has no interval (what its line follows, the compile included, is not timed); 5 "
+                "repeated lines (other processes or loggers) counted once; steps 4-5 have no "
+                "timestamped line: an even share of their gap's interval each\n", out)
 
 
 class TokenDroppingTest(unittest.TestCase):
@@ -1547,7 +1712,8 @@ class SetupTest(unittest.TestCase):
     def test_help_names_every_line_read(self):
         # Among them MaxText's own step line, which an older --help left out.
         assert_help_and_version(self, "bench-report", "completed step: N, seconds: S",
-                                "TRAINER_STEP_TIMING", "BENCH_SUMMARY", "[StepMetrics step=N]")
+                                "TRAINER_STEP_TIMING", "BENCH_SUMMARY", "[StepMetrics step=N]",
+                                "Train step N training loss:", "--include-outliers")
 
     def test_numerics_refused_across_weights_and_grad_norm_not_evaluated(self):
         code, out, err = run(["--numerics", self.UNSTAGED, self.STAGED, self.CHECKPOINT])

@@ -27,6 +27,9 @@ SMALL = [
     "--rows", "3", "--tokens", "1024", "--layers", "4", "--topk", "2", "--experts", "16", "--vocab",
     "1000", "--real-len", "900", "--segments", "3", "--seed", "5", "--routing-targets", "1,1.5,3,8"
 ]
+# A real Tunix trainer log without step times, timed by its timestamps and never compared with
+# the driver's device-timed steps (issue 28; testdata/SOURCES.md).
+PEFT = "tunix_peft_dpo_qwen3-0.6b_tpu-v5p-8.log"
 TILES = ["--cp", "2", "--block-q", "128", "--block-kv", "256", "--pad-align", "64"]
 
 
@@ -37,6 +40,11 @@ def data(*parts):
 def logs(*names):
     """Bench and numerics logs of testdata/bench_logs, by name."""
     return [os.path.join(LOGS, name) for name in names]
+
+
+def maxtext(*names):
+    """Real MaxText logs of testdata/maxtext_steplogs, by the name after `maxtext_`."""
+    return [data("maxtext_steplogs", f"maxtext_{name}.log") for name in names]
 
 
 def dumps(*names):
@@ -146,6 +154,10 @@ MODES = [
                 *logs("bench_setup_staged.log", "bench_setup_unstaged.log"), "--require-same-setup",
                 "--json"
             ], 1),
+        Run(lambda tmp: [data("maxtext_steplogs", PEFT), "--json"], 0),
+        Run(lambda tmp: [*logs("bench_device_ctl.log"),
+                         data("maxtext_steplogs", PEFT), "--json"], 0),
+        Run(lambda tmp: [*maxtext("gemma4_before_full", "gemma4_after_full"), "--json"], 0),
     ]),
     Mode("bench-report", "--numerics", "rtb.bench-report.1.json", [
         Run(numerics("numerics_ref1.log", "numerics_ref2.log", "numerics_variant.log"), 0),

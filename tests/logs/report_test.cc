@@ -364,39 +364,161 @@ TEST(AnalyzeRun, TunixPeftLogHasNoStepTimes) {
   Error e = test::error_of([&] { analyze_run(log, {}); });
   EXPECT_EQ(e.file(), "peft.log");
   EXPECT_THAT(e.message(), HasSubstr("a Tunix PEFT log: losses of 2 steps but no step times"));
+  EXPECT_THAT(e.message(), HasSubstr("no log timestamp"));
   EXPECT_THAT(e.message(), HasSubstr("--numerics"));
+  // One timestamped line is no interval either.
+  RunLog one = steplog::parse_run_log_text(
+      "I0706 16:50:25.1 1 peft_trainer.py:474] Train step 1 training loss: 2.7  - training "
+      "perplexity: 15.3\nTrain step 2 training loss: 2.5  - training perplexity: 12.3\n",
+      "one.log");
+  EXPECT_THAT(test::error_of([&] { analyze_run(one, {}); }).message(),
+              HasSubstr("fewer than two of its `Train step N training loss:` lines carry a log "
+                        "timestamp"));
 }
 
-TEST(AnalyzeRun, OutliersAreMarkedAndLeftOutOnlyWhenAsked) {
-  std::vector<double> seconds = {50.0, 120.0, 0.6, 3.3, 0.6, 0.6, 1.7, 0.6, 14.0, 0.6};
-  RunAnalysis kept = analyze_run(maxtext_log("mt", seconds), {});
-  EXPECT_THAT(kept.steps_used, ElementsAre(1, 2, 3, 4, 5, 6, 7, 8, 9));
-  EXPECT_DOUBLE_EQ(*kept.outliers.median_s, 0.6);
-  ASSERT_EQ(kept.outliers.steps.size(), 3u);  // 1.7 s is under 3 x 0.6 s
-  EXPECT_EQ(kept.outliers.steps[0].step, 1);
-  EXPECT_EQ(kept.outliers.steps[1].step, 3);
-  EXPECT_EQ(kept.outliers.steps[2].step, 8);
-  EXPECT_DOUBLE_EQ(kept.outliers.steps[2].seconds, 14.0);
-  EXPECT_FALSE(kept.outliers.left_out);
+// Tunix's training lines for steps 1..N, step s logged at `at[s-1]` seconds after 16:50:00.
+RunLog timestamped_log(const std::string& name, const std::vector<double>& at) {
+  std::string text;
+  for (std::size_t s = 0; s < at.size(); ++s) {
+    text += fmt::format(
+        "I0706 16:50:{:09.6f} 1 peft_trainer.py:474] Train step {} training loss: 0.69  - "
+        "training perplexity: 2.0\n",
+        at[s], s + 1);
+  }
+  return steplog::parse_run_log_text(text, name + ".log");
+}
 
+TEST(AnalyzeRun, LogTimestampIntervalsAreTheStepTimes) {
+  // Step 1's line follows the compile (untimed); then 0.5 s steps, and an evaluation at step 8.
+  RunAnalysis run = analyze_run(
+      timestamped_log("dpo", {25.0, 25.5, 26.0, 26.5, 27.0, 27.5, 28.0, 43.0, 43.5}), {});
+  EXPECT_EQ(run.kind, steplog::LogKind::kTunixPeft);
+  EXPECT_EQ(run.step_timing, StepTiming::kLogTimestamps);
+  EXPECT_THAT(run.steps_logged, ElementsAre(1, 2, 3, 4, 5, 6, 7, 8, 9));
+  // The default leaves out the first logged step (it has no interval) and, as for every log,
+  // the outlier: step 8's 15 s against a 0.5 s median.
+  EXPECT_THAT(run.steps_used, ElementsAre(2, 3, 4, 5, 6, 7, 9));
+  ASSERT_EQ(run.outliers.steps.size(), 1u);
+  EXPECT_EQ(run.outliers.steps[0].step, 8);
+  EXPECT_DOUBLE_EQ(*run.step_mean, 0.5);
+  EXPECT_FALSE(run.first_step.has_value());  // step 1 has no interval
+  ASSERT_TRUE(run.log_timestamps.has_value());
+  EXPECT_EQ(run.log_timestamps->first_step, 1);
+
+  std::string text =
+      format_text(build_report(runs_of({timestamped_log("dpo", {25, 25.5, 26})}), {}));
+  EXPECT_THAT(text, HasSubstr("s/step: log-timestamp intervals, from one step's first log line to "
+                              "the next step's (host side: everything between steps, not a device "
+                              "time); mean over every step but the first"));
+  EXPECT_THAT(text, HasSubstr("dpo: s/step from glog timestamps (to the microsecond): step 1, the "
+                              "first logged, has no interval (what its line follows, the compile "
+                              "included, is not timed)"));
+}
+
+TEST(BuildReport, LogTimestampStepTimesAreComparedOnlyWithEachOther) {
+  Inputs inputs;
+  inputs.runs.push_back(current_log("ctl", steady_steps(82.671, "device")));
+  inputs.runs.push_back(timestamped_log("peft", {25.0, 25.5, 26.0, 26.5, 27.0}));
+  inputs.runs.push_back(maxtext_log("mt", {50.0, 0.5, 0.5, 0.5, 0.5}));
   Options options;
-  options.exclude_outliers = true;
-  RunAnalysis left_out = analyze_run(maxtext_log("mt", seconds), options);
-  EXPECT_THAT(left_out.steps_used, ElementsAre(2, 4, 5, 6, 7, 9));
+  options.fail_if_slower_pct = 1.0;
+  Report report = build_report(inputs, options);
+  EXPECT_EQ(report.runs[0].step_timing, StepTiming::kDevice);
+  EXPECT_EQ(report.runs[2].step_timing, StepTiming::kMaxText);
+  const RunComparison& peft = report.comparisons[0];
+  EXPECT_FALSE(peft.step);
+  EXPECT_EQ(peft.step_not_compared,
+            "not compared: ctl times steps on the device (BENCH_STEP seconds), peft by "
+            "log-timestamp intervals (host side)");
+  // The driver's device-timed steps and MaxText's host intervals compare as before.
+  EXPECT_TRUE(report.comparisons[1].step);
+  EXPECT_TRUE(report.comparisons[1].step_not_compared.empty());
+  EXPECT_TRUE(report.slower_than_allowed.empty() ||
+              report.slower_than_allowed[0].find("peft") == std::string::npos);
+
+  std::string text = format_text(report);
+  EXPECT_THAT(text, HasSubstr("not compared (step timings differ)"));
+  EXPECT_THAT(text, HasSubstr("peft against ctl: step times not compared: ctl times steps on the "
+                              "device (BENCH_STEP seconds), peft by log-timestamp intervals "
+                              "(host side)"));
+  EXPECT_THAT(text, HasSubstr("s/step of peft: log-timestamp intervals, from one step's first log "
+                              "line to the next step's (host side: everything between steps, not "
+                              "a device time); compared only with other log-timestamp runs"));
+
+  Literal json = parse_json(format_json(report));
+  const Literal& refused = json.find("comparisons")->items.at(0);
+  EXPECT_EQ(refused.find("verdict")->text, "not_compared");
+  EXPECT_TRUE(refused.find("ratio")->is_null());
+  EXPECT_EQ(refused.find("step_not_compared")->text, peft.step_not_compared);
+  EXPECT_TRUE(json.find("comparisons")->items.at(1).find("step_not_compared")->is_null());
+  const Literal& run = json.find("runs")->items.at(1);
+  EXPECT_EQ(run.find("format")->text, "tunix-peft");
+  EXPECT_EQ(run.find("step_timing")->text, "log-timestamps");
+  const Literal& stamps = *run.find("log_timestamps");
+  EXPECT_EQ(stamps.find("clock")->text, "glog");
+  EXPECT_EQ(stamps.find("resolution_s")->number, 1e-6);
+  EXPECT_EQ(stamps.find("first_step")->number, 1);
+  EXPECT_TRUE(stamps.find("spread_steps")->items.empty());
+  EXPECT_EQ(stamps.find("repeated_lines")->number, 0);
+  EXPECT_EQ(json.find("runs")->items.at(0).find("step_timing")->text, "device");
+  EXPECT_TRUE(json.find("runs")->items.at(0).find("log_timestamps")->is_null());
+
+  // Two log-timestamp runs compare, with the same machinery.
+  Report two = build_report(runs_of({timestamped_log("a", {25.0, 25.5, 26.0, 26.5, 27.0}),
+                                     timestamped_log("b", {25.0, 25.6, 26.2, 26.8, 27.4})}),
+                            {});
+  ASSERT_TRUE(two.comparisons[0].step);
+  EXPECT_EQ(two.comparisons[0].step->verdict, logs::Verdict::kSlower);
+
+  // An A/A pair of a device-timed run and a log-timestamp run gives no step noise floor.
+  inputs.control_pair.emplace(current_log("a1", steady_steps(82.671, "device")),
+                              timestamped_log("a2", {25.0, 25.5, 26.0, 26.5, 27.0}));
+  Report paired = build_report(inputs, {});
+  EXPECT_FALSE(paired.noise_floor->step_rel);
+  EXPECT_THAT(fmt::format("{}", fmt::join(texts_of(paired.diagnostics), "\n")),
+              HasSubstr("--control-pair: no step noise floor: not compared: a1 times steps on the "
+                        "device (BENCH_STEP seconds), a2 by log-timestamp intervals (host side)"));
+}
+
+TEST(AnalyzeRun, OutliersAreLeftOutByDefaultAndKeptOnlyWhenAsked) {
+  std::vector<double> seconds = {50.0, 120.0, 0.6, 3.3, 0.6, 0.6, 1.7, 0.6, 14.0, 0.6};
+  // By default (issue 28, item 5) the marked outliers are named and left out of every figure.
+  RunAnalysis left_out = analyze_run(maxtext_log("mt", seconds), {});
+  EXPECT_DOUBLE_EQ(*left_out.outliers.median_s, 0.6);
+  ASSERT_EQ(left_out.outliers.steps.size(), 3u);  // 1.7 s is under 3 x 0.6 s
+  EXPECT_EQ(left_out.outliers.steps[0].step, 1);
+  EXPECT_EQ(left_out.outliers.steps[1].step, 3);
+  EXPECT_EQ(left_out.outliers.steps[2].step, 8);
+  EXPECT_DOUBLE_EQ(left_out.outliers.steps[2].seconds, 14.0);
   EXPECT_TRUE(left_out.outliers.left_out);
+  EXPECT_THAT(left_out.steps_used, ElementsAre(2, 4, 5, 6, 7, 9));
   EXPECT_NEAR(*left_out.step_mean, (0.6 * 5 + 1.7) / 6, 1e-12);
   // 6 steps of 100 TFLOP each in 4.7 s.
-  std::string text = format_text(build_report(runs_of({maxtext_log("mt", seconds)}), options));
+  std::string text = format_text(build_report(runs_of({maxtext_log("mt", seconds)}), {}));
   EXPECT_THAT(text, HasSubstr("mt: outlier steps 1 (120.000 s), 3 (3.300 s), 8 (14.000 s) above "
                               "3x the median step (0.6 s) of the selected steps"));
-  EXPECT_THAT(text, HasSubstr("left out of the figures (--exclude-outliers)"));
+  EXPECT_THAT(text, HasSubstr("left out of the figures (--include-outliers keeps them)"));
   EXPECT_THAT(text, HasSubstr("TFLOP/s/device 127.7, tokens/s/device 10,458"));
   EXPECT_THAT(text, HasSubstr("host's interval between step completions"));
+  EXPECT_THAT(text, Not(HasSubstr("(outliers ")));  // not in the steps cell: they are not used
 
+  // --include-outliers: marked, and kept in every figure.
+  Options options;
+  options.include_outliers = true;
+  RunAnalysis kept = analyze_run(maxtext_log("mt", seconds), options);
+  EXPECT_THAT(kept.steps_used, ElementsAre(1, 2, 3, 4, 5, 6, 7, 8, 9));
+  ASSERT_EQ(kept.outliers.steps.size(), 3u);
+  EXPECT_FALSE(kept.outliers.left_out);
+  text = format_text(build_report(runs_of({maxtext_log("mt", seconds)}), options));
+  EXPECT_THAT(text, HasSubstr("1-9 (outliers 1,3,8)"));
+  EXPECT_THAT(text, HasSubstr("in the figures (--include-outliers)"));
+
+  options.include_outliers = false;
   options.outlier_factor = 25;  // only step 1 (120 s > 15 s; 14 s is not)
   RunAnalysis wide = analyze_run(maxtext_log("mt", seconds), options);
   ASSERT_EQ(wide.outliers.steps.size(), 1u);
   EXPECT_EQ(wide.outliers.steps[0].step, 1);
+  EXPECT_THAT(wide.steps_used, ElementsAre(2, 3, 4, 5, 6, 7, 8, 9));
 }
 
 // A bench log whose summary says how its MoE layers dropped tokens (`dropping` is the JSON of

@@ -4,8 +4,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -365,7 +367,8 @@ TEST(RunLogParser, OrchestratorLines) {
       "- advantage_mean: 0.0000 - grad_norm: 1.5 - perplexity: 1.0126 - step_time: 98.31s",
       "I1013 18:00:00.3 1 rl_program.py:2] Train step 3 - loss: nan - reward_mean: 0.5000 - "
       "advantage_mean: 0.0000 - grad_norm: inf - perplexity: nan - step_time: 97.25s\r",
-      // Tunix's PeftTrainer line is not the orchestrator's: not read.
+      // Tunix's PeftTrainer line in an orchestrator log: its timestamp is no step time of this
+      // run (the orchestrator logs step_time), so the line is not read.
       "I0706 16:50:26.253525 1 peft_trainer.py:474] Train step 4 training loss: 0.693147  - "
       "training perplexity: 2.000000",
       "[StepMetrics step=5] trainer_metrics={'loss': ",
@@ -558,6 +561,7 @@ TEST(RunLogParser, MaxTextLinesInABenchLogAreNotItsSteps) {
 }
 
 TEST(RunLogParser, TunixPeftLines) {
+  // One timestamped training line (step 4) and one without a timestamp: no interval at all.
   RunLog log = parse_lines({
       "I0706 16:50:26.253525 1 peft_trainer.py:474] Train step 4 training loss: 0.693147  - "
       "training perplexity: 2.000000",
@@ -570,6 +574,186 @@ TEST(RunLogParser, TunixPeftLines) {
   EXPECT_EQ(log.steps[0].metrics.at("training_loss"), 0.693147);
   EXPECT_EQ(log.steps[0].metrics.at("eval_perplexity"), 2.01);
   EXPECT_EQ(log.steps[1].metrics.at("training_perplexity"), 1.65);
+}
+
+// ---- Tunix trainer logs timed by their lines' timestamps (issue 28, item 3) -------------------
+
+// Tunix's training line for `step` behind `prefix` (a glog or Python-logging prefix).
+std::string peft_line(const std::string& prefix, int step, double loss = 0.5) {
+  return fmt::format("{}Train step {} training loss: {:.6f}  - training perplexity: {:.6f}", prefix,
+                     step, loss, std::exp(loss));
+}
+
+TEST(FindLogTimestamp, GlogDatesAndKubectlTimestamps) {
+  std::optional<LogTimestamp> glog = find_log_timestamp("I0706 16:50:26.253525 140110 peft.py:1] ");
+  ASSERT_TRUE(glog.has_value());
+  EXPECT_FALSE(glog->has_year);
+  EXPECT_EQ(glog->month, 7);
+  EXPECT_EQ(glog->day, 6);
+  EXPECT_DOUBLE_EQ(glog->second_of_day, 16 * 3600 + 50 * 60 + 26.253525);
+  EXPECT_EQ(glog->digits, 6);
+  std::optional<LogTimestamp> python = find_log_timestamp("2026-03-03 08:41:18 - INFO - [absl] ");
+  ASSERT_TRUE(python.has_value());
+  EXPECT_TRUE(python->has_year);
+  EXPECT_EQ(python->year, 2026);
+  EXPECT_EQ(python->digits, 0);
+  EXPECT_EQ(find_log_timestamp("2026-03-03 08:41:18,250 - INFO - ")->digits, 3);
+  // kubectl --timestamps before a glog prefix: the leftmost one is read.
+  std::optional<LogTimestamp> kubectl =
+      find_log_timestamp("[pod/x/main] 2026-10-13T18:51:14.123456789Z I1013 18:51:14.2 1 a.py:1] ");
+  ASSERT_TRUE(kubectl.has_value());
+  EXPECT_TRUE(kubectl->has_year);
+  EXPECT_EQ(kubectl->digits, 9);
+  EXPECT_NEAR(kubectl->second_of_day, 18 * 3600 + 51 * 60 + 14.123456789, 1e-9);
+  // Not timestamps: a word that starts like glog, impossible fields, no prefix at all.
+  EXPECT_FALSE(find_log_timestamp("INFO1013 18:51:14 ").has_value());
+  EXPECT_FALSE(find_log_timestamp("I1313 18:51:14.1 ").has_value());
+  EXPECT_FALSE(find_log_timestamp("I0230 18:51:14.1 ").has_value());
+  EXPECT_FALSE(find_log_timestamp("2026-03-03 25:41:18 ").has_value());
+  EXPECT_FALSE(find_log_timestamp("INFO:absl:").has_value());
+  EXPECT_FALSE(find_log_timestamp("").has_value());
+}
+
+TEST(RunLogParser, TimestampedTunixLinesTimeTheStepsByTheirIntervals) {
+  RunLog log = parse_lines({
+      "I0706 16:49:45.164331 1 peft_trainer.py:787] Running evaluation on train step 0.",
+      "I0706 16:50:00.566213 1 peft_trainer.py:825] Train step 0 eval loss: 0.693147 - eval "
+      "perplexity: 2.000000",
+      peft_line("I0706 16:50:25.683170 1 peft_trainer.py:474] ", 1),
+      peft_line("I0706 16:50:26.253525 1 peft_trainer.py:474] ", 2),
+      peft_line("I0706 16:50:26.508154 1 peft_trainer.py:474] ", 3),
+      peft_line("I0706 16:50:26.755661 1 peft_trainer.py:474] ", 4),
+  });
+  EXPECT_EQ(log.kind, LogKind::kTunixPeft);
+  ASSERT_EQ(log.steps.size(), 5u);  // step 0 holds its eval losses only
+  EXPECT_FALSE(log.steps[0].seconds.has_value());
+  EXPECT_EQ(log.steps[0].metrics.at("eval_loss"), 0.693147);
+  // Step 1 is the first timestamped step: nothing before its line is timed (the compile).
+  EXPECT_FALSE(log.steps[1].seconds.has_value());
+  EXPECT_NEAR(*log.steps[2].seconds, 0.570355, 1e-9);
+  EXPECT_NEAR(*log.steps[3].seconds, 0.254629, 1e-9);
+  EXPECT_NEAR(*log.steps[4].seconds, 0.247507, 1e-9);
+  EXPECT_EQ(log.steps[4].seconds_from, "log timestamps");
+  EXPECT_EQ(log.steps[4].metrics.at("training_loss"), 0.5);
+  ASSERT_TRUE(log.log_timestamps.has_value());
+  EXPECT_EQ(log.log_timestamps->clock, "glog");
+  EXPECT_EQ(log.log_timestamps->digits, 6);
+  EXPECT_EQ(log.log_timestamps->first_step, 1);
+  EXPECT_TRUE(log.log_timestamps->spread_steps.empty());
+  EXPECT_EQ(log.log_timestamps->repeated_lines, 0u);
+  EXPECT_TRUE(log.diagnostics.empty()) << texts_of(log.diagnostics).front();
+}
+
+TEST(RunLogParser, AMissingStepSpreadsItsIntervalOverTheStepsItSpans) {
+  RunLog log = parse_lines({
+      peft_line("2026-03-03 08:41:10 - INFO - [absl] ", 1),
+      peft_line("2026-03-03 08:41:12 - INFO - [absl] ", 2),
+      peft_line("2026-03-03 08:41:18 - INFO - [absl] ", 5),  // 3 and 4 not logged: 6 s for 3
+      peft_line("2026-03-03 08:41:19 - INFO - [absl] ", 6),
+  });
+  ASSERT_EQ(log.steps.size(), 6u);
+  EXPECT_EQ(log.steps[1].seconds, 2.0);
+  for (std::size_t i : {2u, 3u, 4u}) {
+    EXPECT_EQ(log.steps[i].seconds, 2.0) << i;
+    EXPECT_EQ(log.steps[i].seconds_from, "log timestamps");
+  }
+  EXPECT_TRUE(log.steps[2].metrics.empty());  // not logged: a share of the interval only
+  EXPECT_EQ(log.steps[5].seconds, 1.0);
+  ASSERT_TRUE(log.log_timestamps.has_value());
+  EXPECT_EQ(log.log_timestamps->clock, "date");
+  EXPECT_EQ(log.log_timestamps->digits, 0);
+  EXPECT_THAT(log.log_timestamps->spread_steps, ElementsAre(3, 4));
+  ASSERT_EQ(texts_of(log.diagnostics).size(), 1u);
+  EXPECT_EQ(texts_of(log.diagnostics)[0],
+            "run.log: no timestamped `Train step N training loss` line for steps 3-4: each "
+            "gap's interval is spread evenly over the steps it spans");
+}
+
+TEST(RunLogParser, LinesRepeatedByProcessesOrLoggersCountOnce) {
+  RunLog log = parse_lines({
+      peft_line("I0706 16:50:25.000000 1 peft_trainer.py:474] ", 1),
+      peft_line("INFO:absl:", 1),  // the same record through Python's root logger: no timestamp
+      peft_line("I0706 16:50:26.000000 1 peft_trainer.py:474] ", 2),
+      peft_line("I0706 16:50:25.900000 2 peft_trainer.py:474] ", 2),  // another process, earlier
+      peft_line("INFO:absl:", 2),
+      peft_line("I0706 16:50:27.000000 2 peft_trainer.py:474] ", 3),
+      peft_line("I0706 16:50:27.100000 1 peft_trainer.py:474] ", 3),
+  });
+  ASSERT_EQ(log.steps.size(), 3u);
+  EXPECT_NEAR(*log.steps[1].seconds, 0.9, 1e-9);  // its first appearance, on process 2
+  EXPECT_NEAR(*log.steps[2].seconds, 1.1, 1e-9);
+  ASSERT_TRUE(log.log_timestamps.has_value());
+  EXPECT_EQ(log.log_timestamps->repeated_lines, 4u);
+  EXPECT_TRUE(log.diagnostics.empty()) << texts_of(log.diagnostics).front();
+}
+
+TEST(RunLogParser, GlogsMissingYearRollsOverAtNewYear) {
+  RunLog log = parse_lines({
+      peft_line("I1231 23:59:58.500000 1 t.py:1] ", 1),
+      peft_line("I1231 23:59:59.500000 1 t.py:1] ", 2),
+      peft_line("I0101 00:00:00.250000 1 t.py:1] ", 3),  // the next year: 0.75 s, not -365 days
+      peft_line("I1231 23:59:59.900000 2 t.py:1] ", 3),  // a late line of the old year: earlier
+      peft_line("I0101 00:00:01.250000 1 t.py:1] ", 4),
+  });
+  ASSERT_EQ(log.steps.size(), 4u);
+  EXPECT_NEAR(*log.steps[1].seconds, 1.0, 1e-9);
+  EXPECT_NEAR(*log.steps[2].seconds, 0.4, 1e-9);
+  EXPECT_NEAR(*log.steps[3].seconds, 1.35, 1e-9);
+
+  // No year: a February 29 line says that year is a leap year; without one, it is not.
+  RunLog leap = parse_lines({
+      peft_line("I0228 12:00:00.0 1 t.py:1] ", 1),
+      peft_line("I0229 12:00:00.0 1 t.py:1] ", 2),
+      peft_line("I0301 12:00:00.0 1 t.py:1] ", 3),
+  });
+  ASSERT_EQ(leap.steps.size(), 3u);
+  EXPECT_EQ(leap.steps[1].seconds, 86400.0);
+  EXPECT_EQ(leap.steps[2].seconds, 86400.0);
+  RunLog common = parse_lines({
+      peft_line("I0228 12:00:00.0 1 t.py:1] ", 1),
+      peft_line("I0301 12:00:00.0 1 t.py:1] ", 2),
+  });
+  EXPECT_EQ(common.steps[1].seconds, 86400.0);
+  // With a year the calendar says: 2024 was a leap year.
+  RunLog dated = parse_lines({
+      peft_line("2024-02-28T12:00:00Z ", 1),
+      peft_line("2024-03-01T12:00:00Z ", 2),
+  });
+  EXPECT_EQ(dated.steps[1].seconds, 2 * 86400.0);
+}
+
+TEST(RunLogParser, AStepDatedBeforeThePreviousOneHasNoInterval) {
+  RunLog log = parse_lines({
+      peft_line("2026-03-03 08:41:10,000 - INFO - ", 1),
+      peft_line("2026-03-03 08:41:12,500 - INFO - ", 2),
+      peft_line("2026-03-03 08:41:11,000 - INFO - ", 3),
+      peft_line("2026-03-03 08:41:14,000 - INFO - ", 4),
+  });
+  ASSERT_EQ(log.steps.size(), 4u);
+  EXPECT_EQ(log.steps[1].seconds, 2.5);
+  EXPECT_FALSE(log.steps[2].seconds.has_value());
+  EXPECT_EQ(log.steps[3].seconds, 3.0);
+  std::vector<std::string> w = texts_of(log.diagnostics);
+  ASSERT_GE(w.size(), 1u);
+  EXPECT_EQ(w[0],
+            "run.log:3: step 3's first line is dated 1.5 s before step 2's: no interval for "
+            "step 3");
+}
+
+TEST(RunLogParser, TimestampedTunixLinesMakeNoRunBesideOtherStepLines) {
+  // MaxText's own lines of the same run (MaxText's DPO notebook logs both) are measured
+  // durations: they make the run, and the timestamps are not read.
+  RunLog log = parse_lines({
+      peft_line("I0706 16:50:25.683170 1 peft_trainer.py:474] ", 1),
+      "I0706 16:50:25.690000 1 metric_logger.py:214] completed step: 1, seconds: 24.930, "
+      "TFLOP/s/device: 0.861, loss: 0.693",
+      peft_line("I0706 16:50:26.253525 1 peft_trainer.py:474] ", 2),
+      "I0706 16:50:26.257925 1 metric_logger.py:214] completed step: 2, seconds: 0.570, "
+      "TFLOP/s/device: 37.633, loss: 0.693",
+  });
+  EXPECT_EQ(log.kind, LogKind::kMaxText);
+  EXPECT_EQ(log.steps[1].seconds_from, "completed step");
+  EXPECT_FALSE(log.log_timestamps.has_value());
 }
 
 TEST(RunLogParser, TokenDroppingOfTheBenchDriver) {
@@ -635,6 +819,37 @@ TEST(ParseRunLog, RealMaxTextLogs) {
   RunLog peft = parse_run_log(dir + "tunix_peft_written.log");
   EXPECT_EQ(peft.kind, LogKind::kTunixPeft);
   EXPECT_EQ(peft.steps.size(), 4u);
+}
+
+TEST(ParseRunLog, RealTunixTrainerLogTimedByItsTimestamps) {
+  // The lines Tunix's peft_trainer.py logged in MaxText's DPO notebook (testdata/SOURCES.md):
+  // 500 training steps behind glog prefixes, no step time in any of them.
+  const std::string dir = std::string(RTB_TESTDATA_DIR) + "/";
+  RunLog peft = parse_run_log(dir + "maxtext_steplogs/tunix_peft_dpo_qwen3-0.6b_tpu-v5p-8.log");
+  EXPECT_EQ(peft.kind, LogKind::kTunixPeft);
+  ASSERT_EQ(peft.steps.size(), 501u);  // steps 0 (an eval only) to 500
+  ASSERT_TRUE(peft.log_timestamps.has_value());
+  EXPECT_EQ(peft.log_timestamps->first_step, 1);
+  EXPECT_EQ(peft.log_timestamps->repeated_lines, 0u);
+  EXPECT_TRUE(peft.log_timestamps->spread_steps.empty());
+  EXPECT_TRUE(peft.diagnostics.empty()) << texts_of(peft.diagnostics).front();
+  // The same run's MaxText lines (the notebook's whole output) time each step as the host's
+  // interval between step completions: the timestamps' intervals agree to 11 ms, step by step.
+  RunLog maxtext = parse_run_log(dir + "configlog_maxtext_dpo_qwen3-0.6b_tpu-v5p-8_train.log");
+  EXPECT_EQ(maxtext.kind, LogKind::kMaxText);
+  ASSERT_EQ(maxtext.steps.size(), 500u);  // steps 1-500
+  std::size_t compared = 0;
+  double worst = 0.0;
+  for (const StepRecord& record : peft.steps) {
+    if (!record.seconds) continue;
+    const StepRecord& same = maxtext.steps.at(static_cast<std::size_t>(record.step - 1));
+    ASSERT_EQ(same.step, record.step);
+    worst = std::max(worst, std::fabs(*record.seconds - *same.seconds));
+    ++compared;
+  }
+  EXPECT_EQ(compared, 499u);  // steps 2-500
+  EXPECT_LT(worst, 0.011);
+  EXPECT_NEAR(*peft.steps[500].seconds, 15.680425, 1e-6);  // step 500 ran the evaluation
 }
 
 TEST(ParseRunLog, StreamsAFileFromTestdata) {

@@ -27,7 +27,8 @@ constexpr const char* kExamples = R"(  bench-report ctl.log variant.log
   bench-report ctl.log variant.log --svg timeline.svg --json -o report.json
   bench-report --numerics ref1.log ref2.log variant.log --limit grad_norm=1e-3
   bench-report e2e-orchestrator.log --microbatches 1-9
-  bench-report maxtext-before.log maxtext-after.log --exclude-outliers
+  bench-report maxtext-before.log maxtext-after.log --include-outliers
+  bench-report tunix-grpo-before.log tunix-grpo-after.log
   bench-report ctl.log variant.log --require-no-drops
   bench-report unstaged.log staged.log --require-same-setup
   bench-report --list-gates
@@ -38,16 +39,17 @@ constexpr const char* kExamples = R"(  bench-report ctl.log variant.log
 int bench_report_main(int argc, char** argv) {
   Tool tool(
       {"bench-report",
-       "Reads bench driver, e2e orchestrator and MaxText logs by these lines, with any line "
-       "prefix: " +
+       "Reads bench driver, e2e orchestrator, MaxText and Tunix trainer logs by these lines, "
+       "with any line prefix: " +
            logs::steplog::line_format_list() +
-           "; and reports seconds per optimizer step, the regular micro-batch time, "
-           "tokens/s/chip (padded and real) and the trainer's micro-batch timeline per run; "
-           "micro-batch times timed differently (device vs dispatch) are not compared; each run "
+           "; and reports seconds per optimizer step (a Tunix log without step times: the "
+           "intervals between its steps' log timestamps, host side), the regular micro-batch "
+           "time, tokens/s/chip (padded and real) and the trainer's micro-batch timeline per run; "
+           "outlier steps are named and left out; micro-batch times timed differently (device vs "
+           "dispatch) are not compared, nor log-timestamp step times with others; each run "
            "against the first (the control) with a seeded bootstrap interval and a verdict, and "
-           "any "
-           "set-up difference (staging, replays, weights, ...) named beside it; and the numerics "
-           "gates of a variant against two references. Exit 1 when a gate fails or "
+           "any set-up difference (staging, replays, weights, ...) named beside it; and the "
+           "numerics gates of a variant against two references. Exit 1 when a gate fails or "
            "--fail-if-slower, --require-no-drops or --require-same-setup trips.",
        kExamples});
   CLI::App& app = tool.app();
@@ -66,10 +68,14 @@ int bench_report_main(int argc, char** argv) {
   app.add_flag("--include-profiled", options.include_profiled,
                "Keep profiled steps (BENCH_STEP \"profiled\": true) in the means and medians "
                "(default: left out, with a note)");
-  app.add_flag("--exclude-outliers", options.exclude_outliers,
-               "Leave outlier steps (slower than --outlier-factor x the median step: checkpoint "
-               "saves, recompiles, the profiler) out of the means and comparisons (default: "
-               "marked, kept)");
+  auto* include_outliers = app.add_flag(
+      "--include-outliers", options.include_outliers,
+      "Keep outlier steps (slower than --outlier-factor x the median step: checkpoint saves, "
+      "recompiles, the profiler) in the means and comparisons (default: named and left out)");
+  // The default's name, still accepted (scripts written before issue 28 pass it).
+  const std::string exclude_outliers_help =
+      "Leave outlier steps out of the means and comparisons, naming them: the default";
+  app.add_flag("--exclude-outliers", exclude_outliers_help)->excludes(include_outliers);
   app.add_option("--outlier-factor", options.outlier_factor,
                  "K > 1: a selected step slower than K x the median of the selected steps is an "
                  "outlier")

@@ -62,7 +62,64 @@ std::vector<std::int64_t> logged_steps(const RunLog& log) {
     if (record.seconds || !record.microbatch_s.empty()) steps.insert(record.step);
   }
   for (const steplog::StepTiming& timing : log.timings) steps.insert(timing.step);
+  // A log-timestamp run's first timestamped step has a line but no interval: it is the first
+  // logged step, which the default leaves out.
+  if (log.log_timestamps) steps.insert(log.log_timestamps->first_step);
   return {steps.begin(), steps.end()};
+}
+
+// The words for each step timing: its name (JSON), how a run times its steps, and what it is.
+struct StepTimingWords {
+  StepTiming timing;
+  const char* seconds_from;  // steplog::StepRecord::seconds_from
+  const char* name;
+  const char* phrase;
+};
+constexpr StepTimingWords kStepTimingWords[] = {
+    {StepTiming::kDevice, "BENCH_STEP", "device", "on the device (BENCH_STEP seconds)"},
+    {StepTiming::kOrchestrator, "Train step", "orchestrator", "by the orchestrator's step_time"},
+    {StepTiming::kMaxText, "completed step", "maxtext",
+     "by MaxText's host intervals between step completions"},
+    {StepTiming::kLogTimestamps, "log timestamps", "log-timestamps",
+     "by log-timestamp intervals (host side)"},
+    {StepTiming::kMixed, "", "mixed", "from mixed sources"},
+};
+
+const StepTimingWords& step_timing_words(StepTiming timing) {
+  for (const StepTimingWords& words : kStepTimingWords) {
+    if (words.timing == timing) return words;
+  }
+  return kStepTimingWords[std::size(kStepTimingWords) - 1];
+}
+
+// How the steps used were timed; nullopt when none has a time.
+std::optional<StepTiming> step_timing_of(const RunLog& log, const std::vector<std::int64_t>& used) {
+  std::set<std::int64_t> wanted(used.begin(), used.end());
+  std::optional<StepTiming> found;
+  for (const steplog::StepRecord& record : log.steps) {
+    if (!wanted.count(record.step) || !record.seconds) continue;
+    StepTiming timing = StepTiming::kMixed;
+    for (const StepTimingWords& words : kStepTimingWords) {
+      if (record.seconds_from == words.seconds_from) timing = words.timing;
+    }
+    if (found && *found != timing) return StepTiming::kMixed;
+    found = timing;
+  }
+  return found;
+}
+
+// Why two runs' step times must not be compared, or "" when they may be: log-timestamp intervals
+// (host time between two steps' log lines) compare only with each other.
+std::string step_refusal(const RunAnalysis& control, const RunAnalysis& run) {
+  if (!control.step_timing || !run.step_timing) return "";
+  if (*control.step_timing == *run.step_timing) return "";
+  if (*control.step_timing != StepTiming::kLogTimestamps &&
+      *run.step_timing != StepTiming::kLogTimestamps) {
+    return "";
+  }
+  return fmt::format("not compared: {} times steps {}, {} {}", control.name,
+                     step_timing_words(*control.step_timing).phrase, run.name,
+                     step_timing_words(*run.step_timing).phrase);
 }
 
 // Micro-batch positions (0-based) of a step with `count` micro-batches that the range selects.
@@ -386,6 +443,8 @@ Range parse_range(std::string_view text, std::string_view what) {
 
 const char* microbatch_timing_name(MicrobatchTiming timing) { return timing_words(timing).name; }
 
+const char* step_timing_name(StepTiming timing) { return step_timing_words(timing).name; }
+
 const char* drop_verdict_name(DropVerdict verdict) {
   for (const DropWords& words : kDropWords) {
     if (words.verdict == verdict) return words.name;
@@ -415,12 +474,18 @@ RunAnalysis analyze_run(const RunLog& log, const Options& options) {
             "MaxText's `completed step: N`) in {} lines",
             log.lines);
   }
-  if (log.kind == steplog::LogKind::kTunixPeft) {
+  bool timed = std::any_of(log.steps.begin(), log.steps.end(),
+                           [](const steplog::StepRecord& record) { return record.seconds; });
+  if (log.kind == steplog::LogKind::kTunixPeft && !timed) {
     fail_at(log.source, 0,
-            "a Tunix PEFT log: losses of {} step{} but no step times (its `Train step N training "
-            "loss:` lines carry none): nothing to time; its losses can be gated with --numerics "
-            "REF1 REF2 VARIANT",
-            log.steps.size(), log.steps.size() == 1 ? "" : "s");
+            "a Tunix PEFT log: losses of {} step{} but no step times ({}): nothing to time; its "
+            "losses can be gated with --numerics REF1 REF2 VARIANT",
+            log.steps.size(), log.steps.size() == 1 ? "" : "s",
+            log.log_timestamps
+                ? "fewer than two of its `Train step N training loss:` lines carry a log "
+                  "timestamp, or their timestamps give no interval"
+                : "its `Train step N training loss:` lines carry no duration and no log "
+                  "timestamp");
   }
   RunAnalysis run;
   run.name = log.name.empty() ? stem(log.source) : log.name;
@@ -478,9 +543,9 @@ RunAnalysis analyze_run(const RunLog& log, const Options& options) {
     }
   }
 
-  // Outliers: marked always; left out of every figure (micro-batches too) only when asked.
+  // Outliers: always named; left out of every figure (micro-batches too) unless asked for.
   run.outliers = find_outliers(log, selected, options.outlier_factor);
-  if (options.exclude_outliers && !run.outliers.steps.empty()) {
+  if (!options.include_outliers && !run.outliers.steps.empty()) {
     run.outliers.left_out = true;
     for (const OutlierStep& step : run.outliers.steps) selected.erase(step.step);
   }
@@ -507,6 +572,8 @@ RunAnalysis analyze_run(const RunLog& log, const Options& options) {
     if (record.tokens) tokens.push_back(*record.tokens);
     if (record.padded_tokens) padded_tokens.push_back(*record.padded_tokens);
   }
+  run.step_timing = step_timing_of(log, run.steps_used);
+  run.log_timestamps = log.log_timestamps;
   if (!run.step_s.empty()) {
     run.step_mean = mean_of(run.step_s);
     run.step_sd = sample_stddev(run.step_s);
@@ -659,7 +726,12 @@ Report build_report(const Inputs& inputs, const Options& options) {
     NoiseFloor floor;
     floor.control_a = a.name;
     floor.control_b = b.name == a.name ? b.source : b.name;
-    if (a.step_mean && b.step_mean && *a.step_mean > 0) {
+    std::string pair_step_refusal = step_refusal(a, b);
+    if (!pair_step_refusal.empty()) {
+      report.diagnostics.push_back(
+          {Severity::kWarning, "",
+           fmt::format("--control-pair: no step noise floor: {}", pair_step_refusal)});
+    } else if (a.step_mean && b.step_mean && *a.step_mean > 0) {
       floor.step_rel = std::fabs(*b.step_mean / *a.step_mean - 1.0);
     }
     std::string pair_refusal = refusal(a, b);
@@ -699,7 +771,10 @@ Report build_report(const Inputs& inputs, const Options& options) {
       step_floor = report.noise_floor->step_rel;
       mb_floor = report.noise_floor->microbatch_rel;
     }
-    comparison.step = compare(control.step_s, run.step_s, Statistic::kMean, step_floor, options);
+    comparison.step_not_compared = step_refusal(control, run);
+    if (comparison.step_not_compared.empty()) {
+      comparison.step = compare(control.step_s, run.step_s, Statistic::kMean, step_floor, options);
+    }
     comparison.microbatch_not_compared = refusal(control, run);
     if (comparison.microbatch_not_compared.empty()) {
       comparison.microbatch =

@@ -41,6 +41,18 @@ const char* microbatch_timing_name(MicrobatchTiming timing);  // "device", "unla
 // What a mode means: "the log does not say (older driver)", ...
 const char* microbatch_timing_meaning(MicrobatchTiming timing);
 
+// How a run's step times were measured, over the steps its figures use. Step times timed by log
+// timestamps are compared only with each other (issue 28): host time between two steps' log lines
+// is not the driver's device-timed step.
+enum class StepTiming {
+  kDevice,         // BENCH_STEP seconds: first dispatch to the update's output ready on the device
+  kOrchestrator,   // `Train step ... step_time`: the orchestrator's time of a whole RL step
+  kMaxText,        // MaxText's `seconds`: the host's interval between step completions
+  kLogTimestamps,  // from one step's first log line to the next step's (host side)
+  kMixed,          // the steps differ
+};
+const char* step_timing_name(StepTiming timing);  // "device", "log-timestamps", ...
+
 // Tokens per second per chip as the seed defines it, padding included:
 // rows x tokens_per_row x micro_steps / mean seconds per step / chips.
 double padded_tokens_per_s_per_chip(std::int64_t rows, std::int64_t tokens_per_row,
@@ -59,10 +71,11 @@ struct Options {
   BootstrapOptions bootstrap;
   std::optional<double> fail_if_slower_pct;
   // A selected step slower than outlier_factor x the median of the selected steps' times is an
-  // outlier (a checkpoint save, a recompile, the profiler): marked always, left out of every
-  // figure only with exclude_outliers.
+  // outlier (a checkpoint save, a recompile, the profiler): always named, and left out of every
+  // figure unless include_outliers (issue 28: kept, two such steps beside a 0.78 s median made
+  // every A/B "no change").
   double outlier_factor = kDefaultOutlierFactor;
-  bool exclude_outliers = false;
+  bool include_outliers = false;
   bool require_no_drops = false;  // a run that dropped tokens, or cannot show none, fails
   // Two compared arms (each run and the control, the --control-pair) whose set-ups differ fail.
   bool require_same_setup = false;
@@ -96,7 +109,7 @@ struct Outliers {
   double factor = kDefaultOutlierFactor;
   std::optional<double> median_s;  // of the selected steps' times the rule compares against
   std::vector<OutlierStep> steps;  // sorted by step
-  bool left_out = false;           // --exclude-outliers: not in any figure
+  bool left_out = false;           // not in any figure (the default; --include-outliers keeps them)
 };
 
 // Whether a run's MoE layers dropped tokens.
@@ -136,6 +149,9 @@ struct RunAnalysis {
   std::vector<std::int64_t> steps_logged;  // every step with a time, a micro-batch or a timing
   std::vector<std::int64_t> steps_used;    // selected steps with a step time
   std::vector<double> step_s;              // their times
+  std::optional<StepTiming> step_timing;   // how they were measured; nullopt: no step time
+  // A Tunix trainer log timed by its lines' timestamps: how (StepTiming::kLogTimestamps).
+  std::optional<steplog::LogTimestamps> log_timestamps;
   std::optional<double> step_mean;
   double step_sd = 0.0;  // sample standard deviation
   std::optional<Interval> step_ci;
@@ -184,6 +200,9 @@ struct RunComparison {
   std::string run;
   std::string control;
   std::optional<MetricComparison> step;
+  // Why the step times were not compared (one run is timed by log timestamps, the other is
+  // not); empty when they were compared or one side has none.
+  std::string step_not_compared;
   std::optional<MetricComparison> microbatch;
   // Why the micro-batch times were not compared (the runs time them differently); empty when
   // they were compared or one side has none.
@@ -225,7 +244,7 @@ struct Report {
 };
 
 // One run. Throws rtb::Error (naming the file) when it has no step timing at all, or only losses
-// (a Tunix PEFT log: no step times).
+// (a Tunix PEFT log without two timestamped training lines: no step times).
 RunAnalysis analyze_run(const steplog::RunLog& log, const Options& options);
 
 struct Inputs {

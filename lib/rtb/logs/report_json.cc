@@ -18,12 +18,14 @@ void interval_fields(Json& j, const std::optional<Interval>& ci) {
   j.field("ci_high", ci ? std::optional<double>(ci->high) : std::nullopt);
 }
 
-void comparison_fields(Json& j, const std::optional<MetricComparison>& metric) {
+// `not_compared`: the figures were refused (their timings differ), not too few.
+void comparison_fields(Json& j, const std::optional<MetricComparison>& metric,
+                       bool not_compared = false) {
   if (!metric) {
     j.key("control").null().key("value").null().key("ratio").null();
     j.key("ci_low").null().key("ci_high").null();
     j.key("diff_s").null().key("diff_ci_low").null().key("diff_ci_high").null();
-    j.field("verdict", verdict_name(Verdict::kInsufficient));
+    j.field("verdict", not_compared ? "not_compared" : verdict_name(Verdict::kInsufficient));
     j.key("noise_floor").null();
     return;
   }
@@ -128,7 +130,7 @@ std::string format_json(const Report& report) {
   j.field("fail_if_slower_pct", options.fail_if_slower_pct);
   j.field("include_profiled", options.include_profiled);
   j.field("outlier_factor", options.outlier_factor);
-  j.field("exclude_outliers", options.exclude_outliers);
+  j.field("exclude_outliers", !options.include_outliers);
   j.field("require_no_drops", options.require_no_drops);
   j.field("require_same_setup", options.require_same_setup);
   j.end_object();
@@ -150,6 +152,21 @@ std::string format_json(const Report& report) {
     interval_fields(j, run.step_ci);
     j.list("values", run.step_s);
     j.end_object();
+    j.key("step_timing");
+    run.step_timing ? j.value(step_timing_name(*run.step_timing)) : j.null();
+    object_or_null(j, "log_timestamps", run.log_timestamps.has_value(), [&] {
+      const steplog::LogTimestamps& stamps = *run.log_timestamps;
+      j.field("rule",
+              "seconds from one step's first log line (its earliest timestamp) to the next "
+              "step's; a step without a timestamped line gets an even share of its gap");
+      j.field("clock", stamps.clock);
+      double per_second = 1.0;
+      for (int i = 0; i < stamps.digits; ++i) per_second *= 10;
+      j.field("resolution_s", 1.0 / per_second);
+      j.field("first_step", stamps.first_step);
+      j.list("spread_steps", stamps.spread_steps);
+      j.field("repeated_lines", stamps.repeated_lines);
+    });
     j.key("microbatch_s").begin_object();
     j.field("median", run.microbatch_median).field("n", run.microbatch_s.size());
     interval_fields(j, run.microbatch_ci);
@@ -239,7 +256,8 @@ std::string format_json(const Report& report) {
     j.begin_object();
     j.field("run", c.run).field("against", c.control);
     j.field("metric", "step_s");
-    comparison_fields(j, c.step);
+    comparison_fields(j, c.step, !c.step_not_compared.empty());
+    j.field("step_not_compared", json::null_if_empty(c.step_not_compared));
     object_or_null(j, "microbatch", c.microbatch_not_compared.empty(),
                    [&] { comparison_fields(j, c.microbatch); });
     j.field("microbatch_not_compared", json::null_if_empty(c.microbatch_not_compared));

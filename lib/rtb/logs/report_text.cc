@@ -79,6 +79,52 @@ std::string dropping_text(const TokenDroppingStatus& status) {
   return "unknown: " + status.why;
 }
 
+// What a log-timestamp interval is, for the header.
+constexpr const char* kLogTimestampFigure =
+    "log-timestamp intervals, from one step's first log line to the next step's (host side: "
+    "everything between steps, not a device time)";
+
+// "the microsecond", "the second", "1e-4 s": what a timestamp with `digits` fraction digits
+// resolves.
+std::string resolution_words(int digits) {
+  switch (digits) {
+    case 0:
+      return "the second";
+    case 3:
+      return "the millisecond";
+    case 6:
+      return "the microsecond";
+    case 9:
+      return "the nanosecond";
+    default:
+      return fmt::format("1e-{} s", digits);
+  }
+}
+
+// "dpo: s/step from glog timestamps (to the microsecond): step 1, the first logged, has no
+// interval (...); 3 repeated lines (...) counted once; steps 7-8 have no timestamped line: ...".
+std::string log_timestamps_note(const RunAnalysis& run) {
+  const steplog::LogTimestamps& stamps = *run.log_timestamps;
+  std::string out = fmt::format(
+      "{}: s/step from {} timestamps (to {}): step {}, the first logged, has no interval (what its "
+      "line follows, the compile included, is not timed)",
+      run.name, stamps.clock == "glog" ? "glog" : "dated", resolution_words(stamps.digits),
+      stamps.first_step);
+  if (stamps.repeated_lines > 0) {
+    out += fmt::format("; {} repeated line{} (other processes or loggers) counted once",
+                       grouped(static_cast<double>(stamps.repeated_lines)),
+                       stamps.repeated_lines == 1 ? "" : "s");
+  }
+  if (!stamps.spread_steps.empty()) {
+    out +=
+        fmt::format("; step{} {} {} no timestamped line: an even share of {} gap's interval each",
+                    stamps.spread_steps.size() == 1 ? "" : "s", compress(stamps.spread_steps),
+                    stamps.spread_steps.size() == 1 ? "has" : "have",
+                    stamps.spread_steps.size() == 1 ? "its" : "their");
+  }
+  return out + "\n";
+}
+
 std::string outlier_list(const Outliers& outliers) {
   std::vector<std::string> items;
   for (const OutlierStep& step : outliers.steps) {
@@ -110,15 +156,20 @@ void format_run_notes(const Report& report, std::string& out) {
         "many steps is the pace\n";
   }
   for (const RunAnalysis& run : report.runs) {
+    if (run.log_timestamps && run.step_timing == StepTiming::kLogTimestamps) {
+      out += log_timestamps_note(run);
+    }
+  }
+  for (const RunAnalysis& run : report.runs) {
     const Outliers& outliers = run.outliers;
     if (outliers.steps.empty()) continue;
     out += fmt::format(
         "{}: outlier step{} {} above {:g}x the median step ({} s) of the selected steps "
-        "(checkpoint saves, recompiles, the profiler): {}\n",
+        "(checkpoint saves, evaluations, recompiles, the profiler): {}\n",
         run.name, outliers.steps.size() == 1 ? "" : "s", outlier_list(outliers), outliers.factor,
         seconds(outliers.median_s.value_or(0.0)),
-        outliers.left_out ? "left out of the figures (--exclude-outliers)"
-                          : "in the figures (--exclude-outliers leaves them out)");
+        outliers.left_out ? "left out of the figures (--include-outliers keeps them)"
+                          : "in the figures (--include-outliers)");
   }
   bool any_dropping = report.options.require_no_drops;
   for (const RunAnalysis& run : report.runs) {
@@ -188,9 +239,8 @@ void format_numerics(const NumericsReport& numerics, std::string& out) {
   const NumericsResult& result = numerics.result;
   // A blank line separates it from the runs' tables, when there are any before it.
   if (!out.empty()) out += "\n";
-  out += fmt::format("numerics: {} against the references {} and {} (steps {})\n",
-                     numerics.variant, numerics.reference_a, numerics.reference_b,
-                     compress(result.steps));
+  out += fmt::format("numerics: {} against the references {} and {} (steps {})\n", numerics.variant,
+                     numerics.reference_a, numerics.reference_b, compress(result.steps));
   TextTable table({"gate", "metric", "kind", "variant", "references' own", "limit", "limit from",
                    "worst step", "result"},
                   {true, true, true, false, false, false, true, false, true});
@@ -249,11 +299,23 @@ std::string format_text(const Report& report) {
   std::string out;
   const Options& options = report.options;
   if (!report.runs.empty()) {
+    // Which runs' s/step are log-timestamp intervals: the header says what the figure is.
+    std::vector<std::string> stamped;
+    for (const RunAnalysis& run : report.runs) {
+      if (run.step_timing == StepTiming::kLogTimestamps) stamped.push_back(run.name);
+    }
+    bool all_stamped = stamped.size() == report.runs.size();
     out += fmt::format(
-        "s/step: mean over {}; micro-batch: median of micro-batches {} of those steps; "
-        "{:g}% bootstrap CIs ({} resamples, seed {})\n\n",
-        steps_phrase(options), options.microbatches.str(), options.bootstrap.confidence * 100,
-        options.bootstrap.resamples, options.bootstrap.seed);
+        "s/step: {}mean over {}; micro-batch: median of micro-batches {} of those steps; "
+        "{:g}% bootstrap CIs ({} resamples, seed {})\n",
+        all_stamped ? std::string(kLogTimestampFigure) + "; " : "", steps_phrase(options),
+        options.microbatches.str(), options.bootstrap.confidence * 100, options.bootstrap.resamples,
+        options.bootstrap.seed);
+    if (!stamped.empty() && !all_stamped) {
+      out += fmt::format("s/step of {}: {}; compared only with other log-timestamp runs\n",
+                         fmt::join(stamped, ", "), kLogTimestampFigure);
+    }
+    out += "\n";
     out +=
         "tok/s/chip: rows x tokens_per_row x micro-batches (padding included, the seed's figure) "
         "/ s/step / chips; real: the steps' real tokens / s/step / chips\n\n";
@@ -348,7 +410,9 @@ std::string format_text(const Report& report) {
     for (const RunComparison& c : report.comparisons) {
       std::vector<std::string> row = {c.run};
       for (const auto* metric : {&c.step, &c.microbatch}) {
-        if (*metric) {
+        if (metric == &c.step && !c.step_not_compared.empty()) {
+          row.insert(row.end(), {"not compared (step timings differ)", "-", "-", "-"});
+        } else if (*metric) {
           const Comparison& s = (*metric)->stats;
           row.push_back(fmt::format("{} -> {} ({})", seconds(s.control), seconds(s.variant),
                                     percent(s.ratio)));
@@ -376,6 +440,8 @@ std::string format_text(const Report& report) {
             seconds(c.step->stats.control), seconds(c.step->stats.variant),
             control_steps == run_steps ? control_steps : control_steps + " / " + run_steps,
             percent(c.step->stats.ratio), verdict_label(c.step->verdict)));
+      } else if (!c.step_not_compared.empty()) {
+        parts.push_back("step times " + c.step_not_compared);
       }
       if (c.microbatch) {
         parts.push_back(

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include "rtb/base/enum_names.h"
 #include "rtb/base/error.h"
@@ -337,6 +338,115 @@ std::optional<double> python_number(std::string_view text) {
   return std::nullopt;
 }
 
+// ---- Log timestamps ----------------------------------------------------------------------------
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_alnum(char c) {
+  char lower = static_cast<char>(c | 0x20);
+  return is_digit(c) || (lower >= 'a' && lower <= 'z');
+}
+
+// The `count` digits at text[at] as a number; nullopt when one is missing or not a digit.
+std::optional<int> digits_at(std::string_view text, std::size_t at, std::size_t count) {
+  if (at > text.size() || text.size() - at < count) return std::nullopt;
+  int value = 0;
+  for (std::size_t i = at; i < at + count; ++i) {
+    if (!is_digit(text[i])) return std::nullopt;
+    value = value * 10 + (text[i] - '0');
+  }
+  return value;
+}
+
+bool leap_year(std::int64_t year) { return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0; }
+
+int days_in_month(int month, bool leap) {
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  return month == 2 && leap ? 29 : kDays[month - 1];
+}
+
+// Days before `month`/`day` in its year (January 1 is 0).
+std::int64_t day_of_year(int month, int day, bool leap) {
+  std::int64_t days = day - 1;
+  for (int m = 1; m < month; ++m) days += days_in_month(m, leap);
+  return days;
+}
+
+// `HH:MM:SS[<point>fraction]` at text[at], not followed by another digit: the time of day and its
+// fraction's digits. `points` holds the characters that may start the fraction.
+std::optional<std::pair<double, int>> time_of_day_at(std::string_view text, std::size_t at,
+                                                     std::string_view points) {
+  std::optional<int> hours = digits_at(text, at, 2);
+  std::optional<int> minutes = digits_at(text, at + 3, 2);
+  std::optional<int> secs = digits_at(text, at + 6, 2);
+  if (!hours || !minutes || !secs || text[at + 2] != ':' || text[at + 5] != ':' || *hours > 23 ||
+      *minutes > 59 || *secs > 60) {
+    return std::nullopt;
+  }
+  double seconds = *hours * 3600.0 + *minutes * 60.0 + *secs;
+  std::size_t end = at + 8;
+  int digits = 0;
+  if (end + 1 < text.size() && points.find(text[end]) != std::string_view::npos &&
+      is_digit(text[end + 1])) {
+    double scale = 0.1;
+    for (++end; end < text.size() && is_digit(text[end]); ++end, ++digits) {
+      if (digits < 12) seconds += (text[end] - '0') * scale;  // finer digits change nothing
+      scale /= 10;
+    }
+  }
+  if (end < text.size() && is_digit(text[end])) return std::nullopt;
+  return std::pair{seconds, digits};
+}
+
+// glog/absl's `[IWEF]MMDD HH:MM:SS[.fraction]` at text[at].
+std::optional<LogTimestamp> glog_timestamp_at(std::string_view text, std::size_t at) {
+  if (std::string_view("IWEF").find(text[at]) == std::string_view::npos) return std::nullopt;
+  std::optional<int> month = digits_at(text, at + 1, 2);
+  std::optional<int> day = digits_at(text, at + 3, 2);
+  if (!month || !day || at + 5 >= text.size() || text[at + 5] != ' ') return std::nullopt;
+  // No year: February 29 is a date of some year.
+  if (*month < 1 || *month > 12 || *day < 1 || *day > days_in_month(*month, true)) {
+    return std::nullopt;
+  }
+  std::optional<std::pair<double, int>> time = time_of_day_at(text, at + 6, ".");
+  if (!time) return std::nullopt;
+  return LogTimestamp{false, 0, *month, *day, time->first, time->second};
+}
+
+// `YYYY-MM-DD HH:MM:SS[.,fraction]` or `YYYY-MM-DDTHH:MM:SS[.fraction]` at text[at].
+std::optional<LogTimestamp> date_timestamp_at(std::string_view text, std::size_t at) {
+  std::optional<int> year = digits_at(text, at, 4);
+  std::optional<int> month = digits_at(text, at + 5, 2);
+  std::optional<int> day = digits_at(text, at + 8, 2);
+  if (!year || !month || !day || at + 10 >= text.size() || text[at + 4] != '-' ||
+      text[at + 7] != '-' || (text[at + 10] != ' ' && text[at + 10] != 'T')) {
+    return std::nullopt;
+  }
+  if (*year < 1 || *month < 1 || *month > 12 || *day < 1 ||
+      *day > days_in_month(*month, leap_year(*year))) {
+    return std::nullopt;
+  }
+  std::optional<std::pair<double, int>> time = time_of_day_at(text, at + 11, ".,");
+  if (!time) return std::nullopt;
+  return LogTimestamp{true, *year, *month, *day, time->first, time->second};
+}
+
+// Whether `a` is earlier than `b` (the same clock; glog's years as assigned).
+bool earlier(const LogTimestamp& a, const LogTimestamp& b) {
+  return std::tie(a.year, a.month, a.day, a.second_of_day) <
+         std::tie(b.year, b.month, b.day, b.second_of_day);
+}
+
+// Seconds on a scale where every year has a February 29: only to find the nearest year.
+double rough_instant(const LogTimestamp& t) {
+  return (static_cast<double>(t.year) * 366 +
+          static_cast<double>(day_of_year(t.month, t.day, true))) *
+             86400.0 +
+         t.second_of_day;
+}
+
+// A PEFT step log whose steps cannot be more apart than this to share an interval.
+constexpr std::uint64_t kMaxSpreadSteps = 10000;
+
 }  // namespace
 
 std::map<std::string, double> numeric_leaves(const Literal& object) {
@@ -376,6 +486,15 @@ StepRecord& RunLogParser::record(std::int64_t step, std::size_t number) {
   return record;
 }
 
+std::optional<LogTimestamp> find_log_timestamp(std::string_view text) {
+  for (std::size_t at = 0; at < text.size(); ++at) {
+    if (at > 0 && is_alnum(text[at - 1])) continue;
+    if (std::optional<LogTimestamp> date = date_timestamp_at(text, at)) return date;
+    if (std::optional<LogTimestamp> glog = glog_timestamp_at(text, at)) return glog;
+  }
+  return std::nullopt;
+}
+
 std::string line_format_list() {
   std::string out;
   for (const LineFormat& format : kLineFormats) {
@@ -410,7 +529,7 @@ void RunLogParser::feed(std::string_view line, std::size_t number) {
         parse_completed_step(rest, number);
         break;
       case LineKind::kTrainStep:
-        parse_train_step(rest, number);
+        parse_train_step(rest, line.substr(0, at), number);
         break;
       case LineKind::kDriver:
         parse_driver_line(line);
@@ -659,12 +778,13 @@ void RunLogParser::parse_summary(std::string_view json_text, std::size_t number)
   log_.summary = std::move(summary);
 }
 
-void RunLogParser::parse_train_step(std::string_view rest, std::size_t number) {
+void RunLogParser::parse_train_step(std::string_view rest, std::string_view prefix,
+                                    std::size_t number) {
   // "Train step %d - loss: %s - reward_mean: %.4f - ... - step_time: %.2fs": the step, then
   // " - key: value" pairs. Other lines that merely contain "Train step " are not ours.
   std::optional<std::int64_t> step = take_int(rest);
   if (step && (rest.starts_with(" training ") || rest.starts_with(" eval "))) {
-    parse_peft_step(*step, rest.substr(1), number);
+    parse_peft_step(*step, rest.substr(1), prefix, number);
     return;
   }
   if (!step || !take(rest, " - ")) return;
@@ -776,7 +896,8 @@ void RunLogParser::parse_completed_step(std::string_view rest, std::size_t numbe
   for (const auto& [key, value] : fields) target.metrics[key] = value;
 }
 
-void RunLogParser::parse_peft_step(std::int64_t step, std::string_view rest, std::size_t number) {
+void RunLogParser::parse_peft_step(std::int64_t step, std::string_view rest,
+                                   std::string_view prefix, std::size_t number) {
   // "training loss: L  - training perplexity: P" or "eval loss: L - eval perplexity: P".
   std::map<std::string, double> fields;
   std::size_t unkeyed = 0;
@@ -797,6 +918,113 @@ void RunLogParser::parse_peft_step(std::int64_t step, std::string_view rest, std
   target.step = step;
   target.line = number;
   for (const auto& [key, value] : fields) target.metrics[key] = value;
+  // The training line is logged when the step is done; the eval line when an evaluation is.
+  if (rest.starts_with("training ")) stamp_peft_step(step, prefix, number);
+}
+
+void RunLogParser::stamp_peft_step(std::int64_t step, std::string_view prefix, std::size_t number) {
+  ++peft_training_lines_[step];
+  std::optional<LogTimestamp> at = find_log_timestamp(prefix);
+  if (!at) return;  // e.g. the same record through Python's root logger (`INFO:absl:`)
+  const char* clock = at->has_year ? "date" : "glog";
+  if (stamp_clock_.empty()) stamp_clock_ = clock;
+  if (stamp_clock_ != clock) return;  // another logger's copy: one clock times the run
+  if (!at->has_year) {
+    // glog has no year: each line takes the one that puts it nearest the line before it, so
+    // the year rolls over at New Year, and a late line of the old year stays in it.
+    if (previous_glog_) {
+      std::int64_t best = previous_glog_->year;
+      double best_distance = -1;
+      for (std::int64_t year :
+           {previous_glog_->year - 1, previous_glog_->year, previous_glog_->year + 1}) {
+        at->year = year;
+        double distance = std::fabs(rough_instant(*at) - rough_instant(*previous_glog_));
+        if (best_distance < 0 || distance < best_distance) {
+          best = year;
+          best_distance = distance;
+        }
+      }
+      at->year = best;
+    }
+    previous_glog_ = at;
+    if (at->month == 2 && at->day == 29) {
+      auto where = std::lower_bound(glog_leap_years_.begin(), glog_leap_years_.end(), at->year);
+      if (where == glog_leap_years_.end() || *where != at->year) {
+        glog_leap_years_.insert(where, at->year);
+      }
+    }
+  }
+  stamp_digits_ = std::max(stamp_digits_, at->digits);
+  auto [found, inserted] = peft_stamps_.try_emplace(step, StepStamp{*at, number});
+  if (!inserted && earlier(*at, found->second.at)) found->second = StepStamp{*at, number};
+}
+
+void RunLogParser::time_peft_steps() {
+  if (peft_stamps_.empty()) return;
+  LogTimestamps info;
+  info.clock = stamp_clock_;
+  info.digits = stamp_digits_;
+  info.first_step = peft_stamps_.begin()->first;
+  for (const auto& [step, lines] : peft_training_lines_) info.repeated_lines += lines - 1;
+  // Days from a year's start to a date: the calendar's for a dated clock; for glog, whose years
+  // are counted from the log's first, a year is a leap year when a February 29 was seen in it.
+  auto leap_years_before = [&](std::int64_t year) {  // glog leap years in [0, year) or [year, 0)
+    auto zero = std::lower_bound(glog_leap_years_.begin(), glog_leap_years_.end(), 0);
+    auto at = std::lower_bound(glog_leap_years_.begin(), glog_leap_years_.end(), year);
+    return static_cast<std::int64_t>(year >= 0 ? at - zero : zero - at);
+  };
+  auto day_number = [&](const LogTimestamp& t) -> std::int64_t {
+    if (t.has_year) {
+      std::int64_t y = t.year - 1;
+      return 365 * y + y / 4 - y / 100 + y / 400 + day_of_year(t.month, t.day, leap_year(t.year));
+    }
+    bool leap = std::binary_search(glog_leap_years_.begin(), glog_leap_years_.end(), t.year);
+    std::int64_t before = 365 * t.year + (t.year >= 0 ? 1 : -1) * leap_years_before(t.year);
+    return before + day_of_year(t.month, t.day, leap);
+  };
+  // Seconds from the first timestamped step's day (large day numbers would cost precision).
+  const std::int64_t origin = day_number(peft_stamps_.begin()->second.at);
+  auto instant = [&](const LogTimestamp& t) {
+    return static_cast<double>(day_number(t) - origin) * 86400.0 + t.second_of_day;
+  };
+  for (auto previous = peft_stamps_.begin(), next = std::next(previous); next != peft_stamps_.end();
+       previous = next++) {
+    const auto& [from, start] = *previous;
+    const auto& [to, end] = *next;
+    double span = instant(end.at) - instant(start.at);
+    std::uint64_t steps = static_cast<std::uint64_t>(to) - static_cast<std::uint64_t>(from);
+    std::string covered =
+        steps == 1 ? fmt::format("step {}", to) : fmt::format("steps {}-{}", from + 1, to);
+    if (span < 0) {
+      warn(end.line, fmt::format("step {}'s first line is dated {:.6g} s before step {}'s: no "
+                                 "interval for {}",
+                                 to, -span, from, covered));
+      continue;
+    }
+    if (steps > kMaxSpreadSteps) {
+      warn(end.line,
+           fmt::format("{} steps between the lines of step {} and step {}: their interval "
+                       "is not spread (no time for {})",
+                       steps, from, to, covered));
+      continue;
+    }
+    for (std::int64_t step = from + 1;; ++step) {
+      StepRecord& target = steps_[step];
+      target.step = step;
+      if (target.line == 0) target.line = end.line;
+      target.seconds = span / static_cast<double>(steps);
+      target.seconds_from = "log timestamps";
+      if (step == to) break;
+      info.spread_steps.push_back(step);
+    }
+  }
+  if (!info.spread_steps.empty()) {
+    warn_log(
+        fmt::format("no timestamped `Train step N training loss` line for step{} {}: each "
+                    "gap's interval is spread evenly over the steps it spans",
+                    info.spread_steps.size() == 1 ? "" : "s", integer_ranges(info.spread_steps)));
+  }
+  log_.log_timestamps = std::move(info);
 }
 
 RunLog RunLogParser::finish() {
@@ -809,6 +1037,8 @@ RunLog RunLogParser::finish() {
     if (saw_maxtext_) {
       for (const auto& [number, message] : maxtext_warnings_) warn(number, message);
       dropped_warnings_ += maxtext_warnings_dropped_;
+    } else if (saw_peft_) {
+      time_peft_steps();
     }
   } else {
     saw_maxtext_ = saw_peft_ = false;

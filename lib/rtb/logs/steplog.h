@@ -29,11 +29,15 @@
 // `seconds` is the host's time between this step's completion and the previous one's as the host
 // saw it: with asynchronous dispatch single steps read far off (0.03 s beside 3.3 s) while their
 // mean over many steps is the device's pace.
-// Tunix's PEFT trainer (tunix/sft/peft_trainer.py) logs losses only, no step time:
+// Tunix's PEFT trainer (tunix/sft/peft_trainer.py; the RL trainer and DPO's derive from it) logs
+// losses only, no step time:
 //   Train step N training loss: L  - training perplexity: P
 //   Train step N eval loss: L - eval perplexity: P
 // These two make a run only in a log without any of the lines above (a bench pod may print
-// MaxText's lines from other code; they are not the bench's steps).
+// MaxText's lines from other code; they are not the bench's steps). Their prefixes' timestamps
+// (glog's `I0706 16:50:26.253525`, Python logging's `2026-03-03 08:41:18[,123]`, an ISO 8601
+// `2026-10-13T18:51:14.123Z`) give the pace: step N's seconds are the interval from the first
+// appearance of the step before it to its own (LogTimestamps below).
 #pragma once
 
 #include <cstddef>
@@ -82,7 +86,8 @@ inline constexpr LineFormat kLineFormats[] = {
     {LineKind::kSummary, "BENCH_SUMMARY {", "BENCH_SUMMARY"},
     {LineKind::kStepMetrics, "[StepMetrics step=", "[StepMetrics step=N]"},
     {LineKind::kCompletedStep, "completed step: ", "MaxText's `completed step: N, seconds: S`"},
-    {LineKind::kTrainStep, "Train step ", "`Train step N - ...`"},
+    {LineKind::kTrainStep, "Train step ",
+     "`Train step N - ...`, Tunix's `Train step N training loss:` (timed by its log timestamps)"},
     {LineKind::kDriver, "[TrainerBench] ", "the driver's [TrainerBench] lines"},
     {LineKind::kDriver, "bench_driver: failed: ", "`bench_driver: failed:`"},
 };
@@ -269,13 +274,48 @@ struct BenchSummary {
   std::size_t line = 0;
 };
 
+// ---- Log timestamps --------------------------------------------------------------------------
+
+// A date and time in a line's prefix, as written (one clock and time zone per log is assumed).
+struct LogTimestamp {
+  bool has_year = false;  // glog's prefix has none
+  std::int64_t year = 0;  // the year; for glog, counted from the log's first timestamped line (0)
+  int month = 0;          // 1-12
+  int day = 0;            // 1-31
+  double second_of_day = 0.0;
+  int digits = 0;  // digits after the seconds' point (0: to the second)
+};
+
+// The leftmost timestamp in `text` (the part of a line before its marker): glog/absl's
+// `[IWEF]MMDD HH:MM:SS[.frac]`, or a date `YYYY-MM-DD HH:MM:SS[.,frac]` (Python logging's asctime)
+// or `YYYY-MM-DDTHH:MM:SS[.frac]` (ISO 8601, kubectl --timestamps), each at the start of `text` or
+// after a character that is no letter or digit. nullopt when there is none.
+std::optional<LogTimestamp> find_log_timestamp(std::string_view text);
+
+// How a Tunix trainer log without step durations (LogKind::kTunixPeft) was timed by its
+// `Train step N training loss` lines' timestamps: step N's seconds are the interval from the first
+// appearance (the earliest timestamp) of the timestamped step before it to its own. That is host
+// time, everything between two steps' log lines (input, rollouts, evaluation, checkpoints), not a
+// device time.
+struct LogTimestamps {
+  std::string clock;            // "glog" (no year: it rolls over at New Year) or "date"
+  int digits = 0;               // the finest fraction of a second among the steps' timestamps
+  std::int64_t first_step = 0;  // the first timestamped step: no interval (its start is unlogged)
+  // Steps without a timestamped training line between two that have one: each gets an even share
+  // of the gap's interval (which the next timestamped step shares too).
+  std::vector<std::int64_t> spread_steps;
+  // Training lines of a step already seen (several processes or loggers print each record).
+  std::size_t repeated_lines = 0;
+};
+
 enum class LogKind {
   kUnknown,       // no step line at all
   kBench,         // bench driver output (BENCH_STEP / BENCH_SUMMARY / [TrainerBench])
   kOrchestrator,  // e2e orchestrator output (Train step / StepMetrics)
   kTimingOnly,    // TRAINER_STEP_TIMING lines only
   kMaxText,       // MaxText's `completed step:` lines (a pre-training or SFT run)
-  kTunixPeft,     // Tunix's PEFT trainer `Train step N training loss:` lines (no step times)
+  kTunixPeft,     // Tunix's PEFT trainer `Train step N training loss:` lines (timed, if at all,
+                  // by their log timestamps: RunLog::log_timestamps)
 };
 // "unknown", "bench", "orchestrator", "timing-only", "maxtext", "tunix-peft"
 const char* log_kind_name(LogKind kind);
@@ -288,6 +328,8 @@ struct RunLog {
   std::vector<StepTiming> timings;               // sorted by step, one per step
   std::vector<std::int64_t> timing_unavailable;  // steps logged as `unavailable:`
   std::optional<BenchSummary> summary;
+  // A Tunix trainer log whose training lines carry timestamps (kTunixPeft): how it was timed.
+  std::optional<LogTimestamps> log_timestamps;
   std::optional<std::int64_t> planned_steps;        // "bench driver starting: N steps x M ..."
   std::optional<std::int64_t> planned_micro_steps;  // (M)
   std::string failure;  // the driver's `bench_driver: failed: ...` text, if any
@@ -314,11 +356,17 @@ class RunLogParser {
   void parse_timing(std::string_view rest, std::size_t number);
   void parse_bench_step(std::string_view json, std::size_t number);
   void parse_summary(std::string_view json, std::size_t number);
-  void parse_train_step(std::string_view rest, std::size_t number);
+  // `prefix`: the line before the marker (where a timestamp would be).
+  void parse_train_step(std::string_view rest, std::string_view prefix, std::size_t number);
   void parse_step_metrics(std::string_view rest, std::size_t number);
   void parse_completed_step(std::string_view rest, std::size_t number);
   // `rest` follows "Train step N " when the next word is "training" or "eval".
-  void parse_peft_step(std::int64_t step, std::string_view rest, std::size_t number);
+  void parse_peft_step(std::int64_t step, std::string_view rest, std::string_view prefix,
+                       std::size_t number);
+  // A training line's timestamp: the step's first appearance is its earliest.
+  void stamp_peft_step(std::int64_t step, std::string_view prefix, std::size_t number);
+  // The PEFT steps' seconds from their timestamps (when they make the run).
+  void time_peft_steps();
   void parse_driver_line(std::string_view line);
   void warn(std::size_t number, const std::string& message);
   // A warning about the whole log (no line), never capped.
@@ -337,6 +385,17 @@ class RunLogParser {
   std::map<std::int64_t, std::size_t> completed_step_lines_;
   std::map<std::int64_t, StepRecord> maxtext_steps_;  // used by finish() when nothing else is
   std::map<std::int64_t, StepRecord> peft_steps_;
+  // Each PEFT step's first appearance: its earliest timestamp of the log's clock, and that line.
+  struct StepStamp {
+    LogTimestamp at;
+    std::size_t line = 0;
+  };
+  std::map<std::int64_t, StepStamp> peft_stamps_;
+  std::map<std::int64_t, std::size_t> peft_training_lines_;  // per step, its training lines
+  std::optional<LogTimestamp> previous_glog_;  // the last glog timestamp read, with its year
+  std::vector<std::int64_t> glog_leap_years_;  // glog years (from 0) that have a February 29
+  std::string stamp_clock_;                    // "glog" or "date": the first timestamp's
+  int stamp_digits_ = 0;
   // Warnings about MaxText's lines, said by finish() only when those lines make the run.
   void maxtext_warning(std::size_t number, std::string message);
   std::vector<std::pair<std::size_t, std::string>> maxtext_warnings_;
