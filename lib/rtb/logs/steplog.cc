@@ -701,22 +701,14 @@ void RunLogParser::parse_bench_step(std::string_view json_text, std::size_t numb
   }
   bench_step_lines_[parsed.step] = number;
   StepRecord& target = record(parsed.step, number);
-  target.seconds = parsed.seconds;
-  target.seconds_from = "BENCH_STEP";
-  target.microbatch_s = std::move(parsed.microbatch_s);
-  target.microbatch_timing = std::move(parsed.microbatch_timing);
-  target.microbatch_timing_source = std::move(parsed.microbatch_timing_source);
-  target.tokens = parsed.tokens;
-  target.padded_tokens = parsed.padded_tokens;
-  target.tokens_per_s_per_chip = parsed.tokens_per_s_per_chip;
-  target.update = std::move(parsed.update);
-  target.staged = parsed.staged;
-  target.profiled = parsed.profiled;
-  target.dropped_tokens = parsed.dropped_tokens;
-  target.train_step_s = parsed.train_step_s;
-  target.boundary_free_step_s = parsed.boundary_free_step_s;
-  target.replays = parsed.replays;
-  for (const auto& [key, value] : parsed.metrics) target.metrics[key] = value;
+  // The line gives every field of the step but MaxText's rates and where the step was first seen;
+  // of the metrics other lines gave the step, those the line does not name stay.
+  parsed.seconds_from = "BENCH_STEP";
+  parsed.line = target.line;
+  parsed.tflops_per_device = target.tflops_per_device;
+  parsed.tokens_per_s_per_device = target.tokens_per_s_per_device;
+  parsed.metrics.merge(target.metrics);
+  target = std::move(parsed);
 }
 
 void RunLogParser::parse_summary(std::string_view json_text, std::size_t number) {
