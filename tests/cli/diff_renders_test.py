@@ -30,6 +30,10 @@ WORKER = "spec.replicatedJobs[pw-node].template.spec.template.spec.containers[pa
 XPK = os.path.join(TESTDATA, "diff_renders")
 XPK_254 = os.path.join(XPK, "xpk_pathways_v5p-8_at_254bbe3f.yaml")
 XPK_LIVE = os.path.join(XPK, "xpk_pathways_v5p-8_at_254bbe3f_kubectl_get.yaml")
+# kubernetes-sigs/jobset's preemption example: one experiment as a high- and a low-priority run, a
+# Workload, a PodGroup and a JobSet each, named apart (SOURCES.md).
+HIGH = os.path.join(XPK, "jobset_wap_high-priority-jobset_at_c6b198a6.yaml")
+LOW = os.path.join(XPK, "jobset_wap_low-priority-jobset_at_c6b198a6.yaml")
 
 # The --json document (docs/diff-renders.md, "JSON output"): its JSON Schema in schemas/.
 DIFF_SCHEMA = json_schema.load("rtb.diff-renders.1.json")
@@ -115,8 +119,13 @@ class DiffRendersTest(TempDirTestCase):
     def test_documents_by_name_by_role_and_renamed(self):
         bench = self.bench("plain.yaml")
         out, _ = self.diff(FIXTURE, bench, rc=1)
-        self.assertIn("- abtest-train: only in", out)
-        self.assertIn("+ abtest-bench: only in", out)
+        # The only trainer on each side: paired, said in one line, the name a difference.
+        self.assertTrue(
+            out.startswith(f"(paired JobSet abtest-train ({FIXTURE}:269) with abtest-bench "
+                           f"({bench}:1): the only trainer JobSet on each side)\n"), out)
+        self.assertIn("~ abtest-train:metadata.name: abtest-train -> abtest-bench\n", out)
+        self.assertIn("- abtest-orch: only in", out)
+        self.assertNotIn("+ abtest-bench: only in", out)
         out, _ = self.diff("--by-role", FIXTURE, bench, rc=1)
         self.assertIn("~ trainer:metadata.name: abtest-train -> abtest-bench", out)
         self.assertIn("- orchestrator: only in", out)
@@ -132,6 +141,47 @@ class DiffRendersTest(TempDirTestCase):
         self.assertEqual(
             out, f"~ sweep-a:{CLIENT}.startup.env.MAXTEXT_EXTRA_FLAGS[ragged_buffer_factor]: "
             "2.5 -> 3.0\n")
+
+    def test_two_runs_of_one_experiment_named_apart_are_paired(self):
+        out, _ = self.diff(HIGH, LOW, rc=1)
+        lines = out.splitlines()
+        self.assertEqual(lines[:3], [
+            f"(paired Workload hp-abc ({HIGH}:2) with lp-abc ({LOW}:2): the only Workload on "
+            "each side)",
+            f"(paired PodGroup hp-abc-workers-def ({HIGH}:17) with lp-abc-workers-def ({LOW}:17):"
+            " the only PodGroup on each side)",
+            f"(paired JobSet hp-js ({HIGH}:33) with lp-js ({LOW}:33): the only JobSet on each "
+            "side)",
+        ])
+        self.assertIn("~ hp-js:metadata.name: hp-js -> lp-js", lines)
+        self.assertIn(
+            "~ hp-js:spec.replicatedJobs[rj].template.spec.template.spec.priorityClassName: "
+            "high-priority -> low-priority", lines)
+        self.assertEqual(len(lines), 3 + 8, out)
+        # The names equated, inside values too: what is left is the experiment's variable.
+        out, _ = self.diff(HIGH, LOW, "--rename", "hp-js=lp-js", "--rename", "hp-abc=lp-abc",
+                           "--rename", "hp-abc-workers-def=lp-abc-workers-def", rc=1)
+        self.assertEqual(
+            out, "~ PodGroup/hp-abc-workers-def:spec.priorityClassName: high-priority -> "
+            "low-priority\n~ hp-js:spec.replicatedJobs[rj].template.spec.template.spec."
+            "priorityClassName: high-priority -> low-priority\n")
+        # Only the names differ: still different (exit 1), and --ignore of them makes it same.
+        low_named = self.write("low-named.yaml", read(HIGH).replace("hp-", "lp-"))
+        out, _ = self.diff(HIGH, low_named, rc=1)
+        self.assertEqual(len(out.splitlines()), 3 + 6, out)
+        out, _ = self.diff(HIGH, low_named, "--ignore", "*", rc=0)
+        self.assertEqual(len(out.splitlines()), 3, "the pairing lines stay")
+        doc = json.loads(self.diff("--json", HIGH, LOW, rc=1)[0])
+        validate(DIFF_SCHEMA, doc)
+        self.assertEqual([d["paired_by"] for d in doc["documents"]], ["only-one"] * 3)
+        self.assertEqual(doc["documents"][2]["b_name"], "lp-js")
+        out, _ = self.diff("--stat", HIGH, LOW, rc=1)
+        self.assertTrue(out.endswith("; 3 pairs of the only document of a kind\n"), out)
+        # Two JobSets on one side: which is the other's cannot be told, so neither is paired.
+        both = self.write("both.yaml", read(HIGH) + read(LOW))
+        out, _ = self.diff(HIGH, both, rc=1)
+        self.assertNotIn("(paired JobSet", out)
+        self.assertIn("+ lp-js: only in", out)
 
     def test_ignore_only_and_ignore_file(self):
         b = self.edited("ign.txt", ("ragged_buffer_factor=2.0", "ragged_buffer_factor=2.5"),

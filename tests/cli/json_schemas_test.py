@@ -197,6 +197,12 @@ MODES = [
     Mode("diff-renders", "diff", "rtb.diff-renders.1.json", [
         Run(lambda tmp: ["--json", FIXTURE, V5P], 1),
         Run(lambda tmp: ["--json", FIXTURE, FIXTURE], 0),
+        Run(
+            lambda tmp: [
+                "--json",
+                os.path.join(XPK, "jobset_wap_high-priority-jobset_at_c6b198a6.yaml"),
+                os.path.join(XPK, "jobset_wap_low-priority-jobset_at_c6b198a6.yaml")
+            ], 1),
         Run(lambda tmp: ["--json", "--by-role", FIXTURE,
                          render(tmp, "r.yaml")], 1),
         Run(

@@ -22,6 +22,7 @@ namespace {
 constexpr const char* kExamples =
     R"(  diff-renders old_dryrun.txt new_dryrun.txt          # did a recipe change touch the trainer?
   diff-renders --by-role run1.txt run2.txt             # JobSets named differently, matched by role
+  diff-renders run-a.yaml run-b.yaml                   # one JobSet each, named apart: paired
   diff-renders --expect-bench dryrun.txt bench.yaml    # did the bench keep everything else?
   diff-renders bench-a.yaml bench-b.yaml --rename ab-a=ab-b --ignore '*.startup.driver'
   diff-renders a.txt b.txt --json | jq '.differences[].path'
@@ -43,9 +44,10 @@ int diff_renders_main(int argc, char** argv) {
   Tool tool(
       {"diff-renders",
        "Compares two renders (DRY_RUN outputs or rendered JobSet files, - for stdin): documents "
-       "matched by kind and name (or role), lists by key, and strings that hold flags flag by "
-       "flag, each difference with a stable path. --expect-bench checks that B, a bench render "
-       "of the e2e DRY_RUN A, differs from A's trainer only where render-bench may change it.",
+       "matched by kind and name (or role; the only document of a kind and role on each side "
+       "pairs whatever its name), lists by key, and strings that hold flags flag by flag, each "
+       "difference with a stable path. --expect-bench checks that B, a bench render of the e2e "
+       "DRY_RUN A, differs from A's trainer only where render-bench may change it.",
        kExamples});
   CLI::App& app = tool.app();
   std::string a, b, color = "auto";

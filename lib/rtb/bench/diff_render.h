@@ -49,6 +49,18 @@ struct RenderDiffOptions {
   bool server_fields = false;
 };
 
+// How the two documents of a pair were matched. The ids (pairing_id) are part of diff-renders'
+// --json output.
+enum class Pairing {
+  kNone,     // a document that only one side has
+  kName,     // the same kind and name
+  kRename,   // B's name counts as A's (--rename)
+  kRole,     // the same role (--by-role)
+  kOnlyOne,  // names differ, and each side holds one document of that kind and role (two runs of
+             // one experiment under two run names)
+};
+std::string_view pairing_id(Pairing pairing);  // "name", "rename", "role", "only-one"; "" for kNone
+
 // One matched pair of documents, or a document that only one side has.
 struct DocumentDiff {
   // What the differences' paths are prefixed with: the role with by_role, else the name (A's for
@@ -57,6 +69,8 @@ struct DocumentDiff {
   std::string kind;
   std::optional<std::string> a_name, b_name;  // absent on the side that lacks the document
   std::size_t a_line = 0, b_line = 0;         // first input line of the document (0: absent)
+  Pairing paired_by = Pairing::kNone;
+  std::string role;  // a JobSet's role (trainer, ...), "" when it has none
   // For a document on one side only, one difference with the empty path.
   std::vector<k8s::Difference> differences;
   // Server-populated fields that differ and were left out (without
@@ -69,6 +83,10 @@ struct RenderDiff {
   std::size_t differences() const;
 };
 
+// Documents are matched by kind and name (B's renamed by RenderDiffOptions::renames), or with
+// by_role JobSets by role. What is left unmatched is paired when each side holds exactly one
+// document of that kind and role (a JobSet without a role counts as one role): two renders of
+// one experiment under two run names compare, their names reported as a difference.
 RenderDiff diff_renders(const k8s::DryRun& a, const k8s::DryRun& b,
                         const RenderDiffOptions& options);
 

@@ -142,6 +142,13 @@ std::string server_fields_note(const RenderReport& report) {
                      n == 1 ? "" : "s", n == 1 ? "it" : "them", names);
 }
 
+// The line that says two documents named apart were paired (Pairing::kOnlyOne).
+std::string pairing_note(const RenderReport& report, const ReportedDocument& doc) {
+  return fmt::format("(paired {} {} ({}:{}) with {} ({}:{}): the only {}{} on each side)", doc.kind,
+                     doc.a_name.value_or(""), report.a_source, doc.a_line, doc.b_name.value_or(""),
+                     report.b_source, doc.b_line, doc.role.empty() ? "" : doc.role + " ", doc.kind);
+}
+
 // What the line of a difference with lines below it says after the path.
 std::string detail_heading(const k8s::Difference& d) {
   if (multi_line(d)) {
@@ -291,8 +298,8 @@ RenderReport make_render_report(std::string a_source, std::string b_source, cons
   report.a_source = std::move(a_source);
   report.b_source = std::move(b_source);
   for (const DocumentDiff& doc : diff.documents) {
-    ReportedDocument summary{doc.label,  doc.kind,   doc.a_name, doc.b_name,
-                             doc.a_line, doc.b_line, 0};
+    ReportedDocument summary{doc.label,  doc.kind, doc.a_name,    doc.b_name, doc.a_line,
+                             doc.b_line, 0,        doc.paired_by, doc.role};
     for (const k8s::Difference& d : doc.differences) {
       if (!filter.keep(doc.label, d.path)) {
         ++report.ignored;
@@ -316,7 +323,7 @@ RenderReport make_expect_bench_report(std::string a_source, std::string b_source
   report.expect_bench = true;
   ReportedDocument summary{
       "trainer",         "JobSet", result.e2e_name, result.bench_name, result.e2e_line,
-      result.bench_line, 0};
+      result.bench_line, 0,        Pairing::kRole,  "trainer"};
   for (const BenchDifference& d : result.differences) {
     if (!filter.keep(summary.label, d.difference.path)) {
       ++report.ignored;
@@ -331,6 +338,9 @@ RenderReport make_expect_bench_report(std::string a_source, std::string b_source
 
 std::string format_render_text(const RenderReport& report, const TextStyle& style) {
   std::string out;
+  for (const ReportedDocument& doc : report.documents) {
+    if (doc.paired_by == Pairing::kOnlyOne) out += pairing_note(report, doc) + "\n";
+  }
   for (const ReportedDifference& r : report.differences) {
     if (report.expect_bench && r.allowed && !style.show_allowed) continue;
     const k8s::Difference& d = r.difference;
@@ -432,6 +442,13 @@ std::string format_render_stat(const RenderReport& report) {
     out += fmt::format("; {} allowed", report.differences.size() - report.unexpected());
   }
   if (report.ignored > 0) out += fmt::format("; {} ignored", report.ignored);
+  std::size_t only_ones = 0;
+  for (const ReportedDocument& doc : report.documents)
+    only_ones += doc.paired_by == Pairing::kOnlyOne;
+  if (only_ones > 0) {
+    out += fmt::format("; {} pair{} of the only document of a kind", only_ones,
+                       only_ones == 1 ? "" : "s");
+  }
   if (!report.hidden_server_fields.empty())
     out += fmt::format("; {} server-populated hidden", report.hidden_server_fields.size());
   return out + "\n";
@@ -455,8 +472,13 @@ std::string format_render_json(const RenderReport& report) {
         .field("b_name", d.b_name)
         .field("a_line", json_line(d.a_line))
         .field("b_line", json_line(d.b_line))
-        .field("differences", d.differences)
-        .end_object();
+        .field("differences", d.differences);
+    if (d.paired_by == Pairing::kNone) {
+      j.key("paired_by").null();
+    } else {
+      j.field("paired_by", pairing_id(d.paired_by));
+    }
+    j.end_object();
   }
   j.end_array().key("differences").begin_array();
   for (const ReportedDifference& r : report.differences) {
