@@ -23,6 +23,7 @@
 namespace rtb::bench {
 namespace {
 
+using test::what_of;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
@@ -271,6 +272,39 @@ TEST(DiffDocuments, InputWithoutAJobSetFails) {
   EXPECT_THAT(e.message(), HasSubstr("Deployment 'web'"));
   EXPECT_THROW(
       diff_documents(k8s::parse_dryrun("kubectl delete jobset x\n", "e"), k8s::RoleMains{}), Error);
+}
+
+TEST(DiffDocuments, AKubectlListIsItsItems) {
+  // `kubectl get jobset -o yaml` without a name prints a List (kueue issue 8101, SOURCES.md).
+  std::string name = "diff_renders/kueue_issue8101_kubectl_get_jobset.yaml";
+  k8s::DryRun live = parse(read_file(test::testdata(name)), name);
+  std::vector<DiffDocument> docs = diff_documents(live, k8s::RoleMains{});
+  ASSERT_EQ(docs.size(), 1u);
+  EXPECT_EQ(docs[0].kind, "JobSet");
+  EXPECT_EQ(docs[0].name, "test-tas");
+  EXPECT_EQ(docs[0].line, 3u) << "the item's own line, not the List's";
+  EXPECT_EQ(k8s::JobSetView(docs[0].doc).job_names(), std::vector<std::string>{"node"});
+
+  k8s::DryRun empty = parse("apiVersion: v1\nkind: List\nitems: []\n", "e.yaml");
+  EXPECT_THAT(what_of([&] { diff_documents(empty, k8s::RoleMains{}); }),
+              HasSubstr("e.yaml:1: not a JobSet: the input holds List '' (line 1)"));
+}
+
+TEST(DiffDocuments, AGeneratedNameIsItsPrefixUntilTheServerFillsItIn) {
+  // Kueue's sample JobSet names itself by generateName only; the live object has both.
+  k8s::DryRun render =
+      parse(read_file(test::testdata("diff_renders/kueue_sample-jobset_at_3d8443b6.yaml")));
+  k8s::DryRun live =
+      parse(read_file(test::testdata("diff_renders/kueue_issue7649_kubectl_get_jobset.yaml")));
+  EXPECT_EQ(diff_documents(render, k8s::RoleMains{})[0].name, "sleep-job-");
+  EXPECT_EQ(diff_documents(live, k8s::RoleMains{})[0].name, "sleep-job-x5ffx");
+  RenderDiff diff = diff_renders(render, live, {});
+  ASSERT_EQ(diff.documents.size(), 1u);
+  EXPECT_EQ(diff.documents[0].label, "sleep-job-");
+  EXPECT_EQ(diff.documents[0].paired_by, Pairing::kOnlyOne);
+  for (const k8s::Difference& d : diff.documents[0].differences)
+    EXPECT_NE(d.path, "metadata.name") << "the name the server generated is no difference";
+  EXPECT_THAT(diff.documents[0].hidden_server_fields, ::testing::Contains("metadata.name"));
 }
 
 // --- expect-bench ----------------------------------------------------------------------------

@@ -34,6 +34,11 @@ XPK_LIVE = os.path.join(XPK, "xpk_pathways_v5p-8_at_254bbe3f_kubectl_get.yaml")
 # Workload, a PodGroup and a JobSet each, named apart (SOURCES.md).
 HIGH = os.path.join(XPK, "jobset_wap_high-priority-jobset_at_c6b198a6.yaml")
 LOW = os.path.join(XPK, "jobset_wap_low-priority-jobset_at_c6b198a6.yaml")
+# Kueue's sample JobSet (generateName only) and two real `kubectl get jobset -o yaml` outputs from
+# Kueue issues: one object, and a List (SOURCES.md).
+KUEUE_SAMPLE = os.path.join(XPK, "kueue_sample-jobset_at_3d8443b6.yaml")
+LIVE_7649 = os.path.join(XPK, "kueue_issue7649_kubectl_get_jobset.yaml")
+LIVE_8101 = os.path.join(XPK, "kueue_issue8101_kubectl_get_jobset.yaml")
 
 # The --json document (docs/diff-renders.md, "JSON output"): its JSON Schema in schemas/.
 DIFF_SCHEMA = json_schema.load("rtb.diff-renders.1.json")
@@ -580,6 +585,27 @@ class DiffRendersTest(TempDirTestCase):
         self.assertEqual(doc["summary"]["total"], 0)
         out, _ = self.diff(XPK_254, XPK_LIVE, "--stat", rc=0)
         self.assertIn("; 8 server-populated hidden", out)
+
+    def test_kubectl_lists_and_generated_names(self):
+        # A List's items are the documents, each at its own line.
+        out, _ = self.diff(LIVE_7649, LIVE_8101, rc=1)
+        self.assertTrue(
+            out.startswith(f"(paired JobSet sleep-job-x5ffx ({LIVE_7649}:1) with test-tas "
+                           f"({LIVE_8101}:3): the only JobSet on each side)\n"), out)
+        self.assertIn("~ sleep-job-x5ffx:metadata.name: sleep-job-x5ffx -> test-tas\n", out)
+        out, _ = self.diff(LIVE_8101, LIVE_8101, rc=0)
+        self.assertEqual(out, "")
+        # A render named by generateName only: the server's made-up name is no difference.
+        out, _ = self.diff(KUEUE_SAMPLE, LIVE_7649, rc=1)
+        self.assertTrue(
+            out.startswith(f"(paired JobSet sleep-job- ({KUEUE_SAMPLE}:1) with "
+                           f"sleep-job-x5ffx ({LIVE_7649}:1): "), out)
+        self.assertNotIn(":metadata.name:", out)
+        self.assertIn(", sleep-job-:metadata.name)\n", out)
+        empty = self.write("empty-list.yaml", "apiVersion: v1\nkind: List\nitems: []\n")
+        self.assert_error(
+            [empty, LIVE_8101],
+            f"diff-renders: {empty}:1: not a JobSet: the input holds List '' (line 1)")
 
     def test_invalid_real_render_is_one_line_error(self):
         bad = os.path.join(XPK, "xpk_pathways_v5p-8_at_989ba245_invalid.yaml")

@@ -55,5 +55,25 @@ TEST(HideServerFields, KeepsUserFieldsAndRealNamespaceChanges) {
       << "annotations that keep a user entry stay";
 }
 
+TEST(HideServerFields, ANameGeneratedFromGenerateName) {
+  YAML::Node render = YAML::Load("metadata: {generateName: sleep-job-}\nspec: {}\n");
+  YAML::Node live =
+      YAML::Load("metadata: {generateName: sleep-job-, name: sleep-job-x5ffx, uid: u}\nspec: {}\n");
+  EXPECT_THAT(hide_server_fields(render, live), ElementsAre("metadata.uid", "metadata.name"));
+  EXPECT_THAT(diff_trees(render, live), IsEmpty());
+  // A name that does not extend the prefix, or a render that has a name, is a difference.
+  for (const char* other : {"metadata: {generateName: sleep-job-, name: other-x5ffx}\n",
+                            "metadata: {generateName: sleep-job-, name: sleep-job-}\n"}) {
+    YAML::Node a = YAML::Load("metadata: {generateName: sleep-job-}\n");
+    YAML::Node b = YAML::Load(other);
+    EXPECT_THAT(hide_server_fields(a, b), IsEmpty()) << other;
+    EXPECT_EQ(diff_trees(a, b).size(), 1u) << other;
+  }
+  YAML::Node named = YAML::Load("metadata: {generateName: sleep-job-, name: sleep-job-a}\n");
+  YAML::Node renamed = YAML::Load("metadata: {generateName: sleep-job-, name: sleep-job-b}\n");
+  EXPECT_THAT(hide_server_fields(named, renamed), IsEmpty());
+  EXPECT_EQ(diff_trees(named, renamed).size(), 1u);
+}
+
 }  // namespace
 }  // namespace rtb::k8s

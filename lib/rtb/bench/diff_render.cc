@@ -90,7 +90,7 @@ std::string document_label(const std::string& kind, const std::string& name) {
 }
 
 std::string describe_document(const DiffDocument& doc) {
-  return fmt::format("{} {} (line {})", doc.kind, doc.name, doc.doc->first_line);
+  return fmt::format("{} {} (line {})", doc.kind, doc.name, doc.line);
 }
 
 // A container of an expanded JobSet (diff.h) with its diff path.
@@ -517,20 +517,32 @@ std::vector<DiffDocument> diff_documents(const k8s::DryRun& input, const k8s::Ro
   std::vector<DiffDocument> out;
   std::vector<std::string> others;
   bool any_jobset = false;
-  for (const k8s::Document& doc : input.documents) {
+  auto add = [&](k8s::Document doc, std::size_t line) {
     auto kind = k8s::yaml::scalar_at(doc.root, "kind");
-    if (!kind) continue;
-    DiffDocument entry{
-        &doc, *kind,
-        k8s::yaml::scalar_at(k8s::yaml::lookup(doc.root, "metadata"), "name").value_or(""),
-        k8s::Role::kUnknown};
+    if (!kind) return;
+    YAML::Node metadata = k8s::yaml::lookup(doc.root, "metadata");
+    std::optional<std::string> name = k8s::yaml::scalar_at(metadata, "name");
+    if (!name) name = k8s::yaml::scalar_at(metadata, "generateName");
+    DiffDocument entry{std::move(doc), line, *kind, name.value_or(""), k8s::Role::kUnknown};
     if (*kind == "JobSet") {
       any_jobset = true;
-      entry.role = k8s::role_of(k8s::JobSetView(doc), mains);
+      entry.role = k8s::role_of(k8s::JobSetView(entry.doc), mains);
     } else {
-      others.push_back(fmt::format("{} '{}' (line {})", entry.kind, entry.name, doc.first_line));
+      others.push_back(fmt::format("{} '{}' (line {})", entry.kind, entry.name, line));
     }
     out.push_back(std::move(entry));
+  };
+  for (const k8s::Document& doc : input.documents) {
+    YAML::Node items = k8s::yaml::lookup(doc.root, "items");
+    if (k8s::yaml::scalar_at(doc.root, "kind") == std::string("List") && items.IsSequence() &&
+        items.size() > 0) {
+      // An item keeps the List's first line and text, which its nodes' marks are relative to.
+      for (const auto& item : items) {
+        if (item.IsMap()) add(k8s::Document(item, doc.first_line, doc.text), doc.line_of(item));
+      }
+      continue;
+    }
+    add(doc, doc.first_line);
   }
   if (!any_jobset) {
     std::size_t line = input.documents.empty() ? 0 : input.documents.front().first_line;
@@ -649,11 +661,11 @@ RenderDiff diff_renders(const k8s::DryRun& a, const k8s::DryRun& b,
     if (role != k8s::Role::kUnknown) entry.role = role_name(role);
     if (a) {
       entry.a_name = a->name;
-      entry.a_line = a->doc->first_line;
+      entry.a_line = a->line;
     }
     if (b) {
       entry.b_name = b->name;
-      entry.b_line = b->doc->first_line;
+      entry.b_line = b->line;
     }
     if (!b)
       entry.differences.push_back({k8s::Difference::Kind::kRemoved, "", describe_document(*a), ""});
@@ -670,8 +682,8 @@ RenderDiff diff_renders(const k8s::DryRun& a, const k8s::DryRun& b,
     const DiffDocument& y = b_docs[partner[i]];
     DocumentDiff entry = document_diff(a_keys[i].label, &a_docs[i], &y);
     entry.paired_by = paired_by[i];
-    YAML::Node left = k8s::expand_for_diff(a_docs[i].doc->root);
-    YAML::Node right = k8s::expand_for_diff(y.doc->root);
+    YAML::Node left = k8s::expand_for_diff(a_docs[i].doc.root);
+    YAML::Node right = k8s::expand_for_diff(y.doc.root);
     for (const Rename& rename : options.renames) rename_scalars(right, rename.to, rename.from);
     if (!options.server_fields) entry.hidden_server_fields = k8s::hide_server_fields(left, right);
     entry.differences = k8s::diff_trees(left, right);

@@ -29,16 +29,20 @@ Rename parse_rename(std::string_view text);
 // from a JobSet name (`abtest-train-proc-0`) follow it, another name (`abtest-train2`) does not.
 std::string replace_name(std::string_view text, std::string_view from, std::string_view to);
 
-// A document of one input as diff-renders sees it: every YAML mapping with a `kind`.
+// A document of one input as diff-renders sees it: every YAML mapping with a `kind`, and every
+// item of a `kind: List` (what `kubectl get jobset -o yaml` prints without a name).
 struct DiffDocument {
-  const k8s::Document* doc = nullptr;
+  k8s::Document doc;     // the object (a List item shares its List's text and first line)
+  std::size_t line = 0;  // 1-based input line where the object starts
   std::string kind;
+  // metadata.name, or metadata.generateName when the object has only that (a render that lets
+  // the server make up the name).
   std::string name;
   k8s::Role role = k8s::Role::kUnknown;  // k8s::role_of
 };
 
-// The Kubernetes documents of an input. Throws rtb::Error (the input's name and a line) when none
-// of them is a JobSet.
+// The Kubernetes documents of an input, Lists' items in their place. Throws rtb::Error (the
+// input's name and a line) when none of them is a JobSet.
 std::vector<DiffDocument> diff_documents(const k8s::DryRun& input, const k8s::RoleMains& mains);
 
 struct RenderDiffOptions {

@@ -79,6 +79,16 @@ std::vector<std::string> hide_server_fields(YAML::Node a, YAML::Node b) {
     from_a.emplace_back("metadata.namespace", take(a_metadata, "namespace"));
     from_b.emplace_back("metadata.namespace", take(b_metadata, "namespace"));
   }
+  // A render that names itself by generateName only gets its name from the server: the live
+  // name is that prefix and a made-up suffix.
+  for (auto [render, live] :
+       {std::pair{a_metadata, b_metadata}, std::pair{b_metadata, a_metadata}}) {
+    std::optional<std::string> prefix = yaml::scalar_at(render, "generateName");
+    std::optional<std::string> name = yaml::scalar_at(live, "name");
+    if (!prefix || !name || yaml::lookup(render, "name").IsDefined()) continue;
+    if (name->size() <= prefix->size() || name->compare(0, prefix->size(), *prefix) != 0) continue;
+    (render.is(a_metadata) ? from_b : from_a).emplace_back("metadata.name", take(live, "name"));
+  }
   std::vector<std::string> differing;
   auto value_in = [](const std::vector<Removed>& removed, const std::string& path) {
     for (const Removed& r : removed) {
