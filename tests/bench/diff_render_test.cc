@@ -718,6 +718,23 @@ TEST(FormatRenderText, FlagValuesMultiLineValuesAndColour) {
                         "repeated\"}"));
 }
 
+TEST(FormatRenderText, AnAddedEmptyCollectionIsOneLine) {
+  // A live object's `metadata: {}` against a render without it: no leaf to list below.
+  RenderDiff diff;
+  DocumentDiff doc;
+  doc.label = "js";
+  doc.kind = "JobSet";
+  YAML::Node empty_map(YAML::NodeType::Map), empty_list(YAML::NodeType::Sequence);
+  doc.differences = {
+      {k8s::Difference::Kind::kAdded, "spec.template.metadata", "", "{}", empty_map},
+      {k8s::Difference::Kind::kRemoved, "spec.tolerations", "[]", "", empty_list},
+  };
+  diff.documents.push_back(doc);
+  RenderReport report = make_render_report("a.txt", "b.txt", diff, DiffFilter{});
+  EXPECT_EQ(format_render_text(report, {}),
+            "+ js:spec.template.metadata: {}\n- js:spec.tolerations: []\n");
+}
+
 TEST(FormatRenderText, ExpectBenchListsOnlyUnexpectedUnlessAsked) {
   RenderOptions o = bench_options();
   std::string bench =

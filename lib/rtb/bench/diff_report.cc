@@ -119,7 +119,8 @@ std::vector<DetailLine> detail_below(const k8s::Difference& d) {
                                                 : "";
       out.push_back({std::move(text), color});
     }
-  } else if (d.subtree.IsDefined()) {
+  } else if (d.subtree.IsDefined() && d.subtree.size() > 0) {
+    // (An empty one has no leaf to list: its line shows `{}` or `[]`.)
     k8s::Leaves leaves = k8s::subtree_leaves(d.subtree, kMaxLeaves);
     for (const k8s::Leaf& leaf : leaves.shown)
       out.push_back({fmt::format("{}: {}", leaf.path, one_line(leaf.value)), ""});
