@@ -39,6 +39,8 @@ LOW = os.path.join(XPK, "jobset_wap_low-priority-jobset_at_c6b198a6.yaml")
 KUEUE_SAMPLE = os.path.join(XPK, "kueue_sample-jobset_at_3d8443b6.yaml")
 LIVE_7649 = os.path.join(XPK, "kueue_issue7649_kubectl_get_jobset.yaml")
 LIVE_8101 = os.path.join(XPK, "kueue_issue8101_kubectl_get_jobset.yaml")
+# The JobSet Kubeflow Trainer submitted for 8101's TrainJob, reconstructed from the issue.
+RENDER_8101 = os.path.join(XPK, "kueue_issue8101_render_reconstructed.yaml")
 
 # The --json document (docs/diff-renders.md, "JSON output"): its JSON Schema in schemas/.
 DIFF_SCHEMA = json_schema.load("rtb.diff-renders.1.json")
@@ -582,6 +584,8 @@ class DiffRendersTest(TempDirTestCase):
         doc = json.loads(self.diff(XPK_254, XPK_LIVE, "--json", rc=0)[0])
         validate(DIFF_SCHEMA, doc)
         self.assertEqual(doc["summary"]["server_fields_hidden"], 8)
+        self.assertEqual(doc["summary"]["defaults_hidden"], 0)
+        self.assertEqual(len(doc["hidden_fields"]), 8)
         self.assertEqual(doc["summary"]["total"], 0)
         out, _ = self.diff(XPK_254, XPK_LIVE, "--stat", rc=0)
         self.assertIn("; 8 server-populated hidden", out)
@@ -606,6 +610,69 @@ class DiffRendersTest(TempDirTestCase):
         self.assert_error(
             [empty, LIVE_8101],
             f"diff-renders: {empty}:1: not a JobSet: the input holds List '' (line 1)")
+
+    def test_a_render_against_its_real_live_object_folds_defaults(self):
+        out, _ = self.diff(KUEUE_SAMPLE, LIVE_7649, rc=1)
+        lines = out.splitlines()
+        # What the reporter changed stays: the queue label dropped, args and the quoted cpu.
+        self.assertEqual([l for l in lines if l[:1] in "~+-!"], [
+            "- sleep-job-:metadata.labels:",
+            "! sleep-job-:spec.replicatedJobs[workers].template.spec.template.spec.containers"
+            "[sleep].resources.requests.cpu: 1 -> \"1\"",
+            "~ sleep-job-:spec.replicatedJobs[workers].template.spec.template.spec.containers"
+            "[sleep].args[#0]: 100s -> 10s",
+            "! sleep-job-:spec.replicatedJobs[driver].template.spec.template.spec.containers"
+            "[sleep].resources.requests.cpu: 2 -> \"2\"",
+            "~ sleep-job-:spec.replicatedJobs[driver].template.spec.template.spec.containers"
+            "[sleep].args[#0]: 100s -> 10s",
+        ])
+        self.assertTrue(
+            lines[-1].startswith("(15 fields the live object has from API defaults or admission "
+                                 "not compared, --server-fields shows them: sleep-job-:spec."
+                                 "successPolicy.operator, "), lines[-1])
+        self.assertIn("sleep-job-:spec.replicatedJobs[driver].replicas, ", lines[-1])
+        self.assertTrue(lines[-2].startswith("(7 server-populated fields not compared"), out)
+        # --server-fields compares them all.
+        out, _ = self.diff(KUEUE_SAMPLE, LIVE_7649, "--server-fields", rc=1)
+        self.assertIn(
+            "+ sleep-job-:spec.replicatedJobs[workers].template.spec.completionMode: "
+            "Indexed\n", out)
+        self.assertIn("+ sleep-job-:spec.suspend: false\n", out)
+        self.assertNotIn("not compared", out)
+        doc = json.loads(self.diff(KUEUE_SAMPLE, LIVE_7649, "--json", rc=1)[0])
+        validate(DIFF_SCHEMA, doc)
+        self.assertEqual(doc["summary"]["defaults_hidden"], 15)
+        self.assertEqual(doc["summary"]["server_fields_hidden"], 7)
+        hidden = doc["hidden_fields"]
+        self.assertEqual([h["source"] for h in hidden], ["server"] * 7 + ["default"] * 15)
+        self.assertEqual(
+            hidden[7], {
+                "document": "sleep-job-", "path": "spec.successPolicy.operator",
+                "source": "default",
+                "reason": "JobSet webhook: without a successPolicy a JobSet succeeds when all its "
+                "jobs do"
+            })
+        out, _ = self.diff(KUEUE_SAMPLE, LIVE_7649, "--stat", rc=1)
+        self.assertTrue(out.endswith("; 7 server-populated hidden; 15 defaulted hidden\n"), out)
+
+    def test_kueue_admission_fields_fold_but_a_changed_toleration_stays(self):
+        out, _ = self.diff(RENDER_8101, LIVE_8101, rc=1)
+        pod = "test-tas:spec.replicatedJobs[node].template.spec.template.spec"
+        self.assertEqual(out.splitlines()[:2], [
+            f"~ {pod}.tolerations[0].operator: Equal -> Exists",
+            f"- {pod}.tolerations[0].value: true",
+        ])
+        self.assertIn("(14 fields the live object has from API defaults or admission", out)
+        self.assertIn(f"{pod}.nodeSelector[nvidia.com/gpu.present])\n", out)
+        # The other way round: the live object as A, the render as B.
+        out, _ = self.diff(LIVE_8101, RENDER_8101, rc=1)
+        self.assertIn("(14 fields the live object has", out)
+        # Two live objects: nothing of the sort is folded.
+        out, _ = self.diff(LIVE_7649, LIVE_8101, rc=1)
+        self.assertNotIn("from API defaults", out)
+        # A pod template Kueue did not admit: a toleration the render lacks is the user's change.
+        out, _ = self.diff(os.path.join(XPK, "xpk_pathways_v5p-8_at_678d7a9f.yaml"), XPK_LIVE, rc=1)
+        self.assertIn(".template.spec.template.spec.tolerations:\n", out)
 
     def test_invalid_real_render_is_one_line_error(self):
         bad = os.path.join(XPK, "xpk_pathways_v5p-8_at_989ba245_invalid.yaml")

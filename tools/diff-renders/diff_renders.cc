@@ -76,8 +76,9 @@ int diff_renders_main(int argc, char** argv) {
                "With --expect-bench, also list the differences render-bench is allowed to make");
   app.add_flag("--server-fields", server_fields,
                "Also compare what the API server fills in (status, metadata uid, "
-               "resourceVersion, managedFields, last-applied annotation, ...): left out by "
-               "default, as kubectl diff");
+               "resourceVersion, managedFields, last-applied annotation, ...) and, against a "
+               "live object, what the JobSet API's defaults and Kueue's admission add that the "
+               "render lacks: left out by default, as kubectl diff");
   add_color_option(app, color);
   add_role_main_options(app, mains);
 
@@ -120,7 +121,7 @@ int diff_renders_main(int argc, char** argv) {
       out = bench::format_render_json(report);
     } else if (stat) {
       out = report.outcome() == Outcome::kFail || report.ignored ||
-                    !report.hidden_server_fields.empty()
+                    !report.hidden_server_fields.empty() || !report.hidden_defaults.empty()
                 ? bench::format_render_stat(report)
                 : "";
     } else {

@@ -685,7 +685,11 @@ RenderDiff diff_renders(const k8s::DryRun& a, const k8s::DryRun& b,
     YAML::Node left = k8s::expand_for_diff(a_docs[i].doc.root);
     YAML::Node right = k8s::expand_for_diff(y.doc.root);
     for (const Rename& rename : options.renames) rename_scalars(right, rename.to, rename.from);
-    if (!options.server_fields) entry.hidden_server_fields = k8s::hide_server_fields(left, right);
+    if (!options.server_fields) {
+      k8s::HiddenFields hidden = k8s::hide_server_fields(left, right);
+      entry.hidden_server_fields = std::move(hidden.server);
+      entry.hidden_defaults = std::move(hidden.defaulted);
+    }
     entry.differences = k8s::diff_trees(left, right);
     out.documents.push_back(std::move(entry));
   }

@@ -13,6 +13,7 @@
 #include "rtb/k8s/diff.h"
 #include "rtb/k8s/dryrun.h"
 #include "rtb/k8s/jobset.h"
+#include "rtb/k8s/server_fields.h"
 
 namespace rtb::bench {
 
@@ -80,6 +81,9 @@ struct DocumentDiff {
   // Server-populated fields that differ and were left out (without
   // RenderDiffOptions::server_fields).
   std::vector<std::string> hidden_server_fields;
+  // Fields the JobSet API defaulted or Kueue's admission added on the live side that the render
+  // lacks, left out likewise (server_fields.h).
+  std::vector<k8s::DefaultedField> hidden_defaults;
 };
 
 struct RenderDiff {

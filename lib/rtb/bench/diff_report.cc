@@ -143,6 +143,18 @@ std::string server_fields_note(const RenderReport& report) {
                      n == 1 ? "" : "s", n == 1 ? "it" : "them", names);
 }
 
+// The last line of the text output when defaulted or admission fields were left out.
+std::string defaults_note(const RenderReport& report) {
+  std::size_t n = report.hidden_defaults.size();
+  std::string names;
+  for (const RenderReport::HiddenDefault& field : report.hidden_defaults)
+    names += (names.empty() ? "" : ", ") + field.document + ":" + field.path;
+  return fmt::format(
+      "({} field{} the live object has from API defaults or admission not compared, "
+      "--server-fields shows {}: {})",
+      n, n == 1 ? "" : "s", n == 1 ? "it" : "them", names);
+}
+
 // The line that says two documents named apart were paired (Pairing::kOnlyOne).
 std::string pairing_note(const RenderReport& report, const ReportedDocument& doc) {
   return fmt::format("(paired {} {} ({}:{}) with {} ({}:{}): the only {}{} on each side)", doc.kind,
@@ -311,6 +323,8 @@ RenderReport make_render_report(std::string a_source, std::string b_source, cons
     }
     for (const std::string& path : doc.hidden_server_fields)
       report.hidden_server_fields.push_back(doc.label + ":" + path);
+    for (const k8s::DefaultedField& field : doc.hidden_defaults)
+      report.hidden_defaults.push_back({doc.label, field.path, field.reason});
     report.documents.push_back(std::move(summary));
   }
   return report;
@@ -368,6 +382,7 @@ std::string format_render_text(const RenderReport& report, const TextStyle& styl
       out += paint(std::string(kDetailIndent, ' ') + more.text, more.color, style.color);
   }
   if (!report.hidden_server_fields.empty()) out += server_fields_note(report) + "\n";
+  if (!report.hidden_defaults.empty()) out += defaults_note(report) + "\n";
   return out;
 }
 
@@ -452,6 +467,8 @@ std::string format_render_stat(const RenderReport& report) {
   }
   if (!report.hidden_server_fields.empty())
     out += fmt::format("; {} server-populated hidden", report.hidden_server_fields.size());
+  if (!report.hidden_defaults.empty())
+    out += fmt::format("; {} defaulted hidden", report.hidden_defaults.size());
   return out + "\n";
 }
 
@@ -512,13 +529,35 @@ std::string format_render_json(const RenderReport& report) {
       .field("type-changed", counts.type_changed)
       .field("total", counts.total())
       .field("ignored", report.ignored)
-      .field("server_fields_hidden",
-             static_cast<std::uint64_t>(report.hidden_server_fields.size()));
+      .field("server_fields_hidden", static_cast<std::uint64_t>(report.hidden_server_fields.size()))
+      .field("defaults_hidden", static_cast<std::uint64_t>(report.hidden_defaults.size()));
   if (report.expect_bench) {
     j.field("allowed", report.differences.size() - report.unexpected())
         .field("unexpected", report.unexpected());
   }
   j.end_object();
+  // What was left out, each with why: the server-populated fields (`doc:path`), then the
+  // defaulted and admission ones.
+  j.key("hidden_fields").begin_array();
+  for (const std::string& field : report.hidden_server_fields) {
+    std::size_t colon = field.find(':');
+    j.begin_object(Layout::kOneLine)
+        .field("document", field.substr(0, colon))
+        .field("path", field.substr(colon + 1))
+        .field("source", "server")
+        .key("reason")
+        .null()
+        .end_object();
+  }
+  for (const RenderReport::HiddenDefault& field : report.hidden_defaults) {
+    j.begin_object(Layout::kOneLine)
+        .field("document", field.document)
+        .field("path", field.path)
+        .field("source", "default")
+        .field("reason", field.reason)
+        .end_object();
+  }
+  j.end_array();
   write_json(j, "diagnostics", report.diagnostics);
   bool failed = report.outcome() == Outcome::kFail;
   std::string_view result =
