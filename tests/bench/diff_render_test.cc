@@ -23,6 +23,8 @@
 namespace rtb::bench {
 namespace {
 
+using test::what_of;
+
 constexpr std::string_view kClient =
     "spec.replicatedJobs[proc].template.spec.template.spec.containers[main]";
 
@@ -112,19 +114,21 @@ TEST(DiffRenders, IdenticalInputsHaveNoDifferences) {
   EXPECT_EQ(diff.documents[1].a_line, 269u);  // the line after its `---`
 }
 
-TEST(DiffRenders, ARenamedDocumentIsOnlyOnEachSideUnlessRenamed) {
+TEST(DiffRenders, ARenamedDocumentIsPairedWhenItIsTheOnlyOneOfItsRole) {
   k8s::DryRun a = parse(fixture_text());
   k8s::DryRun b =
       parse(replace_once(fixture_text(), "\n  name: abtest-orch\n", "\n  name: orch-2\n"));
   RenderDiff diff = diff_renders(a, b, {});
-  ASSERT_EQ(diff.documents.size(), 4u);
+  ASSERT_EQ(diff.documents.size(), 3u) << "the only orchestrator on each side: paired";
   EXPECT_EQ(diff.documents[0].label, "abtest-orch");
+  EXPECT_EQ(diff.documents[0].paired_by, Pairing::kOnlyOne);
+  EXPECT_EQ(diff.documents[0].role, "orchestrator");
+  EXPECT_EQ(diff.documents[0].b_name, "orch-2");
   ASSERT_EQ(diff.documents[0].differences.size(), 1u);
-  EXPECT_EQ(diff.documents[0].differences[0].kind, k8s::Difference::Kind::kRemoved);
-  EXPECT_EQ(diff.documents[0].differences[0].path, "");
-  EXPECT_THAT(diff.documents[0].differences[0].old_value, HasSubstr("abtest-orch (line 139)"));
-  EXPECT_EQ(diff.documents[3].label, "orch-2");
-  EXPECT_EQ(diff.documents[3].differences[0].kind, k8s::Difference::Kind::kAdded);
+  EXPECT_EQ(diff.documents[0].differences[0].path, "metadata.name");
+  EXPECT_EQ(diff.documents[0].differences[0].old_value, "abtest-orch");
+  EXPECT_EQ(diff.documents[0].differences[0].new_value, "orch-2");
+  EXPECT_EQ(diff.documents[1].paired_by, Pairing::kName);
 
   RenderDiffOptions options;
   options.renames.push_back(parse_rename("abtest-orch=orch-2"));
@@ -132,6 +136,69 @@ TEST(DiffRenders, ARenamedDocumentIsOnlyOnEachSideUnlessRenamed) {
   ASSERT_EQ(diff.documents.size(), 3u);
   EXPECT_EQ(diff.differences(), 0u) << "the name is all that changed";
   EXPECT_EQ(diff.documents[0].b_name, "orch-2");
+  EXPECT_EQ(diff.documents[0].paired_by, Pairing::kRename);
+}
+
+TEST(DiffRenders, TwoCandidatesOnOneSideAreNotPaired) {
+  // B holds two orchestrators named apart from A's: which one A's is cannot be told.
+  std::string text = fixture_text();
+  std::size_t train = text.find("\n---\n", text.find("\n  name: abtest-orch\n"));
+  ASSERT_NE(train, std::string::npos);
+  std::string orch = text.substr(0, train);
+  std::string second = orch.substr(orch.find("\n---\n"));
+  std::string b_text = replace_once(orch, "\n  name: abtest-orch\n", "\n  name: orch-2\n") +
+                       replace_once(second, "\n  name: abtest-orch\n", "\n  name: orch-3\n");
+  RenderDiff diff = diff_renders(parse(orch), parse(b_text), {});
+  ASSERT_EQ(diff.documents.size(), 3u);
+  for (const DocumentDiff& doc : diff.documents) {
+    EXPECT_EQ(doc.paired_by, Pairing::kNone) << doc.label;
+    EXPECT_EQ(doc.differences.size(), 1u) << doc.label;
+  }
+}
+
+TEST(DiffRenders, TwoRunsOfOneExperimentArePairedByKind) {
+  // kubernetes-sigs/jobset's preemption example (testdata/SOURCES.md): the same Workload,
+  // PodGroup and JobSet under the names of a high- and a low-priority run.
+  k8s::DryRun a = parse(
+      read_file(test::testdata("diff_renders/jobset_wap_high-priority-jobset_at_c6b198a6.yaml")));
+  k8s::DryRun b = parse(
+      read_file(test::testdata("diff_renders/jobset_wap_low-priority-jobset_at_c6b198a6.yaml")));
+  RenderDiff diff = diff_renders(a, b, {});
+  ASSERT_EQ(diff.documents.size(), 3u);
+  std::vector<std::string> labels, changes;
+  for (const DocumentDiff& doc : diff.documents) {
+    labels.push_back(doc.label);
+    EXPECT_EQ(doc.paired_by, Pairing::kOnlyOne) << doc.label;
+    EXPECT_EQ(doc.role, "") << doc.label;
+    for (const k8s::Difference& d : doc.differences)
+      changes.push_back(doc.label + ":" + d.path + ": " + d.old_value + " -> " + d.new_value);
+  }
+  EXPECT_THAT(labels,
+              ::testing::ElementsAre("Workload/hp-abc", "PodGroup/hp-abc-workers-def", "hp-js"));
+  EXPECT_THAT(changes, ::testing::ElementsAre(
+                           "Workload/hp-abc:metadata.name: hp-abc -> lp-abc",
+                           "Workload/hp-abc:spec.controllerRef.name: hp-js -> lp-js",
+                           "PodGroup/hp-abc-workers-def:metadata.name: hp-abc-workers-def -> "
+                           "lp-abc-workers-def",
+                           "PodGroup/hp-abc-workers-def:spec.podGroupTemplateRef.workload."
+                           "workloadName: hp-abc -> lp-abc",
+                           "PodGroup/hp-abc-workers-def:spec.priorityClassName: high-priority -> "
+                           "low-priority",
+                           "hp-js:metadata.name: hp-js -> lp-js",
+                           "hp-js:spec.replicatedJobs[rj].template.spec.template.spec."
+                           "priorityClassName: high-priority -> low-priority",
+                           "hp-js:spec.replicatedJobs[rj].template.spec.template.spec."
+                           "schedulingGroup.podGroupName: hp-abc-workers-def -> "
+                           "lp-abc-workers-def"));
+  RenderReport report = make_render_report("a", "b", diff, DiffFilter{});
+  EXPECT_EQ(report.outcome(), Outcome::kFail) << "a changed name is a difference";
+  std::string text = format_render_text(report, {});
+  EXPECT_THAT(text, HasSubstr("(paired JobSet hp-js (a:33) with lp-js (b:33): the only JobSet on "
+                              "each side)\n"));
+  EXPECT_THAT(text, HasSubstr("~ hp-js:metadata.name: hp-js -> lp-js\n"));
+  std::string json = format_render_json(report);
+  EXPECT_THAT(json, HasSubstr("\"b_name\": \"lp-js\", \"a_line\": 33, \"b_line\": 33, "
+                              "\"differences\": 3, \"paired_by\": \"only-one\"}"));
 }
 
 TEST(DiffRenders, RenameAlsoEqualsNamesInsideValues) {
@@ -139,7 +206,10 @@ TEST(DiffRenders, RenameAlsoEqualsNamesInsideValues) {
   std::string b_yaml = render(bench_options("bench-b"));
   k8s::DryRun a = parse(a_yaml), b = parse(b_yaml);
   RenderDiff plain = diff_renders(a, b, {});
-  ASSERT_EQ(plain.documents.size(), 2u) << "different names: nothing matches";
+  ASSERT_EQ(plain.documents.size(), 1u) << "different names, the only JobSet on each side";
+  EXPECT_EQ(plain.documents[0].paired_by, Pairing::kOnlyOne);
+  EXPECT_EQ(plain.documents[0].role, "trainer");
+  EXPECT_THAT(plain.documents[0].differences, ::testing::Not(IsEmpty()));
   RenderDiffOptions options;
   options.renames.push_back({"bench-a", "bench-b"});
   RenderDiff renamed = diff_renders(a, b, options);
@@ -159,6 +229,7 @@ TEST(DiffRenders, ByRoleMatchesTheBenchWithTheTrainer) {
   EXPECT_EQ(diff.documents[1].label, "trainer");
   EXPECT_EQ(diff.documents[1].a_name, "abtest-train");
   EXPECT_EQ(diff.documents[1].b_name, "abtest-bench");
+  EXPECT_EQ(diff.documents[1].paired_by, Pairing::kRole);
   EXPECT_EQ(diff.documents[2].label, "rollout");
   bool name_changed = false;
   for (const k8s::Difference& d : diff.documents[1].differences)
@@ -199,6 +270,39 @@ TEST(DiffDocuments, InputWithoutAJobSetFails) {
   EXPECT_THAT(e.message(), HasSubstr("Deployment 'web'"));
   EXPECT_THROW(
       diff_documents(k8s::parse_dryrun("kubectl delete jobset x\n", "e"), k8s::RoleMains{}), Error);
+}
+
+TEST(DiffDocuments, AKubectlListIsItsItems) {
+  // `kubectl get jobset -o yaml` without a name prints a List (kueue issue 8101, SOURCES.md).
+  std::string name = "diff_renders/kueue_issue8101_kubectl_get_jobset.yaml";
+  k8s::DryRun live = parse(read_file(test::testdata(name)), name);
+  std::vector<DiffDocument> docs = diff_documents(live, k8s::RoleMains{});
+  ASSERT_EQ(docs.size(), 1u);
+  EXPECT_EQ(docs[0].kind, "JobSet");
+  EXPECT_EQ(docs[0].name, "test-tas");
+  EXPECT_EQ(docs[0].line, 3u) << "the item's own line, not the List's";
+  EXPECT_EQ(k8s::JobSetView(docs[0].doc).job_names(), std::vector<std::string>{"node"});
+
+  k8s::DryRun empty = parse("apiVersion: v1\nkind: List\nitems: []\n", "e.yaml");
+  EXPECT_THAT(what_of([&] { diff_documents(empty, k8s::RoleMains{}); }),
+              HasSubstr("e.yaml:1: not a JobSet: the input holds List '' (line 1)"));
+}
+
+TEST(DiffDocuments, AGeneratedNameIsItsPrefixUntilTheServerFillsItIn) {
+  // Kueue's sample JobSet names itself by generateName only; the live object has both.
+  k8s::DryRun render =
+      parse(read_file(test::testdata("diff_renders/kueue_sample-jobset_at_3d8443b6.yaml")));
+  k8s::DryRun live =
+      parse(read_file(test::testdata("diff_renders/kueue_issue7649_kubectl_get_jobset.yaml")));
+  EXPECT_EQ(diff_documents(render, k8s::RoleMains{})[0].name, "sleep-job-");
+  EXPECT_EQ(diff_documents(live, k8s::RoleMains{})[0].name, "sleep-job-x5ffx");
+  RenderDiff diff = diff_renders(render, live, {});
+  ASSERT_EQ(diff.documents.size(), 1u);
+  EXPECT_EQ(diff.documents[0].label, "sleep-job-");
+  EXPECT_EQ(diff.documents[0].paired_by, Pairing::kOnlyOne);
+  for (const k8s::Difference& d : diff.documents[0].differences)
+    EXPECT_NE(d.path, "metadata.name") << "the name the server generated is no difference";
+  EXPECT_THAT(diff.documents[0].hidden_server_fields, ::testing::Contains("metadata.name"));
 }
 
 // --- expect-bench ----------------------------------------------------------------------------
@@ -610,6 +714,23 @@ TEST(FormatRenderText, FlagValuesMultiLineValuesAndColour) {
   EXPECT_THAT(format_render_json(filtered),
               HasSubstr("{\"severity\": \"note\", \"where\": \"a.txt:7\", \"message\": \"key 'x' "
                         "repeated\"}"));
+}
+
+TEST(FormatRenderText, AnAddedEmptyCollectionIsOneLine) {
+  // A live object's `metadata: {}` against a render without it: no leaf to list below.
+  RenderDiff diff;
+  DocumentDiff doc;
+  doc.label = "js";
+  doc.kind = "JobSet";
+  YAML::Node empty_map(YAML::NodeType::Map), empty_list(YAML::NodeType::Sequence);
+  doc.differences = {
+      {k8s::Difference::Kind::kAdded, "spec.template.metadata", "", "{}", empty_map},
+      {k8s::Difference::Kind::kRemoved, "spec.tolerations", "[]", "", empty_list},
+  };
+  diff.documents.push_back(doc);
+  RenderReport report = make_render_report("a.txt", "b.txt", diff, DiffFilter{});
+  EXPECT_EQ(format_render_text(report, {}),
+            "+ js:spec.template.metadata: {}\n- js:spec.tolerations: []\n");
 }
 
 TEST(FormatRenderText, ExpectBenchListsOnlyUnexpectedUnlessAsked) {

@@ -30,6 +30,17 @@ WORKER = "spec.replicatedJobs[pw-node].template.spec.template.spec.containers[pa
 XPK = os.path.join(TESTDATA, "diff_renders")
 XPK_254 = os.path.join(XPK, "xpk_pathways_v5p-8_at_254bbe3f.yaml")
 XPK_LIVE = os.path.join(XPK, "xpk_pathways_v5p-8_at_254bbe3f_kubectl_get.yaml")
+# kubernetes-sigs/jobset's preemption example: one experiment as a high- and a low-priority run, a
+# Workload, a PodGroup and a JobSet each, named apart (SOURCES.md).
+HIGH = os.path.join(XPK, "jobset_wap_high-priority-jobset_at_c6b198a6.yaml")
+LOW = os.path.join(XPK, "jobset_wap_low-priority-jobset_at_c6b198a6.yaml")
+# Kueue's sample JobSet (generateName only) and two real `kubectl get jobset -o yaml` outputs from
+# Kueue issues: one object, and a List (SOURCES.md).
+KUEUE_SAMPLE = os.path.join(XPK, "kueue_sample-jobset_at_3d8443b6.yaml")
+LIVE_7649 = os.path.join(XPK, "kueue_issue7649_kubectl_get_jobset.yaml")
+LIVE_8101 = os.path.join(XPK, "kueue_issue8101_kubectl_get_jobset.yaml")
+# The JobSet Kubeflow Trainer submitted for 8101's TrainJob, reconstructed from the issue.
+RENDER_8101 = os.path.join(XPK, "kueue_issue8101_render_reconstructed.yaml")
 
 # The --json document (docs/diff-renders.md, "JSON output"): its JSON Schema in schemas/.
 DIFF_SCHEMA = json_schema.load("rtb.diff-renders.1.json")
@@ -115,8 +126,13 @@ class DiffRendersTest(TempDirTestCase):
     def test_documents_by_name_by_role_and_renamed(self):
         bench = self.bench("plain.yaml")
         out, _ = self.diff(FIXTURE, bench, rc=1)
-        self.assertIn("- abtest-train: only in", out)
-        self.assertIn("+ abtest-bench: only in", out)
+        # The only trainer on each side: paired, said in one line, the name a difference.
+        self.assertTrue(
+            out.startswith(f"(paired JobSet abtest-train ({FIXTURE}:269) with abtest-bench "
+                           f"({bench}:1): the only trainer JobSet on each side)\n"), out)
+        self.assertIn("~ abtest-train:metadata.name: abtest-train -> abtest-bench\n", out)
+        self.assertIn("- abtest-orch: only in", out)
+        self.assertNotIn("+ abtest-bench: only in", out)
         out, _ = self.diff("--by-role", FIXTURE, bench, rc=1)
         self.assertIn("~ trainer:metadata.name: abtest-train -> abtest-bench", out)
         self.assertIn("- orchestrator: only in", out)
@@ -132,6 +148,47 @@ class DiffRendersTest(TempDirTestCase):
         self.assertEqual(
             out, f"~ sweep-a:{CLIENT}.startup.env.MAXTEXT_EXTRA_FLAGS[ragged_buffer_factor]: "
             "2.5 -> 3.0\n")
+
+    def test_two_runs_of_one_experiment_named_apart_are_paired(self):
+        out, _ = self.diff(HIGH, LOW, rc=1)
+        lines = out.splitlines()
+        self.assertEqual(lines[:3], [
+            f"(paired Workload hp-abc ({HIGH}:2) with lp-abc ({LOW}:2): the only Workload on "
+            "each side)",
+            f"(paired PodGroup hp-abc-workers-def ({HIGH}:17) with lp-abc-workers-def ({LOW}:17):"
+            " the only PodGroup on each side)",
+            f"(paired JobSet hp-js ({HIGH}:33) with lp-js ({LOW}:33): the only JobSet on each "
+            "side)",
+        ])
+        self.assertIn("~ hp-js:metadata.name: hp-js -> lp-js", lines)
+        self.assertIn(
+            "~ hp-js:spec.replicatedJobs[rj].template.spec.template.spec.priorityClassName: "
+            "high-priority -> low-priority", lines)
+        self.assertEqual(len(lines), 3 + 8, out)
+        # The names equated, inside values too: what is left is the experiment's variable.
+        out, _ = self.diff(HIGH, LOW, "--rename", "hp-js=lp-js", "--rename", "hp-abc=lp-abc",
+                           "--rename", "hp-abc-workers-def=lp-abc-workers-def", rc=1)
+        self.assertEqual(
+            out, "~ PodGroup/hp-abc-workers-def:spec.priorityClassName: high-priority -> "
+            "low-priority\n~ hp-js:spec.replicatedJobs[rj].template.spec.template.spec."
+            "priorityClassName: high-priority -> low-priority\n")
+        # Only the names differ: still different (exit 1), and --ignore of them makes it same.
+        low_named = self.write("low-named.yaml", read(HIGH).replace("hp-", "lp-"))
+        out, _ = self.diff(HIGH, low_named, rc=1)
+        self.assertEqual(len(out.splitlines()), 3 + 6, out)
+        out, _ = self.diff(HIGH, low_named, "--ignore", "*", rc=0)
+        self.assertEqual(len(out.splitlines()), 3, "the pairing lines stay")
+        doc = json.loads(self.diff("--json", HIGH, LOW, rc=1)[0])
+        validate(DIFF_SCHEMA, doc)
+        self.assertEqual([d["paired_by"] for d in doc["documents"]], ["only-one"] * 3)
+        self.assertEqual(doc["documents"][2]["b_name"], "lp-js")
+        out, _ = self.diff("--stat", HIGH, LOW, rc=1)
+        self.assertTrue(out.endswith("; 3 pairs of the only document of a kind\n"), out)
+        # Two JobSets on one side: which is the other's cannot be told, so neither is paired.
+        both = self.write("both.yaml", read(HIGH) + read(LOW))
+        out, _ = self.diff(HIGH, both, rc=1)
+        self.assertNotIn("(paired JobSet", out)
+        self.assertIn("+ lp-js: only in", out)
 
     def test_ignore_only_and_ignore_file(self):
         b = self.edited("ign.txt", ("ragged_buffer_factor=2.0", "ragged_buffer_factor=2.5"),
@@ -527,9 +584,95 @@ class DiffRendersTest(TempDirTestCase):
         doc = json.loads(self.diff(XPK_254, XPK_LIVE, "--json", rc=0)[0])
         validate(DIFF_SCHEMA, doc)
         self.assertEqual(doc["summary"]["server_fields_hidden"], 8)
+        self.assertEqual(doc["summary"]["defaults_hidden"], 0)
+        self.assertEqual(len(doc["hidden_fields"]), 8)
         self.assertEqual(doc["summary"]["total"], 0)
         out, _ = self.diff(XPK_254, XPK_LIVE, "--stat", rc=0)
         self.assertIn("; 8 server-populated hidden", out)
+
+    def test_kubectl_lists_and_generated_names(self):
+        # A List's items are the documents, each at its own line.
+        out, _ = self.diff(LIVE_7649, LIVE_8101, rc=1)
+        self.assertTrue(
+            out.startswith(f"(paired JobSet sleep-job-x5ffx ({LIVE_7649}:1) with test-tas "
+                           f"({LIVE_8101}:3): the only JobSet on each side)\n"), out)
+        self.assertIn("~ sleep-job-x5ffx:metadata.name: sleep-job-x5ffx -> test-tas\n", out)
+        out, _ = self.diff(LIVE_8101, LIVE_8101, rc=0)
+        self.assertEqual(out, "")
+        # A render named by generateName only: the server's made-up name is no difference.
+        out, _ = self.diff(KUEUE_SAMPLE, LIVE_7649, rc=1)
+        self.assertTrue(
+            out.startswith(f"(paired JobSet sleep-job- ({KUEUE_SAMPLE}:1) with "
+                           f"sleep-job-x5ffx ({LIVE_7649}:1): "), out)
+        self.assertNotIn(":metadata.name:", out)
+        self.assertIn(", sleep-job-:metadata.name)\n", out)
+        empty = self.write("empty-list.yaml", "apiVersion: v1\nkind: List\nitems: []\n")
+        self.assert_error(
+            [empty, LIVE_8101],
+            f"diff-renders: {empty}:1: not a JobSet: the input holds List '' (line 1)")
+
+    def test_a_render_against_its_real_live_object_folds_defaults(self):
+        out, _ = self.diff(KUEUE_SAMPLE, LIVE_7649, rc=1)
+        lines = out.splitlines()
+        # What the reporter changed stays: the queue label dropped, args and the quoted cpu.
+        self.assertEqual([l for l in lines if l[:1] in "~+-!"], [
+            "- sleep-job-:metadata.labels:",
+            "! sleep-job-:spec.replicatedJobs[workers].template.spec.template.spec.containers"
+            "[sleep].resources.requests.cpu: 1 -> \"1\"",
+            "~ sleep-job-:spec.replicatedJobs[workers].template.spec.template.spec.containers"
+            "[sleep].args[#0]: 100s -> 10s",
+            "! sleep-job-:spec.replicatedJobs[driver].template.spec.template.spec.containers"
+            "[sleep].resources.requests.cpu: 2 -> \"2\"",
+            "~ sleep-job-:spec.replicatedJobs[driver].template.spec.template.spec.containers"
+            "[sleep].args[#0]: 100s -> 10s",
+        ])
+        self.assertTrue(
+            lines[-1].startswith("(15 fields the live object has from API defaults or admission "
+                                 "not compared, --server-fields shows them: sleep-job-:spec."
+                                 "successPolicy.operator, "), lines[-1])
+        self.assertIn("sleep-job-:spec.replicatedJobs[driver].replicas, ", lines[-1])
+        self.assertTrue(lines[-2].startswith("(7 server-populated fields not compared"), out)
+        # --server-fields compares them all.
+        out, _ = self.diff(KUEUE_SAMPLE, LIVE_7649, "--server-fields", rc=1)
+        self.assertIn(
+            "+ sleep-job-:spec.replicatedJobs[workers].template.spec.completionMode: "
+            "Indexed\n", out)
+        self.assertIn("+ sleep-job-:spec.suspend: false\n", out)
+        self.assertNotIn("not compared", out)
+        doc = json.loads(self.diff(KUEUE_SAMPLE, LIVE_7649, "--json", rc=1)[0])
+        validate(DIFF_SCHEMA, doc)
+        self.assertEqual(doc["summary"]["defaults_hidden"], 15)
+        self.assertEqual(doc["summary"]["server_fields_hidden"], 7)
+        hidden = doc["hidden_fields"]
+        self.assertEqual([h["source"] for h in hidden], ["server"] * 7 + ["default"] * 15)
+        self.assertEqual(
+            hidden[7], {
+                "document": "sleep-job-", "path": "spec.successPolicy.operator",
+                "source": "default",
+                "reason": "JobSet webhook: without a successPolicy a JobSet succeeds when all its "
+                "jobs do"
+            })
+        out, _ = self.diff(KUEUE_SAMPLE, LIVE_7649, "--stat", rc=1)
+        self.assertTrue(out.endswith("; 7 server-populated hidden; 15 defaulted hidden\n"), out)
+
+    def test_kueue_admission_fields_fold_but_a_changed_toleration_stays(self):
+        out, _ = self.diff(RENDER_8101, LIVE_8101, rc=1)
+        pod = "test-tas:spec.replicatedJobs[node].template.spec.template.spec"
+        self.assertEqual(out.splitlines()[:2], [
+            f"~ {pod}.tolerations[0].operator: Equal -> Exists",
+            f"- {pod}.tolerations[0].value: true",
+        ])
+        self.assertIn("(14 fields the live object has from API defaults or admission", out)
+        self.assertIn(f"{pod}.nodeSelector[nvidia.com/gpu.present])\n", out)
+        # The other way round: the live object as A, the render as B.
+        out, _ = self.diff(LIVE_8101, RENDER_8101, rc=1)
+        self.assertIn("(14 fields the live object has", out)
+        # Two live objects: nothing of the sort is folded.
+        out, _ = self.diff(LIVE_7649, LIVE_8101, rc=1)
+        self.assertNotIn("from API defaults", out)
+        # A pod template Kueue did not admit: a toleration the render lacks is the user's change.
+        out, _ = self.diff(os.path.join(XPK, "xpk_pathways_v5p-8_at_678d7a9f.yaml"), XPK_LIVE, rc=1)
+        self.assertIn(".template.spec.template.spec.tolerations:\n", out)
 
     def test_invalid_real_render_is_one_line_error(self):
         bad = os.path.join(XPK, "xpk_pathways_v5p-8_at_989ba245_invalid.yaml")

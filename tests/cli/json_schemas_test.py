@@ -209,6 +209,24 @@ MODES = [
     Mode("diff-renders", "diff", "rtb.diff-renders.1.json", [
         Run(lambda tmp: ["--json", FIXTURE, V5P], 1),
         Run(lambda tmp: ["--json", FIXTURE, FIXTURE], 0),
+        Run(
+            lambda tmp: [
+                "--json",
+                os.path.join(XPK, "jobset_wap_high-priority-jobset_at_c6b198a6.yaml"),
+                os.path.join(XPK, "jobset_wap_low-priority-jobset_at_c6b198a6.yaml")
+            ], 1),
+        Run(
+            lambda tmp: [
+                "--json",
+                os.path.join(XPK, "kueue_sample-jobset_at_3d8443b6.yaml"),
+                os.path.join(XPK, "kueue_issue7649_kubectl_get_jobset.yaml")
+            ], 1),
+        Run(
+            lambda tmp: [
+                "--json",
+                os.path.join(XPK, "kueue_issue8101_render_reconstructed.yaml"),
+                os.path.join(XPK, "kueue_issue8101_kubectl_get_jobset.yaml")
+            ], 1),
         Run(lambda tmp: ["--json", "--by-role", FIXTURE,
                          render(tmp, "r.yaml")], 1),
         Run(

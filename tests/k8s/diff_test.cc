@@ -472,6 +472,30 @@ TEST(DiffTrees, QuotedVersusPlainIsATypeChange) {
   EXPECT_THAT(diff_trees(YAML::Load("a: \"4\"\n"), YAML::Load("a: '4'\n")), IsEmpty());
 }
 
+TEST(DiffTrees, NumbersAreWhatYamlReadsAsNumbers) {
+  // Kubernetes reads YAML 1.1 (go-yaml): a plain scalar is a number only in a number's shape;
+  // words that C's float parsing takes (`infinity`, `nan`, `inf`) are strings. Kueue issue 8101's
+  // live JobSet prints `command: [sleep, infinity]`, which a render writes `"infinity"`.
+  auto kinds = [](const char* a, const char* b) {
+    std::string out;
+    for (const Difference& d : diff_trees(YAML::Load(a), YAML::Load(b)))
+      out += std::string(kind_name(d.kind)) + ";";
+    return out;
+  };
+  for (const char* word : {"infinity", "inf", "-inf", "nan", "NaN", "Infinity", "e5", "0x"}) {
+    EXPECT_EQ(
+        kinds(("a: \"" + std::string(word) + "\"").c_str(), ("a: " + std::string(word)).c_str()),
+        "")
+        << word << " is a string either way";
+  }
+  for (const char* number : {"1", "-1", "+1.5", "1e5", ".5", "0x1F", ".inf", "-.inf", ".nan"}) {
+    EXPECT_EQ(kinds(("a: \"" + std::string(number) + "\"").c_str(),
+                    ("a: " + std::string(number)).c_str()),
+              "type-changed;")
+        << number << " plain is a number";
+  }
+}
+
 TEST(DiffTrees, ChangedScalarsAndPaths) {
   std::vector<Difference> found =
       diff_trees(YAML::Load("metadata:\n  labels:\n    scheduling.x-k8s.io/gang-id: \"abtest\"\n"),

@@ -22,6 +22,7 @@ namespace {
 constexpr const char* kExamples =
     R"(  diff-renders old_dryrun.txt new_dryrun.txt          # did a recipe change touch the trainer?
   diff-renders --by-role run1.txt run2.txt             # JobSets named differently, matched by role
+  diff-renders run-a.yaml run-b.yaml                   # one JobSet each, named apart: paired
   diff-renders --expect-bench dryrun.txt bench.yaml    # did the bench keep everything else?
   diff-renders bench-a.yaml bench-b.yaml --rename ab-a=ab-b --ignore '*.startup.driver'
   diff-renders a.txt b.txt --json | jq '.differences[].path'
@@ -43,9 +44,10 @@ int diff_renders_main(int argc, char** argv) {
   Tool tool(
       {"diff-renders",
        "Compares two renders (DRY_RUN outputs or rendered JobSet files, - for stdin): documents "
-       "matched by kind and name (or role), lists by key, and strings that hold flags flag by "
-       "flag, each difference with a stable path. --expect-bench checks that B, a bench render "
-       "of the e2e DRY_RUN A, differs from A's trainer only where render-bench may change it.",
+       "matched by kind and name (or role; the only document of a kind and role on each side "
+       "pairs whatever its name), lists by key, and strings that hold flags flag by flag, each "
+       "difference with a stable path. --expect-bench checks that B, a bench render of the e2e "
+       "DRY_RUN A, differs from A's trainer only where render-bench may change it.",
        kExamples});
   CLI::App& app = tool.app();
   std::string a, b, color = "auto";
@@ -75,8 +77,9 @@ int diff_renders_main(int argc, char** argv) {
                "With --expect-bench, also list the differences render-bench is allowed to make");
   app.add_flag("--server-fields", server_fields,
                "Also compare what the API server fills in (status, metadata uid, "
-               "resourceVersion, managedFields, last-applied annotation, ...): left out by "
-               "default, as kubectl diff");
+               "resourceVersion, managedFields, last-applied annotation, ...) and, against a "
+               "live object, what the JobSet API's defaults and Kueue's admission add that the "
+               "render lacks: left out by default, as kubectl diff");
   add_color_option(app, color);
   add_role_main_options(app, mains);
 
@@ -119,7 +122,7 @@ int diff_renders_main(int argc, char** argv) {
       out = bench::format_render_json(report);
     } else if (stat) {
       out = report.outcome() == Outcome::kFail || report.ignored ||
-                    !report.hidden_server_fields.empty()
+                    !report.hidden_server_fields.empty() || !report.hidden_defaults.empty()
                 ? bench::format_render_stat(report)
                 : "";
     } else {

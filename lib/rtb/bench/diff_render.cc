@@ -90,7 +90,7 @@ std::string document_label(const std::string& kind, const std::string& name) {
 }
 
 std::string describe_document(const DiffDocument& doc) {
-  return fmt::format("{} {} (line {})", doc.kind, doc.name, doc.doc->first_line);
+  return fmt::format("{} {} (line {})", doc.kind, doc.name, doc.line);
 }
 
 // A container of an expanded JobSet (diff.h) with its diff path.
@@ -517,20 +517,32 @@ std::vector<DiffDocument> diff_documents(const k8s::DryRun& input, const k8s::Ro
   std::vector<DiffDocument> out;
   std::vector<std::string> others;
   bool any_jobset = false;
-  for (const k8s::Document& doc : input.documents) {
+  auto add = [&](k8s::Document doc, std::size_t line) {
     auto kind = k8s::yaml::scalar_at(doc.root, "kind");
-    if (!kind) continue;
-    DiffDocument entry{
-        &doc, *kind,
-        k8s::yaml::scalar_at(k8s::yaml::lookup(doc.root, "metadata"), "name").value_or(""),
-        k8s::Role::kUnknown};
+    if (!kind) return;
+    YAML::Node metadata = k8s::yaml::lookup(doc.root, "metadata");
+    std::optional<std::string> name = k8s::yaml::scalar_at(metadata, "name");
+    if (!name) name = k8s::yaml::scalar_at(metadata, "generateName");
+    DiffDocument entry{std::move(doc), line, *kind, name.value_or(""), k8s::Role::kUnknown};
     if (*kind == "JobSet") {
       any_jobset = true;
-      entry.role = k8s::role_of(k8s::JobSetView(doc), mains);
+      entry.role = k8s::role_of(k8s::JobSetView(entry.doc), mains);
     } else {
-      others.push_back(fmt::format("{} '{}' (line {})", entry.kind, entry.name, doc.first_line));
+      others.push_back(fmt::format("{} '{}' (line {})", entry.kind, entry.name, line));
     }
     out.push_back(std::move(entry));
+  };
+  for (const k8s::Document& doc : input.documents) {
+    YAML::Node items = k8s::yaml::lookup(doc.root, "items");
+    if (k8s::yaml::scalar_at(doc.root, "kind") == std::string("List") && items.IsSequence() &&
+        items.size() > 0) {
+      // An item keeps the List's first line and text, which its nodes' marks are relative to.
+      for (const auto& item : items) {
+        if (item.IsMap()) add(k8s::Document(item, doc.first_line, doc.text), doc.line_of(item));
+      }
+      continue;
+    }
+    add(doc, doc.first_line);
   }
   if (!any_jobset) {
     std::size_t line = input.documents.empty() ? 0 : input.documents.front().first_line;
@@ -548,55 +560,112 @@ std::size_t RenderDiff::differences() const {
   return n;
 }
 
+std::string_view pairing_id(Pairing pairing) {
+  switch (pairing) {
+    case Pairing::kNone:
+      break;
+    case Pairing::kName:
+      return "name";
+    case Pairing::kRename:
+      return "rename";
+    case Pairing::kRole:
+      return "role";
+    case Pairing::kOnlyOne:
+      return "only-one";
+  }
+  return "";
+}
+
 RenderDiff diff_renders(const k8s::DryRun& a, const k8s::DryRun& b,
                         const RenderDiffOptions& options) {
   std::vector<DiffDocument> a_docs = diff_documents(a, options.mains);
   std::vector<DiffDocument> b_docs = diff_documents(b, options.mains);
   // Matching keys: the role (by_role) or kind/name, made unique with #N in input order.
+  struct Key {
+    std::string key, label;
+    Pairing pairing;  // how a match on this key pairs
+  };
   auto keys_of = [&](const std::vector<DiffDocument>& docs, bool is_b) {
-    std::vector<std::pair<std::string, std::string>> keys;  // {key, label}
+    std::vector<Key> keys;
     std::unordered_map<std::string, int> seen;
     for (const DiffDocument& doc : docs) {
       std::string name = doc.name;
+      Pairing pairing = Pairing::kName;
       if (is_b) {
         for (const Rename& rename : options.renames) {
-          if (name == rename.to) name = rename.from;
+          if (name == rename.to) {
+            name = rename.from;
+            pairing = Pairing::kRename;
+          }
         }
       }
-      std::string key, label;
+      Key key;
       if (options.by_role && doc.kind == "JobSet" && doc.role != k8s::Role::kUnknown) {
-        key = label = std::string(role_name(doc.role));
+        key = {std::string(role_name(doc.role)), std::string(role_name(doc.role)), Pairing::kRole};
       } else {
-        key = doc.kind + "/" + name;
-        label = document_label(doc.kind, name);
+        key = {doc.kind + "/" + name, document_label(doc.kind, name), pairing};
       }
-      int n = ++seen[key];
+      int n = ++seen[key.key];
       if (n > 1) {
-        key += fmt::format("#{}", n);
-        label += fmt::format("#{}", n);
+        key.key += fmt::format("#{}", n);
+        key.label += fmt::format("#{}", n);
       }
-      keys.emplace_back(key, label);
+      keys.push_back(std::move(key));
     }
     return keys;
   };
-  auto a_keys = keys_of(a_docs, false);
-  auto b_keys = keys_of(b_docs, true);
+  std::vector<Key> a_keys = keys_of(a_docs, false);
+  std::vector<Key> b_keys = keys_of(b_docs, true);
   std::unordered_map<std::string, std::size_t> b_index;
-  for (std::size_t i = 0; i < b_keys.size(); ++i) b_index.emplace(b_keys[i].first, i);
+  for (std::size_t i = 0; i < b_keys.size(); ++i) b_index.emplace(b_keys[i].key, i);
+
+  // A's partner in B for each of A's documents, and how they were paired.
+  constexpr std::size_t kNoPartner = static_cast<std::size_t>(-1);
+  std::vector<std::size_t> partner(a_docs.size(), kNoPartner);
+  std::vector<Pairing> paired_by(a_docs.size(), Pairing::kNone);
   std::vector<bool> b_matched(b_docs.size(), false);
+  for (std::size_t i = 0; i < a_docs.size(); ++i) {
+    auto it = b_index.find(a_keys[i].key);
+    if (it == b_index.end()) continue;
+    partner[i] = it->second;
+    // A name match of a renamed B document is the rename's doing.
+    paired_by[i] =
+        a_keys[i].pairing == Pairing::kRole ? Pairing::kRole : b_keys[it->second].pairing;
+    b_matched[it->second] = true;
+  }
+  // What is left: a kind and role that each side holds exactly one document of pairs them.
+  auto group_of = [](const DiffDocument& doc) {
+    return doc.kind + "\n" + std::string(role_name(doc.role));
+  };
+  std::unordered_map<std::string, std::vector<std::size_t>> a_groups, b_groups;
+  for (std::size_t i = 0; i < a_docs.size(); ++i) a_groups[group_of(a_docs[i])].push_back(i);
+  for (std::size_t i = 0; i < b_docs.size(); ++i) b_groups[group_of(b_docs[i])].push_back(i);
+  for (std::size_t i = 0; i < a_docs.size(); ++i) {
+    if (partner[i] != kNoPartner) continue;
+    const std::string group = group_of(a_docs[i]);
+    auto it = b_groups.find(group);
+    if (a_groups[group].size() != 1 || it == b_groups.end() || it->second.size() != 1) continue;
+    std::size_t j = it->second.front();
+    if (b_matched[j]) continue;
+    partner[i] = j;
+    paired_by[i] = Pairing::kOnlyOne;
+    b_matched[j] = true;
+  }
 
   // A document of one side (a or b, the other absent), or a matched pair.
   auto document_diff = [](const std::string& label, const DiffDocument* a, const DiffDocument* b) {
     DocumentDiff entry;
     entry.label = label;
     entry.kind = (a ? a : b)->kind;
+    k8s::Role role = (a ? a : b)->role;
+    if (role != k8s::Role::kUnknown) entry.role = role_name(role);
     if (a) {
       entry.a_name = a->name;
-      entry.a_line = a->doc->first_line;
+      entry.a_line = a->line;
     }
     if (b) {
       entry.b_name = b->name;
-      entry.b_line = b->doc->first_line;
+      entry.b_line = b->line;
     }
     if (!b)
       entry.differences.push_back({k8s::Difference::Kind::kRemoved, "", describe_document(*a), ""});
@@ -606,24 +675,26 @@ RenderDiff diff_renders(const k8s::DryRun& a, const k8s::DryRun& b,
   };
   RenderDiff out;
   for (std::size_t i = 0; i < a_docs.size(); ++i) {
-    auto it = b_index.find(a_keys[i].first);
-    if (it == b_index.end()) {
-      out.documents.push_back(document_diff(a_keys[i].second, &a_docs[i], nullptr));
+    if (partner[i] == kNoPartner) {
+      out.documents.push_back(document_diff(a_keys[i].label, &a_docs[i], nullptr));
       continue;
     }
-    const DiffDocument& y = b_docs[it->second];
-    b_matched[it->second] = true;
-    DocumentDiff entry = document_diff(a_keys[i].second, &a_docs[i], &y);
-    YAML::Node left = k8s::expand_for_diff(a_docs[i].doc->root);
-    YAML::Node right = k8s::expand_for_diff(y.doc->root);
+    const DiffDocument& y = b_docs[partner[i]];
+    DocumentDiff entry = document_diff(a_keys[i].label, &a_docs[i], &y);
+    entry.paired_by = paired_by[i];
+    YAML::Node left = k8s::expand_for_diff(a_docs[i].doc.root);
+    YAML::Node right = k8s::expand_for_diff(y.doc.root);
     for (const Rename& rename : options.renames) rename_scalars(right, rename.to, rename.from);
-    if (!options.server_fields) entry.hidden_server_fields = k8s::hide_server_fields(left, right);
+    if (!options.server_fields) {
+      k8s::HiddenFields hidden = k8s::hide_server_fields(left, right);
+      entry.hidden_server_fields = std::move(hidden.server);
+      entry.hidden_defaults = std::move(hidden.defaulted);
+    }
     entry.differences = k8s::diff_trees(left, right);
     out.documents.push_back(std::move(entry));
   }
   for (std::size_t i = 0; i < b_docs.size(); ++i) {
-    if (!b_matched[i])
-      out.documents.push_back(document_diff(b_keys[i].second, nullptr, &b_docs[i]));
+    if (!b_matched[i]) out.documents.push_back(document_diff(b_keys[i].label, nullptr, &b_docs[i]));
   }
   return out;
 }

@@ -13,6 +13,7 @@
 #include "rtb/k8s/diff.h"
 #include "rtb/k8s/dryrun.h"
 #include "rtb/k8s/jobset.h"
+#include "rtb/k8s/server_fields.h"
 
 namespace rtb::bench {
 
@@ -29,16 +30,20 @@ Rename parse_rename(std::string_view text);
 // from a JobSet name (`abtest-train-proc-0`) follow it, another name (`abtest-train2`) does not.
 std::string replace_name(std::string_view text, std::string_view from, std::string_view to);
 
-// A document of one input as diff-renders sees it: every YAML mapping with a `kind`.
+// A document of one input as diff-renders sees it: every YAML mapping with a `kind`, and every
+// item of a `kind: List` (what `kubectl get jobset -o yaml` prints without a name).
 struct DiffDocument {
-  const k8s::Document* doc = nullptr;
+  k8s::Document doc;     // the object (a List item shares its List's text and first line)
+  std::size_t line = 0;  // 1-based input line where the object starts
   std::string kind;
+  // metadata.name, or metadata.generateName when the object has only that (a render that lets
+  // the server make up the name).
   std::string name;
   k8s::Role role = k8s::Role::kUnknown;  // k8s::role_of
 };
 
-// The Kubernetes documents of an input. Throws rtb::Error (the input's name and a line) when none
-// of them is a JobSet.
+// The Kubernetes documents of an input, Lists' items in their place. Throws rtb::Error (the
+// input's name and a line) when none of them is a JobSet.
 std::vector<DiffDocument> diff_documents(const k8s::DryRun& input, const k8s::RoleMains& mains);
 
 struct RenderDiffOptions {
@@ -49,6 +54,18 @@ struct RenderDiffOptions {
   bool server_fields = false;
 };
 
+// How the two documents of a pair were matched. The ids (pairing_id) are part of diff-renders'
+// --json output.
+enum class Pairing {
+  kNone,     // a document that only one side has
+  kName,     // the same kind and name
+  kRename,   // B's name counts as A's (--rename)
+  kRole,     // the same role (--by-role)
+  kOnlyOne,  // names differ, and each side holds one document of that kind and role (two runs of
+             // one experiment under two run names)
+};
+std::string_view pairing_id(Pairing pairing);  // "name", "rename", "role", "only-one"; "" for kNone
+
 // One matched pair of documents, or a document that only one side has.
 struct DocumentDiff {
   // What the differences' paths are prefixed with: the role with by_role, else the name (A's for
@@ -57,11 +74,16 @@ struct DocumentDiff {
   std::string kind;
   std::optional<std::string> a_name, b_name;  // absent on the side that lacks the document
   std::size_t a_line = 0, b_line = 0;         // first input line of the document (0: absent)
+  Pairing paired_by = Pairing::kNone;
+  std::string role;  // a JobSet's role (trainer, ...), "" when it has none
   // For a document on one side only, one difference with the empty path.
   std::vector<k8s::Difference> differences;
   // Server-populated fields that differ and were left out (without
   // RenderDiffOptions::server_fields).
   std::vector<std::string> hidden_server_fields;
+  // Fields the JobSet API defaulted or Kueue's admission added on the live side that the render
+  // lacks, left out likewise (server_fields.h).
+  std::vector<k8s::DefaultedField> hidden_defaults;
 };
 
 struct RenderDiff {
@@ -69,6 +91,10 @@ struct RenderDiff {
   std::size_t differences() const;
 };
 
+// Documents are matched by kind and name (B's renamed by RenderDiffOptions::renames), or with
+// by_role JobSets by role. What is left unmatched is paired when each side holds exactly one
+// document of that kind and role (a JobSet without a role counts as one role): two renders of
+// one experiment under two run names compare, their names reported as a difference.
 RenderDiff diff_renders(const k8s::DryRun& a, const k8s::DryRun& b,
                         const RenderDiffOptions& options);
 

@@ -119,7 +119,8 @@ std::vector<DetailLine> detail_below(const k8s::Difference& d) {
                                                 : "";
       out.push_back({std::move(text), color});
     }
-  } else if (d.subtree.IsDefined()) {
+  } else if (d.subtree.IsDefined() && d.subtree.size() > 0) {
+    // (An empty one has no leaf to list: its line shows `{}` or `[]`.)
     k8s::Leaves leaves = k8s::subtree_leaves(d.subtree, kMaxLeaves);
     for (const k8s::Leaf& leaf : leaves.shown)
       out.push_back({fmt::format("{}: {}", leaf.path, one_line(leaf.value)), ""});
@@ -140,6 +141,25 @@ std::string server_fields_note(const RenderReport& report) {
     names += (names.empty() ? "" : ", ") + path;
   return fmt::format("({} server-populated field{} not compared, --server-fields shows {}: {})", n,
                      n == 1 ? "" : "s", n == 1 ? "it" : "them", names);
+}
+
+// The last line of the text output when defaulted or admission fields were left out.
+std::string defaults_note(const RenderReport& report) {
+  std::size_t n = report.hidden_defaults.size();
+  std::string names;
+  for (const RenderReport::HiddenDefault& field : report.hidden_defaults)
+    names += (names.empty() ? "" : ", ") + field.document + ":" + field.path;
+  return fmt::format(
+      "({} field{} the live object has from API defaults or admission not compared, "
+      "--server-fields shows {}: {})",
+      n, n == 1 ? "" : "s", n == 1 ? "it" : "them", names);
+}
+
+// The line that says two documents named apart were paired (Pairing::kOnlyOne).
+std::string pairing_note(const RenderReport& report, const ReportedDocument& doc) {
+  return fmt::format("(paired {} {} ({}:{}) with {} ({}:{}): the only {}{} on each side)", doc.kind,
+                     doc.a_name.value_or(""), report.a_source, doc.a_line, doc.b_name.value_or(""),
+                     report.b_source, doc.b_line, doc.role.empty() ? "" : doc.role + " ", doc.kind);
 }
 
 // What the line of a difference with lines below it says after the path.
@@ -291,8 +311,8 @@ RenderReport make_render_report(std::string a_source, std::string b_source, cons
   report.a_source = std::move(a_source);
   report.b_source = std::move(b_source);
   for (const DocumentDiff& doc : diff.documents) {
-    ReportedDocument summary{doc.label,  doc.kind,   doc.a_name, doc.b_name,
-                             doc.a_line, doc.b_line, 0};
+    ReportedDocument summary{doc.label,  doc.kind, doc.a_name,    doc.b_name, doc.a_line,
+                             doc.b_line, 0,        doc.paired_by, doc.role};
     for (const k8s::Difference& d : doc.differences) {
       if (!filter.keep(doc.label, d.path)) {
         ++report.ignored;
@@ -303,6 +323,8 @@ RenderReport make_render_report(std::string a_source, std::string b_source, cons
     }
     for (const std::string& path : doc.hidden_server_fields)
       report.hidden_server_fields.push_back(doc.label + ":" + path);
+    for (const k8s::DefaultedField& field : doc.hidden_defaults)
+      report.hidden_defaults.push_back({doc.label, field.path, field.reason});
     report.documents.push_back(std::move(summary));
   }
   return report;
@@ -316,7 +338,7 @@ RenderReport make_expect_bench_report(std::string a_source, std::string b_source
   report.expect_bench = true;
   ReportedDocument summary{
       "trainer",         "JobSet", result.e2e_name, result.bench_name, result.e2e_line,
-      result.bench_line, 0};
+      result.bench_line, 0,        Pairing::kRole,  "trainer"};
   for (const BenchDifference& d : result.differences) {
     if (!filter.keep(summary.label, d.difference.path)) {
       ++report.ignored;
@@ -331,6 +353,9 @@ RenderReport make_expect_bench_report(std::string a_source, std::string b_source
 
 std::string format_render_text(const RenderReport& report, const TextStyle& style) {
   std::string out;
+  for (const ReportedDocument& doc : report.documents) {
+    if (doc.paired_by == Pairing::kOnlyOne) out += pairing_note(report, doc) + "\n";
+  }
   for (const ReportedDifference& r : report.differences) {
     if (report.expect_bench && r.allowed && !style.show_allowed) continue;
     const k8s::Difference& d = r.difference;
@@ -357,6 +382,7 @@ std::string format_render_text(const RenderReport& report, const TextStyle& styl
       out += paint(std::string(kDetailIndent, ' ') + more.text, more.color, style.color);
   }
   if (!report.hidden_server_fields.empty()) out += server_fields_note(report) + "\n";
+  if (!report.hidden_defaults.empty()) out += defaults_note(report) + "\n";
   return out;
 }
 
@@ -432,8 +458,17 @@ std::string format_render_stat(const RenderReport& report) {
     out += fmt::format("; {} allowed", report.differences.size() - report.unexpected());
   }
   if (report.ignored > 0) out += fmt::format("; {} ignored", report.ignored);
+  std::size_t only_ones = 0;
+  for (const ReportedDocument& doc : report.documents)
+    only_ones += doc.paired_by == Pairing::kOnlyOne;
+  if (only_ones > 0) {
+    out += fmt::format("; {} pair{} of the only document of a kind", only_ones,
+                       only_ones == 1 ? "" : "s");
+  }
   if (!report.hidden_server_fields.empty())
     out += fmt::format("; {} server-populated hidden", report.hidden_server_fields.size());
+  if (!report.hidden_defaults.empty())
+    out += fmt::format("; {} defaulted hidden", report.hidden_defaults.size());
   return out + "\n";
 }
 
@@ -455,8 +490,13 @@ std::string format_render_json(const RenderReport& report) {
         .field("b_name", d.b_name)
         .field("a_line", json_line(d.a_line))
         .field("b_line", json_line(d.b_line))
-        .field("differences", d.differences)
-        .end_object();
+        .field("differences", d.differences);
+    if (d.paired_by == Pairing::kNone) {
+      j.key("paired_by").null();
+    } else {
+      j.field("paired_by", pairing_id(d.paired_by));
+    }
+    j.end_object();
   }
   j.end_array().key("differences").begin_array();
   for (const ReportedDifference& r : report.differences) {
@@ -489,13 +529,35 @@ std::string format_render_json(const RenderReport& report) {
       .field("type-changed", counts.type_changed)
       .field("total", counts.total())
       .field("ignored", report.ignored)
-      .field("server_fields_hidden",
-             static_cast<std::uint64_t>(report.hidden_server_fields.size()));
+      .field("server_fields_hidden", static_cast<std::uint64_t>(report.hidden_server_fields.size()))
+      .field("defaults_hidden", static_cast<std::uint64_t>(report.hidden_defaults.size()));
   if (report.expect_bench) {
     j.field("allowed", report.differences.size() - report.unexpected())
         .field("unexpected", report.unexpected());
   }
   j.end_object();
+  // What was left out, each with why: the server-populated fields (`doc:path`), then the
+  // defaulted and admission ones.
+  j.key("hidden_fields").begin_array();
+  for (const std::string& field : report.hidden_server_fields) {
+    std::size_t colon = field.find(':');
+    j.begin_object(Layout::kOneLine)
+        .field("document", field.substr(0, colon))
+        .field("path", field.substr(colon + 1))
+        .field("source", "server")
+        .key("reason")
+        .null()
+        .end_object();
+  }
+  for (const RenderReport::HiddenDefault& field : report.hidden_defaults) {
+    j.begin_object(Layout::kOneLine)
+        .field("document", field.document)
+        .field("path", field.path)
+        .field("source", "default")
+        .field("reason", field.reason)
+        .end_object();
+  }
+  j.end_array();
   write_json(j, "diagnostics", report.diagnostics);
   bool failed = report.outcome() == Outcome::kFail;
   std::string_view result =

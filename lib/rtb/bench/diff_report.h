@@ -52,6 +52,8 @@ struct ReportedDocument {
   std::optional<std::string> a_name, b_name;
   std::size_t a_line = 0, b_line = 0;
   std::size_t differences = 0;  // kept by the filter
+  Pairing paired_by = Pairing::kNone;
+  std::string role;  // diff_render.h's DocumentDiff::role
 };
 
 struct RenderReport {
@@ -62,6 +64,12 @@ struct RenderReport {
   std::size_t ignored = 0;                      // left out by the filter
   // Server-populated fields that differ and were left out (`doc:path`; diff_render.h).
   std::vector<std::string> hidden_server_fields;
+  // Fields the JobSet API defaulted or Kueue added on the live side, left out likewise.
+  struct HiddenDefault {
+    std::string document, path;
+    std::string_view reason;
+  };
+  std::vector<HiddenDefault> hidden_defaults;
   // What reading A and B noted (k8s::DryRun::diagnostics, A's then B's; the tool adds them):
   // --json `diagnostics`.
   std::vector<Diagnostic> diagnostics;
@@ -86,8 +94,10 @@ struct TextStyle {
 // 2`). Indented under its line: a changed multi-line value's line diff (`N lines -> M lines`,
 // then hunks), an added or removed mapping or list's leaves (`[0].key: value`, relative paths).
 // Other multi-line values show their first line and their line count. --expect-bench: only
-// unexpected differences (with show_allowed, the allowed ones too), each with why. A last line
-// counts the hidden server-populated fields, if any. Empty when nothing is left.
+// unexpected differences (with show_allowed, the allowed ones too), each with why. First, one line
+// per pair of documents matched as the only one of their kind and role (Pairing::kOnlyOne); last,
+// a line that counts the hidden server-populated fields, and one that counts the hidden defaulted
+// and admission fields, if any. Empty when nothing is left.
 std::string format_render_text(const RenderReport& report, const TextStyle& style);
 // Counts by document and area (diff_area), then a total line.
 std::string format_render_stat(const RenderReport& report);

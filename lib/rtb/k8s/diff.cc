@@ -174,6 +174,28 @@ std::string describe(const YAML::Node& node) {
   return text;
 }
 
+// Whether a plain scalar is a number to Kubernetes' YAML 1.1 reader (go-yaml): a decimal
+// integer or float (`1`, `-1.5`, `.5`, `1e5`), `0x` hex, or `.inf` / `.nan`. C's float parsing
+// alone would also take `inf`, `infinity` and `nan`, which YAML reads as strings.
+bool is_yaml_number(std::string_view text) {
+  static const std::set<std::string_view> kSpecial = {".inf",  ".Inf",  ".INF",  "+.inf",
+                                                      "+.Inf", "+.INF", "-.inf", "-.Inf",
+                                                      "-.INF", ".nan",  ".NaN",  ".NAN"};
+  if (kSpecial.count(text)) return true;
+  std::string_view body = text;
+  if (!body.empty() && (body.front() == '+' || body.front() == '-')) body.remove_prefix(1);
+  if (body.size() > 2 && body[0] == '0' && (body[1] == 'x' || body[1] == 'X')) {
+    return std::all_of(body.begin() + 2, body.end(), [](char c) {
+      return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+    });
+  }
+  if (body.empty() || !((body[0] >= '0' && body[0] <= '9') || body[0] == '.')) return false;
+  std::string_view number = text.front() == '+' ? text.substr(1) : text;
+  double value = 0;
+  auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+  return ec == std::errc() && end == number.data() + number.size();
+}
+
 // What a scalar reads as, the way Kubernetes reads YAML (YAML 1.1 words included): a quoted
 // scalar is a string whatever its text; `abc` and "abc" are the same string.
 enum class ScalarType { kString, kNumber, kBool, kNull };
@@ -187,13 +209,7 @@ ScalarType scalar_type(const YAML::Node& node) {
   const std::string& text = node.Scalar();
   if (kNulls.count(text)) return ScalarType::kNull;
   if (kBools.count(text)) return ScalarType::kBool;
-  std::string_view number = text;
-  if (!number.empty() && number.front() == '+') number.remove_prefix(1);
-  double value = 0;
-  auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
-  if (!number.empty() && ec == std::errc() && end == number.data() + number.size())
-    return ScalarType::kNumber;
-  return ScalarType::kString;
+  return is_yaml_number(text) ? ScalarType::kNumber : ScalarType::kString;
 }
 
 // The segment a key adds to a path (`.key`, or `key` at the start, or `[key]`) and the one a list
