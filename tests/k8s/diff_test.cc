@@ -785,5 +785,15 @@ TEST(SubtreeLeaves, PathsValuesListsAndLimit) {
   EXPECT_EQ(limited.total, 11u);
 }
 
+TEST(PathSegments, SplitsAtDotsAndKeepsBrackets) {
+  EXPECT_THAT(path_segments("spec.replicatedJobs[proc].template.containers[main].env[A.B]"),
+              ElementsAre("spec", "replicatedJobs", "[proc]", "template", "containers", "[main]",
+                          "env", "[A.B]"));
+  EXPECT_THAT(path_segments("a[*][#]"), ElementsAre("a", "[*]", "[#]"));
+  EXPECT_THAT(path_segments("a[unclosed"), ElementsAre("a", "[unclosed"));
+  EXPECT_THAT(path_segments(""), IsEmpty());
+  EXPECT_THAT(path_segments(".a..b."), ElementsAre("a", "b"));
+}
+
 }  // namespace
 }  // namespace rtb::k8s

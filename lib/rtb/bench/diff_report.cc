@@ -170,30 +170,6 @@ std::string detail_heading(const k8s::Difference& d) {
   return "";
 }
 
-// Splits a diff path into segments: `a.b[c].d` -> `a`, `b`, `[c]`, `d`.
-std::vector<std::string_view> segments(std::string_view path) {
-  std::vector<std::string_view> out;
-  std::size_t i = 0;
-  while (i < path.size()) {
-    if (path[i] == '.') {
-      ++i;
-      continue;
-    }
-    if (path[i] == '[') {
-      std::size_t close = path.find(']', i);
-      if (close == std::string_view::npos) close = path.size() - 1;
-      out.push_back(path.substr(i, close - i + 1));
-      i = close + 1;
-    } else {
-      std::size_t end = path.find_first_of(".[", i);
-      if (end == std::string_view::npos) end = path.size();
-      out.push_back(path.substr(i, end - i));
-      i = end;
-    }
-  }
-  return out;
-}
-
 std::string join_segments(const std::vector<std::string_view>& parts, std::size_t from,
                           std::size_t to) {
   std::string out;
@@ -387,7 +363,7 @@ std::string format_render_text(const RenderReport& report, const TextStyle& styl
 }
 
 std::string diff_area(std::string_view path) {
-  std::vector<std::string_view> parts = segments(path);
+  std::vector<std::string_view> parts = k8s::path_segments(path);
   if (parts.empty()) return "(document)";
   if (parts.size() >= 3 && parts[0] == "spec" && parts[1] == "replicatedJobs") {
     std::string job = "replicatedJobs" + std::string(parts[2]);

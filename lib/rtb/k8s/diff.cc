@@ -484,6 +484,25 @@ Leaves subtree_leaves(const YAML::Node& tree, std::size_t limit) {
   return out;
 }
 
+std::vector<std::string_view> path_segments(std::string_view path) {
+  std::vector<std::string_view> out;
+  std::size_t i = 0;
+  while (i < path.size()) {
+    if (path[i] == '.') {
+      ++i;
+    } else if (path[i] == '[') {
+      std::size_t close = std::min(path.find(']', i), path.size() - 1);
+      out.push_back(path.substr(i, close - i + 1));
+      i = close + 1;
+    } else {
+      std::size_t end = std::min(path.find_first_of(".[", i), path.size());
+      out.push_back(path.substr(i, end - i));
+      i = end;
+    }
+  }
+  return out;
+}
+
 std::string_view kind_name(Difference::Kind kind) {
   return enum_name<Difference::Kind::kTypeChanged>(kind,
                                                    {"added", "removed", "changed", "type-changed"});

@@ -62,6 +62,10 @@ struct Difference {
 };
 std::string_view kind_name(Difference::Kind kind);
 
+// A difference's path as segments: `a.b[c].d` -> `a`, `b`, `[c]`, `d` (brackets kept; an unclosed
+// bracket runs to the end). The views point into `path`.
+std::vector<std::string_view> path_segments(std::string_view path);
+
 // A leaf of a subtree: its path relative to the subtree's (`[0].operator`, `annotations[a/b]`,
 // "" for the subtree itself when it is a scalar) and its value on one line: a scalar as written
 // (multi-line ones included), `null`, `{}`, `[]`, or a list of scalars in flow style (`[1, 2]`,

@@ -185,27 +185,6 @@ const Rule kRules[] = {
      When::kKueueAdmitted},
 };
 
-// A rule's path as segments: `a`, `b`, `[*]`, `[#]`, `[key]`.
-std::vector<std::string_view> path_segments(std::string_view path) {
-  std::vector<std::string_view> out;
-  std::size_t i = 0;
-  while (i < path.size()) {
-    if (path[i] == '.') {
-      ++i;
-    } else if (path[i] == '[') {
-      std::size_t close = path.find(']', i);
-      out.push_back(path.substr(i, close + 1 - i));
-      i = close + 1;
-    } else {
-      std::size_t end = path.find_first_of(".[", i);
-      if (end == std::string_view::npos) end = path.size();
-      out.push_back(path.substr(i, end - i));
-      i = end;
-    }
-  }
-  return out;
-}
-
 // A live object, as `kubectl get -o yaml` prints it: its metadata has what only the server sets.
 bool looks_live(const YAML::Node& doc) {
   YAML::Node metadata = yaml::lookup(doc, "metadata");
