@@ -32,6 +32,15 @@ SMALL = [
 PEFT = "tunix_peft_dpo_qwen3-0.6b_tpu-v5p-8.log"
 TILES = ["--cp", "2", "--block-q", "128", "--block-kv", "256", "--pad-align", "64"]
 
+# Real JobSets of testdata/diff_renders/ whose documents diff-renders pairs by being the only one
+# (two names of one experiment; a render and the live object kubectl printed).
+REAL_RENDER_PAIRS = [
+    ("jobset_wap_high-priority-jobset_at_c6b198a6.yaml",
+     "jobset_wap_low-priority-jobset_at_c6b198a6.yaml"),
+    ("kueue_sample-jobset_at_3d8443b6.yaml", "kueue_issue7649_kubectl_get_jobset.yaml"),
+    ("kueue_issue8101_render_reconstructed.yaml", "kueue_issue8101_kubectl_get_jobset.yaml"),
+]
+
 
 def data(*parts):
     return os.path.join(TESTDATA, *parts)
@@ -209,24 +218,11 @@ MODES = [
     Mode("diff-renders", "diff", "rtb.diff-renders.1.json", [
         Run(lambda tmp: ["--json", FIXTURE, V5P], 1),
         Run(lambda tmp: ["--json", FIXTURE, FIXTURE], 0),
-        Run(
-            lambda tmp: [
-                "--json",
-                os.path.join(XPK, "jobset_wap_high-priority-jobset_at_c6b198a6.yaml"),
-                os.path.join(XPK, "jobset_wap_low-priority-jobset_at_c6b198a6.yaml")
-            ], 1),
-        Run(
-            lambda tmp: [
-                "--json",
-                os.path.join(XPK, "kueue_sample-jobset_at_3d8443b6.yaml"),
-                os.path.join(XPK, "kueue_issue7649_kubectl_get_jobset.yaml")
-            ], 1),
-        Run(
-            lambda tmp: [
-                "--json",
-                os.path.join(XPK, "kueue_issue8101_render_reconstructed.yaml"),
-                os.path.join(XPK, "kueue_issue8101_kubectl_get_jobset.yaml")
-            ], 1),
+        *[
+            Run(lambda tmp, a=a, b=b: ["--json",
+                                       os.path.join(XPK, a),
+                                       os.path.join(XPK, b)], 1) for a, b in REAL_RENDER_PAIRS
+        ],
         Run(lambda tmp: ["--json", "--by-role", FIXTURE,
                          render(tmp, "r.yaml")], 1),
         Run(
