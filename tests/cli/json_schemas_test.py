@@ -68,6 +68,11 @@ class Run(NamedTuple):
     env: Callable[[str], dict] = lambda tmp: {}
 
 
+def real_render_pair(a: str, b: str) -> Run:
+    """diff-renders --json of two files of testdata/diff_renders/, which differ (exit 1)."""
+    return Run(lambda tmp: ["--json", os.path.join(XPK, a), os.path.join(XPK, b)], 1)
+
+
 class Mode(NamedTuple):
     tool: str
     mode: str
