@@ -223,11 +223,7 @@ MODES = [
     Mode("diff-renders", "diff", "rtb.diff-renders.1.json", [
         Run(lambda tmp: ["--json", FIXTURE, V5P], 1),
         Run(lambda tmp: ["--json", FIXTURE, FIXTURE], 0),
-        *[
-            Run(lambda tmp, a=a, b=b: ["--json",
-                                       os.path.join(XPK, a),
-                                       os.path.join(XPK, b)], 1) for a, b in REAL_RENDER_PAIRS
-        ],
+        *[real_render_pair(a, b) for a, b in REAL_RENDER_PAIRS],
         Run(lambda tmp: ["--json", "--by-role", FIXTURE,
                          render(tmp, "r.yaml")], 1),
         Run(
