@@ -133,3 +133,11 @@ class TempDir {
 };
 
 }  // namespace rtb::test
+
+namespace rtb {
+
+// The helpers above that most tests use, like the matchers at the top.
+using test::lines_of;
+using test::testdata;
+
+}  // namespace rtb

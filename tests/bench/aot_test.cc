@@ -23,8 +23,6 @@
 namespace rtb::bench {
 namespace {
 
-using test::testdata;
-
 RenderResult render(RenderOptions options, const std::string& file = "launch_dryrun.txt") {
   k8s::DryRun dryrun = k8s::parse_dryrun(read_file(testdata(file)), file);
   if (options.name.empty()) options.name = "aot-bench";

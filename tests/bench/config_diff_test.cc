@@ -19,7 +19,6 @@ namespace {
 
 using logs::read_config_log;
 using test::expect_entries;
-using test::testdata;
 
 const char* kGpt3 = "configlog_maxtext_gpu_a3-h100x8_gpt3-22b_train.log";
 const char* kPrepgo = "configlog_maxtext_gpu_a3-h100x8_llama2-7b_prepgo_train.log";

@@ -19,8 +19,6 @@
 namespace rtb::k8s {
 namespace {
 
-using test::testdata;
-
 const std::string kProcSpec = "spec.replicatedJobs[proc].template.spec.template.spec";
 const std::string kWorkerSpec = "spec.replicatedJobs[pw-node].template.spec.template.spec";
 
@@ -664,8 +662,6 @@ TEST(DiffDeep, AddedLeafUnderADeepChain) {
 
 namespace rtb::k8s {
 namespace {
-
-using test::testdata;
 
 std::string one_line_each(const std::vector<Difference>& found) {
   std::string out;

@@ -15,9 +15,6 @@
 namespace rtb::k8s {
 namespace {
 
-using test::lines_of;
-using test::testdata;
-
 // 1-based numbers of the lines that are exactly `---`.
 std::vector<std::size_t> separator_lines(const std::string& text) {
   std::vector<std::size_t> found;

@@ -17,9 +17,6 @@
 namespace rtb::k8s {
 namespace {
 
-using test::lines_of;
-using test::testdata;
-
 std::vector<std::string> words_of(const std::string& text) {
   std::vector<std::string> words;
   std::size_t pos = 0;

@@ -22,8 +22,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-using test::testdata;
-
 std::string escaped(std::string_view text) {
   std::string out = "'";
   for (unsigned char c : text) {

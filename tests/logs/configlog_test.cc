@@ -19,7 +19,6 @@ namespace rtb::logs {
 namespace {
 
 using test::error_of;
-using test::testdata;
 
 const char* kDpo = "configlog_maxtext_dpo_qwen3-0.6b_tpu-v5p-8_train.log";
 const char* kGrpo = "configlog_maxtext_grpo_llama3.1-8b_config_dump.log";

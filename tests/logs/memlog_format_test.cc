@@ -11,8 +11,6 @@
 namespace rtb::logs {
 namespace {
 
-using test::testdata;
-
 TEST(MemLogSummary, TableHasAColumnPerLogAndDeltas) {
   std::vector<MemLog> logs;
   logs.push_back(read_memlog(testdata("memlog_engine_compile_a.log")));

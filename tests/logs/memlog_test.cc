@@ -20,8 +20,6 @@ namespace {
 
 constexpr long long kGiB = 1LL << 30;
 
-using test::testdata;
-
 std::vector<std::string> names(const MemLog& log) {
   std::vector<std::string> out;
   for (const ProgramMemory& p : log.programs) out.push_back(p.name);

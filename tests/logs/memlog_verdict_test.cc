@@ -12,8 +12,6 @@
 namespace rtb::logs {
 namespace {
 
-using test::testdata;
-
 TEST(MemLogSummary, HbmBudgetSources) {
   MemLog log = read_memlog(testdata("memlog_engine_compile_a.log"));
   EXPECT_EQ(hbm_budget(log, {})->source, "compile_topology tpu7x-256");

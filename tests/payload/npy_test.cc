@@ -20,8 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-using test::testdata;
-
 std::span<const std::byte> bytes_of(const std::string& s) {
   return std::as_bytes(std::span(s.data(), s.size()));
 }
