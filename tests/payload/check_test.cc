@@ -14,6 +14,8 @@
 #include "rtb/base/io.h"
 #include "rtb/base/outcome.h"
 #include "rtb/payload/builder.h"
+#include "rtb/payload/load.h"
+#include "rtb/payload/report.h"
 #include "test_util.h"
 
 namespace rtb::payload {
@@ -390,6 +392,132 @@ TEST_F(VerifyTest, ArraysDisagreeingWithTheRecordFail) {
   EXPECT_THAT(report.check("shapes")->examples.at(0),
               HasSubstr("payload_settings records rows 4, the arrays have 3"));
   EXPECT_THAT(report.check("fields")->examples.at(0), HasSubstr("records old_logps false"));
+}
+
+// --- The row checks run by several threads, with the SIMD or the portable kernels, on a source or
+// in place: always the same report as one thread with the portable kernels reading the source.
+
+// Breaks the payload of VerifyTest in many places across rows, so that checks fail in several
+// rows and more often than the examples listed (the merge keeps the first ones in row order).
+void break_in_many_places(Payload& p) {
+  auto at = [&p](std::int64_t row, std::int64_t token, int layer) {
+    return p.routed_experts.data() + ((row * 256 + token) * 3 + layer) * 2;
+  };
+  at(2, 250, 0)[1] = 4;                 // routing on padding (padding), row 2
+  p.completion_ids[1 * 256 + 240] = 9;  // a token id on padding (padding), row 1
+  at(0, 230, 2)[0] = 0;                 // routing on padding, row 0 (listed before row 1's)
+  at(0, 5, 2)[1] = at(0, 5, 2)[0];      // a repeat in the last layer, after two counted layers
+  at(1, 9, 0)[0] = 8;                   // out of range in the first layer
+  at(1, 9, 1)[1] = at(1, 9, 1)[0];      // and a repeat in the next layer of the same token
+  at(2, 17, 1)[0] = -1;                 // -1 on a real token
+  for (std::int64_t row = 0; row < 3; ++row) {
+    for (std::int64_t t = 100; t < 103; ++t) p.completion_ids[row * 256 + t] = 0;  // token_ids
+  }
+}
+
+std::string report_json(const VerifyReport& report) {
+  return format_verify_json("p.npz", report, "targets");
+}
+
+TEST_F(VerifyTest, ThreadsKernelsAndSourcesGiveTheSameReport) {
+  break_in_many_places(payload_);
+  VerifyOptions v;
+  v.experts = 8;
+  v.vocab = 500;
+  v.targets = payload_.targets;
+  v.max_examples = 2;
+  v.threads = 1;
+  v.portable = true;
+  PayloadView view = view_payload(payload_);
+  const VerifyReport reference = verify_payload(*view.source, view.arrays, v);
+  ASSERT_FALSE(reference.passed());
+  // Failures of one check come in row order, whichever thread found them.
+  const CheckResult* padding = reference.check("padding");
+  EXPECT_EQ(padding->failures, 3);
+  ASSERT_EQ(padding->examples.size(), 2u);
+  EXPECT_THAT(padding->examples[0], HasSubstr("routed_experts[row 0, token 230, layer 2]"));
+  EXPECT_THAT(padding->examples[1], HasSubstr("completion_ids[row 1, token 240] = 9"));
+  EXPECT_EQ(reference.check("token_ids")->failures, 9);
+  EXPECT_EQ(reference.check("routing")->failures, 4);
+  for (int threads : {1, 2, 3, 8}) {
+    for (bool portable : {false, true}) {
+      v.threads = threads;
+      v.portable = portable;
+      SCOPED_TRACE(testing::Message() << threads << " threads, portable " << portable);
+      EXPECT_EQ(report_json(verify_payload(payload_, v)), report_json(reference));
+      EXPECT_EQ(report_json(verify_payload(*view.source, view.arrays, v)), report_json(reference));
+    }
+  }
+}
+
+// A token with any malformed layer counts in no layer's loads: the layers counted before a repeat
+// was found are taken back.
+TEST_F(VerifyTest, LoadsCountOnlyWellFormedTokens) {
+  break_in_many_places(payload_);
+  LoadCounter counter(3, 2, 8);
+  for (std::int64_t row = 0; row < 3; ++row) {
+    for (std::int64_t t = 0; t < 256; ++t) {
+      if (payload_.segment_ids[cell(row, t)] == 0) continue;
+      const std::int16_t* token = experts(row, t, 0);
+      bool ok = true;
+      for (int layer = 0; layer < 3; ++layer) {
+        std::int16_t a = token[2 * layer], b = token[2 * layer + 1];
+        ok = ok && a >= 0 && a < 8 && b >= 0 && b < 8 && a != b;
+      }
+      if (ok) counter.add_token(token);
+    }
+  }
+  for (int threads : {1, 3}) {
+    VerifyOptions v;
+    v.experts = 8;
+    v.vocab = 500;
+    v.threads = threads;
+    VerifyReport report = verify_payload(payload_, v);
+    ASSERT_EQ(report.per_layer.size(), 3u);
+    for (int layer = 0; layer < 3; ++layer) {
+      LoadStats expected = summarize_loads(counter.loads(layer), counter.tokens(layer), 1, 2.75);
+      EXPECT_EQ(report.per_layer[layer].tokens, expected.tokens) << layer;
+      EXPECT_EQ(report.per_layer[layer].assignments, expected.assignments) << layer;
+      EXPECT_EQ(report.per_layer[layer].max_load, expected.max_load) << layer;
+      EXPECT_EQ(report.per_layer[layer].min_load, expected.min_load) << layer;
+      EXPECT_EQ(report.per_layer[layer].hottest_expert, expected.hottest_expert) << layer;
+    }
+  }
+}
+
+// A source that cannot be read from `limit` on, saying where.
+class BrokenSource final : public ByteSource {
+ public:
+  BrokenSource(const ByteSource& inner, std::uint64_t limit) : inner_(inner), limit_(limit) {}
+  const std::string& name() const override { return inner_.name(); }
+  std::uint64_t size() const override { return inner_.size(); }
+  void read_at(std::uint64_t offset, std::span<std::byte> out) const override {
+    if (offset + out.size() > limit_) fail_at(name(), 0, "unreadable at {}", offset);
+    inner_.read_at(offset, out);
+  }
+
+ private:
+  const ByteSource& inner_;
+  std::uint64_t limit_;
+};
+
+// Rows that cannot be read: the error of the first of them, whichever thread met it first.
+TEST_F(VerifyTest, AnUnreadableRowGivesTheErrorOfTheFirst) {
+  PayloadView view = view_payload(payload_);
+  const ArrayInfo* routed = find_array(view.arrays, "routed_experts");
+  ASSERT_NE(routed, nullptr);
+  // Row 1 of the routing and everything after it is unreadable.
+  BrokenSource broken(*view.source, routed->data_offset + routed->data_bytes / 3 + 64);
+  VerifyOptions v;
+  v.experts = 8;
+  v.vocab = 500;
+  v.threads = 1;
+  std::string expected = test::what_of([&] { verify_payload(broken, view.arrays, v); });
+  EXPECT_THAT(expected, HasSubstr("unreadable at"));
+  for (int threads : {2, 3}) {
+    v.threads = threads;
+    EXPECT_EQ(test::what_of([&] { verify_payload(broken, view.arrays, v); }), expected) << threads;
+  }
 }
 
 TEST(CheckNames, DocsNameEveryCheck) {

@@ -1,5 +1,6 @@
 #include "perf_util.h"
 
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -13,13 +14,17 @@ extern char** environ;
 
 namespace rtb::perf {
 
-ChildRun run_child(const std::vector<std::string>& args) {
+ChildRun run_child(const std::vector<std::string>& args, bool discard_stdout) {
   ChildRun run;
   int pipe_fds[2];
   if (::pipe(pipe_fds) != 0) throw std::runtime_error("pipe failed");
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
+  if (discard_stdout) {
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  } else {
+    posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
+  }
   posix_spawn_file_actions_addclose(&actions, pipe_fds[0]);
   std::vector<char*> argv;
   for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));

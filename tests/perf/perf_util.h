@@ -13,9 +13,10 @@ struct ChildRun {
   std::string output;    // its stdout
 };
 
-// Runs argv (argv[0] a path) in a child process with stdout captured, waiting with wait4 for its
-// peak RSS. Throws std::runtime_error if it cannot start.
-ChildRun run_child(const std::vector<std::string>& args);
+// Runs argv (argv[0] a path) in a child process with stdout captured (or, with discard_stdout,
+// sent to /dev/null, as `cmd > /dev/null` does), waiting with wait4 for its peak RSS. Throws
+// std::runtime_error if it cannot start.
+ChildRun run_child(const std::vector<std::string>& args, bool discard_stdout = false);
 
 // True when the child exited with status 0.
 bool succeeded(const ChildRun& run);

@@ -1,11 +1,20 @@
 #include "rtb/payload/check.h"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cmath>
+#include <exception>
+#include <limits>
+#include <map>
 #include <set>
+#include <thread>
+#include <utility>
 
 #include "rtb/base/error.h"
+#include "rtb/base/memory.h"
 #include "rtb/payload/routing.h"
+#include "rtb/payload/slots.h"
 
 namespace rtb::payload {
 namespace {
@@ -94,6 +103,22 @@ std::vector<std::string_view> check_names() {
 
 namespace {
 
+// What one row's checks found, apart from its layout (which depends on the rows before it): the
+// failures per check and the first few described. Rows are checked by several threads and their
+// tallies merged into the report in row order, so the report is the same as one thread's.
+struct RowTally {
+  explicit RowTally(int max_examples) : max_examples(max_examples) {}
+  // `describe` is called only for listed failures, as in Recorder::fail.
+  template <typename Describe>
+  void fail(CheckId id, const Describe& describe) {
+    if (failures[id]++ < max_examples) examples.emplace_back(id, describe());
+  }
+  int max_examples;
+  std::int64_t count = 0, first = -1, last = -1;  // the row's real tokens: how many, where
+  std::array<std::int64_t, kCheckCount> failures{};
+  std::vector<std::pair<CheckId, std::string>> examples;  // in the order found
+};
+
 class Recorder {
  public:
   explicit Recorder(int max_examples) : max_examples_(max_examples) {
@@ -118,6 +143,15 @@ class Recorder {
     results_[id].skipped = true;
     results_[id].skip_reason = std::move(reason);
   }
+  // Adds a row's failures after those recorded so far.
+  void absorb(RowTally& tally) {
+    for (int id = 0; id < kCheckCount; ++id) results_[id].failures += tally.failures[id];
+    for (auto& [id, text] : tally.examples) {
+      if (static_cast<int>(results_[id].examples.size()) < max_examples_) {
+        results_[id].examples.push_back(std::move(text));
+      }
+    }
+  }
   std::vector<CheckResult> take() { return std::move(results_); }
 
  private:
@@ -127,17 +161,94 @@ class Recorder {
 
 std::string value_text(double value) { return fmt::format("{}", value); }
 
-// One row's per-token fields, read from the source.
+// One row's per-token fields: read from the source into a RowScratch, or in the payload's memory.
 struct RowFields {
+  std::span<const std::int32_t> ids, segments, positions;
+  std::span<const float> mask, advantages, logps;
+};
+
+// One expert of one layer, as a thread counts it: the stamp of the last token that listed it
+// there (a token listing it twice in a layer finds its own stamp) beside its load, so that both
+// are one address.
+struct ExpertCell {
+  std::uint32_t stamp;
+  std::uint32_t load;
+};
+
+// What one thread checking rows keeps between them: read buffers, the real-token flags of the row,
+// and its share of the expert loads.
+struct RowScratch {
   std::vector<std::int32_t> ids, segments, positions;
   std::vector<float> mask, advantages, logps;
+  std::vector<char> real;
+  std::vector<std::int16_t> slots;  // a block of routed_experts
+  // Loads [layer][expert] of the well-formed real tokens this thread counted, with their stamps,
+  // and how many tokens. uint32 keeps a cell at 8 bytes (60 layers of 512 experts: 240 KiB, in
+  // the L2 cache); a load grows by at most 1 per token, so the loads move to `wide_loads` before
+  // `counted_since_widen` could pass 2^32 - 1. Mapped zero pages: with the experts unknown (every
+  // int16 id) only the pages of the ids seen are touched.
+  LargeArray<ExpertCell> cells;
+  std::uint32_t stamp = 0;  // the last token's
+  std::vector<std::int64_t> wide_loads;
+  std::int64_t counted = 0;
+  std::int64_t counted_since_widen = 0;
+  int largest_expert = -1;
 };
+
+// Bytes of routed_experts read at a time: a block stays in the L2 cache while it is checked.
+constexpr std::int64_t kRoutingBlockBytes = 128 << 10;
+// Rows whose tallies are kept before they are merged (memory does not grow with the rows).
+constexpr std::int64_t kRowsPerBatch = 256;
+
+// Counts one token's `layers` groups of K experts (every one in [0, experts)) into
+// cells[layer][expert].load, the token's stamp `stamp` (never used before) marking the experts it
+// listed. Returns `layers` when every group lists K distinct experts, else the layer of the first
+// repeat, with *slot its place in the group (the groups before it and the slots before it in its
+// group are counted). K > 0 is known at compile time, so the group's loop unrolls into a few
+// instructions per slot; K = 0 takes `topk` at run time.
+template <int K>
+int count_groups(const std::int16_t* token, int layers, int topk, std::size_t experts,
+                 ExpertCell* cells, std::uint32_t stamp, int* slot) {
+  const int k_count = K > 0 ? K : topk;
+  for (int layer = 0; layer < layers; ++layer, token += k_count, cells += experts) {
+    for (int k = 0; k < k_count; ++k) {
+      ExpertCell& cell = cells[static_cast<std::uint16_t>(token[k])];
+      if (cell.stamp == stamp) {
+        *slot = k;
+        return layer;
+      }
+      cell.stamp = stamp;
+      ++cell.load;
+    }
+  }
+  return layers;
+}
+
+using CountGroups = int (*)(const std::int16_t*, int, int, std::size_t, ExpertCell*, std::uint32_t,
+                            int*);
+
+// count_groups for `topk`: unrolled up to 16 experts per token, else the run-time loop.
+CountGroups count_groups_for(int topk) {
+  constexpr int kUnrolled = 16;
+  static constexpr auto table = []<int... N>(std::integer_sequence<int, N...>) {
+    return std::array<CountGroups, sizeof...(N)>{count_groups<N>...};
+  }
+  (std::make_integer_sequence<int, kUnrolled + 1>());
+  return topk >= 1 && topk <= kUnrolled ? table[static_cast<std::size_t>(topk)] : count_groups<0>;
+}
 
 class Verifier {
  public:
+  // `direct`: arrays whose data is in memory already (by name), read in place instead of
+  // through `source`.
   Verifier(const ByteSource& source, const std::vector<ArrayInfo>& arrays,
-           const VerifyOptions& options)
-      : source_(source), arrays_(arrays), o_(options), rec_(options.max_examples) {}
+           const VerifyOptions& options,
+           std::map<std::string, std::span<const std::byte>, std::less<>> direct = {})
+      : source_(source),
+        arrays_(arrays),
+        o_(options),
+        rec_(options.max_examples),
+        direct_(std::move(direct)) {}
 
   VerifyReport run() {
     if (o_.experts < 0 || o_.experts > kMaxExperts) {
@@ -256,15 +367,31 @@ class Verifier {
     }
   }
 
+  // Elements [first, first + count) of a usable array: in place when its data is in memory, else
+  // read into `buffer`.
   template <typename T>
-  bool read_row(const char* name, std::int64_t row, std::vector<T>& out) {
+  std::span<const T> elements(const ArrayInfo& info, std::int64_t first, std::int64_t count,
+                              std::vector<T>& buffer) const {
+    auto in_memory = direct_.find(info.name);
+    if (in_memory != direct_.end() && in_memory->second.size() == info.data_bytes &&
+        info.dtype == dtype_of<T>() && first >= 0 && count >= 0 && first + count <= info.count) {
+      return {reinterpret_cast<const T*>(in_memory->second.data()) + first,
+              static_cast<std::size_t>(count)};
+    }
+    buffer.resize(static_cast<std::size_t>(count));
+    read_elements(source_, info, first, std::span(buffer));
+    return buffer;
+  }
+
+  template <typename T>
+  bool read_row(const char* name, std::int64_t row, std::vector<T>& buffer,
+                std::span<const T>& out) const {
     const ArrayInfo* info = usable(name);
     if (info == nullptr) {
-      out.clear();
+      out = {};
       return false;
     }
-    out.resize(report_.tokens);
-    read_elements(source_, *info, row * report_.tokens, std::span(out));
+    out = elements(*info, row * report_.tokens, report_.tokens, buffer);
     return true;
   }
 
@@ -346,8 +473,6 @@ class Verifier {
   }
 
   void check_rows() {
-    const std::int64_t tokens = report_.tokens;
-    RowFields f;
     const ArrayInfo* routed = usable("routed_experts");
     if (routed == nullptr) rec_.skip(kRouting, "routed_experts is missing or malformed");
     if (!usable("segment_ids") && !usable("completion_mask")) {
@@ -357,67 +482,40 @@ class Verifier {
       }
       return;
     }
-    if (routed != nullptr) {
-      counter_.emplace(report_.layers, report_.topk, experts_);
-      seen_.assign(experts_, -1);
+    routed_ = routed;
+    count_groups_ = count_groups_for(report_.topk);
+    const std::int64_t rows = report_.rows;
+    int threads = o_.threads > 0
+                      ? o_.threads
+                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    threads =
+        static_cast<int>(std::clamp<std::int64_t>(threads, 1, std::max<std::int64_t>(rows, 1)));
+    std::vector<RowScratch>& scratch = scratch_;
+    scratch.resize(static_cast<std::size_t>(threads));
+    if (routed_ != nullptr) {
+      for (RowScratch& s : scratch) {
+        s.cells = LargeArray<ExpertCell>(static_cast<std::size_t>(report_.layers) * experts_,
+                                         PageAdvice::kNone);
+      }
     }
-    std::vector<char> real(tokens);
     std::int64_t first_padding_row = -1;
-    for (std::int64_t row = 0; row < report_.rows; ++row) {
-      bool have_ids = read_row("completion_ids", row, f.ids);
-      bool have_mask = read_row("completion_mask", row, f.mask);
-      bool have_segments = read_row("segment_ids", row, f.segments);
-      bool have_positions = read_row("segment_positions", row, f.positions);
-      bool have_advantages = read_row("advantages", row, f.advantages);
-      bool have_logps = read_row("old_per_token_logps", row, f.logps);
-      // Real tokens are the segments' tokens; without segment ids, the mask's (no prompt then).
-      std::int64_t count = 0, first = -1, last = -1;
-      for (std::int64_t i = 0; i < tokens; ++i) {
-        real[i] = have_segments ? f.segments[i] > 0 : f.mask[i] != 0.0f;
-        if (real[i]) {
-          ++count;
-          if (first < 0) first = i;
-          last = i;
-        }
+    for (std::int64_t begin = 0; begin < rows; begin += kRowsPerBatch) {
+      const std::int64_t end = std::min(rows, begin + kRowsPerBatch);
+      std::vector<RowTally> tallies(static_cast<std::size_t>(end - begin),
+                                    RowTally(o_.max_examples));
+      check_row_batch(begin, end, tallies, scratch);
+      for (std::int64_t row = begin; row < end; ++row) {
+        RowTally& tally = tallies[static_cast<std::size_t>(row - begin)];
+        check_layout(row, tally.count, tally.first, tally.last, first_padding_row);
+        rec_.absorb(tally);
       }
-      // layout
-      if (count == 0) {
-        ++report_.padding_rows;
-        if (first_padding_row < 0) first_padding_row = row;
-      } else {
-        if (first_padding_row >= 0) {
-          rec_.fail(kLayout, [&] {
-            return fmt::format(
-                "row {}: has {} real tokens after row {} which has none (padding "
-                "rows of the final micro-batch come last)",
-                row, count, first_padding_row);
-          });
-        }
-        ++report_.real_rows;
-        report_.real_tokens += count;
-        report_.min_real_len =
-            report_.real_rows == 1 ? count : std::min(report_.min_real_len, count);
-        report_.max_real_len = std::max(report_.max_real_len, count);
-        if (last - first + 1 != count) {
-          rec_.fail(kLayout, [&] {
-            return fmt::format(
-                "row {}: real tokens are not one run ({} of them between positions "
-                "{} and {})",
-                row, count, first, last);
-          });
-        }
-        if (o_.recorded && o_.recorded->real_len && *o_.recorded->real_len != count) {
-          rec_.fail(kLayout, [&] {
-            return fmt::format("row {}: {} real tokens, payload_settings records real_len {}", row,
-                               count, *o_.recorded->real_len);
-          });
-        }
-        check_row_start(row, first, count);
+    }
+    if (routed_ != nullptr) {
+      counted_ = true;  // the threads' loads are added up per layer by check_targets
+      for (const RowScratch& s : scratch) {
+        largest_expert_ = std::max(largest_expert_, s.largest_expert);
+        counted_tokens_ += s.counted;
       }
-      TokenFields have{have_ids,       have_mask,       have_segments,
-                       have_positions, have_advantages, have_logps};
-      check_token_fields(row, f, real, have, first, count);
-      if (routed != nullptr) check_routing_row(*routed, row, real);
     }
     if (rows_mix_positions()) {
       rec_.fail(kLayout, [&] {
@@ -445,12 +543,120 @@ class Verifier {
                                                   : "end (no row moves)";
   }
 
+  // The layout of one row, in row order (it depends on the rows before it).
+  void check_layout(std::int64_t row, std::int64_t count, std::int64_t first, std::int64_t last,
+                    std::int64_t& first_padding_row) {
+    if (count == 0) {
+      ++report_.padding_rows;
+      if (first_padding_row < 0) first_padding_row = row;
+    } else {
+      if (first_padding_row >= 0) {
+        rec_.fail(kLayout, [&] {
+          return fmt::format(
+              "row {}: has {} real tokens after row {} which has none (padding "
+              "rows of the final micro-batch come last)",
+              row, count, first_padding_row);
+        });
+      }
+      ++report_.real_rows;
+      report_.real_tokens += count;
+      report_.min_real_len = report_.real_rows == 1 ? count : std::min(report_.min_real_len, count);
+      report_.max_real_len = std::max(report_.max_real_len, count);
+      if (last - first + 1 != count) {
+        rec_.fail(kLayout, [&] {
+          return fmt::format(
+              "row {}: real tokens are not one run ({} of them between positions "
+              "{} and {})",
+              row, count, first, last);
+        });
+      }
+      if (o_.recorded && o_.recorded->real_len && *o_.recorded->real_len != count) {
+        rec_.fail(kLayout, [&] {
+          return fmt::format("row {}: {} real tokens, payload_settings records real_len {}", row,
+                             count, *o_.recorded->real_len);
+        });
+      }
+      check_row_start(row, first, count);
+    }
+  }
+
+  // Checks rows [begin, end) with the threads of `scratch`, each taking the next row; a row's
+  // findings go to its tally. An error (an unreadable row) is rethrown for the first row that
+  // had one, after every row before it was checked, as one thread would.
+  void check_row_batch(std::int64_t begin, std::int64_t end, std::vector<RowTally>& tallies,
+                       std::vector<RowScratch>& scratch) {
+    std::atomic<std::int64_t> next{begin};
+    std::atomic<std::int64_t> failed_row{end};
+    std::vector<std::exception_ptr> errors(static_cast<std::size_t>(end - begin));
+    auto work = [&](RowScratch& s) {
+      for (;;) {
+        const std::int64_t row = next.fetch_add(1);
+        if (row >= end || row > failed_row.load()) return;
+        try {
+          check_row(row, s, tallies[static_cast<std::size_t>(row - begin)]);
+        } catch (...) {
+          errors[static_cast<std::size_t>(row - begin)] = std::current_exception();
+          std::int64_t seen = failed_row.load();
+          while (row < seen && !failed_row.compare_exchange_weak(seen, row)) {
+          }
+        }
+      }
+    };
+    const std::size_t helpers_wanted =
+        std::min<std::size_t>(scratch.size(), static_cast<std::size_t>(end - begin)) - 1;
+    std::vector<std::thread> helpers;
+    for (std::size_t w = 1; w <= helpers_wanted; ++w) {
+      try {
+        helpers.emplace_back(work, std::ref(scratch[w]));
+      } catch (const std::system_error&) {
+        break;  // no more threads: the others take the rows
+      }
+    }
+    work(scratch[0]);
+    for (std::thread& helper : helpers) helper.join();
+    if (failed_row.load() < end) {
+      std::rethrow_exception(errors[static_cast<std::size_t>(failed_row.load() - begin)]);
+    }
+  }
+
+  // Every check of one row but its layout.
+  void check_row(std::int64_t row, RowScratch& s, RowTally& t) const {
+    const std::int64_t tokens = report_.tokens;
+    RowFields f;
+    bool have_ids = read_row("completion_ids", row, s.ids, f.ids);
+    bool have_mask = read_row("completion_mask", row, s.mask, f.mask);
+    bool have_segments = read_row("segment_ids", row, s.segments, f.segments);
+    bool have_positions = read_row("segment_positions", row, s.positions, f.positions);
+    bool have_advantages = read_row("advantages", row, s.advantages, f.advantages);
+    bool have_logps = read_row("old_per_token_logps", row, s.logps, f.logps);
+    // Real tokens are the segments' tokens; without segment ids, the mask's (no prompt then).
+    std::vector<char>& real = s.real;
+    real.resize(static_cast<std::size_t>(tokens));
+    std::int64_t count = 0, first = -1, last = -1;
+    for (std::int64_t i = 0; i < tokens; ++i) {
+      real[i] = have_segments ? f.segments[i] > 0 : f.mask[i] != 0.0f;
+      if (real[i]) {
+        ++count;
+        if (first < 0) first = i;
+        last = i;
+      }
+    }
+    t.count = count;
+    t.first = first;
+    t.last = last;
+    TokenFields have{have_ids,       have_mask,       have_segments,
+                     have_positions, have_advantages, have_logps};
+    check_token_fields(row, f, real, have, first, count, t);
+    if (routed_ != nullptr) check_routing_row(*routed_, row, s, t);
+  }
+
   struct TokenFields {
     bool ids, mask, segments, positions, advantages, logps;
   };
 
   void check_token_fields(std::int64_t row, const RowFields& f, const std::vector<char>& real,
-                          const TokenFields& have, std::int64_t first, std::int64_t count) {
+                          const TokenFields& have, std::int64_t first, std::int64_t count,
+                          RowTally& t) const {
     const std::int64_t tokens = report_.tokens;
     auto at = [row](const char* field, std::int64_t i) {
       return fmt::format("{}[row {}, token {}]", field, row, i);
@@ -469,7 +675,7 @@ class Verifier {
       if (segment_start < 0 || !have.mask) return;
       std::int64_t length = end - segment_start;
       if (completion == 0) {
-        rec_.fail(kMask, [&] {
+        t.fail(kMask, [&] {
           return fmt::format(
               "completion_mask[row {}, tokens {}..{}]: segment {} has no "
               "completion token (mask 0 on all {} tokens)",
@@ -480,7 +686,7 @@ class Verifier {
       if (!o_.max_prompt_length) return;
       const std::int64_t limit = std::min(*o_.max_prompt_length, length - 1);
       if (prompt > limit || (limit >= 1 && prompt == 0)) {
-        rec_.fail(kMask, [&] {
+        t.fail(kMask, [&] {
           return fmt::format(
               "completion_mask[row {}, tokens {}..{}]: segment {} of {} tokens has a prompt of "
               "{}, expected {} (max_prompt_length {})",
@@ -492,37 +698,37 @@ class Verifier {
     for (std::int64_t i = 0; i < tokens; ++i) {
       if (!real[i]) {
         if (have.mask && !(f.mask[i] == 0.0f)) {
-          rec_.fail(kMask, [&] {
+          t.fail(kMask, [&] {
             return fmt::format("{} = {} on padding, expected 0", at("completion_mask", i),
                                value_text(f.mask[i]));
           });
         }
         if (have.ids && f.ids[i] != o_.pad_id) {
-          rec_.fail(kPadding, [&] {
+          t.fail(kPadding, [&] {
             return fmt::format("{} = {} on padding, expected pad id {}", at("completion_ids", i),
                                f.ids[i], o_.pad_id);
           });
         }
         if (have.segments && f.segments[i] != 0) {
-          rec_.fail(kPadding, [&] {
+          t.fail(kPadding, [&] {
             return fmt::format("{} = {} on padding, expected 0", at("segment_ids", i),
                                f.segments[i]);
           });
         }
         if (have.positions && f.positions[i] != 0) {
-          rec_.fail(kPadding, [&] {
+          t.fail(kPadding, [&] {
             return fmt::format("{} = {} on padding, expected 0", at("segment_positions", i),
                                f.positions[i]);
           });
         }
         if (have.advantages && !(f.advantages[i] == 0.0f)) {
-          rec_.fail(kPadding, [&] {
+          t.fail(kPadding, [&] {
             return fmt::format("{} = {} on padding, expected 0", at("advantages", i),
                                value_text(f.advantages[i]));
           });
         }
         if (have.logps && !(f.logps[i] == 0.0f)) {
-          rec_.fail(kPadding, [&] {
+          t.fail(kPadding, [&] {
             return fmt::format("{} = {} on padding, expected 0", at("old_per_token_logps", i),
                                value_text(f.logps[i]));
           });
@@ -530,7 +736,7 @@ class Verifier {
         continue;
       }
       if (have.ids && (f.ids[i] < 1 || f.ids[i] >= o_.vocab)) {
-        rec_.fail(kTokenIds, [&] {
+        t.fail(kTokenIds, [&] {
           return fmt::format("{} = {}, expected an id in [1, {})", at("completion_ids", i),
                              f.ids[i], o_.vocab);
         });
@@ -540,7 +746,7 @@ class Verifier {
         finish_segment(i);
         if (have.segments && f.segments[i] != segment + 1 && segments_ok) {
           segments_ok = false;
-          rec_.fail(kSegments, [&] {
+          t.fail(kSegments, [&] {
             return fmt::format(
                 "{} = {} after segment {}, expected {} (ids count up from 1, one "
                 "run each)",
@@ -558,7 +764,7 @@ class Verifier {
       bool on_completion = !have.mask || f.mask[i] != 0.0f;
       if (have.mask) {
         if (!(f.mask[i] == 0.0f || f.mask[i] == 1.0f)) {
-          rec_.fail(kMask, [&] {
+          t.fail(kMask, [&] {
             return fmt::format("{} = {}, expected 1 (completion) or 0 (prompt)",
                                at("completion_mask", i), value_text(f.mask[i]));
           });
@@ -568,7 +774,7 @@ class Verifier {
           ++prompt;
         } else if (!mask_order_failed) {
           mask_order_failed = true;
-          rec_.fail(kMask, [&] {
+          t.fail(kMask, [&] {
             return fmt::format(
                 "{} = 0 after {} completion tokens of segment {}, expected 1 (a segment is a "
                 "prompt, mask 0, then its completion, mask 1)",
@@ -578,20 +784,20 @@ class Verifier {
       }
       if (!on_completion) {
         if (have.advantages && !(f.advantages[i] == 0.0f)) {
-          rec_.fail(kAdvantages, [&] {
+          t.fail(kAdvantages, [&] {
             return fmt::format("{} = {} on a prompt token (mask 0), expected 0",
                                at("advantages", i), value_text(f.advantages[i]));
           });
         }
         if (have.logps && !(f.logps[i] == 0.0f)) {
-          rec_.fail(kOldLogps, [&] {
+          t.fail(kOldLogps, [&] {
             return fmt::format("{} = {} on a prompt token (mask 0), expected 0",
                                at("old_per_token_logps", i), value_text(f.logps[i]));
           });
         }
       } else {
         if (have.logps && !(std::isfinite(f.logps[i]) && f.logps[i] < 0.0f)) {
-          rec_.fail(kOldLogps, [&] {
+          t.fail(kOldLogps, [&] {
             return fmt::format("{} = {}, expected a finite negative log-prob",
                                at("old_per_token_logps", i), value_text(f.logps[i]));
           });
@@ -600,24 +806,24 @@ class Verifier {
           have_advantage = true;
           segment_advantage = f.advantages[i];
           if (!std::isfinite(segment_advantage)) {
-            rec_.fail(kAdvantages, [&] {
+            t.fail(kAdvantages, [&] {
               return fmt::format("{} = {}, expected a finite value", at("advantages", i),
                                  value_text(segment_advantage));
             });
           } else if (o_.advantages == AdvantageMode::kRandom && segment_advantage == 0.0f) {
-            rec_.fail(kAdvantages, [&] {
+            t.fail(kAdvantages, [&] {
               return fmt::format("{} = 0 for segment {}, expected a random (non-zero) advantage",
                                  at("advantages", i), segment);
             });
           } else if (o_.advantages == AdvantageMode::kZero && segment_advantage != 0.0f) {
-            rec_.fail(kAdvantages, [&] {
+            t.fail(kAdvantages, [&] {
               return fmt::format("{} = {} for segment {}, expected 0 (advantages zero)",
                                  at("advantages", i), value_text(segment_advantage), segment);
             });
           }
         } else if (have.advantages && !(f.advantages[i] == segment_advantage) &&
                    std::isfinite(segment_advantage)) {
-          rec_.fail(kAdvantages, [&] {
+          t.fail(kAdvantages, [&] {
             return fmt::format("{} = {} but segment {} starts with {} (one advantage per segment)",
                                at("advantages", i), value_text(f.advantages[i]), segment,
                                value_text(segment_advantage));
@@ -625,7 +831,7 @@ class Verifier {
         }
       }
       if (have.positions && f.positions[i] != i - segment_start) {
-        rec_.fail(kSegments, [&] {
+        t.fail(kSegments, [&] {
           return fmt::format("{} = {}, expected {} (position inside segment {})",
                              at("segment_positions", i), f.positions[i], i - segment_start,
                              segment);
@@ -638,7 +844,7 @@ class Verifier {
       bool room = (count - 1) / kSegmentAlign >= segments - 1;
       for (std::int64_t cut : cuts) {
         if (room && cut % kSegmentAlign != 0) {
-          rec_.fail(kSegments, [&] {
+          t.fail(kSegments, [&] {
             return fmt::format(
                 "segment_ids[row {}]: segment starts at {} from the row's first "
                 "token, not a multiple of {} (the row has room for {} aligned "
@@ -650,7 +856,7 @@ class Verifier {
       std::optional<std::int64_t> recorded =
           o_.recorded ? o_.recorded->segments_of_row(row) : std::nullopt;
       if (recorded && *recorded != segments) {
-        rec_.fail(kSegments, [&] {
+        t.fail(kSegments, [&] {
           return fmt::format("segment_ids[row {}]: {} segments, payload_settings records {}", row,
                              segments, *recorded);
         });
@@ -658,64 +864,144 @@ class Verifier {
     }
   }
 
-  void check_routing_row(const ArrayInfo& routed, std::int64_t row, const std::vector<char>& real) {
+  // The routing of one row: -1 on padding; on each real token K distinct experts in [0, E) at
+  // every layer, counted into the loads. One pass per token over its L*K contiguous slots: their
+  // smallest and largest (slots.h) settle the range and padding checks, and the loads are counted
+  // while a stamp per expert finds an expert listed twice in a layer. A token that fails is
+  // checked again by check_token_routing, which names what is wrong.
+  void check_routing_row(const ArrayInfo& routed, std::int64_t row, RowScratch& s,
+                         RowTally& t) const {
     const std::int64_t tokens = report_.tokens,
                        per_token = std::int64_t{report_.layers} * report_.topk;
-    const std::int64_t block = std::max<std::int64_t>(1, (std::int64_t{1} << 20) / per_token);
-    buffer_.resize(static_cast<std::size_t>(std::min(block, tokens) * per_token));
+    const std::int64_t block = std::max<std::int64_t>(
+        1, kRoutingBlockBytes / (per_token * std::int64_t{sizeof(std::int16_t)}));
+    SlotRange (*const range_of)(const std::int16_t*, std::size_t) =
+        o_.portable ? slot_range_portable : slot_range;
+    if (s.counted_since_widen > std::numeric_limits<std::uint32_t>::max() - tokens) widen(s);
     for (std::int64_t first = 0; first < tokens; first += block) {
-      std::int64_t n = std::min(block, tokens - first);
-      std::span<std::int16_t> slots(buffer_.data(), static_cast<std::size_t>(n * per_token));
-      read_elements(source_, routed, (row * tokens + first) * per_token, slots);
-      for (std::int64_t t = 0; t < n; ++t) {
-        const std::int16_t* token = slots.data() + t * per_token;
-        std::int64_t i = first + t;
-        if (!real[i]) {
-          for (std::int64_t s = 0; s < per_token; ++s) {
-            if (token[s] != -1) {
-              rec_.fail(kPadding, [&] {
-                return fmt::format(
-                    "routed_experts[row {}, token {}, layer {}] = {} on padding, "
-                    "expected -1",
-                    row, i, s / report_.topk, token_text(token, s / report_.topk));
-              });
-              break;
-            }
-          }
+      const std::int64_t n = std::min(block, tokens - first);
+      std::span<const std::int16_t> slots =
+          elements(routed, (row * tokens + first) * per_token, n * per_token, s.slots);
+      for (std::int64_t k = 0; k < n; ++k) {
+        const std::int16_t* token = slots.data() + k * per_token;
+        const std::int64_t i = first + k;
+        const SlotRange range = range_of(token, static_cast<std::size_t>(per_token));
+        if (!s.real[i]) {
+          if (range.min != -1 || range.max != -1) padding_routing_failure(row, i, token, t);
           continue;
         }
-        bool token_ok = true;
-        for (int layer = 0; layer < report_.layers; ++layer) {
-          ++stamp_;
-          const std::int16_t* experts = token + layer * report_.topk;
-          for (int k = 0; k < report_.topk; ++k) {
-            std::int16_t e = experts[k];
-            if (e < 0 || e >= experts_) {
-              token_ok = false;
-              rec_.fail(kRouting, [&] {
-                return fmt::format(
-                    "routed_experts[row {}, token {}, layer {}] = {}: {} is not "
-                    "an expert in [0, {})",
-                    row, i, layer, token_text(token, layer), e, experts_);
-              });
-              break;
-            }
-            largest_expert_ = std::max<int>(largest_expert_, e);
-            if (seen_[e] == stamp_) {
-              token_ok = false;
-              rec_.fail(kRouting, [&] {
-                return fmt::format(
-                    "routed_experts[row {}, token {}, layer {}] = {}: expert {} "
-                    "appears twice",
-                    row, i, layer, token_text(token, layer), e);
-              });
-              break;
-            }
-            seen_[e] = stamp_;
-          }
+        if (range.min >= 0 && range.max < experts_ && count_token(token, s)) {
+          s.largest_expert = std::max<int>(s.largest_expert, range.max);
+          continue;
         }
-        // Loads count only well-formed tokens, so an id out of range cannot index past the end.
-        if (token_ok) counter_->add_token(token);
+        check_token_routing(row, i, token, s, t);
+      }
+    }
+  }
+
+  void padding_routing_failure(std::int64_t row, std::int64_t i, const std::int16_t* token,
+                               RowTally& t) const {
+    const std::int64_t per_token = std::int64_t{report_.layers} * report_.topk;
+    for (std::int64_t slot = 0; slot < per_token; ++slot) {
+      if (token[slot] != -1) {
+        t.fail(kPadding, [&] {
+          return fmt::format(
+              "routed_experts[row {}, token {}, layer {}] = {} on padding, "
+              "expected -1",
+              row, i, slot / report_.topk, token_text(token, slot / report_.topk));
+        });
+        break;
+      }
+    }
+  }
+
+  // A new token stamp (stamps restart at 1 before they would wrap).
+  static std::uint32_t next_stamp(RowScratch& s) {
+    if (s.stamp == std::numeric_limits<std::uint32_t>::max()) {
+      for (ExpertCell& cell : s.cells.span()) cell.stamp = 0;
+      s.stamp = 0;
+    }
+    return ++s.stamp;
+  }
+
+  // Counts a real token whose slots are all experts in [0, E) into the loads, unless a layer
+  // lists an expert twice: then nothing of it is counted and it returns false.
+  bool count_token(const std::int16_t* token, RowScratch& s) const {
+    const int layers = report_.layers;
+    int slot = 0;
+    const int layer = count_groups_(token, layers, report_.topk, static_cast<std::size_t>(experts_),
+                                    s.cells.data(), next_stamp(s), &slot);
+    if (layer < layers) {
+      uncount(token, layer, slot, s);
+      return false;
+    }
+    ++s.counted;
+    ++s.counted_since_widen;
+    return true;
+  }
+
+  // Takes back what count_token counted of a token before layer `layer`, slot `slot`.
+  void uncount(const std::int16_t* token, int layer, int slot, RowScratch& s) const {
+    const std::size_t experts = static_cast<std::size_t>(experts_);
+    for (int l = 0; l <= layer; ++l) {
+      const int slots = l < layer ? report_.topk : slot;
+      for (int k = 0; k < slots; ++k) {
+        --s.cells[static_cast<std::size_t>(l) * experts +
+                  static_cast<std::uint16_t>(token[l * report_.topk + k])]
+              .load;
+      }
+    }
+  }
+
+  // Moves a thread's uint32 loads into its int64 ones.
+  static void widen(RowScratch& s) {
+    if (s.wide_loads.empty()) s.wide_loads.assign(s.cells.size(), 0);
+    for (std::size_t cell = 0; cell < s.cells.size(); ++cell) {
+      s.wide_loads[cell] += s.cells[cell].load;
+      s.cells[cell].load = 0;
+    }
+    s.counted_since_widen = 0;
+  }
+
+  // A real token that count_token did not take: every failure of it, named, layer by layer (a
+  // layer's first wrong slot); counted only when well-formed after all.
+  void check_token_routing(std::int64_t row, std::int64_t i, const std::int16_t* token,
+                           RowScratch& s, RowTally& t) const {
+    bool token_ok = true;
+    const std::uint32_t stamp = next_stamp(s);
+    for (int layer = 0; layer < report_.layers; ++layer) {
+      const std::int16_t* experts = token + layer * report_.topk;
+      ExpertCell* cells = s.cells.data() + static_cast<std::size_t>(layer) * experts_;
+      for (int k = 0; k < report_.topk; ++k) {
+        std::int16_t e = experts[k];
+        if (e < 0 || e >= experts_) {
+          token_ok = false;
+          t.fail(kRouting, [&] {
+            return fmt::format(
+                "routed_experts[row {}, token {}, layer {}] = {}: {} is not "
+                "an expert in [0, {})",
+                row, i, layer, token_text(token, layer), e, experts_);
+          });
+          break;
+        }
+        s.largest_expert = std::max<int>(s.largest_expert, e);
+        if (cells[e].stamp == stamp) {
+          token_ok = false;
+          t.fail(kRouting, [&] {
+            return fmt::format(
+                "routed_experts[row {}, token {}, layer {}] = {}: expert {} "
+                "appears twice",
+                row, i, layer, token_text(token, layer), e);
+          });
+          break;
+        }
+        cells[e].stamp = stamp;
+      }
+    }
+    // Loads count only well-formed tokens, so an id out of range cannot index past the end.
+    if (token_ok) {
+      if (!count_token(token, s)) {
+        fail("internal: routed_experts[row {}, token {}] passed and failed its check", row, i);
       }
     }
   }
@@ -729,7 +1015,7 @@ class Verifier {
   }
 
   void check_targets() {
-    if (!counter_) {
+    if (!counted_) {
       rec_.skip(kRoutingTargets, "no usable routing");
       return;
     }
@@ -751,9 +1037,17 @@ class Verifier {
       }
     }
     const std::size_t experts = static_cast<std::size_t>(report_.experts);
+    std::vector<std::int64_t> loads(experts);
     for (int layer = 0; layer < report_.layers; ++layer) {
-      report_.per_layer.push_back(summarize_loads(
-          counter_->loads(layer).first(experts), counter_->tokens(layer), o_.ep, o_.buffer_factor));
+      // The threads' counts of the layer (experts <= experts_, the cells' width).
+      const std::size_t base = static_cast<std::size_t>(layer) * static_cast<std::size_t>(experts_);
+      std::fill(loads.begin(), loads.end(), 0);
+      for (const RowScratch& s : scratch_) {
+        for (std::size_t e = 0; e < experts; ++e) {
+          loads[e] += s.cells[base + e].load + (s.wide_loads.empty() ? 0 : s.wide_loads[base + e]);
+        }
+      }
+      report_.per_layer.push_back(summarize_loads(loads, counted_tokens_, o_.ep, o_.buffer_factor));
     }
     if (o_.targets.empty()) {
       rec_.skip(kRoutingTargets, "no target table given");
@@ -791,11 +1085,14 @@ class Verifier {
   const VerifyOptions& o_;
   Recorder rec_;
   VerifyReport report_;
+  std::map<std::string, std::span<const std::byte>, std::less<>> direct_;
   std::set<std::string, std::less<>> usable_;
-  std::optional<LoadCounter> counter_;
-  std::vector<std::int64_t> seen_;
-  std::int64_t stamp_ = 0;
-  std::vector<std::int16_t> buffer_;
+  const ArrayInfo* routed_ = nullptr;   // routed_experts when usable and real tokens are known
+  CountGroups count_groups_ = nullptr;  // for the routing's top-k
+  // The threads that checked rows, with the loads they counted of the well-formed real tokens.
+  std::vector<RowScratch> scratch_;
+  bool counted_ = false;             // the loads were counted
+  std::int64_t counted_tokens_ = 0;  // those tokens: each counts in every layer
   int experts_ = 0;  // ids counted: the known experts, or every int16 id when unknown
   int largest_expert_ = -1;
   bool saw_moved_ = false;                     // a row moved right (pad start)
@@ -922,7 +1219,18 @@ VerifyReport verify_payload(const ByteSource& source, const std::vector<ArrayInf
 
 VerifyReport verify_payload(const Payload& payload, const VerifyOptions& options) {
   PayloadView view = view_payload(payload);
-  return verify_payload(*view.source, view.arrays, options);
+  // The checks read the arrays in place rather than copy them out of the view.
+  std::map<std::string, std::span<const std::byte>, std::less<>> direct = {
+      {"completion_ids", std::as_bytes(std::span(payload.completion_ids))},
+      {"completion_mask", std::as_bytes(std::span(payload.completion_mask))},
+      {"segment_ids", std::as_bytes(std::span(payload.segment_ids))},
+      {"segment_positions", std::as_bytes(std::span(payload.segment_positions))},
+      {"advantages", std::as_bytes(std::span(payload.advantages))},
+      {"old_per_token_logps", std::as_bytes(std::span(payload.old_per_token_logps))},
+      {"routed_experts",
+       std::as_bytes(std::span(payload.routed_experts.data(), payload.routed_experts.size()))},
+  };
+  return Verifier(*view.source, view.arrays, options, std::move(direct)).run();
 }
 
 }  // namespace rtb::payload

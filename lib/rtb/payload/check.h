@@ -1,6 +1,8 @@
 // The checks of docs/payload-spec.md run on any payload: a file written by either builder (this
 // library's or the bench driver's NumPy one) or a payload in memory (view_payload). The arrays
-// are read row by row (routing in blocks of tokens), so memory does not grow with the rows.
+// are read row by row (routing in blocks of tokens), so memory does not grow with the rows; rows
+// are checked by several threads (the source's read_at is called from them), each row in one
+// pass over its contiguous data, and merged in row order.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +40,11 @@ struct VerifyOptions {
   int ep = 1;
   double buffer_factor = 2.75;
   int max_examples = 5;  // failures listed per check (all are counted)
+  // Threads checking rows (0: the machine's cores); the report does not depend on it.
+  int threads = 0;
+  // The portable kernels instead of the SIMD ones (slots.h); the report is the same, which the
+  // tests and the fuzzer check.
+  bool portable = false;
 };
 
 // What verify's command line gave (unset: not given).
