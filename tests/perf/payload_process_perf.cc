@@ -141,16 +141,20 @@ std::size_t routing_bytes(const Shape& s) {
   return static_cast<std::size_t>(s.rows) * s.tokens * s.layers * s.topk * sizeof(std::int16_t);
 }
 
+// Finds the tools a process benchmark runs, or tells `state` what is missing and returns false.
+bool tools_or_skip(benchmark::State& state, Tools& tools) {
+  if (find_tools(tools)) return true;
+  state.SkipWithError("bin/check-payload, driver/bench_driver.py or the NumPy builder missing");
+  return false;
+}
+
 using rtb::perf::median;
 using rtb::perf::run_child;
 using rtb::perf::succeeded;
 
 void PayloadVerifyWholeProcessVsRead(benchmark::State& state) {
   Tools tools;
-  if (!find_tools(tools)) {
-    state.SkipWithError("bin/check-payload, driver/bench_driver.py or the NumPy builder missing");
-    return;
-  }
+  if (!tools_or_skip(state, tools)) return;
   Shape s = process_shape();
   ScratchDir dir;
   std::string file = (dir.path / "payload.npz").string();
@@ -163,20 +167,10 @@ void PayloadVerifyWholeProcessVsRead(benchmark::State& state) {
   std::vector<std::string> read_args = {"/bin/cat", file};
   std::vector<std::string> verify_args = {tools.check_payload.string(), "verify", file, "-q"};
   run_child(read_args, /*discard_stdout=*/true);  // into the page cache
-  std::vector<double> read, verify;
-  for (auto _ : state) {
-    for (int run = 0; run < 5; ++run) {
-      rtb::perf::ChildRun plain = run_child(read_args, /*discard_stdout=*/true);
-      rtb::perf::ChildRun ours = run_child(verify_args);
-      if (!succeeded(plain) || !succeeded(ours)) {
-        state.SkipWithError("cat or check-payload verify failed");
-        return;
-      }
-      read.push_back(plain.seconds);
-      verify.push_back(ours.seconds);
-    }
-  }
-  double read_median = median(read), verify_median = median(verify);
+  std::optional<rtb::perf::Medians> times =
+      rtb::perf::alternate(state, read_args, verify_args, 5, "cat or check-payload verify failed");
+  if (!times) return;
+  double read_median = times->first, verify_median = times->second;
   state.counters["file_MB"] = static_cast<double>(fs::file_size(file)) / 1e6;
   state.counters["read_ms"] = read_median * 1e3;
   state.counters["verify_ms"] = verify_median * 1e3;
@@ -188,10 +182,7 @@ BENCHMARK(PayloadVerifyWholeProcessVsRead)->Iterations(1)->Unit(benchmark::kMill
 
 void PayloadBuildWholeProcessVsNumpy(benchmark::State& state) {
   Tools tools;
-  if (!find_tools(tools)) {
-    state.SkipWithError("bin/check-payload, driver/bench_driver.py or the NumPy builder missing");
-    return;
-  }
+  if (!tools_or_skip(state, tools)) return;
   Shape s = process_shape();
   ScratchDir dir;
   std::vector<std::string> cpp_args = build_args(tools, s, dir.path);
@@ -255,10 +246,7 @@ Floor measure_floor(const fs::path& file, std::size_t bytes) {
 
 void PayloadBuildOutputVsFloor(benchmark::State& state) {
   Tools tools;
-  if (!find_tools(tools)) {
-    state.SkipWithError("bin/check-payload, driver/bench_driver.py or the NumPy builder missing");
-    return;
-  }
+  if (!tools_or_skip(state, tools)) return;
   Shape s = process_shape();
   ScratchDir dir;
   fs::path file = dir.path / "built.npz";

@@ -59,4 +59,23 @@ double median(std::vector<double> values) {
   return values.size() % 2 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
 }
 
+std::optional<Medians> alternate(benchmark::State& state, const std::vector<std::string>& first,
+                                 const std::vector<std::string>& second, int rounds,
+                                 const char* failure) {
+  std::vector<double> first_times, second_times;
+  for (auto _ : state) {
+    for (int round = 0; round < rounds; ++round) {
+      ChildRun a = run_child(first, /*discard_stdout=*/true);
+      ChildRun b = run_child(second, /*discard_stdout=*/true);
+      if (!succeeded(a) || !succeeded(b)) {
+        state.SkipWithError(failure);
+        return std::nullopt;
+      }
+      first_times.push_back(a.seconds);
+      second_times.push_back(b.seconds);
+    }
+  }
+  return Medians{median(first_times), median(second_times)};
+}
+
 }  // namespace rtb::perf

@@ -1,6 +1,9 @@
 // What the benchmarks of tests/perf share: running a whole process as a user would, timed.
 #pragma once
 
+#include <benchmark/benchmark.h>
+
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +20,16 @@ struct ChildRun {
 // sent to /dev/null, as `cmd > /dev/null` does), waiting with wait4 for its peak RSS. Throws
 // std::runtime_error if it cannot start.
 ChildRun run_child(const std::vector<std::string>& args, bool discard_stdout = false);
+
+// Runs two commands alternately `rounds` times in each iteration of `state` (so that a drift in
+// the machine's load reaches both alike), stdout discarded: the medians of their wall times, or
+// nullopt after skipping `state` with `failure` if a run failed.
+struct Medians {
+  double first = 0, second = 0;
+};
+std::optional<Medians> alternate(benchmark::State& state, const std::vector<std::string>& first,
+                                 const std::vector<std::string>& second, int rounds,
+                                 const char* failure);
 
 // True when the child exited with status 0.
 bool succeeded(const ChildRun& run);

@@ -102,20 +102,10 @@ void RenderWholeProcessVsPython(benchmark::State& state) {
                                        "-q"};
   std::vector<std::string> python_args = {"/usr/bin/python3", reference, dryrun, driver.string(),
                                           "abtest-bench"};
-  std::vector<double> cpp, python;
-  for (auto _ : state) {
-    for (int run = 0; run < 5; ++run) {
-      rtb::perf::ChildRun ours = rtb::perf::run_child(cpp_args);
-      rtb::perf::ChildRun theirs = rtb::perf::run_child(python_args);
-      if (!rtb::perf::succeeded(ours) || !rtb::perf::succeeded(theirs)) {
-        state.SkipWithError("render-bench or the Python reference failed");
-        return;
-      }
-      cpp.push_back(ours.seconds);
-      python.push_back(theirs.seconds);
-    }
-  }
-  double cpp_median = rtb::perf::median(cpp), python_median = rtb::perf::median(python);
+  std::optional<rtb::perf::Medians> times = rtb::perf::alternate(
+      state, cpp_args, python_args, 5, "render-bench or the Python reference failed");
+  if (!times) return;
+  double cpp_median = times->first, python_median = times->second;
   state.counters["cpp_ms"] = cpp_median * 1e3;
   state.counters["python_ms"] = python_median * 1e3;
   state.counters["python_over_cpp"] = python_median / cpp_median;
