@@ -229,6 +229,21 @@ class CheckPayloadTest(unittest.TestCase):
         self.assertEqual(code, 2)
         self.assertIn(f"{table}:4: 'x' is not a number", stderr)
 
+    def test_a_long_inline_table_is_read_as_a_table(self):
+        # Over 255 characters, the longest file name: asking the file system whether such a
+        # string names a file failed with "File name too long" instead of reading the numbers.
+        targets = ",".join(["1.0000000001"] * 59 + ["1"])
+        self.assertGreater(len(targets), 255)
+        out = self.path("long.npz")
+        code, stdout, stderr = run([
+            "build", "--rows", "1", "--tokens", "256", "--layers", "60", "--topk", "1",
+            "--experts", "2", "--routing-targets", targets, "-o", out
+        ])
+        self.assertEqual(code, 0, stdout + stderr)
+        code, stdout, stderr = run(["verify", out, "--routing-targets", targets])
+        self.assertEqual(code, 0, stdout + stderr)
+        self.assertIn("--routing-targets (inline)", stdout)
+
     def test_build_records_its_settings_in_the_file(self):
         out = self.build("rec.npz", [
             "--max-prompt-length", "40", "--pad-position", "start", "--pad-align", "64",

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <system_error>
 
 #include "rtb/base/io.h"
 #include "rtb/payload/routing.h"
@@ -14,9 +15,12 @@ double seconds_since(Clock::time_point start) {
 
 std::vector<double> load_targets(const std::string& argument, std::string* source) {
   std::string path;
+  // A string that cannot name a file (longer than NAME_MAX, say) is an inline list: the
+  // error_code overload says "no file" where the throwing one fails on such a name.
+  std::error_code not_a_file;
   if (!argument.empty() && argument[0] == '@') {
     path = argument.substr(1);
-  } else if (argument == "-" || std::filesystem::is_regular_file(argument)) {
+  } else if (argument == "-" || std::filesystem::is_regular_file(argument, not_a_file)) {
     path = argument;
   }
   if (path.empty()) {
