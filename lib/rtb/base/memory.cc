@@ -17,9 +17,16 @@ AnonymousMapping::AnonymousMapping(std::size_t bytes, PageAdvice advice) : bytes
     case PageAdvice::kNone:
       break;
     case PageAdvice::kPopulateWrite:
-#if defined(MADV_POPULATE_WRITE)
-      if (bytes >= (std::size_t{1} << 26)) ::madvise(address, bytes, MADV_POPULATE_WRITE);
+      if (bytes >= (std::size_t{1} << 26)) {
+        // Huge pages first: populating 2 MiB pages takes one fault (and one zeroing loop) per 512
+        // small pages, which is most of a fresh 160 MB array's first-touch time.
+#if defined(MADV_HUGEPAGE)
+        ::madvise(address, bytes, MADV_HUGEPAGE);
 #endif
+#if defined(MADV_POPULATE_WRITE)
+        ::madvise(address, bytes, MADV_POPULATE_WRITE);
+#endif
+      }
       break;
     case PageAdvice::kHugePages:
 #if defined(MADV_HUGEPAGE)

@@ -13,7 +13,7 @@ namespace rtb {
 
 enum class PageAdvice {
   kNone,
-  kPopulateWrite,  // MADV_POPULATE_WRITE for mappings of 64 MiB or more (where the kernel has it)
+  kPopulateWrite,  // MADV_HUGEPAGE then MADV_POPULATE_WRITE for mappings of 64 MiB or more
   kHugePages,      // MADV_HUGEPAGE for mappings of 2 MiB or more
 };
 
