@@ -150,7 +150,7 @@ class SweepTest(unittest.TestCase):
         with open(self.out("pod-report.json")) as f:
             report = json.load(f)
         self.assertEqual(report["schema"], "rtb.bench-report.arms/1")
-        self.assertEqual(report["comparisons"][0]["verdict"], "faster")
+        self.assertEqual(report["pods"][0]["comparisons"][0]["verdict"], "faster")
         self.assertIn("pad vs base:", out)
 
     def test_fail_if_slower_fails_the_report_and_still_writes_it(self):

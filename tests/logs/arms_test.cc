@@ -102,8 +102,8 @@ TEST(ArmsReportTest, AbbaCancelsALinearDriftThatBlocksDoNot) {
   // Every pair is four runs apart: the drift of four runs adds to the effect.
   EXPECT_NEAR(*biased.mean_diff_s, effect + 4 * drift, 1e-9);
   EXPECT_EQ(biased.verdict, Verdict::kSlower);  // the wrong way round
-  EXPECT_THAT(format_pod_text(blocks), HasSubstr("verdict: slower"));
-  EXPECT_THAT(format_pod_text(abba), HasSubstr("verdict: faster"));
+  EXPECT_THAT(format_arms_text({blocks}), HasSubstr("verdict: slower"));
+  EXPECT_THAT(format_arms_text({abba}), HasSubstr("verdict: faster"));
 }
 
 TEST(ArmsReportTest, TooFewPairsGiveNoInterval) {
@@ -112,7 +112,7 @@ TEST(ArmsReportTest, TooFewPairsGiveNoInterval) {
   EXPECT_EQ(v.diffs.size(), 2u);
   EXPECT_FALSE(v.diff_ci);
   EXPECT_EQ(v.verdict, Verdict::kInsufficient);
-  EXPECT_THAT(format_pod_text(report), HasSubstr("too few pairs"));
+  EXPECT_THAT(format_arms_text({report}), HasSubstr("too few pairs"));
 }
 
 TEST(ArmsReportTest, AFailedRunDropsItsPairNamedAndFailsTheReport) {
@@ -138,7 +138,7 @@ TEST(ArmsReportTest, TheControlsOwnSpreadIsReportedWhenItRepeats) {
   EXPECT_EQ(report.aa->means.size(), 4u);
   EXPECT_NEAR(report.aa->range_s, 0.4, 1e-9);
   EXPECT_EQ(report.verdicts[0].verdict, Verdict::kNoChange);
-  EXPECT_THAT(format_pod_text(report), HasSubstr("A/A (4 runs of a)"));
+  EXPECT_THAT(format_arms_text({report}), HasSubstr("A/A (4 runs of a)"));
 }
 
 TEST(ArmsReportTest, ARunThatNeverStartedCountsAsFailed) {
@@ -154,11 +154,28 @@ TEST(ArmsReportTest, ALogWithoutArmsIsRefused) {
   EXPECT_THROW(parse_pod_log_text("BENCH_STEP {\"step\":0,\"seconds\":1}\n", "x.log"), Error);
 }
 
+TEST(ArmsReportTest, TheSameArmInTwoPodsIsTheReference) {
+  // The second pod runs 0.25 s/step slower throughout; each arm's mean moves by that much.
+  PodReport first = analyze(pod_log(drifting("abba", -1.0, 0)));
+  std::vector<FakeRun> runs = drifting("abba", -1.0, 0);
+  for (FakeRun& run : runs) run.step_s += 0.25;
+  PodReport second = analyze_pod(parse_pod_log_text(pod_log(runs), "pod2.log"), report::Options{});
+  std::vector<AcrossPods> across = across_pods({first, second});
+  ASSERT_EQ(across.size(), 2u);
+  EXPECT_EQ(across[0].arm, "a");
+  EXPECT_DOUBLE_EQ(*across[0].means_s[0], 83.0);
+  EXPECT_NEAR(*across[0].diff_s[1], 0.25, 1e-9);
+  EXPECT_NEAR(*across[1].diff_s[1], 0.25, 1e-9);
+  EXPECT_THAT(format_arms_text({first, second}), HasSubstr("across pods"));
+  EXPECT_TRUE(across_pods({first}).empty());
+}
+
 TEST(ArmsReportTest, JsonHasTheSchemaAndEachPair) {
-  std::string json = format_pod_json(analyze(pod_log(drifting("abbaabba", -1.0, 0.1))));
+  std::string json = format_arms_json({analyze(pod_log(drifting("abbaabba", -1.0, 0.1)))});
   EXPECT_THAT(json, HasSubstr("\"schema\": \"rtb.bench-report.arms/1\""));
   EXPECT_THAT(json, HasSubstr("\"verdict\": \"faster\""));
   EXPECT_THAT(json, HasSubstr("\"control_run\": 1"));
+  EXPECT_THAT(json, HasSubstr("\"across_pods\": []"));
 }
 
 }  // namespace

@@ -108,9 +108,10 @@ int bench_report_main(int argc, char** argv) {
                  "N: the step to draw, as logged (from 0; default: each run's last selected step "
                  "with timing)");
   app.add_flag("--arms", arms,
-               "RUN is one pod's log of a same-pod A/B (render-bench --arm): runs keyed by "
+               "Each RUN is one pod's log of a same-pod A/B (render-bench --arm): runs keyed by "
                "(arm, run, step), each arm against the control by pairs in run order, with an "
-               "interval over the pairs and the verdict; exit 1 when a run failed");
+               "interval over the pairs and the verdict; with several pods, each arm's mean "
+               "across pods (the reference); exit 1 when a run failed");
   add_json_flag(app, json,
                 "Machine-readable output (schema rtb.bench-report/1; with --arms "
                 "rtb.bench-report.arms/1)");
@@ -145,19 +146,23 @@ int bench_report_main(int argc, char** argv) {
     }
     options.validate();
     if (arms) {
-      if (runs.size() != 1) fail("--arms reads one pod's log: give one RUN");
       if (!control_pair.empty() || !numerics.empty() || !svg_file.empty() || fail_if_slower ||
           options.require_no_drops || options.require_same_setup)
         fail(
-            "--arms compares the arms inside the pod: drop --control-pair, --numerics, --svg, "
+            "--arms compares the arms inside each pod: drop --control-pair, --numerics, --svg, "
             "--fail-if-slower, --require-no-drops and --require-same-setup");
-      logs::arms::PodReport pod =
-          logs::arms::analyze_pod(logs::arms::parse_pod_log(runs[0]), options);
-      tool.report_diagnostics(pod.diagnostics);
-      tool.write_report(output,
-                        json ? logs::arms::format_pod_json(pod) : logs::arms::format_pod_text(pod));
-      for (const std::string& line : pod.failed_runs) spdlog::error("failed run: {}", line);
-      return pod.outcome();
+      std::vector<logs::arms::PodReport> pods;
+      for (const std::string& path : runs) {
+        pods.push_back(logs::arms::analyze_pod(logs::arms::parse_pod_log(path), options));
+        tool.report_diagnostics(pods.back().diagnostics);
+      }
+      tool.write_report(
+          output, json ? logs::arms::format_arms_json(pods) : logs::arms::format_arms_text(pods));
+      for (const logs::arms::PodReport& pod : pods) {
+        for (const std::string& line : pod.failed_runs)
+          spdlog::error("{}: failed run: {}", pod.source, line);
+      }
+      return logs::arms::outcome_of(pods);
     }
 
     logs::steplog::RunLogCache run_logs;

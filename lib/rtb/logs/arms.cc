@@ -248,7 +248,9 @@ PodReport analyze_pod(const PodLog& pod, const report::Options& options) {
   return out;
 }
 
-std::string format_pod_text(const PodReport& r) {
+namespace {
+
+std::string pod_text(const PodReport& r) {
   using report::seconds;
   std::string s = fmt::format("same-pod A/B {}{}: {} arms, {} runs; control {}\n", r.source,
                               r.name.empty() ? "" : " (" + r.name + ")", r.arms.size(),
@@ -306,10 +308,8 @@ std::string format_pod_text(const PodReport& r) {
   return s;
 }
 
-std::string format_pod_json(const PodReport& r) {
-  json::Writer j;
+void pod_json(json::Writer& j, const PodReport& r) {
   j.begin_object()
-      .field("schema", "rtb.bench-report.arms/1")
       .field("source", r.source)
       .field("name", r.name)
       .key("arms")
@@ -391,6 +391,82 @@ std::string format_pod_json(const PodReport& r) {
         .field("where", d.where)
         .field("message", d.message)
         .end_object();
+  }
+  j.end_array().end_object();
+}
+
+}  // namespace
+
+Outcome outcome_of(const std::vector<PodReport>& pods) {
+  for (const PodReport& pod : pods) {
+    if (pod.outcome() == Outcome::kFail) return Outcome::kFail;
+  }
+  return Outcome::kPass;
+}
+
+std::vector<AcrossPods> across_pods(const std::vector<PodReport>& pods) {
+  std::vector<AcrossPods> out;
+  if (pods.size() < 2) return out;
+  for (const std::string& arm : pods[0].arms) {
+    AcrossPods a;
+    a.arm = arm;
+    for (const PodReport& pod : pods) {
+      std::vector<double> means;
+      for (const ArmRun& run : pod.runs) {
+        if (run.arm == arm && run.failed.empty()) means.push_back(*run.mean_s);
+      }
+      a.means_s.push_back(means.empty() ? std::nullopt : std::optional<double>(mean_of(means)));
+    }
+    for (const std::optional<double>& mean : a.means_s) {
+      a.diff_s.push_back(mean && a.means_s[0] ? std::optional<double>(*mean - *a.means_s[0])
+                                              : std::nullopt);
+    }
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+std::string format_arms_text(const std::vector<PodReport>& pods) {
+  std::string s =
+      "same-pod A/B figures:\n"
+      "  run mean: a run's mean seconds per step over its steady steps (its first step, which "
+      "compiles, shown apart)\n"
+      "  pair diff: an arm's k-th run minus the control's k-th run (neighbours in run order), "
+      "seconds per step; below 0 is faster\n"
+      "  interval: seeded bootstrap of the mean pair diff (needs 3 pairs); verdict: from the "
+      "interval against 0\n"
+      "  A/A range: the control's own max - min run mean in this pod (drift included, which the "
+      "pairs of an abba order cancel)\n";
+  for (const PodReport& pod : pods) s += "\n" + pod_text(pod);
+  std::vector<AcrossPods> across = across_pods(pods);
+  if (!across.empty()) {
+    s += fmt::format(
+        "\nacross pods (the reference: one arm's mean of its run means in each pod, minus the "
+        "first pod's, {}):\n",
+        pods[0].source);
+    for (const AcrossPods& a : across) {
+      s += fmt::format("  {}:", a.arm);
+      for (std::size_t i = 0; i < a.means_s.size(); ++i) {
+        s += a.means_s[i] ? fmt::format(" {} s", report::seconds(*a.means_s[i])) : " -";
+        if (i > 0 && a.diff_s[i]) s += fmt::format(" ({:+.4f} s)", *a.diff_s[i]);
+      }
+      s += "\n";
+    }
+  }
+  return s;
+}
+
+std::string format_arms_json(const std::vector<PodReport>& pods) {
+  json::Writer j;
+  j.begin_object().field("schema", "rtb.bench-report.arms/1").key("pods").begin_array();
+  for (const PodReport& pod : pods) pod_json(j, pod);
+  j.end_array().key("across_pods").begin_array();
+  for (const AcrossPods& a : across_pods(pods)) {
+    j.begin_object(json::Writer::Layout::kOneLine).field("arm", a.arm).key("means_s").begin_array();
+    for (const std::optional<double>& m : a.means_s) j.value(m);
+    j.end_array().key("diff_s").begin_array();
+    for (const std::optional<double>& d : a.diff_s) j.value(d);
+    j.end_array().end_object();
   }
   j.end_array().end_object();
   return std::move(j).str();

@@ -116,12 +116,25 @@ struct PodReport {
   std::vector<Diagnostic> diagnostics;
   Outcome outcome() const;  // kFail when a run failed, else kPass
 };
+// kFail when a run of any pod failed.
+Outcome outcome_of(const std::vector<PodReport>& pods);
 
 PodReport analyze_pod(const PodLog& pod, const report::Options& options);
 
-// Text: what each figure measures, the runs per arm, then each arm's pairs and verdict.
-std::string format_pod_text(const PodReport& report);
-// --json, schema rtb.bench-report.arms/1.
-std::string format_pod_json(const PodReport& report);
+// Across pods, the reference is the same arm in two pods (the seed's one cell at 82.671 and 82.670
+// s/step in two pods): for each arm that every pod ran, each pod's mean of its run means and the
+// pod-to-pod difference (each pod against the first).
+struct AcrossPods {
+  std::string arm;
+  std::vector<std::optional<double>> means_s;  // per pod, in the pods' order; nullopt: no run
+  std::vector<std::optional<double>> diff_s;   // per pod: its mean - the first pod's
+};
+std::vector<AcrossPods> across_pods(const std::vector<PodReport>& pods);
+
+// Text: what each figure measures, then per pod the runs per arm, each arm's pairs and verdict,
+// then (several pods) the same arm across pods.
+std::string format_arms_text(const std::vector<PodReport>& pods);
+// --json, schema rtb.bench-report.arms/1: {"schema", "pods": [...], "across_pods": [...]}.
+std::string format_arms_json(const std::vector<PodReport>& pods);
 
 }  // namespace rtb::logs::arms
