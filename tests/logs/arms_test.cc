@@ -166,7 +166,11 @@ TEST(ArmsReportTest, TheSameArmInTwoPodsIsTheReference) {
   EXPECT_DOUBLE_EQ(*across[0].means_s[0], 83.0);
   EXPECT_NEAR(*across[0].diff_s[1], 0.25, 1e-9);
   EXPECT_NEAR(*across[1].diff_s[1], 0.25, 1e-9);
-  EXPECT_THAT(format_arms_text({first, second}), HasSubstr("across pods"));
+  std::string text = format_arms_text({first, second});
+  EXPECT_THAT(text, HasSubstr("across pods"));
+  // What each figure measures is said once, before the pods.
+  EXPECT_EQ(text.find("run mean:"), text.rfind("run mean:"));
+  EXPECT_LT(text.find("run mean:"), text.find("same-pod A/B pod.log"));
   EXPECT_TRUE(across_pods({first}).empty());
 }
 

@@ -255,15 +255,7 @@ std::string pod_text(const PodReport& r) {
   std::string s = fmt::format("same-pod A/B {}{}: {} arms, {} runs; control {}\n", r.source,
                               r.name.empty() ? "" : " (" + r.name + ")", r.arms.size(),
                               r.runs.size(), r.arms.empty() ? "-" : r.arms[0]);
-  s += "  run mean: a run's mean seconds per step over its steady steps (its first step, which "
-       "compiles, shown apart)\n"
-       "  pair diff: an arm's k-th run minus the control's k-th run (neighbours in run order), "
-       "seconds per step; below 0 is faster\n"
-       "  interval: seeded bootstrap of the mean pair diff (needs 3 pairs); verdict: from the "
-       "interval against 0\n"
-       "  A/A range: the control's own max - min run mean in this pod (drift included, which the "
-       "pairs of an abba order cancel)\n";
-  s += "\nruns (in run order):\n";
+  s += "runs (in run order):\n";
   for (const ArmRun& run : r.runs) {
     s += fmt::format(
         "  {:>3}  {:<16} {}", run.run, run.arm,
