@@ -288,10 +288,10 @@ TEST(DriverSettings, BadTablesAreInternalErrorsAtTheirLine) {
         "t.tsv:3: internal error: the driver settings table: A: unknown kind 'choice:a|a'"},
        {"A\tint\t0\tsteps\tm\n",
         "t.tsv:3: internal error: the driver settings table: A: option "
-        "'steps' is neither --name, argv, orch, rollout nor -"},
+        "'steps' is neither --name, argv, orch, rollout, arm nor -"},
        {"A\tint\t0\t--Steps\tm\n",
         "t.tsv:3: internal error: the driver settings table: A: option "
-        "'--Steps' is neither --name, argv, orch, rollout nor -"},
+        "'--Steps' is neither --name, argv, orch, rollout, arm nor -"},
        {"A\tint\t0\t--a\tm\nB\tint\t0\t--a\tm\n",
         "t.tsv:4: internal error: the driver settings "
         "table: B: option --a belongs to another "

@@ -135,6 +135,21 @@ class AotCheckTest(unittest.TestCase):
                 self.assertEqual(f.read(), g.read(), "the compile's output is the log")
             self.assertIn("aot-summarize --chip tpu7x", err)
 
+    def test_arms_compile_each_arms_program(self):
+        script = self.print_script("--arm", "base", "--arm", "blk:--maxtext-flag=sa_block_q=2048")
+        subprocess.run(["bash", "-n"], input=script, text=True, check=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            rc, record, err = self.run_script(
+                script, tmp, {"STUB_LOG": os.path.join(TESTDATA, "memlog_engine_compile_a.log")})
+            self.assertEqual(rc, 0, err)
+            self.assertIn("aot-check: arm base", err)
+            self.assertIn("aot-check: arm blk", err)
+            # The stub keeps the last compile's argv: the second arm's, with its MaxText flag.
+            self.assertEqual(keys_of(record["argv"])["sa_block_q"], "2048")
+        rc, out, err = run([FIXTURE, "--arm", "a", "--arm", "b:--libtpu-flag=--xla_x=1"])
+        self.assertEqual(rc, 2)
+        self.assertIn("--arm b:--libtpu-flag=--xla_x=1", err)
+
     def test_knobs_change_the_compile(self):
         script = self.print_script("--trainer-slice", "tpu7x:4x4x4",
                                    "--libtpu-flag=--xla_tpu_scoped_vmem_limit_kib=65536",

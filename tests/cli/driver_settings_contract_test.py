@@ -139,8 +139,10 @@ class DriverSettingsContractTest(unittest.TestCase):
         bad value of every setting render-bench takes: through its option, or, without one, through
         --driver-env."""
         for row in SETTINGS_ROWS:
-            if row["option"] == "argv" or row["option"] == "--allow-fallbacks":
-                continue  # the argvs are render-bench's own; --allow-fallbacks takes no value
+            if row["option"] in ("argv", "arm") or row["option"] == "--allow-fallbacks":
+                # The argvs are render-bench's own, the arm settings its arms script's (each arm's
+                # name is checked as an --arm name); --allow-fallbacks takes no value.
+                continue
             for value, reason in bad_values(row["kind"]):
                 if has_option(row):
                     yield (row, [f"{row['option']}={value}"], f"{row['option']} {value}", value,
@@ -191,8 +193,10 @@ class DriverSettingsContractTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             for row in SETTINGS_ROWS:
                 name, option, kind = row["name"], row["option"], row["kind"]
-                if kind == "argv":
-                    continue  # TRAINER_ARGV, ORCH_ARGV: render-bench's own (render_bench_test)
+                if kind == "argv" or option == "arm":
+                    # TRAINER_ARGV, ORCH_ARGV: render-bench's own (render_bench_test); BENCH_ARM,
+                    # BENCH_RUN: a same-pod A/B's (test_arm_settings_read_back).
+                    continue
                 if option == "--routing-targets":
                     targets = os.path.join(tmp, "targets.txt")
                     with open(targets, "w", encoding="utf-8") as f:
@@ -243,6 +247,26 @@ class DriverSettingsContractTest(unittest.TestCase):
                 self.assertIn(name, printed)
                 # Types too: True is not 1, 2048 is not 2048.0.
                 self.assertEqual((type(printed[name]), printed[name]), (type(value), value))
+
+
+class ArmSettingsContractTest(unittest.TestCase):
+
+    def test_arm_settings_read_back(self):
+        """A same-pod A/B's settings: each arm's startup block sets BENCH_ARM, the wrapper exports
+        each run's BENCH_RUN, and the driver reads both back."""
+        rows = [row["name"] for row in SETTINGS_ROWS if row["option"] == "arm"]
+        self.assertEqual(rows, ["BENCH_ARM", "BENCH_RUN"])
+        rc, out, err = render(
+            ["--demo", "--name", "contract-bench", "--arm", "base", "--arm", "more:--steps=3"])
+        self.assertEqual(rc, 0, err)
+        env = driver_settings_env(script_of(yaml.safe_load(out)))  # the first arm's block
+        self.assertEqual(env["BENCH_ARM"], "base")
+        self.assertNotIn("BENCH_RUN", env)  # exported by the wrapper for each run
+        code, printed, err = run_driver({**env, "BENCH_RUN": "4"})
+        self.assertEqual(code, 0, err)
+        self.assertEqual({k: v
+                          for k, v in json.loads(printed).items() if k.startswith("BENCH_")},
+                         {"BENCH_NAME": "contract-bench", "BENCH_ARM": "base", "BENCH_RUN": 4})
 
 
 if __name__ == "__main__":

@@ -173,6 +173,9 @@ MODES = [
                          data("maxtext_steplogs", PEFT), "--json"], 0),
         Run(lambda tmp: [*maxtext("gemma4_before_full", "gemma4_after_full"), "--json"], 0),
     ]),
+    Mode("bench-report", "--arms", "rtb.bench-report.arms.1.json", [
+        Run(lambda tmp: ["--arms", *logs("pod_arms_abba.log"), "--json"], 0),
+    ]),
     Mode("bench-report", "--numerics", "rtb.bench-report.1.json", [
         Run(numerics("numerics_ref1.log", "numerics_ref2.log", "numerics_variant.log"), 0),
         Run(numerics("numerics_ref1.log", "numerics_ref2.log", "numerics_bad.log"), 1),

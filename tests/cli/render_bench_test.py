@@ -231,8 +231,9 @@ class RenderBenchTest(unittest.TestCase):
 
     def with_quick_poll(self, script):
         """`script` with its wait loop polling every 0.1 s instead of every 5 s: the scripts' runs
-        here take a second instead of five, and the loop is otherwise the one the pod runs."""
-        self.assertEqual(script.count("\n  sleep 5\n"), 1, "the wait loop's poll")
+        here take a second instead of five, and the loop is otherwise the one the pod runs (one per
+        arm in a same-pod A/B's script)."""
+        self.assertGreaterEqual(script.count("\n  sleep 5\n"), 1, "the wait loop's poll")
         return script.replace("\n  sleep 5\n", "\n  sleep 0.1\n")
 
     def execute_client(self, bench, tmp):
@@ -294,6 +295,43 @@ class RenderBenchTest(unittest.TestCase):
                     self.assertIn(f"--xla_hostile_{i}={value}", libtpu)
             self.assertIn(f"--maxtext_output_directory=gs://b/{values[0]}/abtest-bench",
                           trainer_argv)
+
+    def test_an_arms_render_runs_each_arm_with_its_hostile_values_verbatim(self):
+        # A same-pod A/B whose second arm carries the hostile values: the pod's script runs both
+        # arms (interleave, one run each: the second arm's run is the last, whose environment the
+        # stub keeps), executes nothing it carries, and the arm's values reach its driver as given.
+        with tempfile.TemporaryDirectory() as tmp:
+            marker = os.path.join(tmp, "PWNED")
+            values, knobs = hostile_knobs(marker, flags=False)
+            arms = ["--arm", "base"] + [a for k in knobs for a in ("--arm", "h:" + k)]
+            bench, _, _ = self.render(*arms, "--arm-order", "interleave", "--arm-repeats", "1")
+            subprocess.run(["bash", "-n"], input=script_of(bench), text=True, check=True)
+            record, _ = self.execute_client(bench, tmp)
+            self.assertFalse(os.path.exists(marker), "a value was executed")
+            env = record["env"]
+            self.assertEqual((env["BENCH_ARM"], env["BENCH_RUN"]), ("h", "2"))
+            trainer_argv = shlex.split(env["TRAINER_ARGV"])
+            for i, value in enumerate(values):
+                self.assertIn(f"--hostile_{i}={value}", trainer_argv)
+                self.assertEqual(env[f"HOSTILE_{i}"], value)
+
+    def test_an_arm_knob_one_pod_cannot_change_is_refused_with_the_alternative(self):
+        rc, out, err = run(
+            [FIXTURE, "--name", "ab", "--arm", "a", "--arm", "b:--trainer-slice=tpu7x:4x4x4"])
+        self.assertEqual(rc, 2)
+        self.assertEqual(out, "")
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        self.assertIn(
+            "--arm b:--trainer-slice=tpu7x:4x4x4: --trainer-slice cannot change inside one pod",
+            err)
+        self.assertIn("--arm-mode jobsets", err)
+        rc, out, err = run([
+            FIXTURE, "--name", "ab", "--arm", "a", "--arm", "b:--trainer-slice=tpu7x:4x4x4",
+            "--arm-mode", "jobsets"
+        ])
+        self.assertEqual(rc, 0, err)
+        names = [doc["metadata"]["name"] for doc in yaml.safe_load_all(out)]
+        self.assertEqual(names, ["ab-a", "ab-b"])
 
     def test_sigterm_reaches_the_driver_and_its_exit_code_is_kept(self):
         bench, _, _ = self.render()

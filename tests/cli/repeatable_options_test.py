@@ -43,6 +43,7 @@ REPEATABLE_VALUES = {
     "--ignore": ("*.image", "*.env.*"),
     "--ignore-file": ("ignore_a.txt", "ignore_b.txt"),
     "--only": ("abtest-orch:*", "abtest-train:*"),
+    "--arm": ("base", "blk:--maxtext-flag=sa_block_q=2048"),
 }
 VALUE_FILES = {"ignore_a.txt": "*.image\n", "ignore_b.txt": "# nothing\n*.env.*\n"}
 

@@ -21,6 +21,7 @@ CANNED_LOGS = {
     "ab-rbf": "bench_slow.log",
     "ab-slice": "bench_same.log",
     "ab-vmem": "bench_fast.log",
+    "ab-pod": "pod_arms_abba.log",
 }
 VARIANTS = ["ctl", "ctl2", "rbf", "slice", "vmem"]
 
@@ -134,6 +135,23 @@ class SweepTest(unittest.TestCase):
         code, stdout, stderr = self.make("report")
         self.assertEqual(code, 0, stdout + stderr)
         self.assertEqual(len(self.calls()), len(calls))
+
+    def test_pod_form_runs_the_arms_in_one_jobset_and_reports_their_pairs(self):
+        rc, out, err = self.make("pod-report")
+        self.assertEqual(rc, 0, out + err)
+        with open(self.out("pod.yaml")) as f:
+            render = f.read()
+        # One JobSet holds both arms' programs and runs them in abba order, 4 runs each.
+        self.assertIn("name: ab-pod", render)
+        self.assertIn("bench_run bench_arm_1 pad 2", render)
+        self.assertIn("bench_run bench_arm_0 base 8", render)
+        applied = [call for call in self.calls() if call[0] == "apply"]
+        self.assertEqual(len(applied), 1)
+        with open(self.out("pod-report.json")) as f:
+            report = json.load(f)
+        self.assertEqual(report["schema"], "rtb.bench-report.arms/1")
+        self.assertEqual(report["pods"][0]["comparisons"][0]["verdict"], "faster")
+        self.assertIn("pad vs base:", out)
 
     def test_fail_if_slower_fails_the_report_and_still_writes_it(self):
         code, stdout, stderr = self.make("report", "FAIL_IF_SLOWER=0.5")

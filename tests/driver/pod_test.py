@@ -143,6 +143,9 @@ class PodFlowTest(fake_tunix.FakeTunixTestCase):
         r'timing=\{"v":1,"train_step":2,"mb":\[\],"update":null,"prepare":null\}$')
     summary = self.summary_of(result)
     self.assertEqual(summary["name"], "bench-test")
+    # A bench of one arm: no BENCH_ARM line, no arm or run fields.
+    self.assertNotIn("arm", summary)
+    self.assertEqual(self.machine(result, "BENCH_ARM "), [])
     self.assertEqual(summary["update_path"]["ran"], "explicit")
     self.assertIn("did not apply it in the warm-up step", summary["update_path"]["why"])
     self.assertLess(summary["fence_s"], 1.0)  # the state leaf is ready at once here
@@ -416,6 +419,48 @@ def quietly(call: Callable[[], Any]) -> Tuple[Any, str]:
   with contextlib.redirect_stdout(out):
     result = call()
   return result, out.getvalue()
+
+
+class ArmsFlowTest(fake_tunix.FakeTunixTestCase):
+  """A same-pod A/B as its pod runs it: the driver once per run, a fresh process each, with the
+  run's arm settings (render-bench --arm writes BENCH_ARM and BENCH_RUN with each run's own)."""
+
+  def test_each_run_says_its_arm_and_runs_with_its_settings(self):
+    # The control "base" (2 steps), then "more" (3 steps, another seed, a MaxText flag) twice; its
+    # first run fails in its second fwd_bwd, and the next run goes on.
+    arms: Dict[str, Dict[str, str]] = {
+        "base": {},
+        "more": {"STEPS": "3", "SEED": "7", "MAXTEXT_EXTRA_FLAGS": "override_model_config=true"}
+    }
+    runs: List[Tuple[str, Dict[str, str]]] = [("base", {}), ("more", {"FAKE_FAIL_AT": "1"}),
+                                              ("more", {})]
+    for run, (arm, extra) in enumerate(runs, start=1):
+      with self.subTest(run=run, arm=arm):
+        result, calls = self.run_driver(BENCH_ARM=arm, BENCH_RUN=str(run), **arms[arm], **extra)
+        # The BENCH_ARM line comes first, with the settings the run has.
+        machine = [line for line in result.stdout.splitlines() if line.startswith("BENCH_")]
+        self.assertTrue(machine[0].startswith("BENCH_ARM "), result.stdout)
+        announced = json.loads(machine[0].split(" ", 1)[1])
+        self.assertEqual((announced["arm"], announced["run"]), (arm, run))
+        self.assertEqual(announced["knobs"]["steps"], int(arms[arm].get("STEPS", "2")))
+        self.assertEqual(announced["knobs"]["seed"], int(arms[arm].get("SEED", "0")))
+        # The arm's MaxText flag reaches MaxText's config in its runs only.
+        pyconfig = next(call for call in calls if call["event"] == "pyconfig")
+        self.assertEqual("override_model_config=true" in pyconfig["argv"], arm == "more",
+                         pyconfig["argv"])
+        if extra:  # the failed run: reported, no summary
+          self.assertEqual(result.returncode, 1)
+          self.assertIn("device lost", result.stderr)
+          self.assertEqual(self.machine(result, "BENCH_SUMMARY "), [])
+          continue
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        steps = [json.loads(line.split(" ", 1)[1]) for line in self.machine(result, "BENCH_STEP ")]
+        self.assertEqual(len(steps), int(arms[arm].get("STEPS", "2")))
+        for step in steps:
+          self.assertEqual((step["arm"], step["run"]), (arm, run))
+        summary = self.summary_of(result)
+        self.assertEqual((summary["arm"], summary["run"]), (arm, run))
+        self.assertEqual(summary["knobs"]["seed"], int(arms[arm].get("SEED", "0")))
 
 
 class WarmupSignatureTest(unittest.TestCase):

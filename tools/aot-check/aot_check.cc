@@ -17,6 +17,7 @@
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
 #include "rtb/bench/aot.h"
+#include "rtb/bench/arms.h"
 #include "rtb/bench/render.h"
 #include "rtb/logs/memlog_format.h"
 
@@ -30,6 +31,7 @@ constexpr const char* kExamples =
   aot-check dryrun.txt --trainer-slice tpu7x:4x4x4 --run    # compile here, then summarize
   aot-check dryrun.txt --json | jq '.keys[] | select(.from == "MAXTEXT_EXTRA_FLAGS")'
   aot-check --demo --explain -o /dev/null                   # where every compile key comes from
+  aot-check dryrun.txt --arm base --arm blk:--maxtext-flag=sa_block_q=2048 -o aot-arms.sh
 )";
 
 bool exists(const std::string& path) {
@@ -88,6 +90,38 @@ int aot_check_main(int argc, char** argv) {
     finish_render_options(knobs, embedded::bench_driver(), embedded::bench_driver_gzip());
     rtb::k8s::DryRun dryrun = load_dryrun(knobs, embedded::demo_dryrun());
     tool.report_diagnostics(dryrun.diagnostics);
+    aot.default_logps_chunk =
+        rtb::bench::aot_logps_chunk_default(std::getenv("AOT_LOGPS_CHUNK_SIZE"));
+    aot.source = dryrun.source;
+    aot.tool_version = RTB_VERSION;
+    if (std::optional<bench::ArmPlan> arms = arm_plan(knobs)) {
+      // Each arm's program, planned (and so checked) as the program of a bench of one arm.
+      if (run || json) fail("--arm: aot-check writes the arms' compile script (--print) only");
+      bench::ArmsRender rendered = bench::render_arms(dryrun, *arms, knobs.options);
+      std::vector<std::pair<std::string, std::string>> scripts;
+      for (std::size_t i = 0; i < arms->arms.size(); ++i) {
+        const std::string& arm = arms->arms[i].name;
+        YAML::Node program;
+        if (arms->mode == bench::ArmMode::kJobSets) {
+          program = rendered.jobsets[i];
+        } else {
+          k8s::Document doc(rendered.jobsets[0], 1);
+          for (bench::ArmProgram& p : bench::arm_programs(doc, dryrun.source)) {
+            if (p.arm == arm) program = p.bench;
+          }
+        }
+        bench::AotPlan plan = bench::plan_aot(program, aot);
+        for (Diagnostic d : plan.diagnostics) {
+          d.message = fmt::format("arm {}: {}", arm, d.message);
+          tool.report_diagnostics({d});
+        }
+        if (explain)
+          tool.print_to_stderr(fmt::format("arm {}:\n", arm) + bench::explain_aot_keys(plan));
+        scripts.emplace_back(arm, bench::aot_script(plan, aot));
+      }
+      write_output(output, bench::aot_arms_script(scripts));
+      return Outcome::kPass;
+    }
     bench::RenderResult rendered = bench::render_bench(dryrun, knobs.options);
     // The render is only the compile's input here: its warnings are context, said at info (-v),
     // and its notes (render-bench --explain's) are not this tool's to say.
@@ -98,10 +132,6 @@ int aot_check_main(int argc, char** argv) {
     }
     tool.report_diagnostics(render_context);
 
-    aot.default_logps_chunk =
-        rtb::bench::aot_logps_chunk_default(std::getenv("AOT_LOGPS_CHUNK_SIZE"));
-    aot.source = dryrun.source;
-    aot.tool_version = RTB_VERSION;
     if (run && !aot.log) aot.log = bench::aot_log_path(std::chrono::system_clock::now());
     bench::AotPlan plan = bench::plan_aot(rendered.bench, aot);
     tool.report_diagnostics(plan.diagnostics);

@@ -10,6 +10,7 @@
 #include "common/tool.h"
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
+#include "rtb/logs/arms.h"
 #include "rtb/logs/gates.h"
 #include "rtb/logs/report.h"
 #include "rtb/logs/report_json.h"
@@ -32,6 +33,7 @@ constexpr const char* kExamples = R"(  bench-report ctl.log variant.log
   bench-report ctl.log variant.log --require-no-drops
   bench-report unstaged.log staged.log --require-same-setup
   bench-report --list-gates
+  kubectl logs job/ab-pad-client | bench-report --arms -   # a same-pod A/B (render-bench --arm)
 )";
 
 }  // namespace
@@ -57,7 +59,7 @@ int bench_report_main(int argc, char** argv) {
   std::string steps, microbatches, output = "-", svg_file;
   std::optional<std::int64_t> svg_step;
   std::optional<double> fail_if_slower;
-  bool json = false, show_gates = false;
+  bool json = false, show_gates = false, arms = false;
   logs::report::Options options;
 
   app.add_option("RUN", runs, "Logs, or - for stdin; the first is the control");
@@ -105,7 +107,14 @@ int bench_report_main(int argc, char** argv) {
   app.add_option("--svg-step", svg_step,
                  "N: the step to draw, as logged (from 0; default: each run's last selected step "
                  "with timing)");
-  add_json_flag(app, json, "Machine-readable output (schema rtb.bench-report/1)");
+  app.add_flag("--arms", arms,
+               "Each RUN is one pod's log of a same-pod A/B (render-bench --arm): runs keyed by "
+               "(arm, run, step), each arm against the control by pairs in run order, with an "
+               "interval over the pairs and the verdict; with several pods, each arm's mean "
+               "across pods (the reference); exit 1 when a run failed");
+  add_json_flag(app, json,
+                "Machine-readable output (schema rtb.bench-report/1; with --arms "
+                "rtb.bench-report.arms/1)");
   add_output_option(app, output);
   add_bootstrap_options(app, options.bootstrap);
 
@@ -136,6 +145,25 @@ int bench_report_main(int argc, char** argv) {
       fail("--svg - and the report would both go to stdout: give -o FILE for the report");
     }
     options.validate();
+    if (arms) {
+      if (!control_pair.empty() || !numerics.empty() || !svg_file.empty() || fail_if_slower ||
+          options.require_no_drops || options.require_same_setup)
+        fail(
+            "--arms compares the arms inside each pod: drop --control-pair, --numerics, --svg, "
+            "--fail-if-slower, --require-no-drops and --require-same-setup");
+      std::vector<logs::arms::PodReport> pods;
+      for (const std::string& path : runs) {
+        pods.push_back(logs::arms::analyze_pod(logs::arms::parse_pod_log(path), options));
+        tool.report_diagnostics(pods.back().diagnostics);
+      }
+      tool.write_report(
+          output, json ? logs::arms::format_arms_json(pods) : logs::arms::format_arms_text(pods));
+      for (const logs::arms::PodReport& pod : pods) {
+        for (const std::string& line : pod.failed_runs)
+          spdlog::error("{}: failed run: {}", pod.source, line);
+      }
+      return logs::arms::outcome_of(pods);
+    }
 
     logs::steplog::RunLogCache run_logs;
     for (const std::string& path : runs) inputs.runs.push_back(run_logs.get(path));

@@ -46,7 +46,42 @@ void add_render_options(CLI::App& app, RenderKnobs& knobs, NameOption name) {
       if (name == NameOption::kOptional) option->default_str(knobs.options.name);
     }
   }
+  add_repeatable_option(app, "--arm", knobs.arms,
+                        "A same-pod A/B arm: NAME declares it (the first is the control), "
+                        "NAME:KNOB adds one render-bench option to it (NAME:--maxtext-flag=K=V); "
+                        "one value per use")
+      ->type_name("NAME[:KNOB]");
+  add_fixed_count_option(app, "--arm-order", knobs.arm_order, 1,
+                         "abba (default: the arm list then its reverse, repeated; cancels linear "
+                         "drift), interleave or blocks")
+      ->type_name("TEXT:{abba,interleave,blocks}");
+  add_fixed_count_option(app, "--arm-repeats", knobs.arm_repeats, 1,
+                         "Runs of each arm (default: 2)")
+      ->type_name("INT");
+  add_fixed_count_option(app, "--arm-mode", knobs.arm_mode, 1,
+                         "pod (default: one JobSet, the arms run back to back in its pod) or "
+                         "jobsets (one JobSet per arm, named <NAME>-<arm>)")
+      ->type_name("TEXT:{pod,jobsets}");
   add_role_main_options(app, knobs.options.mains);
+}
+
+std::optional<bench::ArmPlan> arm_plan(const RenderKnobs& knobs) {
+  if (knobs.arms.empty()) {
+    const std::pair<const char*, const std::vector<std::string>*> others[] = {
+        {"--arm-order", &knobs.arm_order},
+        {"--arm-repeats", &knobs.arm_repeats},
+        {"--arm-mode", &knobs.arm_mode}};
+    for (const auto& [option, values] : others) {
+      if (!values->empty()) fail("{} needs --arm", option);
+    }
+    return std::nullopt;
+  }
+  bench::ArmPlan plan;
+  plan.arms = bench::parse_arm_values(knobs.arms);
+  if (!knobs.arm_order.empty()) plan.order = bench::parse_arm_order(knobs.arm_order.back());
+  if (!knobs.arm_mode.empty()) plan.mode = bench::parse_arm_mode(knobs.arm_mode.back());
+  if (!knobs.arm_repeats.empty()) plan.repeats = bench::parse_arm_repeats(knobs.arm_repeats.back());
+  return plan;
 }
 
 void finish_render_options(RenderKnobs& knobs, std::string_view embedded_driver,

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "rtb/bench/arms.h"
 #include "rtb/bench/render.h"
 #include "rtb/k8s/dryrun.h"
 
@@ -27,6 +28,9 @@ struct RenderKnobs {
     bool flag = false;
   };
   std::map<std::string, Given, std::less<>> given;
+  // A same-pod A/B (bench/arms.h): --arm values in order, --arm-order, --arm-repeats, --arm-mode.
+  std::vector<std::string> arms;
+  std::vector<std::string> arm_order, arm_repeats, arm_mode;
 };
 
 // kRequired: CLI11 requires --name; kOptional: it defaults to the caller's value; kCheckedByCaller:
@@ -37,6 +41,10 @@ enum class NameOption { kRequired, kOptional, kCheckedByCaller };
 // order, with its help and value name. With kOptional, --name defaults to `knobs.options.name` as
 // set by the caller.
 void add_render_options(CLI::App& app, RenderKnobs& knobs, NameOption name);
+
+// The A/B the --arm options ask for, nullopt without --arm. --arm-order, --arm-repeats and
+// --arm-mode without --arm are refused. Throws rtb::Error.
+std::optional<bench::ArmPlan> arm_plan(const RenderKnobs& knobs);
 
 // Completes knobs.options after parsing: every knob given, in the table's order, through
 // bench::apply_knob (which checks it: `--steps 0: must be >= 1`; a blank driver setting leaves it

@@ -1,6 +1,7 @@
 // diff-renders: what really differs between two renders (e2e DRY_RUN outputs or rendered JobSet
 // files), flag by flag; with --expect-bench, whether a bench render changed only what render-bench
 // may change (see README.md).
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
@@ -102,11 +103,15 @@ int diff_renders_main(int argc, char** argv) {
     rtb::k8s::DryRun right = load(b, tool);
     bench::RenderReport report;
     if (expect_bench) {
-      bench::ExpectBenchResult result = bench::check_expect_bench(left, right, mains);
-      report = bench::make_expect_bench_report(left.source, right.source, result, filter);
+      // A same-pod bench of several arms: each arm's program, as a bench of one arm.
+      std::vector<bench::ExpectBenchResult> results =
+          bench::check_expect_bench_arms(left, right, mains);
+      report = bench::make_expect_bench_report(left.source, right.source, results, filter);
       spdlog::info(
-          "--expect-bench: {} -> {}: {} differences, {} allowed, {} unexpected, {} ignored",
-          result.e2e_name, result.bench_name, report.differences.size() + report.ignored,
+          "--expect-bench: {} -> {}{}: {} differences, {} allowed, {} unexpected, {} ignored",
+          results[0].e2e_name, results[0].bench_name,
+          results.size() > 1 ? fmt::format(" ({} arms' programs)", results.size()) : "",
+          report.differences.size() + report.ignored,
           report.differences.size() - report.unexpected(), report.unexpected(), report.ignored);
     } else {
       bench::RenderDiff diff = bench::diff_renders(left, right, options);

@@ -2,6 +2,7 @@
 // JobSet that times the real trainer program on one slice (see README.md).
 #include <spdlog/spdlog.h>
 
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -11,6 +12,7 @@
 #include "common/tool.h"
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
+#include "rtb/bench/arms.h"
 #include "rtb/bench/knobs.h"
 #include "rtb/bench/render.h"
 #include "rtb/k8s/dryrun.h"
@@ -29,6 +31,8 @@ constexpr const char* kExamples = R"(  render-bench dryrun.txt --name abtest-ben
   render-bench dryrun.txt --name ab-x --preflight --numerics | kubectl apply -f -
   render-bench --print-driver > bench_driver.py   # the embedded bench driver
   render-bench --print-knobs | jq -r '.knobs[].option'   # every knob, for a sweep script
+  render-bench dryrun.txt --name ab-pad --arm base --arm pad:--pad-position=start \
+      --arm-repeats 4 --explain -o ab-pad.yaml   # same-pod A/B: base pad pad base base pad ...
 )";
 
 }  // namespace
@@ -87,6 +91,32 @@ int render_bench_main(int argc, char** argv) {
     k8s::DryRun dryrun = load_dryrun(knobs, embedded::demo_dryrun());
     // Input quirks (a repeated key in some document) do not change the bench: -v shows them.
     tool.report_diagnostics(dryrun.diagnostics);
+    if (std::optional<bench::ArmPlan> plan = arm_plan(knobs)) {
+      if (preflight) fail("--arm renders a bench, not a --preflight Job");
+      bench::ArmsRender arms = bench::render_arms(dryrun, *plan, knobs.options);
+      std::vector<Diagnostic> diagnostics = arms.diagnostics;
+      if (explain)
+        std::erase_if(diagnostics,
+                      [](const Diagnostic& d) { return d.severity == Severity::kNote; });
+      tool.report_diagnostics(diagnostics);
+      write_output(output, arms.yaml);
+      if (explain) {
+        std::string text = bench::explain_arms(*plan);
+        // The changes of each arm's render.
+        for (std::size_t i = 0; i < plan->arms.size(); ++i) {
+          text += fmt::format("arm {}:\n", plan->arms[i].name);
+          text += bench::explain_changes(arms.runs[i], tool.masker());
+        }
+        tool.print_to_stderr(text);
+      }
+      if (summary || knobs.demo) {
+        for (std::size_t i = 0; i < arms.runs.size(); ++i) {
+          tool.print_to_stderr(fmt::format("arm {}: {}\n", plan->arms[i].name,
+                                           bench::summarize_changes(arms.runs[i])));
+        }
+      }
+      return Outcome::kPass;
+    }
     bench::RenderResult result;  // the bench, whose changes --explain and --summary describe
     std::string text;
     if (preflight) {

@@ -91,6 +91,10 @@ AotPlan plan_aot(const YAML::Node& bench, const AotOptions& options);
 // and exits with the compile's status (kAotNoMaxText when the Python has no MaxText).
 std::string aot_script(const AotPlan& plan, const AotOptions& options);
 
+// The compiles of several arms' programs (a same-pod A/B, arms.h), each arm's aot_script run by
+// its own bash in order, from a quoted heredoc; the script exits with the highest status.
+std::string aot_arms_script(const std::vector<std::pair<std::string, std::string>>& arm_scripts);
+
 // The plan as JSON, schema "rtb.aot-check/1" (README).
 std::string aot_plan_json(const AotPlan& plan, const AotOptions& options);
 

@@ -5,6 +5,7 @@
 
 #include "rtb/base/json.h"
 #include "rtb/bench/aot.h"
+#include "rtb/bench/render.h"
 #include "rtb/k8s/shell.h"
 
 namespace rtb::bench {
@@ -167,6 +168,29 @@ std::string aot_plan_json(const AotPlan& plan, const AotOptions& options) {
   j.end_array();
   write_json(j, "diagnostics", plan.diagnostics);
   return j.end_object().str();
+}
+
+std::string aot_arms_script(const std::vector<std::pair<std::string, std::string>>& arm_scripts) {
+  std::string s = fmt::format(
+      "#!/usr/bin/env bash\n"
+      "# aot-check: the compiles of {} arms' programs, each by its own bash, in order; the exit "
+      "status\n# is the highest of theirs.\n"
+      "STATUS=0\n",
+      arm_scripts.size());
+  for (const auto& [arm, script] : arm_scripts) {
+    std::string terminator = heredoc_terminator(script);
+    std::string body = script;
+    if (body.empty() || body.back() != '\n') body += '\n';
+    s += fmt::format(
+        "\necho {} >&2\n"
+        "ARM_SCRIPT=$(cat <<'{}'\n{}{}\n)\n"
+        "bash -c \"$ARM_SCRIPT\" aot-check </dev/null\n"
+        "RC=$?\n"
+        "if [ \"$RC\" -gt \"$STATUS\" ]; then STATUS=$RC; fi\n",
+        k8s::shell::quote("aot-check: arm " + arm), terminator, body, terminator);
+  }
+  s += "exit \"$STATUS\"\n";
+  return s;
 }
 
 }  // namespace rtb::bench

@@ -11,6 +11,7 @@
 
 #include "rtb/base/error.h"
 #include "rtb/base/slice.h"
+#include "rtb/bench/arms.h"
 #include "rtb/bench/render_table.h"
 #include "rtb/bench/trainer_config.h"
 #include "rtb/k8s/flags.h"
@@ -716,12 +717,9 @@ std::size_t ExpectBenchResult::unexpected() const {
       differences.begin(), differences.end(), [](const BenchDifference& d) { return !d.allowed; }));
 }
 
-ExpectBenchResult check_expect_bench(const k8s::DryRun& e2e, const k8s::DryRun& bench,
-                                     const k8s::RoleMains& mains) {
-  k8s::Roles roles = select_roles(e2e, mains);
-  const k8s::Document& trainer = *roles.trainer;
-  const k8s::Document& bench_doc =
-      *k8s::select_roles(bench, mains, {.lone_jobset_is_trainer = true}).trainer;
+namespace {
+
+ExpectBenchResult expect_bench_of(const k8s::Document& trainer, const k8s::Document& bench_doc) {
   ExpectBenchResult result;
   result.e2e_name = k8s::JobSetView(trainer).name();
   result.bench_name = k8s::JobSetView(bench_doc).name();
@@ -733,6 +731,34 @@ ExpectBenchResult check_expect_bench(const k8s::DryRun& e2e, const k8s::DryRun& 
   for (const k8s::Difference& d : k8s::diff_trees(left, right))
     result.differences.push_back(classifier.classify(d));
   return result;
+}
+
+}  // namespace
+
+ExpectBenchResult check_expect_bench(const k8s::DryRun& e2e, const k8s::DryRun& bench,
+                                     const k8s::RoleMains& mains) {
+  const k8s::Document& trainer = *select_roles(e2e, mains).trainer;
+  const k8s::Document& bench_doc =
+      *k8s::select_roles(bench, mains, {.lone_jobset_is_trainer = true}).trainer;
+  return expect_bench_of(trainer, bench_doc);
+}
+
+std::vector<ExpectBenchResult> check_expect_bench_arms(const k8s::DryRun& e2e,
+                                                       const k8s::DryRun& bench,
+                                                       const k8s::RoleMains& mains) {
+  const k8s::Document& trainer = *select_roles(e2e, mains).trainer;
+  const k8s::Document& bench_doc =
+      *k8s::select_roles(bench, mains, {.lone_jobset_is_trainer = true}).trainer;
+  std::vector<ArmProgram> programs = arm_programs(bench_doc, bench.source);
+  if (programs.empty()) return {expect_bench_of(trainer, bench_doc)};
+  std::vector<ExpectBenchResult> results;
+  for (const ArmProgram& program : programs) {
+    // The arm's program in the bench's own document, so that its lines are the input's.
+    k8s::Document doc(program.bench, bench_doc.first_line, bench_doc.text);
+    results.push_back(expect_bench_of(trainer, doc));
+    results.back().arm = program.arm;
+  }
+  return results;
 }
 
 }  // namespace rtb::bench

@@ -132,6 +132,7 @@ struct BenchDifference {
 };
 
 struct ExpectBenchResult {
+  std::string arm;  // a same-pod bench (arms.h): the arm whose program was compared; else empty
   std::string e2e_name, bench_name;
   std::size_t e2e_line = 0, bench_line = 0;
   std::vector<BenchDifference> differences;  // every difference, in diff_trees() order
@@ -143,5 +144,12 @@ struct ExpectBenchResult {
 // when either side has no such JobSet.
 ExpectBenchResult check_expect_bench(const k8s::DryRun& e2e, const k8s::DryRun& bench,
                                      const k8s::RoleMains& mains);
+
+// The same for every program the bench runs: for a same-pod bench of several arms (arms.h), each
+// arm's program (its first run) compared with the e2e trainer as a bench of one arm is, in the
+// order of their first runs; for a bench of one arm, check_expect_bench's one result.
+std::vector<ExpectBenchResult> check_expect_bench_arms(const k8s::DryRun& e2e,
+                                                       const k8s::DryRun& bench,
+                                                       const k8s::RoleMains& mains);
 
 }  // namespace rtb::bench

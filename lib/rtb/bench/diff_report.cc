@@ -308,22 +308,38 @@ RenderReport make_render_report(std::string a_source, std::string b_source, cons
 
 RenderReport make_expect_bench_report(std::string a_source, std::string b_source,
                                       const ExpectBenchResult& result, const DiffFilter& filter) {
+  return make_expect_bench_report(std::move(a_source), std::move(b_source),
+                                  std::vector<ExpectBenchResult>{result}, filter);
+}
+
+RenderReport make_expect_bench_report(std::string a_source, std::string b_source,
+                                      const std::vector<ExpectBenchResult>& results,
+                                      const DiffFilter& filter) {
   RenderReport report;
   report.a_source = std::move(a_source);
   report.b_source = std::move(b_source);
   report.expect_bench = true;
-  ReportedDocument summary{
-      "trainer",         "JobSet", result.e2e_name, result.bench_name, result.e2e_line,
-      result.bench_line, 0,        Pairing::kRole,  "trainer"};
-  for (const BenchDifference& d : result.differences) {
-    if (!filter.keep(summary.label, d.difference.path)) {
-      ++report.ignored;
-      continue;
+  for (const ExpectBenchResult& result : results) {
+    ReportedDocument summary{
+        result.arm.empty() ? "trainer" : fmt::format("trainer[{}]", result.arm),
+        "JobSet",
+        result.e2e_name,
+        result.bench_name,
+        result.e2e_line,
+        result.bench_line,
+        0,
+        Pairing::kRole,
+        "trainer"};
+    for (const BenchDifference& d : result.differences) {
+      if (!filter.keep(summary.label, d.difference.path)) {
+        ++report.ignored;
+        continue;
+      }
+      report.differences.push_back({summary.label, d.difference, d.allowed, d.why});
+      ++summary.differences;
     }
-    report.differences.push_back({summary.label, d.difference, d.allowed, d.why});
-    ++summary.differences;
+    report.documents.push_back(std::move(summary));
   }
-  report.documents.push_back(std::move(summary));
   return report;
 }
 

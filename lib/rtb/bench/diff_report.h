@@ -83,6 +83,11 @@ RenderReport make_render_report(std::string a_source, std::string b_source, cons
 // The documents list holds the one pair compared, labelled "trainer".
 RenderReport make_expect_bench_report(std::string a_source, std::string b_source,
                                       const ExpectBenchResult& result, const DiffFilter& filter);
+// Several results (check_expect_bench_arms): one document per arm's program, labelled
+// "trainer[<arm>]" (just "trainer" for a result without an arm).
+RenderReport make_expect_bench_report(std::string a_source, std::string b_source,
+                                      const std::vector<ExpectBenchResult>& results,
+                                      const DiffFilter& filter);
 
 struct TextStyle {
   bool color = false;         // ANSI colours (the tools decide: a terminal, NO_COLOR unset)

@@ -232,7 +232,9 @@ bool valid_name(std::string_view name) {
 }
 
 bool valid_option(std::string_view option) {
-  if (option == "argv" || option == "orch" || option == "rollout" || option == "-") return true;
+  if (option == "argv" || option == "orch" || option == "rollout" || option == "arm" ||
+      option == "-")
+    return true;
   if (option.size() < 3 || option.rfind("--", 0) != 0 || !(option[2] >= 'a' && option[2] <= 'z'))
     return false;
   return std::all_of(option.begin() + 2, option.end(),
@@ -288,8 +290,8 @@ std::vector<DriverSetting> parse_driver_settings(std::string_view text, std::str
     if (!names.insert(setting.name).second) bad(fmt::format("{} is given twice", setting.name));
     if (!parse_kind(setting)) bad(fmt::format("{}: unknown kind '{}'", setting.name, setting.kind));
     if (!valid_option(setting.option))
-      bad(fmt::format("{}: option '{}' is neither --name, argv, orch, rollout nor -", setting.name,
-                      setting.option));
+      bad(fmt::format("{}: option '{}' is neither --name, argv, orch, rollout, arm nor -",
+                      setting.name, setting.option));
     if (setting.has_option() && !options.insert(setting.option).second)
       bad(fmt::format("{}: option {} belongs to another setting too", setting.name,
                       setting.option));

@@ -33,8 +33,9 @@ struct DriverSetting {
   std::string name;           // the environment variable the driver reads
   std::string kind;           // as written, e.g. "int>=1", "choice:on|off"
   std::string default_value;  // "-": none (the driver resolves it at run time, or it is required)
-  std::string
-      option;  // "--steps"; "argv", "orch", "rollout" or "-" when render-bench has no option
+  // "--steps"; "argv", "orch", "rollout", "arm" (written per run by --arm) or "-" when
+  // render-bench has no option.
+  std::string option;
   std::string meaning;  // one line
 
   // The kind, parsed.

@@ -54,6 +54,7 @@ KnobSpec setting_row(const DriverSetting& setting) {
                KnobArity::kOnce,
                setting_help(setting),
                &setting,
+               {},
                {}};
   if (setting.type == SettingKind::kTargets) {
     row.help =
@@ -66,6 +67,33 @@ KnobSpec setting_row(const DriverSetting& setting) {
   return row;
 }
 
+// Why a knob's value is one for the whole pod of a same-pod A/B; empty for a knob of one client
+// process. Each reason says what else shares the value.
+std::string_view one_per_pod(Knob knob) {
+  switch (knob) {
+    case Knob::kName:
+      return "it names the JobSet, which every run shares";
+    case Knob::kNamespace:
+      return "it places the JobSet, which every run shares";
+    case Knob::kImage:
+      return "it is the client container's image, one per pod";
+    case Knob::kOutputPrefix:
+      return "it names the output directory after the JobSet, which every run shares";
+    case Knob::kLibtpuFlag:
+      return "it also sets the pathways-proxy args and the pathways-worker environment, which "
+             "serve every run of the pod without restarting";
+    case Knob::kTrainerSlice:
+      return "it is the slice the pod runs on";
+    case Knob::kWeights:
+      return "it edits the client container's environment list (MAXTEXT_CKPT), which every run "
+             "shares";
+    case Knob::kDriver:
+      return "the pod writes one driver file for all its runs";
+    default:
+      return {};
+  }
+}
+
 std::vector<KnobSpec> build_table() {
   const DriverSetting& name = driver_setting("BENCH_NAME");
   const DriverSetting& window = driver_setting("PROFILE_WINDOW");
@@ -73,15 +101,21 @@ std::vector<KnobSpec> build_table() {
   auto row_of = [](KnobArity arity) {
     return [arity](Knob knob, std::string option, std::string value, std::string help,
                    KnobField field = {}) {
-      return KnobSpec{knob, std::move(option), std::move(value), arity, std::move(help), nullptr,
-                      field};
+      return KnobSpec{
+          knob, std::move(option), std::move(value), arity, std::move(help), nullptr, field, {}};
     };
   };
   auto once = row_of(KnobArity::kOnce);
   auto repeated = row_of(KnobArity::kRepeated);
   std::vector<KnobSpec> rows = {
-      {Knob::kName, name.option, "NAME", KnobArity::kOnce, "Name of the bench JobSet (a DNS label)",
-       &name, &RenderOptions::name},
+      {Knob::kName,
+       name.option,
+       "NAME",
+       KnobArity::kOnce,
+       "Name of the bench JobSet (a DNS label)",
+       &name,
+       &RenderOptions::name,
+       {}},
       once(Knob::kNamespace, "--namespace", "NAMESPACE", "Namespace of the bench JobSet",
            &RenderOptions::namespace_name),
       once(Knob::kImage, "--image", "IMAGE", "Image of the client container",
@@ -118,6 +152,7 @@ std::vector<KnobSpec> build_table() {
        KnobArity::kOnce,
        window.meaning,
        &window,
+       {},
        {}},
       once(Knob::kWeights, "--weights", "TEXT:{random,checkpoint}",
            "random: drop what would load a checkpoint into the trainer (--maxtext_ckpt_path, "
@@ -133,6 +168,7 @@ std::vector<KnobSpec> build_table() {
                           "An extra environment variable for the driver"));
   rows.push_back(once(Knob::kDriver, "--driver", "FILE",
                       "Use this bench_driver.py instead of the embedded one"));
+  for (KnobSpec& row : rows) row.one_per_pod = one_per_pod(row.knob);
   return rows;
 }
 

@@ -68,6 +68,10 @@ struct KnobSpec {
   // For kSetting: the driver setting's row; nullptr otherwise.
   const DriverSetting* setting = nullptr;
   KnobField field;
+  // Why the knob's value is one for the whole pod (the JobSet, its slice, the proxy and workers
+  // every run shares), so a same-pod arm (arms.h) cannot set it; empty: the knob changes only what
+  // one client process runs (its MaxText flags, trainer argv, driver settings).
+  std::string_view one_per_pod;
 };
 
 // The table: every knob, in --help's order (the driver settings in their table's order where

@@ -41,6 +41,9 @@ struct DriverSettings {
   // value), in the table's order; written after the fields.
   std::vector<std::pair<std::string, std::string>> other_settings;
   std::vector<std::pair<std::string, std::string>> extra_env;  // --driver-env K=V, in order
+  // An arm of a same-pod A/B (arms.h): BENCH_ARM, written after BENCH_NAME (the pod's wrapper
+  // exports each run's BENCH_RUN); unset for a bench of one arm.
+  std::optional<std::string> arm;
 };
 
 // What the bench trainer starts from (--weights): kRandom drops every setting that would make it

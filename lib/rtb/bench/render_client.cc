@@ -105,65 +105,153 @@ std::vector<std::pair<std::string, std::string>> orchestrator_driver_env(
   return found;
 }
 
-std::string driver_script(const DriverLaunch& launch, std::string driver,
-                          std::string_view driver_gzip, std::string_view tool_version) {
-  // The script's heredoc needs a last newline; a driver that lacks one is not what was compressed.
-  if (driver.empty() || driver.back() != '\n') {
-    driver += '\n';
-    driver_gzip = {};
-  }
-  std::string terminator = heredoc_terminator(driver);
-  std::string title = launch.what;
+namespace {
+
+// The wrapper's opening: the header comment, the start line and the SIGTERM forwarding; with
+// `several_runs`, SIGTERM also marks the pod as stopping, so that no further run starts.
+std::string script_header(std::string_view what, std::string_view tool_version,
+                          std::string_view purpose, bool several_runs) {
+  std::string title(what);
   if (!title.empty())
     title[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(title[0])));
-  std::string script;
-  script += fmt::format(
+  return fmt::format(
       "# {} rendered by render-bench {}: {}.\n"
       "# PID 1 wrapper: SIGTERM goes to the driver, whose exit code is the container's.\n"
       "echo \"Program Start: $(date)\"\n"
       "PID=\n"
-      "_forward_sigterm() {{ if [ -n \"$PID\" ]; then kill -TERM \"$PID\" 2>/dev/null; fi; }}\n"
+      "{}"
+      "_forward_sigterm() {{ {}if [ -n \"$PID\" ]; then kill -TERM \"$PID\" 2>/dev/null; fi; }}\n"
       "trap _forward_sigterm TERM\n\n",
-      title, tool_version, launch.purpose);
-  std::string rest = "\n(\n";
-  // One assignment per line; the command shares the last line.
-  for (const std::string& assignment : launch.assignments) rest += "  " + assignment + " \\\n";
-  rest += "  " + fmt::format("{}", fmt::join(launch.command, " "));
-  rest +=
-      "\n) & PID=$!\n\n"
+      title, tool_version, purpose, several_runs ? "STOPPING=\n" : "",
+      several_runs ? "STOPPING=1; " : "");
+}
+
+// One run of the driver: the startup block (`block`: its lines, without the `(` and `) & PID=$!`
+// lines), then the poll that lets bash run the SIGTERM trap promptly, and the wait.
+std::string run_and_wait(std::string_view block) {
+  return fmt::format(
+      "(\n{}\n) & PID=$!\n\n"
       "# Poll, so that bash runs the SIGTERM trap promptly.\n"
       "while kill -0 \"$PID\" 2>/dev/null; do\n"
       "  sleep 5\n"
       "done\n"
       "wait \"$PID\"\n"
-      "EXIT_CODE=$?\n"
-      "echo \"Program End: $(date)\"\n"
-      "echo \"EXIT_CODE=$EXIT_CODE\"\n"
-      "exit $EXIT_CODE\n";
-  // The script reaches bash as one execve() argument, which Linux caps at MAX_ARG_STRLEN. The
-  // driver goes in verbatim when that fits (a reader of the manifest sees it as it is), else
-  // gzip-compressed and base64-encoded, which the pod unpacks with coreutils' base64 and gzip.
+      "EXIT_CODE=$?\n",
+      block);
+}
+
+// The lines that write the driver to kDriverPath: verbatim in a quoted heredoc when `budget`
+// bytes hold them (a reader of the manifest sees it as it is), else gzip-compressed and
+// base64-encoded, which the pod unpacks with coreutils' base64 and gzip. `driver` ends in '\n'.
+std::string driver_writer(const std::string& driver, std::string_view driver_gzip,
+                          std::size_t budget) {
+  std::string terminator = heredoc_terminator(driver);
   std::string verbatim =
       fmt::format("cat > {} <<'{}'\n{}{}\n", kDriverPath, terminator, driver, terminator);
-  if (script.size() + verbatim.size() + rest.size() < kMaxArgumentBytes) {
-    script += verbatim;
-  } else {
-    script += fmt::format(
-        "# The driver, gzip-compressed and base64-encoded: verbatim it would not fit in one "
-        "command\n# argument. `render-bench --print-driver` prints it as text.\n"
-        "base64 -d > {0}.gz <<'{1}' || {{ echo \"cannot decode the bench driver\" >&2; exit 1; }}\n"
-        "{2}{1}\n"
-        "gzip -dc {0}.gz > {0} || {{ echo \"cannot unpack the bench driver\" >&2; exit 1; }}\n",
-        kDriverPath, heredoc_terminator(""),
-        base64_encode(driver_gzip.empty() ? gzip_compress(driver) : std::string(driver_gzip)));
-  }
-  script += rest;
+  if (verbatim.size() < budget) return verbatim;
+  return fmt::format(
+      "# The driver, gzip-compressed and base64-encoded: verbatim it would not fit in one "
+      "command\n# argument. `render-bench --print-driver` prints it as text.\n"
+      "base64 -d > {0}.gz <<'{1}' || {{ echo \"cannot decode the bench driver\" >&2; exit 1; }}\n"
+      "{2}{1}\n"
+      "gzip -dc {0}.gz > {0} || {{ echo \"cannot unpack the bench driver\" >&2; exit 1; }}\n",
+      kDriverPath, heredoc_terminator(""),
+      base64_encode(driver_gzip.empty() ? gzip_compress(driver) : std::string(driver_gzip)));
+}
+
+// The script reaches bash as one execve() argument, which Linux caps at MAX_ARG_STRLEN.
+void check_script_size(const std::string& script, std::string_view what, std::size_t driver) {
   if (script.size() >= kMaxArgumentBytes) {
     fail(
         "the {} script is {} bytes (driver {} bytes); Linux passes at most {} bytes in one "
         "command argument: shorten the driver (--driver) or the trainer's environment",
-        launch.what, script.size(), driver.size(), kMaxArgumentBytes - 1);
+        what, script.size(), driver, kMaxArgumentBytes - 1);
   }
+}
+
+// What one command argument has left for the driver after `script` and `rest`.
+std::size_t budget_left(const std::string& script, const std::string& rest) {
+  std::size_t used = script.size() + rest.size();
+  return used < kMaxArgumentBytes ? kMaxArgumentBytes - used : 0;
+}
+
+// The driver with the last newline the script's heredoc needs; a driver that lacks one is not
+// what was compressed, so its gzip form is dropped.
+void end_with_newline(std::string& driver, std::string_view& driver_gzip) {
+  if (driver.empty() || driver.back() != '\n') {
+    driver += '\n';
+    driver_gzip = {};
+  }
+}
+
+}  // namespace
+
+std::string driver_script(const DriverLaunch& launch, std::string driver,
+                          std::string_view driver_gzip, std::string_view tool_version) {
+  end_with_newline(driver, driver_gzip);
+  std::string script = script_header(launch.what, tool_version, launch.purpose, false);
+  std::string block;
+  // One assignment per line; the command shares the last line.
+  for (const std::string& assignment : launch.assignments) block += "  " + assignment + " \\\n";
+  block += "  " + fmt::format("{}", fmt::join(launch.command, " "));
+  std::string rest = "\n";
+  rest += run_and_wait(block);
+  rest +=
+      "echo \"Program End: $(date)\"\n"
+      "echo \"EXIT_CODE=$EXIT_CODE\"\n"
+      "exit $EXIT_CODE\n";
+  script += driver_writer(driver, driver_gzip, budget_left(script, rest));
+  script += rest;
+  check_script_size(script, launch.what, driver.size());
+  return script;
+}
+
+std::string arms_script(const std::vector<ArmsScriptArm>& arms,
+                        const std::vector<std::pair<std::size_t, int>>& runs,
+                        std::string_view purpose, std::string driver, std::string_view driver_gzip,
+                        std::string_view tool_version) {
+  end_with_newline(driver, driver_gzip);
+  std::string script = script_header("bench client", tool_version, purpose, true);
+  std::string rest;
+  // Each arm's process once, as a function that the runs call: the script holds one startup
+  // block per arm, whatever the number of runs.
+  for (std::size_t i = 0; i < arms.size(); ++i) {
+    rest += fmt::format(
+        "\n# Arm {}: one run of the driver in a fresh process, with this arm's settings.\n"
+        "bench_arm_{}() {{\n{}PID=\n}}\n",
+        k8s::shell::quote(arms[i].arm), i, run_and_wait(arms[i].block));
+  }
+  rest +=
+      "\n# One run: its place in the run order is the driver's BENCH_RUN; a failed run is listed "
+      "and\n# the next one starts. $1: the arm's function, $2: the arm, $3: the run.\n"
+      "FAILED_RUNS=\n"
+      "bench_run() {\n"
+      "  if [ -n \"$STOPPING\" ]; then\n"
+      "    echo \"SIGTERM: run $3 and those after it do not start\"\n"
+      "    exit 143\n"
+      "  fi\n"
+      "  export BENCH_RUN=\"$3\"\n"
+      "  \"$1\"\n"
+      "  echo \"BENCH_RUN_END "
+      "{\\\"arm\\\":\\\"$2\\\",\\\"run\\\":$3,\\\"exit_code\\\":$EXIT_CODE}\"\n"
+      "  if [ \"$EXIT_CODE\" -ne 0 ]; then FAILED_RUNS=\"$FAILED_RUNS $2/$3\"; fi\n"
+      "}\n\n";
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const auto& [arm, number] = runs[i];
+    rest += fmt::format("bench_run bench_arm_{} {} {}\n", arm, k8s::shell::quote(arms[arm].arm),
+                        number);
+  }
+  rest +=
+      "\necho \"Program End: $(date)\"\n"
+      "if [ -n \"$FAILED_RUNS\" ]; then\n"
+      "  echo \"EXIT_CODE=1 (failed runs:$FAILED_RUNS)\"\n"
+      "  exit 1\n"
+      "fi\n"
+      "echo \"EXIT_CODE=0\"\n"
+      "exit 0\n";
+  script += driver_writer(driver, driver_gzip, budget_left(script, rest));
+  script += rest;
+  check_script_size(script, "bench client", driver.size());
   return script;
 }
 
@@ -346,6 +434,7 @@ std::vector<std::pair<std::string, std::string>> driver_environment(
       {"LOGP_GATES", d.logp_gates ? "on" : "off"},
       {"ADVANTAGES", value("ADVANTAGES", d.advantages)},
   };
+  if (d.arm) env.insert(env.begin() + 1, {"BENCH_ARM", value("BENCH_ARM", *d.arm)});
   // Written only when asked for: unset, the driver applies its own default.
   if (d.pad_position) env.emplace_back("PAD_POSITION", value("PAD_POSITION", *d.pad_position));
   if (d.pad_align) env.emplace_back("PAD_ALIGN", value("PAD_ALIGN", std::to_string(*d.pad_align)));
@@ -377,7 +466,8 @@ std::vector<std::pair<std::string, std::string>> driver_environment(
       fail_knob(Knob::kDriverEnv, name + "=" + text, "'{}' is not an environment variable name",
                 name);
     const DriverSetting* setting = find_driver_setting(name);
-    bool own_option = setting && (setting->has_option() || setting->option == "argv");
+    bool own_option =
+        setting && (setting->has_option() || setting->option == "argv" || setting->option == "arm");
     // A bad value of a setting without an option is refused as such, also when the render writes
     // that setting itself (a copy from the orchestrator or the rollout).
     if (setting && !own_option) {

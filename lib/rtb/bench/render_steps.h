@@ -69,6 +69,23 @@ struct DriverLaunch {
 std::string driver_script(const DriverLaunch& launch, std::string driver,
                           std::string_view driver_gzip, std::string_view tool_version);
 
+// One arm of a same-pod A/B's client script: its name and its startup block's lines (as
+// k8s::find_startup_block delimits them in that arm's own render).
+struct ArmsScriptArm {
+  std::string arm;
+  std::string block;
+};
+// The PID-1 wrapper of a same-pod A/B (arms.h): writes the driver once, holds each arm's block
+// once (in a shell function), then makes the `runs` (arm index, run number) in order, each a fresh
+// process with BENCH_RUN exported, each followed by a
+// `BENCH_RUN_END {"arm":..,"run":N,"exit_code":E}` line; a failed run is listed and the next one
+// starts; SIGTERM stops the current run and starts no other. The exit code is 0 when every run
+// exited 0, else 1 (143 when stopped).
+std::string arms_script(const std::vector<ArmsScriptArm>& arms,
+                        const std::vector<std::pair<std::size_t, int>>& runs,
+                        std::string_view purpose, std::string driver, std::string_view driver_gzip,
+                        std::string_view tool_version);
+
 class Renderer {
  public:
   Renderer(const k8s::DryRun& dryrun, const RenderOptions& options)

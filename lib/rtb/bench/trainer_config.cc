@@ -482,6 +482,11 @@ std::vector<std::string> flags_setting_key(std::string_view key) {
   return flags;
 }
 
+bool is_mesh_key(std::string_view maxtext_key) {
+  return maxtext_key.starts_with("ici_") || maxtext_key.starts_with("dcn_") ||
+         maxtext_key == "mesh_axes";
+}
+
 bool is_checkpoint_key(std::string_view maxtext_key) {
   return maxtext_key == "load_parameters_path" || maxtext_key == "load_full_state_path";
 }

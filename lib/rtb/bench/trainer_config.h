@@ -99,6 +99,11 @@ std::optional<std::string> maxtext_key_of_flag(std::string_view flag);
 // `maxtext_<key>`.
 std::vector<std::string> flags_setting_key(std::string_view key);
 
+// A MaxText key that lays out the device mesh over the slice: the ICI and DCN parallelism of each
+// axis (ici_*, dcn_*) and mesh_axes. The mesh is the slice's, so a same-pod arm (arms.h), which
+// shares the slice with every other run, may not change one.
+bool is_mesh_key(std::string_view maxtext_key);
+
 // --- What loads a checkpoint, and what runs the trainer's profiler ------------------------------
 // The one place that decides both: render-bench (--weights random drops what loads a checkpoint;
 // --profile-window drops what turns the trainer's profiler on), aot-check (which passes no

@@ -1121,22 +1121,13 @@ RunLog RunLogParser::finish() {
 
 RunLog parse_run_log(const std::string& path) {
   RunLogParser parser(display_name(path));
-  for_each_line(path, [&](std::string_view line, std::size_t number) {
-    parser.feed(line, number);
-    return true;
-  });
+  feed_log_file(parser, path);
   return parser.finish();
 }
 
 RunLog parse_run_log_text(std::string_view text, const std::string& source) {
   RunLogParser parser(source);
-  std::size_t number = 0;
-  while (!text.empty()) {
-    std::size_t end = text.find('\n');
-    parser.feed(text.substr(0, end), ++number);
-    if (end == std::string_view::npos) break;
-    text.remove_prefix(end + 1);
-  }
+  feed_log_text(parser, text);
   return parser.finish();
 }
 

@@ -51,6 +51,7 @@
 #include <vector>
 
 #include "rtb/base/diagnostic.h"
+#include "rtb/base/io.h"
 #include "rtb/base/literal.h"
 
 namespace rtb::logs::steplog {
@@ -406,6 +407,26 @@ class RunLogParser {
   bool saw_peft_ = false;
   bool finished_ = false;
 };
+
+// Feeds every line of a log file (or "-" for stdin) to `parser` (anything with feed(line,
+// number), 1-based numbers) with bounded memory (rtb::for_each_line); the same over text in memory.
+template <typename Parser>
+void feed_log_file(Parser& parser, const std::string& path) {
+  for_each_line(path, [&](std::string_view line, std::size_t number) {
+    parser.feed(line, number);
+    return true;
+  });
+}
+template <typename Parser>
+void feed_log_text(Parser& parser, std::string_view text) {
+  std::size_t number = 0;
+  while (!text.empty()) {
+    std::size_t end = text.find('\n');
+    parser.feed(text.substr(0, end), ++number);
+    if (end == std::string_view::npos) break;
+    text.remove_prefix(end + 1);
+  }
+}
 
 // Reads a log file (or "-" for stdin) with bounded memory (rtb::for_each_line).
 RunLog parse_run_log(const std::string& path);

@@ -97,6 +97,9 @@ class BenchPlan:
   # Whether the final micro-batch has fewer rows than the regular ones (FINAL_ROWS < rows): it
   # is then no regular micro-batch.
   short_final: bool = False
+  # A same-pod A/B's run: {"arm": ..., "run": ...} (Settings.arm_fields), first in every
+  # BENCH_STEP and in BENCH_SUMMARY; empty for a bench of one arm.
+  arm_fields: Dict[str, Any] = dataclasses.field(default_factory=dict)
 
   @property
   def tokens_per_step(self) -> int:

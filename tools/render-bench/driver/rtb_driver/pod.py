@@ -97,8 +97,20 @@ class Payloads:
   resolved: Dict[str, Any]
 
 
+def announce_arm(settings: Settings) -> None:
+  """A same-pod A/B's run starts with one BENCH_ARM line: its arm, its place in the pod's run
+  order and the driver settings it runs with (each run is a fresh driver process)."""
+  fields = settings.arm_fields()
+  if not fields:
+    return
+  line = {"name": settings.bench_name, **fields, "knobs": settings.knobs()}
+  emit("BENCH_ARM " + json.dumps(line, separators=(",", ":")))
+  say(f"{settings.bench_name}: arm {settings.bench_arm}, run {settings.bench_run} of the pod")
+
+
 def run_pod(settings: Settings) -> int:
   """The bench in the pod: Tunix set-up, payloads, compile, timed steps, summary."""
+  announce_arm(settings)
   say(f"{settings.bench_name}: bench driver starting: {settings.steps} steps x "
       f"{settings.micro_steps} fwd_bwd calls")
   setup = Setup(settings, POD)
@@ -249,7 +261,8 @@ def make_plan(settings: Settings, tunix: TunixSetup, payloads: Payloads, chips: 
                    tokens_final=(payloads.final_built or regular_built).real_tokens, chips=chips,
                    padded_tokens_per_call=tunix.rows * tunix.tokens,
                    profile_window=settings.profile_window, profile_dir=profile_dir,
-                   stage_boundary=stage_plan, short_final=payloads.final_built is not None)
+                   stage_boundary=stage_plan, short_final=payloads.final_built is not None,
+                   arm_fields=settings.arm_fields())
   plan.logps_pass = make_logps_pass(tunix, tunix.choices["logps_pass"].value,
                                     [payloads.regular, payloads.final])
   return plan

@@ -35,6 +35,9 @@ class Settings:
   profile_window: Optional[Tuple[int, int]] = None
   profile_dir: Optional[str] = None
   bench_name: str = "bench"
+  # A run of a same-pod A/B (render-bench --arm): its arm and its place in the pod's run order.
+  bench_arm: Optional[str] = None
+  bench_run: Optional[int] = None
   stage_boundary: str = table_default("STAGE_BOUNDARY")
   routing: str = table_default("ROUTING")
   logps_pass: str = table_default("LOGPS_PASS")
@@ -50,6 +53,13 @@ class Settings:
   rollout_return_routed_experts: Optional[str] = None
   # `--preflight --numerics`: the miniature model's MaxText flags (None: numerics.MINIATURE_FLAGS).
   numerics_maxtext_flags: Optional[str] = None
+
+  def arm_fields(self) -> Dict[str, Any]:
+    """`arm` and `run` of a same-pod A/B's run, for BENCH_ARM, BENCH_STEP and BENCH_SUMMARY;
+    empty for a bench of one arm."""
+    if self.bench_arm is None and self.bench_run is None:
+      return {}
+    return {"arm": self.bench_arm, "run": self.bench_run}
 
   def knobs(self) -> Dict[str, Any]:
     """The settings as parsed, for BENCH_SUMMARY."""

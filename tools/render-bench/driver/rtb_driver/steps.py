@@ -330,7 +330,8 @@ class StepRunner:
 
   def report(self, record: StepRecord, staged_now: bool) -> None:
     """The step's BENCH_STEP line and its human line."""
-    self.out("BENCH_STEP " + json.dumps(record.as_json(), separators=(",", ":")))
+    line = {**self.plan.arm_fields, **record.as_json()}
+    self.out("BENCH_STEP " + json.dumps(line, separators=(",", ":")))
     self.log(f"{self.plan.name} step {record.step} ({record.step + 1}/{self.plan.steps}): "
              f"{record.seconds:.3f} s, {record.tokens_per_s_per_chip:.1f} tok/s/chip (padding "
              f"included), {record.update} update, micro-batches timed by "

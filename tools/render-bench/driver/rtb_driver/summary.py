@@ -162,6 +162,7 @@ def summarize(plan: BenchPlan, records: Sequence[StepRecord], *, rows: int, toke
   real_per_chip = plan.tokens_per_step / mean_step / plan.chips if mean_step else None
   summary = {
       "name": plan.name,
+      **plan.arm_fields,
       "steps": plan.steps,
       "micro_steps": plan.micro_steps,
       "rows": rows,
