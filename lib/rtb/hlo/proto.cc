@@ -26,7 +26,7 @@
 
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
-#include "rtb/hlo/proto_wire.h"
+#include "rtb/base/proto_wire.h"
 
 namespace rtb::hlo {
 
@@ -35,6 +35,9 @@ namespace {
 using wire::Field;
 using wire::Reader;
 using wire::WireType;
+
+// What every error message of the wire reader starts with.
+constexpr std::string_view kFormat = "binary HloProto";
 
 // HloProto
 constexpr std::uint32_t kProtoModule = 1;
@@ -233,7 +236,7 @@ class ProtoTextSource : public ByteSource {
   // ---- the module's structure (at construction) ----
 
   void index_module() {
-    Reader top(input_, input_, "HloProto");
+    Reader top(input_, input_, "HloProto", kFormat);
     Field field;
     std::string_view module;
     bool has_module = false;
@@ -245,7 +248,7 @@ class ProtoTextSource : public ByteSource {
     }
     if (!has_module) fail("binary HloProto: no hlo_module (field 1)");
 
-    Reader reader(input_, module, "HloModuleProto");
+    Reader reader(input_, module, "HloModuleProto", kFormat);
     std::string_view entry_name;
     bool has_entry_id = false;
     std::int64_t entry_id = 0;
@@ -401,13 +404,13 @@ class ProtoTextSource : public ByteSource {
     local_by_id_.clear();
     order_.clear();
     instructions_.reserve(computation.instructions);
-    Reader reader(input_, computation.bytes, "HloComputationProto");
+    Reader reader(input_, computation.bytes, "HloComputationProto", kFormat);
     Field field;
     while (reader.next(field)) {
       if (field.number != kComputationInstructions) continue;
       InstructionEntry entry;
       entry.bytes = field.bytes;
-      Reader instruction(input_, field.bytes, "HloInstructionProto");
+      Reader instruction(input_, field.bytes, "HloInstructionProto", kFormat);
       Field part;
       while (instruction.next(part)) {
         if (part.number == kInstructionName) {
@@ -437,7 +440,7 @@ class ProtoTextSource : public ByteSource {
       return;
     }
     std::vector<bool> seen(instructions_.size(), false);
-    Reader ids(input_, sequence->second, "HloScheduleProto.InstructionSequence");
+    Reader ids(input_, sequence->second, "HloScheduleProto.InstructionSequence", kFormat);
     while (ids.next(field)) {
       if (field.number != kSequenceInstructionIds) continue;
       wire::for_each_varint(field, "InstructionSequence", "instruction_ids", [&](std::uint64_t v) {
@@ -506,7 +509,7 @@ class ProtoTextSource : public ByteSource {
     bool host_transfer = false;
     operands_.clear();
     callees_.clear();
-    Reader reader(input_, entry.bytes, kWhat);
+    Reader reader(input_, entry.bytes, kWhat, kFormat);
     Field field;
     while (reader.next(field)) {
       switch (field.number) {
@@ -572,7 +575,7 @@ class ProtoTextSource : public ByteSource {
     out += "%";
     out += entry.name;
     out += " = ";
-    render_shape(Reader(input_, shape, "ShapeProto"), 0, entry.name, out);
+    render_shape(Reader(input_, shape, "ShapeProto", kFormat), 0, entry.name, out);
     out += ' ';
     out += opcode;
     out += '(';
@@ -712,7 +715,7 @@ class ProtoTextSource : public ByteSource {
       out += '(';
       for (std::size_t i = 0; i < tuple.size(); ++i) {
         if (i > 0) out += ", ";
-        render_shape(Reader(input_, tuple[i], kWhat), depth + 1, instruction, out);
+        render_shape(Reader(input_, tuple[i], kWhat, kFormat), depth + 1, instruction, out);
       }
       out += ')';
       return;
@@ -730,7 +733,7 @@ class ProtoTextSource : public ByteSource {
       append_int(dimensions[i], out);
     }
     out += ']';
-    if (has_layout) render_layout(Reader(input_, layout, "LayoutProto"), out);
+    if (has_layout) render_layout(Reader(input_, layout, "LayoutProto", kFormat), out);
   }
 
   // LayoutProto -> `{1,0:T(8,128)(2,1)E(4)S(1)}`; nothing for a layout with none of these.
@@ -826,70 +829,6 @@ class ProtoTextSource : public ByteSource {
   std::size_t pending_at_ = 0;
 };
 
-// A read-only mapping of a file descriptor's first `size` bytes.
-class Mapping {
- public:
-  Mapping(int fd, std::size_t size, const std::string& name) : size_(size) {
-    if (size == 0) return;
-    void* address = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (address == MAP_FAILED) fail_at(name, 0, "cannot map the input: {}", std::strerror(errno));
-    data_ = static_cast<const char*>(address);
-  }
-  ~Mapping() {
-    if (data_ != nullptr) ::munmap(const_cast<char*>(data_), size_);
-  }
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  std::string_view bytes() const { return {data_, size_}; }
-
- private:
-  const char* data_ = nullptr;
-  std::size_t size_ = 0;
-};
-
-// Copies `prefix` and the rest of `source` to an unlinked temporary file and maps it: a proto
-// read from a pipe needs random access, and a file keeps it out of the resident set.
-std::shared_ptr<const Mapping> spool(std::string_view prefix, ByteSource& source,
-                                     const std::string& name) {
-  std::FILE* file = std::tmpfile();
-  if (file == nullptr) fail_at(name, 0, "cannot create a temporary file: {}", std::strerror(errno));
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(file, &std::fclose);
-  std::size_t total = 0;
-  auto write = [&](const char* data, std::size_t size) {
-    if (size > 0 && std::fwrite(data, 1, size, file) != size) {
-      fail_at(name, 0, "cannot write a temporary file: {}", std::strerror(errno));
-    }
-    total += size;
-  };
-  write(prefix.data(), prefix.size());
-  std::vector<char> block(std::size_t{1} << 20);
-  while (std::size_t n = source.read(block.data(), block.size())) write(block.data(), n);
-  if (std::fflush(file) != 0) fail_at(name, 0, "cannot write a temporary file");
-  return std::make_shared<const Mapping>(::fileno(file), total, name);
-}
-
-// Hands out `prefix` (bytes already read to detect the format), then the rest of `inner`.
-class ReplaySource : public ByteSource {
- public:
-  ReplaySource(std::string prefix, std::unique_ptr<ByteSource> inner)
-      : prefix_(std::move(prefix)), inner_(std::move(inner)) {}
-  const std::string& name() const override { return inner_->name(); }
-  std::size_t read(char* buffer, std::size_t capacity) override {
-    if (at_ < prefix_.size()) {
-      std::size_t n = std::min(capacity, prefix_.size() - at_);
-      std::memcpy(buffer, prefix_.data() + at_, n);
-      at_ += n;
-      return n;
-    }
-    return inner_->read(buffer, capacity);
-  }
-
- private:
-  std::string prefix_;
-  std::size_t at_ = 0;
-  std::unique_ptr<ByteSource> inner_;
-};
-
 bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
 }  // namespace
@@ -949,10 +888,10 @@ HloInput open_hlo_input(const std::string& path) {
   prefix.resize(have);
   input.format = detect_input_format(prefix);
   if (input.format == InputFormat::kText) {
-    input.source = std::make_unique<ReplaySource>(std::move(prefix), std::move(file));
+    input.source = std::make_unique<PrefixedSource>(std::move(prefix), std::move(file));
     return input;
   }
-  std::shared_ptr<const Mapping> mapping = spool(prefix, *file, display_name(path));
+  std::shared_ptr<const SpooledBytes> mapping = spool(prefix, *file, display_name(path));
   input.proto_bytes = mapping->bytes().size();
   input.source = std::make_unique<ProtoTextSource>(mapping->bytes(), mapping, display_name(path));
   return input;

@@ -1,4 +1,5 @@
-// A reader of the protocol buffer wire format, just enough for binary HloProto dumps: it walks
+// A reader of the protocol buffer wire format, shared by the binary HloProto reader (hlo/proto)
+// and the XSpace profile reader (profile/xspace): it walks
 // the fields of one message in a byte range it does not own (a memory-mapped file), never
 // copies, never allocates, and checks every length and varint against the bytes that are there,
 // so that truncated or hostile input ends in an rtb::Error, never a read out of bounds.
@@ -11,9 +12,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
-namespace rtb::hlo::wire {
+namespace rtb::wire {
 
 enum class WireType : std::uint8_t { kVarint = 0, kFixed64 = 1, kLength = 2, kFixed32 = 5 };
 
@@ -23,15 +25,19 @@ struct Field {
   std::uint64_t value = 0;  // varint and fixed values
   std::string_view bytes;   // length-delimited payload
   std::size_t offset = 0;   // of the field's key, from the start of the whole input
+  std::string_view format;  // of the input, for messages ("binary HloProto", "XSpace")
 };
 
 // The fields of one message, in the order they are stored.
 class Reader {
  public:
   // `message` is the message's bytes, a part of `input` (the whole input: offsets in error
-  // messages count from its start); `what` the message type, e.g. "HloInstructionProto".
-  Reader(std::string_view input, std::string_view message, std::string_view what)
-      : base_(input.data()), data_(message), what_(what) {}
+  // messages count from its start); `what` the message type, e.g. "HloInstructionProto";
+  // `format` the input's format, which every error message starts with (a string that outlives
+  // the reader, e.g. "binary HloProto").
+  Reader(std::string_view input, std::string_view message, std::string_view what,
+         std::string_view format)
+      : base_(input.data()), data_(message), what_(what), format_(format) {}
   // The nested message in `field` (a field of this reader's message), of type `what`; the field
   // must be length-delimited (else rtb::Error naming `field_name`).
   Reader nested(const Field& field, std::string_view what, std::string_view field_name) const;
@@ -44,8 +50,8 @@ class Reader {
   std::string_view data() const { return data_; }
 
  private:
-  Reader(const char* base, std::string_view message, std::string_view what)
-      : base_(base), data_(message), what_(what) {}
+  Reader(const char* base, std::string_view message, std::string_view what, std::string_view format)
+      : base_(base), data_(message), what_(what), format_(format) {}
   std::uint64_t varint(const char* what_is_read);
   std::size_t offset() const { return static_cast<std::size_t>(data_.data() - base_) + position_; }
 
@@ -53,6 +59,7 @@ class Reader {
   std::string_view data_;
   std::size_t position_ = 0;
   std::string_view what_;
+  std::string_view format_;
 };
 
 // Throws rtb::Error unless `field` has wire type `type`: "<what>.<name> (field N) has wire type
@@ -77,6 +84,7 @@ class PackedVarints {
   std::size_t offset_ = 0;
   std::string_view what_;
   std::string_view name_;
+  std::string_view format_;
 };
 
 template <typename Callback>
@@ -91,4 +99,12 @@ void for_each_varint(const Field& field, std::string_view what, std::string_view
   while (values.next(value)) on_value(value);
 }
 
-}  // namespace rtb::hlo::wire
+// ---- writing --------------------------------------------------------------------------------
+// The encoder's side, for tests and test captures: each appends one encoded item to `out`.
+void put_varint(std::string& out, std::uint64_t value);
+void put_key(std::string& out, std::uint32_t number, WireType type);
+void put_varint_field(std::string& out, std::uint32_t number, std::uint64_t value);
+void put_fixed64_field(std::string& out, std::uint32_t number, std::uint64_t value);
+void put_length_field(std::string& out, std::uint32_t number, std::string_view payload);
+
+}  // namespace rtb::wire
