@@ -384,7 +384,7 @@ XSpaceFile::XSpaceFile(std::string_view bytes, std::string name)
 void XSpaceFile::index() {
   try {
     if (bytes_.empty()) fail("XSpace: the file is empty");
-    Reader reader(bytes_, bytes_, "XSpace", kXSpaceFormat);
+    Reader reader(bytes_, bytes_, "top level", kXSpaceFormat);
     Field field;
     bool first = true;
     while (reader.next(field)) {
