@@ -37,8 +37,9 @@ class Report(TempDirTestCase):
             packed = gzip.compress(f.read())
         code, got, err = run(["-", "--json"], stdin=packed)
         self.assertEqual(code, 0, err)
-        self.assertEqual(json.loads(got)["devices"][0]["steps"],
-                         json.loads(want)["devices"][0]["steps"])
+        self.assertEqual(
+            json.loads(got)["devices"][0]["steps"],
+            json.loads(want)["devices"][0]["steps"])
         self.assertEqual(json.loads(got)["files"], ["<stdin>"])
         host = os.path.join(self.tmp.name, "plugins", "profile", "run")
         os.makedirs(host)
@@ -54,7 +55,7 @@ class Report(TempDirTestCase):
         code, _, err = run([REAL, "--svg", svg, "--svg-step", "5"])
         self.assertEqual(code, 0, err)
         title = ET.parse(svg).getroot().find("{http://www.w3.org/2000/svg}title")
-        self.assertIsNotNone(title)
+        assert title is not None and title.text is not None
         self.assertIn("/device:GPU:0 step 5: 22.588 ms long", title.text)
 
     def test_ab_exit_codes(self):
