@@ -360,6 +360,15 @@ FAKES = {
           fake_log.record("start_trace", log_dir=log_dir)
         def stop_trace():
           fake_log.record("stop_trace")
+        class StepTraceAnnotation:
+          def __init__(self, name, **kwargs):
+            self.name, self.kwargs = name, kwargs
+          def __enter__(self):
+            fake_log.record("step_trace", name=self.name, **self.kwargs)
+            return self
+          def __exit__(self, *exc):
+            fake_log.record("step_trace_end", name=self.name, **self.kwargs)
+            return False
         """,
 }
 

@@ -363,6 +363,10 @@ class PodFlowTest(fake_tunix.FakeTunixTestCase):
     self.assertEqual(events.index("start_trace"), first + 1)  # before call 1
     fwd_indices = [i for i, event in enumerate(events) if event == "fwd_bwd"]
     self.assertTrue(fwd_indices[2] < events.index("stop_trace") < fwd_indices[3])
+    # Every step is marked for profile-report (jax.profiler.StepTraceAnnotation, step_num).
+    marks = [call for call in calls if call["event"] == "step_trace"]
+    self.assertEqual([mark["step_num"] for mark in marks], list(range(len(marks))))
+    self.assertEqual({mark["name"] for mark in marks}, {"bench_step"})
     start = next(call for call in calls if call["event"] == "start_trace")
     self.assertEqual(start["log_dir"], "gs://bucket/bench/bench_profile")
     rows = [call["rows"] for call in calls if call["event"] == "fwd_bwd"]
