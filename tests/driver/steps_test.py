@@ -165,8 +165,8 @@ class ProfilerTest(unittest.TestCase):
     harness.run(make_plan(steps=3, micro_steps=2, window=(2, 2)))
     names = harness.events.names()
     marks = [item for item in harness.events.items if item[0] in ("step_begin", "step_end")]
-    self.assertEqual(marks, [("step_begin", 0), ("step_end", 0), ("step_begin", 1),
-                             ("step_end", 1), ("step_begin", 2), ("step_end", 2)])
+    self.assertEqual(marks, [("step_begin", 0), ("step_end", 0), ("step_begin", 1), ("step_end", 1),
+                             ("step_begin", 2), ("step_end", 2)])
     # The window opens with step 1's first call: the trace starts before step 1's mark (a mark
     # begun before the trace is not recorded), which spans its calls and its update.
     first = names.index("step_begin", names.index("step_end"))

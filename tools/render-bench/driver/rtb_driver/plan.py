@@ -36,7 +36,6 @@ class JaxProfiler:
 # The name of the driver's step annotation in a trace.
 STEP_ANNOTATION = "bench_step"
 
-
 # What each figure measures; BENCH_SUMMARY carries this table, README explains it.
 DEFINITIONS = {
     "seconds": "one optimizer step: from its first fwd_bwd dispatch until all of its device "
