@@ -271,6 +271,11 @@ MODES = [
     Mode("profile-report", "one capture", "rtb.profile-report.1.json", [
         Run(lambda tmp: [PROFILE, "--json"], 0),
         Run(lambda tmp: [PROFILE_CUT, "--json", "--top", "2"], 0),
+        Run(
+            lambda tmp: [
+                data("profile", "synthetic_overlap_tpu.xplane.pb"), "--json", "--hlo", *dumps(
+                    "latency_hiding_scheduler__ResourceLimitWithinAnnotationGroup.hlo.txt")
+            ], 0),
     ]),
     Mode("profile-report", "two captures", "rtb.profile-report-compare.1.json", [
         Run(lambda tmp: [PROFILE, PROFILE, "--json"], 0),

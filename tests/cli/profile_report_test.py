@@ -64,6 +64,20 @@ class Report(TempDirTestCase):
         self.assertEqual(code, 1)
         self.assertIn("something moved beyond its spread", out)
 
+    def test_hlo_puts_planned_hidden_measured_exposed_first(self):
+        capture = os.path.join(TESTDATA, "profile", "synthetic_overlap_tpu.xplane.pb")
+        dump = os.path.join(TESTDATA, "hlo",
+                            "latency_hiding_scheduler__ResourceLimitWithinAnnotationGroup.hlo.txt")
+        code, out, err = run([capture, "--hlo", dump, "--json"])
+        self.assertEqual(code, 0, err)
+        pairs = json.loads(out)["overlap"]["pairs"]
+        self.assertEqual([(p["done"], p["agreement"]) for p in pairs],
+                         [("agd0", "planned hidden, measured exposed"),
+                          ("cpd1", "planned exposed, measured hidden"), ("agd1", "agree")])
+        code, out, err = run([capture, "--hlo", dump, "--min-wait-us", "500"])
+        self.assertEqual(code, 0, err)
+        self.assertIn("planned hidden, measured exposed: 0 of 3 pairs", out)
+
     def test_help(self):
         assert_help_and_version(self, "profile-report", "--min-change-percent")
 

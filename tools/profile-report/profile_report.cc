@@ -13,6 +13,8 @@
 #include "common/tool.h"
 #include "rtb/base/error.h"
 #include "rtb/base/text.h"
+#include "rtb/hlo/analysis.h"
+#include "rtb/hlo/report.h"
 #include "rtb/profile/compare.h"
 #include "rtb/profile/report.h"
 #include "rtb/profile/summary.h"
@@ -25,6 +27,7 @@ constexpr const char* kExamples =
     R"(  profile-report bench_profile/plugins/profile/2026_12_04_10_00_00/host.xplane.pb
   profile-report bench_profile/plugins/profile/2026_12_04_10_00_00/   # every host of a capture
   profile-report capture.xplane.pb.gz --json -o profile.json --svg step.svg
+  profile-report capture.xplane.pb --hlo module.after_optimizations.txt   # planned vs measured
   profile-report baseline.xplane.pb candidate.xplane.pb   # A/B: exit 1 if something moved
 )";
 
@@ -51,6 +54,8 @@ int profile_report_main(int argc, char** argv) {
   std::optional<std::size_t> svg_step;
   bool json = false;
   double min_change_percent = 1.0;
+  std::optional<std::string> hlo_dump;
+  double min_wait_us = 1.0;
   profile::ReportOptions report;
 
   add_one_or_two_inputs(app, inputs, "CAPTURE",
@@ -64,6 +69,15 @@ int profile_report_main(int argc, char** argv) {
                  "Which step --svg draws: its index among the device's steps (default: the "
                  "longest)");
   app.add_option("--top", report.top, "How many ops to list per device")->capture_default_str();
+  app.add_option("--hlo", hlo_dump,
+                 "The scheduled HLO module of the capture (text dump or *.hlo.pb): measure, for "
+                 "each async collective pair hlo-overlap judges, how long its done waited on the "
+                 "first device, beside the schedule's verdict");
+  app.add_option("--min-wait-us", min_wait_us,
+                 "--hlo: a pair is measured exposed when its done waits at least this long per "
+                 "execution (microseconds)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e9));
   app.add_option("--min-change-percent", min_change_percent,
                  "A/B: a figure moved only when its change also exceeds this percentage of its "
                  "mean in A")
@@ -73,6 +87,7 @@ int profile_report_main(int argc, char** argv) {
   return tool.run(argc, argv, [&] {
     if (svg_file && inputs.size() == 2) fail("--svg draws one capture; give one CAPTURE");
     if (svg_step && !svg_file) fail("--svg-step needs --svg");
+    if (hlo_dump && inputs.size() == 2) fail("--hlo measures one capture; give one CAPTURE");
     require_one_stdin(inputs, "the two captures");
     std::vector<profile::Summary> summaries;
     std::vector<profile::Capture> captures;
@@ -93,10 +108,18 @@ int profile_report_main(int argc, char** argv) {
                                      : profile::format_compare_text(comparison, report.top));
       return comparison.outcome();
     }
+    std::optional<profile::Overlap> overlap;
+    if (hlo_dump) {
+      hlo::Options options;
+      hlo::Analysis analysis = hlo::analyze_file(*hlo_dump, options);
+      tool.report_diagnostics(hlo::diagnostics_of(analysis));
+      overlap = profile::measure_overlap(summaries[0], analysis, min_wait_us * 1e6);
+    }
+    const profile::Overlap* measured = overlap ? &*overlap : nullptr;
     std::string svg;
     if (svg_file) svg = profile::render_timeline_svg(captures[0], summaries[0], svg_step);
-    tool.write_report(output, json ? profile::format_json(summaries[0], report)
-                                   : profile::format_text(summaries[0], report));
+    tool.write_report(output, json ? profile::format_json(summaries[0], report, measured)
+                                   : profile::format_text(summaries[0], report, measured));
     if (svg_file) tool.write_report(*svg_file, svg);
     return Outcome::kPass;
   });

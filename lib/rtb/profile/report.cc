@@ -61,7 +61,8 @@ const char* colour_of(Category category) {
 
 std::string ms(std::int64_t ps) { return ms_of(static_cast<double>(ps)); }
 
-std::string format_text(const Summary& summary, const ReportOptions& options) {
+std::string format_text(const Summary& summary, const ReportOptions& options,
+                        const Overlap* overlap) {
   std::string out;
   out += fmt::format("capture: {} ({} uncompressed, {} planes, {} device(s))\n",
                      fmt::join(summary.files, ", "),
@@ -113,10 +114,12 @@ std::string format_text(const Summary& summary, const ReportOptions& options) {
                       static_cast<double>(op.count) / steps, category_name(op.category), op.name);
     }
   }
+  if (overlap != nullptr) out += format_overlap_text(*overlap);
   return out;
 }
 
-std::string format_json(const Summary& summary, const ReportOptions& options) {
+std::string format_json(const Summary& summary, const ReportOptions& options,
+                        const Overlap* overlap) {
   json::Writer j;
   j.begin_object();
   j.field("schema", kSchema);
@@ -167,6 +170,12 @@ std::string format_json(const Summary& summary, const ReportOptions& options) {
     j.end_object();
   }
   j.end_array();
+  j.key("overlap");
+  if (overlap != nullptr) {
+    write_overlap_json(j, *overlap);
+  } else {
+    j.null();
+  }
   j.end_object();
   return std::move(j).str();
 }

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "rtb/profile/overlap.h"
 #include "rtb/profile/summary.h"
 #include "rtb/profile/xspace.h"
 
@@ -16,8 +17,12 @@ struct ReportOptions {
   std::size_t top = 10;  // ops listed per device
 };
 
-std::string format_text(const Summary& summary, const ReportOptions& options);
-std::string format_json(const Summary& summary, const ReportOptions& options);
+// With `overlap` (--hlo), the measured against scheduled overlap follows (text) or is the
+// document's `overlap` (JSON; null without).
+std::string format_text(const Summary& summary, const ReportOptions& options,
+                        const Overlap* overlap = nullptr);
+std::string format_json(const Summary& summary, const ReportOptions& options,
+                        const Overlap* overlap = nullptr);
 
 // The timeline of one step of the first device (`step`: its index among the device's steps;
 // default the longest step): one row per op line, one box per op event coloured by category,
