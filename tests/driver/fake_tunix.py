@@ -52,10 +52,12 @@ FAKES = {
                                        num_experts_per_tok=2, vocab_size=500)
         """,
     "tunix/experimental/distributed/runtime/contexts/k8s_context.py": """
+        import os
         from tunix import fake_log
         class K8sJaxContext:
           def initialize(self):
-            fake_log.record("jax_initialize")
+            # What XLA reads when JAX starts (DUMP_HLO sets it before).
+            fake_log.record("jax_initialize", xla_flags=os.environ.get("XLA_FLAGS"))
         """,
     "tunix/fake_log.py": """
         import json, os

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import statistics
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -35,6 +36,18 @@ class JaxProfiler:
 
 # The name of the driver's step annotation in a trace.
 STEP_ANNOTATION = "bench_step"
+
+
+def profile_dir_of(setting: Optional[str], output_dir: Optional[str]) -> str:
+  """PROFILE_DIR, else <--maxtext_output_directory>/bench_profile (/tmp without one)."""
+  return setting or os.path.join(output_dir or "/tmp", "bench_profile")
+
+
+def hlo_dump_flags(profile_dir: str) -> str:
+  """The XLA_FLAGS that make XLA write every module it compiles, after optimizations (the
+  scheduled module) included, as HLO text next to the trace (DUMP_HLO)."""
+  return f"--xla_dump_to={os.path.join(profile_dir, 'hlo')} --xla_dump_hlo_as_text"
+
 
 # What each figure measures; BENCH_SUMMARY carries this table, README explains it.
 DEFINITIONS = {
