@@ -195,28 +195,6 @@ class GeneratedDump {
   double cpp_seconds_ = 0;
 };
 
-// Resets this process's peak RSS (VmHWM) to its current RSS (Linux: clear_refs 5) and returns
-// that current RSS in MiB (0 when /proc is unavailable).
-double reset_peak_rss_mib() {
-  std::ofstream("/proc/self/clear_refs") << "5";
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024;
-  }
-  return 0;
-}
-
-// This process's peak RSS (VmHWM) in MiB.
-double peak_rss_mib() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024;
-  }
-  return 0;
-}
-
 void HloToolPeakMemory(benchmark::State& state) {
   const GeneratedDump& dump = GeneratedDump::get();
   fs::path tool = fs::read_symlink("/proc/self/exe").parent_path() / "hlo-overlap";
@@ -229,7 +207,7 @@ void HloToolPeakMemory(benchmark::State& state) {
   for (auto _ : state) {
     // A spawned child inherits the parent's peak RSS as its own starting peak (Linux carries
     // the old mm's high-water mark across exec); reset ours first so the number is the tool's.
-    floor_mib = reset_peak_rss_mib();
+    floor_mib = rtb::perf::reset_peak_rss_mib();
     run = rtb::perf::run_child({tool.string(), dump.path(), "--json", "-q", "--allow-truncated"});
     state.SetIterationTime(run.seconds);
   }
@@ -248,7 +226,7 @@ void HloAnalyzeFile(benchmark::State& state) {
   const GeneratedDump& dump = GeneratedDump::get();
   std::int64_t instructions = 0;
   std::size_t entries = 0;
-  double floor_mib = reset_peak_rss_mib();
+  double floor_mib = rtb::perf::reset_peak_rss_mib();
   for (auto _ : state) {
     auto begin = std::chrono::steady_clock::now();
     rtb::hlo::Analysis analysis = rtb::hlo::analyze_file(dump.path());
@@ -266,7 +244,7 @@ void HloAnalyzeFile(benchmark::State& state) {
   state.counters["GB_per_s"] = benchmark::Counter(static_cast<double>(dump.bytes()) / 1e9,
                                                   benchmark::Counter::kIsIterationInvariantRate);
   // In-process peak of the library (the process's own baseline included, see rss_floor_MiB).
-  state.counters["peak_rss_MiB"] = peak_rss_mib();
+  state.counters["peak_rss_MiB"] = rtb::perf::peak_rss_mib();
   state.counters["rss_floor_MiB"] = floor_mib;
 }
 BENCHMARK(HloAnalyzeFile)->Unit(benchmark::kMillisecond)->MinTime(3.0)->UseRealTime();
@@ -291,7 +269,8 @@ void HloPythonBaseline(benchmark::State& state) {
   std::string script = (source_dir() / "hlo_baseline.py").string();
   rtb::perf::ChildRun run;
   for (auto _ : state) {
-    reset_peak_rss_mib();  // else the child's ru_maxrss starts at our own high-water mark
+    rtb::perf::reset_peak_rss_mib();  // else the child's ru_maxrss starts at our own high-water
+                                      // mark
     run = rtb::perf::run_child({"/usr/bin/python3", script, dump.path()});
     state.SetIterationTime(run.seconds);
   }

@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <stdexcept>
+#include <string>
 
 extern char** environ;
 
@@ -76,6 +78,25 @@ std::optional<Medians> alternate(benchmark::State& state, const std::vector<std:
     }
   }
   return Medians{median(first_times), median(second_times)};
+}
+
+double reset_peak_rss_mib() {
+  std::ofstream("/proc/self/clear_refs") << "5";
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024;
+  }
+  return 0;
+}
+
+double peak_rss_mib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024;
+  }
+  return 0;
 }
 
 }  // namespace rtb::perf

@@ -34,6 +34,13 @@ std::optional<Medians> alternate(benchmark::State& state, const std::vector<std:
 // True when the child exited with status 0.
 bool succeeded(const ChildRun& run);
 
+// Resets this process's peak RSS (VmHWM) to its current RSS (Linux: clear_refs 5) and returns
+// that current RSS in MiB (0 when /proc is unavailable). A spawned child inherits the parent's
+// peak as its own starting peak (Linux carries the old mm's high-water mark across exec).
+double reset_peak_rss_mib();
+// This process's peak RSS (VmHWM) in MiB.
+double peak_rss_mib();
+
 // The median of `values` (not empty).
 double median(std::vector<double> values);
 

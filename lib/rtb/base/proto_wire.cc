@@ -54,7 +54,7 @@ std::uint64_t Reader::varint(const char* what_is_read) {
   return value;
 }
 
-bool Reader::next(Field& field) {
+bool Reader::next_checked(Field& field) {
   if (position_ >= data_.size()) return false;
   field.offset = offset();
   field.format = format_;

@@ -43,8 +43,42 @@ class Reader {
   Reader nested(const Field& field, std::string_view what, std::string_view field_name) const;
 
   // Reads the next field into `field`; false at the end of the message. Throws rtb::Error on a
-  // bad varint, a length past the end of the message, or an unknown wire type.
-  bool next(Field& field);
+  // bad varint, a length past the end of the message, or an unknown wire type. Inline for the
+  // common fields (a one-byte key, a varint or a length that fits); the rest, errors included,
+  // go through next_checked(). A capture holds tens of millions of such fields.
+  bool next(Field& field) {
+    if (position_ >= data_.size()) return false;
+    const auto* bytes = reinterpret_cast<const unsigned char*>(data_.data());
+    std::size_t at = position_;
+    unsigned key = bytes[at];
+    unsigned type = key & 7;
+    if (key >= 0x80 || key < 8 || (type != 0 && type != 2)) return next_checked(field);
+    ++at;
+    std::uint64_t value = 0;
+    for (int shift = 0;; shift += 7) {
+      // At most 9 bytes here (63 bits); a longer varint or the end takes the checked path.
+      if (at >= data_.size() || shift > 56) return next_checked(field);
+      unsigned byte = bytes[at++];
+      value |= static_cast<std::uint64_t>(byte & 0x7f) << shift;
+      if (byte < 0x80) break;
+    }
+    field.offset = offset();
+    field.format = format_;
+    field.number = key >> 3;
+    if (type == 0) {
+      field.type = WireType::kVarint;
+      field.value = value;
+      field.bytes = {};
+    } else {
+      if (value > data_.size() - at) return next_checked(field);
+      field.type = WireType::kLength;
+      field.value = 0;
+      field.bytes = data_.substr(at, static_cast<std::size_t>(value));
+      at += static_cast<std::size_t>(value);
+    }
+    position_ = at;
+    return true;
+  }
 
   std::string_view what() const { return what_; }
   std::string_view data() const { return data_; }
@@ -52,6 +86,7 @@ class Reader {
  private:
   Reader(const char* base, std::string_view message, std::string_view what, std::string_view format)
       : base_(base), data_(message), what_(what), format_(format) {}
+  bool next_checked(Field& field);
   std::uint64_t varint(const char* what_is_read);
   std::size_t offset() const { return static_cast<std::size_t>(data_.data() - base_) + position_; }
 

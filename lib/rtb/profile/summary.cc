@@ -61,30 +61,29 @@ std::string_view event_name(const Plane& plane, const Event& event) {
                                         : std::string_view(metadata->display_name);
 }
 
-// The string value of stat `id` of `event` ("" without one).
+// The string value of stat `id` among `stats` ("" without one).
 std::string_view stat_of(const XSpaceFile& file, const Plane& plane, const Stats& stats,
                          std::int64_t id) {
-  std::string_view found;
-  if (id < 0) return found;
-  for_each_stat(file.bytes(), stats, [&](const Stat& stat) {
-    if (stat.metadata_id == id) found = plane.stat_string(stat);
-  });
-  return found;
+  Stat stat;
+  if (id < 0 || !find_stat(file.bytes(), stats, id, stat)) return {};
+  return plane.stat_string(stat);
 }
 
-std::int64_t int_stat_of(const XSpaceFile& file, const Stats& stats, std::int64_t id, bool& found) {
-  std::int64_t value = 0;
+// The integer value of stat `id` among `stats`; `found` says whether it has one.
+std::int64_t int_stat_of(const XSpaceFile& file, const Stats& stats, std::int64_t id,
+                         bool& found) {
+  Stat stat;
   found = false;
-  if (id < 0) return value;
-  for_each_stat(file.bytes(), stats, [&](const Stat& stat) {
-    if (stat.metadata_id != id) return;
-    if (stat.kind == Stat::Kind::kInt64) value = stat.int_value, found = true;
-    if (stat.kind == Stat::Kind::kUint64) {
-      value = static_cast<std::int64_t>(stat.uint_value);
-      found = true;
-    }
-  });
-  return value;
+  if (id < 0 || !find_stat(file.bytes(), stats, id, stat)) return 0;
+  if (stat.kind == Stat::Kind::kInt64) {
+    found = true;
+    return stat.int_value;
+  }
+  if (stat.kind == Stat::Kind::kUint64) {
+    found = true;
+    return static_cast<std::int64_t>(stat.uint_value);
+  }
+  return 0;
 }
 
 const Line* line_named(const Plane& plane, std::string_view name) {

@@ -276,6 +276,42 @@ Stat read_stat(std::string_view input, std::string_view message) {
   return stat;
 }
 
+bool find_stat(std::string_view input, const Stats& stats, std::int64_t id, Stat& out) {
+  Reader reader(input, stats.message, "message with stats", kXSpaceFormat);
+  Field field;
+  while (reader.next(field)) {
+    if (field.number != stats.field) continue;
+    if (field.type != WireType::kLength) {
+      wire::expect_type(field, WireType::kLength, "message with stats", "stats");
+    }
+    // XProf writes metadata_id first (key 0x08, a varint): a stat of another id needs no more
+    // reading. Anything else is read in full.
+    std::string_view bytes = field.bytes;
+    if (bytes.size() >= 2 && bytes[0] == '\x08') {
+      std::uint64_t value = 0;
+      std::size_t at = 1;
+      int shift = 0;
+      bool done = false;
+      while (at < bytes.size() && shift <= 56) {
+        auto byte = static_cast<unsigned char>(bytes[at++]);
+        value |= static_cast<std::uint64_t>(byte & 0x7f) << shift;
+        shift += 7;
+        if (byte < 0x80) {
+          done = true;
+          break;
+        }
+      }
+      if (done && static_cast<std::int64_t>(value) != id) continue;
+    }
+    Stat candidate = read_stat(input, field.bytes);
+    if (candidate.metadata_id == id) {
+      out = candidate;
+      return true;
+    }
+  }
+  return false;
+}
+
 // ---- EventCursor ---------------------------------------------------------------------------
 
 EventCursor::EventCursor(std::string_view input, const Line& line, std::int64_t origin_ns,

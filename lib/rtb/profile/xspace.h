@@ -102,6 +102,10 @@ struct Plane {
 template <typename Callback>
 void for_each_stat(std::string_view input, const Stats& stats, Callback&& on_stat);
 
+// The stat with metadata id `id` among `stats` into `out`: false when there is none. Faster than
+// for_each_stat for one stat: a stat whose first field names another id is not read further.
+bool find_stat(std::string_view input, const Stats& stats, std::int64_t id, Stat& out);
+
 struct Event {
   std::int64_t metadata_id = 0;
   std::int64_t start_ps = 0;  // from the capture's origin
