@@ -365,6 +365,10 @@ TEST(Spool, CopiesAPrefixAndTheRestToAMappedTemporaryFile) {
   EXPECT_EQ(prefixed.name(), "pipe");
   std::shared_ptr<const SpooledBytes> spooled = spool("<", prefixed, "pipe");
   EXPECT_EQ(spooled->bytes(), "<ab" + rest);
+  MemorySource parts(rest, "pipe", 7);
+  EXPECT_EQ(read_prefix(parts, 20), rest.substr(0, 20));
+  MemorySource short_one("ab", "short");
+  EXPECT_EQ(read_prefix(short_one, 20), "ab");
   MemorySource empty(std::string_view(), "empty");
   EXPECT_EQ(spool("", empty, "empty")->bytes(), "");
 }

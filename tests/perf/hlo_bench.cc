@@ -134,10 +134,6 @@ class GeneratedDump {
     cpp_bytes_ += static_cast<double>(bytes_);
     cpp_seconds_ += seconds;
   }
-  ~GeneratedDump() {
-    std::error_code ignored;
-    if (!dir_.empty()) fs::remove_all(dir_, ignored);
-  }
 
  private:
   GeneratedDump() {
@@ -152,42 +148,33 @@ class GeneratedDump {
     }
     if (templates.empty())
       throw std::runtime_error("no HLO fixtures under " + testdata_dir().string());
-    std::string pattern = (fs::temp_directory_path() / "rtb-hlo-bench-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    dir_ = pattern;
-    path_ = (fs::path(dir_) / "generated.after_optimizations.txt").string();
-    std::FILE* out = std::fopen(path_.c_str(), "wb");
-    if (out == nullptr) throw std::runtime_error("cannot write " + path_);
-    std::string chunk = "HloModule jit_train_step_generated, is_scheduled=true\n\n";
-    for (std::uint64_t copy = 0; bytes_ + chunk.size() < target; ++copy) {
-      const Template& t = templates[copy % templates.size()];
-      std::string suffix = ".g" + std::to_string(copy);
-      for (std::size_t i = 0; i < t.names.size(); ++i) {
-        chunk += t.literals[i];
-        chunk += t.names[i];
-        chunk += suffix;
-      }
-      chunk += t.literals.back();
-      chunk += '\n';
-      if (chunk.size() > (std::size_t{8} << 20)) {
-        std::fwrite(chunk.data(), 1, chunk.size(), out);
-        bytes_ += chunk.size();
-        chunk.clear();
-      }
-    }
-    std::fwrite(chunk.data(), 1, chunk.size(), out);
-    bytes_ += chunk.size();
-    // Written back to disk before anything is measured: the kernel otherwise flushes the
-    // gigabyte of dirty pages a few seconds later, on the same two cores, in the middle of
-    // whichever benchmark runs then (the readers are measured on a dump in the page cache).
-    if (std::fflush(out) != 0 || ::fsync(::fileno(out)) != 0) {
-      std::fclose(out);
-      throw std::runtime_error("cannot write " + path_);
-    }
-    if (std::fclose(out) != 0) throw std::runtime_error("cannot write " + path_);
+    std::uint64_t copy = 0;
+    std::uint64_t written = 0;
+    bool header = true;
+    file_ = std::make_unique<rtb::perf::GeneratedFile>(
+        "rtb-hlo-bench", "generated.after_optimizations.txt", [&](std::string& chunk) {
+          if (header) {
+            chunk += "HloModule jit_train_step_generated, is_scheduled=true\n\n";
+            header = false;
+          }
+          const Template& t = templates[copy % templates.size()];
+          std::string suffix = ".g" + std::to_string(copy++);
+          std::size_t before = chunk.size();
+          for (std::size_t i = 0; i < t.names.size(); ++i) {
+            chunk += t.literals[i];
+            chunk += t.names[i];
+            chunk += suffix;
+          }
+          chunk += t.literals.back();
+          chunk += '\n';
+          written += chunk.size() - before;
+          return written < target;
+        });
+    path_ = file_->path();
+    bytes_ = file_->bytes();
   }
 
-  std::string dir_;
+  std::unique_ptr<rtb::perf::GeneratedFile> file_;
   std::string path_;
   std::uint64_t bytes_ = 0;
   double best_cpp_rate_ = 0;

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <string>
@@ -97,6 +99,36 @@ double peak_rss_mib() {
     if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024;
   }
   return 0;
+}
+
+GeneratedFile::GeneratedFile(const std::string& prefix, const std::string& name,
+                             const std::function<bool(std::string& chunk)>& more) {
+  std::string pattern = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
+  if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  dir_ = pattern;
+  path_ = (std::filesystem::path(dir_) / name).string();
+  std::FILE* out = std::fopen(path_.c_str(), "wb");
+  if (out == nullptr) throw std::runtime_error("cannot write " + path_);
+  std::string chunk;
+  bool again = true;
+  while (again) {
+    again = more(chunk);
+    if (chunk.size() > (std::size_t{8} << 20) || !again) {
+      std::fwrite(chunk.data(), 1, chunk.size(), out);
+      bytes_ += chunk.size();
+      chunk.clear();
+    }
+  }
+  if (std::fflush(out) != 0 || ::fsync(::fileno(out)) != 0) {
+    std::fclose(out);
+    throw std::runtime_error("cannot write " + path_);
+  }
+  if (std::fclose(out) != 0) throw std::runtime_error("cannot write " + path_);
+}
+
+GeneratedFile::~GeneratedFile() {
+  std::error_code ignored;
+  if (!dir_.empty()) std::filesystem::remove_all(dir_, ignored);
 }
 
 }  // namespace rtb::perf

@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -50,10 +51,6 @@ class GeneratedCapture {
   void note_cpp_run(double seconds) {
     best_cpp_rate_ = std::max(best_cpp_rate_, static_cast<double>(bytes_) / seconds);
   }
-  ~GeneratedCapture() {
-    std::error_code ignored;
-    if (!dir_.empty()) fs::remove_all(dir_, ignored);
-  }
 
  private:
   GeneratedCapture() {
@@ -79,33 +76,26 @@ class GeneratedCapture {
       }
     }
     if (device.empty()) throw std::runtime_error("no device plane in " + real.string());
-    std::string pattern = (fs::temp_directory_path() / "rtb-profile-bench-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    dir_ = pattern;
-    path_ = (fs::path(dir_) / "generated.xplane.pb").string();
-    std::FILE* out = std::fopen(path_.c_str(), "wb");
-    if (out == nullptr) throw std::runtime_error("cannot write " + path_);
-    std::string chunk = space;  // the real capture first, host plane included
-    for (int copy = 1; bytes_ + chunk.size() < target; ++copy) {
-      std::string plane = device;
-      rtb::wire::put_length_field(plane, 2, "/device:GPU:" + std::to_string(copy));
-      rtb::wire::put_length_field(chunk, 1, plane);
-      if (chunk.size() > (std::size_t{8} << 20)) {
-        std::fwrite(chunk.data(), 1, chunk.size(), out);
-        bytes_ += chunk.size();
-        chunk.clear();
-      }
-    }
-    std::fwrite(chunk.data(), 1, chunk.size(), out);
-    bytes_ += chunk.size();
-    if (std::fflush(out) != 0 || ::fsync(::fileno(out)) != 0) {
-      std::fclose(out);
-      throw std::runtime_error("cannot write " + path_);
-    }
-    if (std::fclose(out) != 0) throw std::runtime_error("cannot write " + path_);
+    int copy = 0;
+    std::uint64_t written = 0;
+    file_ = std::make_unique<rtb::perf::GeneratedFile>(
+        "rtb-profile-bench", "generated.xplane.pb", [&](std::string& chunk) {
+          std::size_t before = chunk.size();
+          if (copy++ == 0) {
+            chunk += space;  // the real capture first, host plane included
+          } else {
+            std::string plane = device;
+            rtb::wire::put_length_field(plane, 2, "/device:GPU:" + std::to_string(copy - 1));
+            rtb::wire::put_length_field(chunk, 1, plane);
+          }
+          written += chunk.size() - before;
+          return written < target;
+        });
+    path_ = file_->path();
+    bytes_ = file_->bytes();
   }
 
-  std::string dir_;
+  std::unique_ptr<rtb::perf::GeneratedFile> file_;
   std::string path_;
   std::uint64_t bytes_ = 0;
   double best_cpp_rate_ = 0;

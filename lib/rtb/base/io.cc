@@ -381,6 +381,18 @@ void write_output(const std::string& path, std::string_view content) {
   out.commit();
 }
 
+std::string read_prefix(ByteSource& source, std::size_t bytes) {
+  std::string prefix(bytes, '\0');
+  std::size_t have = 0;
+  while (have < prefix.size()) {
+    std::size_t n = source.read(prefix.data() + have, prefix.size() - have);
+    if (n == 0) break;
+    have += n;
+  }
+  prefix.resize(have);
+  return prefix;
+}
+
 std::size_t PrefixedSource::read(char* buffer, std::size_t capacity) {
   if (at_ < prefix_.size()) {
     std::size_t n = std::min(capacity, prefix_.size() - at_);

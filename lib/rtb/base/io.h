@@ -123,6 +123,10 @@ class FileSource final : public ByteSource {
   std::size_t released_ = 0;  // bytes at the start of the mapping already dropped
 };
 
+// Up to the first `bytes` bytes of `source` read in order (fewer when it ends first), e.g. to
+// detect a format before reading on.
+std::string read_prefix(ByteSource& source, std::size_t bytes);
+
 // Hands out `prefix` (bytes already read from `inner`, e.g. to detect a format), then the rest
 // of `inner`, in order (read() only).
 class PrefixedSource final : public ByteSource {

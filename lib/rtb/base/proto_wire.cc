@@ -117,6 +117,16 @@ void expect_type(const Field& field, WireType type, std::string_view what, std::
        type_name(static_cast<unsigned>(type)));
 }
 
+std::string_view bytes_of(const Field& field, std::string_view what, std::string_view name) {
+  expect_type(field, WireType::kLength, what, name);
+  return field.bytes;
+}
+
+std::int64_t int64_of(const Field& field, std::string_view what, std::string_view name) {
+  expect_type(field, WireType::kVarint, what, name);
+  return static_cast<std::int64_t>(field.value);
+}
+
 PackedVarints::PackedVarints(const Field& field, std::string_view what, std::string_view name)
     : data_(field.bytes), offset_(field.offset), what_(what), name_(name), format_(field.format) {
   if (field.type != WireType::kLength) {

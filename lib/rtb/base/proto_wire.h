@@ -101,6 +101,11 @@ class Reader {
 // X, expected Y". Every field the reader interprets goes through this.
 void expect_type(const Field& field, WireType type, std::string_view what, std::string_view name);
 
+// The payload of a length-delimited field (a string, bytes, a message) and the value of a varint
+// field as int64, each after expect_type.
+std::string_view bytes_of(const Field& field, std::string_view what, std::string_view name);
+std::int64_t int64_of(const Field& field, std::string_view what, std::string_view name);
+
 // A repeated integer field, packed (one length-delimited field of varints) or not (one varint
 // per field): calls `on_value` for each value in `field`.
 template <typename Callback>

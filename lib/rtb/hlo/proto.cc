@@ -178,16 +178,6 @@ void append_int(std::int64_t value, std::string& out) {
   fmt::format_to(std::back_inserter(out), "{}", value);
 }
 
-std::string_view string_field(const Field& field, std::string_view what, std::string_view name) {
-  wire::expect_type(field, WireType::kLength, what, name);
-  return field.bytes;
-}
-
-std::int64_t int_field(const Field& field, std::string_view what, std::string_view name) {
-  wire::expect_type(field, WireType::kVarint, what, name);
-  return static_cast<std::int64_t>(field.value);
-}
-
 // A repeated int64 field (packed or not): its values appended to `out`.
 void append_ints(const Field& field, std::string_view what, std::string_view name,
                  std::vector<std::int64_t>& out) {
@@ -243,7 +233,7 @@ class ProtoTextSource : public ByteSource {
     while (top.next(field)) {
       if (field.number != kProtoModule) continue;
       if (has_module) fail("binary HloProto: more than one hlo_module (field 1)");
-      module = string_field(field, "HloProto", "hlo_module");
+      module = wire::bytes_of(field, "HloProto", "hlo_module");
       has_module = true;
     }
     if (!has_module) fail("binary HloProto: no hlo_module (field 1)");
@@ -255,16 +245,16 @@ class ProtoTextSource : public ByteSource {
     while (reader.next(field)) {
       switch (field.number) {
         case kModuleName:
-          module_name_ = string_field(field, "HloModuleProto", "name");
+          module_name_ = wire::bytes_of(field, "HloModuleProto", "name");
           break;
         case kModuleEntryName:
-          entry_name = string_field(field, "HloModuleProto", "entry_computation_name");
+          entry_name = wire::bytes_of(field, "HloModuleProto", "entry_computation_name");
           break;
         case kModuleComputations:
           index_computation(reader.nested(field, "HloComputationProto", "computations"));
           break;
         case kModuleEntryId:
-          entry_id = int_field(field, "HloModuleProto", "entry_computation_id");
+          entry_id = wire::int64_of(field, "HloModuleProto", "entry_computation_id");
           has_entry_id = true;
           break;
         case kModuleSchedule:
@@ -307,18 +297,18 @@ class ProtoTextSource : public ByteSource {
     while (reader.next(field)) {
       switch (field.number) {
         case kComputationName:
-          entry.name = string_field(field, "HloComputationProto", "name");
+          entry.name = wire::bytes_of(field, "HloComputationProto", "name");
           break;
         case kComputationInstructions:
           wire::expect_type(field, WireType::kLength, "HloComputationProto", "instructions");
           ++entry.instructions;
           break;
         case kComputationId:
-          entry.id = int_field(field, "HloComputationProto", "id");
+          entry.id = wire::int64_of(field, "HloComputationProto", "id");
           has_id = true;
           break;
         case kComputationRootId:
-          entry.root_id = int_field(field, "HloComputationProto", "root_id");
+          entry.root_id = wire::int64_of(field, "HloComputationProto", "root_id");
           entry.has_root = true;
           break;
         default:
@@ -348,9 +338,10 @@ class ProtoTextSource : public ByteSource {
       std::string_view value;
       Field part;
       while (map_entry.next(part)) {
-        if (part.number == kMapKey) key = int_field(part, "HloScheduleProto.SequencesEntry", "key");
+        if (part.number == kMapKey)
+          key = wire::int64_of(part, "HloScheduleProto.SequencesEntry", "key");
         if (part.number == kMapValue) {
-          value = string_field(part, "HloScheduleProto.SequencesEntry", "value");
+          value = wire::bytes_of(part, "HloScheduleProto.SequencesEntry", "value");
         }
       }
       schedule_[key] = value;  // a map: the last entry for a key wins
@@ -414,9 +405,10 @@ class ProtoTextSource : public ByteSource {
       Field part;
       while (instruction.next(part)) {
         if (part.number == kInstructionName) {
-          entry.name = string_field(part, "HloInstructionProto", "name");
+          entry.name = wire::bytes_of(part, "HloInstructionProto", "name");
         }
-        if (part.number == kInstructionId) entry.id = int_field(part, "HloInstructionProto", "id");
+        if (part.number == kInstructionId)
+          entry.id = wire::int64_of(part, "HloInstructionProto", "id");
       }
       if (!is_name(entry.name)) {
         fail(
@@ -514,10 +506,10 @@ class ProtoTextSource : public ByteSource {
     while (reader.next(field)) {
       switch (field.number) {
         case kInstructionOpcode:
-          opcode = string_field(field, kWhat, "opcode");
+          opcode = wire::bytes_of(field, kWhat, "opcode");
           break;
         case kInstructionShape:
-          shape = string_field(field, kWhat, "shape");
+          shape = wire::bytes_of(field, kWhat, "shape");
           has_shape = true;
           break;
         case kInstructionMetadata: {
@@ -526,23 +518,23 @@ class ProtoTextSource : public ByteSource {
           Field part;
           while (metadata.next(part)) {
             if (part.number == kMetadataOpType)
-              op_type = string_field(part, "OpMetadata", "op_type");
+              op_type = wire::bytes_of(part, "OpMetadata", "op_type");
             if (part.number == kMetadataOpName)
-              op_name = string_field(part, "OpMetadata", "op_name");
+              op_name = wire::bytes_of(part, "OpMetadata", "op_name");
           }
           break;
         }
         case kInstructionParameterNumber:
-          parameter_number = int_field(field, kWhat, "parameter_number");
+          parameter_number = wire::int64_of(field, kWhat, "parameter_number");
           break;
         case kInstructionTupleIndex:
-          tuple_index = int_field(field, kWhat, "tuple_index");
+          tuple_index = wire::int64_of(field, kWhat, "tuple_index");
           break;
         case kInstructionChannelId:
-          channel_id = int_field(field, kWhat, "channel_id");
+          channel_id = wire::int64_of(field, kWhat, "channel_id");
           break;
         case kInstructionCustomCallTarget:
-          custom_call_target = string_field(field, kWhat, "custom_call_target");
+          custom_call_target = wire::bytes_of(field, kWhat, "custom_call_target");
           break;
         case kInstructionOperandIds:
           append_ints(field, kWhat, "operand_ids", operands_);
@@ -551,10 +543,10 @@ class ProtoTextSource : public ByteSource {
           append_ints(field, kWhat, "called_computation_ids", callees_);
           break;
         case kInstructionBackendConfig:
-          backend_config = string_field(field, kWhat, "backend_config");
+          backend_config = wire::bytes_of(field, kWhat, "backend_config");
           break;
         case kInstructionIsHostTransfer:
-          host_transfer = int_field(field, kWhat, "is_host_transfer") != 0;
+          host_transfer = wire::int64_of(field, kWhat, "is_host_transfer") != 0;
           break;
         default:
           break;
@@ -691,16 +683,16 @@ class ProtoTextSource : public ByteSource {
     while (reader.next(field)) {
       switch (field.number) {
         case kShapeElementType:
-          element_type = int_field(field, kWhat, "element_type");
+          element_type = wire::int64_of(field, kWhat, "element_type");
           break;
         case kShapeDimensions:
           append_ints(field, kWhat, "dimensions", dimensions);
           break;
         case kShapeTupleShapes:
-          tuple.push_back(string_field(field, kWhat, "tuple_shapes"));
+          tuple.push_back(wire::bytes_of(field, kWhat, "tuple_shapes"));
           break;
         case kShapeLayout:
-          layout = string_field(field, kWhat, "layout");
+          layout = wire::bytes_of(field, kWhat, "layout");
           has_layout = true;
           break;
         case kShapeIsDynamicDimension:
@@ -774,10 +766,10 @@ class ProtoTextSource : public ByteSource {
           break;
         }
         case kLayoutElementSizeInBits:
-          element_bits = int_field(field, kWhat, "element_size_in_bits");
+          element_bits = wire::int64_of(field, kWhat, "element_size_in_bits");
           break;
         case kLayoutMemorySpace:
-          memory_space = int_field(field, kWhat, "memory_space");
+          memory_space = wire::int64_of(field, kWhat, "memory_space");
           break;
         default:
           break;
@@ -878,14 +870,7 @@ HloInput open_hlo_input(const std::string& path) {
     return input;
   }
   // Not mapped (stdin, a pipe, an empty file): read the first bytes to decide.
-  std::string prefix(kFormatPrefixBytes, '\0');
-  std::size_t have = 0;
-  while (have < prefix.size()) {
-    std::size_t n = file->read(prefix.data() + have, prefix.size() - have);
-    if (n == 0) break;
-    have += n;
-  }
-  prefix.resize(have);
+  std::string prefix = read_prefix(*file, kFormatPrefixBytes);
   input.format = detect_input_format(prefix);
   if (input.format == InputFormat::kText) {
     input.source = std::make_unique<PrefixedSource>(std::move(prefix), std::move(file));

@@ -70,8 +70,7 @@ std::string_view stat_of(const XSpaceFile& file, const Plane& plane, const Stats
 }
 
 // The integer value of stat `id` among `stats`; `found` says whether it has one.
-std::int64_t int_stat_of(const XSpaceFile& file, const Stats& stats, std::int64_t id,
-                         bool& found) {
+std::int64_t int_stat_of(const XSpaceFile& file, const Stats& stats, std::int64_t id, bool& found) {
   Stat stat;
   found = false;
   if (id < 0 || !find_stat(file.bytes(), stats, id, stat)) return 0;

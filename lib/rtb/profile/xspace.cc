@@ -56,15 +56,8 @@ constexpr std::uint32_t kEventMetadataStats = 5;
 // The picoseconds in a nanosecond.
 constexpr std::int64_t kPsPerNs = 1000;
 
-std::int64_t int64_of(const Field& field, std::string_view what, std::string_view name) {
-  wire::expect_type(field, WireType::kVarint, what, name);
-  return static_cast<std::int64_t>(field.value);
-}
-
-std::string_view bytes_of(const Field& field, std::string_view what, std::string_view name) {
-  wire::expect_type(field, WireType::kLength, what, name);
-  return field.bytes;
-}
+using wire::bytes_of;
+using wire::int64_of;
 
 // A map<int64, Message> entry: its key and its value's bytes.
 std::pair<std::int64_t, std::string_view> map_entry(std::string_view input, const Field& entry,
@@ -388,14 +381,7 @@ XSpaceFile::XSpaceFile(const std::string& path) : name_(display_name(path)) {
     if (!whole.empty()) {
       source = gunzip_source(std::move(file));
     } else {
-      prefix.resize(2);
-      std::size_t have = 0;
-      while (have < prefix.size()) {
-        std::size_t n = file->read(prefix.data() + have, prefix.size() - have);
-        if (n == 0) break;
-        have += n;
-      }
-      prefix.resize(have);
+      prefix = read_prefix(*file, 2);
       if (is_gzip(prefix)) {
         // The magic bytes are read already: the decompressor gets them back first.
         source =
