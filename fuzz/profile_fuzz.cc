@@ -1,13 +1,16 @@
-// libFuzzer target: the XSpace reader (profile/xspace.h): every plane, line, event and stat of
-// the input taken as an XSpace file; only rtb::Error may come out.
+// libFuzzer target: the XSpace reader (profile/xspace.h), every plane, line, event and stat of
+// the input taken as an XSpace file, then the summary over it (profile/summary.h); only
+// rtb::Error may come out.
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "rtb/base/error.h"
+#include "rtb/profile/summary.h"
 #include "rtb/profile/xspace.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

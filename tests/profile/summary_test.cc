@@ -101,6 +101,21 @@ TEST(Summary, ModuleExecutionsAndStreamsRunningAtOnce) {
   EXPECT_EQ(d.events, 4);
 }
 
+TEST(Summary, OpsTimesStepsAreBounded) {
+  test::SpaceBuilder space;
+  auto& device = space.plane("/device:TPU:0", 1);
+  device.event_name(1, "a").event_name(2, "b").event_name(3, "c").event_name(9, "m(1)");
+  device.line("XLA Ops", 0).event(1, 0, 1, {}).event(2, 10, 1, {}).event(3, 20, 1, {});
+  device.line("XLA Modules", 0).event(9, 0, 5, {}).event(9, 10, 5, {}).event(9, 20, 5, {});
+  std::vector<std::unique_ptr<XSpaceFile>> files;
+  std::string bytes = space.bytes();
+  files.push_back(std::make_unique<XSpaceFile>(bytes, "mem.xplane.pb"));
+  Capture capture(std::move(files));
+  EXPECT_EQ(summarize(capture, 9).devices[0].ops.size(), 3u);  // 3 ops x 3 steps
+  EXPECT_THAT(test::what_of([&] { summarize(capture, 8); }),
+              HasSubstr("3 steps and more than 2 ops: over the 8 figures per op and step kept"));
+}
+
 TEST(Summary, ALineGoingBackInTimeIsAnError) {
   test::SpaceBuilder space;
   space.plane("/device:TPU:0", 1).line("XLA Ops", 0).event(1, 500, 1, {}).event(1, 100, 1, {});

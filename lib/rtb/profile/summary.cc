@@ -250,7 +250,7 @@ void advance(LineWalk& walk, const Line& line, const std::string& file) {
 
 }  // namespace detail
 
-Summary summarize(const Capture& capture) {
+Summary summarize(const Capture& capture, std::size_t max_op_step_figures) {
   Summary summary;
   summary.bytes = capture.bytes();
   for (const auto& file : capture.files()) {
@@ -296,6 +296,10 @@ Summary summarize(const Capture& capture) {
             windows.push_back({static_cast<std::int64_t>(i), runs[i].first, end});
           }
         }
+      }
+      if (windows.size() > max_op_step_figures) {
+        fail_at(file->name(), 0, "XSpace: plane '{}': {} steps, over the {} figures kept",
+                plane.name, windows.size(), max_op_step_figures);
       }
       std::sort(windows.begin(), windows.end(),
                 [](const Window& a, const Window& b) { return a.start < b.start; });
@@ -345,6 +349,12 @@ Summary summarize(const Capture& capture) {
             auto [entry, inserted] =
                 op_of_metadata.try_emplace(event.metadata_id, device.ops.size());
             if (inserted) {
+              if ((device.ops.size() + 1) * std::max<std::size_t>(steps, 1) > max_op_step_figures) {
+                fail_at(file->name(), 0,
+                        "XSpace: plane '{}': {} steps and more than {} ops: over the {} figures "
+                        "per op and step kept",
+                        plane.name, steps, device.ops.size(), max_op_step_figures);
+              }
               OpTime op;
               op.name = std::string(event_name(plane, event));
               if (op.name.empty()) op.name = fmt::format("#{}", event.metadata_id);

@@ -92,7 +92,12 @@ struct Summary {
   std::vector<Device> devices;
 };
 
-Summary summarize(const Capture& capture);
+// Figures kept per op and step at the most (8 bytes each): a capture whose devices have more ops
+// times steps is an rtb::Error, not a heap of gigabytes (a hostile file of a few MB could ask
+// for that many).
+inline constexpr std::size_t kMaxOpStepFigures = std::size_t{1} << 24;
+
+Summary summarize(const Capture& capture, std::size_t max_op_step_figures = kMaxOpStepFigures);
 
 // Walks the events of `lines` (of one file's plane) merged into start order (ties: line order):
 // `on_start(const Event&, std::size_t line)` for each event in that order, and
