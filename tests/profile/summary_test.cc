@@ -12,6 +12,7 @@
 namespace rtb::profile {
 namespace {
 
+using ::testing::Contains;
 using test::testdata;
 
 Summary summary_of(const std::string& bytes) {
@@ -111,8 +112,8 @@ TEST(Summary, OpsTimesStepsAreBounded) {
   std::string bytes = space.bytes();
   files.push_back(std::make_unique<XSpaceFile>(bytes, "mem.xplane.pb"));
   Capture capture(std::move(files));
-  EXPECT_EQ(summarize(capture, 9).devices[0].ops.size(), 3u);  // 3 ops x 3 steps
-  EXPECT_THAT(test::what_of([&] { summarize(capture, 8); }),
+  EXPECT_EQ(summarize(capture, {9}).devices[0].ops.size(), 3u);  // 3 ops x 3 steps
+  EXPECT_THAT(test::what_of([&] { summarize(capture, {8}); }),
               HasSubstr("3 steps and more than 2 ops: over the 8 figures per op and step kept"));
 }
 
@@ -139,6 +140,13 @@ TEST(Summary, RealCapture) {
     EXPECT_GE(step.idle_ps(), 0);
     EXPECT_LE(step.busy_ps, step.length_ps());
   }
+  // Named by the hlo_op stat (for --hlo): the HLO instructions, not the CUDA kernels.
+  Summary by_hlo_op = summarize(capture, {.hlo_op_names = true});
+  std::vector<std::string> names;
+  for (const OpTime& op : by_hlo_op.devices.at(0).ops) names.push_back(op.name);
+  EXPECT_THAT(names, Contains("copy.7"));
+  EXPECT_THAT(names, Not(Contains("gemm_fusion_dot_general_1")));
+  EXPECT_EQ(by_hlo_op.devices[0].steps.size(), d.steps.size());
 }
 
 }  // namespace

@@ -94,7 +94,9 @@ int profile_report_main(int argc, char** argv) {
     captures.reserve(inputs.size());
     for (const std::string& input : inputs) {
       captures.emplace_back(input);
-      summaries.push_back(profile::summarize(captures.back()));
+      profile::SummaryOptions options;
+      options.hlo_op_names = hlo_dump.has_value();
+      summaries.push_back(profile::summarize(captures.back(), options));
       for (const auto& file : captures.back().files()) {
         for (const std::string& error : file->errors()) {
           spdlog::warn("{}: the profiler recorded an error: {}", file->name(), error);

@@ -1,8 +1,8 @@
 // Measured against scheduled overlap: profile-report --hlo. The device's op events are joined to
 // the scheduled module's instructions by name (an event's name is the instruction's, as XLA's
-// TPU profiles name them); for every async pair and synchronous collective that hlo-overlap
-// judges (hlo/analysis.h), the time its done (the op itself when synchronous) took on the device
-// in each step, beside the schedule's verdict.
+// TPU profiles name them; a GPU kernel's `hlo_op` stat, SummaryOptions::hlo_op_names); for every
+// async pair and synchronous collective that hlo-overlap judges (hlo/analysis.h), the time its done
+// (the op itself when synchronous) took on the device in each step, beside the schedule's verdict.
 //
 // - wait: the done's self time on the device, per step (all its executions in the step);
 // - measured exposed: the mean wait per step, divided by the pair's executions per step (the

@@ -250,7 +250,8 @@ void advance(LineWalk& walk, const Line& line, const std::string& file) {
 
 }  // namespace detail
 
-Summary summarize(const Capture& capture, std::size_t max_op_step_figures) {
+Summary summarize(const Capture& capture, const SummaryOptions& options) {
+  const std::size_t max_op_step_figures = options.max_op_step_figures;
   Summary summary;
   summary.bytes = capture.bytes();
   for (const auto& file : capture.files()) {
@@ -324,6 +325,8 @@ Summary summarize(const Capture& capture, std::size_t max_op_step_figures) {
       };
 
       std::unordered_map<std::int64_t, std::size_t> op_of_metadata;
+      std::unordered_map<std::string, std::size_t> op_of_name;  // hlo_op_names
+      std::int64_t hlo_op_id = options.hlo_op_names ? plane.stat_id(kHloOpStat) : -1;
       std::int64_t covered_until = INT64_MIN;
       std::size_t steps = device.steps.size();
       walk_lines(
@@ -346,8 +349,18 @@ Summary summarize(const Capture& capture, std::size_t max_op_step_figures) {
             }
           },
           [&](const Event& event, std::size_t, std::int64_t self_ps) {
-            auto [entry, inserted] =
-                op_of_metadata.try_emplace(event.metadata_id, device.ops.size());
+            std::string_view hlo_op = stat_of(*file, plane, event.stats, hlo_op_id);
+            std::size_t index = device.ops.size();
+            bool inserted = false;
+            if (hlo_op.empty()) {
+              auto [entry, added] = op_of_metadata.try_emplace(event.metadata_id, index);
+              index = entry->second;
+              inserted = added;
+            } else {
+              auto [entry, added] = op_of_name.try_emplace(std::string(hlo_op), index);
+              index = entry->second;
+              inserted = added;
+            }
             if (inserted) {
               if ((device.ops.size() + 1) * std::max<std::size_t>(steps, 1) > max_op_step_figures) {
                 fail_at(file->name(), 0,
@@ -356,13 +369,14 @@ Summary summarize(const Capture& capture, std::size_t max_op_step_figures) {
                         plane.name, steps, device.ops.size(), max_op_step_figures);
               }
               OpTime op;
-              op.name = std::string(event_name(plane, event));
+              op.name =
+                  hlo_op.empty() ? std::string(event_name(plane, event)) : std::string(hlo_op);
               if (op.name.empty()) op.name = fmt::format("#{}", event.metadata_id);
               op.category = category_of(op.name);
               op.step_self_ps.assign(steps, 0);
               device.ops.push_back(std::move(op));
             }
-            OpTime& op = device.ops[entry->second];
+            OpTime& op = device.ops[index];
             Step* step = step_at(event.start_ps);
             if (step == nullptr) {
               device.outside_ps += self_ps;

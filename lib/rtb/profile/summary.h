@@ -97,7 +97,15 @@ struct Summary {
 // for that many).
 inline constexpr std::size_t kMaxOpStepFigures = std::size_t{1} << 24;
 
-Summary summarize(const Capture& capture, std::size_t max_op_step_figures = kMaxOpStepFigures);
+struct SummaryOptions {
+  std::size_t max_op_step_figures = kMaxOpStepFigures;
+  // Name ops by their events' `hlo_op` stat when they have one (GPU captures, whose event names
+  // are kernel names), else by the event's name: the HLO instruction, for a join with its
+  // module (--hlo). Costs a stat lookup per event.
+  bool hlo_op_names = false;
+};
+
+Summary summarize(const Capture& capture, const SummaryOptions& options = {});
 
 // Walks the events of `lines` (of one file's plane) merged into start order (ties: line order):
 // `on_start(const Event&, std::size_t line)` for each event in that order, and
