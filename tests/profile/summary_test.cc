@@ -12,8 +12,8 @@
 namespace rtb::profile {
 namespace {
 
-using ::testing::Contains;
 using test::testdata;
+using ::testing::Contains;
 
 Summary summary_of(const std::string& bytes) {
   std::vector<std::unique_ptr<XSpaceFile>> files;
