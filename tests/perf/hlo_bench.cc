@@ -224,15 +224,9 @@ void HloAnalyzeFile(benchmark::State& state) {
     entries = analysis.collectives.size();
     benchmark::DoNotOptimize(analysis);
   }
-  state.SetBytesProcessed(static_cast<std::int64_t>(dump.bytes()) * state.iterations());
-  state.counters["file_MiB"] = static_cast<double>(dump.bytes()) / (1 << 20);
+  rtb::perf::set_reader_counters(state, dump.bytes(), floor_mib);
   state.counters["instructions"] = static_cast<double>(instructions);
   state.counters["entries"] = static_cast<double>(entries);
-  state.counters["GB_per_s"] = benchmark::Counter(static_cast<double>(dump.bytes()) / 1e9,
-                                                  benchmark::Counter::kIsIterationInvariantRate);
-  // In-process peak of the library (the process's own baseline included, see rss_floor_MiB).
-  state.counters["peak_rss_MiB"] = rtb::perf::peak_rss_mib();
-  state.counters["rss_floor_MiB"] = floor_mib;
 }
 BENCHMARK(HloAnalyzeFile)->Unit(benchmark::kMillisecond)->MinTime(3.0)->UseRealTime();
 

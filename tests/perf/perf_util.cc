@@ -82,6 +82,15 @@ std::optional<Medians> alternate(benchmark::State& state, const std::vector<std:
   return Medians{median(first_times), median(second_times)};
 }
 
+void set_reader_counters(benchmark::State& state, std::uint64_t bytes, double rss_floor_mib) {
+  state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
+  state.counters["file_MiB"] = static_cast<double>(bytes) / (1 << 20);
+  state.counters["GB_per_s"] = benchmark::Counter(static_cast<double>(bytes) / 1e9,
+                                                  benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["peak_rss_MiB"] = peak_rss_mib();
+  state.counters["rss_floor_MiB"] = rss_floor_mib;
+}
+
 double reset_peak_rss_mib() {
   std::ofstream("/proc/self/clear_refs") << "5";
   std::ifstream status("/proc/self/status");

@@ -58,6 +58,11 @@ class GeneratedFile {
   std::uint64_t bytes_ = 0;
 };
 
+// The counters of an in-process reader of a `bytes`-byte file, once its iterations ran: bytes
+// per second, file_MiB, GB_per_s, and the process's peak RSS (its own baseline included:
+// rss_floor_MiB, what reset_peak_rss_mib returned before the runs).
+void set_reader_counters(benchmark::State& state, std::uint64_t bytes, double rss_floor_mib);
+
 // Resets this process's peak RSS (VmHWM) to its current RSS (Linux: clear_refs 5) and returns
 // that current RSS in MiB (0 when /proc is unavailable). A spawned child inherits the parent's
 // peak as its own starting peak (Linux carries the old mm's high-water mark across exec).

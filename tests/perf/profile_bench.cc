@@ -118,14 +118,9 @@ void ProfileSummary(benchmark::State& state) {
     for (const auto& device : summary.devices) events += device.events;
     benchmark::DoNotOptimize(summary);
   }
-  state.SetBytesProcessed(static_cast<std::int64_t>(capture.bytes()) * state.iterations());
-  state.counters["file_MiB"] = static_cast<double>(capture.bytes()) / (1 << 20);
+  rtb::perf::set_reader_counters(state, capture.bytes(), floor_mib);
   state.counters["devices"] = static_cast<double>(devices);
   state.counters["device_events"] = static_cast<double>(events);
-  state.counters["GB_per_s"] = benchmark::Counter(static_cast<double>(capture.bytes()) / 1e9,
-                                                  benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["peak_rss_MiB"] = rtb::perf::peak_rss_mib();
-  state.counters["rss_floor_MiB"] = floor_mib;
 }
 BENCHMARK(ProfileSummary)->Unit(benchmark::kMillisecond)->MinTime(3.0)->UseRealTime();
 
