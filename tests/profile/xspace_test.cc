@@ -8,6 +8,7 @@
 
 #include "rtb/base/compress.h"
 #include "rtb/base/io.h"
+#include "rtb/base/proto_wire.h"
 #include "test_util.h"
 #include "xspace_builder.h"
 
@@ -64,6 +65,42 @@ TEST(XSpace, ReadsPlanesLinesEventsAndMetadata) {
     });
   }
   EXPECT_THAT(modules, ElementsAre("jit_train_step", "direct"));
+}
+
+// Events in a form the fast path leaves to the checked reader: an unknown field, a stat whose
+// metadata_id is not first, a negative offset (a 10-byte varint). Same values either way.
+TEST(XSpace, EventsOutsideTheFastPathReadAlike) {
+  std::string stat;
+  wire::put_length_field(stat, 5, "late id");
+  wire::put_varint_field(stat, 1, 4);
+  std::string event;
+  wire::put_varint_field(event, 1, 1);
+  wire::put_varint_field(event, 2, static_cast<std::uint64_t>(-500));
+  wire::put_varint_field(event, 3, 20);
+  wire::put_varint_field(event, 9, 77);  // unknown
+  wire::put_length_field(event, 4, stat);
+  std::string line;
+  wire::put_length_field(line, 2, "XLA Ops");
+  wire::put_varint_field(line, 3, 10);
+  wire::put_length_field(line, 4, event);
+  std::string plane;
+  wire::put_length_field(plane, 2, "/device:TPU:0");
+  wire::put_length_field(plane, 3, line);
+  std::string bytes;
+  wire::put_length_field(bytes, 1, plane);
+  std::vector<std::unique_ptr<XSpaceFile>> files;
+  files.push_back(std::make_unique<XSpaceFile>(bytes, "mem.xplane.pb"));
+  Capture capture(std::move(files));
+  const XSpaceFile& file = *capture.files()[0];
+  std::vector<Event> events = all_events(capture, file, file.planes()[0].lines[0]);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].metadata_id, 1);
+  EXPECT_EQ(events[0].start_ps, -500);
+  EXPECT_EQ(events[0].duration_ps, 20);
+  Stat found;
+  ASSERT_TRUE(find_stat(file.bytes(), events[0].stats, 4, found));
+  EXPECT_EQ(found.bytes, "late id");
+  EXPECT_FALSE(find_stat(file.bytes(), events[0].stats, 5, found));
 }
 
 TEST(XSpace, ReadsGzipAndStdinThroughATemporaryFile) {

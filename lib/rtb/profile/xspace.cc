@@ -269,7 +269,58 @@ Stat read_stat(std::string_view input, std::string_view message) {
   return stat;
 }
 
+namespace {
+
+// One varint at `p` (advanced), at most 9 bytes; false at a longer one or the end.
+bool fast_varint(const unsigned char*& p, const unsigned char* end, std::uint64_t& value) {
+  value = 0;
+  for (int shift = 0; shift <= 56; shift += 7) {
+    if (p >= end) return false;
+    unsigned byte = *p++;
+    value |= static_cast<std::uint64_t>(byte & 0x7f) << shift;
+    if (byte < 0x80) return true;
+  }
+  return false;
+}
+
+// find_stat over fields as XProf writes them (one-byte keys; varints and lengths that fit; each
+// stat's metadata_id first): 1 found, 0 not there, -1 anything else (the checked reader decides).
+int find_stat_fast(std::string_view message, std::uint32_t stats_field, std::int64_t id,
+                   std::string_view& found) {
+  const auto* p = reinterpret_cast<const unsigned char*>(message.data());
+  const auto* end = p + message.size();
+  const unsigned stats_key = (stats_field << 3) | 2;
+  while (p < end) {
+    unsigned key = *p++;
+    if (key >= 0x80) return -1;
+    std::uint64_t value = 0;
+    if (!fast_varint(p, end, value)) return -1;
+    if ((key & 7) == 0) continue;
+    if ((key & 7) != 2 || value > static_cast<std::uint64_t>(end - p)) return -1;
+    const unsigned char* stat = p;
+    p += value;
+    if (key != stats_key) continue;
+    const unsigned char* at = stat + 1;
+    std::uint64_t stat_id = 0;
+    if (value < 2 || stat[0] != 0x08 || !fast_varint(at, p, stat_id)) return -1;
+    if (static_cast<std::int64_t>(stat_id) == id) {
+      found = std::string_view(reinterpret_cast<const char*>(stat), value);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
 bool find_stat(std::string_view input, const Stats& stats, std::int64_t id, Stat& out) {
+  std::string_view found;
+  int fast = find_stat_fast(stats.message, stats.field, id, found);
+  if (fast == 0) return false;
+  if (fast == 1) {
+    out = read_stat(input, found);
+    return true;
+  }
   Reader reader(input, stats.message, "message with stats", kXSpaceFormat);
   Field field;
   while (reader.next(field)) {
@@ -319,6 +370,74 @@ EventCursor::EventCursor(std::string_view input, const Line& line, std::int64_t 
   }
 }
 
+namespace {
+
+// The fields of one XEvent as XProf writes them (one-byte keys of fields 1, 2, 3 and 5 with
+// varints of at most 9 bytes, stats of field 4 that fit): false at anything else, which the
+// checked reader then reads (other fields, long varints, errors). Most of a capture's bytes are
+// events; this loop is most of the time of a summary.
+bool read_event_fast(std::string_view message, Event& event, std::int64_t& offset_ps) {
+  const auto* p = reinterpret_cast<const unsigned char*>(message.data());
+  const auto* end = p + message.size();
+  while (p < end) {
+    unsigned key = *p++;
+    std::uint64_t value = 0;
+    for (int shift = 0;; shift += 7) {
+      if (p >= end || shift > 56) return false;
+      unsigned byte = *p++;
+      value |= static_cast<std::uint64_t>(byte & 0x7f) << shift;
+      if (byte < 0x80) break;
+    }
+    switch (key) {
+      case (kEventMetadataId << 3) | 0:
+        event.metadata_id = static_cast<std::int64_t>(value);
+        break;
+      case (kEventOffsetPs << 3) | 0:
+        offset_ps = static_cast<std::int64_t>(value);
+        break;
+      case (kEventDurationPs << 3) | 0:
+        event.duration_ps = static_cast<std::int64_t>(value);
+        break;
+      case (kEventOccurrences << 3) | 0:
+        event.occurrences = static_cast<std::int64_t>(value);
+        break;
+      case (kEventStats << 3) | 2:
+        if (value > static_cast<std::uint64_t>(end - p)) return false;
+        p += value;
+        break;
+      default:
+        return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+void EventCursor::read_event_checked(std::string_view message, Event& event,
+                                     std::int64_t& offset_ps) const {
+  Reader reader(input_, message, "XEvent", kXSpaceFormat);
+  Field part;
+  while (reader.next(part)) {
+    switch (part.number) {
+      case kEventMetadataId:
+        event.metadata_id = int64_of(part, "XEvent", "metadata_id");
+        break;
+      case kEventOffsetPs:
+        offset_ps = int64_of(part, "XEvent", "offset_ps");
+        break;
+      case kEventDurationPs:
+        event.duration_ps = int64_of(part, "XEvent", "duration_ps");
+        break;
+      case kEventOccurrences:
+        event.occurrences = int64_of(part, "XEvent", "num_occurrences");
+        break;
+      default:
+        break;
+    }
+  }
+}
+
 bool EventCursor::next(Event& event) {
   try {
     Field field;
@@ -327,26 +446,10 @@ bool EventCursor::next(Event& event) {
       event = Event();
       event.offset = field.offset;
       event.stats = {bytes_of(field, "XLine", "events"), kEventStats};
-      Reader reader(input_, field.bytes, "XEvent", kXSpaceFormat);
-      Field part;
       std::int64_t offset_ps = 0;
-      while (reader.next(part)) {
-        switch (part.number) {
-          case kEventMetadataId:
-            event.metadata_id = int64_of(part, "XEvent", "metadata_id");
-            break;
-          case kEventOffsetPs:
-            offset_ps = int64_of(part, "XEvent", "offset_ps");
-            break;
-          case kEventDurationPs:
-            event.duration_ps = int64_of(part, "XEvent", "duration_ps");
-            break;
-          case kEventOccurrences:
-            event.occurrences = int64_of(part, "XEvent", "num_occurrences");
-            break;
-          default:
-            break;
-        }
+      if (!read_event_fast(field.bytes, event, offset_ps)) {
+        event.metadata_id = event.duration_ps = event.occurrences = offset_ps = 0;
+        read_event_checked(field.bytes, event, offset_ps);
       }
       if (event.duration_ps < 0) {
         fail("XSpace: the event at byte {} has a negative duration ({} ps)", field.offset,

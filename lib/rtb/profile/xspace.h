@@ -125,6 +125,9 @@ class EventCursor {
   bool next(Event& event);
 
  private:
+  // An XEvent's fields through the checked wire reader (errors name the byte).
+  void read_event_checked(std::string_view message, Event& event, std::int64_t& offset_ps) const;
+
   std::string_view input_;
   wire::Reader fields_;       // of the line
   std::int64_t base_ps_ = 0;  // the line's timestamp from the origin
