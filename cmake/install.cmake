@@ -40,6 +40,7 @@ set(RTB_SUMMARY_aot-summarize "summarize the memory and cost analyses and out-of
 set(RTB_SUMMARY_hlo-overlap "report which collectives a scheduled HLO dump hides behind compute")
 set(RTB_SUMMARY_check-payload "build, verify and measure the bench's synthetic micro-batch payload")
 set(RTB_SUMMARY_bench-report "step times, micro-batch timelines, A/B verdicts and numerics gates from bench logs")
+set(RTB_SUMMARY_profile-report "per-step device time by category and op from a jax.profiler capture, and A/B of two")
 
 set(RTB_GENERATED_DOCS "")
 foreach(tool ${RTB_TOOLS})

@@ -1,4 +1,4 @@
-// libFuzzer target: the binary HloProto reader (hlo/proto.h, hlo/proto_wire.h). The input is
+// libFuzzer target: the binary HloProto reader (hlo/proto.h, base/proto_wire.h). The input is
 // taken as a proto, rendered as HLO text and analysed; only rtb::Error may come out of it, and
 // the rendering must be accepted by the format detection as text.
 #include <cstddef>

@@ -40,6 +40,7 @@ seeds_of() {
     flags) echo fuzz/seeds/flags ;;
     hlo | hlo_pieces) echo testdata/hlo ;;
     hlo_proto) echo fuzz/seeds/hlo_proto ;;
+    profile) echo fuzz/seeds/profile ;;
     configlog) echo testdata/configlog_*.log ;;
     memlog) echo testdata/memlog_*.log ;;
     steplog) echo testdata/bench_logs ;;
@@ -52,7 +53,7 @@ seeds_of() {
 # small enough to keep the targets fast.
 max_len_of() {
   case $1 in
-    dryrun | hlo | hlo_pieces | hlo_proto | configlog | memlog) echo 65536 ;;
+    dryrun | hlo | hlo_pieces | hlo_proto | profile | configlog | memlog) echo 65536 ;;
     steplog) echo 32768 ;;
     npy | routing) echo 16384 ;;
     *) echo 4096 ;;

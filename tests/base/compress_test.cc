@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 
 #include "rtb/base/error.h"
+#include "rtb/base/io.h"
 #include "test_util.h"
 
 namespace rtb {
@@ -61,6 +63,27 @@ TEST(Gzip, RejectsCorruptAndTruncatedStreams) {
   std::string flipped = packed;
   flipped[flipped.size() - 6] ^= 0x55;  // the CRC no longer matches
   EXPECT_THROW(gzip_decompress(flipped), Error);
+}
+
+TEST(Gunzip, StreamsConcatenatedMembersAndRejectsTruncation) {
+  std::string a(100000, 'a');
+  std::string both = gzip_compress(a) + gzip_compress("tail");
+  EXPECT_TRUE(is_gzip(both));
+  EXPECT_FALSE(is_gzip("\x1f"));
+  // Read in small blocks from a source that hands out a few bytes at a time.
+  auto read_all = [](std::string_view bytes) {
+    auto source = gunzip_source(std::make_unique<MemorySource>(bytes, "in.gz", 7));
+    std::string out;
+    char block[333];
+    while (std::size_t n = source->read(block, sizeof block)) out.append(block, n);
+    return out;
+  };
+  EXPECT_EQ(read_all(both), a + "tail");
+  EXPECT_EQ(test::what_of([&] { read_all(both.substr(0, both.size() - 3)); }),
+            "in.gz: gzip: a truncated stream");
+  std::string corrupt = gzip_compress(a);
+  corrupt[12] = static_cast<char>(corrupt[12] ^ 0x55);
+  EXPECT_THAT(test::what_of([&] { read_all(corrupt); }), StartsWith("in.gz: gzip: a corrupt"));
 }
 
 }  // namespace

@@ -358,5 +358,20 @@ TEST(ErrorTest, FormatsFileAndLine) {
   EXPECT_STREQ(Error("a", 1, "bad").in_file("b.txt", 3).what(), "a:1: bad");
 }
 
+TEST(Spool, CopiesAPrefixAndTheRestToAMappedTemporaryFile) {
+  std::string rest(5000, 'r');
+  auto inner = std::make_unique<MemorySource>(rest, "pipe", 100);
+  PrefixedSource prefixed("ab", std::move(inner));
+  EXPECT_EQ(prefixed.name(), "pipe");
+  std::shared_ptr<const SpooledBytes> spooled = spool("<", prefixed, "pipe");
+  EXPECT_EQ(spooled->bytes(), "<ab" + rest);
+  MemorySource parts(rest, "pipe", 7);
+  EXPECT_EQ(read_prefix(parts, 20), rest.substr(0, 20));
+  MemorySource short_one("ab", "short");
+  EXPECT_EQ(read_prefix(short_one, 20), "ab");
+  MemorySource empty(std::string_view(), "empty");
+  EXPECT_EQ(spool("", empty, "empty")->bytes(), "");
+}
+
 }  // namespace
 }  // namespace rtb

@@ -61,6 +61,12 @@ CASES = [
     ("hlo-overlap svg", "hlo-overlap",
      [data("hlo", "handwritten_while_trip_counts.hlo.txt"), "--svg", "OUT"],
      [data("no_such_file.hlo.txt"), "--svg", "OUT"]),
+    ("profile-report", "profile-report",
+     [data("profile", "jax0.11.2_h200_bench_driver_profile_window.xplane.pb"), "-o", "OUT"],
+     [data("profile", "bad", "truncated.xplane.pb"), "-o", "OUT"]),
+    ("profile-report svg", "profile-report",
+     [data("profile", "jax0.11.2_h200_bench_driver_profile_window.xplane.pb"), "--svg", "OUT"],
+     [data("profile", "bad", "out_of_order.xplane.pb"), "--svg", "OUT"]),
 ]
 # yapf: enable
 

@@ -41,6 +41,12 @@ REAL_RENDER_PAIRS = [
     ("kueue_issue8101_render_reconstructed.yaml", "kueue_issue8101_kubectl_get_jobset.yaml"),
 ]
 
+# The real jax.profiler capture (testdata/profile) and a cut copy of its device plane
+# (fuzz/seeds/profile; testdata/SOURCES.md), for profile-report.
+PROFILE = os.path.join(TESTDATA, "profile", "jax0.11.2_h200_bench_driver_profile_window.xplane.pb")
+PROFILE_CUT = os.path.join(SOURCE_ROOT, "fuzz", "seeds", "profile",
+                           "h200_device_plane_cut_40_events_per_line.xplane.pb")
+
 
 def data(*parts):
     return os.path.join(TESTDATA, *parts)
@@ -264,6 +270,19 @@ MODES = [
                 *dumps("handwritten_async_all_to_all.hlo.txt",
                        "handwritten_async_all_to_all.hlo.txt"), "--json"
             ], 0),
+    ]),
+    Mode("profile-report", "one capture", "rtb.profile-report.1.json", [
+        Run(lambda tmp: [PROFILE, "--json"], 0),
+        Run(lambda tmp: [PROFILE_CUT, "--json", "--top", "2"], 0),
+        Run(
+            lambda tmp: [
+                data("profile", "synthetic_overlap_tpu.xplane.pb"), "--json", "--hlo", *dumps(
+                    "latency_hiding_scheduler__ResourceLimitWithinAnnotationGroup.hlo.txt")
+            ], 0),
+    ]),
+    Mode("profile-report", "two captures", "rtb.profile-report-compare.1.json", [
+        Run(lambda tmp: [PROFILE, PROFILE, "--json"], 0),
+        Run(lambda tmp: [PROFILE, PROFILE_CUT, "--json"], 1),
     ]),
 ]
 

@@ -14,7 +14,7 @@ from cli_common import BIN, run_tool
 
 TOOLS = [
     "aot-check", "aot-summarize", "bench-report", "check-payload", "diff-configs", "diff-renders",
-    "hlo-overlap", "render-bench"
+    "hlo-overlap", "profile-report", "render-bench"
 ]
 
 

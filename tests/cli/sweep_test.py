@@ -89,6 +89,24 @@ class SweepTest(unittest.TestCase):
         with open(self.record) as f:
             return [json.loads(line) for line in f]
 
+    def test_profiles_reports_each_trace_and_its_change_against_the_control(self):
+        real = testdata("profile", "jax0.11.2_h200_bench_driver_profile_window.xplane.pb")
+        cut = os.path.join(os.path.dirname(testdata()), "fuzz", "seeds", "profile",
+                           "h200_device_plane_cut_40_events_per_line.xplane.pb")
+        for variant, capture in (("ctl", real), ("vmem", cut)):
+            os.makedirs(self.out(variant + ".profile", "plugins", "profile", "run"))
+            shutil.copy(
+                capture,
+                self.out(variant + ".profile", "plugins", "profile", "run", "host.xplane.pb"))
+        code, stdout, stderr = self.make("profiles")
+        self.assertEqual(code, 0, stdout + stderr)
+        self.assertIn("steps: 6 from executions of jit_work", stdout)
+        with open(self.out("vmem.vs-control.txt")) as f:
+            self.assertIn("something moved beyond its spread", f.read())
+        self.assertFalse(os.path.exists(self.out("ctl.vs-control.txt")))
+        self.assertFalse(os.path.exists(self.out("rbf.profile.txt")))
+        self.assertEqual(self.calls(), [])
+
     def test_whole_sweep_reports_every_variant_against_the_control(self):
         code, stdout, stderr = self.make("report")
         self.assertEqual(code, 0, stdout + stderr)

@@ -52,10 +52,12 @@ FAKES = {
                                        num_experts_per_tok=2, vocab_size=500)
         """,
     "tunix/experimental/distributed/runtime/contexts/k8s_context.py": """
+        import os
         from tunix import fake_log
         class K8sJaxContext:
           def initialize(self):
-            fake_log.record("jax_initialize")
+            # What XLA reads when JAX starts (DUMP_HLO sets it before).
+            fake_log.record("jax_initialize", xla_flags=os.environ.get("XLA_FLAGS"))
         """,
     "tunix/fake_log.py": """
         import json, os
@@ -360,6 +362,15 @@ FAKES = {
           fake_log.record("start_trace", log_dir=log_dir)
         def stop_trace():
           fake_log.record("stop_trace")
+        class StepTraceAnnotation:
+          def __init__(self, name, **kwargs):
+            self.name, self.kwargs = name, kwargs
+          def __enter__(self):
+            fake_log.record("step_trace", name=self.name, **self.kwargs)
+            return self
+          def __exit__(self, *exc):
+            fake_log.record("step_trace_end", name=self.name, **self.kwargs)
+            return False
         """,
 }
 

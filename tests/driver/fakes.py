@@ -7,9 +7,10 @@ fake moves the fake clock by a known amount, so a test can state the times the d
 report. doubles.py holds the single-threaded CompletionWatcher they run with.
 """
 
+import contextlib
 import json
 import types
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
 import numpy as np
 
@@ -83,6 +84,13 @@ class FakeProfiler:
     self.stops += 1
     self.active = False
     self.events.add("profiler_stop")
+
+  @contextlib.contextmanager
+  def step(self, step: int) -> Iterator[None]:
+    """jax.profiler.StepTraceAnnotation: the step's span in the shared events."""
+    self.events.add("step_begin", step)
+    yield
+    self.events.add("step_end", step)
 
 
 class EngineState:

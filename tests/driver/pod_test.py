@@ -346,6 +346,19 @@ class PodFlowTest(fake_tunix.FakeTunixTestCase):
     self.assertEqual([step["train_step"] for step in steps], [1, 2])
     self.assertEqual(self.summary_of(result)["update_path"]["ran"], "fused")
 
+  def test_dump_hlo_sets_xla_flags_before_jax_starts(self):
+    result, calls = self.run_driver(DUMP_HLO="1", PROFILE_DIR="/data/trace",
+                                    XLA_FLAGS="--xla_gpu_enable_latency_hiding_scheduler=true")
+    self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+    (imported,) = [call for call in calls if call["event"] == "jax_initialize"]
+    self.assertEqual(
+        imported["xla_flags"], "--xla_gpu_enable_latency_hiding_scheduler=true "
+        "--xla_dump_to=/data/trace/hlo --xla_dump_hlo_as_text")
+    self.assertIn("DUMP_HLO: XLA_FLAGS += --xla_dump_to=/data/trace/hlo", result.stdout)
+    result, calls = self.run_driver()
+    (imported,) = [call for call in calls if call["event"] == "jax_initialize"]
+    self.assertIsNone(imported["xla_flags"])
+
   def test_knobs_reach_the_payload_and_the_algorithm(self):
     result, calls = self.run_driver(LOGP_GATES="off", FINAL_ROWS="1", PROFILE_WINDOW="1:2",
                                     SEGMENTS="2", PAD_POSITION="start", PAD_ALIGN="64",
@@ -366,6 +379,10 @@ class PodFlowTest(fake_tunix.FakeTunixTestCase):
     self.assertEqual(events.index("start_trace"), first + 1)  # before call 1
     fwd_indices = [i for i, event in enumerate(events) if event == "fwd_bwd"]
     self.assertTrue(fwd_indices[2] < events.index("stop_trace") < fwd_indices[3])
+    # Every step is marked for profile-report (jax.profiler.StepTraceAnnotation, step_num).
+    marks = [call for call in calls if call["event"] == "step_trace"]
+    self.assertEqual([mark["step_num"] for mark in marks], list(range(len(marks))))
+    self.assertEqual({mark["name"] for mark in marks}, {"bench_step"})
     start = next(call for call in calls if call["event"] == "start_trace")
     self.assertEqual(start["log_dir"], "gs://bucket/bench/bench_profile")
     rows = [call["rows"] for call in calls if call["event"] == "fwd_bwd"]

@@ -160,6 +160,24 @@ class ProfilerTest(unittest.TestCase):
     self.assertEqual(names[stop - 2:stop], ["fwd_bwd", "fence"])
     self.assertEqual(len([name for name in names[:stop] if name == "fwd_bwd"]), 7)
 
+  def test_each_step_is_marked_from_its_first_dispatch_to_its_end(self):
+    harness = Harness(ExplicitWorker)
+    harness.run(make_plan(steps=3, micro_steps=2, window=(2, 2)))
+    names = harness.events.names()
+    marks = [item for item in harness.events.items if item[0] in ("step_begin", "step_end")]
+    self.assertEqual(marks, [("step_begin", 0), ("step_end", 0), ("step_begin", 1), ("step_end", 1),
+                             ("step_begin", 2), ("step_end", 2)])
+    # The window opens with step 1's first call: the trace starts before step 1's mark (a mark
+    # begun before the trace is not recorded), which spans its calls and its update.
+    first = names.index("step_begin", names.index("step_end"))
+    self.assertEqual(names[first - 1:first + 2], ["profiler_start", "step_begin", "fwd_bwd"])
+    self.assertLess(names.index("update", first), names.index("step_end", first))
+
+  def test_no_window_marks_no_step(self):
+    harness = Harness(ExplicitWorker)
+    harness.run(make_plan(steps=2, micro_steps=2))
+    self.assertNotIn("step_begin", harness.events.names())
+
   def test_window_stop_waits_on_the_call_token(self):
     harness = Harness(AsyncWorker)
     harness.run(make_plan(steps=1, micro_steps=4, window=(1, 2)))

@@ -134,10 +134,6 @@ class GeneratedDump {
     cpp_bytes_ += static_cast<double>(bytes_);
     cpp_seconds_ += seconds;
   }
-  ~GeneratedDump() {
-    std::error_code ignored;
-    if (!dir_.empty()) fs::remove_all(dir_, ignored);
-  }
 
  private:
   GeneratedDump() {
@@ -152,70 +148,39 @@ class GeneratedDump {
     }
     if (templates.empty())
       throw std::runtime_error("no HLO fixtures under " + testdata_dir().string());
-    std::string pattern = (fs::temp_directory_path() / "rtb-hlo-bench-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    dir_ = pattern;
-    path_ = (fs::path(dir_) / "generated.after_optimizations.txt").string();
-    std::FILE* out = std::fopen(path_.c_str(), "wb");
-    if (out == nullptr) throw std::runtime_error("cannot write " + path_);
-    std::string chunk = "HloModule jit_train_step_generated, is_scheduled=true\n\n";
-    for (std::uint64_t copy = 0; bytes_ + chunk.size() < target; ++copy) {
-      const Template& t = templates[copy % templates.size()];
-      std::string suffix = ".g" + std::to_string(copy);
-      for (std::size_t i = 0; i < t.names.size(); ++i) {
-        chunk += t.literals[i];
-        chunk += t.names[i];
-        chunk += suffix;
-      }
-      chunk += t.literals.back();
-      chunk += '\n';
-      if (chunk.size() > (std::size_t{8} << 20)) {
-        std::fwrite(chunk.data(), 1, chunk.size(), out);
-        bytes_ += chunk.size();
-        chunk.clear();
-      }
-    }
-    std::fwrite(chunk.data(), 1, chunk.size(), out);
-    bytes_ += chunk.size();
-    // Written back to disk before anything is measured: the kernel otherwise flushes the
-    // gigabyte of dirty pages a few seconds later, on the same two cores, in the middle of
-    // whichever benchmark runs then (the readers are measured on a dump in the page cache).
-    if (std::fflush(out) != 0 || ::fsync(::fileno(out)) != 0) {
-      std::fclose(out);
-      throw std::runtime_error("cannot write " + path_);
-    }
-    if (std::fclose(out) != 0) throw std::runtime_error("cannot write " + path_);
+    std::uint64_t copy = 0;
+    std::uint64_t written = 0;
+    bool header = true;
+    file_ = std::make_unique<rtb::perf::GeneratedFile>(
+        "rtb-hlo-bench", "generated.after_optimizations.txt", [&](std::string& chunk) {
+          if (header) {
+            chunk += "HloModule jit_train_step_generated, is_scheduled=true\n\n";
+            header = false;
+          }
+          const Template& t = templates[copy % templates.size()];
+          std::string suffix = ".g" + std::to_string(copy++);
+          std::size_t before = chunk.size();
+          for (std::size_t i = 0; i < t.names.size(); ++i) {
+            chunk += t.literals[i];
+            chunk += t.names[i];
+            chunk += suffix;
+          }
+          chunk += t.literals.back();
+          chunk += '\n';
+          written += chunk.size() - before;
+          return written < target;
+        });
+    path_ = file_->path();
+    bytes_ = file_->bytes();
   }
 
-  std::string dir_;
+  std::unique_ptr<rtb::perf::GeneratedFile> file_;
   std::string path_;
   std::uint64_t bytes_ = 0;
   double best_cpp_rate_ = 0;
   double cpp_bytes_ = 0;  // over all C++ runs, for the mean rate
   double cpp_seconds_ = 0;
 };
-
-// Resets this process's peak RSS (VmHWM) to its current RSS (Linux: clear_refs 5) and returns
-// that current RSS in MiB (0 when /proc is unavailable).
-double reset_peak_rss_mib() {
-  std::ofstream("/proc/self/clear_refs") << "5";
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024;
-  }
-  return 0;
-}
-
-// This process's peak RSS (VmHWM) in MiB.
-double peak_rss_mib() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024;
-  }
-  return 0;
-}
 
 void HloToolPeakMemory(benchmark::State& state) {
   const GeneratedDump& dump = GeneratedDump::get();
@@ -229,7 +194,7 @@ void HloToolPeakMemory(benchmark::State& state) {
   for (auto _ : state) {
     // A spawned child inherits the parent's peak RSS as its own starting peak (Linux carries
     // the old mm's high-water mark across exec); reset ours first so the number is the tool's.
-    floor_mib = reset_peak_rss_mib();
+    floor_mib = rtb::perf::reset_peak_rss_mib();
     run = rtb::perf::run_child({tool.string(), dump.path(), "--json", "-q", "--allow-truncated"});
     state.SetIterationTime(run.seconds);
   }
@@ -248,7 +213,7 @@ void HloAnalyzeFile(benchmark::State& state) {
   const GeneratedDump& dump = GeneratedDump::get();
   std::int64_t instructions = 0;
   std::size_t entries = 0;
-  double floor_mib = reset_peak_rss_mib();
+  double floor_mib = rtb::perf::reset_peak_rss_mib();
   for (auto _ : state) {
     auto begin = std::chrono::steady_clock::now();
     rtb::hlo::Analysis analysis = rtb::hlo::analyze_file(dump.path());
@@ -259,15 +224,9 @@ void HloAnalyzeFile(benchmark::State& state) {
     entries = analysis.collectives.size();
     benchmark::DoNotOptimize(analysis);
   }
-  state.SetBytesProcessed(static_cast<std::int64_t>(dump.bytes()) * state.iterations());
-  state.counters["file_MiB"] = static_cast<double>(dump.bytes()) / (1 << 20);
+  rtb::perf::set_reader_counters(state, dump.bytes(), floor_mib);
   state.counters["instructions"] = static_cast<double>(instructions);
   state.counters["entries"] = static_cast<double>(entries);
-  state.counters["GB_per_s"] = benchmark::Counter(static_cast<double>(dump.bytes()) / 1e9,
-                                                  benchmark::Counter::kIsIterationInvariantRate);
-  // In-process peak of the library (the process's own baseline included, see rss_floor_MiB).
-  state.counters["peak_rss_MiB"] = peak_rss_mib();
-  state.counters["rss_floor_MiB"] = floor_mib;
 }
 BENCHMARK(HloAnalyzeFile)->Unit(benchmark::kMillisecond)->MinTime(3.0)->UseRealTime();
 
@@ -291,7 +250,8 @@ void HloPythonBaseline(benchmark::State& state) {
   std::string script = (source_dir() / "hlo_baseline.py").string();
   rtb::perf::ChildRun run;
   for (auto _ : state) {
-    reset_peak_rss_mib();  // else the child's ru_maxrss starts at our own high-water mark
+    rtb::perf::reset_peak_rss_mib();  // else the child's ru_maxrss starts at our own high-water
+                                      // mark
     run = rtb::perf::run_child({"/usr/bin/python3", script, dump.path()});
     state.SetIterationTime(run.seconds);
   }

@@ -8,7 +8,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <stdexcept>
+#include <string>
 
 extern char** environ;
 
@@ -76,6 +80,64 @@ std::optional<Medians> alternate(benchmark::State& state, const std::vector<std:
     }
   }
   return Medians{median(first_times), median(second_times)};
+}
+
+void set_reader_counters(benchmark::State& state, std::uint64_t bytes, double rss_floor_mib) {
+  state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
+  state.counters["file_MiB"] = static_cast<double>(bytes) / (1 << 20);
+  state.counters["GB_per_s"] = benchmark::Counter(static_cast<double>(bytes) / 1e9,
+                                                  benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["peak_rss_MiB"] = peak_rss_mib();
+  state.counters["rss_floor_MiB"] = rss_floor_mib;
+}
+
+double reset_peak_rss_mib() {
+  std::ofstream("/proc/self/clear_refs") << "5";
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024;
+  }
+  return 0;
+}
+
+double peak_rss_mib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024;
+  }
+  return 0;
+}
+
+GeneratedFile::GeneratedFile(const std::string& prefix, const std::string& name,
+                             const std::function<bool(std::string& chunk)>& more) {
+  std::string pattern = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
+  if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  dir_ = pattern;
+  path_ = (std::filesystem::path(dir_) / name).string();
+  std::FILE* out = std::fopen(path_.c_str(), "wb");
+  if (out == nullptr) throw std::runtime_error("cannot write " + path_);
+  std::string chunk;
+  bool again = true;
+  while (again) {
+    again = more(chunk);
+    if (chunk.size() > (std::size_t{8} << 20) || !again) {
+      std::fwrite(chunk.data(), 1, chunk.size(), out);
+      bytes_ += chunk.size();
+      chunk.clear();
+    }
+  }
+  if (std::fflush(out) != 0 || ::fsync(::fileno(out)) != 0) {
+    std::fclose(out);
+    throw std::runtime_error("cannot write " + path_);
+  }
+  if (std::fclose(out) != 0) throw std::runtime_error("cannot write " + path_);
+}
+
+GeneratedFile::~GeneratedFile() {
+  std::error_code ignored;
+  if (!dir_.empty()) std::filesystem::remove_all(dir_, ignored);
 }
 
 }  // namespace rtb::perf

@@ -11,6 +11,7 @@ int check_payload_main(int argc, char** argv);
 int diff_configs_main(int argc, char** argv);
 int diff_renders_main(int argc, char** argv);
 int hlo_overlap_main(int argc, char** argv);
+int profile_report_main(int argc, char** argv);
 int render_bench_main(int argc, char** argv);
 
 }  // namespace rtb::tool

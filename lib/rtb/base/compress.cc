@@ -2,7 +2,9 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <array>
+#include <utility>
 
 #include "rtb/base/error.h"
 
@@ -12,7 +14,62 @@ namespace {
 // windowBits 15 + 16: a gzip header and trailer instead of zlib's.
 constexpr int kGzipWindowBits = 15 + 16;
 
+class GunzipSource final : public ByteSource {
+ public:
+  explicit GunzipSource(std::unique_ptr<ByteSource> inner) : inner_(std::move(inner)) {
+    if (inflateInit2(&stream_, kGzipWindowBits) != Z_OK) {
+      fail_at(inner_->name(), 0, "gzip: cannot start decompressing");
+    }
+  }
+  ~GunzipSource() override { inflateEnd(&stream_); }
+  GunzipSource(const GunzipSource&) = delete;
+  GunzipSource& operator=(const GunzipSource&) = delete;
+  const std::string& name() const override { return inner_->name(); }
+
+  std::size_t read(char* buffer, std::size_t capacity) override {
+    std::size_t produced = 0;
+    while (produced == 0 && capacity > 0) {
+      if (stream_.avail_in == 0) {
+        std::size_t n = inner_->read(input_.data(), input_.size());
+        if (n == 0) {
+          if (member_open_) fail_at(name(), 0, "gzip: a truncated stream");
+          return 0;
+        }
+        stream_.next_in = reinterpret_cast<Bytef*>(input_.data());
+        stream_.avail_in = static_cast<uInt>(n);
+      }
+      member_open_ = true;
+      stream_.next_out = reinterpret_cast<Bytef*>(buffer);
+      stream_.avail_out = static_cast<uInt>(std::min<std::size_t>(capacity, 1u << 30));
+      int status = inflate(&stream_, Z_NO_FLUSH);
+      produced = static_cast<std::size_t>(reinterpret_cast<char*>(stream_.next_out) - buffer);
+      if (status == Z_STREAM_END) {
+        member_open_ = false;
+        if (inflateReset(&stream_) != Z_OK) fail_at(name(), 0, "gzip: cannot read on");
+      } else if (status != Z_OK && status != Z_BUF_ERROR) {
+        fail_at(name(), 0, "gzip: a corrupt stream ({})",
+                stream_.msg != nullptr ? stream_.msg : "inflate failed");
+      }
+    }
+    return produced;
+  }
+
+ private:
+  std::unique_ptr<ByteSource> inner_;
+  z_stream stream_{};
+  std::array<char, 1 << 16> input_{};
+  bool member_open_ = false;  // inside a member: the input may not end here
+};
+
 }  // namespace
+
+bool is_gzip(std::string_view prefix) {
+  return prefix.size() >= 2 && prefix[0] == '\x1f' && prefix[1] == '\x8b';
+}
+
+std::unique_ptr<ByteSource> gunzip_source(std::unique_ptr<ByteSource> inner) {
+  return std::make_unique<GunzipSource>(std::move(inner));
+}
 
 std::string gzip_compress(std::string_view data) {
   z_stream stream{};

@@ -3,8 +3,11 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
+
+#include "rtb/base/io.h"
 
 namespace rtb {
 
@@ -12,6 +15,13 @@ namespace rtb {
 std::string gzip_compress(std::string_view data);
 // `data` decompressed from a gzip stream. Throws rtb::Error on a corrupt or truncated stream.
 std::string gzip_decompress(std::string_view data);
+
+// Whether `prefix` starts with gzip's magic bytes (1f 8b).
+bool is_gzip(std::string_view prefix);
+// The decompressed bytes of the gzip stream `inner` gives, read in order (read(); no random
+// access), in bounded memory. Concatenated members are read as one stream, as gzip -d does.
+// read() throws rtb::Error naming the input for a corrupt or truncated stream.
+std::unique_ptr<ByteSource> gunzip_source(std::unique_ptr<ByteSource> inner);
 
 // Base64 of `data` with `=` padding, a newline after every `line_width` characters and at the end
 // (line_width 0: one line, no newline).

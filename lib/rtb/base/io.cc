@@ -381,4 +381,56 @@ void write_output(const std::string& path, std::string_view content) {
   out.commit();
 }
 
+std::string read_prefix(ByteSource& source, std::size_t bytes) {
+  std::string prefix(bytes, '\0');
+  std::size_t have = 0;
+  while (have < prefix.size()) {
+    std::size_t n = source.read(prefix.data() + have, prefix.size() - have);
+    if (n == 0) break;
+    have += n;
+  }
+  prefix.resize(have);
+  return prefix;
+}
+
+std::size_t PrefixedSource::read(char* buffer, std::size_t capacity) {
+  if (at_ < prefix_.size()) {
+    std::size_t n = std::min(capacity, prefix_.size() - at_);
+    std::memcpy(buffer, prefix_.data() + at_, n);
+    at_ += n;
+    return n;
+  }
+  return inner_->read(buffer, capacity);
+}
+
+SpooledBytes::SpooledBytes(int fd, std::size_t size, const std::string& name) : size_(size) {
+  if (size == 0) return;
+  void* address = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (address == MAP_FAILED) fail_at(name, 0, "cannot map the input: {}", std::strerror(errno));
+  data_ = static_cast<const char*>(address);
+}
+
+SpooledBytes::~SpooledBytes() {
+  if (data_ != nullptr) ::munmap(const_cast<char*>(data_), size_);
+}
+
+std::shared_ptr<const SpooledBytes> spool(std::string_view prefix, ByteSource& source,
+                                          const std::string& name) {
+  std::FILE* file = std::tmpfile();
+  if (file == nullptr) fail_at(name, 0, "cannot create a temporary file: {}", std::strerror(errno));
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(file, &std::fclose);
+  std::size_t total = 0;
+  auto write = [&](const char* data, std::size_t size) {
+    if (size > 0 && std::fwrite(data, 1, size, file) != size) {
+      fail_at(name, 0, "cannot write a temporary file: {}", std::strerror(errno));
+    }
+    total += size;
+  };
+  write(prefix.data(), prefix.size());
+  std::vector<char> block(std::size_t{1} << 20);
+  while (std::size_t n = source.read(block.data(), block.size())) write(block.data(), n);
+  if (std::fflush(file) != 0) fail_at(name, 0, "cannot write a temporary file");
+  return std::make_shared<const SpooledBytes>(::fileno(file), total, name);
+}
+
 }  // namespace rtb

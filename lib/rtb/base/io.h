@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -121,6 +122,46 @@ class FileSource final : public ByteSource {
   std::size_t mapped_size_ = 0;
   std::size_t released_ = 0;  // bytes at the start of the mapping already dropped
 };
+
+// Up to the first `bytes` bytes of `source` read in order (fewer when it ends first), e.g. to
+// detect a format before reading on.
+std::string read_prefix(ByteSource& source, std::size_t bytes);
+
+// Hands out `prefix` (bytes already read from `inner`, e.g. to detect a format), then the rest
+// of `inner`, in order (read() only).
+class PrefixedSource final : public ByteSource {
+ public:
+  PrefixedSource(std::string prefix, std::unique_ptr<ByteSource> inner)
+      : prefix_(std::move(prefix)), inner_(std::move(inner)) {}
+  const std::string& name() const override { return inner_->name(); }
+  std::size_t read(char* buffer, std::size_t capacity) override;
+
+ private:
+  std::string prefix_;
+  std::size_t at_ = 0;
+  std::unique_ptr<ByteSource> inner_;
+};
+
+// Bytes copied to an unlinked temporary file and mapped read-only: an input from a pipe or a
+// decompressed one that a reader needs by position, kept out of the resident set.
+class SpooledBytes {
+ public:
+  SpooledBytes(int fd, std::size_t size, const std::string& name);
+  ~SpooledBytes();
+  SpooledBytes(const SpooledBytes&) = delete;
+  SpooledBytes& operator=(const SpooledBytes&) = delete;
+  std::string_view bytes() const { return {data_, size_}; }
+
+ private:
+  const char* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+// Copies `prefix` (bytes already read from `source`, e.g. to detect a format) and the rest of
+// `source` to an unlinked temporary file (std::tmpfile) and maps it. Throws rtb::Error
+// naming `name`.
+std::shared_ptr<const SpooledBytes> spool(std::string_view prefix, ByteSource& source,
+                                          const std::string& name);
 
 // Writes an output file sequentially, so that a reader never sees it half-written:
 // - "-" goes to stdout; /dev/stdout, /dev/stderr, /dev/fd/N and /proc/self/fd/N are written

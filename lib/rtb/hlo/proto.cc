@@ -26,7 +26,7 @@
 
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
-#include "rtb/hlo/proto_wire.h"
+#include "rtb/base/proto_wire.h"
 
 namespace rtb::hlo {
 
@@ -35,6 +35,9 @@ namespace {
 using wire::Field;
 using wire::Reader;
 using wire::WireType;
+
+// What every error message of the wire reader starts with.
+constexpr std::string_view kFormat = "binary HloProto";
 
 // HloProto
 constexpr std::uint32_t kProtoModule = 1;
@@ -175,16 +178,6 @@ void append_int(std::int64_t value, std::string& out) {
   fmt::format_to(std::back_inserter(out), "{}", value);
 }
 
-std::string_view string_field(const Field& field, std::string_view what, std::string_view name) {
-  wire::expect_type(field, WireType::kLength, what, name);
-  return field.bytes;
-}
-
-std::int64_t int_field(const Field& field, std::string_view what, std::string_view name) {
-  wire::expect_type(field, WireType::kVarint, what, name);
-  return static_cast<std::int64_t>(field.value);
-}
-
 // A repeated int64 field (packed or not): its values appended to `out`.
 void append_ints(const Field& field, std::string_view what, std::string_view name,
                  std::vector<std::int64_t>& out) {
@@ -233,35 +226,35 @@ class ProtoTextSource : public ByteSource {
   // ---- the module's structure (at construction) ----
 
   void index_module() {
-    Reader top(input_, input_, "HloProto");
+    Reader top(input_, input_, "HloProto", kFormat);
     Field field;
     std::string_view module;
     bool has_module = false;
     while (top.next(field)) {
       if (field.number != kProtoModule) continue;
       if (has_module) fail("binary HloProto: more than one hlo_module (field 1)");
-      module = string_field(field, "HloProto", "hlo_module");
+      module = wire::bytes_of(field, "HloProto", "hlo_module");
       has_module = true;
     }
     if (!has_module) fail("binary HloProto: no hlo_module (field 1)");
 
-    Reader reader(input_, module, "HloModuleProto");
+    Reader reader(input_, module, "HloModuleProto", kFormat);
     std::string_view entry_name;
     bool has_entry_id = false;
     std::int64_t entry_id = 0;
     while (reader.next(field)) {
       switch (field.number) {
         case kModuleName:
-          module_name_ = string_field(field, "HloModuleProto", "name");
+          module_name_ = wire::bytes_of(field, "HloModuleProto", "name");
           break;
         case kModuleEntryName:
-          entry_name = string_field(field, "HloModuleProto", "entry_computation_name");
+          entry_name = wire::bytes_of(field, "HloModuleProto", "entry_computation_name");
           break;
         case kModuleComputations:
           index_computation(reader.nested(field, "HloComputationProto", "computations"));
           break;
         case kModuleEntryId:
-          entry_id = int_field(field, "HloModuleProto", "entry_computation_id");
+          entry_id = wire::int64_of(field, "HloModuleProto", "entry_computation_id");
           has_entry_id = true;
           break;
         case kModuleSchedule:
@@ -304,18 +297,18 @@ class ProtoTextSource : public ByteSource {
     while (reader.next(field)) {
       switch (field.number) {
         case kComputationName:
-          entry.name = string_field(field, "HloComputationProto", "name");
+          entry.name = wire::bytes_of(field, "HloComputationProto", "name");
           break;
         case kComputationInstructions:
           wire::expect_type(field, WireType::kLength, "HloComputationProto", "instructions");
           ++entry.instructions;
           break;
         case kComputationId:
-          entry.id = int_field(field, "HloComputationProto", "id");
+          entry.id = wire::int64_of(field, "HloComputationProto", "id");
           has_id = true;
           break;
         case kComputationRootId:
-          entry.root_id = int_field(field, "HloComputationProto", "root_id");
+          entry.root_id = wire::int64_of(field, "HloComputationProto", "root_id");
           entry.has_root = true;
           break;
         default:
@@ -345,9 +338,10 @@ class ProtoTextSource : public ByteSource {
       std::string_view value;
       Field part;
       while (map_entry.next(part)) {
-        if (part.number == kMapKey) key = int_field(part, "HloScheduleProto.SequencesEntry", "key");
+        if (part.number == kMapKey)
+          key = wire::int64_of(part, "HloScheduleProto.SequencesEntry", "key");
         if (part.number == kMapValue) {
-          value = string_field(part, "HloScheduleProto.SequencesEntry", "value");
+          value = wire::bytes_of(part, "HloScheduleProto.SequencesEntry", "value");
         }
       }
       schedule_[key] = value;  // a map: the last entry for a key wins
@@ -401,19 +395,20 @@ class ProtoTextSource : public ByteSource {
     local_by_id_.clear();
     order_.clear();
     instructions_.reserve(computation.instructions);
-    Reader reader(input_, computation.bytes, "HloComputationProto");
+    Reader reader(input_, computation.bytes, "HloComputationProto", kFormat);
     Field field;
     while (reader.next(field)) {
       if (field.number != kComputationInstructions) continue;
       InstructionEntry entry;
       entry.bytes = field.bytes;
-      Reader instruction(input_, field.bytes, "HloInstructionProto");
+      Reader instruction(input_, field.bytes, "HloInstructionProto", kFormat);
       Field part;
       while (instruction.next(part)) {
         if (part.number == kInstructionName) {
-          entry.name = string_field(part, "HloInstructionProto", "name");
+          entry.name = wire::bytes_of(part, "HloInstructionProto", "name");
         }
-        if (part.number == kInstructionId) entry.id = int_field(part, "HloInstructionProto", "id");
+        if (part.number == kInstructionId)
+          entry.id = wire::int64_of(part, "HloInstructionProto", "id");
       }
       if (!is_name(entry.name)) {
         fail(
@@ -437,7 +432,7 @@ class ProtoTextSource : public ByteSource {
       return;
     }
     std::vector<bool> seen(instructions_.size(), false);
-    Reader ids(input_, sequence->second, "HloScheduleProto.InstructionSequence");
+    Reader ids(input_, sequence->second, "HloScheduleProto.InstructionSequence", kFormat);
     while (ids.next(field)) {
       if (field.number != kSequenceInstructionIds) continue;
       wire::for_each_varint(field, "InstructionSequence", "instruction_ids", [&](std::uint64_t v) {
@@ -506,15 +501,15 @@ class ProtoTextSource : public ByteSource {
     bool host_transfer = false;
     operands_.clear();
     callees_.clear();
-    Reader reader(input_, entry.bytes, kWhat);
+    Reader reader(input_, entry.bytes, kWhat, kFormat);
     Field field;
     while (reader.next(field)) {
       switch (field.number) {
         case kInstructionOpcode:
-          opcode = string_field(field, kWhat, "opcode");
+          opcode = wire::bytes_of(field, kWhat, "opcode");
           break;
         case kInstructionShape:
-          shape = string_field(field, kWhat, "shape");
+          shape = wire::bytes_of(field, kWhat, "shape");
           has_shape = true;
           break;
         case kInstructionMetadata: {
@@ -523,23 +518,23 @@ class ProtoTextSource : public ByteSource {
           Field part;
           while (metadata.next(part)) {
             if (part.number == kMetadataOpType)
-              op_type = string_field(part, "OpMetadata", "op_type");
+              op_type = wire::bytes_of(part, "OpMetadata", "op_type");
             if (part.number == kMetadataOpName)
-              op_name = string_field(part, "OpMetadata", "op_name");
+              op_name = wire::bytes_of(part, "OpMetadata", "op_name");
           }
           break;
         }
         case kInstructionParameterNumber:
-          parameter_number = int_field(field, kWhat, "parameter_number");
+          parameter_number = wire::int64_of(field, kWhat, "parameter_number");
           break;
         case kInstructionTupleIndex:
-          tuple_index = int_field(field, kWhat, "tuple_index");
+          tuple_index = wire::int64_of(field, kWhat, "tuple_index");
           break;
         case kInstructionChannelId:
-          channel_id = int_field(field, kWhat, "channel_id");
+          channel_id = wire::int64_of(field, kWhat, "channel_id");
           break;
         case kInstructionCustomCallTarget:
-          custom_call_target = string_field(field, kWhat, "custom_call_target");
+          custom_call_target = wire::bytes_of(field, kWhat, "custom_call_target");
           break;
         case kInstructionOperandIds:
           append_ints(field, kWhat, "operand_ids", operands_);
@@ -548,10 +543,10 @@ class ProtoTextSource : public ByteSource {
           append_ints(field, kWhat, "called_computation_ids", callees_);
           break;
         case kInstructionBackendConfig:
-          backend_config = string_field(field, kWhat, "backend_config");
+          backend_config = wire::bytes_of(field, kWhat, "backend_config");
           break;
         case kInstructionIsHostTransfer:
-          host_transfer = int_field(field, kWhat, "is_host_transfer") != 0;
+          host_transfer = wire::int64_of(field, kWhat, "is_host_transfer") != 0;
           break;
         default:
           break;
@@ -572,7 +567,7 @@ class ProtoTextSource : public ByteSource {
     out += "%";
     out += entry.name;
     out += " = ";
-    render_shape(Reader(input_, shape, "ShapeProto"), 0, entry.name, out);
+    render_shape(Reader(input_, shape, "ShapeProto", kFormat), 0, entry.name, out);
     out += ' ';
     out += opcode;
     out += '(';
@@ -688,16 +683,16 @@ class ProtoTextSource : public ByteSource {
     while (reader.next(field)) {
       switch (field.number) {
         case kShapeElementType:
-          element_type = int_field(field, kWhat, "element_type");
+          element_type = wire::int64_of(field, kWhat, "element_type");
           break;
         case kShapeDimensions:
           append_ints(field, kWhat, "dimensions", dimensions);
           break;
         case kShapeTupleShapes:
-          tuple.push_back(string_field(field, kWhat, "tuple_shapes"));
+          tuple.push_back(wire::bytes_of(field, kWhat, "tuple_shapes"));
           break;
         case kShapeLayout:
-          layout = string_field(field, kWhat, "layout");
+          layout = wire::bytes_of(field, kWhat, "layout");
           has_layout = true;
           break;
         case kShapeIsDynamicDimension:
@@ -712,7 +707,7 @@ class ProtoTextSource : public ByteSource {
       out += '(';
       for (std::size_t i = 0; i < tuple.size(); ++i) {
         if (i > 0) out += ", ";
-        render_shape(Reader(input_, tuple[i], kWhat), depth + 1, instruction, out);
+        render_shape(Reader(input_, tuple[i], kWhat, kFormat), depth + 1, instruction, out);
       }
       out += ')';
       return;
@@ -730,7 +725,7 @@ class ProtoTextSource : public ByteSource {
       append_int(dimensions[i], out);
     }
     out += ']';
-    if (has_layout) render_layout(Reader(input_, layout, "LayoutProto"), out);
+    if (has_layout) render_layout(Reader(input_, layout, "LayoutProto", kFormat), out);
   }
 
   // LayoutProto -> `{1,0:T(8,128)(2,1)E(4)S(1)}`; nothing for a layout with none of these.
@@ -771,10 +766,10 @@ class ProtoTextSource : public ByteSource {
           break;
         }
         case kLayoutElementSizeInBits:
-          element_bits = int_field(field, kWhat, "element_size_in_bits");
+          element_bits = wire::int64_of(field, kWhat, "element_size_in_bits");
           break;
         case kLayoutMemorySpace:
-          memory_space = int_field(field, kWhat, "memory_space");
+          memory_space = wire::int64_of(field, kWhat, "memory_space");
           break;
         default:
           break;
@@ -826,70 +821,6 @@ class ProtoTextSource : public ByteSource {
   std::size_t pending_at_ = 0;
 };
 
-// A read-only mapping of a file descriptor's first `size` bytes.
-class Mapping {
- public:
-  Mapping(int fd, std::size_t size, const std::string& name) : size_(size) {
-    if (size == 0) return;
-    void* address = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (address == MAP_FAILED) fail_at(name, 0, "cannot map the input: {}", std::strerror(errno));
-    data_ = static_cast<const char*>(address);
-  }
-  ~Mapping() {
-    if (data_ != nullptr) ::munmap(const_cast<char*>(data_), size_);
-  }
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  std::string_view bytes() const { return {data_, size_}; }
-
- private:
-  const char* data_ = nullptr;
-  std::size_t size_ = 0;
-};
-
-// Copies `prefix` and the rest of `source` to an unlinked temporary file and maps it: a proto
-// read from a pipe needs random access, and a file keeps it out of the resident set.
-std::shared_ptr<const Mapping> spool(std::string_view prefix, ByteSource& source,
-                                     const std::string& name) {
-  std::FILE* file = std::tmpfile();
-  if (file == nullptr) fail_at(name, 0, "cannot create a temporary file: {}", std::strerror(errno));
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(file, &std::fclose);
-  std::size_t total = 0;
-  auto write = [&](const char* data, std::size_t size) {
-    if (size > 0 && std::fwrite(data, 1, size, file) != size) {
-      fail_at(name, 0, "cannot write a temporary file: {}", std::strerror(errno));
-    }
-    total += size;
-  };
-  write(prefix.data(), prefix.size());
-  std::vector<char> block(std::size_t{1} << 20);
-  while (std::size_t n = source.read(block.data(), block.size())) write(block.data(), n);
-  if (std::fflush(file) != 0) fail_at(name, 0, "cannot write a temporary file");
-  return std::make_shared<const Mapping>(::fileno(file), total, name);
-}
-
-// Hands out `prefix` (bytes already read to detect the format), then the rest of `inner`.
-class ReplaySource : public ByteSource {
- public:
-  ReplaySource(std::string prefix, std::unique_ptr<ByteSource> inner)
-      : prefix_(std::move(prefix)), inner_(std::move(inner)) {}
-  const std::string& name() const override { return inner_->name(); }
-  std::size_t read(char* buffer, std::size_t capacity) override {
-    if (at_ < prefix_.size()) {
-      std::size_t n = std::min(capacity, prefix_.size() - at_);
-      std::memcpy(buffer, prefix_.data() + at_, n);
-      at_ += n;
-      return n;
-    }
-    return inner_->read(buffer, capacity);
-  }
-
- private:
-  std::string prefix_;
-  std::size_t at_ = 0;
-  std::unique_ptr<ByteSource> inner_;
-};
-
 bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
 }  // namespace
@@ -939,20 +870,13 @@ HloInput open_hlo_input(const std::string& path) {
     return input;
   }
   // Not mapped (stdin, a pipe, an empty file): read the first bytes to decide.
-  std::string prefix(kFormatPrefixBytes, '\0');
-  std::size_t have = 0;
-  while (have < prefix.size()) {
-    std::size_t n = file->read(prefix.data() + have, prefix.size() - have);
-    if (n == 0) break;
-    have += n;
-  }
-  prefix.resize(have);
+  std::string prefix = read_prefix(*file, kFormatPrefixBytes);
   input.format = detect_input_format(prefix);
   if (input.format == InputFormat::kText) {
-    input.source = std::make_unique<ReplaySource>(std::move(prefix), std::move(file));
+    input.source = std::make_unique<PrefixedSource>(std::move(prefix), std::move(file));
     return input;
   }
-  std::shared_ptr<const Mapping> mapping = spool(prefix, *file, display_name(path));
+  std::shared_ptr<const SpooledBytes> mapping = spool(prefix, *file, display_name(path));
   input.proto_bytes = mapping->bytes().size();
   input.source = std::make_unique<ProtoTextSource>(mapping->bytes(), mapping, display_name(path));
   return input;

@@ -3,7 +3,9 @@ the profiler window and the staged boundary's state while it runs."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 import statistics
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -24,6 +26,27 @@ class JaxProfiler:
   def stop(self) -> None:
     import jax  # pylint: disable=import-outside-toplevel  # only the pod has JAX
     jax.profiler.stop_trace()
+
+  def step(self, step: int) -> Any:
+    """Marks one timed step in the trace (XProf's step marker: a host event with a `step_num`
+    stat, which profile-report reads as the step's span)."""
+    import jax  # pylint: disable=import-outside-toplevel  # only the pod has JAX
+    return jax.profiler.StepTraceAnnotation(STEP_ANNOTATION, step_num=step)
+
+
+# The name of the driver's step annotation in a trace.
+STEP_ANNOTATION = "bench_step"
+
+
+def profile_dir_of(setting: Optional[str], output_dir: Optional[str]) -> str:
+  """PROFILE_DIR, else <--maxtext_output_directory>/bench_profile (/tmp without one)."""
+  return setting or os.path.join(output_dir or "/tmp", "bench_profile")
+
+
+def hlo_dump_flags(profile_dir: str) -> str:
+  """The XLA_FLAGS that make XLA write every module it compiles, after optimizations (the
+  scheduled module) included, as HLO text next to the trace (DUMP_HLO)."""
+  return f"--xla_dump_to={os.path.join(profile_dir, 'hlo')} --xla_dump_hlo_as_text"
 
 
 # What each figure measures; BENCH_SUMMARY carries this table, README explains it.
@@ -213,6 +236,15 @@ class ProfileWindow:
       self.window = None
       return
     self.started = True
+
+  def step(self, step: int) -> Any:
+    """A context that marks `step` (0-based) in the trace while the window is set: the whole
+    step, from its first dispatch until its device work is done. A profiler without step
+    markers, or no window, marks nothing."""
+    mark = getattr(self.profiler, "step", None)
+    if self.window is None or mark is None:
+      return contextlib.nullcontext()
+    return mark(step)
 
   def stop(self, reason: str = "") -> None:
     if self.started and not self.stopped:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import os
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -15,7 +14,7 @@ from .calls import block_tree, WorkerCalls
 from .common import describe_exception, emit, one_line, say, SettingsError, TunixMissing
 from .observers import CompletionWatcher, DeviceObserver
 from .payload import build_payload, BuiltPayload, default_real_len, default_segments
-from .plan import BenchPlan, JaxProfiler, StageState
+from .plan import BenchPlan, JaxProfiler, profile_dir_of, StageState
 from .resolve import Choice, resolve_padding, StagePlan, trajectory_segments
 from .settings import Settings
 from .builders import TunixSetup
@@ -252,8 +251,7 @@ def device_facts() -> Tuple[List[Any], int, Callable[[], None]]:
 def make_plan(settings: Settings, tunix: TunixSetup, payloads: Payloads, chips: int,
               stage_plan: Optional[StagePlan]) -> BenchPlan:
   """What the step loop runs."""
-  profile_dir = settings.profile_dir or os.path.join(tunix.maxtext_output_directory or "/tmp",
-                                                     "bench_profile")
+  profile_dir = profile_dir_of(settings.profile_dir, tunix.maxtext_output_directory)
   regular_built = payloads.regular_built
   plan = BenchPlan(name=settings.bench_name, steps=settings.steps, micro_steps=settings.micro_steps,
                    regular=payloads.regular, final=payloads.final,

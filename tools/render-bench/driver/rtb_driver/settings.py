@@ -34,6 +34,7 @@ class Settings:
   final_rows: Optional[int] = None
   profile_window: Optional[Tuple[int, int]] = None
   profile_dir: Optional[str] = None
+  dump_hlo: bool = table_default("DUMP_HLO")
   bench_name: str = "bench"
   # A run of a same-pod A/B (render-bench --arm): its arm and its place in the pod's run order.
   bench_arm: Optional[str] = None
@@ -79,6 +80,7 @@ class Settings:
         "profile_window": (None if self.profile_window is None else
                            f"{self.profile_window[0]}:{self.profile_window[1]}"),
         "profile_dir": self.profile_dir,
+        "dump_hlo": self.dump_hlo,
         "stage_boundary": self.stage_boundary,
         "routing": self.routing,
         "logps_pass": self.logps_pass,

@@ -27,6 +27,7 @@ from .calls import named_params, WorkerCalls
 from .common import (DEFAULT_TRAINER_MODULE, int_or_none, one_line, say, SettingsError,
                      TunixMissing)
 from .observers import engines_of
+from .plan import hlo_dump_flags, profile_dir_of
 from .resolve import (Choice, concrete_segment_counts, resolve_logps_pass, resolve_routing,
                       resolve_stage_boundary, rollout_logps_requested, StagePlan)
 from .settings import Settings
@@ -214,15 +215,26 @@ class Setup:
     return f"RLTrainerPayload, TrainRequest ({source_file(module)})"
 
   def jax(self) -> str:
+    dump = ""
+    if self.settings.dump_hlo:
+      # XLA reads XLA_FLAGS when JAX starts its backend: set before JAX is imported.
+      flags = hlo_dump_flags(profile_dir_of(self.settings.profile_dir, self.output_directory()))
+      os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flags}".strip()
+      dump = f"; DUMP_HLO: XLA_FLAGS += {flags}"
     if self.mode == POD:
       initialize_jax()  # Pathways or jax.distributed, as the runtime's K8s context does
     jax = importlib.import_module("jax")
     version = getattr(jax, "__version__", "?")
     if self.mode == POD:
-      return f"jax {version} initialized"
+      return f"jax {version} initialized{dump}"
     devices = jax.devices()  # the preflight's CPU: no device of the slice is touched
     platform = getattr(devices[0], "platform", "?") if devices else "no"
     return f"jax {version}: {len(devices)} {platform} devices"
+
+  def output_directory(self) -> Optional[str]:
+    """The trainer's --maxtext_output_directory (parsed, else as the argv spells it)."""
+    return getattr(self.trainer_args, "maxtext_output_directory", None) or flag_value(
+        self.trainer_words, "--maxtext_output_directory")
 
   def orchestrator_module(self) -> str:
     self.orch_node = import_orchestrator(self.orch_main)
@@ -313,7 +325,7 @@ class Setup:
     """What the payloads are built from, before the trainer exists when MaxText's config gave
     the model's shape (else from the built `worker`): the warm-up payload for that routing
     shape, its rows and tokens, the ids. The worker is attached later (attach_worker)."""
-    trainer_args, orch_args = self.trainer_args, self.orch_args
+    orch_args = self.orch_args
     routing_shape, experts, vocab, config = self.model_shapes(worker)
     rollout = self.rollout_logps or Choice(False, "")
     warmup, abstract = build_warmup(self.assembler, self.algo, self.algo_config, routing_shape,
@@ -322,8 +334,7 @@ class Setup:
     num_segments = getattr(warmup, "num_segments", None)
     max_segments = getattr(self.assembler, "max_segments_per_packed_row",
                            getattr(orch_args, "max_segments_per_packed_row", None))
-    output_dir = getattr(trainer_args, "maxtext_output_directory", None) or flag_value(
-        self.trainer_words, "--maxtext_output_directory")
+    output_dir = self.output_directory()
     return TunixSetup(
         worker=worker, make_request=None, warmup=warmup, warmup_is_abstract=abstract,
         rows=int(completion.shape[0]), tokens=int(completion.shape[1]),

@@ -109,15 +109,21 @@ class StepRunner:
     # too, so that every step takes the same path.
     plan_before = bool(self.stage.plan and self.stage.plan.before_update)
     deferred = bool(self.stage.active and self.calls.can_fuse and plan_before)
-    step_start = self.clock()
-    calls = self.dispatch(step, deferred)
-    fused = bool(self.calls.can_fuse and not deferred and response_updated(calls.response))
-    if not deferred:
-      # The first step whose last call was asked to apply the update (step 0 unless staging
-      # defers it) tells whether a **kwargs worker applies it; a deferred one asks nothing.
-      self.calls.learn_update(fused)
-    update_kind, train_step, update_result = self.update(step, calls, deferred, fused)
-    step_end, observed = self.wait_for_step_end(calls, update_result)
+    # A window that opens with this step's first call starts the trace here, before the step's
+    # mark and clock: a mark begun before the trace is not recorded (jax's TraceMe), and the
+    # start's host time is no part of the step. The trace marks each step (profile-report's
+    # steps) from its first dispatch to its device completion.
+    self.profile.start(self.call_index)
+    with self.profile.step(step):
+      step_start = self.clock()
+      calls = self.dispatch(step, deferred)
+      fused = bool(self.calls.can_fuse and not deferred and response_updated(calls.response))
+      if not deferred:
+        # The first step whose last call was asked to apply the update (step 0 unless staging
+        # defers it) tells whether a **kwargs worker applies it; a deferred one asks nothing.
+        self.calls.learn_update(fused)
+      update_kind, train_step, update_result = self.update(step, calls, deferred, fused)
+      step_end, observed = self.wait_for_step_end(calls, update_result)
     metrics = self.read_metrics(step)
     # policy_version: the version after this step's update (Tunix docs/trainer_step_timing.md).
     snapshot = log_step_timing(self.worker, step, step + 1, self.clock, self.out)

@@ -1,8 +1,8 @@
-#include "rtb/hlo/proto_wire.h"
+#include "rtb/base/proto_wire.h"
 
 #include "rtb/base/error.h"
 
-namespace rtb::hlo::wire {
+namespace rtb::wire {
 
 namespace {
 
@@ -40,28 +40,29 @@ bool decode_varint(std::string_view data, std::size_t& position, std::uint64_t& 
 Reader Reader::nested(const Field& field, std::string_view what,
                       std::string_view field_name) const {
   expect_type(field, WireType::kLength, what_, field_name);
-  return Reader(base_, field.bytes, what);
+  return Reader(base_, field.bytes, what, format_);
 }
 
 std::uint64_t Reader::varint(const char* what_is_read) {
   std::size_t start = position_;
   std::uint64_t value = 0;
   if (!decode_varint(data_, position_, value)) {
-    fail("binary HloProto: {}: bad varint ({}) at byte {}: {}", what_, what_is_read,
+    fail("{}: {}: bad varint ({}) at byte {}: {}", format_, what_, what_is_read,
          offset() - (position_ - start),
          position_ >= data_.size() ? "the message ends inside it" : "longer than 10 bytes");
   }
   return value;
 }
 
-bool Reader::next(Field& field) {
+bool Reader::next_checked(Field& field) {
   if (position_ >= data_.size()) return false;
   field.offset = offset();
+  field.format = format_;
   std::uint64_t key = varint("field key");
   auto type = static_cast<unsigned>(key & 7);
   std::uint64_t number = key >> 3;
   if (number == 0 || number > 0x1fffffff) {
-    fail("binary HloProto: {}: invalid field number {} at byte {}", what_, number, field.offset);
+    fail("{}: {}: invalid field number {} at byte {}", format_, what_, number, field.offset);
   }
   field.number = static_cast<std::uint32_t>(number);
   field.value = 0;
@@ -75,8 +76,8 @@ bool Reader::next(Field& field) {
     case 5: {
       std::size_t size = type == 1 ? 8 : 4;
       if (data_.size() - position_ < size) {
-        fail("binary HloProto: {}: field {} ends past the end of the message at byte {}", what_,
-             number, field.offset);
+        fail("{}: {}: field {} ends past the end of the message at byte {}", format_, what_, number,
+             field.offset);
       }
       std::uint64_t value = 0;
       for (std::size_t i = 0; i < size; ++i) {
@@ -93,9 +94,9 @@ bool Reader::next(Field& field) {
       std::uint64_t left = data_.size() - position_;
       if (length > left) {
         fail(
-            "binary HloProto: {}: field {} at byte {} has length {}, past the end of the message "
-            "({} bytes left)",
-            what_, number, field.offset, length, left);
+            "{}: {}: field {} at byte {} has length {}, past the end of the message ({} bytes "
+            "left)",
+            format_, what_, number, field.offset, length, left);
       }
       field.type = WireType::kLength;
       field.bytes = data_.substr(position_, static_cast<std::size_t>(length));
@@ -103,24 +104,33 @@ bool Reader::next(Field& field) {
       return true;
     }
     default:
-      fail(
-          "binary HloProto: {}: field {} at byte {} has wire type {} ({}), which HloProto does not "
-          "use",
-          what_, number, field.offset, type, type == 3 || type == 4 ? "a group" : "invalid");
+      fail("{}: {}: field {} at byte {} has wire type {} ({}), which the format does not use",
+           format_, what_, number, field.offset, type,
+           type == 3 || type == 4 ? "a group" : "invalid");
   }
 }
 
 void expect_type(const Field& field, WireType type, std::string_view what, std::string_view name) {
   if (field.type == type) return;
-  fail("binary HloProto: {}.{} (field {}) at byte {} has wire type {}, expected {}", what, name,
+  fail("{}: {}.{} (field {}) at byte {} has wire type {}, expected {}", field.format, what, name,
        field.number, field.offset, type_name(static_cast<unsigned>(field.type)),
        type_name(static_cast<unsigned>(type)));
 }
 
+std::string_view bytes_of(const Field& field, std::string_view what, std::string_view name) {
+  expect_type(field, WireType::kLength, what, name);
+  return field.bytes;
+}
+
+std::int64_t int64_of(const Field& field, std::string_view what, std::string_view name) {
+  expect_type(field, WireType::kVarint, what, name);
+  return static_cast<std::int64_t>(field.value);
+}
+
 PackedVarints::PackedVarints(const Field& field, std::string_view what, std::string_view name)
-    : data_(field.bytes), offset_(field.offset), what_(what), name_(name) {
+    : data_(field.bytes), offset_(field.offset), what_(what), name_(name), format_(field.format) {
   if (field.type != WireType::kLength) {
-    fail("binary HloProto: {}.{} (field {}) at byte {} has wire type {}, expected varint or packed",
+    fail("{}: {}.{} (field {}) at byte {} has wire type {}, expected varint or packed", format_,
          what, name, field.number, field.offset, type_name(static_cast<unsigned>(field.type)));
   }
 }
@@ -129,10 +139,39 @@ bool PackedVarints::next(std::uint64_t& value) {
   if (position_ >= data_.size()) return false;
   std::size_t start = position_;
   if (!decode_varint(data_, position_, value)) {
-    fail("binary HloProto: {}.{}: bad varint in a packed list at byte {} of the field at byte {}",
+    fail("{}: {}.{}: bad varint in a packed list at byte {} of the field at byte {}", format_,
          what_, name_, start, offset_);
   }
   return true;
 }
 
-}  // namespace rtb::hlo::wire
+void put_varint(std::string& out, std::uint64_t value) {
+  do {
+    auto byte = static_cast<char>(value & 0x7f);
+    value >>= 7;
+    if (value != 0) byte = static_cast<char>(byte | 0x80);
+    out += byte;
+  } while (value != 0);
+}
+
+void put_key(std::string& out, std::uint32_t number, WireType type) {
+  put_varint(out, (static_cast<std::uint64_t>(number) << 3) | static_cast<std::uint64_t>(type));
+}
+
+void put_varint_field(std::string& out, std::uint32_t number, std::uint64_t value) {
+  put_key(out, number, WireType::kVarint);
+  put_varint(out, value);
+}
+
+void put_fixed64_field(std::string& out, std::uint32_t number, std::uint64_t value) {
+  put_key(out, number, WireType::kFixed64);
+  for (int i = 0; i < 8; ++i) out += static_cast<char>((value >> (8 * i)) & 0xff);
+}
+
+void put_length_field(std::string& out, std::uint32_t number, std::string_view payload) {
+  put_key(out, number, WireType::kLength);
+  put_varint(out, payload.size());
+  out += payload;
+}
+
+}  // namespace rtb::wire
