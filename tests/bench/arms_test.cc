@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/render_options_util.h"
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
 #include "rtb/base/process.h"
@@ -74,13 +75,7 @@ TEST(ArmsTest, ArmValuesSplitAtTheFirstColonOnly) {
   EXPECT_THROW(parse_arm_values({"b:steps=3"}), Error);
 }
 
-RenderOptions base_options() {
-  RenderOptions o;
-  o.name = "abtest-bench";
-  o.driver_source = "print('driver')\n";
-  o.tool_version = "test";
-  return o;
-}
+RenderOptions base_options() { return testing_util::test_render_options(); }
 
 std::string refusal(const ArmPlan& plan) {
   try {

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/render_options_util.h"
 #include "rtb/base/compress.h"
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
@@ -28,13 +29,7 @@ k8s::DryRun fixture() {
   return k8s::parse_dryrun(read_file(RTB_TESTDATA_DIR "/launch_dryrun.txt"), "launch_dryrun.txt");
 }
 
-RenderOptions options() {
-  RenderOptions o;
-  o.name = "abtest-bench";
-  o.driver_source = "print('driver')\n";
-  o.tool_version = "test";
-  return o;
-}
+RenderOptions options() { return testing_util::test_render_options(); }
 
 const k8s::Document& trainer_of(const k8s::DryRun& dryrun) {
   return *select_roles(dryrun, k8s::RoleMains{}).trainer;

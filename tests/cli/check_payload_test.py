@@ -236,8 +236,8 @@ class CheckPayloadTest(unittest.TestCase):
         self.assertGreater(len(targets), 255)
         out = self.path("long.npz")
         code, stdout, stderr = run([
-            "build", "--rows", "1", "--tokens", "256", "--layers", "60", "--topk", "1",
-            "--experts", "2", "--routing-targets", targets, "-o", out
+            "build", "--rows", "1", "--tokens", "256", "--layers", "60", "--topk", "1", "--experts",
+            "2", "--routing-targets", targets, "-o", out
         ])
         self.assertEqual(code, 0, stdout + stderr)
         code, stdout, stderr = run(["verify", out, "--routing-targets", targets])
