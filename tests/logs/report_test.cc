@@ -413,6 +413,8 @@ TEST(AnalyzeRun, LogTimestampIntervalsAreTheStepTimes) {
   EXPECT_THAT(text, HasSubstr("dpo: s/step from glog timestamps (to the microsecond): step 1, the "
                               "first logged, has no interval (what its line follows, the compile "
                               "included, is not timed)"));
+  // No run has micro-batches, so the legend does not describe a micro-batch figure.
+  EXPECT_THAT(text, Not(HasSubstr("micro-batch: median of micro-batches")));
 }
 
 TEST(BuildReport, LogTimestampStepTimesAreComparedOnlyWithEachOther) {

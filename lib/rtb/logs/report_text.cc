@@ -305,12 +305,18 @@ std::string format_text(const Report& report) {
       if (run.step_timing == StepTiming::kLogTimestamps) stamped.push_back(run.name);
     }
     bool all_stamped = stamped.size() == report.runs.size();
-    out += fmt::format(
-        "s/step: {}mean over {}; micro-batch: median of micro-batches {} of those steps; "
-        "{:g}% bootstrap CIs ({} resamples, seed {})\n",
-        all_stamped ? std::string(kLogTimestampFigure) + "; " : "", steps_phrase(options),
-        options.microbatches.str(), options.bootstrap.confidence * 100, options.bootstrap.resamples,
-        options.bootstrap.seed);
+    // The micro-batch column is described only where some run has micro-batch times.
+    bool any_microbatches =
+        std::any_of(report.runs.begin(), report.runs.end(),
+                    [](const RunAnalysis& run) { return run.microbatch_median.has_value(); });
+    std::string microbatch_legend =
+        any_microbatches ? fmt::format("micro-batch: median of micro-batches {} of those steps; ",
+                                       options.microbatches.str())
+                         : "";
+    out += fmt::format("s/step: {}mean over {}; {}{:g}% bootstrap CIs ({} resamples, seed {})\n",
+                       all_stamped ? std::string(kLogTimestampFigure) + "; " : "",
+                       steps_phrase(options), microbatch_legend, options.bootstrap.confidence * 100,
+                       options.bootstrap.resamples, options.bootstrap.seed);
     if (!stamped.empty() && !all_stamped) {
       out += fmt::format("s/step of {}: {}; compared only with other log-timestamp runs\n",
                          fmt::join(stamped, ", "), kLogTimestampFigure);
