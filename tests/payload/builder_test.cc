@@ -603,5 +603,74 @@ TEST(LoadProfile, ProductionShapeHitsTheDefaultTableWithinOnePercent) {
   }
 }
 
+// The routing made on demand, a window at a time, is the array build_payload writes: for any
+// window, in any order (a window before the last one starts its tile again), across rows,
+// tiles, padding rows and pad position "start".
+TEST(PayloadBuild, RoutingCursorWritesAnyWindowAsTheArrayHasIt) {
+  std::vector<PayloadOptions> cases;
+  cases.push_back(small_options());
+  PayloadOptions start = small_options();
+  start.pad_position = PadPosition::kStart;
+  start.pad_align = 64;
+  start.final_rows = 2;  // a padding row last
+  cases.push_back(start);
+  PayloadOptions short_rows = small_options();
+  short_rows.real_len = 100;  // tiles straddle rows
+  short_rows.rows = 7;
+  cases.push_back(short_rows);
+  PayloadOptions none = small_options();
+  none.final_rows = 0;  // all padding: no tiles
+  cases.push_back(none);
+  for (const PayloadOptions& o : cases) {
+    Payload whole = build_payload(o);
+    Payload lazy = build_payload(o, RoutingStorage::kOnDemand);
+    EXPECT_EQ(lazy.routed_experts.size(), 0u);
+    ASSERT_NE(lazy.routing, nullptr);
+    EXPECT_EQ(lazy.completion_ids, whole.completion_ids);
+    const std::int64_t per_token = std::int64_t{o.layers} * o.topk;
+    const std::int64_t cells = o.rows * o.tokens;
+    RoutingCursor cursor(lazy.routing);
+    std::uint64_t state = 7;
+    auto draw = [&](std::int64_t n) {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      return static_cast<std::int64_t>((state >> 33) % static_cast<std::uint64_t>(n));
+    };
+    // Ascending windows that cover everything, then random ones (backwards too).
+    std::vector<std::pair<std::int64_t, std::int64_t>> windows;
+    for (std::int64_t first = 0; first < cells; first += 109)
+      windows.emplace_back(first, std::min<std::int64_t>(109, cells - first));
+    for (int i = 0; i < 200; ++i) {
+      std::int64_t first = draw(cells);
+      windows.emplace_back(first, 1 + draw(std::min<std::int64_t>(cells - first, 700)));
+    }
+    windows.emplace_back(0, cells);
+    for (const auto& [first, count] : windows) {
+      std::vector<std::int16_t> out(static_cast<std::size_t>(count * per_token), 12345);
+      cursor.write(first, out);
+      ASSERT_EQ(0, std::memcmp(out.data(), whole.routed_experts.data() + first * per_token,
+                               out.size() * 2))
+          << "rows " << o.rows << " real_len " << o.real_len << " final_rows " << o.final_rows
+          << ": window at cell " << first << " of " << count;
+    }
+    // The check of the payload made on demand reports what the check of the array reports.
+    VerifyReport a = verify(whole), b = verify(lazy);
+    EXPECT_EQ(failures(a), failures(b));
+    EXPECT_EQ(a.per_layer.size(), b.per_layer.size());
+    for (std::size_t layer = 0; layer < a.per_layer.size(); ++layer) {
+      EXPECT_EQ(a.per_layer[layer].max_load, b.per_layer[layer].max_load) << layer;
+    }
+    EXPECT_EQ(a.real_tokens, b.real_tokens);
+    // Read through the payload's byte view, the routing is made for each read.
+    PayloadView view = view_payload(lazy);
+    VerifyOptions v;
+    v.experts = o.experts;
+    v.vocab = o.vocab;
+    v.targets = lazy.targets;
+    VerifyReport c = verify_payload(*view.source, view.arrays, v);
+    EXPECT_EQ(failures(a), failures(c));
+    EXPECT_EQ(a.real_tokens, c.real_tokens);
+  }
+}
+
 }  // namespace
 }  // namespace rtb::payload

@@ -122,150 +122,178 @@ std::vector<std::int64_t> segment_cuts(std::int64_t length, int segments, std::u
 // --- the routing
 // -------------------------------------------------------------------------------------
 
-// A run of S (see payload.h) starting inside tile `tile`: from there on, slot `slot` of pattern
-// row `row` in `layer` holds `expert`.
-struct RunStart {
-  std::int64_t tile;
-  std::int32_t row;
-  std::int32_t layer;
-  std::int32_t slot;
-  std::int32_t expert;
-};
+}  // namespace
 
-class RoutingWriter {
- public:
-  RoutingWriter(const PayloadOptions& options, const std::vector<std::vector<std::int64_t>>& loads,
-                std::span<std::int16_t> out)
-      : o_(options), out_(out) {
-    layers_ = o_.layers;
-    topk_ = o_.topk;
-    experts_ = o_.experts;
-    per_token_ = static_cast<std::int64_t>(layers_) * topk_;
-    real_rows_ = o_.final_rows;
-    length_ = o_.real_len;
-    start_ = o_.pad_position == PadPosition::kStart
-                 ? pad_start_shift(o_.tokens, o_.real_len, o_.pad_align)
-                 : 0;
-    n_ = real_rows_ * length_;
-    std::size_t expected = static_cast<std::size_t>(o_.rows) * o_.tokens * per_token_;
-    if (out.size() != expected) {
-      fail("internal: routing buffer of {} slots, expected {}", out.size(), expected);
-    }
-    if (n_ == 0) return;
-    tiles_ = (n_ + kRoutingTileTokens - 1) / kRoutingTileTokens;
-    small_ = n_ / tiles_;
-    larger_tiles_ = n_ % tiles_;
-    shuffle_ = seeded_permutation(small_, stream_key(o_.seed, kTileShuffle));
+struct RoutingLayout {
+  // A run of S (see builder.h) starting inside tile `tile`: from there on, slot `slot` of pattern
+  // row `row` in `layer` holds `expert`.
+  struct RunStart {
+    std::int64_t tile;
+    std::int32_t row;
+    std::int32_t layer;
+    std::int32_t slot;
+    std::int32_t expert;
+  };
+
+  RoutingLayout(const PayloadOptions& o, const std::vector<std::vector<std::int64_t>>& loads) {
+    rows = o.rows;
+    tokens = o.tokens;
+    layers = o.layers;
+    topk = o.topk;
+    experts = o.experts;
+    per_token = static_cast<std::int64_t>(layers) * topk;
+    real_rows = o.final_rows;
+    length = o.real_len;
+    start = o.pad_position == PadPosition::kStart
+                ? pad_start_shift(o.tokens, o.real_len, o.pad_align)
+                : 0;
+    n = real_rows * length;
+    if (n == 0) return;
+    tiles = (n + kRoutingTileTokens - 1) / kRoutingTileTokens;
+    small = n / tiles;
+    larger_tiles = n % tiles;
+    shuffle = seeded_permutation(small, stream_key(o.seed, kTileShuffle));
     // Where slot k of a column goes among the token's K slots: a seeded shuffle per pattern row
     // and layer, so a token's experts are not listed in expert-id order (band k of S holds ids
     // after band k - 1's).
-    slot_at_.resize(static_cast<std::size_t>(small_ + 1) * per_token_);
-    for (std::int64_t i = 0; i <= small_; ++i) {
-      for (int layer = 0; layer < layers_; ++layer) {
-        std::size_t base = static_cast<std::size_t>(i) * per_token_ + layer * topk_;
-        SplitMix random(stream_key(o_.seed, kSlotOrder, base));
-        for (int k = 0; k < topk_; ++k) slot_at_[base + k] = k;
-        for (int k = topk_ - 1; k > 0; --k) {
-          std::swap(slot_at_[base + k], slot_at_[base + random.below(k + 1)]);
+    slot_at.resize(static_cast<std::size_t>(small + 1) * per_token);
+    for (std::int64_t i = 0; i <= small; ++i) {
+      for (int layer = 0; layer < layers; ++layer) {
+        std::size_t base = static_cast<std::size_t>(i) * per_token + layer * topk;
+        SplitMix random(stream_key(o.seed, kSlotOrder, base));
+        for (int k = 0; k < topk; ++k) slot_at[base + k] = k;
+        for (int k = topk - 1; k > 0; --k) {
+          std::swap(slot_at[base + k], slot_at[base + random.below(k + 1)]);
         }
       }
     }
     // Run starts of S per layer (expert-id order), and where each lands among the tiles.
-    if (loads.size() != static_cast<std::size_t>(layers_)) fail("internal: loads per layer");
-    runs_.assign(layers_, std::vector<std::int64_t>(experts_ + 1, 0));
-    for (int layer = 0; layer < layers_; ++layer) {
-      std::vector<std::int64_t>& run = runs_[layer];
-      for (int e = 0; e < experts_; ++e) {
-        if (loads[layer][e] < 0 || loads[layer][e] > n_) {
+    if (loads.size() != static_cast<std::size_t>(layers)) fail("internal: loads per layer");
+    runs.assign(layers, std::vector<std::int64_t>(experts + 1, 0));
+    for (int layer = 0; layer < layers; ++layer) {
+      std::vector<std::int64_t>& run = runs[layer];
+      for (int e = 0; e < experts; ++e) {
+        if (loads[layer][e] < 0 || loads[layer][e] > n) {
           fail("internal: expert {} of layer {} has load {} with {} tokens", e, layer,
-               loads[layer][e], n_);
+               loads[layer][e], n);
         }
         run[e + 1] = run[e] + loads[layer][e];
         if (e == 0) continue;
         std::int64_t begin = run[e];
-        if (begin >= n_ * topk_) continue;
-        std::int64_t column = begin % n_;
-        starts_.push_back({column % tiles_, static_cast<std::int32_t>(column / tiles_), layer,
-                           static_cast<std::int32_t>(begin / n_), e});
+        if (begin >= n * topk) continue;
+        std::int64_t column = begin % n;
+        starts.push_back({column % tiles, static_cast<std::int32_t>(column / tiles), layer,
+                          static_cast<std::int32_t>(begin / n), e});
       }
-      if (run[experts_] != n_ * topk_) {
-        fail("internal: layer {} loads sum to {}, expected {}", layer, run[experts_], n_ * topk_);
+      if (run[experts] != n * topk) {
+        fail("internal: layer {} loads sum to {}, expected {}", layer, run[experts], n * topk);
       }
     }
     // Within a tile, changes of one cell must apply in run order (empty runs share a start).
-    std::sort(starts_.begin(), starts_.end(), [](const RunStart& a, const RunStart& b) {
+    std::sort(starts.begin(), starts.end(), [](const RunStart& a, const RunStart& b) {
       return std::tie(a.tile, a.layer, a.expert) < std::tie(b.tile, b.layer, b.expert);
     });
   }
 
-  void write_padding(std::int64_t row_begin, std::int64_t row_end) {
-    const std::size_t token_bytes = static_cast<std::size_t>(per_token_) * sizeof(std::int16_t);
-    for (std::int64_t row = row_begin; row < row_end; ++row) {
-      std::int16_t* base = out_.data() + static_cast<std::size_t>(row) * o_.tokens * per_token_;
-      // -1 is all bits set in two's complement.
-      if (row >= real_rows_) {
-        std::memset(base, 0xff, token_bytes * o_.tokens);
-        continue;
-      }
-      std::memset(base, 0xff, token_bytes * start_);
-      std::int64_t after = start_ + length_;
-      std::memset(base + after * per_token_, 0xff, token_bytes * (o_.tokens - after));
-    }
-  }
-
-  std::int64_t tiles() const { return tiles_; }
-
-  void write_tiles(std::int64_t first, std::int64_t end) {
-    if (first >= end) return;
-    std::vector<std::int16_t> pattern(static_cast<std::size_t>(small_ + 1) * per_token_);
-    fill_pattern(first, pattern);
-    auto next =
-        std::upper_bound(starts_.begin(), starts_.end(), first,
-                         [](std::int64_t tile, const RunStart& s) { return tile < s.tile; });
-    for (std::int64_t tile = first; tile < end; ++tile) {
-      for (; next != starts_.end() && next->tile == tile; ++next) {
-        std::size_t base = static_cast<std::size_t>(next->row) * per_token_ + next->layer * topk_;
-        pattern[base + slot_at_[base + next->slot]] = static_cast<std::int16_t>(next->expert);
-      }
-      copy_tile(tile, pattern);
-    }
-    finish_stores();
-  }
-
- private:
-  std::int64_t tile_size(std::int64_t tile) const { return small_ + (tile < larger_tiles_); }
+  std::int64_t tile_size(std::int64_t tile) const { return small + (tile < larger_tiles); }
   std::int64_t tile_begin(std::int64_t tile) const {
-    return tile * small_ + std::min(tile, larger_tiles_);
+    return tile * small + std::min(tile, larger_tiles);
+  }
+  // The tile of real token `global` (0 <= global < n).
+  std::int64_t tile_of(std::int64_t global) const {
+    const std::int64_t in_larger = larger_tiles * (small + 1);
+    return global < in_larger ? global / (small + 1) : larger_tiles + (global - in_larger) / small;
+  }
+  // Real tokens before cell `cell` (row-major over rows x tokens), so real token g is at the cell
+  // where real_before steps from g to g + 1.
+  std::int64_t real_before(std::int64_t cell) const {
+    const std::int64_t row = cell / tokens;
+    if (row >= real_rows) return n;
+    return row * length + std::clamp<std::int64_t>(cell % tokens - start, 0, length);
   }
 
   // The experts of every column of `tile`, computed from scratch.
   void fill_pattern(std::int64_t tile, std::vector<std::int16_t>& pattern) const {
     std::int64_t size = tile_size(tile);
-    for (int layer = 0; layer < layers_; ++layer) {
-      const std::vector<std::int64_t>& run = runs_[layer];
-      for (int slot = 0; slot < topk_; ++slot) {
-        std::int64_t position = tile + slot * n_;
+    for (int layer = 0; layer < layers; ++layer) {
+      const std::vector<std::int64_t>& run = runs[layer];
+      for (int slot = 0; slot < topk; ++slot) {
+        std::int64_t position = tile + slot * n;
         std::int64_t e = std::upper_bound(run.begin(), run.end(), position) - run.begin() - 1;
-        for (std::int64_t i = 0; i < size; ++i, position += tiles_) {
+        for (std::int64_t i = 0; i < size; ++i, position += tiles) {
           while (run[e + 1] <= position) ++e;
-          std::size_t base = static_cast<std::size_t>(i) * per_token_ + layer * topk_;
-          pattern[base + slot_at_[base + slot]] = static_cast<std::int16_t>(e);
+          std::size_t base = static_cast<std::size_t>(i) * per_token + layer * topk;
+          pattern[base + slot_at[base + slot]] = static_cast<std::int16_t>(e);
         }
       }
     }
   }
 
-  void copy_tile(std::int64_t tile, const std::vector<std::int16_t>& pattern) {
-    std::int64_t global = tile_begin(tile);
-    std::int64_t row = global / length_, index = global % length_;
-    const std::size_t token_bytes = static_cast<std::size_t>(per_token_) * sizeof(std::int16_t);
-    std::int64_t size = tile_size(tile);
-    for (std::int64_t k = 0; k < size; ++k) {
-      std::int64_t source_row = k < small_ ? shuffle_[k] : k;
-      std::int16_t* target =
-          out_.data() + (static_cast<std::size_t>(row) * o_.tokens + start_ + index) * per_token_;
-      copy_token(target, pattern.data() + source_row * per_token_, token_bytes);
-      if (++index == length_) {
+  void apply(const RunStart& s, std::vector<std::int16_t>& pattern) const {
+    std::size_t base = static_cast<std::size_t>(s.row) * per_token + s.layer * topk;
+    pattern[base + slot_at[base + s.slot]] = static_cast<std::int16_t>(s.expert);
+  }
+
+  std::int64_t rows = 0, tokens = 0;
+  int layers = 0, topk = 0, experts = 0;
+  std::int64_t per_token = 0;
+  std::int64_t real_rows = 0, length = 0, start = 0;
+  std::int64_t n = 0;             // real tokens
+  std::int64_t tiles = 0;         // m
+  std::int64_t small = 0;         // tokens in the smaller tiles
+  std::int64_t larger_tiles = 0;  // tiles with small + 1 tokens (the first ones)
+  std::vector<std::int32_t> shuffle;
+  std::vector<std::int32_t> slot_at;  // [pattern row][layer][slot] -> position among K
+  std::vector<std::vector<std::int64_t>> runs;
+  std::vector<RunStart> starts;
+};
+
+// A cursor keeps one tile's experts for all layers (`pattern`, valid for tile `tile`: every run
+// start up to it applied) and `next`, the first run start after it.
+struct RoutingCursor::State {
+  std::shared_ptr<const RoutingLayout> layout;
+  std::vector<std::int16_t> pattern;
+  std::int64_t tile = -1;
+  std::size_t next = 0;
+
+  void seek(std::int64_t to) {
+    const RoutingLayout& l = *layout;
+    if (tile < 0 || to < tile) {
+      l.fill_pattern(to, pattern);
+      next = static_cast<std::size_t>(
+          std::upper_bound(
+              l.starts.begin(), l.starts.end(), to,
+              [](std::int64_t t, const RoutingLayout::RunStart& s) { return t < s.tile; }) -
+          l.starts.begin());
+    } else {
+      for (; next < l.starts.size() && l.starts[next].tile <= to; ++next) {
+        l.apply(l.starts[next], pattern);
+      }
+    }
+    tile = to;
+  }
+
+  // Copies the tokens of `tile` that are real tokens [g0, g1) into `out`, whose first cell is
+  // `first_cell`.
+  void copy_tile(std::int64_t g0, std::int64_t g1, std::span<std::int16_t> out,
+                 std::int64_t first_cell, bool streaming) const {
+    const RoutingLayout& l = *layout;
+    const std::int64_t begin = l.tile_begin(tile);
+    const std::int64_t k_begin = std::max<std::int64_t>(0, g0 - begin);
+    const std::int64_t k_end = std::min(l.tile_size(tile), g1 - begin);
+    const std::size_t token_bytes = static_cast<std::size_t>(l.per_token) * sizeof(std::int16_t);
+    std::int64_t row = (begin + k_begin) / l.length, index = (begin + k_begin) % l.length;
+    for (std::int64_t k = k_begin; k < k_end; ++k) {
+      const std::int64_t source_row = k < l.small ? l.shuffle[k] : k;
+      const std::int64_t cell = row * l.tokens + l.start + index;
+      std::int16_t* target = out.data() + (cell - first_cell) * l.per_token;
+      const std::int16_t* source = pattern.data() + source_row * l.per_token;
+      if (streaming) {
+        copy_token_streaming(target, source, token_bytes);
+      } else {
+        std::memcpy(target, source, token_bytes);
+      }
+      if (++index == l.length) {
         index = 0;
         ++row;
       }
@@ -274,7 +302,8 @@ class RoutingWriter {
 
   // The routing is written once and not read back soon: streaming stores skip reading the
   // destination into the cache first, which is most of the memory traffic of a plain copy.
-  static void copy_token(std::int16_t* target, const std::int16_t* source, std::size_t bytes) {
+  static void copy_token_streaming(std::int16_t* target, const std::int16_t* source,
+                                   std::size_t bytes) {
 #if defined(__SSE2__)
     auto address = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
     if (bytes % 16 == 0 && address(target) % 16 == 0 && address(source) % 16 == 0) {
@@ -288,26 +317,67 @@ class RoutingWriter {
     std::memcpy(target, source, bytes);
   }
 
-  static void finish_stores() {
+  static void finish_streaming_stores() {
 #if defined(__SSE2__)
     _mm_sfence();  // streaming stores are weakly ordered: publish them before the thread ends
 #endif
   }
-
-  const PayloadOptions& o_;
-  std::span<std::int16_t> out_;
-  int layers_ = 0, topk_ = 0, experts_ = 0;
-  std::int64_t per_token_ = 0;
-  std::int64_t real_rows_ = 0, length_ = 0, start_ = 0;
-  std::int64_t n_ = 0;             // real tokens
-  std::int64_t tiles_ = 0;         // m
-  std::int64_t small_ = 0;         // tokens in the smaller tiles
-  std::int64_t larger_tiles_ = 0;  // tiles with small_ + 1 tokens (the first ones)
-  std::vector<std::int32_t> shuffle_;
-  std::vector<std::int32_t> slot_at_;  // [pattern row][layer][slot] -> position among K
-  std::vector<std::vector<std::int64_t>> runs_;
-  std::vector<RunStart> starts_;
 };
+
+RoutingCursor::RoutingCursor(std::shared_ptr<const RoutingLayout> layout)
+    : state_(std::make_unique<State>()) {
+  if (layout == nullptr) fail("internal: a routing cursor without a layout");
+  state_->pattern.resize(static_cast<std::size_t>(layout->small + 1) * layout->per_token);
+  state_->layout = std::move(layout);
+}
+RoutingCursor::~RoutingCursor() = default;
+RoutingCursor::RoutingCursor(RoutingCursor&&) noexcept = default;
+RoutingCursor& RoutingCursor::operator=(RoutingCursor&&) noexcept = default;
+
+void RoutingCursor::write(std::int64_t first_cell, std::span<std::int16_t> out,
+                          bool streaming_stores) {
+  State& s = *state_;
+  const RoutingLayout& l = *s.layout;
+  const auto per_token = static_cast<std::size_t>(l.per_token);
+  const std::int64_t cells = per_token == 0 ? 0 : static_cast<std::int64_t>(out.size() / per_token);
+  if (per_token == 0 || out.size() % per_token != 0 || first_cell < 0 ||
+      first_cell > l.rows * l.tokens - cells) {
+    fail("internal: routing window of {} slots at cell {} is not whole cells of the {} x {} array",
+         out.size(), first_cell, l.rows, l.tokens);
+  }
+  const std::int64_t end_cell = first_cell + cells;
+  // Padding: every cell outside its row's real run is -1 (all bits set in two's complement).
+  auto pad = [&](std::int64_t from, std::int64_t to) {
+    if (from < to) {
+      std::memset(out.data() + (from - first_cell) * l.per_token, 0xff,
+                  static_cast<std::size_t>(to - from) * per_token * sizeof(std::int16_t));
+    }
+  };
+  for (std::int64_t cell = first_cell; cell < end_cell;) {
+    const std::int64_t row = cell / l.tokens;
+    const std::int64_t row_end = std::min(end_cell, (row + 1) * l.tokens);
+    if (row >= l.real_rows) {
+      pad(cell, row_end);
+    } else {
+      const std::int64_t real_begin = row * l.tokens + l.start, real_end = real_begin + l.length;
+      pad(cell, std::min(row_end, real_begin));
+      pad(std::max(cell, real_end), row_end);
+    }
+    cell = row_end;
+  }
+  // Real tokens: the tiles that hold real tokens [g0, g1), in order.
+  const std::int64_t g0 = l.real_before(first_cell), g1 = l.real_before(end_cell);
+  if (g0 < g1) {
+    const std::int64_t last = l.tile_of(g1 - 1);
+    for (std::int64_t tile = l.tile_of(g0); tile <= last; ++tile) {
+      s.seek(tile);
+      s.copy_tile(g0, g1, out, first_cell, streaming_stores);
+    }
+  }
+  if (streaming_stores) State::finish_streaming_stores();
+}
+
+namespace {
 
 // --- a payload in memory as a byte source
 // ----------------------------------------------------------
@@ -318,8 +388,15 @@ class SegmentedSource final : public ByteSource {
   // Appends `bytes` and returns its offset.
   std::uint64_t append(std::span<const std::byte> bytes) {
     std::uint64_t offset = size_;
-    if (!bytes.empty()) segments_.push_back({offset, bytes});
+    if (!bytes.empty()) segments_.push_back({offset, bytes, bytes.size(), nullptr});
     size_ += bytes.size();
+    return offset;
+  }
+  // Appends routed_experts made on demand from `layout` (`size` bytes) and returns its offset.
+  std::uint64_t append_routing(std::uint64_t size, std::shared_ptr<const RoutingLayout> layout) {
+    std::uint64_t offset = size_;
+    if (size > 0) segments_.push_back({offset, {}, size, std::move(layout)});
+    size_ += size;
     return offset;
   }
   std::uint64_t size() const override { return size_; }
@@ -336,8 +413,12 @@ class SegmentedSource final : public ByteSource {
          ++k) {
       const Segment& segment = segments_[k];
       std::uint64_t within = offset - segment.offset;
-      std::size_t n = std::min<std::uint64_t>(out.size(), segment.bytes.size() - within);
-      std::memcpy(out.data(), segment.bytes.data() + within, n);
+      std::size_t n = std::min<std::uint64_t>(out.size(), segment.size - within);
+      if (segment.routing) {
+        read_routing(segment.routing, within, out.first(n));
+      } else {
+        std::memcpy(out.data(), segment.bytes.data() + within, n);
+      }
       out = out.subspan(n);
       offset += n;
     }
@@ -347,7 +428,25 @@ class SegmentedSource final : public ByteSource {
   struct Segment {
     std::uint64_t offset;
     std::span<const std::byte> bytes;
+    std::uint64_t size;
+    std::shared_ptr<const RoutingLayout> routing;  // set: the bytes are made on demand
   };
+
+  // Bytes [within, within + out.size()) of routed_experts: the cells that hold them, made by a
+  // cursor of this read's own (a reader that wants speed keeps a cursor, as the checks do).
+  static void read_routing(const std::shared_ptr<const RoutingLayout>& layout, std::uint64_t within,
+                           std::span<std::byte> out) {
+    const std::uint64_t cell_bytes =
+        static_cast<std::uint64_t>(layout->per_token) * sizeof(std::int16_t);
+    const std::uint64_t first = within / cell_bytes;
+    const std::uint64_t end = (within + out.size() + cell_bytes - 1) / cell_bytes;
+    std::vector<std::int16_t> cells(static_cast<std::size_t>((end - first) * cell_bytes / 2));
+    RoutingCursor(layout).write(static_cast<std::int64_t>(first), cells);
+    std::memcpy(out.data(),
+                reinterpret_cast<const std::byte*>(cells.data()) + (within - first * cell_bytes),
+                out.size());
+  }
+
   std::string name_;
   std::vector<Segment> segments_;
   std::uint64_t size_ = 0;
@@ -484,16 +583,40 @@ std::vector<std::vector<std::int64_t>> plan_expert_loads(const PayloadOptions& o
   return loads;
 }
 
-void build_routing(const PayloadOptions& o, const std::vector<std::vector<std::int64_t>>& loads,
+namespace {
+
+// Writes the whole of routed_experts into `out`, threads taking contiguous ranges of cells.
+void write_routing(const std::shared_ptr<const RoutingLayout>& layout, int threads,
                    std::span<std::int16_t> out) {
-  RoutingWriter writer(o, loads, out);
-  parallel_ranges(o.threads, o.rows,
-                  [&](std::int64_t begin, std::int64_t end) { writer.write_padding(begin, end); });
-  parallel_ranges(o.threads, writer.tiles(),
-                  [&](std::int64_t begin, std::int64_t end) { writer.write_tiles(begin, end); });
+  const std::int64_t cells = layout->rows * layout->tokens;
+  const auto per_token = static_cast<std::size_t>(layout->per_token);
+  if (out.size() != static_cast<std::size_t>(cells) * per_token) {
+    fail("internal: routing buffer of {} slots, expected {}", out.size(),
+         static_cast<std::size_t>(cells) * per_token);
+  }
+  parallel_ranges(threads, cells, [&](std::int64_t begin, std::int64_t end) {
+    RoutingCursor cursor(layout);
+    cursor.write(begin,
+                 out.subspan(static_cast<std::size_t>(begin) * per_token,
+                             static_cast<std::size_t>(end - begin) * per_token),
+                 /*streaming_stores=*/true);
+  });
 }
 
-Payload build_payload(const PayloadOptions& options) {
+}  // namespace
+
+void build_routing(const PayloadOptions& o, const std::vector<std::vector<std::int64_t>>& loads,
+                   std::span<std::int16_t> out) {
+  write_routing(std::make_shared<const RoutingLayout>(o, loads), o.threads, out);
+}
+
+std::uint64_t routing_bytes(const PayloadOptions& o) {
+  return static_cast<std::uint64_t>(o.rows) * static_cast<std::uint64_t>(o.tokens) *
+         static_cast<std::uint64_t>(o.layers) * static_cast<std::uint64_t>(o.topk) *
+         sizeof(std::int16_t);
+}
+
+Payload build_payload(const PayloadOptions& options, RoutingStorage storage) {
   Payload p;
   p.options = resolve_payload_options(options, &p.diagnostics);
   const PayloadOptions& o = p.options;
@@ -555,9 +678,12 @@ Payload build_payload(const PayloadOptions& options) {
     p.diagnostics.push_back({Severity::kWarning, "", "no real rows: the routing is all padding"});
   }
   p.expert_loads = plan_expert_loads(o, p.targets, p.real_tokens);
-  p.routed_experts =
-      LargeArray<std::int16_t>(cells * o.layers * o.topk, PageAdvice::kPopulateWrite);
-  build_routing(o, p.expert_loads, p.routed_experts.span());
+  p.routing = std::make_shared<const RoutingLayout>(o, p.expert_loads);
+  if (storage == RoutingStorage::kInMemory) {
+    p.routed_experts =
+        LargeArray<std::int16_t>(cells * o.layers * o.topk, PageAdvice::kPopulateWrite);
+    write_routing(p.routing, o.threads, p.routed_experts.span());
+  }
   p.settings_json = format_payload_settings(p);
   return p;
 }
@@ -598,6 +724,9 @@ void for_each_field(const Payload& p, const Add& add) {
 }  // namespace
 
 void write_payload(const Payload& payload, const std::string& path) {
+  if (payload.routed_experts.size() * sizeof(std::int16_t) != routing_bytes(payload.options)) {
+    fail("internal: write_payload needs the routing in memory (RoutingStorage::kInMemory)");
+  }
   NpzWriter writer(path);
   for_each_field(payload,
                  [&](std::string_view name, DType dtype, const std::vector<std::int64_t>& shape,
@@ -617,7 +746,14 @@ PayloadView view_payload(const Payload& payload) {
                    info.shape = shape;
                    info.count = static_cast<std::int64_t>(data.size() / dtype_size(dtype));
                    info.data_bytes = data.size();
-                   info.data_offset = source->append(data);
+                   if (name == "routed_experts" && payload.routed_experts.size() == 0) {
+                     // Made on demand: the view makes the bytes each read asks for.
+                     info.data_bytes = routing_bytes(payload.options);
+                     info.count = static_cast<std::int64_t>(info.data_bytes / sizeof(std::int16_t));
+                     info.data_offset = source->append_routing(info.data_bytes, payload.routing);
+                   } else {
+                     info.data_offset = source->append(data);
+                   }
                    arrays.push_back(std::move(info));
                  });
   return {std::move(source), std::move(arrays)};

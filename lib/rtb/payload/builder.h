@@ -116,6 +116,38 @@ RowLayout row_layout(const PayloadOptions& resolved, std::int64_t row);
 // Large arrays are rtb::LargeArray (base/memory.h), populated up front when mapped.
 using rtb::LargeArray;
 
+// The routing's plan (the loads laid out as runs of S, the tiles and the seeded shuffles; see the
+// top of this file), from which any part of routed_experts can be written. Defined in builder.cc;
+// immutable, so threads share it.
+struct RoutingLayout;
+
+// How build_payload keeps routed_experts: in memory (what write_payload writes), or on demand,
+// only its layout, a window at a time through a RoutingCursor. A payload that is checked and not
+// written then never holds the whole array (160 MB at 8 x 16,384 tokens, 60 layers, top-10;
+// 5 GB at the seed's 64 x 65,536), and pays no first touch of fresh memory for it.
+enum class RoutingStorage { kInMemory, kOnDemand };
+
+// Writes windows of routed_experts from its layout, for one thread. Windows asked for in
+// ascending order cost what writing the whole array costs (one tile's experts kept and changed
+// where runs start); a window before the previous one computes its first tile from scratch.
+class RoutingCursor {
+ public:
+  explicit RoutingCursor(std::shared_ptr<const RoutingLayout> layout);
+  ~RoutingCursor();
+  RoutingCursor(RoutingCursor&&) noexcept;
+  RoutingCursor& operator=(RoutingCursor&&) noexcept;
+
+  // Writes cells [first_cell, first_cell + out.size() / (L * K)) of the rows x tokens cells, L * K
+  // slots each, as routed_experts holds them. `streaming_stores`: the window is written once and
+  // not read soon (a whole array), so stores bypass the cache. Throws rtb::Error for a window
+  // outside the array or not a whole number of cells.
+  void write(std::int64_t first_cell, std::span<std::int16_t> out, bool streaming_stores = false);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
 struct Payload {
   PayloadOptions options;                               // resolved
   std::vector<double> targets;                          // per layer, scaled
@@ -131,12 +163,17 @@ struct Payload {
   std::vector<std::int32_t> segment_ids;
   std::vector<std::int32_t> segment_positions;
   std::vector<float> advantages;
-  std::vector<float> old_per_token_logps;   // empty when options.old_logps is false
-  LargeArray<std::int16_t> routed_experts;  // [rows, tokens, layers, topk]
+  std::vector<float> old_per_token_logps;        // empty when options.old_logps is false
+  LargeArray<std::int16_t> routed_experts;       // [rows, tokens, layers, topk]; empty on demand
+  std::shared_ptr<const RoutingLayout> routing;  // routed_experts' layout (RoutingCursor)
 };
 
 // Builds the whole payload. Deterministic for the options (seed included), whatever `threads`.
-Payload build_payload(const PayloadOptions& options);
+Payload build_payload(const PayloadOptions& options,
+                      RoutingStorage storage = RoutingStorage::kInMemory);
+
+// routed_experts' bytes for resolved options, whether in memory or on demand.
+std::uint64_t routing_bytes(const PayloadOptions& resolved);
 
 // Only the routing (routed_experts), for benchmarks: writes rows x tokens x layers x topk int16
 // into `out` for resolved options and the per-layer expert loads (as Payload::expert_loads).
@@ -152,7 +189,7 @@ std::vector<std::vector<std::int64_t>> plan_expert_loads(const PayloadOptions& r
 // Names of the payload's fields, in the order they are written (payload_settings last).
 std::vector<std::string> payload_field_names(bool with_old_logps);
 
-// Writes the payload as an uncompressed .npz (numpy.load reads it).
+// Writes the payload as an uncompressed .npz (numpy.load reads it). Needs the routing in memory.
 void write_payload(const Payload& payload, const std::string& path);
 
 // The payload's arrays as a readable source, without copying, so the checks that read payload

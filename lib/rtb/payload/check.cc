@@ -7,6 +7,8 @@
 #include <exception>
 #include <limits>
 #include <map>
+#include <memory>
+#include <optional>
 #include <set>
 #include <thread>
 #include <utility>
@@ -181,7 +183,8 @@ struct RowScratch {
   std::vector<std::int32_t> ids, segments, positions;
   std::vector<float> mask, advantages, logps;
   std::vector<char> real;
-  std::vector<std::int16_t> slots;  // a block of routed_experts
+  std::vector<std::int16_t> slots;       // a block of routed_experts
+  std::optional<RoutingCursor> routing;  // makes the blocks of a routing built on demand
   // Loads [layer][expert] of the well-formed real tokens this thread counted, with their stamps,
   // and how many tokens. uint32 keeps a cell at 8 bytes (60 layers of 512 experts: 240 KiB, in
   // the L2 cache); a load grows by at most 1 per token, so the loads move to `wide_loads` before
@@ -241,14 +244,18 @@ class Verifier {
  public:
   // `direct`: arrays whose data is in memory already (by name), read in place instead of
   // through `source`.
+  // `built_routing`: routed_experts is made on demand from this layout (a build that is not
+  // written), each checking thread with a cursor of its own, a block at a time.
   Verifier(const ByteSource& source, const std::vector<ArrayInfo>& arrays,
            const VerifyOptions& options,
-           std::map<std::string, std::span<const std::byte>, std::less<>> direct = {})
+           std::map<std::string, std::span<const std::byte>, std::less<>> direct = {},
+           std::shared_ptr<const RoutingLayout> built_routing = nullptr)
       : source_(source),
         arrays_(arrays),
         o_(options),
         rec_(options.max_examples),
-        direct_(std::move(direct)) {}
+        direct_(std::move(direct)),
+        built_routing_(std::move(built_routing)) {}
 
   VerifyReport run() {
     if (o_.experts < 0 || o_.experts > kMaxExperts) {
@@ -880,8 +887,15 @@ class Verifier {
     if (s.counted_since_widen > std::numeric_limits<std::uint32_t>::max() - tokens) widen(s);
     for (std::int64_t first = 0; first < tokens; first += block) {
       const std::int64_t n = std::min(block, tokens - first);
-      std::span<const std::int16_t> slots =
-          elements(routed, (row * tokens + first) * per_token, n * per_token, s.slots);
+      std::span<const std::int16_t> slots;
+      if (built_routing_ != nullptr) {
+        if (!s.routing) s.routing.emplace(built_routing_);
+        s.slots.resize(static_cast<std::size_t>(n * per_token));
+        s.routing->write(row * tokens + first, s.slots);
+        slots = s.slots;
+      } else {
+        slots = elements(routed, (row * tokens + first) * per_token, n * per_token, s.slots);
+      }
       for (std::int64_t k = 0; k < n; ++k) {
         const std::int16_t* token = slots.data() + k * per_token;
         const std::int64_t i = first + k;
@@ -1086,6 +1100,7 @@ class Verifier {
   Recorder rec_;
   VerifyReport report_;
   std::map<std::string, std::span<const std::byte>, std::less<>> direct_;
+  std::shared_ptr<const RoutingLayout> built_routing_;
   std::set<std::string, std::less<>> usable_;
   const ArrayInfo* routed_ = nullptr;   // routed_experts when usable and real tokens are known
   CountGroups count_groups_ = nullptr;  // for the routing's top-k
@@ -1227,9 +1242,12 @@ VerifyReport verify_payload(const Payload& payload, const VerifyOptions& options
       {"segment_positions", std::as_bytes(std::span(payload.segment_positions))},
       {"advantages", std::as_bytes(std::span(payload.advantages))},
       {"old_per_token_logps", std::as_bytes(std::span(payload.old_per_token_logps))},
-      {"routed_experts",
-       std::as_bytes(std::span(payload.routed_experts.data(), payload.routed_experts.size()))},
   };
+  if (payload.routed_experts.size() == 0 && payload.routing != nullptr) {
+    return Verifier(*view.source, view.arrays, options, std::move(direct), payload.routing).run();
+  }
+  direct.emplace("routed_experts", std::as_bytes(std::span(payload.routed_experts.data(),
+                                                           payload.routed_experts.size())));
   return Verifier(*view.source, view.arrays, options, std::move(direct)).run();
 }
 

@@ -165,7 +165,7 @@ std::string format_build_text(const Payload& p, const VerifyReport& checks,
   }
   if (o.routing_scale != 1.0) out += fmt::format("routing scale: {}\n", o.routing_scale);
   std::string bytes =
-      human_bytes(static_cast<std::int64_t>(p.routed_experts.size() * 2 +
+      human_bytes(static_cast<std::int64_t>(routing_bytes(o) +
                                             p.completion_ids.size() * (o.old_logps ? 24 : 20)),
                   ByteUnits::kDecimal);
   out += output.empty() ? fmt::format("not written (give -o FILE.npz); arrays {}\n", bytes)
