@@ -226,8 +226,10 @@ TEST(ArmsTest, TheArmsWrapperRunsEveryRunAndExitsOneWhenAnyFailed) {
                           "[ \"$BENCH_ARM/$BENCH_RUN\" != b/2 ]  || exit 3'",
                           name)};
   };
-  std::string script = render_steps::arms_script(
+  render_steps::ScriptCommand command = render_steps::arms_script(
       {arm("a"), arm("b")}, {{0, 1}, {1, 2}, {1, 3}, {0, 4}}, "test", "print('x')\n", "", "test");
+  EXPECT_TRUE(command.arguments.empty()) << "a small driver goes in the script";
+  std::string script = command.script;
   std::string driver = (dir / "bench_driver.py").string();
   for (std::size_t at; (at = script.find("/tmp/bench_driver.py")) != std::string::npos;)
     script.replace(at, std::string_view("/tmp/bench_driver.py").size(), driver);

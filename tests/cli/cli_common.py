@@ -130,8 +130,33 @@ def container(jobset, name):
     raise AssertionError(f"no container {name}")
 
 
+def command_of(jobset):
+    """The client container's command: bash, -c, the script, then the arguments after it (its $0
+    and the packed driver when the driver does not go in the script)."""
+    return container(jobset, "main")["command"]
+
+
 def script_of(jobset):
-    return container(jobset, "main")["command"][2]
+    return command_of(jobset)[2]
+
+
+def without_packed_driver(text):
+    """A render's YAML text without the packed driver's arguments (long base64 lines, in which any
+    short text may occur by chance): what a test searches for values the render must not hold."""
+    import yaml  # pylint: disable=import-outside-toplevel  (only render tests need it)
+    docs = list(yaml.safe_load_all(text))
+    for doc in docs:
+        for job in (doc or {}).get("spec", {}).get("replicatedJobs", []) or []:
+            spec = job["template"]["spec"]["template"]["spec"]
+            for key in ("initContainers", "containers"):
+                for c in spec.get(key) or []:
+                    if isinstance(c.get("command"), list):
+                        del c["command"][3:]
+        pod = (doc or {}).get("spec", {}).get("template", {}).get("spec", {})
+        for c in pod.get("containers") or []:
+            if isinstance(c.get("command"), list):
+                del c["command"][3:]
+    return yaml.safe_dump_all(docs, width=1 << 20)
 
 
 def startup_words(script):

@@ -1,6 +1,6 @@
-"""The bench driver as the pod gets it: render a bench, let the client script write the driver
-the way the pod's shell does (gzip + base64 in the command, unpacked by the script), and run the
-file it wrote: --help, --print-settings and --dump-payload."""
+"""The bench driver as the pod gets it: render a bench, let the client command write the driver
+the way the pod's shell does (gzip + base64 in the arguments after the script, unpacked by the
+script), and run the file it wrote: --help, --print-settings and --dump-payload."""
 
 import json
 import os
@@ -19,22 +19,23 @@ TOOL = os.path.join(BIN, "render-bench")
 POD_PATH = "/tmp/bench_driver.py"
 
 
-def client_script(jobset):
+def client_command(jobset):
     for job in jobset["spec"]["replicatedJobs"]:
         for container in job["template"]["spec"]["template"]["spec"]["containers"]:
             if container["name"] == "main":
-                return container["command"][2]
+                return container["command"]
     raise AssertionError("no client container")
 
 
 class DriverArtifactTest(unittest.TestCase):
 
     def run_client(self, tmp, stub_body):
-        """Runs the rendered client script in `tmp`, with the driver written to tmp instead of
+        """Runs the rendered client command in `tmp`, with the driver written to tmp instead of
         /tmp and `python3` a stub that runs `stub_body` (sh) with the driver's path as $1."""
         rc, out, err = run_tool(TOOL, ["--demo", "--name", "artifact-bench", "--steps", "3"])
         self.assertEqual(rc, 0, err)
-        script = client_script(yaml.safe_load(out))
+        command = client_command(yaml.safe_load(out))
+        script = command[2]
         target = os.path.join(tmp, "bench_driver.py")
         self.assertIn(f"base64 -d > {POD_PATH}.gz", script)
         script = script.replace(POD_PATH, target).replace("\n  sleep 5\n", "\n  sleep 0.1\n")
@@ -45,8 +46,8 @@ class DriverArtifactTest(unittest.TestCase):
             f.write("#!/bin/sh\nREAL=" + shlex.quote(PYTHON) + "\n" + stub_body)
         os.chmod(stub, os.stat(stub).st_mode | stat.S_IEXEC)
         env = {"PATH": bindir + ":/usr/bin:/bin", "HOME": tmp}
-        proc = subprocess.run(["bash", "-c", script], env=env, cwd=tmp, capture_output=True,
-                              text=True, timeout=120)
+        proc = subprocess.run(["bash", "-c", script, *command[3:]], env=env, cwd=tmp,
+                              capture_output=True, text=True, timeout=120)
         return proc, target
 
     def test_the_written_driver_is_the_built_one_and_runs(self):

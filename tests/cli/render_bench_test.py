@@ -19,6 +19,7 @@ from cli_common import BAD_INPUTS as BAD
 from cli_common import LAUNCH_DRYRUN as FIXTURE
 from cli_common import LAUNCH_DRYRUN_V5P as V5P
 from cli_common import BIN, DRIVER, TESTDATA, assert_bad_input, assert_help_and_version, run_tool
+from cli_common import command_of, without_packed_driver
 from cli_common import container, containers, script_of, startup_env, startup_words
 
 TOOL = os.path.join(BIN, "render-bench")
@@ -28,13 +29,11 @@ NO_PROXY = os.path.join(TESTDATA, "trainer_no_proxy.txt")
 WEIGHTS = os.path.join(TESTDATA, "launch_dryrun_weights_profiler.txt")
 DRIVER_PATH = "/tmp/bench_driver.py"
 DRIVER_SOURCE = DRIVER
-# The driver section of a client script: verbatim in a heredoc, or gzip + base64 when verbatim it
-# would not fit in one command argument (the embedded driver does not).
-DRIVER_BLOCK = re.compile(
-    r"(?s)(?:cat > /tmp/bench_driver\.py|base64 -d > /tmp/bench_driver\.py\.gz)"
-    r" <<'(\w+)'.*?\n\s*\1\n")
-PACKED_DRIVER = re.compile(
-    r"(?s)base64 -d > /tmp/bench_driver\.py\.gz <<'(\w+)' [^\n]*\n(.*?)\n\1\n")
+# The driver in a client command: verbatim in the script's heredoc, or, when verbatim it would not
+# fit in the script's one command argument (the embedded driver does not), gzip + base64 in the
+# arguments after the script, which the script joins and unpacks.
+DRIVER_BLOCK = re.compile(r"(?s)cat > /tmp/bench_driver\.py <<'(\w+)'.*?\n\s*\1\n")
+PACKED_DRIVER = "printf '%s' \"$@\" | base64 -d > /tmp/bench_driver.py.gz || "
 
 
 def hostile_knobs(marker, flags):
@@ -54,11 +53,12 @@ def hostile_knobs(marker, flags):
     return values, args
 
 
-def driver_of(script):
-    """The driver a client script writes, decoded when it is packed."""
-    packed = PACKED_DRIVER.search(script)
-    if packed:
-        return gzip.decompress(base64.b64decode(packed.group(2))).decode("utf-8")
+def driver_of(command):
+    """The driver a client command (bash, -c, script, arguments...) writes, decoded when it is
+    packed into the arguments."""
+    script = command[2]
+    if PACKED_DRIVER in script:
+        return gzip.decompress(base64.b64decode("".join(command[4:]))).decode("utf-8")
     verbatim = re.search(r"(?s)cat > /tmp/bench_driver\.py <<'(\w+)'\n(.*?\n)\1\n", script)
     return verbatim.group(2) if verbatim else None
 
@@ -199,11 +199,17 @@ class RenderBenchTest(unittest.TestCase):
         bench, _, _ = self.render()
         script = script_of(bench)
         subprocess.run(["bash", "-n"], input=script, text=True, check=True)
-        # The embedded driver is too large to go in verbatim: gzip + base64, unpacked by the script.
-        self.assertIn(f"base64 -d > {DRIVER_PATH}.gz <<'BENCH_DRIVER_EOF'", script)
+        # The embedded driver is too large to go in verbatim: gzip + base64 in the arguments after
+        # the script ($0 names it), each well under what one argument may hold, unpacked by it.
+        command = command_of(bench)
+        self.assertEqual(command[:2], ["bash", "-c"])
+        self.assertEqual(command[3], "bench-client")
+        self.assertGreaterEqual(len(command), 5)
+        self.assertTrue(all(len(word.encode()) < 128 * 1024 for word in command))
+        self.assertIn(PACKED_DRIVER, script)
         self.assertIn(f"gzip -dc {DRIVER_PATH}.gz > {DRIVER_PATH} || ", script)
         with open(DRIVER_SOURCE, encoding="utf-8") as f:
-            self.assertEqual(driver_of(script), f.read())
+            self.assertEqual(driver_of(command), f.read())
         env = startup_env(script)
         e2e_env = startup_env(script_of(e2e_trainer()))
         keys = list(env)
@@ -237,21 +243,23 @@ class RenderBenchTest(unittest.TestCase):
         return script.replace("\n  sleep 5\n", "\n  sleep 0.1\n")
 
     def execute_client(self, bench, tmp):
-        """Runs the client script with a stub python3 that records its environment; returns it."""
-        return self.execute_script(script_of(bench), tmp)
+        """Runs the client command with a stub python3 that records its environment; returns it."""
+        return self.execute_command(command_of(bench), tmp)
 
-    def execute_script(self, script, tmp):
-        """Runs a driver script (bench client or preflight) with the driver written into `tmp` and a
-        stub python3 that records its argv and environment; returns (record, script)."""
+    def execute_command(self, command, tmp):
+        """Runs a driver command (bench client or preflight: bash, -c, script, arguments) as the pod
+        does, with the driver written into `tmp` and a stub python3 that records its argv and
+        environment; returns (record, script)."""
+        script = command[2]
         target = os.path.join(tmp, "bench_driver.py")
         script = script.replace(f"cat > {DRIVER_PATH} <<", f"cat > {target} <<", 1)
-        script = script.replace(f"base64 -d > {DRIVER_PATH}.gz <<", f"base64 -d > {target}.gz <<",
+        script = script.replace(f"base64 -d > {DRIVER_PATH}.gz ||", f"base64 -d > {target}.gz ||",
                                 1)
         script = script.replace(f"gzip -dc {DRIVER_PATH}.gz > {DRIVER_PATH} ||",
                                 f"gzip -dc {target}.gz > {target} ||", 1)
         # The driver's own text may name its path too: only the startup block's command changes.
-        head, command, tail = script.rpartition(f"python3 {DRIVER_PATH}")
-        self.assertTrue(command, "no driver command")
+        head, launch, tail = script.rpartition(f"python3 {DRIVER_PATH}")
+        self.assertTrue(launch, "no driver command")
         script = self.with_quick_poll(head + f"python3 {target}" + tail)
         bindir = os.path.join(tmp, "bin")
         os.makedirs(bindir, exist_ok=True)
@@ -264,8 +272,8 @@ class RenderBenchTest(unittest.TestCase):
                 (shlex.quote(os.environ.get("RTB_PYTHON", "/usr/bin/python3")), shlex.quote(code)))
         os.chmod(stub, os.stat(stub).st_mode | stat.S_IEXEC)
         env = {"PATH": bindir + ":/usr/bin:/bin", "HOME": tmp}
-        proc = subprocess.run(["bash", "-c", script], env=env, cwd=tmp, capture_output=True,
-                              text=True, timeout=60)
+        proc = subprocess.run(["bash", "-c", script, *command[3:]], env=env, cwd=tmp,
+                              capture_output=True, text=True, timeout=60)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertIn("EXIT_CODE=0", proc.stdout)
         with open(record, encoding="utf-8") as f:
@@ -315,6 +323,24 @@ class RenderBenchTest(unittest.TestCase):
                 self.assertIn(f"--hostile_{i}={value}", trainer_argv)
                 self.assertEqual(env[f"HOSTILE_{i}"], value)
 
+    def test_a_dozen_arms_fit_in_the_pods_command_and_run(self):
+        # The packed driver goes in the command's arguments, not in the script's one argument of at
+        # most 128 KiB, where it left room for three arms of this fixture.
+        arms = ["--arm", "base"]
+        for i in range(1, 12):
+            arms += ["--arm", f"v{i}", "--arm", f"v{i}:--maxtext-flag=sa_block_q={256 * i}"]
+        bench, _, _ = self.render(*arms, "--arm-order", "blocks", "--arm-repeats", "1")
+        command = command_of(bench)
+        self.assertTrue(all(len(word.encode()) < 128 * 1024 for word in command))
+        self.assertEqual(script_of(bench).count("\nbench_run bench_arm_"), 12)
+        with tempfile.TemporaryDirectory() as tmp:
+            record, _ = self.execute_client(bench, tmp)
+            with open(os.path.join(tmp, "bench_driver.py"),
+                      encoding="utf-8") as f, open(DRIVER_SOURCE, encoding="utf-8") as g:
+                self.assertEqual(f.read(), g.read())
+        self.assertEqual((record["env"]["BENCH_ARM"], record["env"]["BENCH_RUN"]), ("v11", "12"))
+        self.assertIn("sa_block_q=2816", record["env"]["MAXTEXT_EXTRA_FLAGS"].split())
+
     def test_an_arm_knob_one_pod_cannot_change_is_refused_with_the_alternative(self):
         rc, out, err = run(
             [FIXTURE, "--name", "ab", "--arm", "a", "--arm", "b:--trainer-slice=tpu7x:4x4x4"])
@@ -338,6 +364,9 @@ class RenderBenchTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             target = os.path.join(tmp, "bench_driver.py")
             script = script_of(bench).replace(f"cat > {DRIVER_PATH} <<", f"cat > {target} <<")
+            script = script.replace(f"> {DRIVER_PATH}.gz ||", f"> {target}.gz ||")
+            script = script.replace(f"gzip -dc {DRIVER_PATH}.gz > {DRIVER_PATH} ||",
+                                    f"gzip -dc {target}.gz > {target} ||")
             script = self.with_quick_poll(
                 script.replace(f"python3 {DRIVER_PATH}\n", f"python3 {target}\n"))
             bindir = os.path.join(tmp, "bin")
@@ -350,8 +379,9 @@ class RenderBenchTest(unittest.TestCase):
                         (shlex.quote(marker), shlex.quote(marker)))
             os.chmod(stub, 0o755)
             env = {"PATH": bindir + ":/usr/bin:/bin", "HOME": tmp}
-            proc = subprocess.Popen(["bash", "-c", script], env=env, cwd=tmp,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            proc = subprocess.Popen(["bash", "-c", script, *command_of(bench)[3:]], env=env,
+                                    cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True)
             for _ in range(200):
                 if os.path.exists(marker + ".started"):
                     break
@@ -419,7 +449,7 @@ class RenderBenchTest(unittest.TestCase):
         for key in ("nodeSelector", "tolerations", "affinity", "hostNetwork", "initContainers",
                     "volumes"):
             self.assertNotIn(key, pod["spec"], key)
-        driverless = DRIVER_BLOCK.sub("", text)
+        driverless = DRIVER_BLOCK.sub("", without_packed_driver(text))
         self.assertNotIn("google.com/tpu", driverless)
         self.assertNotIn("gke-tpu", driverless)
         (c, ) = pod["spec"]["containers"]
@@ -440,7 +470,8 @@ class RenderBenchTest(unittest.TestCase):
         job, _ = self.preflight(*knobs)
         script = job["spec"]["template"]["spec"]["containers"][0]["command"][2]
         subprocess.run(["bash", "-n"], input=script, text=True, check=True)
-        self.assertEqual(driver_of(script), driver_of(script_of(self.render()[0])))
+        self.assertEqual(driver_of(job["spec"]["template"]["spec"]["containers"][0]["command"]),
+                         driver_of(command_of(self.render()[0])))
         self.assertEqual(startup_words(script)[-3:], ["python3", DRIVER_PATH, "--preflight"])
         bench, _, _ = self.render(*knobs)
         client = startup_env(script_of(bench))
@@ -457,8 +488,8 @@ class RenderBenchTest(unittest.TestCase):
             marker = os.path.join(tmp, "PWNED")
             values, args = hostile_knobs(marker, flags=False)
             job, _ = self.preflight(*args, "--routing", "off", "--allow-fallbacks")
-            script = job["spec"]["template"]["spec"]["containers"][0]["command"][2]
-            record, _ = self.execute_script(script, tmp)
+            record, _ = self.execute_command(
+                job["spec"]["template"]["spec"]["containers"][0]["command"], tmp)
             self.assertFalse(os.path.exists(marker), "a value was executed")
             self.assertEqual(record["argv"], [os.path.join(tmp, "bench_driver.py"), "--preflight"])
             env = record["env"]
@@ -479,7 +510,8 @@ class RenderBenchTest(unittest.TestCase):
         self.assertEqual(job["metadata"]["name"], "abtest-bench-numerics")
         script = job["spec"]["template"]["spec"]["containers"][0]["command"][2]
         with tempfile.TemporaryDirectory() as tmp:
-            record, _ = self.execute_script(script, tmp)
+            record, _ = self.execute_command(
+                job["spec"]["template"]["spec"]["containers"][0]["command"], tmp)
         self.assertEqual(record["argv"],
                          [os.path.join(tmp, "bench_driver.py"), "--preflight", "--numerics"])
         self.assertEqual((record["env"]["JAX_PLATFORMS"], record["env"]["LOGP_GATES"]),
@@ -640,7 +672,7 @@ class RenderBenchTest(unittest.TestCase):
 
     def test_trainer_slice_changes_every_field(self):
         bench, text, _ = self.render("--trainer-slice", "tpu7x:4x4x4")
-        driverless = DRIVER_BLOCK.sub("", text)
+        driverless = DRIVER_BLOCK.sub("", without_packed_driver(text))
         self.assertNotIn("4x4x8", driverless)
         pw = bench["spec"]["replicatedJobs"][1]
         self.assertEqual(pw["template"]["spec"]["completions"], 16)

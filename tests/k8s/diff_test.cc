@@ -247,6 +247,24 @@ TEST_F(ExpandedTrainer, CommandBecomesShellScriptAndStartup) {
             std::optional<std::string>("python -m tunix.experimental.distributed.runtime.main"));
 }
 
+TEST(ExpandForDiff, ArgumentsAfterTheScriptAreComparedAsItsLines) {
+  // render-bench packs a driver too large for the script into the arguments after it: a change
+  // there is a change of the script, with the command's shell words as they were.
+  YAML::Node a = trainer_of(fixture_text());
+  YAML::Node command = container_of(a, "proc", "containers", "main")["command"];
+  command.push_back("bench-client");
+  command.push_back("AAAA\nBBBB\n");
+  YAML::Node b = YAML::Clone(a);
+  container_of(b, "proc", "containers", "main")["command"][4] = "AAAA\nCCCC\n";
+  YAML::Node expanded = container_of(expand_for_diff(a), "proc", "containers", "main");
+  EXPECT_EQ(yaml::lookup(expanded, "command").size(), 2u);
+  EXPECT_THAT(yaml::scalar_at(expanded, "script").value_or(""),
+              HasSubstr("\n<argument $0>\nbench-client\n<argument $1>\nAAAA\nBBBB\n"));
+  std::vector<Difference> differences = diff_trees(expand_for_diff(a), expand_for_diff(b));
+  ASSERT_EQ(differences.size(), 1u) << describe(differences);
+  EXPECT_THAT(differences[0].path, ::testing::EndsWith("containers[main].script"));
+}
+
 TEST_F(ExpandedTrainer, StartupEnvironment) {
   YAML::Node env = yaml::lookup(startup_, "env");
   expect_mapping(env, 30, "PYTHONUNBUFFERED", "ENABLE_PJRT_COMPATIBILITY",

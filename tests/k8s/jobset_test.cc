@@ -234,7 +234,10 @@ TEST(BashScriptNode, Forms) {
       {"command: [/bin/sh, -c, x]\n", "x"},
       {"command: [bash, -lc, x]\n", "<none>"},
       {"command: [bash, -c]\n", "<none>"},
-      {"command: [bash, -c, x, y]\n", "<none>"},
+      // Arguments after the script are its $0, $1, ... (render-bench packs a large driver there).
+      {"command: [bash, -c, x, y]\n", "x"},
+      {"command: [bash, -c, x, bench-client, AAAA, BBBB]\n", "x"},
+      {"command: [bash, -c, x, [y]]\n", "<none>"},
       {"command: [python, -c, x]\n", "<none>"},
       {"command: [bash, -c, [x]]\n", "<none>"},
       {"args: [bash, -c, x]\n", "<none>"},

@@ -295,9 +295,10 @@ ArmsRender render_arms(const k8s::DryRun& dryrun, const ArmPlan& plan, const Ren
       "a same-pod A/B of {} arms, {} runs in {} order ({}), each the trainer program under the "
       "bench driver in a fresh process",
       plan.arms.size(), out.order.size(), arm_order_name(plan.order), fmt::join(labels, " "));
-  k8s::yaml::set_string(first_client.script_node,
-                        render_steps::arms_script(script_arms, calls, purpose, base.driver_source,
-                                                  base.driver_gzip, base.tool_version));
+  render_steps::set_script_command(
+      first_client.container.node,
+      render_steps::arms_script(script_arms, calls, purpose, base.driver_source, base.driver_gzip,
+                                base.tool_version));
   out.changes = out.runs[0].changes;
   Change script_change{std::string(kArmOption), client_path + ".script", "bench wrapper of one run",
                        fmt::format("arms wrapper of {} runs", out.order.size())};

@@ -140,32 +140,47 @@ std::string run_and_wait(std::string_view block) {
       block);
 }
 
-// The lines that write the driver to kDriverPath: verbatim in a quoted heredoc when `budget`
-// bytes hold them (a reader of the manifest sees it as it is), else gzip-compressed and
-// base64-encoded, which the pod unpacks with coreutils' base64 and gzip. `driver` ends in '\n'.
-std::string driver_writer(const std::string& driver, std::string_view driver_gzip,
-                          std::size_t budget) {
+// The lines that write the driver to kDriverPath, and the command arguments they read: verbatim
+// in a quoted heredoc when `budget` bytes hold it (a reader of the manifest sees it as it is, and
+// there are no arguments), else gzip-compressed and base64-encoded in pieces of whole lines that
+// follow the script in the command ($1, $2, ...), which the pod joins and unpacks with coreutils'
+// base64 and gzip. `driver` ends in '\n'.
+ScriptCommand driver_writer(const std::string& driver, std::string_view driver_gzip,
+                            std::size_t budget) {
   std::string terminator = heredoc_terminator(driver);
   std::string verbatim =
       fmt::format("cat > {} <<'{}'\n{}{}\n", kDriverPath, terminator, driver, terminator);
-  if (verbatim.size() < budget) return verbatim;
-  return fmt::format(
-      "# The driver, gzip-compressed and base64-encoded: verbatim it would not fit in one "
-      "command\n# argument. `render-bench --print-driver` prints it as text.\n"
-      "base64 -d > {0}.gz <<'{1}' || {{ echo \"cannot decode the bench driver\" >&2; exit 1; }}\n"
-      "{2}{1}\n"
-      "gzip -dc {0}.gz > {0} || {{ echo \"cannot unpack the bench driver\" >&2; exit 1; }}\n",
-      kDriverPath, heredoc_terminator(""),
-      base64_encode(driver_gzip.empty() ? gzip_compress(driver) : std::string(driver_gzip)));
+  if (verbatim.size() < budget) return {verbatim, {}};
+  ScriptCommand out;
+  out.script = fmt::format(
+      "# The driver, gzip-compressed and base64-encoded, is this command's arguments after the "
+      "script\n# (one argument holds at most 128 KiB). `render-bench --print-driver` prints it as "
+      "text.\n"
+      "printf '%s' \"$@\" | base64 -d > {0}.gz || {{ echo \"cannot decode the bench driver\" >&2; "
+      "exit 1; }}\n"
+      "gzip -dc {0}.gz > {0} || {{ echo \"cannot unpack the bench driver\" >&2; exit 1; }}\n"
+      "set --\n",
+      kDriverPath);
+  out.arguments.emplace_back(kScriptName);
+  const std::string encoded =
+      base64_encode(driver_gzip.empty() ? gzip_compress(driver) : std::string(driver_gzip));
+  for (std::size_t begin = 0; begin < encoded.size();) {
+    // Whole lines (base64_encode ends each one in '\n'), at most kDriverPieceBytes.
+    std::size_t end = std::min(encoded.size(), begin + kDriverPieceBytes);
+    if (end < encoded.size()) end = encoded.rfind('\n', end - 1) + 1;
+    out.arguments.push_back(encoded.substr(begin, end - begin));
+    begin = end;
+  }
+  return out;
 }
 
 // The script reaches bash as one execve() argument, which Linux caps at MAX_ARG_STRLEN.
-void check_script_size(const std::string& script, std::string_view what, std::size_t driver) {
+void check_script_size(const std::string& script, std::string_view what) {
   if (script.size() >= kMaxArgumentBytes) {
     fail(
-        "the {} script is {} bytes (driver {} bytes); Linux passes at most {} bytes in one "
-        "command argument: shorten the driver (--driver) or the trainer's environment",
-        what, script.size(), driver, kMaxArgumentBytes - 1);
+        "the {} script is {} bytes without the driver; Linux passes at most {} bytes in one "
+        "command argument: shorten the trainer's environment or the arms",
+        what, script.size(), kMaxArgumentBytes - 1);
   }
 }
 
@@ -173,6 +188,15 @@ void check_script_size(const std::string& script, std::string_view what, std::si
 std::size_t budget_left(const std::string& script, const std::string& rest) {
   std::size_t used = script.size() + rest.size();
   return used < kMaxArgumentBytes ? kMaxArgumentBytes - used : 0;
+}
+
+// `head`, the driver's lines and `rest`, as one script with the driver's arguments.
+ScriptCommand assemble(std::string head, const std::string& rest, const std::string& driver,
+                       std::string_view driver_gzip, std::string_view what) {
+  ScriptCommand command = driver_writer(driver, driver_gzip, budget_left(head, rest));
+  command.script = head + command.script + rest;
+  check_script_size(command.script, what);
+  return command;
 }
 
 // The driver with the last newline the script's heredoc needs; a driver that lacks one is not
@@ -186,8 +210,8 @@ void end_with_newline(std::string& driver, std::string_view& driver_gzip) {
 
 }  // namespace
 
-std::string driver_script(const DriverLaunch& launch, std::string driver,
-                          std::string_view driver_gzip, std::string_view tool_version) {
+ScriptCommand driver_script(const DriverLaunch& launch, std::string driver,
+                            std::string_view driver_gzip, std::string_view tool_version) {
   end_with_newline(driver, driver_gzip);
   std::string script = script_header(launch.what, tool_version, launch.purpose, false);
   std::string block;
@@ -200,16 +224,13 @@ std::string driver_script(const DriverLaunch& launch, std::string driver,
       "echo \"Program End: $(date)\"\n"
       "echo \"EXIT_CODE=$EXIT_CODE\"\n"
       "exit $EXIT_CODE\n";
-  script += driver_writer(driver, driver_gzip, budget_left(script, rest));
-  script += rest;
-  check_script_size(script, launch.what, driver.size());
-  return script;
+  return assemble(std::move(script), rest, driver, driver_gzip, launch.what);
 }
 
-std::string arms_script(const std::vector<ArmsScriptArm>& arms,
-                        const std::vector<std::pair<std::size_t, int>>& runs,
-                        std::string_view purpose, std::string driver, std::string_view driver_gzip,
-                        std::string_view tool_version) {
+ScriptCommand arms_script(const std::vector<ArmsScriptArm>& arms,
+                          const std::vector<std::pair<std::size_t, int>>& runs,
+                          std::string_view purpose, std::string driver,
+                          std::string_view driver_gzip, std::string_view tool_version) {
   end_with_newline(driver, driver_gzip);
   std::string script = script_header("bench client", tool_version, purpose, true);
   std::string rest;
@@ -249,10 +270,27 @@ std::string arms_script(const std::vector<ArmsScriptArm>& arms,
       "fi\n"
       "echo \"EXIT_CODE=0\"\n"
       "exit 0\n";
-  script += driver_writer(driver, driver_gzip, budget_left(script, rest));
-  script += rest;
-  check_script_size(script, "bench client", driver.size());
-  return script;
+  return assemble(std::move(script), rest, driver, driver_gzip, "bench client");
+}
+
+void set_script_command(YAML::Node container, const ScriptCommand& command) {
+  YAML::Node words = k8s::yaml::lookup(container, "command");
+  if (!words.IsSequence() || words.size() < 3) fail("internal: a client command without a script");
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < 2; ++i) total += words[i].Scalar().size() + 1;
+  total += command.script.size() + 1;
+  for (const std::string& argument : command.arguments) total += argument.size() + 1;
+  if (total > kMaxCommandBytes) {
+    fail(
+        "the client command is {} bytes with the packed driver; a pod's command may hold {} "
+        "here (execve() shares its limit with the environment): shorten the driver (--driver)",
+        total, kMaxCommandBytes);
+  }
+  k8s::yaml::set_string(words[2], command.script);
+  while (words.size() > 3) words.remove(words.size() - 1);
+  for (const std::string& argument : command.arguments) {
+    words.push_back(k8s::yaml::string_scalar(argument));
+  }
 }
 
 void Renderer::set_driver_and_profiler() {
@@ -361,8 +399,8 @@ void Renderer::build_client_command() {
                       {"python3", std::string(kDriverPath)}};
   launch.assignments.insert(launch.assignments.end(), driver_setting_words_.begin(),
                             driver_setting_words_.end());
-  k8s::yaml::set_string(
-      client_.script_node,
+  set_script_command(
+      client_.container.node,
       driver_script(launch, options_.driver_source, options_.driver_gzip, options_.tool_version));
   std::string old_program = k8s::shell::join(program_);
   record("render", client_path(".script"), "e2e wrapper",

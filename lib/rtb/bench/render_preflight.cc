@@ -28,7 +28,7 @@ YAML::Node Renderer::preflight_job(PreflightChecks checks) const {
   launch.assignments.push_back("JAX_PLATFORMS=cpu");
   launch.assignments.insert(launch.assignments.end(), driver_setting_words_.begin(),
                             driver_setting_words_.end());
-  std::string script =
+  ScriptCommand script =
       driver_script(launch, options_.driver_source, options_.driver_gzip, options_.tool_version);
 
   YAML::Node labels(YAML::NodeType::Map);
@@ -44,8 +44,9 @@ YAML::Node Renderer::preflight_job(PreflightChecks checks) const {
   YAML::Node command(YAML::NodeType::Sequence);
   command.push_back("bash");
   command.push_back("-c");
-  command.push_back(k8s::yaml::string_scalar(script));
+  command.push_back("");
   container["command"] = command;
+  set_script_command(container, script);
   // The client's env list with JAX_PLATFORMS=cpu in place of its platform (proxy,cpu on Pathways).
   auto cpu_platform = [] {
     YAML::Node entry(YAML::NodeType::Map);

@@ -32,6 +32,15 @@ namespace rtb::bench::render_steps {
 inline constexpr std::string_view kDriverPath = "/tmp/bench_driver.py";
 inline constexpr std::size_t kMaxKubernetesName = 63;
 inline constexpr std::size_t kMaxArgumentBytes = 32 * 4096;  // MAX_ARG_STRLEN, including the NUL
+// What the container's command may hold in all (its items with their NULs). execve() takes
+// arguments and environment together up to a quarter of the stack limit: 2 MiB with the usual
+// 8 MiB; half of that leaves the pod's environment the rest.
+inline constexpr std::size_t kMaxCommandBytes = 1 << 20;
+// The packed driver's pieces, each one command argument: whole base64 lines, well under
+// kMaxArgumentBytes.
+inline constexpr std::size_t kDriverPieceBytes = 64 << 10;
+// $0 of a client script that gets the packed driver as its arguments (bash names it in errors).
+inline constexpr std::string_view kScriptName = "bench-client";
 
 // Sets a scalar to a string, keeping its quoting unless plain text would change the type.
 void assign_string(YAML::Node node, const std::string& value);
@@ -62,12 +71,26 @@ struct DriverLaunch {
   std::vector<std::string> command;      // the program and its arguments, quoted for bash
 };
 
-// The PID-1 wrapper that writes the driver to kDriverPath with a quoted heredoc (so bash expands
-// nothing in it) and runs `launch` in the background, forwarding SIGTERM and keeping its exit
-// code. The bench client and the preflight Job both run this script, so they run the same driver
-// with the same settings. `driver_gzip` is `driver` gzip-compressed if known, else empty.
-std::string driver_script(const DriverLaunch& launch, std::string driver,
-                          std::string_view driver_gzip, std::string_view tool_version);
+// A container's command after `bash -c`: the script and the arguments that follow it ($0 and
+// the packed driver, when the driver does not go in the script).
+struct ScriptCommand {
+  std::string script;
+  std::vector<std::string> arguments;
+};
+
+// The PID-1 wrapper that writes the driver to kDriverPath and runs `launch` in the background,
+// forwarding SIGTERM and keeping its exit code. The driver goes in the script as a quoted heredoc
+// (bash expands nothing in it) when it fits in the one command argument the script is; else it
+// is gzip-compressed and base64-encoded into the command's next arguments, which the script
+// joins and unpacks, so the driver's size is not bound by Linux's 128 KiB per argument. The
+// bench client and the preflight Job both run this script, so they run the same driver with the
+// same settings. `driver_gzip` is `driver` gzip-compressed if known, else empty.
+ScriptCommand driver_script(const DriverLaunch& launch, std::string driver,
+                            std::string_view driver_gzip, std::string_view tool_version);
+
+// `container`'s command set to `bash -c SCRIPT [ARGUMENTS...]` (its shell word kept); throws
+// rtb::Error when the whole command passes kMaxCommandBytes.
+void set_script_command(YAML::Node container, const ScriptCommand& command);
 
 // One arm of a same-pod A/B's client script: its name and its startup block's lines (as
 // k8s::find_startup_block delimits them in that arm's own render).
@@ -81,10 +104,10 @@ struct ArmsScriptArm {
 // `BENCH_RUN_END {"arm":..,"run":N,"exit_code":E}` line; a failed run is listed and the next one
 // starts; SIGTERM stops the current run and starts no other. The exit code is 0 when every run
 // exited 0, else 1 (143 when stopped).
-std::string arms_script(const std::vector<ArmsScriptArm>& arms,
-                        const std::vector<std::pair<std::size_t, int>>& runs,
-                        std::string_view purpose, std::string driver, std::string_view driver_gzip,
-                        std::string_view tool_version);
+ScriptCommand arms_script(const std::vector<ArmsScriptArm>& arms,
+                          const std::vector<std::pair<std::size_t, int>>& runs,
+                          std::string_view purpose, std::string driver,
+                          std::string_view driver_gzip, std::string_view tool_version);
 
 class Renderer {
  public:

@@ -115,13 +115,18 @@ void expand_client(YAML::Node container, const YAML::Node& script_node) {
       argv_from_driver ? YAML::Clone(trainer_argv) : flags_as_map(argv, FlagStyle::kDashDash);
   if (argv_from_driver) driver.remove("TRAINER_ARGV");
   std::string wrapper = script.substr(0, block.begin) + "<startup>" + script.substr(block.end);
+  YAML::Node command = yaml::lookup(container, "command");
+  // The arguments after the script ($0, then a packed driver's pieces) are compared as lines of
+  // the script, where a driver that goes in verbatim would be.
+  for (std::size_t i = 3; i < command.size(); ++i) {
+    wrapper += fmt::format("\n<argument ${}>\n{}", i - 3, command[i].Scalar());
+  }
   YAML::Node expanded(YAML::NodeType::Map);
   YAML::Node startup_node(YAML::NodeType::Map);
   startup_node["env"] = env;
   startup_node["program"] = yaml::string_scalar(shell::join(program));
   startup_node["argv"] = argv_node;
   if (driver.size() > 0) startup_node["driver"] = driver;
-  YAML::Node command = yaml::lookup(container, "command");
   YAML::Node shell_words(YAML::NodeType::Sequence);
   shell_words.push_back(command[0]);
   shell_words.push_back(command[1]);

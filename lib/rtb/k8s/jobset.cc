@@ -77,9 +77,10 @@ std::string ContainerRef::path() const {
 
 std::optional<YAML::Node> bash_script_node(const YAML::Node& container) {
   YAML::Node command = yaml::lookup(container, "command");
-  if (!command.IsDefined() || !command.IsSequence() || command.size() != 3) return std::nullopt;
-  if (!command[0].IsScalar() || !command[1].IsScalar() || !command[2].IsScalar())
-    return std::nullopt;
+  if (!command.IsDefined() || !command.IsSequence() || command.size() < 3) return std::nullopt;
+  for (const YAML::Node& word : command) {
+    if (!word.IsScalar()) return std::nullopt;
+  }
   std::string shell_name = command[0].Scalar();
   if ((shell_name != "bash" && shell_name != "/bin/bash" && shell_name != "sh" &&
        shell_name != "/bin/sh") ||

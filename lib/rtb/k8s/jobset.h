@@ -57,7 +57,8 @@ struct ContainerRef {
   std::string path() const;
 };
 
-// The client command `[bash, -c, SCRIPT]` of a container, with its parsed startup block.
+// The client command `[bash, -c, SCRIPT, ARGUMENTS...]` of a container, with its parsed startup
+// block.
 struct ClientCommand {
   ContainerRef container;
   YAML::Node script_node;  // command[2]
@@ -145,7 +146,9 @@ struct RoleSelection {
 // when it has no JobSet.
 Roles select_roles(const DryRun& dryrun, const RoleMains& mains, RoleSelection selection = {});
 
-// `bash`, `-c` and the script of a container's command, or nullopt when it is not of that form.
+// The script of a container's command `[bash, -c, SCRIPT, ARGUMENTS...]` (the arguments are the
+// script's $0, $1, ...; render-bench packs a large driver there), or nullopt when it is not of
+// that form.
 std::optional<YAML::Node> bash_script_node(const YAML::Node& container);
 
 }  // namespace rtb::k8s
