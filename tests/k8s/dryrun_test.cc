@@ -178,6 +178,18 @@ TEST(DryRunFixtures, NotYamlGivesNoDocuments) {
   EXPECT_TRUE(dryrun.diagnostics.empty());
 }
 
+TEST(DryRunFixtures, OnlyTextThatCouldBeAMappingIsParsed) {
+  // Text with no ':', '?' or '{' cannot be a YAML mapping: skipped without a parse (a 20 MiB line
+  // of it took yaml-cpp seconds). A complex key and a flow mapping still are documents.
+  DryRun text = parse_dryrun(std::string(1 << 20, 'a') + "\n---\nlog line\n", "t");
+  EXPECT_TRUE(text.documents.empty());
+  EXPECT_EQ(text.skipped_chunks, 2u);
+  DryRun complex_key = parse_dryrun("? a\n---\n{b: 1}\n", "t");
+  ASSERT_EQ(complex_key.documents.size(), 2u);
+  EXPECT_TRUE(complex_key.documents[0].root["a"].IsDefined());
+  EXPECT_EQ(complex_key.documents[1].root["b"].Scalar(), "1");
+}
+
 TEST(DryRunFixtures, EmptyGivesNoDocuments) {
   DryRun dryrun = parse_dryrun(read_file(testdata("bad/empty.txt")), "empty.txt");
   EXPECT_TRUE(dryrun.documents.empty());
