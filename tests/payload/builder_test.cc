@@ -11,6 +11,8 @@
 
 #include "payload/payload_test_util.h"
 #include "rtb/base/error.h"
+#include "rtb/base/io.h"
+#include "rtb/base/io.h"
 #include "rtb/payload/check.h"
 #include "rtb/payload/load.h"
 #include "rtb/payload/routing.h"
@@ -670,6 +672,25 @@ TEST(PayloadBuild, RoutingCursorWritesAnyWindowAsTheArrayHasIt) {
     EXPECT_EQ(failures(a), failures(c));
     EXPECT_EQ(a.real_tokens, c.real_tokens);
   }
+}
+
+// A payload made on demand is written a chunk at a time: the file is the one its array makes.
+TEST(PayloadBuild, APayloadMadeOnDemandWritesTheFileItsArrayWould) {
+  PayloadOptions o = small_options();
+  o.pad_position = PadPosition::kStart;
+  o.pad_align = 64;
+  o.final_rows = 2;
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() /
+      ("rtb_builder_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  std::filesystem::create_directories(dir);
+  write_payload(build_payload(o), (dir / "whole.npz").string());
+  write_payload(build_payload(o, RoutingStorage::kOnDemand), (dir / "lazy.npz").string());
+  const std::string whole = read_file((dir / "whole.npz").string());
+  const std::string lazy = read_file((dir / "lazy.npz").string());
+  std::filesystem::remove_all(dir);
+  EXPECT_GT(whole.size(), routing_bytes(o));
+  EXPECT_TRUE(whole == lazy) << whole.size() << " against " << lazy.size() << " bytes";
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "rtb/payload/npy.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -221,6 +222,36 @@ TEST_F(NpyFiles, NpzWriterRoundTripsAndWorksWithOrWithoutZip64) {
   }
   // Zip64 costs only the extra records.
   EXPECT_GT(fs::file_size(dir_ / "z64.npz"), fs::file_size(dir_ / "plain.npz"));
+}
+
+TEST_F(NpyFiles, AGeneratedMemberIsTheFileItsDataWouldMake) {
+  // 1,000 int16 made 64, 333 or 5,000 bytes at a time (the last chunk short, or one chunk for
+  // all): the file is byte for byte the one add() writes from the whole array.
+  std::vector<std::int16_t> data(1000);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<std::int16_t>(i * 37 - 500);
+  fs::path expected_path = dir_ / "whole.npz";
+  NpzWriter whole(expected_path);
+  whole.add<std::int16_t>("a", {10, 100}, data);
+  whole.add<std::int16_t>("b", {1000}, data);
+  whole.finish();
+  const std::string expected = read_file(expected_path);
+  for (std::size_t chunk : {64u, 334u, 5000u}) {
+    fs::path path = dir_ / fmt::format("generated_{}.npz", chunk);
+    NpzWriter writer(path);
+    writer.add<std::int16_t>("a", {10, 100}, data);
+    std::vector<std::uint64_t> offsets;
+    writer.add_generated(
+        "b", DType::kInt16, {1000}, chunk, [&](std::uint64_t offset, std::span<std::byte> out) {
+          offsets.push_back(offset);
+          std::memcpy(out.data(), reinterpret_cast<const std::byte*>(data.data()) + offset,
+                      out.size());
+        });
+    writer.finish();
+    EXPECT_EQ(read_file(path), expected) << chunk;
+    const std::size_t chunks = (2000 + chunk - 1) / chunk;
+    ASSERT_EQ(offsets.size(), 2 * chunks) << "once for the CRC, once to write";
+    for (std::size_t i = 0; i < offsets.size(); ++i) EXPECT_EQ(offsets[i], (i % chunks) * chunk);
+  }
 }
 
 TEST_F(NpyFiles, AbandonedWriterLeavesNoFile) {

@@ -57,10 +57,9 @@ Outcome run_build(BuildArgs& args, const CLI::App& command, const Tool& tool) {
   set_targets(args);
   // 2. Build.
   auto start = Clock::now();
-  // Not written: the routing is made a block at a time as it is checked, never held whole.
-  payload::Payload payload =
-      payload::build_payload(build, args.output.empty() ? payload::RoutingStorage::kOnDemand
-                                                        : payload::RoutingStorage::kInMemory);
+  // The routing is made a block at a time as it is checked and as it is written, never held
+  // whole (5 GB at the seed's scale).
+  payload::Payload payload = payload::build_payload(build, payload::RoutingStorage::kOnDemand);
   spdlog::info("built in {:.2f} s", seconds_since(start));
   tool.report_diagnostics(payload.diagnostics);
   // 3. Check it as verify would, on the arrays in memory.

@@ -724,13 +724,26 @@ void for_each_field(const Payload& p, const Add& add) {
 }  // namespace
 
 void write_payload(const Payload& payload, const std::string& path) {
-  if (payload.routed_experts.size() * sizeof(std::int16_t) != routing_bytes(payload.options)) {
-    fail("internal: write_payload needs the routing in memory (RoutingStorage::kInMemory)");
-  }
   NpzWriter writer(path);
-  for_each_field(payload,
-                 [&](std::string_view name, DType dtype, const std::vector<std::int64_t>& shape,
-                     std::span<const std::byte> data) { writer.add(name, dtype, shape, data); });
+  for_each_field(payload, [&](std::string_view name, DType dtype,
+                              const std::vector<std::int64_t>& shape,
+                              std::span<const std::byte> data) {
+    if (name != "routed_experts" || payload.routed_experts.size() != 0 ||
+        payload.routing == nullptr || payload.routing->per_token == 0) {
+      writer.add(name, dtype, shape, data);
+      return;
+    }
+    // Made on demand: a cursor writes the array a chunk of whole cells at a time, in order.
+    const std::size_t cell_bytes = static_cast<std::size_t>(payload.routing->per_token) * 2;
+    const std::size_t chunk_bytes = std::max<std::size_t>(1, (4 << 20) / cell_bytes) * cell_bytes;
+    RoutingCursor cursor(payload.routing);
+    writer.add_generated(
+        name, dtype, shape, chunk_bytes, [&](std::uint64_t offset, std::span<std::byte> out) {
+          cursor.write(
+              static_cast<std::int64_t>(offset / cell_bytes),
+              {reinterpret_cast<std::int16_t*>(out.data()), out.size() / sizeof(std::int16_t)});
+        });
+  });
   writer.finish();
 }
 

@@ -121,10 +121,10 @@ using rtb::LargeArray;
 // immutable, so threads share it.
 struct RoutingLayout;
 
-// How build_payload keeps routed_experts: in memory (what write_payload writes), or on demand,
-// only its layout, a window at a time through a RoutingCursor. A payload that is checked and not
-// written then never holds the whole array (160 MB at 8 x 16,384 tokens, 60 layers, top-10;
-// 5 GB at the seed's 64 x 65,536), and pays no first touch of fresh memory for it.
+// How build_payload keeps routed_experts: in memory, or on demand, only its layout, a window at
+// a time through a RoutingCursor. A payload made on demand is checked and written without ever
+// holding the whole array (160 MB at 8 x 16,384 tokens, 60 layers, top-10; 5 GB at the seed's
+// 64 x 65,536), and pays no first touch of fresh memory for it.
 enum class RoutingStorage { kInMemory, kOnDemand };
 
 // Writes windows of routed_experts from its layout, for one thread. Windows asked for in
@@ -189,7 +189,8 @@ std::vector<std::vector<std::int64_t>> plan_expert_loads(const PayloadOptions& r
 // Names of the payload's fields, in the order they are written (payload_settings last).
 std::vector<std::string> payload_field_names(bool with_old_logps);
 
-// Writes the payload as an uncompressed .npz (numpy.load reads it). Needs the routing in memory.
+// Writes the payload as an uncompressed .npz (numpy.load reads it). A routing made on demand is
+// written a chunk at a time (made twice: once for the CRC before it, once to write it).
 void write_payload(const Payload& payload, const std::string& path);
 
 // The payload's arrays as a readable source, without copying, so the checks that read payload

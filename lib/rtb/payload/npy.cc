@@ -687,18 +687,16 @@ NpzWriter::NpzWriter(const std::string& path, bool force_zip64)
 
 NpzWriter::~NpzWriter() = default;
 
-void NpzWriter::add(std::string_view name, DType dtype, const std::vector<std::int64_t>& shape,
-                    std::span<const std::byte> data) {
+std::uint64_t NpzWriter::data_bytes(DType dtype, const std::vector<std::int64_t>& shape) const {
   if (finished_) fail("internal: NpzWriter::add after finish");
   std::uint64_t count = 1;
   for (std::int64_t dim : shape) count *= static_cast<std::uint64_t>(dim);
-  if (count * dtype_size(dtype) != data.size()) {
-    fail("internal: array '{}' of shape {} has {} bytes of {}", name, format_shape(shape),
-         data.size(), dtype_name(dtype));
-  }
-  std::string header = make_npy_header(dtype, shape);
-  Entry entry{std::string(name) + ".npy", 0, header.size() + data.size(), out_.position()};
-  entry.crc = crc32(data, crc32(std::as_bytes(std::span(header.data(), header.size()))));
+  return count * dtype_size(dtype);
+}
+
+void NpzWriter::begin_member(std::string_view name, const std::string& npy_header,
+                             std::uint64_t bytes, std::uint32_t crc) {
+  Entry entry{std::string(name) + ".npy", crc, npy_header.size() + bytes, out_.position()};
   bool zip64 = force_zip64_ || entry.size >= kMax32;
   std::string extra = zip64 ? zip64_extra({entry.size, entry.size}) : "";
   std::string local;
@@ -708,9 +706,42 @@ void NpzWriter::add(std::string_view name, DType dtype, const std::vector<std::i
   local += entry.name;
   local += extra;
   out_.write(local);
-  out_.write(header);
-  out_.write(data);
+  out_.write(npy_header);
   entries_.push_back(std::move(entry));
+}
+
+void NpzWriter::add(std::string_view name, DType dtype, const std::vector<std::int64_t>& shape,
+                    std::span<const std::byte> data) {
+  if (data_bytes(dtype, shape) != data.size()) {
+    fail("internal: array '{}' of shape {} has {} bytes of {}", name, format_shape(shape),
+         data.size(), dtype_name(dtype));
+  }
+  std::string header = make_npy_header(dtype, shape);
+  begin_member(name, header, data.size(),
+               crc32(data, crc32(std::as_bytes(std::span(header.data(), header.size())))));
+  out_.write(data);
+}
+
+void NpzWriter::add_generated(
+    std::string_view name, DType dtype, const std::vector<std::int64_t>& shape,
+    std::size_t chunk_bytes, const std::function<void(std::uint64_t, std::span<std::byte>)>& fill) {
+  const std::uint64_t size = data_bytes(dtype, shape);
+  if (chunk_bytes == 0) fail("internal: NpzWriter::add_generated with chunks of 0 bytes");
+  std::vector<std::byte> chunk(
+      static_cast<std::size_t>(std::min<std::uint64_t>(chunk_bytes, size)));
+  auto each_chunk = [&](const auto& use) {
+    for (std::uint64_t offset = 0; offset < size; offset += chunk_bytes) {
+      std::span<std::byte> out(chunk.data(), static_cast<std::size_t>(std::min<std::uint64_t>(
+                                                 chunk_bytes, size - offset)));
+      fill(offset, out);
+      use(out);
+    }
+  };
+  std::string header = make_npy_header(dtype, shape);
+  std::uint32_t crc = crc32(std::as_bytes(std::span(header.data(), header.size())));
+  each_chunk([&](std::span<const std::byte> bytes) { crc = crc32(bytes, crc); });
+  begin_member(name, header, size, crc);
+  each_chunk([&](std::span<const std::byte> bytes) { out_.write(bytes); });
 }
 
 void NpzWriter::finish() {

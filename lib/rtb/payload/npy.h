@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -126,10 +127,22 @@ class NpzWriter {
   void add(std::string_view name, const std::vector<std::int64_t>& shape, std::span<const T> data) {
     add(name, dtype_of<T>(), shape, std::as_bytes(data));
   }
+  // Adds member `name`.npy whose data (count * dtype_size bytes) `fill` makes a chunk at a time:
+  // fill(offset, out) writes the data's bytes [offset, offset + out.size()), each chunk
+  // `chunk_bytes` long but the last. The data is never held whole: `fill` runs twice over it,
+  // in order, once for the CRC that goes before the data and once to write it, and must make the
+  // same bytes both times.
+  void add_generated(std::string_view name, DType dtype, const std::vector<std::int64_t>& shape,
+                     std::size_t chunk_bytes,
+                     const std::function<void(std::uint64_t, std::span<std::byte>)>& fill);
   // Writes the central directory and moves the file into place.
   void finish();
 
  private:
+  // The member's local header and npy header: the data follows.
+  void begin_member(std::string_view name, const std::string& npy_header, std::uint64_t bytes,
+                    std::uint32_t crc);
+  std::uint64_t data_bytes(DType dtype, const std::vector<std::int64_t>& shape) const;
   struct Entry {
     std::string name;
     std::uint32_t crc;
