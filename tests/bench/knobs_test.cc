@@ -112,9 +112,9 @@ TEST(KnobsTest, ProfileWindowAndDriverEnvFromTheirOptions) {
   EXPECT_EQ(parse_profile_window(" 3 : 2 "), std::make_pair(3, 2));
   EXPECT_EQ(parse_profile_window(""), std::nullopt) << "blank: no window";
   for (const char* bad : {"3", "3:", ":2", "a:2", "3:2x", "3:2:1"}) {
-    EXPECT_EQ(test::error_of([&] { parse_profile_window(bad); }).message(),
-              fmt::format(
-                  "--profile-window {}: expected START:COUNT (fwd_bwd calls, 0-based start)", bad));
+    EXPECT_EQ(
+        test::error_of([&] { parse_profile_window(bad); }).message(),
+        fmt::format("--profile-window {}: expected START:COUNT (timed steps, 0-based start)", bad));
   }
   // The driver's words (bench/driver_settings.h).
   EXPECT_EQ(test::error_of([] { parse_profile_window("-1:2"); }).message(),

@@ -145,6 +145,14 @@ TEST(RenderTest, DriverEnvironmentStartsWithTheMarkerAndValidates) {
         "--advantages none: must be one of random|zero"},
        {[](RenderOptions& x) { x.profile_window = std::make_pair(-1, 2); },
         "--profile-window -1:2: START must be >= 0"},
+       // The window counts timed steps, so it must end within --steps (default 5).
+       {[](RenderOptions& x) { x.profile_window = std::make_pair(4, 2); },
+        "--profile-window 4:2: ends after the last timed step (STEPS=5: steps 0..4)"},
+       {[](RenderOptions& x) {
+          x.driver.steps = 2;
+          x.profile_window = std::make_pair(2, 1);
+        },
+        "--profile-window 2:1: ends after the last timed step (STEPS=2: steps 0..1)"},
        {[](RenderOptions& x) {
           x.driver.extra_env = {{"STEPS", "1"}};
         },
@@ -726,7 +734,7 @@ TEST(RenderTest, WeightsRandomRefusesAKnobThatLoadsACheckpoint) {
 TEST(RenderTest, ProfileWindowLeavesTheTraceToTheDriverAlone) {
   k8s::DryRun dryrun = weights_fixture();  // --profiler_steps=3, MAXTEXT profiler=xplane
   RenderOptions o = options();
-  o.profile_window = std::make_pair(4, 2);
+  o.profile_window = std::make_pair(3, 2);
   RenderResult result = render_bench(dryrun, o);
   std::string c(kClient);
   EXPECT_EQ(changes_of(result, "--profile-window"),
@@ -734,12 +742,12 @@ TEST(RenderTest, ProfileWindowLeavesTheTraceToTheDriverAlone) {
                 c + ".startup.argv[--profiler_steps]: --profiler_steps=3 -> --profiler_steps=0",
                 c + ".startup.env.MAXTEXT_EXTRA_FLAGS[profiler]: profiler=xplane -> "}));
   std::string script = client_script(result);
-  EXPECT_NE(script.find("PROFILE_WINDOW=4:2"), std::string::npos);
+  EXPECT_NE(script.find("PROFILE_WINDOW=3:2"), std::string::npos);
   EXPECT_EQ(script.find("profiler=xplane"), std::string::npos);
   EXPECT_NE(script.find("--skip_first_n_profiler_steps=5"), std::string::npos)
       << "the e2e's other profiler flags stay (inert with --profiler_steps=0)";
   EXPECT_EQ(messages_of(result.diagnostics, Severity::kNote)[1],
-            "profiler: the driver's (PROFILE_WINDOW=4:2, fwd_bwd calls 4..5); the trainer's own "
+            "profiler: the driver's (PROFILE_WINDOW=3:2, timed steps 3..4); the trainer's own "
             "is turned off (was --profiler_steps=3, MAXTEXT_EXTRA_FLAGS profiler=xplane)");
   EXPECT_NO_THROW(check_bench_against_e2e(trainer_of(dryrun).root, result.bench, result.changes));
   // Without a window the e2e's profiler runs as the e2e sets it.
@@ -756,7 +764,7 @@ TEST(RenderTest, ProfileWindowLeavesTheTraceToTheDriverAlone) {
   EXPECT_NE(client_script(off).find("--profiler_steps=0 --skip_first_n_profiler_steps=-1"),
             std::string::npos);
   EXPECT_EQ(messages_of(off.diagnostics, Severity::kNote)[1],
-            "profiler: the driver's (PROFILE_WINDOW=4:2, fwd_bwd calls 4..5); the e2e trainer's "
+            "profiler: the driver's (PROFILE_WINDOW=3:2, timed steps 3..4); the e2e trainer's "
             "profiler is off");
 }
 

@@ -674,7 +674,7 @@ class RenderBenchTest(unittest.TestCase):
         self.assertGreaterEqual(text.count("abtest-bench"), 5)
 
     def test_logps_chunk_and_profile_window_and_driver_knobs(self):
-        bench, _, _ = self.render("--logps-chunk", "4096", "--profile-window", "3:2", "--steps",
+        bench, _, _ = self.render("--logps-chunk", "4096", "--profile-window", "2:2", "--steps",
                                   "4", "--micro-steps", "7", "--seed", "11", "--routing-scale",
                                   "0.5", "--logp-gates", "off", "--advantages", "zero",
                                   "--pad-position", "start", "--pad-align", "2048", "--driver-env",
@@ -688,7 +688,7 @@ class RenderBenchTest(unittest.TestCase):
         expected = {
             "STEPS": "4", "MICRO_STEPS": "7", "SEED": "11", "ROUTING_SCALE": "0.5",
             "LOGP_GATES": "off", "ADVANTAGES": "zero", "PAD_POSITION": "start", "PAD_ALIGN": "2048",
-            "PROFILE_WINDOW": "3:2", "REAL_LEN": "1000", "BENCH_NAME": "abtest-bench"
+            "PROFILE_WINDOW": "2:2", "REAL_LEN": "1000", "BENCH_NAME": "abtest-bench"
         }
         for key, value in expected.items():
             self.assertEqual(env[key], value, key)
@@ -796,7 +796,7 @@ class RenderBenchTest(unittest.TestCase):
             "containers[main].startup.argv[--profiler_steps]: --profiler_steps=3 -> "
             "--profiler_steps=0", err)
         self.assertIn(
-            "note: profiler: the driver's (PROFILE_WINDOW=3:2, fwd_bwd calls 3..4); "
+            "note: profiler: the driver's (PROFILE_WINDOW=3:2, timed steps 3..4); "
             "the trainer's own is turned off", err)
         # Without a window: the e2e's profiler, untouched, and no PROFILE_WINDOW.
         env, err = self.render_env("--explain", path=WEIGHTS)

@@ -62,8 +62,7 @@ class DeviceObserver:
   The step ends on an array the update produced: its readiness token (the update's result or
   the trainer's `last_update_token`), else a leaf of the trainer's new state
   (fresh_state_leaf). `fence()` waits for all device work without consuming anything
-  (`block_all`, in the pod one batched wait on every live JAX array): only the profiler's window
-  end uses it, when the window's last call has nothing to wait on.
+  (`block_all`, in the pod one batched wait on every live JAX array).
   """
 
   def __init__(self, block_all: Optional[Callable[[], None]] = None):

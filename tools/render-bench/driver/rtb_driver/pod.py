@@ -240,7 +240,6 @@ def device_facts() -> Tuple[List[Any], int, Callable[[], None]]:
 
   def block_all() -> None:
     # One batched wait on every live device array; it consumes nothing, unlike get_metrics().
-    # Only the profiler's window end uses it: a step ends on an array its update produced.
     live_arrays = getattr(jax, "live_arrays", None)
     if callable(live_arrays):
       jax.block_until_ready(live_arrays())
