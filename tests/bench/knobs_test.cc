@@ -48,8 +48,9 @@ TEST(KnobsTest, EveryKnobHasOneRowWithItsOptionHelpAndValueName) {
     }
     EXPECT_EQ(find_knob(spec.option), &spec);
     // A knob either keeps its text as it is, in its field, or apply_knob parses it: never both.
-    const std::set<Knob> parsed = {Knob::kLogpsChunk, Knob::kProfileWindow, Knob::kWeights,
-                                   Knob::kSetting,    Knob::kDriverEnv,     Knob::kDriver};
+    const std::set<Knob> parsed = {Knob::kLogpsChunk, Knob::kProfileWindow, Knob::kDumpHlo,
+                                   Knob::kWeights,    Knob::kSetting,       Knob::kDriverEnv,
+                                   Knob::kDriver};
     EXPECT_EQ(std::holds_alternative<std::monostate>(spec.field), parsed.contains(spec.knob))
         << spec.option;
   }

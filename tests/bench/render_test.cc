@@ -768,6 +768,49 @@ TEST(RenderTest, ProfileWindowLeavesTheTraceToTheDriverAlone) {
             "profiler is off");
 }
 
+// --dump-hlo: under Pathways the proxy compiles, so XLA's dump flags go on its args, and nowhere
+// else; the dump lands next to the driver's trace (<PROFILE_DIR>/hlo).
+TEST(RenderTest, DumpHloSetsXlasDumpFlagsOnTheProxyWhichCompiles) {
+  k8s::DryRun dryrun = fixture();
+  RenderOptions o = options();
+  o.dump_hlo = true;
+  RenderResult result = render_bench(dryrun, o);
+  const std::string args =
+      "spec.replicatedJobs[proc].template.spec.template.spec.initContainers[pathways-proxy].args";
+  const std::string dir = "gs://example-bucket/abtest/maxtext/bench_profile/hlo";
+  EXPECT_EQ(
+      changes_of(result, "--dump-hlo"),
+      (std::vector<std::string>{args + "[--xla_dump_to]:  -> --xla_dump_to=" + dir,
+                                args + "[--xla_dump_hlo_as_text]:  -> --xla_dump_hlo_as_text"}));
+  EXPECT_EQ(client_script(result).find("xla_dump"), std::string::npos)
+      << "the client compiles nothing under Pathways: no dump flag, no DUMP_HLO";
+  EXPECT_EQ(result.yaml.find("xla_dump_to"), result.yaml.rfind("xla_dump_to"))
+      << "the proxy's args alone";
+  EXPECT_THAT(messages_of(result.diagnostics, Severity::kNote),
+              testing::Contains("--dump-hlo: the pathways-proxy writes the HLO of every module it "
+                                "compiles to " +
+                                dir + ", next to the driver's trace"));
+  EXPECT_NO_THROW(check_bench_against_e2e(trainer_of(dryrun).root, result.bench, result.changes));
+  // PROFILE_DIR moves the dump with the trace; a local path is the proxy container's own.
+  o.driver.extra_env = {{"PROFILE_DIR", "/data/trace"}};
+  EXPECT_THAT(messages_of(render_bench(dryrun, o).diagnostics, Severity::kNote),
+              testing::Contains("--dump-hlo: the pathways-proxy writes the HLO of every module it "
+                                "compiles to /data/trace/hlo, a path of its own container: copy it "
+                                "with `kubectl cp -c pathways-proxy <pod>:/data/trace/hlo .`"));
+  o.driver.extra_env.clear();
+  o.libtpu_flags = {"--xla_dump_to=/elsewhere"};
+  EXPECT_EQ(test::error_of([&] { render_bench(dryrun, o); }).message(),
+            "--dump-hlo: --libtpu-flag --xla_dump_to=/elsewhere sets the dump too; give one of "
+            "them");
+  o.libtpu_flags.clear();
+  std::string text = read_file(RTB_TESTDATA_DIR "/launch_dryrun.txt");
+  text.replace(text.find("name: pathways-proxy"), 20, "name: pathways-other");
+  k8s::DryRun no_proxy = k8s::parse_dryrun(text, "no_proxy.txt");
+  EXPECT_EQ(test::error_of([&] { render_bench(no_proxy, o); }).message(),
+            "--dump-hlo: the trainer JobSet has no pathways-proxy container, so its client "
+            "compiles: use --driver-env DUMP_HLO=1");
+}
+
 TEST(RenderTest, TheRolloutsRoutedExpertsSettingReachesTheDriver) {
   auto setting = [](const RenderResult& result) -> std::optional<std::string> {
     for (const auto& [name, value] : startup_assignments(client_script(result))) {

@@ -805,6 +805,31 @@ class RenderBenchTest(unittest.TestCase):
         self.assertIn("profiler=xplane", env["MAXTEXT_EXTRA_FLAGS"])
         self.assertIn("note: profiler: the trainer's own, as the e2e sets it", err)
 
+    def test_dump_hlo_puts_xlas_dump_flags_on_the_proxy_next_to_the_trace(self):
+        bench, _, err = self.render("--dump-hlo", "--output-prefix", "gs://b/bench", "--explain")
+        dump = "gs://b/bench/abtest-bench/bench_profile/hlo"  # <PROFILE_DIR>/hlo
+        proxy = container(bench, "pathways-proxy")["args"]
+        e2e_proxy = container(e2e_trainer(), "pathways-proxy")["args"]
+        last_xla = max(i for i, a in enumerate(e2e_proxy) if a.startswith("--xla"))
+        self.assertEqual(proxy[last_xla + 1:last_xla + 3],
+                         ["--xla_dump_to=" + dump, "--xla_dump_hlo_as_text"])
+        self.assertEqual(len(proxy), len(e2e_proxy) + 2)
+        # The client compiles nothing under Pathways: neither it nor the workers get the flags.
+        text = yaml.safe_dump(bench)
+        self.assertEqual(text.count("xla_dump_to"), 1, "in the proxy's args only")
+        self.assertNotIn("DUMP_HLO", startup_env(script_of(bench)))
+        self.assertIn(
+            "--dump-hlo: spec.replicatedJobs[proc].template.spec.template.spec.initContainers"
+            f"[pathways-proxy].args[--xla_dump_to]: (absent) -> --xla_dump_to={dump}", err)
+        self.assertIn(f"compiles to {dump}, next to the driver's trace", err)
+        knobs = {k["option"]: k for k in json.loads(run(["--print-knobs"])[1])["knobs"]}
+        self.assertEqual((knobs["--dump-hlo"]["arity"], knobs["--dump-hlo"]["setting"]),
+                         ("flag", None))
+        # One proxy serves every run of a same-pod A/B.
+        rc, out, err = run([FIXTURE, "--name", "ab", "--arm", "a", "--arm", "b:--dump-hlo"])
+        self.assertEqual((rc, out), (2, ""), err)
+        self.assertIn("--dump-hlo cannot change inside one pod", err)
+
     def test_rollout_routed_experts_are_copied(self):
         bench, _, _ = self.render()  # the rollout passes --return_routed_experts=true
         self.assertEqual(startup_env(script_of(bench))["ROLLOUT_RETURN_ROUTED_EXPERTS"], "true")

@@ -40,6 +40,7 @@ enum class Knob {
   kTrainerSlice,
   kLogpsChunk,
   kProfileWindow,
+  kDumpHlo,
   kWeights,
   kSetting,  // a row of the driver settings table with an option (--steps, --routing-targets, ...)
   kDriverEnv,
