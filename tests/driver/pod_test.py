@@ -359,6 +359,17 @@ class PodFlowTest(fake_tunix.FakeTunixTestCase):
     (imported,) = [call for call in calls if call["event"] == "jax_initialize"]
     self.assertIsNone(imported["xla_flags"])
 
+  def test_dump_hlo_on_pathways_warns_that_the_client_compiles_nothing(self):
+    pathways = {"JAX_PLATFORMS": "proxy", "JAX_BACKEND_TARGET": "grpc://127.0.0.1:29000"}
+    result, _ = self.run_driver(DUMP_HLO="1", **pathways)
+    self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+    (warning,) = [line for line in result.stdout.splitlines() if "WARNING: DUMP_HLO=1" in line]
+    self.assertIn("pathways-proxy compiles", warning)
+    self.assertIn("render-bench --dump-hlo", warning)
+    for settings in ({"DUMP_HLO": "1"}, pathways):
+      result, _ = self.run_driver(**settings)
+      self.assertNotIn("WARNING: DUMP_HLO", result.stdout + result.stderr)
+
   def test_knobs_reach_the_payload_and_the_algorithm(self):
     result, calls = self.run_driver(LOGP_GATES="off", FINAL_ROWS="1", PROFILE_WINDOW="1:1",
                                     SEGMENTS="2", PAD_POSITION="start", PAD_ALIGN="64",
