@@ -542,14 +542,9 @@ class Harness:
   def run(self, plan: Any, **kwargs: Any) -> List[Any]:
     calls = bd.WorkerCalls(self.worker, make_request=Request)
     kwargs.setdefault("watcher", InlineCompletionWatcher(self.clock))
-    kwargs.setdefault("observer", bd.DeviceObserver(block_all=self.fence))
+    kwargs.setdefault("observer", bd.DeviceObserver())
     return bd.run_steps(self.worker, plan, clock=self.clock, profiler=self.profiler, calls=calls,
                         out=self.lines.append, log=self.logs.append, **kwargs)
-
-  def fence(self) -> None:
-    """Waits for all device work: the fake workers' device is done at `device_free`."""
-    self.events.add("fence")
-    self.clock.now = max(self.clock.now, getattr(self.worker, "device_free", self.clock.now))
 
   def machine(self, prefix: str) -> List[str]:
     return [line for line in self.lines if line.startswith(prefix)]

@@ -95,10 +95,6 @@ class Device:
     self.free = max(self.clock.now, self.free) + seconds
     return Ready(self.clock, self.free)
 
-  def fence(self) -> None:
-    """DeviceObserver's block_all: waits for everything dispatched."""
-    self.clock.now = max(self.clock.now, self.free)
-
 
 class Request:
   """Stands in for Tunix's TrainRequest."""
@@ -526,7 +522,7 @@ class Bench:
     values.update(overrides)
     return values
 
-  def run(self, worker: Any, *, config: Any, fence: bool = True,
+  def run(self, worker: Any, *, config: Any,
           logps_pass: Optional[Callable[[Any], Any]] = None) -> List[str]:
     shape = self.shape
     settings = driver.parse_settings(self.env)
@@ -542,11 +538,11 @@ class Bench:
         "/tmp/golden/bench_profile", stage_boundary=stage_plan, logps_pass=logps_pass,
         short_final=short_final)
     stage_state = driver.StageState(stage_plan, self.log_lines.append)
-    runner = driver.StepRunner(
-        worker, plan, clock=self.clock, profiler=self.profiler,
-        observer=driver.DeviceObserver(block_all=self.device.fence if fence else None),
-        watcher=InlineCompletionWatcher(self.clock), calls=calls, out=self.lines.append,
-        log=self.log_lines.append, stage_state=stage_state)
+    runner = driver.StepRunner(worker, plan, clock=self.clock, profiler=self.profiler,
+                               observer=driver.DeviceObserver(),
+                               watcher=InlineCompletionWatcher(self.clock), calls=calls,
+                               out=self.lines.append, log=self.log_lines.append,
+                               stage_state=stage_state)
     records = runner.run()
     self.summary = driver.summarize(
         plan, records, rows=shape.rows, tokens_per_row=shape.tokens_per_row,
@@ -665,11 +661,11 @@ def final_micro_batch_fewer_tokens() -> List[str]:
 
 
 def one_step_without_fence() -> List[str]:
-  """A single step (it is its own steady step) of a worker with nothing to wait on and no fence
-  on every live array: the step ends on the engine's new state, when the update is done."""
+  """A single step (it is its own steady step) of a worker with nothing to wait on: the step ends
+  on the engine's new state, when the update is done."""
   bench = Bench(Shape(), BENCH_NAME="golden-one-step", STEPS="1", MICRO_STEPS="2")
   worker = DispatchWorker(bench.clock, bench.device, **bench.timing())
-  return bench.run(worker, config=factors(-1.0, -1.0), fence=False)
+  return bench.run(worker, config=factors(-1.0, -1.0))
 
 
 def one_late_loss_replays() -> List[str]:

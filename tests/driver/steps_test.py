@@ -88,7 +88,7 @@ class UpdatePathTest(unittest.TestCase):
     return bd.StepRunner(harness.worker, plan, clock=harness.clock, profiler=harness.profiler,
                          calls=bd.WorkerCalls(harness.worker, Request), out=harness.lines.append,
                          log=harness.logs.append, watcher=InlineCompletionWatcher(harness.clock),
-                         observer=bd.DeviceObserver(block_all=harness.fence))
+                         observer=bd.DeviceObserver())
 
   def test_a_kwargs_worker_that_applies_the_update_fuses(self):
     harness = Harness(KwargsFusedWorker)
@@ -135,7 +135,7 @@ class UpdatePathTest(unittest.TestCase):
                            profiler=harness.profiler, calls=bd.WorkerCalls(harness.worker, Request),
                            out=harness.lines.append, log=harness.logs.append,
                            watcher=InlineCompletionWatcher(harness.clock),
-                           observer=bd.DeviceObserver(block_all=harness.fence), stage_state=state)
+                           observer=bd.DeviceObserver(), stage_state=state)
     runner.run()
     path = runner.summary_facts()["update_path"]
     self.assertEqual(path["ran"], "mixed")
@@ -388,7 +388,6 @@ class StepEndTest(unittest.TestCase):
     # Nothing the update produced to wait on: an error, not a wait on every live array.
     with self.assertRaisesRegex(bd.TunixMissing, "^no way to end the step on its update: "):
       harness.run(make_plan(steps=2, micro_steps=2))
-    self.assertNotIn("fence", harness.events.names())
 
   def test_the_step_ends_on_a_leaf_of_the_new_state(self):
 
@@ -406,10 +405,9 @@ class StepEndTest(unittest.TestCase):
                            profiler=harness.profiler, calls=bd.WorkerCalls(harness.worker, Request),
                            out=harness.lines.append, log=harness.logs.append,
                            watcher=InlineCompletionWatcher(harness.clock),
-                           observer=bd.DeviceObserver(block_all=harness.fence))
+                           observer=bd.DeviceObserver())
     records = runner.run()
     self.assertEqual([round(r.seconds, 6) for r in records], [6.0, 6.0])
-    self.assertNotIn("fence", harness.events.names())
     waits = [item[1] for item in harness.events.items if item[0] == "wait"]
     self.assertEqual(waits.count("state1"), 1)
     self.assertEqual(waits.count("state2"), 2)  # the step end, then fence_s on the idle device
