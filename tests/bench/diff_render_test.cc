@@ -455,6 +455,22 @@ TEST(ExpectBench, EveryKnobPasses) {
   }
 }
 
+TEST(ExpectBench, DumpHloIsAllowedInTheProxyArgsOnly) {
+  RenderOptions o = bench_options();
+  o.dump_hlo = true;
+  std::string bench = render(o);
+  ExpectBenchResult result = expect_bench(bench);
+  EXPECT_EQ(result.unexpected(), 0u) << describe(result);
+  std::size_t dumps = 0;
+  for (const BenchDifference& d : result.differences)
+    dumps += d.allowed && bench_change_id(*d.allowed) == "dump-hlo";
+  EXPECT_EQ(dumps, 2u) << describe(result);
+  // The same flag in the client's LIBTPU_INIT_ARGS is no --dump-hlo of render-bench's.
+  std::string in_client =
+      replace_once(bench, "LIBTPU_INIT_ARGS='", "LIBTPU_INIT_ARGS='--xla_dump_to=/tmp/x ");
+  EXPECT_GT(expect_bench(in_client).unexpected(), 0u);
+}
+
 TEST(ExpectBench, LargerSliceAndV5pPass) {
   RenderOptions o = bench_options();
   o.trainer_slice = "tpu7x:8x8x8";

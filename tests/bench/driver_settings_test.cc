@@ -175,7 +175,7 @@ TEST(DriverSettings, PadAlignIsAPositiveMultipleOf64) {
 }
 
 TEST(DriverSettings, WindowIsStartColonCount) {
-  const std::string kExpected = "expected START:COUNT (fwd_bwd calls, 0-based start)";
+  const std::string kExpected = "expected START:COUNT (timed steps, 0-based start)";
   test::expect_cases(reason_of("WINDOW"), {{"3:2", ""},
                                            {" 3 : 2 ", ""},
                                            {"0:1", ""},
@@ -247,6 +247,13 @@ TEST(DriverSettings, NumbersParsedAndHeldInRange) {
   EXPECT_EQ(
       test::error_of([] { window_setting(row("WINDOW"), "3:2147483648", 2147483647); }).message(),
       "--window 3:2147483648: out of range (at most 2147483647)");
+}
+
+TEST(DriverSettings, AWindowEndsWithinTheTimedSteps) {
+  EXPECT_EQ(window_beyond_steps({3, 2}, 5), std::nullopt);
+  EXPECT_EQ(window_beyond_steps({0, 1}, 1), std::nullopt);
+  EXPECT_EQ(window_beyond_steps({4, 2}, 5), "ends after the last timed step (STEPS=5: steps 0..4)");
+  EXPECT_EQ(window_beyond_steps({1, 1}, 1), "ends after the last timed step (STEPS=1: steps 0..0)");
 }
 
 // A bad table is an internal error at its line.

@@ -48,8 +48,9 @@ TEST(KnobsTest, EveryKnobHasOneRowWithItsOptionHelpAndValueName) {
     }
     EXPECT_EQ(find_knob(spec.option), &spec);
     // A knob either keeps its text as it is, in its field, or apply_knob parses it: never both.
-    const std::set<Knob> parsed = {Knob::kLogpsChunk, Knob::kProfileWindow, Knob::kWeights,
-                                   Knob::kSetting,    Knob::kDriverEnv,     Knob::kDriver};
+    const std::set<Knob> parsed = {Knob::kLogpsChunk, Knob::kProfileWindow, Knob::kDumpHlo,
+                                   Knob::kWeights,    Knob::kSetting,       Knob::kDriverEnv,
+                                   Knob::kDriver};
     EXPECT_EQ(std::holds_alternative<std::monostate>(spec.field), parsed.contains(spec.knob))
         << spec.option;
   }
@@ -112,9 +113,9 @@ TEST(KnobsTest, ProfileWindowAndDriverEnvFromTheirOptions) {
   EXPECT_EQ(parse_profile_window(" 3 : 2 "), std::make_pair(3, 2));
   EXPECT_EQ(parse_profile_window(""), std::nullopt) << "blank: no window";
   for (const char* bad : {"3", "3:", ":2", "a:2", "3:2x", "3:2:1"}) {
-    EXPECT_EQ(test::error_of([&] { parse_profile_window(bad); }).message(),
-              fmt::format(
-                  "--profile-window {}: expected START:COUNT (fwd_bwd calls, 0-based start)", bad));
+    EXPECT_EQ(
+        test::error_of([&] { parse_profile_window(bad); }).message(),
+        fmt::format("--profile-window {}: expected START:COUNT (timed steps, 0-based start)", bad));
   }
   // The driver's words (bench/driver_settings.h).
   EXPECT_EQ(test::error_of([] { parse_profile_window("-1:2"); }).message(),

@@ -148,6 +148,14 @@ TEST(RenderTest, DriverEnvironmentStartsWithTheMarkerAndValidates) {
         "--advantages none: must be one of random|zero"},
        {[](RenderOptions& x) { x.profile_window = std::make_pair(-1, 2); },
         "--profile-window -1:2: START must be >= 0"},
+       // The window counts timed steps, so it must end within --steps (default 5).
+       {[](RenderOptions& x) { x.profile_window = std::make_pair(4, 2); },
+        "--profile-window 4:2: ends after the last timed step (STEPS=5: steps 0..4)"},
+       {[](RenderOptions& x) {
+          x.driver.steps = 2;
+          x.profile_window = std::make_pair(2, 1);
+        },
+        "--profile-window 2:1: ends after the last timed step (STEPS=2: steps 0..1)"},
        {[](RenderOptions& x) {
           x.driver.extra_env = {{"STEPS", "1"}};
         },
@@ -761,7 +769,7 @@ TEST(RenderTest, WeightsRandomRefusesAKnobThatLoadsACheckpoint) {
 TEST(RenderTest, ProfileWindowLeavesTheTraceToTheDriverAlone) {
   k8s::DryRun dryrun = weights_fixture();  // --profiler_steps=3, MAXTEXT profiler=xplane
   RenderOptions o = options();
-  o.profile_window = std::make_pair(4, 2);
+  o.profile_window = std::make_pair(3, 2);
   RenderResult result = render_bench(dryrun, o);
   std::string c(kClient);
   EXPECT_EQ(changes_of(result, "--profile-window"),
@@ -769,12 +777,12 @@ TEST(RenderTest, ProfileWindowLeavesTheTraceToTheDriverAlone) {
                 c + ".startup.argv[--profiler_steps]: --profiler_steps=3 -> --profiler_steps=0",
                 c + ".startup.env.MAXTEXT_EXTRA_FLAGS[profiler]: profiler=xplane -> "}));
   std::string script = client_script(result);
-  EXPECT_NE(script.find("PROFILE_WINDOW=4:2"), std::string::npos);
+  EXPECT_NE(script.find("PROFILE_WINDOW=3:2"), std::string::npos);
   EXPECT_EQ(script.find("profiler=xplane"), std::string::npos);
   EXPECT_NE(script.find("--skip_first_n_profiler_steps=5"), std::string::npos)
       << "the e2e's other profiler flags stay (inert with --profiler_steps=0)";
   EXPECT_EQ(messages_of(result.diagnostics, Severity::kNote)[1],
-            "profiler: the driver's (PROFILE_WINDOW=4:2, fwd_bwd calls 4..5); the trainer's own "
+            "profiler: the driver's (PROFILE_WINDOW=3:2, timed steps 3..4); the trainer's own "
             "is turned off (was --profiler_steps=3, MAXTEXT_EXTRA_FLAGS profiler=xplane)");
   EXPECT_NO_THROW(check_bench_against_e2e(trainer_of(dryrun).root, result.bench, result.changes));
   // Without a window the e2e's profiler runs as the e2e sets it.
@@ -791,8 +799,51 @@ TEST(RenderTest, ProfileWindowLeavesTheTraceToTheDriverAlone) {
   EXPECT_NE(client_script(off).find("--profiler_steps=0 --skip_first_n_profiler_steps=-1"),
             std::string::npos);
   EXPECT_EQ(messages_of(off.diagnostics, Severity::kNote)[1],
-            "profiler: the driver's (PROFILE_WINDOW=4:2, fwd_bwd calls 4..5); the e2e trainer's "
+            "profiler: the driver's (PROFILE_WINDOW=3:2, timed steps 3..4); the e2e trainer's "
             "profiler is off");
+}
+
+// --dump-hlo: under Pathways the proxy compiles, so XLA's dump flags go on its args, and nowhere
+// else; the dump lands next to the driver's trace (<PROFILE_DIR>/hlo).
+TEST(RenderTest, DumpHloSetsXlasDumpFlagsOnTheProxyWhichCompiles) {
+  k8s::DryRun dryrun = fixture();
+  RenderOptions o = options();
+  o.dump_hlo = true;
+  RenderResult result = render_bench(dryrun, o);
+  const std::string args =
+      "spec.replicatedJobs[proc].template.spec.template.spec.initContainers[pathways-proxy].args";
+  const std::string dir = "gs://example-bucket/abtest/maxtext/bench_profile/hlo";
+  EXPECT_EQ(
+      changes_of(result, "--dump-hlo"),
+      (std::vector<std::string>{args + "[--xla_dump_to]:  -> --xla_dump_to=" + dir,
+                                args + "[--xla_dump_hlo_as_text]:  -> --xla_dump_hlo_as_text"}));
+  EXPECT_EQ(client_script(result).find("xla_dump"), std::string::npos)
+      << "the client compiles nothing under Pathways: no dump flag, no DUMP_HLO";
+  EXPECT_EQ(result.yaml.find("xla_dump_to"), result.yaml.rfind("xla_dump_to"))
+      << "the proxy's args alone";
+  EXPECT_THAT(messages_of(result.diagnostics, Severity::kNote),
+              testing::Contains("--dump-hlo: the pathways-proxy writes the HLO of every module it "
+                                "compiles to " +
+                                dir + ", next to the driver's trace"));
+  EXPECT_NO_THROW(check_bench_against_e2e(trainer_of(dryrun).root, result.bench, result.changes));
+  // PROFILE_DIR moves the dump with the trace; a local path is the proxy container's own.
+  o.driver.extra_env = {{"PROFILE_DIR", "/data/trace"}};
+  EXPECT_THAT(messages_of(render_bench(dryrun, o).diagnostics, Severity::kNote),
+              testing::Contains("--dump-hlo: the pathways-proxy writes the HLO of every module it "
+                                "compiles to /data/trace/hlo, a path of its own container: copy it "
+                                "with `kubectl cp -c pathways-proxy <pod>:/data/trace/hlo .`"));
+  o.driver.extra_env.clear();
+  o.libtpu_flags = {"--xla_dump_to=/elsewhere"};
+  EXPECT_EQ(test::error_of([&] { render_bench(dryrun, o); }).message(),
+            "--dump-hlo: --libtpu-flag --xla_dump_to=/elsewhere sets the dump too; give one of "
+            "them");
+  o.libtpu_flags.clear();
+  std::string text = read_file(RTB_TESTDATA_DIR "/launch_dryrun.txt");
+  text.replace(text.find("name: pathways-proxy"), 20, "name: pathways-other");
+  k8s::DryRun no_proxy = k8s::parse_dryrun(text, "no_proxy.txt");
+  EXPECT_EQ(test::error_of([&] { render_bench(no_proxy, o); }).message(),
+            "--dump-hlo: the trainer JobSet has no pathways-proxy container, so its client "
+            "compiles: use --driver-env DUMP_HLO=1");
 }
 
 TEST(RenderTest, TheRolloutsRoutedExpertsSettingReachesTheDriver) {

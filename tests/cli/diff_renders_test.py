@@ -323,6 +323,7 @@ class DiffRendersTest(TempDirTestCase):
         "trainer-slice 2x2x2": ["--trainer-slice", "tpu7x:2x2x2"],
         "logps-chunk": ["--logps-chunk", "4096"],
         "profile-window": ["--profile-window", "3:2"],
+        "dump-hlo": ["--dump-hlo", "--output-prefix", "gs://b/bench"],
         "driver settings": [
             "--steps", "4", "--micro-steps", "7", "--seed", "11", "--routing-scale", "0.5",
             "--logp-gates", "off", "--advantages", "zero", "--pad-position", "start", "--pad-align",
@@ -335,7 +336,7 @@ class DiffRendersTest(TempDirTestCase):
         "everything": [
             "--maxtext-flag", "ragged_buffer_factor=2.75", "--libtpu-flag=--xla_x=1",
             "--trainer-arg=--k=v", "--orch-arg=--max_steps=3", "--trainer-slice", "tpu7x:4x4x4",
-            "--logps-chunk", "1024", "--profile-window", "1:1", "--namespace", "n2"
+            "--logps-chunk", "1024", "--profile-window", "1:1", "--dump-hlo", "--namespace", "n2"
         ],
     }
 

@@ -69,7 +69,7 @@ def bad_values(kind):
         return [("0", "must be >= 1"), ("x", "not an integer"),
                 ("100", "must be a multiple of the segment alignment 64")]
     if kind == "window":
-        return [("5", "expected START:COUNT (fwd_bwd calls, 0-based start)"),
+        return [("5", "expected START:COUNT (timed steps, 0-based start)"),
                 ("-1:2", "START must be >= 0"), ("1:0", "COUNT must be >= 1")]
     if kind in ("argv", "targets", "text"):
         return []  # not checked as a value (render-bench reads the targets from a FILE)
@@ -95,7 +95,7 @@ def good_value(row):
     if kind == "pad_align":
         return "2048", 2048
     if kind == "window":
-        return " 3 : 2 ", "3:2"
+        return " 1 : 2 ", "1:2"  # within the other settings' STEPS (3)
     if kind == "text":
         return "contract-text", "contract-text"
     raise AssertionError(f"no good value for {row['name']} ({kind})")
@@ -166,6 +166,16 @@ class DriverSettingsContractTest(unittest.TestCase):
                 driver = self.driver_reason(row["name"], value)
                 self.assertEqual(driver, self.render_bench_reason(args, where))
                 self.assertEqual(driver, reason)
+
+    def test_a_window_beyond_the_timed_steps_is_refused_by_both_in_the_same_words(self):
+        # PROFILE_WINDOW counts timed steps: both check it against STEPS, not against the calls.
+        reason = "ends after the last timed step (STEPS=3: steps 0..2)"
+        code, out, err = run_driver({**REQUIRED, "STEPS": "3", "PROFILE_WINDOW": "2:2"})
+        self.assertEqual((code, out, err),
+                         (2, "", f"bench_driver: PROFILE_WINDOW='2:2': {reason}\n"))
+        self.assertEqual(
+            self.render_bench_reason(["--steps", "3", "--profile-window", "2:2"],
+                                     "--profile-window 2:2"), reason)
 
     # --- (b) an accepted value: what render-bench writes, the driver reads back -----------------
     def test_every_setting_without_an_option_passes_driver_env(self):

@@ -706,7 +706,7 @@ class RenderBenchTest(unittest.TestCase):
         self.assertGreaterEqual(text.count("abtest-bench"), 5)
 
     def test_logps_chunk_and_profile_window_and_driver_knobs(self):
-        bench, _, _ = self.render("--logps-chunk", "4096", "--profile-window", "3:2", "--steps",
+        bench, _, _ = self.render("--logps-chunk", "4096", "--profile-window", "2:2", "--steps",
                                   "4", "--micro-steps", "7", "--seed", "11", "--routing-scale",
                                   "0.5", "--logp-gates", "off", "--advantages", "zero",
                                   "--pad-position", "start", "--pad-align", "2048", "--driver-env",
@@ -720,7 +720,7 @@ class RenderBenchTest(unittest.TestCase):
         expected = {
             "STEPS": "4", "MICRO_STEPS": "7", "SEED": "11", "ROUTING_SCALE": "0.5",
             "LOGP_GATES": "off", "ADVANTAGES": "zero", "PAD_POSITION": "start", "PAD_ALIGN": "2048",
-            "PROFILE_WINDOW": "3:2", "REAL_LEN": "1000", "BENCH_NAME": "abtest-bench"
+            "PROFILE_WINDOW": "2:2", "REAL_LEN": "1000", "BENCH_NAME": "abtest-bench"
         }
         for key, value in expected.items():
             self.assertEqual(env[key], value, key)
@@ -828,7 +828,7 @@ class RenderBenchTest(unittest.TestCase):
             "containers[main].startup.argv[--profiler_steps]: --profiler_steps=3 -> "
             "--profiler_steps=0", err)
         self.assertIn(
-            "note: profiler: the driver's (PROFILE_WINDOW=3:2, fwd_bwd calls 3..4); "
+            "note: profiler: the driver's (PROFILE_WINDOW=3:2, timed steps 3..4); "
             "the trainer's own is turned off", err)
         # Without a window: the e2e's profiler, untouched, and no PROFILE_WINDOW.
         env, err = self.render_env("--explain", path=WEIGHTS)
@@ -836,6 +836,31 @@ class RenderBenchTest(unittest.TestCase):
         self.assertIn("--profiler_steps=3", shlex.split(env["TRAINER_ARGV"]))
         self.assertIn("profiler=xplane", env["MAXTEXT_EXTRA_FLAGS"])
         self.assertIn("note: profiler: the trainer's own, as the e2e sets it", err)
+
+    def test_dump_hlo_puts_xlas_dump_flags_on_the_proxy_next_to_the_trace(self):
+        bench, _, err = self.render("--dump-hlo", "--output-prefix", "gs://b/bench", "--explain")
+        dump = "gs://b/bench/abtest-bench/bench_profile/hlo"  # <PROFILE_DIR>/hlo
+        proxy = container(bench, "pathways-proxy")["args"]
+        e2e_proxy = container(e2e_trainer(), "pathways-proxy")["args"]
+        last_xla = max(i for i, a in enumerate(e2e_proxy) if a.startswith("--xla"))
+        self.assertEqual(proxy[last_xla + 1:last_xla + 3],
+                         ["--xla_dump_to=" + dump, "--xla_dump_hlo_as_text"])
+        self.assertEqual(len(proxy), len(e2e_proxy) + 2)
+        # The client compiles nothing under Pathways: neither it nor the workers get the flags.
+        text = yaml.safe_dump(bench)
+        self.assertEqual(text.count("xla_dump_to"), 1, "in the proxy's args only")
+        self.assertNotIn("DUMP_HLO", startup_env(script_of(bench)))
+        self.assertIn(
+            "--dump-hlo: spec.replicatedJobs[proc].template.spec.template.spec.initContainers"
+            f"[pathways-proxy].args[--xla_dump_to]: (absent) -> --xla_dump_to={dump}", err)
+        self.assertIn(f"compiles to {dump}, next to the driver's trace", err)
+        knobs = {k["option"]: k for k in json.loads(run(["--print-knobs"])[1])["knobs"]}
+        self.assertEqual((knobs["--dump-hlo"]["arity"], knobs["--dump-hlo"]["setting"]),
+                         ("flag", None))
+        # One proxy serves every run of a same-pod A/B.
+        rc, out, err = run([FIXTURE, "--name", "ab", "--arm", "a", "--arm", "b:--dump-hlo"])
+        self.assertEqual((rc, out), (2, ""), err)
+        self.assertIn("--dump-hlo cannot change inside one pod", err)
 
     def test_rollout_routed_experts_are_copied(self):
         bench, _, _ = self.render()  # the rollout passes --return_routed_experts=true

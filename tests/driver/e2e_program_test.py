@@ -232,11 +232,11 @@ class WeightsAndProfilerTest(fake_tunix.FakeTunixTestCase):
     self.assertEqual((weights["source"], weights["path"]), ("checkpoint", "gs://b/state"))
 
   def test_one_profiler_only(self):
-    line = self.run_stopped(2, PROFILE_WINDOW="1:2")  # the default argv has --profiler_steps=2
+    line = self.run_stopped(2, PROFILE_WINDOW="1:1")  # the default argv has --profiler_steps=2
     self.assertIn(
         "PROFILE_WINDOW is set and so is the trainer's own profiler (TRAINER_ARGV "
         "--profiler_steps=2)", line)
-    line = self.run_stopped(2, PROFILE_WINDOW="1:2", TRAINER_ARGV=TRAINER_ARGV_UNPROFILED,
+    line = self.run_stopped(2, PROFILE_WINDOW="1:1", TRAINER_ARGV=TRAINER_ARGV_UNPROFILED,
                             MAXTEXT_EXTRA_FLAGS="profiler=xplane")
     self.assertIn("MAXTEXT_EXTRA_FLAGS profiler=xplane", line)
     result, _ = self.run_driver()

@@ -66,21 +66,28 @@ class Events:
 class FakeProfiler:
   """jax.profiler's start_trace / stop_trace, logged to the shared events."""
 
-  def __init__(self, events: Events, fail_start: bool = False) -> None:
+  def __init__(self, events: Events, fail_start: bool = False,
+               clock: Optional[FakeClock] = None) -> None:
     self.events = events
     self.active = False
     self.starts: List[str] = []
     self.stops = 0
     self.fail_start = fail_start
+    self.clock = clock
+    self.cost_s = 0.0  # what each start and stop takes on the clock
 
   def start(self, log_dir: str) -> None:
     if self.fail_start:
       raise RuntimeError("profiler busy")
+    if self.clock:
+      self.clock.advance(self.cost_s)
     self.starts.append(log_dir)
     self.active = True
     self.events.add("profiler_start", log_dir)
 
   def stop(self) -> None:
+    if self.clock:
+      self.clock.advance(self.cost_s)
     self.stops += 1
     self.active = False
     self.events.add("profiler_stop")
@@ -527,7 +534,7 @@ class Harness:
     self.clock = FakeClock()
     self.events = Events()
     self.worker = worker_class(self.clock, self.events, **worker_kwargs)
-    self.profiler = FakeProfiler(self.events)
+    self.profiler = FakeProfiler(self.events, clock=self.clock)
     self.worker.profiler = self.profiler
     self.lines: List[str] = []
     self.logs: List[str] = []
@@ -535,14 +542,9 @@ class Harness:
   def run(self, plan: Any, **kwargs: Any) -> List[Any]:
     calls = bd.WorkerCalls(self.worker, make_request=Request)
     kwargs.setdefault("watcher", InlineCompletionWatcher(self.clock))
-    kwargs.setdefault("observer", bd.DeviceObserver(block_all=self.fence))
+    kwargs.setdefault("observer", bd.DeviceObserver())
     return bd.run_steps(self.worker, plan, clock=self.clock, profiler=self.profiler, calls=calls,
                         out=self.lines.append, log=self.logs.append, **kwargs)
-
-  def fence(self) -> None:
-    """Waits for all device work: the fake workers' device is done at `device_free`."""
-    self.events.add("fence")
-    self.clock.now = max(self.clock.now, getattr(self.worker, "device_free", self.clock.now))
 
   def machine(self, prefix: str) -> List[str]:
     return [line for line in self.lines if line.startswith(prefix)]

@@ -63,13 +63,6 @@ class DeviceObserverTest(unittest.TestCase):
     Engine._cached_losses.append(WeightedMetric(Token(clock, events, 3.0, "s"), 1.0))
     self.assertEqual(observer.completion(worker, None, "update"), (None, "dispatch"))
 
-  def test_fence_consumes_nothing(self):
-    blocked = []
-    observer = bd.DeviceObserver(block_all=lambda: blocked.append(True))
-    self.assertTrue(observer.fence())
-    self.assertEqual(blocked, [True])
-    self.assertFalse(bd.DeviceObserver().fence())
-
   def test_the_update_token_is_the_updates_only(self):
     events, clock = Events(), FakeClock()
     trainer = types.SimpleNamespace(last_fwd_bwd_token=Token(clock, events, 1.0, "mb"),
@@ -80,8 +73,6 @@ class DeviceObserverTest(unittest.TestCase):
     trainer.last_update_token = Token(clock, events, 2.0, "update")
     self.assertEqual(observer.completion(worker, None, "update"),
                      (trainer.last_update_token, "token"))
-    self.assertFalse(observer.can_fence())
-    self.assertTrue(bd.DeviceObserver(block_all=lambda: None).can_fence())
 
   def test_engines_of(self):
     self.assertEqual(bd.engines_of(object()), [])

@@ -359,8 +359,19 @@ class PodFlowTest(fake_tunix.FakeTunixTestCase):
     (imported,) = [call for call in calls if call["event"] == "jax_initialize"]
     self.assertIsNone(imported["xla_flags"])
 
+  def test_dump_hlo_on_pathways_warns_that_the_client_compiles_nothing(self):
+    pathways = {"JAX_PLATFORMS": "proxy", "JAX_BACKEND_TARGET": "grpc://127.0.0.1:29000"}
+    result, _ = self.run_driver(DUMP_HLO="1", **pathways)
+    self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+    (warning,) = [line for line in result.stdout.splitlines() if "WARNING: DUMP_HLO=1" in line]
+    self.assertIn("pathways-proxy compiles", warning)
+    self.assertIn("render-bench --dump-hlo", warning)
+    for settings in ({"DUMP_HLO": "1"}, pathways):
+      result, _ = self.run_driver(**settings)
+      self.assertNotIn("WARNING: DUMP_HLO", result.stdout + result.stderr)
+
   def test_knobs_reach_the_payload_and_the_algorithm(self):
-    result, calls = self.run_driver(LOGP_GATES="off", FINAL_ROWS="1", PROFILE_WINDOW="1:2",
+    result, calls = self.run_driver(LOGP_GATES="off", FINAL_ROWS="1", PROFILE_WINDOW="1:1",
                                     SEGMENTS="2", PAD_POSITION="start", PAD_ALIGN="64",
                                     TRAINER_ARGV=TRAINER_ARGV_UNPROFILED)
     self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
@@ -369,16 +380,18 @@ class PodFlowTest(fake_tunix.FakeTunixTestCase):
     loss = next(call for call in calls if call["event"] == "with_loss_fn")
     self.assertEqual(loss["loss"], {"seq_logprob_error_threshold": None})
     self.assertIn("seq_logprob_error_threshold=2.0 turned off", result.stdout)
-    # The trainer's own profiler is off; the driver traces calls 1 and 2.
+    # The trainer's own profiler is off; the driver traces step 1, whole: its 3 calls and its
+    # update, inside its mark.
     self.assertEqual(next(c for c in calls if c["event"] == "trainer")["profiler_steps"], 0)
     self.assertEqual(self.summary_of(result)["profiler"]["by"], "driver")
     events = [call["event"] for call in calls]
     self.assertEqual(events.count("start_trace"), 1)
     self.assertEqual(events.count("stop_trace"), 1)
-    first = events.index("fwd_bwd")
-    self.assertEqual(events.index("start_trace"), first + 1)  # before call 1
-    fwd_indices = [i for i, event in enumerate(events) if event == "fwd_bwd"]
-    self.assertTrue(fwd_indices[2] < events.index("stop_trace") < fwd_indices[3])
+    opened, closed = events.index("start_trace"), events.index("stop_trace")
+    traced = [event for event in events[opened + 1:closed] if event != "get_step_timing"]
+    self.assertEqual(traced,
+                     ["step_trace", "fwd_bwd", "fwd_bwd", "fwd_bwd", "update", "step_trace_end"])
+    self.assertEqual(calls[opened + 1]["step_num"], 1)
     # Every step is marked for profile-report (jax.profiler.StepTraceAnnotation, step_num).
     marks = [call for call in calls if call["event"] == "step_trace"]
     self.assertEqual([mark["step_num"] for mark in marks], list(range(len(marks))))
@@ -392,7 +405,7 @@ class PodFlowTest(fake_tunix.FakeTunixTestCase):
     self.assertEqual(summary["segments"], 2)
     self.assertEqual(summary["shift"], 0)  # 37 tokens of padding < PAD_ALIGN 64: no move
     self.assertIn("routing_final", summary)
-    self.assertEqual(summary["knobs"]["profile_window"], "1:2")
+    self.assertEqual(summary["knobs"]["profile_window"], "1:1")
 
   def test_bad_settings_found_with_the_shapes_exit_2(self):
     for settings, fragment in [
@@ -418,7 +431,7 @@ class PodFlowTest(fake_tunix.FakeTunixTestCase):
     self.assertIn("unrecognized arguments: --unknown_flag=1", result.stderr)
 
   def test_a_failing_step_exits_1_and_stops_the_trace(self):
-    result, calls = self.run_driver(FAKE_FAIL_AT="4", PROFILE_WINDOW="3:3",
+    result, calls = self.run_driver(FAKE_FAIL_AT="4", PROFILE_WINDOW="1:1",
                                     TRAINER_ARGV=TRAINER_ARGV_UNPROFILED)
     self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
     self.assertEqual(result.stderr.splitlines()[-1], "bench_driver: failed: device lost")

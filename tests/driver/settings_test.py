@@ -38,7 +38,7 @@ class ParseTest(unittest.TestCase):
         base_env(STEPS="3", MICRO_STEPS="12", SEED="-4", ROUTING_TARGETS="1.5, 2,3.25",
                  ROUTING_SCALE="0.5", LOGP_GATES="off", ADVANTAGES="zero", PAD_POSITION="start",
                  PAD_ALIGN="2048", REAL_LEN="60000", SEGMENTS="8", FINAL_ROWS="17",
-                 PROFILE_WINDOW="10:4", PROFILE_DIR="gs://bucket/trace", BENCH_NAME="my-bench",
+                 PROFILE_WINDOW="1:2", PROFILE_DIR="gs://bucket/trace", BENCH_NAME="my-bench",
                  UNKNOWN_SETTING="ignored"))
     self.assertEqual((settings.steps, settings.micro_steps, settings.seed), (3, 12, -4))
     self.assertEqual(settings.routing_targets, [1.5, 2.0, 3.25])
@@ -48,12 +48,12 @@ class ParseTest(unittest.TestCase):
     self.assertEqual(settings.pad_position, "start")
     self.assertEqual(settings.pad_align, 2048)
     self.assertEqual((settings.real_len, settings.segments, settings.final_rows), (60000, 8, 17))
-    self.assertEqual(settings.profile_window, (10, 4))
+    self.assertEqual(settings.profile_window, (1, 2))
     self.assertEqual(settings.profile_dir, "gs://bucket/trace")
     self.assertEqual(settings.bench_name, "my-bench")
     knobs = settings.knobs()
     self.assertEqual(knobs["logp_gates"], "off")
-    self.assertEqual(knobs["profile_window"], "10:4")
+    self.assertEqual(knobs["profile_window"], "1:2")
     self.assertEqual(knobs["routing_targets"], [1.5, 2.0, 3.25])
 
   def test_bench_name_falls_back_to_the_jobset_name(self):
@@ -94,6 +94,10 @@ class ParseTest(unittest.TestCase):
         (base_env(ROUTING_TARGETS="inf"), "not finite"),
         (base_env(PROFILE_WINDOW="3:0"), "COUNT must be >= 1"),
         (base_env(PROFILE_WINDOW="-1:2"), "START must be >= 0"),
+        # The window counts timed steps: it ends within STEPS (default 5), whatever MICRO_STEPS.
+        (base_env(PROFILE_WINDOW="4:2", MICRO_STEPS="9"),
+         "PROFILE_WINDOW='4:2': ends after the last timed step (STEPS=5: steps 0..4)"),
+        (base_env(PROFILE_WINDOW="3:1", STEPS="3"), "(STEPS=3: steps 0..2)"),
         (base_env(PAD_ALIGN="0"), "must be >= 1"),
         ({"ORCH_ARGV": ORCH_ARGV}, "TRAINER_ARGV is not set"),
         ({"TRAINER_ARGV": TRAINER_ARGV}, "ORCH_ARGV is not set"),
@@ -121,7 +125,7 @@ class PrintSettingsTest(unittest.TestCase):
 
   def test_every_setting_that_is_set_as_the_driver_reads_it(self):
     text = bd.print_settings(
-        base_env(PROFILE_WINDOW="10:4", STEPS="3", LOGP_GATES="off", ROUTING_TARGETS="1.5, 2",
+        base_env(PROFILE_WINDOW="2:1", STEPS="3", LOGP_GATES="off", ROUTING_TARGETS="1.5, 2",
                  ORCH_PACK_PAD_ALIGN="1024", SEED="", JOBSET_NAME="js"))
     printed = json.loads(text)
     self.assertEqual(text, json.dumps(printed, separators=(",", ":")))  # one compact line
@@ -133,7 +137,7 @@ class PrintSettingsTest(unittest.TestCase):
     self.assertEqual(printed["STEPS"], 3)
     self.assertEqual(printed["ROUTING_TARGETS"], [1.5, 2.0])
     self.assertEqual(printed["LOGP_GATES"], "off")
-    self.assertEqual(printed["PROFILE_WINDOW"], "10:4")
+    self.assertEqual(printed["PROFILE_WINDOW"], "2:1")
     self.assertEqual(printed["ORCH_PACK_PAD_ALIGN"], 1024)
 
   def test_a_bad_value_is_refused_as_the_pod_run_would(self):

@@ -77,13 +77,9 @@ class Device:
 
   def __init__(self):
     self._queue: "queue.Queue" = queue.Queue()
-    self._idle = threading.Condition()
-    self._pending = 0
     threading.Thread(target=self._run, daemon=True).start()
 
   def dispatch(self, seconds: float, outputs: List[DeviceArray]) -> None:
-    with self._idle:
-      self._pending += 1
     self._queue.put((seconds, outputs))
 
   def _run(self):
@@ -92,13 +88,6 @@ class Device:
       time.sleep(seconds)
       for output in outputs:
         output._ready.set()  # pylint: disable=protected-access  # the device model's own array
-      with self._idle:
-        self._pending -= 1
-        self._idle.notify_all()
-
-  def wait_all(self):
-    with self._idle:
-      self._idle.wait_for(lambda: self._pending == 0)
 
 
 class InflightThrottler:
@@ -336,9 +325,8 @@ def run(worker, device, steps=3, micro_steps=4, stage=None, state_log=None):
   state = bd.StageState(stage, logs.append)
   worker.compile(None)
   records = bd.run_steps(worker, plan, calls=bd.WorkerCalls(worker, make_request=Request),
-                         observer=bd.DeviceObserver(block_all=device.wait_all),
-                         watcher=bd.CompletionWatcher(time.monotonic), profiler=object(),
-                         out=lines.append, log=logs.append, stage_state=state)
+                         observer=bd.DeviceObserver(), watcher=bd.CompletionWatcher(time.monotonic),
+                         profiler=object(), out=lines.append, log=logs.append, stage_state=state)
   summary = summary_of(plan, records, tokens_per_row=128, real_len=100, stage=state.summary())
   return records, summary, lines
 

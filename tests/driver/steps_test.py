@@ -88,7 +88,7 @@ class UpdatePathTest(unittest.TestCase):
     return bd.StepRunner(harness.worker, plan, clock=harness.clock, profiler=harness.profiler,
                          calls=bd.WorkerCalls(harness.worker, Request), out=harness.lines.append,
                          log=harness.logs.append, watcher=InlineCompletionWatcher(harness.clock),
-                         observer=bd.DeviceObserver(block_all=harness.fence))
+                         observer=bd.DeviceObserver())
 
   def test_a_kwargs_worker_that_applies_the_update_fuses(self):
     harness = Harness(KwargsFusedWorker)
@@ -135,7 +135,7 @@ class UpdatePathTest(unittest.TestCase):
                            profiler=harness.profiler, calls=bd.WorkerCalls(harness.worker, Request),
                            out=harness.lines.append, log=harness.logs.append,
                            watcher=InlineCompletionWatcher(harness.clock),
-                           observer=bd.DeviceObserver(block_all=harness.fence), stage_state=state)
+                           observer=bd.DeviceObserver(), stage_state=state)
     runner.run()
     path = runner.summary_facts()["update_path"]
     self.assertEqual(path["ran"], "mixed")
@@ -145,73 +145,60 @@ class UpdatePathTest(unittest.TestCase):
 
 class ProfilerTest(unittest.TestCase):
 
-  def test_window_covers_exactly_its_calls(self):
+  def test_window_holds_whole_steps(self):
     harness = Harness(ExplicitWorker)
-    harness.run(make_plan(steps=3, micro_steps=3, window=(3, 4)))
-    profiler = harness.profiler
-    self.assertEqual(profiler.starts, ["/tmp/trace-dir"])
-    self.assertEqual(profiler.stops, 1)
+    records = harness.run(make_plan(steps=4, micro_steps=3, window=(1, 2)))
+    self.assertEqual([record.profiled for record in records], [False, True, True, False])
+    self.assertEqual(harness.profiler.starts, ["/tmp/trace-dir"])
+    self.assertEqual(harness.profiler.stops, 1)
     traced = [item[1] for item in harness.events.items if item[0] == "fwd_bwd" and item[2]]
-    self.assertEqual(traced, [3, 4, 5, 6])
-    # The stop comes after the window's last call has finished on the device: a fence, which
-    # consumes no metrics (get_metrics would take the step's metrics from its BENCH_STEP).
+    self.assertEqual(traced, [3, 4, 5, 6, 7, 8])  # every call of steps 1 and 2
+    # The trace opens before step 1's mark and closes after step 2's, its update included.
     names = harness.events.names()
-    stop = names.index("profiler_stop")
-    self.assertEqual(names[stop - 2:stop], ["fwd_bwd", "fence"])
-    self.assertEqual(len([name for name in names[:stop] if name == "fwd_bwd"]), 7)
+    start, stop = names.index("profiler_start"), names.index("profiler_stop")
+    inside = [
+        item for item in harness.events.items[start + 1:stop]
+        if item[0] in ("step_begin", "update", "step_end")
+    ]
+    self.assertEqual(inside, [("step_begin", 1), ("update", 2), ("step_end", 1), ("step_begin", 2),
+                              ("update", 3), ("step_end", 2)])
+
+  def test_starting_and_stopping_the_trace_is_timed_in_no_step(self):
+    harness = Harness(ExplicitWorker)
+    harness.profiler.cost_s = 100.0
+    records = harness.run(make_plan(steps=4, micro_steps=2, window=(1, 2)))
+    self.assertEqual([record.profiled for record in records], [False, True, True, False])
+    self.assertEqual(len({record.seconds for record in records}), 1,
+                     [record.seconds for record in records])
 
   def test_each_step_is_marked_from_its_first_dispatch_to_its_end(self):
     harness = Harness(ExplicitWorker)
-    harness.run(make_plan(steps=3, micro_steps=2, window=(2, 2)))
+    harness.run(make_plan(steps=3, micro_steps=2, window=(1, 1)))
     names = harness.events.names()
     marks = [item for item in harness.events.items if item[0] in ("step_begin", "step_end")]
     self.assertEqual(marks, [("step_begin", 0), ("step_end", 0), ("step_begin", 1), ("step_end", 1),
                              ("step_begin", 2), ("step_end", 2)])
-    # The window opens with step 1's first call: the trace starts before step 1's mark (a mark
-    # begun before the trace is not recorded), which spans its calls and its update.
     first = names.index("step_begin", names.index("step_end"))
     self.assertEqual(names[first - 1:first + 2], ["profiler_start", "step_begin", "fwd_bwd"])
     self.assertLess(names.index("update", first), names.index("step_end", first))
+    self.assertEqual(names[names.index("step_end", first) + 1], "profiler_stop")
 
   def test_no_window_marks_no_step(self):
     harness = Harness(ExplicitWorker)
     harness.run(make_plan(steps=2, micro_steps=2))
     self.assertNotIn("step_begin", harness.events.names())
 
-  def test_window_stop_waits_on_the_call_token(self):
-    harness = Harness(AsyncWorker)
-    harness.run(make_plan(steps=1, micro_steps=4, window=(1, 2)))
-    names = harness.events.items
-    stop = harness.events.names().index("profiler_stop")
-    self.assertEqual(names[stop - 1], ("wait", "mb2"))
-    self.assertEqual(harness.profiler.stops, 1)
-
-  def test_window_past_the_end_stops_at_the_end(self):
-    harness = Harness(ExplicitWorker)
-    harness.run(make_plan(steps=2, micro_steps=3, window=(4, 10)))
-    self.assertEqual(len(harness.profiler.starts), 1)
-    self.assertEqual(harness.profiler.stops, 1)
-    self.assertEqual(harness.events.names()[-1], "profiler_stop")
-    self.assertTrue(any("end of the run" in line for line in harness.logs))
-
-  def test_window_after_the_run_never_starts(self):
-    harness = Harness(ExplicitWorker)
-    harness.run(make_plan(steps=1, micro_steps=3, window=(3, 2)))
-    self.assertEqual(harness.profiler.starts, [])
-    self.assertEqual(harness.profiler.stops, 0)
-    self.assertTrue(any("no trace" in line for line in harness.logs))
-
   def test_trace_is_stopped_on_an_exception(self):
     harness = Harness(ExplicitWorker, fail_at=4)
     with self.assertRaises(RuntimeError):
-      harness.run(make_plan(steps=3, micro_steps=3, window=(2, 5)))
+      harness.run(make_plan(steps=3, micro_steps=3, window=(0, 3)))
     self.assertEqual(len(harness.profiler.starts), 1)
     self.assertEqual(harness.profiler.stops, 1)
 
   def test_no_stop_when_the_failure_precedes_the_window(self):
     harness = Harness(ExplicitWorker, fail_at=1)
     with self.assertRaises(RuntimeError):
-      harness.run(make_plan(steps=3, micro_steps=3, window=(5, 2)))
+      harness.run(make_plan(steps=3, micro_steps=3, window=(1, 2)))
     self.assertEqual(harness.profiler.starts, [])
     self.assertEqual(harness.profiler.stops, 0)
 
@@ -401,7 +388,6 @@ class StepEndTest(unittest.TestCase):
     # Nothing the update produced to wait on: an error, not a wait on every live array.
     with self.assertRaisesRegex(bd.TunixMissing, "^no way to end the step on its update: "):
       harness.run(make_plan(steps=2, micro_steps=2))
-    self.assertNotIn("fence", harness.events.names())
 
   def test_the_step_ends_on_a_leaf_of_the_new_state(self):
 
@@ -419,10 +405,9 @@ class StepEndTest(unittest.TestCase):
                            profiler=harness.profiler, calls=bd.WorkerCalls(harness.worker, Request),
                            out=harness.lines.append, log=harness.logs.append,
                            watcher=InlineCompletionWatcher(harness.clock),
-                           observer=bd.DeviceObserver(block_all=harness.fence))
+                           observer=bd.DeviceObserver())
     records = runner.run()
     self.assertEqual([round(r.seconds, 6) for r in records], [6.0, 6.0])
-    self.assertNotIn("fence", harness.events.names())
     waits = [item[1] for item in harness.events.items if item[0] == "wait"]
     self.assertEqual(waits.count("state1"), 1)
     self.assertEqual(waits.count("state2"), 2)  # the step end, then fence_s on the idle device
@@ -443,7 +428,7 @@ class StepEndTest(unittest.TestCase):
 
   def test_a_profiled_step_keeps_its_metrics(self):
     harness = Harness(ExplicitWorker)
-    records = harness.run(make_plan(steps=3, micro_steps=3, window=(3, 3)))
+    records = harness.run(make_plan(steps=3, micro_steps=3, window=(1, 1)))
     self.assertEqual([r.profiled for r in records], [False, True, False])
     steps = harness.bench_steps()
     self.assertEqual([step["profiled"] for step in steps], [False, True, False])

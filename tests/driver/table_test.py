@@ -45,7 +45,7 @@ class TableTest(unittest.TestCase):
         ("bool", "maybe", "not a boolean (true/false, 1/0, yes/no, on/off)"),
         ("pad_align", "100", "must be a multiple of the segment alignment 64"),
         ("pad_align", "0", "must be >= 1"),
-        ("window", "5", "expected START:COUNT (fwd_bwd calls, 0-based start)"),
+        ("window", "5", "expected START:COUNT (timed steps, 0-based start)"),
         ("window", "-1:2", "START must be >= 0"),
         ("window", "1:0", "COUNT must be >= 1"),
         # ASCII only, as render-bench reads them: no other Unicode digits or spaces.
@@ -54,7 +54,7 @@ class TableTest(unittest.TestCase):
         ("float>=0", "\u0661.5", "not a number"),
         ("choice:on|off", "on\u00a0", "must be one of on|off"),
         ("bool", "\u00a0yes", "not a boolean (true/false, 1/0, yes/no, on/off)"),
-        ("window", "\u0661:2", "expected START:COUNT (fwd_bwd calls, 0-based start)"),
+        ("window", "\u0661:2", "expected START:COUNT (timed steps, 0-based start)"),
     ]
     for kind, text, reason in cases:
       with self.subTest(kind=kind, text=text):

@@ -98,9 +98,9 @@ class WordsTest(unittest.TestCase):
     self.assertEqual(bd.parse_window("W", "10:4"), (10, 4))
     self.assertEqual(bd.parse_window("W", " 0 : 1 "), (0, 1))
     for text, message in [
-        ("10", "W='10': expected START:COUNT (fwd_bwd calls, 0-based start)"),
-        ("a:b", "W='a:b': expected START:COUNT (fwd_bwd calls, 0-based start)"),
-        ("1:2:3", "W='1:2:3': expected START:COUNT (fwd_bwd calls, 0-based start)"),
+        ("10", "W='10': expected START:COUNT (timed steps, 0-based start)"),
+        ("a:b", "W='a:b': expected START:COUNT (timed steps, 0-based start)"),
+        ("1:2:3", "W='1:2:3': expected START:COUNT (timed steps, 0-based start)"),
         ("-1:2", "W='-1:2': START must be >= 0"),
         ("3:0", "W='3:0': COUNT must be >= 1"),
     ]:

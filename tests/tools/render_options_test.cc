@@ -216,7 +216,7 @@ TEST(RenderOptions, BadDriverSettingsAreRefusedInTheDriversWords) {
        {{"--routing", "yes"}, "--routing yes: must be one of auto|on|off"},
        {{"--logps-pass", "1"}, "--logps-pass 1: must be one of auto|on|off"},
        {{"--profile-window", "5"},
-        "--profile-window 5: expected START:COUNT (fwd_bwd calls, 0-based start)"},
+        "--profile-window 5: expected START:COUNT (timed steps, 0-based start)"},
        {{"--profile-window=-1:2"}, "--profile-window -1:2: START must be >= 0"},
        {{"--profile-window", "1:0"}, "--profile-window 1:0: COUNT must be >= 1"}});
 }

@@ -258,6 +258,10 @@ class BenchClassifier {
         return refuse("render-bench changes argv flags, not positional words");
       }
     }
+    // XLA's dump flags belong where the compile runs, the proxy, and nowhere else (--dump-hlo).
+    if (proxy_ && under(p, proxy_->path + ".args") && added_or_changed &&
+        (base_flag_key(item) == "--xla_dump_to" || base_flag_key(item) == "--xla_dump_hlo_as_text"))
+      return allow(BenchChange::kDumpHlo);
     if (auto libtpu = classify_libtpu(d, p, item)) return *libtpu;
     if (auto slice = classify_slice(d, p, item)) return *slice;
     return refuse("not something render-bench changes");
@@ -703,11 +707,11 @@ RenderDiff diff_renders(const k8s::DryRun& a, const k8s::DryRun& b,
 std::string_view bench_change_id(BenchChange change) {
   // In BenchChange's order.
   static constexpr std::string_view kIds[] = {
-      "name",         "gang-id",       "max-restarts",   "namespace",
-      "image",        "client-script", "client-program", "driver-settings",
-      "maxtext-flag", "libtpu-flag",   "libtpu-workers", "argv-flag",
-      "logps-chunk",  "trainer-slice", "weights",        "profiler"};
-  static_assert(std::size(kIds) == static_cast<std::size_t>(BenchChange::kProfiler) + 1);
+      "name",           "gang-id",        "max-restarts",    "namespace",     "image",
+      "client-script",  "client-program", "driver-settings", "maxtext-flag",  "libtpu-flag",
+      "libtpu-workers", "argv-flag",      "logps-chunk",     "trainer-slice", "weights",
+      "profiler",       "dump-hlo"};
+  static_assert(std::size(kIds) == static_cast<std::size_t>(BenchChange::kDumpHlo) + 1);
   auto index = static_cast<std::size_t>(change);
   return index < std::size(kIds) ? kIds[index] : "unknown";
 }

@@ -122,6 +122,8 @@ enum class BenchChange {
                     // argv flag, a MAXTEXT_EXTRA_FLAGS item or MAXTEXT_CKPT (trainer_config.h)
   kProfiler,        // the trainer's own profiler turned off where the bench driver traces
                     // (--profile-window): --profiler_steps=0, MAXTEXT_EXTRA_FLAGS profiler dropped
+  kDumpHlo,         // the XLA dump flags (--xla_dump_to, --xla_dump_hlo_as_text) set in the
+                    // pathways-proxy args only, where the compile runs (--dump-hlo)
 };
 std::string_view bench_change_id(BenchChange change);  // "name", "gang-id", ...
 

@@ -372,7 +372,7 @@ std::optional<std::string> refusal(const DriverSetting& setting, std::string_vie
       return std::nullopt;
     case SettingKind::kWindow: {
       auto window = python_window(value);
-      if (!window) return "expected START:COUNT (fwd_bwd calls, 0-based start)";
+      if (!window) return "expected START:COUNT (timed steps, 0-based start)";
       if (window->first.negative) return "START must be >= 0";
       if (window->second.less_than(1)) return "COUNT must be >= 1";
       return std::nullopt;
@@ -423,6 +423,12 @@ std::optional<std::pair<std::int64_t, std::int64_t>> window_setting(const Driver
   if (!first || !second || *first > highest || *second > highest)
     refuse(setting, value, fmt::format("out of range (at most {})", highest));
   return std::make_pair(*first, *second);
+}
+
+std::optional<std::string> window_beyond_steps(std::pair<std::int64_t, std::int64_t> window,
+                                               std::int64_t steps) {
+  if (window.first + window.second <= steps) return std::nullopt;
+  return fmt::format("ends after the last timed step (STEPS={}: steps 0..{})", steps, steps - 1);
 }
 
 }  // namespace rtb::bench

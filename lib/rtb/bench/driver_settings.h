@@ -95,4 +95,9 @@ std::optional<std::pair<std::int64_t, std::int64_t>> window_setting(
     const DriverSetting& setting, std::string_view value,
     std::int64_t highest = std::numeric_limits<std::int64_t>::max());
 
+// Why the driver refuses a PROFILE_WINDOW of {START, COUNT} timed steps with STEPS `steps` (a
+// window must end within the timed steps), in its words; std::nullopt when it fits.
+std::optional<std::string> window_beyond_steps(std::pair<std::int64_t, std::int64_t> window,
+                                               std::int64_t steps);
+
 }  // namespace rtb::bench

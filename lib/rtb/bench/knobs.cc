@@ -84,6 +84,8 @@ std::string_view one_per_pod(Knob knob) {
              "serve every run of the pod without restarting";
     case Knob::kTrainerSlice:
       return "it is the slice the pod runs on";
+    case Knob::kDumpHlo:
+      return "it sets the pathways-proxy args, which serve every run of the pod";
     case Knob::kWeights:
       return "it edits the client container's environment list (MAXTEXT_CKPT), which every run "
              "shares";
@@ -154,6 +156,10 @@ std::vector<KnobSpec> build_table() {
        &window,
        {},
        {}},
+      row_of(KnobArity::kFlag)(
+          Knob::kDumpHlo, "--dump-hlo", "",
+          "The compiling container (pathways-proxy) writes every XLA module, the scheduled one "
+          "included, as HLO text to <PROFILE_DIR>/hlo, next to the trace (profile-report --hlo)"),
       once(Knob::kWeights, "--weights", "TEXT:{random,checkpoint}",
            "random: drop what would load a checkpoint into the trainer (--maxtext_ckpt_path, "
            "load_parameters_path, load_full_state_path, MAXTEXT_CKPT), so MaxText initialises "
@@ -325,6 +331,9 @@ void apply_knob(const KnobSpec& spec, std::string_view text, RenderOptions& opti
       return;
     case Knob::kProfileWindow:
       options.profile_window = parse_profile_window(text);
+      return;
+    case Knob::kDumpHlo:
+      options.dump_hlo = true;
       return;
     case Knob::kWeights:
       options.weights = parse_weights(text);

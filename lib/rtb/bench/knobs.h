@@ -40,6 +40,7 @@ enum class Knob {
   kTrainerSlice,
   kLogpsChunk,
   kProfileWindow,
+  kDumpHlo,
   kWeights,
   kSetting,  // a row of the driver settings table with an option (--steps, --routing-targets, ...)
   kDriverEnv,
@@ -97,7 +98,7 @@ std::string knobs_json();
 // The knobs whose text is parsed into another type, as apply_knob parses them:
 // "random" or "checkpoint" as Weights ("--weights <text>: must be random or checkpoint");
 Weights parse_weights(std::string_view text);
-// --profile-window START:COUNT (fwd_bwd calls) as {START, COUNT}, std::nullopt for a blank value
+// --profile-window START:COUNT (timed steps) as {START, COUNT}, std::nullopt for a blank value
 // (no window), refused in the driver's words ("--profile-window <text>: <reason>");
 std::optional<std::pair<int, int>> parse_profile_window(std::string_view text);
 // --driver-env KEY=VALUE (a non-empty key) as {KEY, VALUE}.

@@ -307,6 +307,7 @@ RenderResult Renderer::run() {
   apply_weights();
   edit_trainer_slice();
   set_driver_and_profiler();
+  set_hlo_dump();
   build_client_command();
   check_names_fit();
   check_bench_against_e2e(e2e_trainer_->root, bench_.root, result_.changes);

@@ -65,7 +65,8 @@ struct RenderOptions {
   std::vector<std::string> orchestrator_args;         // upsert into the orchestrator argv
   std::optional<std::string> trainer_slice;           // TYPE:TOPOLOGY
   std::optional<int> logps_chunk;                     // compute_logps_chunk_size
-  std::optional<std::pair<int, int>> profile_window;  // START:COUNT in fwd_bwd calls
+  std::optional<std::pair<int, int>> profile_window;  // START:COUNT in timed steps
+  bool dump_hlo = false;  // the XLA dump flags on the pathways-proxy, which compiles
   Weights weights = Weights::kRandom;
   DriverSettings driver;
   k8s::RoleMains mains;

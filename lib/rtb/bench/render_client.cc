@@ -334,7 +334,7 @@ void Renderer::set_driver_and_profiler() {
     maxtext->value = maxtext_flags.str();
     edited_env_.insert(std::string(kMaxTextFlagsEnv));
   }
-  note(fmt::format("profiler: the driver's (PROFILE_WINDOW={}:{}, fwd_bwd calls {}..{}){}", start,
+  note(fmt::format("profiler: the driver's (PROFILE_WINDOW={}:{}, timed steps {}..{}){}", start,
                    count, start, start + count - 1,
                    trainer_profiler.empty()
                        ? "; the e2e trainer's profiler is off"
@@ -488,9 +488,12 @@ std::vector<std::pair<std::string, std::string>> driver_environment(
   for (const auto& [name, text] : orch_env) env.emplace_back("ORCH_" + name, text);
   for (const auto& [name, text] : rollout_env) env.emplace_back(name, text);
   if (options.profile_window) {
-    env.emplace_back("PROFILE_WINDOW",
-                     value("PROFILE_WINDOW", fmt::format("{}:{}", options.profile_window->first,
-                                                         options.profile_window->second)));
+    std::string window =
+        fmt::format("{}:{}", options.profile_window->first, options.profile_window->second);
+    env.emplace_back("PROFILE_WINDOW", value("PROFILE_WINDOW", window));
+    // The window counts timed steps: as the driver, refuse one beyond STEPS.
+    if (auto why = window_beyond_steps(*options.profile_window, d.steps))
+      fail_knob(Knob::kProfileWindow, window, "{}", *why);
   }
   // Settings that have their own option are refused in --driver-env even when that option is
   // absent, so a render never depends on which of the two set them; so are those the render

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "rtb/base/error.h"
+#include "rtb/base/text.h"
 #include "rtb/bench/render_steps.h"
 #include "rtb/bench/render_table.h"
 #include "rtb/bench/trainer_config.h"
@@ -128,31 +129,7 @@ void Renderer::edit_libtpu_flags() {
   k8s::JobSetView view(bench_);
   // 2. The pathways proxy: one args item per flag, new ones after the last --xla item.
   if (auto proxy = view.container(kProxyContainer); proxy && knobs) {
-    YAML::Node args = k8s::yaml::lookup(proxy->node, "args");
-    std::vector<std::string> items;
-    if (args.IsSequence()) {
-      for (const auto& item : args) items.push_back(item.IsScalar() ? item.Scalar() : "");
-    }
-    k8s::FlagList flags(k8s::FlagStyle::kDashDash, items);
-    std::string path = proxy->path() + ".args";
-    for (const std::string& item : options_.libtpu_flags) {
-      std::size_t append_at = flags.items().size();
-      for (std::size_t i = 0; i < flags.items().size(); ++i) {
-        if (flags.items()[i].rfind("--xla", 0) == 0) append_at = i + 1;
-      }
-      edit_flag_list(flags, item, Knob::kLibtpuFlag, path, false, append_at);
-    }
-    YAML::Node rebuilt(YAML::NodeType::Sequence);
-    for (std::size_t i = 0; i < flags.items().size(); ++i) {
-      // Keep unchanged items as they were (type and all); new or changed ones are strings.
-      auto old = std::find(items.begin(), items.end(), flags.items()[i]);
-      if (old != items.end() && args.IsSequence()) {
-        rebuilt.push_back(args[static_cast<std::size_t>(old - items.begin())]);
-      } else {
-        rebuilt.push_back(k8s::yaml::string_scalar(flags.items()[i]));
-      }
-    }
-    proxy->node["args"] = rebuilt;
+    edit_proxy_args(*proxy, options_.libtpu_flags, Knob::kLibtpuFlag);
   } else if (knobs) {
     warn_about_dryrun(fmt::format(
         "the trainer JobSet has no {} container; --libtpu-flag reaches the client and workers only",
@@ -167,6 +144,70 @@ void Renderer::edit_libtpu_flags() {
         "the trainer JobSet has no {} container; --libtpu-flag reaches the client and proxy only",
         kWorkerContainer));
   }
+}
+
+void Renderer::edit_proxy_args(k8s::ContainerRef& proxy, const std::vector<std::string>& items,
+                               Knob knob) {
+  YAML::Node args = k8s::yaml::lookup(proxy.node, "args");
+  std::vector<std::string> before;
+  if (args.IsSequence()) {
+    for (const auto& item : args) before.push_back(item.IsScalar() ? item.Scalar() : "");
+  }
+  k8s::FlagList flags(k8s::FlagStyle::kDashDash, before);
+  std::string path = proxy.path() + ".args";
+  for (const std::string& item : items) {
+    std::size_t append_at = flags.items().size();
+    for (std::size_t i = 0; i < flags.items().size(); ++i) {
+      if (flags.items()[i].rfind("--xla", 0) == 0) append_at = i + 1;
+    }
+    edit_flag_list(flags, item, knob, path, false, append_at);
+  }
+  YAML::Node rebuilt(YAML::NodeType::Sequence);
+  for (std::size_t i = 0; i < flags.items().size(); ++i) {
+    // Keep unchanged items as they were (type and all); new or changed ones are strings.
+    auto old = std::find(before.begin(), before.end(), flags.items()[i]);
+    if (old != before.end() && args.IsSequence()) {
+      rebuilt.push_back(args[static_cast<std::size_t>(old - before.begin())]);
+    } else {
+      rebuilt.push_back(k8s::yaml::string_scalar(flags.items()[i]));
+    }
+  }
+  proxy.node["args"] = rebuilt;
+}
+
+void Renderer::set_hlo_dump() {
+  if (!options_.dump_hlo) return;
+  const Knob knob = Knob::kDumpHlo;
+  const std::string option(knob_option(knob));
+  k8s::JobSetView view(bench_);
+  auto proxy = view.container(kProxyContainer);
+  if (!proxy) {
+    fail(
+        "{}: the trainer JobSet has no {} container, so its client compiles: use --driver-env "
+        "DUMP_HLO=1",
+        option, kProxyContainer);
+  }
+  for (const std::string& item : options_.libtpu_flags) {
+    if (flag_key(item, k8s::FlagStyle::kDashDash).starts_with("xla_dump_"))
+      fail("{}: --libtpu-flag {} sets the dump too; give one of them", option, item);
+  }
+  // Where the driver writes its trace (driver: profile_dir_of): PROFILE_DIR, else
+  // <--maxtext_output_directory>/bench_profile, else /tmp/bench_profile.
+  std::string dir = "/tmp/bench_profile";
+  if (auto output = trainer_argv_.value("maxtext_output_directory"); output && !output->empty())
+    dir = *output + "/bench_profile";
+  for (const auto& [name, value] : options_.driver.extra_env) {
+    if (name == "PROFILE_DIR" && !trim(value).empty()) dir = std::string(trim(value));
+  }
+  dir += "/hlo";
+  // XLA debug flags go where the compile runs: under Pathways the proxy compiles for the client.
+  edit_proxy_args(*proxy, {"--xla_dump_to=" + dir, "--xla_dump_hlo_as_text"}, knob);
+  note(fmt::format(
+      "{}: the {} writes the HLO of every module it compiles to {}{}", option, kProxyContainer, dir,
+      dir.find("://") != std::string::npos
+          ? ", next to the driver's trace"
+          : fmt::format(", a path of its own container: copy it with `kubectl cp -c {} <pod>:{} .`",
+                        kProxyContainer, dir)));
 }
 
 void Renderer::sync_worker_libtpu(k8s::ContainerRef& worker) {

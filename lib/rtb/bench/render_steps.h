@@ -139,6 +139,10 @@ class Renderer {
   void edit_maxtext_flags();
   void edit_libtpu_flags();
   void sync_worker_libtpu(k8s::ContainerRef& worker);
+  // Sets `items` (--xla_... flags) in the pathways-proxy's args, new ones after the last --xla.
+  void edit_proxy_args(k8s::ContainerRef& proxy, const std::vector<std::string>& items, Knob knob);
+  // --dump-hlo: the XLA dump flags on the proxy, which compiles, next to the driver's trace.
+  void set_hlo_dump();
   void edit_argv();
   void edit_trainer_slice();
   void check_weight_knobs() const;

@@ -61,13 +61,10 @@ class DeviceObserver:
 
   The step ends on an array the update produced: its readiness token (the update's result or
   the trainer's `last_update_token`), else a leaf of the trainer's new state
-  (fresh_state_leaf). `fence()` waits for all device work without consuming anything
-  (`block_all`, in the pod one batched wait on every live JAX array): only the profiler's window
-  end uses it, when the window's last call has nothing to wait on.
+  (fresh_state_leaf).
   """
 
-  def __init__(self, block_all: Optional[Callable[[], None]] = None):
-    self.block_all = block_all
+  def __init__(self) -> None:
     # The last token / loss entry seen, held (not only its id) so that a freed array's id can
     # never make a new one look stale.
     self._seen: Dict[str, Any] = {}
@@ -181,16 +178,6 @@ class DeviceObserver:
         self._seen["state"] = tuple(id(leaf) for leaf in leaves)
         return next((leaf for leaf in leaves if id(leaf) not in before), None)
     return None
-
-  def can_fence(self) -> bool:
-    return self.block_all is not None
-
-  def fence(self) -> bool:
-    """Waits for all device work; False when there is no way to (the caller says so)."""
-    if self.block_all is None:
-      return False
-    self.block_all()
-    return True
 
 
 def _has_blockable(tree: Any) -> bool:

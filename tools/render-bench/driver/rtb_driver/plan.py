@@ -133,12 +133,9 @@ class BenchPlan:
     return self.padded_tokens_per_call * self.micro_steps
 
   def profiled(self, step: int) -> bool:
-    """Whether any fwd_bwd call of `step` (0-based) is inside PROFILE_WINDOW."""
-    if self.profile_window is None:
-      return False
-    first, last = step * self.micro_steps, (step + 1) * self.micro_steps - 1
-    start, count = self.profile_window
-    return first <= start + count - 1 and start <= last
+    """Whether timed step `step` (0-based) is inside PROFILE_WINDOW."""
+    return self.profile_window is not None and 0 <= step - self.profile_window[0] < \
+        self.profile_window[1]
 
 
 @dataclasses.dataclass
@@ -206,7 +203,8 @@ class StepRecord:
 
 
 class ProfileWindow:
-  """The PROFILE_WINDOW state: starts before the window's first call, stops exactly once."""
+  """The PROFILE_WINDOW state (in timed steps): the trace starts before the window's first step's
+  clock and stops after its last step's end, exactly once."""
 
   def __init__(self, window: Optional[Tuple[int, int]], log_dir: Optional[str], profiler: Any,
                log: Callable[[str], None]):
@@ -217,17 +215,16 @@ class ProfileWindow:
     self.started = False
     self.stopped = False
 
-  def is_first(self, call: int) -> bool:
-    return self.window is not None and call == self.window[0]
+  def is_first(self, step: int) -> bool:
+    return self.window is not None and step == self.window[0]
 
-  def is_last(self, call: int) -> bool:
-    return self.window is not None and call == self.window[0] + self.window[1] - 1
+  def is_last(self, step: int) -> bool:
+    return self.window is not None and step == self.window[0] + self.window[1] - 1
 
-  def start(self, call: int) -> None:
-    if self.started or self.window is None or not self.is_first(call):
+  def start(self, step: int) -> None:
+    if self.started or self.window is None or not self.is_first(step):
       return
-    self.log(f"profiler: tracing fwd_bwd calls {self.window[0]}..{sum(self.window) - 1} "
-             f"to {self.log_dir}")
+    self.log(f"profiler: tracing steps {self.window[0]}..{sum(self.window) - 1} to {self.log_dir}")
     try:
       self.profiler.start(self.log_dir)
     except Exception as exc:  # pylint: disable=broad-except  # no trace, the timings go on

@@ -129,7 +129,7 @@ def run_pod(settings: Settings) -> int:
     worker = tunix.worker
     calls = WorkerCalls(worker, tunix.make_request)
     compile_method, compile_call_s = compile_trainer(tunix, payloads.regular)
-    devices, chips, block_all = device_facts()
+    devices, chips = device_facts()
     plan = make_plan(settings, tunix, payloads, chips, stage_plan)
     staged = bool(stage_plan and stage_plan.resolved)
     say(f"fwd_bwd call: {'TrainRequest' if calls.takes_request else 'payload'}, "
@@ -137,7 +137,7 @@ def run_pod(settings: Settings) -> int:
         f"staged step boundary {'on' if staged else 'off'} "
         f"({stage_plan.source if stage_plan else ''})")
     stage_state = StageState(plan.stage_boundary, say)
-    runner = StepRunner(worker, plan, calls=calls, observer=DeviceObserver(block_all=block_all),
+    runner = StepRunner(worker, plan, calls=calls, observer=DeviceObserver(),
                         watcher=CompletionWatcher(time.monotonic), profiler=JaxProfiler(),
                         stage_state=stage_state)
     records = runner.run()
@@ -231,21 +231,13 @@ def compile_trainer(tunix: TunixSetup, regular: Any) -> Tuple[str, float]:
   return compile_method, compile_call_s
 
 
-def device_facts() -> Tuple[List[Any], int, Callable[[], None]]:
-  """(JAX's devices, the chips they make up, a fence on all device work)."""
+def device_facts() -> Tuple[List[Any], int]:
+  """(JAX's devices, the chips they make up)."""
   import jax  # pylint: disable=import-outside-toplevel  # only the pod has JAX
   devices = jax.devices()
   chips, per_chip = count_chips(devices)
   say(f"{len(devices)} devices, {chips} chips ({per_chip} devices per chip)")
-
-  def block_all() -> None:
-    # One batched wait on every live device array; it consumes nothing, unlike get_metrics().
-    # Only the profiler's window end uses it: a step ends on an array its update produced.
-    live_arrays = getattr(jax, "live_arrays", None)
-    if callable(live_arrays):
-      jax.block_until_ready(live_arrays())
-
-  return list(devices), chips, block_all
+  return list(devices), chips
 
 
 def make_plan(settings: Settings, tunix: TunixSetup, payloads: Payloads, chips: int,

@@ -129,6 +129,11 @@ def parse_settings(env: Mapping[str, str]) -> Settings:
     if text is not None:
       setattr(settings, row.field, _store(row, text))
   settings.bench_name = one_line(_given(env, NAME_SETTING) or _given(env, "JOBSET_NAME") or "bench")
+  window = settings.profile_window
+  if window and sum(window) > settings.steps:
+    # render-bench refuses --profile-window in the same words (driver_settings.cc).
+    raise SettingsError(f"PROFILE_WINDOW={env['PROFILE_WINDOW']!r}: ends after the last timed "
+                        f"step (STEPS={settings.steps}: steps 0..{settings.steps - 1})")
   return settings
 
 

@@ -34,7 +34,8 @@ from .settings import Settings
 from .trainer_facts import (maxtext_overrides, maxtext_stage, ModelShape, profiler_owner,
                             weights_source)
 from .tunix import (call_checked, Fallbacks, import_orchestrator, import_tunix, initialize_jax,
-                    parse_with, plan_call, process_module, require, source_file, split_runtime_argv)
+                    on_pathways, parse_with, plan_call, process_module, require, source_file,
+                    split_runtime_argv)
 from .upstream import Keyword, logps_keywords, rl_program_agreement, rollout_logprobs_asked
 from .values import flag_value
 
@@ -222,6 +223,10 @@ class Setup:
       os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flags}".strip()
       dump = f"; DUMP_HLO: XLA_FLAGS += {flags}"
     if self.mode == POD:
+      if dump and on_pathways():
+        self.log("WARNING: DUMP_HLO=1 sets XLA_FLAGS in this client only; on Pathways the "
+                 "pathways-proxy compiles, so the HLO dump may stay empty: render the bench "
+                 "with `render-bench --dump-hlo` instead")
       initialize_jax()  # Pathways or jax.distributed, as the runtime's K8s context does
     jax = importlib.import_module("jax")
     version = getattr(jax, "__version__", "?")

@@ -72,28 +72,16 @@ class StepRunner:
         not self.calls.can_defer):
       self.calls.decline_kwargs_apply("staging before the update needs the update outside the "
                                       "last call, and this worker cannot defer it")
-    self.call_index = 0  # fwd_bwd calls so far, over the whole run (PROFILE_WINDOW counts them)
     self.staged_request: Any = None  # the next step's first request, staged on the trainer host
-
-  @property
-  def total_calls(self) -> int:
-    return self.plan.steps * self.plan.micro_steps
 
   def run(self) -> List[StepRecord]:
     """Times plan.steps optimizer steps (numbered from 0); one BENCH_STEP line each."""
-    window = self.plan.profile_window
-    if window is not None and window[0] >= self.total_calls:
-      self.log(f"profiler: PROFILE_WINDOW starts at call {window[0]} but the run makes "
-               f"only {self.total_calls} fwd_bwd calls: no trace")
     records = []
     try:
       for step in range(self.plan.steps):
         records.append(self.run_step(step))
       self.records = records
       self.fence_s = self.measure_fence()
-      if self.profile.started and not self.profile.stopped:
-        self.profile.stop(f" at the end of the run (the window asked for calls up to "
-                          f"{sum(window or (0, 0)) - 1}, the run made {self.total_calls})")
     finally:
       if self.profile.started and not self.profile.stopped:
         try:
@@ -109,11 +97,10 @@ class StepRunner:
     # too, so that every step takes the same path.
     plan_before = bool(self.stage.plan and self.stage.plan.before_update)
     deferred = bool(self.stage.active and self.calls.can_fuse and plan_before)
-    # A window that opens with this step's first call starts the trace here, before the step's
-    # mark and clock: a mark begun before the trace is not recorded (jax's TraceMe), and the
-    # start's host time is no part of the step. The trace marks each step (profile-report's
-    # steps) from its first dispatch to its device completion.
-    self.profile.start(self.call_index)
+    # PROFILE_WINDOW holds whole steps: the trace starts before the first one's mark and clock
+    # (a mark begun before the trace is not recorded, jax's TraceMe) and stops after the last
+    # one's end, so neither is timed in a step. The mark spans the step (profile-report's steps).
+    self.profile.start(step)
     with self.profile.step(step):
       step_start = self.clock()
       calls = self.dispatch(step, deferred)
@@ -124,6 +111,8 @@ class StepRunner:
         self.calls.learn_update(fused)
       update_kind, train_step, update_result = self.update(step, calls, deferred, fused)
       step_end, observed = self.wait_for_step_end(calls, update_result)
+    if self.profile.is_last(step):
+      self.profile.stop()  # the step's device work, the update included, is done
     metrics = self.read_metrics(step)
     # policy_version: the version after this step's update (Tunix docs/trainer_step_timing.md).
     snapshot = log_step_timing(self.worker, step, step + 1, self.clock, self.out)
@@ -149,7 +138,6 @@ class StepRunner:
         pass_start = self.clock()
         plan.logps_pass(payload)
         calls.logps_s.append(self.clock() - pass_start)
-      self.profile.start(self.call_index)
       calls.begins.append(self.clock())
       if last and deferred:
         calls.response = self.calls.fwd_bwd(request, apply_optimizer=True, defer_update=True)
@@ -163,20 +151,7 @@ class StepRunner:
       if waitable is not None:
         self.watcher.watch(key, waitable)
         self.watcher.settle()
-      if self.profile.is_last(self.call_index) and self.profile.started:
-        self.end_profile_window(key, waitable)
-      self.call_index += 1
     return calls
-
-  def end_profile_window(self, key: Any, waitable: Any) -> None:
-    """The trace must hold the window's last call's device work: wait for it, consuming
-    nothing."""
-    if waitable is not None:
-      self.watcher.wait(key)
-    elif not self.observer.fence():
-      self.log("profiler: nothing to wait on for the window's last call; the trace may end "
-               "before its device work")
-    self.profile.stop()
 
   def update(self, step: int, calls: StepCalls, deferred: bool,
              fused: bool) -> Tuple[str, Optional[int], Any]:

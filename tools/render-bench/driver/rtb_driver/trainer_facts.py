@@ -85,7 +85,7 @@ def profiler_owner(profile_window: Any, trainer_args: Any,
   if profile_window is not None:
     return {
         "by": "driver", "why": f"PROFILE_WINDOW={profile_window[0]}:{profile_window[1]} "
-                               "(jax.profiler around those fwd_bwd calls)"
+                               "(jax.profiler around those timed steps)"
     }
   if trainer:
     return {"by": "trainer", "why": ", ".join(trainer)}

@@ -176,6 +176,10 @@ class Fallbacks:
     self.log(f"FALLBACK (ALLOW_FALLBACKS=1): {problem}: {instead}")
 
 
+def on_pathways() -> bool:
+  return bool(os.environ.get("JAX_PLATFORMS") and os.environ.get("JAX_BACKEND_TARGET"))
+
+
 def initialize_jax() -> None:
   """What the runtime's K8s context does: Pathways when JAX_PLATFORMS and JAX_BACKEND_TARGET are
   set, else jax.distributed."""
@@ -186,7 +190,7 @@ def initialize_jax() -> None:
     return
   except (ImportError, AttributeError):
     pass
-  if os.environ.get("JAX_PLATFORMS") and os.environ.get("JAX_BACKEND_TARGET"):
+  if on_pathways():
     importlib.import_module("pathwaysutils").initialize()
   else:
     importlib.import_module("jax").distributed.initialize()

@@ -61,7 +61,7 @@ def parse_pad_align(name: str, text: str) -> int:
 def parse_window(name: str, text: str) -> Tuple[int, int]:
   match = re.fullmatch(r"\s*(-?\d+)\s*:\s*(-?\d+)\s*", text, flags=re.ASCII)
   if not match:
-    raise SettingsError(f"{name}={text!r}: expected START:COUNT (fwd_bwd calls, 0-based start)")
+    raise SettingsError(f"{name}={text!r}: expected START:COUNT (timed steps, 0-based start)")
   start, count = int(match.group(1)), int(match.group(2))
   if start < 0:
     raise SettingsError(f"{name}={text!r}: START must be >= 0")
