@@ -181,6 +181,7 @@ MODES = [
     ]),
     Mode("bench-report", "--arms", "rtb.bench-report.arms.1.json", [
         Run(lambda tmp: ["--arms", *logs("pod_arms_abba.log"), "--json"], 0),
+        Run(lambda tmp: ["--arms", *logs("pod_arms_abba.log", "pod_arms_abba.log"), "--json"], 0),
     ]),
     Mode("bench-report", "--numerics", "rtb.bench-report.1.json", [
         Run(numerics("numerics_ref1.log", "numerics_ref2.log", "numerics_variant.log"), 0),
