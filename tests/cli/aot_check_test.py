@@ -465,6 +465,12 @@ class AotCheckTest(unittest.TestCase):
                          {k: v
                           for k, v in single.items() if k != "schema"},
                          "the control's plan is that of the render without arms")
+        rc, out, err = run([FIXTURE, "--maxtext-flag=sa_block_q=2048", "--json"])
+        self.assertEqual(rc, 0, err)
+        blk = {k: v for k, v in json.loads(out).items() if k != "schema"}
+        self.assertEqual({k: v
+                          for k, v in doc["arms"][1].items() if k != "arm"}, blk,
+                         "an arm's plan is that of a render with its knobs")
 
     def test_run_without_maxtext(self):
         with tempfile.TemporaryDirectory() as tmp:
