@@ -18,6 +18,8 @@
 #include "rtb/k8s/dryrun.h"
 #include "rtb/k8s/jobset.h"
 #include "rtb/k8s/yaml.h"
+#include "rtb/logs/memlog.h"
+#include "rtb/logs/memlog_verdict.h"
 #include "test_util.h"
 
 namespace rtb::bench {
@@ -321,6 +323,67 @@ TEST(Aot, JsonAndExplain) {
   std::string explained = explain_aot_keys(p);
   EXPECT_THAT(explained, HasSubstr("ici_fsdp_parallelism=32  <- --mesh_fsdp\n"));
   EXPECT_THAT(explained, HasSubstr("env LIBTPU_INIT_ARGS="));
+}
+
+TEST(Aot, EachArmHasItsOwnLog) {
+  test::expect_calls<std::string, std::string_view, std::string_view>(
+      aot_arm_log_path, {{{"logs/aot-bench-20261030T011938Z.log", "base"},
+                          "logs/aot-bench-20261030T011938Z-base.log"},
+                         {{"x.tar.log", "blk"}, "x.tar-blk.log"},
+                         {{"out/compile", "blk"}, "out/compile-blk"},      // no extension
+                         {{"run.d/compile", "blk"}, "run.d/compile-blk"},  // a folder's dot is none
+                         {{"logs/.log", "blk"}, "logs/.log-blk"}});        // nor is a leading dot
+}
+
+// Each arm's plan is the document of one plan with the arm's name for its schema.
+TEST(Aot, ArmsPlanJson) {
+  AotPlan p = plan();
+  AotOptions log;
+  log.log = "a-base.log";
+  std::string json = aot_arms_plan_json({{"base", p, log}, {"blk", p, {}}});
+  EXPECT_THAT(json, HasSubstr("\"schema\": \"rtb.aot-check.arms/1\""));
+  EXPECT_THAT(json, Not(HasSubstr("rtb.aot-check/1")));
+  std::string one = aot_plan_json(p, {});
+  std::string fields = one.substr(one.find("\"bench\""));  // after "schema", to the last brace
+  fields = fields.substr(0, fields.rfind('}'));
+  std::size_t blk = json.find("\"arm\": \"blk\"");
+  ASSERT_NE(blk, std::string::npos);
+  EXPECT_LT(json.find("\"arm\": \"base\""), blk);
+  EXPECT_THAT(json, HasSubstr("\"log\": \"a-base.log\""));
+  // Written one level deeper: compare without the indentation.
+  auto flat = [](std::string text) {
+    std::erase(text, ' ');
+    return text;
+  };
+  EXPECT_THAT(flat(json.substr(blk)), HasSubstr(flat(fields)));
+}
+
+TEST(Aot, ArmsRunReportsEachArmAndFailsWhenOneDoesNotFit) {
+  auto summary_of = [](const char* log) {
+    std::vector<logs::MemLog> memlogs;
+    memlogs.push_back(logs::read_memlog(testdata(log)));
+    logs::HbmOptions hbm;
+    hbm.chip = "tpu7x";
+    return logs::summarize(std::move(memlogs), hbm);
+  };
+  std::vector<AotArmResult> both_fit = {{"base", summary_of("memlog_engine_compile_a.log")},
+                                        {"blk", summary_of("memlog_engine_compile_a.log")}};
+  EXPECT_EQ(aot_arms_outcome(both_fit), Outcome::kPass);
+  std::vector<AotArmResult> one_does_not = {{"base", summary_of("memlog_engine_compile_a.log")},
+                                            {"blk", summary_of("memlog_engine_compile_b.log")}};
+  EXPECT_EQ(aot_arms_outcome(one_does_not), Outcome::kFail);
+
+  std::string text = aot_arms_run_text(one_does_not);
+  EXPECT_EQ(text.rfind("arm base:\nlog ", 0), 0u) << text;
+  std::size_t blk = text.find("\n\narm blk:\nlog ");
+  ASSERT_NE(blk, std::string::npos) << text;
+  EXPECT_THAT(text.substr(0, blk), HasSubstr("verdict                  fits"));
+  EXPECT_THAT(text.substr(blk), HasSubstr("DOES NOT FIT (fwd_bwd)"));
+
+  std::string json = aot_arms_run_json(one_does_not);
+  test::expect_contains(json, {"\"schema\": \"rtb.aot-check.arms-run/1\"", "\"exit_code\": 1,",
+                               "\"arm\": \"base\"", "\"arm\": \"blk\"", "\"fits\": false"});
+  EXPECT_THAT(json, Not(HasSubstr("rtb.aot-summarize/1")));
 }
 
 TEST(Aot, Helpers) {

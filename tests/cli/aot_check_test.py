@@ -19,7 +19,8 @@ MODULE = "maxtext.training_engine.maxtext_engine_compile"
 FAKE_BASE = "/opt/maxtext/src/maxtext/configs/base.yml"
 
 # A python3 for the script: answers the MaxText probe, and for the compile records its argv and
-# environment, prints the log STUB_LOG names and exits with STUB_STATUS.
+# environment, prints the log STUB_LOG names (STUB_ARM_LOG instead when the compile's keys hold the
+# item STUB_ARM_KEY, e.g. one arm's MaxText flag) and exits with STUB_STATUS.
 STUB = r'''
 import json, os, sys
 
@@ -35,6 +36,8 @@ if record:
     with open(record, "w") as f:
         json.dump({"argv": sys.argv[3:], "env": dict(os.environ)}, f)
 log = os.environ.get("STUB_LOG")
+if os.environ.get("STUB_ARM_KEY") in sys.argv[3:]:
+    log = os.environ["STUB_ARM_LOG"]
 if log:
     with open(log) as f:
         sys.stdout.write(f.read())
@@ -383,6 +386,91 @@ class AotCheckTest(unittest.TestCase):
                 err.strip().splitlines()[-1],
                 r"^aot-check: the compile exited with status 1 and its log .* reports no memory "
                 r"analysis")
+
+    ARMS = ["--arm", "base", "--arm", "blk:--maxtext-flag=sa_block_q=2048"]
+    FITS = os.path.join(TESTDATA, "memlog_engine_compile_a.log")
+    DOES_NOT_FIT = os.path.join(TESTDATA, "memlog_engine_compile_b.log")
+
+    def run_arms(self, tmp, *args, blk_log=None):
+        """--run with two arms; the stub's compile log fits, but blk's is `blk_log` when given."""
+        env = {"STUB_LOG": self.FITS}
+        if blk_log:
+            env.update({"STUB_ARM_KEY": "sa_block_q=2048", "STUB_ARM_LOG": blk_log})
+        return self.run_tool(tmp, *self.ARMS, *args, env=env)
+
+    def test_run_arms_checks_each_arms_program(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            rc, out, err = self.run_arms(tmp)
+            self.assertEqual(rc, 0, err)
+            blocks = out.split("\n\n")
+            self.assertEqual([b.splitlines()[0] for b in blocks], ["arm base:", "arm blk:"])
+            for block, arm in zip(blocks, ["base", "blk"]):
+                self.assertRegex(block.splitlines()[1],
+                                 r"^log +logs/aot-bench-\d{8}T\d{6}Z-%s\.log$" % arm)
+                self.assertRegex(block, r"\nverdict +fits(\n|$)")
+            self.assertEqual(len(os.listdir(os.path.join(tmp, "logs"))), 2, "one log per arm")
+            # Each arm announced before its compile's output, as the arms script does.
+            self.assertLess(err.index("aot-check: arm base\n"), err.index("aot-check: arm blk\n"))
+
+    def test_run_arms_fails_when_one_arm_does_not_fit(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            rc, out, err = self.run_arms(tmp, blk_log=self.DOES_NOT_FIT)
+            self.assertEqual(rc, 1, err)
+            base, blk = out.split("\n\n")
+            self.assertRegex(base, r"\nverdict +fits(\n|$)")
+            self.assertTrue(blk.startswith("arm blk:\n"), blk)
+            self.assertRegex(blk, r"\nverdict +DOES NOT FIT \(fwd_bwd\)")
+
+            log = os.path.join(tmp, "aot.log")
+            rc, out, err = self.run_arms(tmp, "--log", log, "--json", blk_log=self.DOES_NOT_FIT)
+            self.assertEqual(rc, 1, err)
+            doc = json.loads(out)
+            self.assertEqual((doc["schema"], doc["exit_code"]), ("rtb.aot-check.arms-run/1", 1))
+            self.assertEqual([a["arm"] for a in doc["arms"]], ["base", "blk"])
+            self.assertEqual([a["fits"] for a in doc["arms"]], [True, False])
+            self.assertEqual([a["exit_code"] for a in doc["arms"]], [0, 1])
+            paths = [a["logs"][0]["path"] for a in doc["arms"]]
+            self.assertEqual(paths,
+                             [os.path.join(tmp, "aot-base.log"),
+                              os.path.join(tmp, "aot-blk.log")])
+            for path in paths:
+                self.assertTrue(os.path.exists(path), path)
+            # The same fields as the document of one render, but its schema.
+            rc, out, err = self.run_tool(tmp, "--log", log, "--json", env={"STUB_LOG": self.FITS})
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(set(doc["arms"][0]) - {"arm"}, set(json.loads(out)) - {"schema"})
+
+    def test_run_arms_stops_at_an_arm_that_cannot_be_judged(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            rc, out, err = self.run_arms(
+                tmp, blk_log=os.path.join(TESTDATA, "memlog_bad_no_analysis.log"))
+            self.assertEqual((rc, out), (2, ""), err)
+            last = err.strip().splitlines()[-1]
+            self.assertRegex(last, r"^aot-check: .*-blk\.log.*: arm blk: ")
+
+    def test_print_json_arms(self):
+        rc, out, err = run([FIXTURE, *self.ARMS, "--json"])
+        self.assertEqual(rc, 0, err)
+        doc = json.loads(out)
+        self.assertEqual(doc["schema"], "rtb.aot-check.arms/1")
+        self.assertEqual([a["arm"] for a in doc["arms"]], ["base", "blk"])
+        blocks = [{k["key"]: k["value"] for k in a["keys"]} for a in doc["arms"]]
+        self.assertEqual([b["sa_block_q"] for b in blocks], ["1024", "2048"])
+        rc, out, err = run([FIXTURE, "--json"])
+        self.assertEqual(rc, 0, err)
+        single = json.loads(out)
+        self.assertEqual(set(doc["arms"][0]) - {"arm"}, set(single) - {"schema"})
+        self.assertEqual({k: v
+                          for k, v in doc["arms"][0].items() if k != "arm"},
+                         {k: v
+                          for k, v in single.items() if k != "schema"},
+                         "the control's plan is that of the render without arms")
+        rc, out, err = run([FIXTURE, "--maxtext-flag=sa_block_q=2048", "--json"])
+        self.assertEqual(rc, 0, err)
+        blk = {k: v for k, v in json.loads(out).items() if k != "schema"}
+        self.assertEqual({k: v
+                          for k, v in doc["arms"][1].items() if k != "arm"}, blk,
+                         "an arm's plan is that of a render with its knobs")
 
     def test_run_without_maxtext(self):
         with tempfile.TemporaryDirectory() as tmp:

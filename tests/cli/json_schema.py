@@ -2,7 +2,8 @@
 
 Supports type (incl. "integer", "number" and lists of types), enum, required, properties,
 additionalProperties: false, items, and $ref: "#/$defs/NAME" (resolved in the root schema's $defs),
-the $id of another file in schemas/ (e.g. "rtb.hlo-overlap/1"), or a NAME resolved through `refs`. Other keywords of schemas/*.json are annotations ($schema, $id,
+the $id of another file in schemas/ (e.g. "rtb.hlo-overlap/1"), such an $id with a JSON pointer
+into that file ("rtb.aot-check/1#/properties/mesh"), or a NAME resolved through `refs`. Other keywords of schemas/*.json are annotations ($schema, $id,
 title, description, $comment); json_schemas_test.py fails on any keyword not in KEYWORDS, so that
 a schema file never relies on a check this checker does not make.
 
@@ -47,10 +48,23 @@ def _is_type(value, name):
     return isinstance(value, TYPES[name])
 
 
+def _at_pointer(root, pointer, where, ref):
+    """The part of `root` a JSON pointer ("/properties/mesh") names."""
+    part = root
+    for token in pointer.split("/")[1:] if pointer else []:
+        token = token.replace("~1", "/").replace("~0", "~")
+        if not isinstance(part, dict) or token not in part:
+            raise AssertionError(f"{where}: $ref {ref!r}: no {token!r}")
+        part = part[token]
+    return part
+
+
 def validate(schema, value, where="$", refs=None):
     """Raises AssertionError naming the path of the first value that does not fit `schema`.
 
-    A $ref is "#/$defs/NAME" (the root schema's $defs), a schema file's $id or a key of `refs`."""
+    A $ref is "#/$defs/NAME" (the root schema's $defs), a schema file's $id, a schema file's $id
+    and a JSON pointer into it ("rtb.aot-check/1#/properties/mesh": a field of another document,
+    for a document that holds the same fields), or a key of `refs`."""
     if refs is None:
         refs = {}
     if "$defs" in schema:
@@ -61,9 +75,17 @@ def validate(schema, value, where="$", refs=None):
         if ref not in refs and not ref.startswith("#"):
             refs = dict(refs)
             refs.update(by_id())
-        if ref not in refs:
+        file_id, hash_sign, pointer = ref.partition("#")
+        if ref not in refs and hash_sign and file_id in refs:
+            root = refs[file_id]
+            schema = _at_pointer(root, pointer, where, ref)
+            if "$defs" in root:  # the pointed-to part may use its file's own $defs
+                refs = dict(refs)
+                refs.update({"#/$defs/" + name: item for name, item in root["$defs"].items()})
+        elif ref not in refs:
             raise AssertionError(f"{where}: unknown $ref {ref!r}")
-        schema = refs[ref]
+        else:
+            schema = refs[ref]
         if "$defs" in schema:  # another file's own $defs
             refs = dict(refs)
             refs.update({"#/$defs/" + name: item for name, item in schema["$defs"].items()})

@@ -47,6 +47,16 @@ class JsonSchemaTest(unittest.TestCase):
                             {"a": {"schema": "rtb.hlo-overlap/1"}}, "$.a: ")
         self.assert_rejects({"$ref": "rtb.no-such/1"}, 1, "unknown $ref 'rtb.no-such/1'")
 
+    def test_ref_to_a_part_of_another_file(self):
+        # A field of another document by its file's $id and a JSON pointer.
+        schema = {"properties": {"mesh": {"$ref": "rtb.aot-check/1#/properties/mesh"}}}
+        validate(schema, {"mesh": {"fsdp": 32, "tensor": 1, "expert": 2, "context": 4}})
+        self.assert_rejects(schema, {"mesh": {"fsdp": 32}}, "$.mesh: tensor missing")
+        self.assert_rejects({"$ref": "rtb.aot-check/1#/properties/none"}, 1,
+                            "$ref 'rtb.aot-check/1#/properties/none': no 'none'")
+        self.assert_rejects({"$ref": "rtb.no-such/1#/properties/mesh"}, 1,
+                            "unknown $ref 'rtb.no-such/1#/properties/mesh'")
+
     def test_named_refs_still_resolve_through_refs(self):
         validate({"$ref": "side"}, 1, refs={"side": {"type": "integer"}})
         with self.assertRaises(AssertionError):

@@ -31,6 +31,12 @@ SMALL = [
 # the driver's device-timed steps (issue 28; testdata/SOURCES.md).
 PEFT = "tunix_peft_dpo_qwen3-0.6b_tpu-v5p-8.log"
 TILES = ["--cp", "2", "--block-q", "128", "--block-kv", "256", "--pad-align", "64"]
+# Two arms of a same-pod A/B (aot-check --arm).
+ARMS = ["--arm", "base", "--arm", "blk:--maxtext-flag=sa_block_q=2048"]
+# The documents whose `arms` items are another document's fields with the arm's name: (schema
+# file, the other document's schema file).
+ARMS_OF = [("rtb.aot-check.arms.1.json", "rtb.aot-check.1.json"),
+           ("rtb.aot-check.arms-run.1.json", "rtb.aot-summarize.1.json")]
 
 # Real JobSets of testdata/diff_renders/ whose documents diff-renders pairs by being the only one
 # (two names of one experiment; a render and the live object kubectl printed).
@@ -131,6 +137,13 @@ MODES = [
         Run(lambda tmp: [FIXTURE, "--run", "--log",
                          os.path.join(tmp, "b.log"), "--json"], 1, stub_path),
     ]),
+    Mode("aot-check", "--print --arm", "rtb.aot-check.arms.1.json", [
+        Run(lambda tmp: [FIXTURE, *ARMS, "--json"], 0),
+    ]),
+    Mode("aot-check", "--run --arm", "rtb.aot-check.arms-run.1.json", [
+        Run(lambda tmp: [FIXTURE, *ARMS, "--run", "--log",
+                         os.path.join(tmp, "arms.log"), "--json"], 1, stub_path),
+    ]),
     Mode("aot-summarize", "summary", "rtb.aot-summarize.1.json", [
         Run(lambda tmp: [data("memlog_engine_compile_a.log"), "--json"], 0),
         Run(lambda tmp: [data("memlog_train_compile.log"), "--json"], 0),
@@ -181,6 +194,7 @@ MODES = [
     ]),
     Mode("bench-report", "--arms", "rtb.bench-report.arms.1.json", [
         Run(lambda tmp: ["--arms", *logs("pod_arms_abba.log"), "--json"], 0),
+        Run(lambda tmp: ["--arms", *logs("pod_arms_abba.log", "pod_arms_abba.log"), "--json"], 0),
     ]),
     Mode("bench-report", "--numerics", "rtb.bench-report.1.json", [
         Run(numerics("numerics_ref1.log", "numerics_ref2.log", "numerics_variant.log"), 0),
@@ -405,6 +419,22 @@ class JsonSchemasTest(unittest.TestCase):
             for where, key in keywords(schema):
                 self.assertIn(key, json_schema.KEYWORDS,
                               f"schemas/{name}: {where}: {key} is not checked by json_schema.py")
+
+    def test_arms_items_are_the_fields_of_one_document(self):
+        # Each item holds `arm` and every field of the one-render document but `schema`, each
+        # referring to that document's own definition, so that the two cannot drift apart.
+        for arms_file, single_file in ARMS_OF:
+            single = json_schema.load(single_file)
+            item = json_schema.load(arms_file)["properties"]["arms"]["items"]
+            fields = [name for name in single["properties"] if name != "schema"]
+            self.assertEqual(list(item["properties"]), ["arm"] + fields, arms_file)
+            self.assertEqual(item["required"],
+                             ["arm"] + [name for name in single["required"] if name != "schema"],
+                             arms_file)
+            for name in fields:
+                self.assertEqual(item["properties"][name],
+                                 {"$ref": f"{single['$id']}#/properties/{name}"},
+                                 f"{arms_file}: {name}")
 
     def test_docs_name_every_top_level_property(self):
         missing = []

@@ -104,6 +104,27 @@ class KnobTableTest(unittest.TestCase):
         self.assertEqual(rc, 2)
         self.assertIn("--namespace", err)
 
+    def test_one_per_pod_names_the_knobs_an_arm_is_refused(self):
+        """--print-knobs' one_per_pod is the reason a same-pod arm may not set the knob: each knob
+        that has one is refused for an arm in those words, and a knob without one is taken."""
+        knobs = knob_table()
+        one_per_pod = {k["option"]: k["one_per_pod"] for k in knobs if k["one_per_pod"]}
+        self.assertEqual(sorted(one_per_pod), [
+            "--driver", "--image", "--libtpu-flag", "--name", "--namespace", "--output-prefix",
+            "--trainer-slice", "--weights"
+        ])
+        for option, reason in one_per_pod.items():
+            with self.subTest(option=option):
+                rc, out, err = run_tool(
+                    RENDER, ["--demo", "--name", "ab", "--arm", "a", "--arm", f"b:{option}=x"])
+                self.assertEqual((rc, out), (2, ""), err)
+                self.assertIn(f"{option} cannot change inside one pod: {reason};", err)
+        arm_knobs = [k for k in knobs if k["one_per_pod"] is None]
+        self.assertIn("--steps", [k["option"] for k in arm_knobs])
+        rc, _, err = run_tool(RENDER,
+                              ["--demo", "--name", "ab", "--arm", "a", "--arm", "b:--steps=3"])
+        self.assertEqual(rc, 0, err)
+
     def test_print_knobs_takes_no_input(self):
         rc, out, err = run_tool(RENDER, ["--print-knobs", "--demo"])
         self.assertEqual((rc, out), (2, ""))

@@ -166,12 +166,56 @@ TEST(ArmsReportTest, TheSameArmInTwoPodsIsTheReference) {
   EXPECT_DOUBLE_EQ(*across[0].means_s[0], 83.0);
   EXPECT_NEAR(*across[0].diff_s[1], 0.25, 1e-9);
   EXPECT_NEAR(*across[1].diff_s[1], 0.25, 1e-9);
+  // Two runs of each arm in each pod: two pairs, under the pairs' minimum of three.
+  EXPECT_EQ(across[0].pairs_used, (std::vector<std::size_t>{0, 2}));
+  EXPECT_FALSE(across[0].diff_ci[0]);
+  EXPECT_FALSE(across[0].diff_ci[1]);
   std::string text = format_arms_text({first, second});
   EXPECT_THAT(text, HasSubstr("across pods"));
+  EXPECT_THAT(text, HasSubstr("  a: 83.000 s 83.250 s (+0.2500 s; too few pairs for an interval "
+                              "(2 of at least 3))\n"));
   // What each figure measures is said once, before the pods.
   EXPECT_EQ(text.find("run mean:"), text.rfind("run mean:"));
   EXPECT_LT(text.find("run mean:"), text.find("same-pod A/B pod.log"));
   EXPECT_TRUE(across_pods({first}).empty());
+}
+
+// The reference across pods has the interval of a pod's pairs: the arm's k-th run in the second
+// pod minus its k-th run in the first, bootstrapped. Checked by hand: with three pair diffs, a
+// resample draws the smallest three times with probability 1/27 (3.7%), more than the 2.5% below
+// a 95% interval, so the interval runs from the smallest diff to the largest.
+TEST(ArmsReportTest, TheReferenceAcrossPodsHasTheIntervalOfThePairs) {
+  PodReport first = analyze(pod_log(drifting("ababab", -1.0, 0)));  // a at 83, b at 82 s/step
+  // The second pod: a's runs 0.25, 0.5 and 0.75 s/step slower than the first pod's; b's 0.5 each.
+  std::vector<FakeRun> runs = {{"a", 83.25}, {"b", 82.5},  {"a", 83.5},
+                               {"b", 82.5},  {"a", 83.75}, {"b", 82.5}};
+  PodReport second = analyze_pod(parse_pod_log_text(pod_log(runs), "pod2.log"), report::Options{});
+  std::vector<AcrossPods> across = across_pods({first, second});
+  ASSERT_EQ(across.size(), 2u);
+  const AcrossPods& a = across[0];
+  EXPECT_EQ(a.pairs_used, (std::vector<std::size_t>{0, 3}));
+  EXPECT_DOUBLE_EQ(*a.diff_s[1], 0.5);  // (0.25 + 0.5 + 0.75) / 3
+  ASSERT_TRUE(a.diff_ci[1]);
+  EXPECT_DOUBLE_EQ(a.diff_ci[1]->low, 0.25);
+  EXPECT_DOUBLE_EQ(a.diff_ci[1]->high, 0.75);
+  EXPECT_FALSE(a.diff_ci[0]);  // the first pod is the reference's zero
+  // Equal diffs leave the bootstrap nothing to vary.
+  ASSERT_TRUE(across[1].diff_ci[1]);
+  EXPECT_DOUBLE_EQ(across[1].diff_ci[1]->low, 0.5);
+  EXPECT_DOUBLE_EQ(across[1].diff_ci[1]->high, 0.5);
+  std::string text = format_arms_text({first, second});
+  EXPECT_THAT(text, HasSubstr("  a: 83.000 s 83.500 s (+0.5000 s, interval [+0.2500, +0.7500] "
+                              "over 3 pairs)\n"));
+  std::string json = format_arms_json({first, second});
+  EXPECT_THAT(json, HasSubstr("\"pairs_used\": [0, 3]"));
+  EXPECT_THAT(json, HasSubstr("\"diff_ci\": [null, {\"low\": 0.25, \"high\": 0.75}]"));
+
+  // A failed run in the second pod drops its pair, as inside a pod: two pairs are too few.
+  runs[2].exit_code = 1;
+  PodReport failed = analyze_pod(parse_pod_log_text(pod_log(runs), "pod2.log"), report::Options{});
+  std::vector<AcrossPods> dropped = across_pods({first, failed});
+  EXPECT_EQ(dropped[0].pairs_used[1], 2u);
+  EXPECT_FALSE(dropped[0].diff_ci[1]);
 }
 
 TEST(ArmsReportTest, JsonHasTheSchemaAndEachPair) {

@@ -2,7 +2,6 @@
 // render-bench knobs and writes (--print) or runs (--run) MaxText's trainer-engine AOT compile of
 // that trainer for its slice, then summarizes the compile's memory analysis (see README.md).
 #include <spdlog/spdlog.h>
-#include <sys/stat.h>
 
 #include <chrono>
 #include <cstdio>
@@ -32,12 +31,8 @@ constexpr const char* kExamples =
   aot-check dryrun.txt --json | jq '.keys[] | select(.from == "MAXTEXT_EXTRA_FLAGS")'
   aot-check --demo --explain -o /dev/null                   # where every compile key comes from
   aot-check dryrun.txt --arm base --arm blk:--maxtext-flag=sa_block_q=2048 -o aot-arms.sh
+  aot-check dryrun.txt --arm base --arm blk:--maxtext-flag=sa_block_q=2048 --run  # per arm
 )";
-
-bool exists(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0;
-}
 
 }  // namespace
 
@@ -82,7 +77,8 @@ int aot_check_main(int argc, char** argv) {
                  "--run: HBM per device to judge against (default: the trainer slice's chip)")
       ->check(CLI::PositiveNumber);
   add_json_flag(app, json,
-                "--print: the plan as JSON instead of the script; --run: the summary as JSON");
+                "--print: the plan as JSON instead of the script; --run: the summary as JSON; "
+                "with --arm, one of each per arm");
   app.add_flag("--explain", explain, "List every compile key and where it comes from (stderr)");
 
   return tool.run(argc, argv, [&] {
@@ -94,11 +90,11 @@ int aot_check_main(int argc, char** argv) {
         rtb::bench::aot_logps_chunk_default(std::getenv("AOT_LOGPS_CHUNK_SIZE"));
     aot.source = dryrun.source;
     aot.tool_version = RTB_VERSION;
+    if (run && !aot.log) aot.log = bench::aot_log_path(std::chrono::system_clock::now());
     if (std::optional<bench::ArmPlan> arms = arm_plan(knobs)) {
       // Each arm's program, planned (and so checked) as the program of a bench of one arm.
-      if (run || json) fail("--arm: aot-check writes the arms' compile script (--print) only");
       bench::ArmsRender rendered = bench::render_arms(dryrun, *arms, knobs.options);
-      std::vector<std::pair<std::string, std::string>> scripts;
+      std::vector<bench::AotArm> planned;
       for (std::size_t i = 0; i < arms->arms.size(); ++i) {
         const std::string& arm = arms->arms[i].name;
         YAML::Node program;
@@ -110,17 +106,48 @@ int aot_check_main(int argc, char** argv) {
             if (p.arm == arm) program = p.bench;
           }
         }
-        bench::AotPlan plan = bench::plan_aot(program, aot);
+        bench::AotOptions arm_aot = aot;
+        if (run) arm_aot.log = bench::aot_arm_log_path(*aot.log, arm);  // one log per arm
+        bench::AotPlan plan = bench::plan_aot(program, arm_aot);
         for (Diagnostic d : plan.diagnostics) {
           d.message = fmt::format("arm {}: {}", arm, d.message);
           tool.report_diagnostics({d});
         }
         if (explain)
           tool.print_to_stderr(fmt::format("arm {}:\n", arm) + bench::explain_aot_keys(plan));
-        scripts.emplace_back(arm, bench::aot_script(plan, aot));
+        planned.push_back({arm, std::move(plan), std::move(arm_aot)});
       }
-      write_output(output, bench::aot_arms_script(scripts));
-      return Outcome::kPass;
+      if (!run) {
+        if (json) {
+          tool.write_report(output, bench::aot_arms_plan_json(planned));
+        } else {
+          std::vector<std::pair<std::string, std::string>> scripts;
+          for (const bench::AotArm& arm : planned)
+            scripts.emplace_back(arm.name, bench::aot_script(arm.plan, arm.options));
+          write_output(output, bench::aot_arms_script(scripts));
+        }
+        return Outcome::kPass;
+      }
+      bench::check_aot_python(aot);
+      std::vector<bench::AotArmResult> results;
+      for (const bench::AotArm& arm : planned) {
+        // Announced as the arms script announces it: the compile's output follows on stderr.
+        tool.print_to_stderr(fmt::format("aot-check: arm {}\n", arm.name));
+        spdlog::info("arm {}: compiling for {}; log {}", arm.name, arm.plan.compile_topology,
+                     *arm.options.log);
+        try {
+          results.push_back({arm.name, bench::run_aot(arm.plan, arm.options, hbm_gib)});
+        } catch (const Error& e) {
+          throw Error(e.file(), e.line(), fmt::format("arm {}: {}", arm.name, e.message()));
+        }
+        std::vector<Diagnostic> diagnostics = results.back().summary.logs.front().diagnostics;
+        for (Diagnostic& d : diagnostics)
+          d.message = fmt::format("arm {}: {}", arm.name, d.message);
+        tool.report_diagnostics(diagnostics);
+      }
+      tool.write_report(
+          output, json ? bench::aot_arms_run_json(results) : bench::aot_arms_run_text(results));
+      return bench::aot_arms_outcome(results);
     }
     bench::RenderResult rendered = bench::render_bench(dryrun, knobs.options);
     // The render is only the compile's input here: its warnings are context, said at info (-v),
@@ -132,7 +159,6 @@ int aot_check_main(int argc, char** argv) {
     }
     tool.report_diagnostics(render_context);
 
-    if (run && !aot.log) aot.log = bench::aot_log_path(std::chrono::system_clock::now());
     bench::AotPlan plan = bench::plan_aot(rendered.bench, aot);
     tool.report_diagnostics(plan.diagnostics);
     if (explain) tool.print_to_stderr(bench::explain_aot_keys(plan));
@@ -147,32 +173,9 @@ int aot_check_main(int argc, char** argv) {
     }
 
     // --run: MaxText must be importable here; say so in one line rather than fail mid-script.
-    std::string no_maxtext = fmt::format(
-        "--run needs a Python with MaxText: {} cannot import {} (install MaxText, Tunix and "
-        "libtpu, or name such an interpreter with --python; --print writes the script to run "
-        "elsewhere)",
-        aot.python, bench::kEngineCompileModule);
-    if (bench::run_quiet({aot.python, "-c", std::string(bench::maxtext_probe_code())}) != 0)
-      fail("{}", no_maxtext);
+    bench::check_aot_python(aot);
     spdlog::info("compiling for {}; log {}", plan.compile_topology, *aot.log);
-    int status = bench::run_bash(bench::aot_script(plan, aot));
-    if (status == bench::kAotNoMaxText && !exists(*aot.log)) fail("{}", no_maxtext);
-    if (!exists(*aot.log)) {
-      fail("the compile script exited with status {} before writing {}", status, *aot.log);
-    }
-    logs::HbmOptions hbm;
-    hbm.hbm_gib = hbm_gib;
-    if (!hbm_gib) hbm.chip = plan.chip;
-    std::vector<logs::MemLog> memlogs;
-    memlogs.push_back(logs::read_memlog(*aot.log));
-    logs::Summary summary = logs::summarize(std::move(memlogs), hbm);
-    if (summary.error) {
-      if (status != 0) {
-        fail("the compile exited with status {} and its log {} reports no memory analysis: {}",
-             status, *aot.log, summary.error->what());
-      }
-      throw *summary.error;
-    }
+    logs::Summary summary = bench::run_aot(plan, aot, hbm_gib);
     tool.report_diagnostics(summary.logs.front().diagnostics);
     tool.write_report(
         output, json ? logs::format_summary_json(summary) : logs::format_summary_table(summary));

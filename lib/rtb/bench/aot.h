@@ -5,7 +5,8 @@
 // mesh, micro-batch and log-prob chunk, the orchestrator's GRPO options (compile_engine_loss=grpo),
 // its libtpu flags, and the trainer slice as compile_topology with one slice.
 //
-// Modules: aot_input (reading the render), aot_plan (plan_aot), aot_format (script, JSON, explain).
+// Modules: aot_input (reading the render), aot_plan (plan_aot), aot_format (script, JSON, explain),
+// aot_run (running the compile here and summarizing its log: --run).
 // plan_aot() reads a rendered bench JobSet (render.h), so every render-bench knob applies to the
 // compile exactly as it applies to the bench. aot_script() writes the plan as a bash script in
 // which every value from the render is quoted with k8s::shell::quote.
@@ -21,7 +22,9 @@
 #include <vector>
 
 #include "rtb/base/diagnostic.h"
+#include "rtb/base/outcome.h"
 #include "rtb/base/process.h"
+#include "rtb/logs/memlog_verdict.h"
 
 namespace rtb::bench {
 
@@ -95,8 +98,50 @@ std::string aot_script(const AotPlan& plan, const AotOptions& options);
 // its own bash in order, from a quoted heredoc; the script exits with the highest status.
 std::string aot_arms_script(const std::vector<std::pair<std::string, std::string>>& arm_scripts);
 
-// The plan as JSON, schema "rtb.aot-check/1" (README).
+// The plan as JSON, schema "rtb.aot-check/1" (docs/aot-check.md).
 std::string aot_plan_json(const AotPlan& plan, const AotOptions& options);
+
+// One arm of a same-pod A/B (arms.h): its name, the plan of its program and the options it was
+// planned with (its own log under --run, aot_arm_log_path).
+struct AotArm {
+  std::string name;
+  AotPlan plan;
+  AotOptions options;
+};
+// The arms' plans as JSON, schema "rtb.aot-check.arms/1": {"schema", "arms": [{"arm", and the
+// fields of aot_plan_json after "schema"}]}.
+std::string aot_arms_plan_json(const std::vector<AotArm>& arms);
+
+// The log of one arm's compile under --run: `log` (the --log or the default) with "-<arm>" before
+// the file name's extension: logs/aot-bench-20261030T011938Z-base.log.
+std::string aot_arm_log_path(std::string_view log, std::string_view arm);
+
+// Throws rtb::Error in one line ("--run needs a Python with MaxText: ...") unless options.python
+// can import MaxText's engine compile (maxtext_probe_code), before anything is compiled.
+void check_aot_python(const AotOptions& options);
+
+// Runs the plan's compile here (aot_script through run_bash: its output on the tool's stderr and
+// in options.log, which must be set), then summarizes that log as aot-summarize does, against
+// `hbm_gib` per device, else the plan's chip. Throws rtb::Error when the script ends without
+// writing the log (no MaxText: the one line of check_aot_python), or when the log cannot be judged
+// (naming the compile's status when it failed). The summary's outcome: kPass every kernel fits,
+// kFail a kernel does not fit or the compile ran out of memory.
+logs::Summary run_aot(const AotPlan& plan, const AotOptions& options,
+                      std::optional<double> hbm_gib);
+
+// The summary of each arm's compile (--run with arms), in the arms' order.
+struct AotArmResult {
+  std::string name;
+  logs::Summary summary;
+};
+// The worst of the arms' outcomes: kFail when any arm's does not fit.
+Outcome aot_arms_outcome(const std::vector<AotArmResult>& results);
+// Text: one block per arm, "arm <name>:" and its summary table (format_summary_table), a blank
+// line between blocks.
+std::string aot_arms_run_text(const std::vector<AotArmResult>& results);
+// JSON, schema "rtb.aot-check.arms-run/1": {"schema", "exit_code" (aot_arms_outcome's), "arms":
+// [{"arm", and the fields of the rtb.aot-summarize/1 document after "schema"}]}.
+std::string aot_arms_run_json(const std::vector<AotArmResult>& results);
 
 // The keys with where each comes from, one per line, for --explain.
 std::string explain_aot_keys(const AotPlan& plan);

@@ -7,6 +7,7 @@
 #include "rtb/bench/aot.h"
 #include "rtb/bench/render.h"
 #include "rtb/k8s/shell.h"
+#include "rtb/logs/memlog_format.h"
 
 namespace rtb::bench {
 namespace {
@@ -121,13 +122,13 @@ std::string aot_script(const AotPlan& plan, const AotOptions& options) {
   return s;
 }
 
-std::string aot_plan_json(const AotPlan& plan, const AotOptions& options) {
+namespace {
+
+// The plan's fields after "schema", into the object `j` has open.
+void write_plan_fields(json::Writer& j, const AotPlan& plan, const AotOptions& options) {
   using Layout = json::Writer::Layout;
   auto count = [](long long value) { return static_cast<std::int64_t>(value); };
-  json::Writer j;
-  j.begin_object()
-      .field("schema", "rtb.aot-check/1")
-      .field("bench", plan.bench_name)
+  j.field("bench", plan.bench_name)
       .field("module", kEngineCompileModule)
       .field("python", options.python)
       .field("base_config", options.base_config)
@@ -167,7 +168,59 @@ std::string aot_plan_json(const AotPlan& plan, const AotOptions& options) {
   for (const Diagnostic& note : plan.diagnostics) j.value(note.message);
   j.end_array();
   write_json(j, "diagnostics", plan.diagnostics);
-  return j.end_object().str();
+}
+
+}  // namespace
+
+std::string aot_plan_json(const AotPlan& plan, const AotOptions& options) {
+  json::Writer j;
+  j.begin_object().field("schema", "rtb.aot-check/1");
+  write_plan_fields(j, plan, options);
+  return std::move(j.end_object()).str();
+}
+
+std::string aot_arms_plan_json(const std::vector<AotArm>& arms) {
+  json::Writer j;
+  j.begin_object().field("schema", "rtb.aot-check.arms/1").key("arms").begin_array();
+  for (const AotArm& arm : arms) {
+    j.begin_object().field("arm", arm.name);
+    write_plan_fields(j, arm.plan, arm.options);
+    j.end_object();
+  }
+  return std::move(j.end_array().end_object()).str();
+}
+
+Outcome aot_arms_outcome(const std::vector<AotArmResult>& results) {
+  Outcome worst = Outcome::kPass;
+  for (const AotArmResult& result : results) {
+    Outcome outcome = result.summary.outcome();
+    if (exit_code(outcome) > exit_code(worst)) worst = outcome;
+  }
+  return worst;
+}
+
+std::string aot_arms_run_json(const std::vector<AotArmResult>& results) {
+  json::Writer j;
+  j.begin_object()
+      .field("schema", "rtb.aot-check.arms-run/1")
+      .field("exit_code", exit_code(aot_arms_outcome(results)))
+      .key("arms")
+      .begin_array();
+  for (const AotArmResult& result : results) {
+    j.begin_object().field("arm", result.name);
+    logs::write_summary_fields(j, result.summary);
+    j.end_object();
+  }
+  return std::move(j.end_array().end_object()).str();
+}
+
+std::string aot_arms_run_text(const std::vector<AotArmResult>& results) {
+  std::string out;
+  for (const AotArmResult& result : results) {
+    if (!out.empty()) out += '\n';
+    out += fmt::format("arm {}:\n", result.name) + logs::format_summary_table(result.summary);
+  }
+  return out;
 }
 
 std::string aot_arms_script(const std::vector<std::pair<std::string, std::string>>& arm_scripts) {

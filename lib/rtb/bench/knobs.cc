@@ -297,6 +297,7 @@ std::string knobs_json() {
     } else {
       j.null();
     }
+    j.field("one_per_pod", json::null_if_empty(spec.one_per_pod));
     j.end_object();
   }
   j.end_array().end_object();

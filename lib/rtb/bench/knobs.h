@@ -91,8 +91,9 @@ std::string_view knob_option(Knob knob);
 void apply_knob(const KnobSpec& spec, std::string_view text, RenderOptions& options);
 
 // The table as JSON (`render-bench --print-knobs`, schema rtb.render-bench.knobs/1): for each
-// knob its option, value name (null for a flag), arity ("once", "repeated", "flag"), help and the
-// driver setting it sets (null when none), so that scripts and the tests read the same list.
+// knob its option, value name (null for a flag), arity ("once", "repeated", "flag"), help, the
+// driver setting it sets (null when none) and why its value is one for the whole pod (one_per_pod;
+// null for a knob a same-pod arm may set), so that scripts and the tests read the same list.
 std::string knobs_json();
 
 // The knobs whose text is parsed into another type, as apply_knob parses them:

@@ -57,6 +57,74 @@ Verdict paired_verdict(const Interval& ci) {
   return ci.high < 0 ? Verdict::kFaster : Verdict::kSlower;
 }
 
+// `arm`'s runs against `control_runs` by rank, the k-th with the k-th: the pairs (one with a
+// failed run, or whose runs time their steps differently, is dropped and says why), the runs left
+// without a partner, the mean diff and, from kMinPairs used pairs, its bootstrap interval and
+// verdict. The pairs of a pod and the same arm across pods are both this.
+ArmVerdict pair_runs(const std::string& arm, const std::vector<const ArmRun*>& control_runs,
+                     const std::vector<const ArmRun*>& arm_runs,
+                     const BootstrapOptions& bootstrap) {
+  ArmVerdict verdict;
+  verdict.arm = arm;
+  std::size_t n = std::min(arm_runs.size(), control_runs.size());
+  std::vector<double> used_controls;
+  for (std::size_t k = 0; k < n; ++k) {
+    const ArmRun& c = *control_runs[k];
+    const ArmRun& v = *arm_runs[k];
+    Pair pair;
+    pair.rank = static_cast<std::int64_t>(k) + 1;
+    pair.control_run = c.run;
+    pair.arm_run = v.run;
+    if (!c.failed.empty() || !v.failed.empty()) {
+      const ArmRun& bad = c.failed.empty() ? v : c;
+      pair.dropped = fmt::format("{} failed ({})", run_label(bad.arm, bad.run), bad.failed);
+    } else if (c.step_timing != v.step_timing) {
+      pair.dropped = fmt::format("the runs time their steps differently ({} vs {})",
+                                 c.step_timing ? report::step_timing_name(*c.step_timing) : "none",
+                                 v.step_timing ? report::step_timing_name(*v.step_timing) : "none");
+    } else {
+      pair.diff_s = *v.mean_s - *c.mean_s;
+      verdict.diffs.push_back(*pair.diff_s);
+      used_controls.push_back(*c.mean_s);
+    }
+    if (c.analysis && v.analysis) {
+      pair.setup = report::compare_setups(run_label(c.arm, c.run), c.analysis->setup,
+                                          run_label(v.arm, v.run), v.analysis->setup);
+    }
+    verdict.pairs.push_back(std::move(pair));
+  }
+  for (std::size_t k = n; k < arm_runs.size(); ++k)
+    verdict.unpaired.push_back(run_label(arm_runs[k]->arm, arm_runs[k]->run));
+  for (std::size_t k = n; k < control_runs.size(); ++k)
+    verdict.unpaired.push_back(run_label(control_runs[k]->arm, control_runs[k]->run));
+  if (!verdict.diffs.empty()) {
+    verdict.mean_diff_s = mean_of(verdict.diffs);
+    verdict.control_mean_s = mean_of(used_controls);
+  }
+  if (verdict.diffs.size() >= kMinPairs) {
+    verdict.diff_ci = bootstrap_interval(verdict.diffs, Statistic::kMean, bootstrap);
+    verdict.verdict = paired_verdict(*verdict.diff_ci);
+  }
+  return verdict;
+}
+
+// The runs of `arm` in `pod`, in run order.
+std::vector<const ArmRun*> runs_of(const PodReport& pod, const std::string& arm) {
+  std::vector<const ArmRun*> found;
+  for (const ArmRun& run : pod.runs) {
+    if (run.arm == arm) found.push_back(&run);
+  }
+  return found;
+}
+
+// The text of an interval, or why there is none, in the words of a pod's pairs and of the
+// reference across pods.
+std::string interval_text(const Interval& ci) {
+  return fmt::format("interval [{:+.4f}, {:+.4f}]", ci.low, ci.high);
+}
+std::string too_few_pairs_text(std::size_t pairs) {
+  return fmt::format("too few pairs for an interval ({} of at least {})", pairs, kMinPairs);
+}
 }  // namespace
 
 void PodLogParser::close_run() {
@@ -136,6 +204,7 @@ Outcome PodReport::outcome() const { return failed_runs.empty() ? Outcome::kPass
 PodReport analyze_pod(const PodLog& pod, const report::Options& options) {
   PodReport out;
   out.source = pod.source;
+  out.bootstrap = options.bootstrap;
   out.diagnostics = pod.diagnostics;
   std::vector<const RunLogOfArm*> ordered;
   for (const RunLogOfArm& run : pod.runs) ordered.push_back(&run);
@@ -178,15 +247,8 @@ PodReport analyze_pod(const PodLog& pod, const report::Options& options) {
     out.runs.push_back(std::move(run));
   }
   if (out.arms.empty()) return out;
-  auto runs_of = [&](const std::string& arm) {
-    std::vector<const ArmRun*> found;
-    for (const ArmRun& run : out.runs) {
-      if (run.arm == arm) found.push_back(&run);
-    }
-    return found;
-  };
   const std::string& control = out.arms[0];
-  std::vector<const ArmRun*> control_runs = runs_of(control);
+  std::vector<const ArmRun*> control_runs = runs_of(out, control);
   std::vector<double> control_means;
   for (const ArmRun* run : control_runs) {
     if (run->failed.empty()) control_means.push_back(*run->mean_s);
@@ -199,52 +261,9 @@ PodReport analyze_pod(const PodLog& pod, const report::Options& options) {
     aa.rel = aa.range_s / mean_of(control_means);
     out.aa = aa;
   }
-  for (std::size_t a = 1; a < out.arms.size(); ++a) {
-    ArmVerdict verdict;
-    verdict.arm = out.arms[a];
-    std::vector<const ArmRun*> arm_runs = runs_of(verdict.arm);
-    std::size_t n = std::min(arm_runs.size(), control_runs.size());
-    std::vector<double> used_controls;
-    for (std::size_t k = 0; k < n; ++k) {
-      const ArmRun& c = *control_runs[k];
-      const ArmRun& v = *arm_runs[k];
-      Pair pair;
-      pair.rank = static_cast<std::int64_t>(k) + 1;
-      pair.control_run = c.run;
-      pair.arm_run = v.run;
-      if (!c.failed.empty() || !v.failed.empty()) {
-        const ArmRun& bad = c.failed.empty() ? v : c;
-        pair.dropped = fmt::format("{} failed ({})", run_label(bad.arm, bad.run), bad.failed);
-      } else if (c.step_timing != v.step_timing) {
-        pair.dropped =
-            fmt::format("the runs time their steps differently ({} vs {})",
-                        c.step_timing ? report::step_timing_name(*c.step_timing) : "none",
-                        v.step_timing ? report::step_timing_name(*v.step_timing) : "none");
-      } else {
-        pair.diff_s = *v.mean_s - *c.mean_s;
-        verdict.diffs.push_back(*pair.diff_s);
-        used_controls.push_back(*c.mean_s);
-      }
-      if (c.analysis && v.analysis) {
-        pair.setup = report::compare_setups(run_label(c.arm, c.run), c.analysis->setup,
-                                            run_label(v.arm, v.run), v.analysis->setup);
-      }
-      verdict.pairs.push_back(std::move(pair));
-    }
-    for (std::size_t k = n; k < arm_runs.size(); ++k)
-      verdict.unpaired.push_back(run_label(arm_runs[k]->arm, arm_runs[k]->run));
-    for (std::size_t k = n; k < control_runs.size(); ++k)
-      verdict.unpaired.push_back(run_label(control_runs[k]->arm, control_runs[k]->run));
-    if (!verdict.diffs.empty()) {
-      verdict.mean_diff_s = mean_of(verdict.diffs);
-      verdict.control_mean_s = mean_of(used_controls);
-    }
-    if (verdict.diffs.size() >= kMinPairs) {
-      verdict.diff_ci = bootstrap_interval(verdict.diffs, Statistic::kMean, options.bootstrap);
-      verdict.verdict = paired_verdict(*verdict.diff_ci);
-    }
-    out.verdicts.push_back(std::move(verdict));
-  }
+  for (std::size_t a = 1; a < out.arms.size(); ++a)
+    out.verdicts.push_back(
+        pair_runs(out.arms[a], control_runs, runs_of(out, out.arms[a]), out.bootstrap));
   return out;
 }
 
@@ -288,11 +307,10 @@ std::string pod_text(const PodReport& r) {
     s += fmt::format("  mean pair diff {:+.4f} s/step ({}) over {} pairs", *v.mean_diff_s,
                      report::percent(1 + *v.mean_diff_s / *v.control_mean_s), v.diffs.size());
     if (v.diff_ci) {
-      s += fmt::format(", interval [{:+.4f}, {:+.4f}]\n  verdict: {}\n", v.diff_ci->low,
-                       v.diff_ci->high, verdict_label(v.verdict));
+      s +=
+          fmt::format(", {}\n  verdict: {}\n", interval_text(*v.diff_ci), verdict_label(v.verdict));
     } else {
-      s += fmt::format("\n  verdict: too few pairs for an interval ({} of at least {})\n",
-                       v.diffs.size(), kMinPairs);
+      s += fmt::format("\n  verdict: {}\n", too_few_pairs_text(v.diffs.size()));
     }
   }
   if (!r.failed_runs.empty())
@@ -413,6 +431,19 @@ std::vector<AcrossPods> across_pods(const std::vector<PodReport>& pods) {
       a.diff_s.push_back(mean && a.means_s[0] ? std::optional<double>(*mean - *a.means_s[0])
                                               : std::nullopt);
     }
+    // Its interval: the arm's k-th run in a pod against its k-th run in the first, paired and
+    // drawn as the pairs inside a pod are.
+    std::vector<const ArmRun*> first = runs_of(pods[0], arm);
+    for (const PodReport& pod : pods) {
+      if (&pod == &pods[0]) {
+        a.pairs_used.push_back(0);
+        a.diff_ci.push_back(std::nullopt);
+        continue;
+      }
+      ArmVerdict paired = pair_runs(arm, first, runs_of(pod, arm), pods[0].bootstrap);
+      a.pairs_used.push_back(paired.diffs.size());
+      a.diff_ci.push_back(paired.diff_ci);
+    }
     out.push_back(std::move(a));
   }
   return out;
@@ -427,6 +458,8 @@ std::string format_arms_text(const std::vector<PodReport>& pods) {
       "seconds per step; below 0 is faster\n"
       "  interval: seeded bootstrap of the mean pair diff (needs 3 pairs); verdict: from the "
       "interval against 0\n"
+      "  across pods: one arm's mean of its run means in each pod minus the first pod's; its "
+      "interval pairs the arm's k-th runs in the two pods as above\n"
       "  A/A range: the control's own max - min run mean in this pod (drift included, which the "
       "pairs of an abba order cancel)\n";
   for (const PodReport& pod : pods) s += "\n" + pod_text(pod);
@@ -440,7 +473,11 @@ std::string format_arms_text(const std::vector<PodReport>& pods) {
       s += fmt::format("  {}:", a.arm);
       for (std::size_t i = 0; i < a.means_s.size(); ++i) {
         s += a.means_s[i] ? fmt::format(" {} s", report::seconds(*a.means_s[i])) : " -";
-        if (i > 0 && a.diff_s[i]) s += fmt::format(" ({:+.4f} s)", *a.diff_s[i]);
+        if (i == 0 || !a.diff_s[i]) continue;
+        s += fmt::format(" ({:+.4f} s", *a.diff_s[i]);
+        s += a.diff_ci[i]
+                 ? fmt::format(", {} over {} pairs)", interval_text(*a.diff_ci[i]), a.pairs_used[i])
+                 : fmt::format("; {})", too_few_pairs_text(a.pairs_used[i]));
       }
       s += "\n";
     }
@@ -458,6 +495,16 @@ std::string format_arms_json(const std::vector<PodReport>& pods) {
     for (const std::optional<double>& m : a.means_s) j.value(m);
     j.end_array().key("diff_s").begin_array();
     for (const std::optional<double>& d : a.diff_s) j.value(d);
+    j.end_array().key("pairs_used").begin_array();
+    for (std::size_t n : a.pairs_used) j.value(static_cast<std::int64_t>(n));
+    j.end_array().key("diff_ci").begin_array();
+    for (const std::optional<Interval>& ci : a.diff_ci) {
+      if (ci) {
+        j.begin_object().field("low", ci->low).field("high", ci->high).end_object();
+      } else {
+        j.null();
+      }
+    }
     j.end_array().end_object();
   }
   j.end_array().end_object();

@@ -114,7 +114,8 @@ struct PodReport {
   std::optional<AaSpread> aa;            // when the control ran at least twice
   std::vector<std::string> failed_runs;  // "b run 3: exit 1"
   std::vector<Diagnostic> diagnostics;
-  Outcome outcome() const;  // kFail when a run failed, else kPass
+  BootstrapOptions bootstrap;  // what its intervals were drawn with (across_pods: the first pod's)
+  Outcome outcome() const;     // kFail when a run failed, else kPass
 };
 // kFail when a run of any pod failed.
 Outcome outcome_of(const std::vector<PodReport>& pods);
@@ -122,12 +123,18 @@ Outcome outcome_of(const std::vector<PodReport>& pods);
 PodReport analyze_pod(const PodLog& pod, const report::Options& options);
 
 // Across pods, the reference is the same arm in two pods (the seed's one cell at 82.671 and 82.670
-// s/step in two pods): for each arm that every pod ran, each pod's mean of its run means and the
-// pod-to-pod difference (each pod against the first).
+// s/step in two pods): for each arm of the first pod, each pod's mean of its run means and the
+// pod-to-pod difference (each pod against the first), with an interval computed as the pairs of a
+// pod are: the arm's k-th run in the pod against its k-th run in the first pod, the mean of those
+// diffs bootstrapped (the first pod's options) from kMinPairs used pairs. Where every run of the
+// arm pairs, that mean is diff_s.
 struct AcrossPods {
   std::string arm;
   std::vector<std::optional<double>> means_s;  // per pod, in the pods' order; nullopt: no run
   std::vector<std::optional<double>> diff_s;   // per pod: its mean - the first pod's
+  std::vector<std::size_t> pairs_used;         // per pod: pairs used for its interval (first: 0)
+  // Per pod: the interval of the mean pair diff; nullopt for the first pod and below kMinPairs.
+  std::vector<std::optional<Interval>> diff_ci;
 };
 std::vector<AcrossPods> across_pods(const std::vector<PodReport>& pods);
 

@@ -328,6 +328,12 @@ std::string format_summary_json(const Summary& summary) {
   json::Writer j;
   j.begin_object();
   j.field("schema", "rtb.aot-summarize/1");
+  write_summary_fields(j, summary);
+  j.end_object();
+  return std::move(j).str();
+}
+
+void write_summary_fields(json::Writer& j, const Summary& summary) {
   Outcome outcome = summary.outcome();
   j.field("exit_code", exit_code(outcome));
   j.key("error");
@@ -473,8 +479,6 @@ std::string format_summary_json(const Summary& summary) {
     j.end_object();
   }
   j.end_array();
-  j.end_object();
-  return j.str();
 }
 
 }  // namespace rtb::logs
