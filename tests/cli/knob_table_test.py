@@ -110,13 +110,15 @@ class KnobTableTest(unittest.TestCase):
         knobs = knob_table()
         one_per_pod = {k["option"]: k["one_per_pod"] for k in knobs if k["one_per_pod"]}
         self.assertEqual(sorted(one_per_pod), [
-            "--driver", "--image", "--libtpu-flag", "--name", "--namespace", "--output-prefix",
-            "--trainer-slice", "--weights"
+            "--driver", "--dump-hlo", "--image", "--libtpu-flag", "--name", "--namespace",
+            "--output-prefix", "--trainer-slice", "--weights"
         ])
+        flags = {k["option"] for k in knobs if k["arity"] == "flag"}
         for option, reason in one_per_pod.items():
             with self.subTest(option=option):
+                knob = option if option in flags else f"{option}=x"
                 rc, out, err = run_tool(
-                    RENDER, ["--demo", "--name", "ab", "--arm", "a", "--arm", f"b:{option}=x"])
+                    RENDER, ["--demo", "--name", "ab", "--arm", "a", "--arm", f"b:{knob}"])
                 self.assertEqual((rc, out), (2, ""), err)
                 self.assertIn(f"{option} cannot change inside one pod: {reason};", err)
         arm_knobs = [k for k in knobs if k["one_per_pod"] is None]
