@@ -78,6 +78,23 @@ class Report(TempDirTestCase):
         self.assertEqual(code, 0, err)
         self.assertIn("planned hidden, measured exposed: 0 of 3 pairs", out)
 
+    def test_categories_say_where_they_came_from(self):
+        code, out, err = run([REAL])
+        self.assertEqual(code, 0, err)
+        self.assertIn("categories: from the capture's hlo_op stat", out)
+        code, out, err = run([REAL, "--json"])
+        self.assertEqual(code, 0, err)
+        device = json.loads(out)["devices"][0]
+        self.assertEqual(device["category_sources"]["hlo_category"], 0)
+        self.assertGreater(device["category_sources"]["hlo_op"], 0)
+        self.assertEqual(device["ops"][0]["category_source"], "hlo_op")
+        capture = os.path.join(TESTDATA, "profile", "synthetic_overlap_tpu.xplane.pb")
+        code, out, err = run([capture, "--json"])
+        self.assertEqual(code, 0, err)
+        for device in json.loads(out)["devices"]:
+            self.assertEqual(device["category_sources"],
+                             {"hlo_category": 9, "hlo_op": 0, "name": 1})
+
     def test_help(self):
         assert_help_and_version(self, "profile-report", "--min-change-percent")
 
