@@ -72,8 +72,9 @@ int profile_report_main(int argc, char** argv) {
   app.add_option("--top", report.top, "How many ops to list per device")->capture_default_str();
   app.add_option("--hlo", hlo_dump,
                  "The scheduled HLO module of the capture (text dump or *.hlo.pb): measure, for "
-                 "each async collective pair hlo-overlap judges, how long its done waited on the "
-                 "first device, beside the schedule's verdict");
+                 "each async collective pair hlo-overlap judges, how long its done waited on "
+                 "each device, beside the schedule's verdict, and the pairs the devices disagree "
+                 "on");
   app.add_option("--min-wait-us", min_wait_us,
                  "--hlo: a pair is measured exposed when its done waits at least this long per "
                  "execution (microseconds)")
