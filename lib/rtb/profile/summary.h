@@ -176,9 +176,8 @@ void walk_lines(const Capture& capture, const XSpaceFile& file,
   auto close_until = [&](std::size_t index, std::int64_t time) {
     auto& open = walks[index].open;
     while (!open.empty() && open.back().end_ps <= time) {
-      detail::OpenEvent closed = open.back();
+      on_close(open.back().event, index, open.back().self_ps);
       open.pop_back();
-      on_close(closed.event, index, closed.self_ps);
     }
   };
   for (;;) {
@@ -190,18 +189,19 @@ void walk_lines(const Capture& capture, const XSpaceFile& file,
       }
     }
     if (best == walks.size()) break;
+    // The event is copied once, onto its line's open events (an Event is a few hundred bytes).
     detail::LineWalk& walk = walks[best];
-    Event event = walk.next;
-    detail::advance(walk, *lines[best], file.name());
-    close_until(best, event.start_ps);
-    on_start(event, best);
-    std::int64_t end = event.start_ps + event.duration_ps;
+    std::int64_t start = walk.next.start_ps;
+    close_until(best, start);
+    std::int64_t end = start + walk.next.duration_ps;
     if (!walk.open.empty()) {
       // Nested in the innermost open event: its time is not that event's own.
       detail::OpenEvent& parent = walk.open.back();
-      parent.self_ps -= std::min(end, parent.end_ps) - event.start_ps;
+      parent.self_ps -= std::min(end, parent.end_ps) - start;
     }
-    walk.open.push_back({event, end, event.duration_ps});
+    walk.open.push_back({walk.next, end, walk.next.duration_ps});
+    on_start(walk.open.back().event, best);
+    detail::advance(walk, *lines[best], file.name());
   }
   for (std::size_t i = 0; i < walks.size(); ++i) close_until(i, INT64_MAX);
 }
