@@ -117,9 +117,16 @@ TEST(Summary, ModuleRunsInOneWalkGiveTheFiguresOfTwoWalks) {
   for (int c = 0; c < kCases; ++c) {
     test::SpaceBuilder space;
     auto& device = space.plane("/device:GPU:0", 1);
-    device.stat_name(20, "hlo_module").stat_name(21, "hlo_op");
-    for (int id = 1; id <= 4; ++id) device.event_name(id, "op" + std::to_string(id));
     const char* modules[] = {"jit_a", "jit_b", "jit_c"};
+    device.stat_name(20, "hlo_module").stat_name(21, "hlo_op");
+    // Module names as refs too (XProf's way), jit_a under two ids.
+    device.stat_name(40, "jit_a").stat_name(41, "jit_b").stat_name(42, "jit_c");
+    device.stat_name(43, "jit_a");
+    auto module_stat = [&](int module) {
+      if (below(2) == 0) return test::StatValue::string(modules[module]);
+      return test::StatValue::ref(module == 0 && below(2) == 0 ? 43 : 40 + module);
+    };
+    for (int id = 1; id <= 4; ++id) device.event_name(id, "op" + std::to_string(id));
     for (int l = 0; l < 1 + below(3); ++l) {
       auto& line = device.line("Stream #" + std::to_string(l), 0);
       std::int64_t t = below(5);
@@ -132,11 +139,10 @@ TEST(Summary, ModuleRunsInOneWalkGiveTheFiguresOfTwoWalks) {
         if (below(5) == 0) {
           line.event(id, t, duration, {{21, test::StatValue::string("x")}});
         } else {
-          line.event(id, t, duration, {{20, test::StatValue::string(modules[module])}});
+          line.event(id, t, duration, {{20, module_stat(module)}});
         }
         if (duration > 2 && below(3) == 0) {  // a nested event
-          line.event(1 + below(4), t + 1, duration / 2,
-                     {{20, test::StatValue::string(modules[module])}});
+          line.event(1 + below(4), t + 1, duration / 2, {{20, module_stat(module)}});
         }
         t += duration + below(4);
       }

@@ -398,6 +398,7 @@ bool summarize_module_runs_one_walk(const Capture& capture, const XSpaceFile& fi
   bool overflow = false;
   // The figures from here on are the only ones that can name the current pending part.
   std::size_t pending_figures_from = 0;
+  std::uint64_t run_ref = UINT64_MAX;     // a ref naming the current run's module
   std::uint64_t module_ref = UINT64_MAX;  // the last event's hlo_module ref, and its text
   std::string_view module_text;
   auto new_part = [&](std::size_t bucket, bool tail) {
@@ -420,6 +421,7 @@ bool summarize_module_runs_one_walk(const Capture& capture, const XSpaceFile& fi
   };
   new_bucket(INT64_MIN, INT64_MAX);
   auto bucket_at = [&](std::int64_t time) {
+    if (time >= buckets.back().start) return buckets.size() - 1;  // most events: the last run's
     auto it = std::upper_bound(buckets.begin() + 1, buckets.end(), time,
                                [](std::int64_t t, const Bucket& b) { return t < b.start; });
     return static_cast<std::size_t>(it - buckets.begin()) - 1;
@@ -437,8 +439,13 @@ bool summarize_module_runs_one_walk(const Capture& capture, const XSpaceFile& fi
           module_ref = module_stat.kind == Stat::Kind::kRef ? module_stat.uint_value : UINT64_MAX;
         }
         std::string_view module = module_text;
+        std::uint64_t ref =
+            module_stat.kind == Stat::Kind::kRef ? module_stat.uint_value : UINT64_MAX;
+        // The current run's module named by the same ref: no need to compare the names.
+        bool same_run = ref != UINT64_MAX && ref == run_ref;
         if (!module.empty()) {
-          if (run_module.empty() || modules[run_module.back()] != module) {
+          run_ref = ref;  // the run this event starts or extends is its module's
+          if (!same_run && (run_module.empty() || modules[run_module.back()] != module)) {
             auto [known, added] = module_index.try_emplace(std::string(module), modules.size());
             if (added) modules.emplace_back(module);
             run_module.push_back(known->second);
