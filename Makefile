@@ -7,9 +7,10 @@ JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
 APT_PACKAGES := cmake ninja-build g++ make python3 python3-numpy python3-yaml \
   libyaml-cpp-dev libcli11-dev libeigen3-dev libfmt-dev libspdlog-dev \
   libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev libssl-dev \
-  help2man dpkg-dev bash-completion protobuf-compiler
+  help2man dpkg-dev bash-completion protobuf-compiler python3-protobuf
 # protobuf-compiler: protoc encodes the binary HloProto test dumps (tests/cli/hlo_overlap_test.py);
-# a test dependency only, hlo-overlap reads the wire format itself.
+# a test dependency only, hlo-overlap reads the wire format itself. python3-protobuf: the Python
+# reader make bench measures profile-report against (tests/perf/profile_baseline.py).
 # help2man: the man pages, generated from each tool's --help at build time; dpkg-dev: make deb's
 # dpkg-shlibdeps, which computes the package's Depends; bash-completion: the install test loads
 # the completions through its loader, as a user's shell does.

@@ -70,13 +70,46 @@ class Report(TempDirTestCase):
                             "latency_hiding_scheduler__ResourceLimitWithinAnnotationGroup.hlo.txt")
         code, out, err = run([capture, "--hlo", dump, "--json"])
         self.assertEqual(code, 0, err)
-        pairs = json.loads(out)["overlap"]["pairs"]
+        overlap = json.loads(out)["overlap"]
+        self.assertEqual([d["plane"] for d in overlap["devices"]],
+                         ["/device:TPU:0", "/device:TPU:1"])
+        pairs = overlap["devices"][0]["pairs"]
         self.assertEqual([(p["done"], p["agreement"]) for p in pairs],
                          [("agd0", "planned hidden, measured exposed"),
                           ("cpd1", "planned exposed, measured hidden"), ("agd1", "agree")])
+        # The second device waited where the first did not, and the other way round.
+        pairs = overlap["devices"][1]["pairs"]
+        self.assertEqual([(p["done"], p["measured_exposed"]) for p in pairs], [("cpd1", True),
+                                                                               ("agd0", False),
+                                                                               ("agd1", False)])
+        self.assertEqual([(d["done"], [m["measured"] for m in d["measured"]])
+                          for d in overlap["disagreements"]], [("agd0", ["exposed", "hidden"]),
+                                                               ("cpd1", ["hidden", "exposed"])])
         code, out, err = run([capture, "--hlo", dump, "--min-wait-us", "500"])
         self.assertEqual(code, 0, err)
         self.assertIn("planned hidden, measured exposed: 0 of 3 pairs", out)
+        self.assertIn("the 2 devices agree on every pair's measured verdict (3 pairs)", out)
+        code, out, err = run([capture, "--hlo", dump])
+        self.assertEqual(code, 0, err)
+        self.assertRegex(out, r"on /device:TPU:1 \(\S*synthetic_overlap_tpu\.xplane\.pb\)")
+        self.assertIn("devices disagree on 2 of 3 pairs", out)
+
+    def test_categories_say_where_they_came_from(self):
+        code, out, err = run([REAL])
+        self.assertEqual(code, 0, err)
+        self.assertIn("categories: from the capture's hlo_op stat", out)
+        code, out, err = run([REAL, "--json"])
+        self.assertEqual(code, 0, err)
+        device = json.loads(out)["devices"][0]
+        self.assertEqual(device["category_sources"]["hlo_category"], 0)
+        self.assertGreater(device["category_sources"]["hlo_op"], 0)
+        self.assertEqual(device["ops"][0]["category_source"], "hlo_op")
+        capture = os.path.join(TESTDATA, "profile", "synthetic_overlap_tpu.xplane.pb")
+        code, out, err = run([capture, "--json"])
+        self.assertEqual(code, 0, err)
+        for device in json.loads(out)["devices"]:
+            self.assertEqual(device["category_sources"],
+                             {"hlo_category": 9, "hlo_op": 0, "name": 1})
 
     def test_help(self):
         assert_help_and_version(self, "profile-report", "--min-change-percent")

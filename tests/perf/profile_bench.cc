@@ -7,6 +7,7 @@
 // a temporary directory and deleted at exit. Reported, in the same run:
 //   - ProfileSummary:        the library (Capture + summarize) in this process, one core:
 //                            bytes/s and the process's peak RSS;
+//   - ProfileSummaryRunsFirst: the same, the steps' module runs read in a walk of their own;
 //   - ProfileToolPeakMemory: the profile-report tool (--json) in a child process: peak RSS;
 //   - ProfilePythonBaseline: tests/perf/profile_baseline.py, Debian's python3-protobuf over a
 //                            module protoc generates from tests/perf/xplane_subset.proto, on the
@@ -123,6 +124,21 @@ void ProfileSummary(benchmark::State& state) {
   state.counters["device_events"] = static_cast<double>(events);
 }
 BENCHMARK(ProfileSummary)->Unit(benchmark::kMillisecond)->MinTime(3.0)->UseRealTime();
+
+// The same with the steps' module runs read in a walk of their own before the figures' walk (as
+// before issue 31's one walk per event): what the one walk saves, in the same run.
+void ProfileSummaryRunsFirst(benchmark::State& state) {
+  GeneratedCapture& capture = GeneratedCapture::get();
+  rtb::profile::SummaryOptions options;
+  options.module_runs_in_one_walk = false;
+  for (auto _ : state) {
+    rtb::profile::Capture read(capture.path());
+    rtb::profile::Summary summary = rtb::profile::summarize(read, options);
+    benchmark::DoNotOptimize(summary);
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(capture.bytes()) * state.iterations());
+}
+BENCHMARK(ProfileSummaryRunsFirst)->Unit(benchmark::kMillisecond)->MinTime(3.0)->UseRealTime();
 
 void ProfileToolPeakMemory(benchmark::State& state) {
   const GeneratedCapture& capture = GeneratedCapture::get();

@@ -2,8 +2,11 @@
 // sources, busy / idle / self times, and the real capture.
 #include "rtb/profile/summary.h"
 
+#include <map>
 #include <memory>
+#include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "test_util.h"
@@ -102,6 +105,84 @@ TEST(Summary, ModuleExecutionsAndStreamsRunningAtOnce) {
   EXPECT_EQ(d.events, 4);
 }
 
+// Steps from module runs are found in the walk that sums the figures; the figures must be those
+// of two walks (runs first), which the one walk gives up for when a boundary is in doubt. Random
+// GPU-like planes with small times (ties, zero durations, nested events, events without a
+// module, runs of other modules overlapping on another stream) hit those cases.
+TEST(Summary, ModuleRunsInOneWalkGiveTheFiguresOfTwoWalks) {
+  std::mt19937 random(31);
+  auto below = [&](int n) { return static_cast<int>(random() % static_cast<unsigned>(n)); };
+  int one_walk = 0;
+  const int kCases = 400;
+  for (int c = 0; c < kCases; ++c) {
+    test::SpaceBuilder space;
+    auto& device = space.plane("/device:GPU:0", 1);
+    const char* modules[] = {"jit_a", "jit_b", "jit_c"};
+    device.stat_name(20, "hlo_module").stat_name(21, "hlo_op");
+    // Module names as refs too (XProf's way), jit_a under two ids.
+    device.stat_name(40, "jit_a").stat_name(41, "jit_b").stat_name(42, "jit_c");
+    device.stat_name(43, "jit_a");
+    auto module_stat = [&](int module) {
+      if (below(2) == 0) return test::StatValue::string(modules[module]);
+      return test::StatValue::ref(module == 0 && below(2) == 0 ? 43 : 40 + module);
+    };
+    for (int id = 1; id <= 4; ++id) device.event_name(id, "op" + std::to_string(id));
+    for (int l = 0; l < 1 + below(3); ++l) {
+      auto& line = device.line("Stream #" + std::to_string(l), 0);
+      std::int64_t t = below(5);
+      for (int e = 0; e < 3 + below(12); ++e) {
+        std::int64_t duration = below(4) == 0 ? 0 : 1 + below(20);
+        // Modules in blocks of time, so that runs form; some events have none.
+        int module = static_cast<int>(t / 40) % 3;
+        if (below(6) == 0) module = below(3);
+        int id = 1 + below(4);
+        if (below(5) == 0) {
+          line.event(id, t, duration, {{21, test::StatValue::string("x")}});
+        } else {
+          line.event(id, t, duration, {{20, module_stat(module)}});
+        }
+        if (duration > 2 && below(3) == 0) {  // a nested event
+          line.event(1 + below(4), t + 1, duration / 2, {{20, module_stat(module)}});
+        }
+        t += duration + below(4);
+      }
+    }
+    std::string bytes = space.bytes();
+    std::vector<std::unique_ptr<XSpaceFile>> files;
+    files.push_back(std::make_unique<XSpaceFile>(bytes, "mem.xplane.pb"));
+    Capture capture(std::move(files));
+    SummaryOptions two_walks;
+    two_walks.module_runs_in_one_walk = false;
+    const Device want = summarize(capture, two_walks).devices.at(0);
+    const Device got = summarize(capture).devices.at(0);
+    SCOPED_TRACE(::testing::Message() << "case " << c);
+    EXPECT_EQ(want.event_walks, 2);
+    one_walk += got.event_walks == 1;
+    EXPECT_EQ(got.step_module, want.step_module);
+    EXPECT_EQ(got.events, want.events);
+    EXPECT_EQ(got.outside_ps, want.outside_ps);
+    ASSERT_EQ(got.steps.size(), want.steps.size());
+    for (std::size_t i = 0; i < want.steps.size(); ++i) {
+      EXPECT_EQ(got.steps[i].number, want.steps[i].number) << i;
+      EXPECT_EQ(got.steps[i].start_ps, want.steps[i].start_ps) << i;
+      EXPECT_EQ(got.steps[i].end_ps, want.steps[i].end_ps) << i;
+      EXPECT_EQ(got.steps[i].busy_ps, want.steps[i].busy_ps) << i;
+      EXPECT_EQ(got.steps[i].events, want.steps[i].events) << i;
+      EXPECT_EQ(got.steps[i].category_ps, want.steps[i].category_ps) << i;
+    }
+    ASSERT_EQ(got.ops.size(), want.ops.size());
+    for (std::size_t i = 0; i < want.ops.size(); ++i) {
+      EXPECT_EQ(got.ops[i].name, want.ops[i].name) << i;
+      EXPECT_EQ(got.ops[i].count, want.ops[i].count) << i;
+      EXPECT_EQ(got.ops[i].self_ps, want.ops[i].self_ps) << i;
+      EXPECT_EQ(got.ops[i].step_self_ps, want.ops[i].step_self_ps) << i;
+    }
+  }
+  // Most cases take the one walk; the rest are the doubtful boundaries it gives up on.
+  EXPECT_GT(one_walk, kCases / 2);
+  EXPECT_LT(one_walk, kCases);
+}
+
 TEST(Summary, OpsTimesStepsAreBounded) {
   test::SpaceBuilder space;
   auto& device = space.plane("/device:TPU:0", 1);
@@ -147,6 +228,80 @@ TEST(Summary, RealCapture) {
   EXPECT_THAT(names, Contains("copy.7"));
   EXPECT_THAT(names, Not(Contains("gemm_fusion_dot_general_1")));
   EXPECT_EQ(by_hlo_op.devices[0].steps.size(), d.steps.size());
+  // Its steps are found in the one walk over the op events.
+  EXPECT_EQ(d.event_walks, 1);
+}
+
+// The real GPU capture has no hlo_category stat: categories come from its hlo_op stat (the HLO
+// instruction a kernel ran), and from the name for the memcpy events that have none.
+TEST(Summary, RealCaptureCategoriesComeFromItsHloOpStat) {
+  Capture capture(testdata("profile/jax0.11.2_h200_bench_driver_profile_window.xplane.pb"));
+  const Device d = summarize(capture).devices.at(0);
+  std::map<std::string, std::pair<Category, CategorySource>> by_name;
+  for (const OpTime& op : d.ops) by_name[op.name] = {op.category, op.category_source};
+  using P = std::pair<Category, CategorySource>;
+  EXPECT_EQ(by_name.at("gemm_fusion_dot_general_1"),
+            P(Category::kMatmul, CategorySource::kHloOpStat));
+  EXPECT_EQ(by_name.at("MemcpyD2D"), P(Category::kCopy, CategorySource::kHloOpStat));
+  EXPECT_EQ(by_name.at("loop_add_fusion"), P(Category::kFusion, CategorySource::kHloOpStat));
+  std::size_t from_hlo_op =
+      d.category_sources[static_cast<std::size_t>(CategorySource::kHloOpStat)];
+  EXPECT_GE(from_hlo_op, 3u);
+  EXPECT_EQ(d.category_sources[static_cast<std::size_t>(CategorySource::kHloCategoryStat)], 0u);
+  EXPECT_EQ(from_hlo_op + d.category_sources[static_cast<std::size_t>(CategorySource::kOpName)],
+            d.ops.size());
+}
+
+// An hlo_category stat, on the event or on its metadata, decides over the name; an op without
+// one falls back to its hlo_op stat, then its name.
+TEST(Summary, CategoriesComeFromTheCapturesStatsFirst) {
+  test::SpaceBuilder space;
+  auto& device = space.plane("/device:TPU:0", 1);
+  device.stat_name(30, "hlo_category").stat_name(31, "hlo_op");
+  device.event_name(1, "c0", {{30, test::StatValue::string("convolution fusion")}});
+  device.event_name(2, "ags0").event_name(3, "slice").event_name(4, "copy_like").event_name(5, "x");
+  device.line("XLA Ops", 0)
+      .event(1, 0, 10, {})
+      .event(2, 10, 10, {{30, test::StatValue::string("all-gather")}})
+      .event(3, 20, 10, {{30, test::StatValue::string("data formatting")}})
+      .event(4, 30, 10, {{31, test::StatValue::string("dot.3")}})
+      .event(5, 40, 10, {});
+  device.event_name(9, "m(1)").line("XLA Modules", 0).event(9, 0, 50, {});
+  const Device d = summary_of(space.bytes()).devices.at(0);
+  std::map<std::string, std::pair<Category, CategorySource>> by_name;
+  for (const OpTime& op : d.ops) by_name[op.name] = {op.category, op.category_source};
+  using P = std::pair<Category, CategorySource>;
+  EXPECT_EQ(by_name.at("c0"), P(Category::kMatmul, CategorySource::kHloCategoryStat));
+  EXPECT_EQ(by_name.at("ags0"), P(Category::kCollective, CategorySource::kHloCategoryStat));
+  EXPECT_EQ(by_name.at("slice"), P(Category::kCopy, CategorySource::kHloCategoryStat));
+  EXPECT_EQ(by_name.at("copy_like"), P(Category::kMatmul, CategorySource::kHloOpStat));
+  EXPECT_EQ(by_name.at("x"), P(Category::kFusion, CategorySource::kOpName));
+  EXPECT_THAT(d.category_sources, ElementsAre(3u, 1u, 1u));
+}
+
+TEST(Summary, SyntheticTpuCaptureCategoriesComeFromItsHloCategoryStat) {
+  Capture capture(testdata("profile/synthetic_overlap_tpu.xplane.pb"));
+  Summary summary = summarize(capture);
+  ASSERT_EQ(summary.devices.size(), 2u);
+  for (const Device& d : summary.devices) {
+    for (const OpTime& op : d.ops) {
+      SCOPED_TRACE(op.name);
+      if (op.name == "slice") {
+        EXPECT_EQ(op.category_source, CategorySource::kOpName);
+        continue;
+      }
+      EXPECT_EQ(op.category_source, CategorySource::kHloCategoryStat);
+      // By name, c0 and c1 (convolutions) and the gathers' and permute's starts and dones
+      // would be fusions.
+      if (op.name == "c0" || op.name == "c1") {
+        EXPECT_EQ(op.category, Category::kMatmul);
+      }
+      if (op.name.starts_with("ag") || op.name.starts_with("cp")) {
+        EXPECT_EQ(op.category, Category::kCollective);
+      }
+    }
+    EXPECT_GT(d.steps.at(0).category_ps[static_cast<std::size_t>(Category::kMatmul)], 0);
+  }
 }
 
 }  // namespace

@@ -23,6 +23,21 @@ struct StatValue {
   static StatValue int64(std::int64_t value) { return {4, {}, value}; }
 };
 
+// XStat messages, each as field `field` of its holder (XEvent 4, XEventMetadata 5).
+inline void put_stats(std::string& out, std::uint32_t field,
+                      std::initializer_list<std::pair<std::int64_t, StatValue>> stats) {
+  for (const auto& [id, value] : stats) {
+    std::string stat;
+    wire::put_varint_field(stat, 1, static_cast<std::uint64_t>(id));
+    if (value.field == 5) {
+      wire::put_length_field(stat, 5, value.text);
+    } else {
+      wire::put_varint_field(stat, value.field, static_cast<std::uint64_t>(value.number));
+    }
+    wire::put_length_field(out, field, stat);
+  }
+}
+
 class LineBuilder {
  public:
   LineBuilder(std::string name, std::int64_t timestamp_ns)
@@ -33,16 +48,7 @@ class LineBuilder {
     wire::put_varint_field(event, 1, static_cast<std::uint64_t>(metadata_id));
     wire::put_varint_field(event, 2, static_cast<std::uint64_t>(offset_ps));
     wire::put_varint_field(event, 3, static_cast<std::uint64_t>(duration_ps));
-    for (const auto& [id, value] : stats) {
-      std::string stat;
-      wire::put_varint_field(stat, 1, static_cast<std::uint64_t>(id));
-      if (value.field == 5) {
-        wire::put_length_field(stat, 5, value.text);
-      } else {
-        wire::put_varint_field(stat, value.field, static_cast<std::uint64_t>(value.number));
-      }
-      wire::put_length_field(event, 4, stat);
-    }
+    put_stats(event, 4, stats);
     events_.push_back(std::move(event));
     return *this;
   }
@@ -64,10 +70,12 @@ class LineBuilder {
 class PlaneBuilder {
  public:
   PlaneBuilder(std::string name, std::int64_t id) : name_(std::move(name)), id_(id) {}
-  PlaneBuilder& event_name(std::int64_t id, const std::string& name) {
+  PlaneBuilder& event_name(std::int64_t id, const std::string& name,
+                           std::initializer_list<std::pair<std::int64_t, StatValue>> stats = {}) {
     std::string metadata;
     wire::put_varint_field(metadata, 1, static_cast<std::uint64_t>(id));
     wire::put_length_field(metadata, 2, name);
+    put_stats(metadata, 5, stats);
     metadata_.push_back(entry(4, id, metadata));
     return *this;
   }

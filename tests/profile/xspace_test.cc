@@ -19,9 +19,10 @@ using test::error_of;
 using test::testdata;
 using test::what_of;
 
-std::vector<Event> all_events(const Capture& capture, const XSpaceFile& file, const Line& line) {
+std::vector<Event> all_events(const Capture& capture, const XSpaceFile& file, const Line& line,
+                              const WantedStats& wanted = kNoWantedStats) {
   std::vector<Event> events;
-  EventCursor cursor = capture.events(file, line);
+  EventCursor cursor = capture.events(file, line, wanted);
   Event event;
   while (cursor.next(event)) events.push_back(event);
   return events;
@@ -101,6 +102,57 @@ TEST(XSpace, EventsOutsideTheFastPathReadAlike) {
   ASSERT_TRUE(find_stat(file.bytes(), events[0].stats, 4, found));
   EXPECT_EQ(found.bytes, "late id");
   EXPECT_FALSE(find_stat(file.bytes(), events[0].stats, 5, found));
+  // Decoded in the event's own walk (the checked reader's, here), as find_stat finds it.
+  events = all_events(capture, file, file.planes()[0].lines[0], {5, 4, -1});
+  EXPECT_EQ(events[0].wanted[0].kind, Stat::Kind::kNone);
+  EXPECT_EQ(events[0].wanted[1].kind, Stat::Kind::kString);
+  EXPECT_EQ(events[0].wanted[1].bytes, "late id");
+  EXPECT_EQ(events[0].duration_ps, 20);
+}
+
+// The stats a cursor is asked for come out of the event's one walk with the values find_stat
+// gives, for every kind of value, the first of a repeated id, and none for an id not there.
+TEST(XSpace, WantedStatsAreDecodedInTheEventsWalk) {
+  test::SpaceBuilder space;
+  auto& device = space.plane("/device:GPU:0", 1);
+  device.stat_name(3, "hlo_op").stat_name(4, "hlo_module").stat_name(5, "n");
+  device.stat_name(6, "jit_step");
+  auto& line = device.line("Stream #1", 0);
+  line.event(1, 0, 10,
+             {{5, test::StatValue::int64(-7)},
+              {3, test::StatValue::string("copy.1")},
+              {4, test::StatValue::ref(6)},
+              {3, test::StatValue::string("second")}});
+  line.event(1, 20, 10, {{5, test::StatValue::int64(9)}});
+  std::string bytes = space.bytes();
+  std::vector<std::unique_ptr<XSpaceFile>> files;
+  files.push_back(std::make_unique<XSpaceFile>(bytes, "mem.xplane.pb"));
+  Capture capture(std::move(files));
+  const XSpaceFile& file = *capture.files()[0];
+  const Plane& plane = file.planes()[0];
+  std::vector<Event> events = all_events(capture, file, plane.lines[0], {3, 4, 5});
+  ASSERT_EQ(events.size(), 2u);
+  for (const Event& event : events) {
+    for (std::size_t i = 0; i < kWantedStats; ++i) {
+      Stat expected;
+      std::int64_t id = std::array<std::int64_t, 3>{3, 4, 5}[i];
+      if (!find_stat(file.bytes(), event.stats, id, expected)) {
+        EXPECT_EQ(event.wanted[i].kind, Stat::Kind::kNone) << i;
+        continue;
+      }
+      EXPECT_EQ(event.wanted[i].kind, expected.kind) << i;
+      EXPECT_EQ(event.wanted[i].int_value, expected.int_value) << i;
+      EXPECT_EQ(event.wanted[i].uint_value, expected.uint_value) << i;
+      EXPECT_EQ(event.wanted[i].bytes, expected.bytes) << i;
+    }
+  }
+  EXPECT_EQ(plane.stat_string(events[0].wanted[0]), "copy.1");
+  EXPECT_EQ(plane.stat_string(events[0].wanted[1]), "jit_step");
+  EXPECT_EQ(events[0].wanted[2].int_value, -7);
+  EXPECT_EQ(events[1].wanted[0].kind, Stat::Kind::kNone);
+  EXPECT_EQ(events[1].wanted[2].int_value, 9);
+  // Without wanted ids nothing is decoded.
+  EXPECT_EQ(all_events(capture, file, plane.lines[0])[0].wanted[0].kind, Stat::Kind::kNone);
 }
 
 TEST(XSpace, ReadsGzipAndStdinThroughATemporaryFile) {

@@ -40,7 +40,8 @@ int profile_report_main(int argc, char** argv) {
        "of it; a directory is a multi-host capture, every *.xplane.pb[.gz] under it) and reports "
        "per device and per step: the step's length, busy time (any op running) and idle time, "
        "the self time by category (matmul, fusion and other compute, collectives, copies and "
-       "host transfers) and the ops with the most self time. Steps are the driver's step "
+       "host transfers; from the capture's hlo_category or hlo_op stats where it has them, else "
+       "from op names) and the ops with the most self time. Steps are the driver's step "
        "annotations when the capture has them, else executions of the module with the most "
        "device time. With two captures A B it prints, per figure and per op, the change of its "
        "mean per step with its spread across the steps, largest first, and exits like diff: 0 "
@@ -71,8 +72,9 @@ int profile_report_main(int argc, char** argv) {
   app.add_option("--top", report.top, "How many ops to list per device")->capture_default_str();
   app.add_option("--hlo", hlo_dump,
                  "The scheduled HLO module of the capture (text dump or *.hlo.pb): measure, for "
-                 "each async collective pair hlo-overlap judges, how long its done waited on the "
-                 "first device, beside the schedule's verdict");
+                 "each async collective pair hlo-overlap judges, how long its done waited on "
+                 "each device, beside the schedule's verdict, and the pairs the devices disagree "
+                 "on");
   app.add_option("--min-wait-us", min_wait_us,
                  "--hlo: a pair is measured exposed when its done waits at least this long per "
                  "execution (microseconds)")

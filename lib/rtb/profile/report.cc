@@ -61,6 +61,31 @@ const char* colour_of(Category category) {
 
 std::string ms(std::int64_t ps) { return ms_of(static_cast<double>(ps)); }
 
+namespace {
+
+const char* category_source_meaning(CategorySource source) {
+  return enum_name<CategorySource::kOpName>(
+      source, {"from the capture's hlo_category stat (XProf's category of the HLO op)",
+               "from the capture's hlo_op stat (the name of the HLO instruction the kernel ran)",
+               "from the op's name (no category stat in the capture)"});
+}
+
+// "from the capture's hlo_op stat (...): 6 ops; from the op's name (...): 1 op".
+std::string category_sources_text(const Device& device) {
+  std::vector<std::string> parts;
+  for (std::size_t i = 0; i < kCategorySources; ++i) {
+    std::size_t ops = device.category_sources[i];
+    if (ops == 0) continue;
+    parts.push_back(fmt::format("{}: {} op{}",
+                                category_source_meaning(static_cast<CategorySource>(i)), ops,
+                                ops == 1 ? "" : "s"));
+  }
+  if (parts.empty()) return "no ops";
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
+}  // namespace
+
 std::string format_text(const Summary& summary, const ReportOptions& options,
                         const Overlap* overlap) {
   std::string out;
@@ -72,6 +97,7 @@ std::string format_text(const Summary& summary, const ReportOptions& options,
   for (const Device& device : summary.devices) {
     out += fmt::format("\n{} ({})\n", device.plane, device.file);
     out += fmt::format("  op lines: {}\n", fmt::join(device.op_lines, ", "));
+    out += fmt::format("  categories: {}\n", category_sources_text(device));
     out += fmt::format("  steps: {} from {}\n", device.steps.size(), step_source_text(device));
     out += fmt::format("  op events read: {}; self time outside every step: {} ms\n", device.events,
                        ms(device.outside_ps));
@@ -134,6 +160,12 @@ std::string format_json(const Summary& summary, const ReportOptions& options,
     j.field("step_source", step_source_name(device.step_source));
     j.field("step_module", json::null_if_empty(device.step_module));
     j.list("op_lines", device.op_lines);
+    j.key("category_sources").begin_object(json::Writer::Layout::kOneLine);
+    for (std::size_t i = 0; i < kCategorySources; ++i) {
+      j.field(category_source_name(static_cast<CategorySource>(i)),
+              static_cast<std::uint64_t>(device.category_sources[i]));
+    }
+    j.end_object();
     j.field("events", device.events);
     j.field("outside_ps", device.outside_ps);
     j.key("steps").begin_array();
@@ -161,6 +193,7 @@ std::string format_json(const Summary& summary, const ReportOptions& options,
       j.begin_object(json::Writer::Layout::kOneLine);
       j.field("name", op.name);
       j.field("category", category_name(op.category));
+      j.field("category_source", category_source_name(op.category_source));
       j.field("count", op.count);
       j.field("self_ps", op.self_ps);
       j.wrap().list("step_self_ps", op.step_self_ps);

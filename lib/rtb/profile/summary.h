@@ -16,6 +16,8 @@
 // An op event belongs to the step its start falls in; events outside every step are counted
 // apart (`outside_ps`).
 //
+// Categories: from the capture's stats where it has them (CategorySource), else op names.
+//
 // Figures, all in picoseconds:
 //   - busy: the union of the op events' intervals within the step (streams running at once count
 //     once); idle = the step's length - busy.
@@ -51,6 +53,19 @@ const char* category_meaning(Category category);
 // cuBLAS / cuDNN / CUTLASS kernels), else fusion and other compute. `-` and `_` are the same.
 Category category_of(std::string_view name);
 
+// Where an op's category comes from, first found of: the capture's `hlo_category` stat (XProf's
+// category of the HLO op, on the event or its metadata: TPU captures), the `hlo_op` stat (the
+// HLO instruction a GPU kernel ran: its name, by category_of), else the op's own name.
+enum class CategorySource { kHloCategoryStat, kHloOpStat, kOpName };
+inline constexpr std::size_t kCategorySources = 3;
+// "hlo_category", "hlo_op", "name" (the JSON names).
+const char* category_source_name(CategorySource source);
+
+// The category of XProf's hlo_category text ("convolution", "all-gather", "data formatting",
+// "loop fusion", ...): category_of the text, except that data formatting (copies, transposes,
+// layout changes) is a copy.
+Category category_of_hlo_category(std::string_view text);
+
 enum class StepSource { kStepsLine, kStepAnnotations, kModuleExecutions };
 const char* step_source_name(StepSource source);
 
@@ -68,6 +83,7 @@ struct Step {
 struct OpTime {
   std::string name;
   Category category = Category::kFusion;
+  CategorySource category_source = CategorySource::kOpName;
   std::int64_t count = 0;                  // events in steps
   std::int64_t self_ps = 0;                // over all steps
   std::vector<std::int64_t> step_self_ps;  // per step
@@ -80,9 +96,12 @@ struct Device {
   std::string step_module;  // the module whose executions are the steps (kModuleExecutions)
   std::vector<std::string> op_lines;
   std::vector<Step> steps;
-  std::vector<OpTime> ops;      // by self time, largest first, then by name (all of them)
+  std::vector<OpTime> ops;  // by self time, largest first, then by name (all of them)
+  // How many of `ops` took their category from each source (CategorySource order).
+  std::array<std::size_t, kCategorySources> category_sources{};
   std::int64_t events = 0;      // op events read
   std::int64_t outside_ps = 0;  // self time of op events outside every step
+  int event_walks = 0;          // how often its op events were read: 1, or 2 (module runs first)
 };
 
 struct Summary {
@@ -103,6 +122,10 @@ struct SummaryOptions {
   // are kernel names), else by the event's name: the HLO instruction, for a join with its
   // module (--hlo). Costs a stat lookup per event.
   bool hlo_op_names = false;
+  // Steps from runs of the hlo_module stat are found in the same walk that sums the figures
+  // (when that is exact; summarize_module_runs_one_walk in summary.cc). false: two walks, runs
+  // first (tests and the benchmark compare the two).
+  bool module_runs_in_one_walk = true;
 };
 
 Summary summarize(const Capture& capture, const SummaryOptions& options = {});
@@ -113,9 +136,11 @@ Summary summarize(const Capture& capture, const SummaryOptions& options = {});
 // (when an event on its line starts at or after its end, or the lines end). Each line's events
 // must be in start order, as XProf writes them; one that goes back in time is an rtb::Error
 // naming the line. Memory: one cursor and the open nested events per line.
+// `wanted`: the stats each event's one walk decodes (Event::wanted).
 template <typename OnStart, typename OnClose>
 void walk_lines(const Capture& capture, const XSpaceFile& file,
-                const std::vector<const Line*>& lines, OnStart&& on_start, OnClose&& on_close);
+                const std::vector<const Line*>& lines, OnStart&& on_start, OnClose&& on_close,
+                const WantedStats& wanted = kNoWantedStats);
 
 // The op lines of a device plane (the rule above).
 std::vector<const Line*> op_lines(const Plane& plane);
@@ -140,19 +165,19 @@ void advance(LineWalk& walk, const Line& line, const std::string& file);
 
 template <typename OnStart, typename OnClose>
 void walk_lines(const Capture& capture, const XSpaceFile& file,
-                const std::vector<const Line*>& lines, OnStart&& on_start, OnClose&& on_close) {
+                const std::vector<const Line*>& lines, OnStart&& on_start, OnClose&& on_close,
+                const WantedStats& wanted) {
   std::vector<detail::LineWalk> walks;
   walks.reserve(lines.size());
   for (const Line* line : lines) {
-    walks.push_back({capture.events(file, *line), {}, false, {}});
+    walks.push_back({capture.events(file, *line, wanted), {}, false, {}});
     detail::advance(walks.back(), *line, file.name());
   }
   auto close_until = [&](std::size_t index, std::int64_t time) {
     auto& open = walks[index].open;
     while (!open.empty() && open.back().end_ps <= time) {
-      detail::OpenEvent closed = open.back();
+      on_close(open.back().event, index, open.back().self_ps);
       open.pop_back();
-      on_close(closed.event, index, closed.self_ps);
     }
   };
   for (;;) {
@@ -164,18 +189,19 @@ void walk_lines(const Capture& capture, const XSpaceFile& file,
       }
     }
     if (best == walks.size()) break;
+    // The event is copied once, onto its line's open events (an Event is a few hundred bytes).
     detail::LineWalk& walk = walks[best];
-    Event event = walk.next;
-    detail::advance(walk, *lines[best], file.name());
-    close_until(best, event.start_ps);
-    on_start(event, best);
-    std::int64_t end = event.start_ps + event.duration_ps;
+    std::int64_t start = walk.next.start_ps;
+    close_until(best, start);
+    std::int64_t end = start + walk.next.duration_ps;
     if (!walk.open.empty()) {
       // Nested in the innermost open event: its time is not that event's own.
       detail::OpenEvent& parent = walk.open.back();
-      parent.self_ps -= std::min(end, parent.end_ps) - event.start_ps;
+      parent.self_ps -= std::min(end, parent.end_ps) - start;
     }
-    walk.open.push_back({event, end, event.duration_ps});
+    walk.open.push_back({walk.next, end, walk.next.duration_ps});
+    on_start(walk.open.back().event, best);
+    detail::advance(walk, *lines[best], file.name());
   }
   for (std::size_t i = 0; i < walks.size(); ++i) close_until(i, INT64_MAX);
 }

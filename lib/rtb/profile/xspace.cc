@@ -359,8 +359,13 @@ bool find_stat(std::string_view input, const Stats& stats, std::int64_t id, Stat
 // ---- EventCursor ---------------------------------------------------------------------------
 
 EventCursor::EventCursor(std::string_view input, const Line& line, std::int64_t origin_ns,
-                         const std::string& file)
-    : input_(input), fields_(input, line.message, "XLine", kXSpaceFormat), file_(&file) {
+                         const std::string& file, const WantedStats& wanted)
+    : input_(input),
+      fields_(input, line.message, "XLine", kXSpaceFormat),
+      file_(&file),
+      wanted_(wanted),
+      any_wanted_(
+          std::any_of(wanted.begin(), wanted.end(), [](std::int64_t id) { return id >= 0; })) {
   // |timestamp - origin| in ps must fit int64 (about 106 days).
   std::int64_t since = 0;
   if (__builtin_sub_overflow(line.timestamp_ns, origin_ns, &since) ||
@@ -372,41 +377,110 @@ EventCursor::EventCursor(std::string_view input, const Line& line, std::int64_t 
 
 namespace {
 
-// The fields of one XEvent as XProf writes them (one-byte keys of fields 1, 2, 3 and 5 with
-// varints of at most 9 bytes, stats of field 4 that fit): false at anything else, which the
-// checked reader then reads (other fields, long varints, errors). Most of a capture's bytes are
-// events; this loop is most of the time of a summary.
-bool read_event_fast(std::string_view message, Event& event, std::int64_t& offset_ps) {
-  const auto* p = reinterpret_cast<const unsigned char*>(message.data());
-  const auto* end = p + message.size();
+// The index among `wanted` of stat metadata id `id` whose stat `event` has not got yet, or -1.
+int wanted_index(const WantedStats& wanted, const Event& event, std::uint64_t id) {
+  for (std::size_t i = 0; i < kWantedStats; ++i) {
+    if (wanted[i] >= 0 && static_cast<std::uint64_t>(wanted[i]) == id &&
+        event.wanted[i].kind == Stat::Kind::kNone) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+// One XStat's value fields after its metadata_id, as XProf writes them (one-byte keys, varints
+// of at most 9 bytes, lengths that fit) into `stat`: false at anything else.
+bool read_stat_value_fast(const unsigned char* p, const unsigned char* end, Stat& stat) {
   while (p < end) {
     unsigned key = *p++;
-    std::uint64_t value = 0;
-    for (int shift = 0;; shift += 7) {
-      if (p >= end || shift > 56) return false;
-      unsigned byte = *p++;
-      value |= static_cast<std::uint64_t>(byte & 0x7f) << shift;
-      if (byte < 0x80) break;
+    if (key == ((kStatDouble << 3) | 1)) {
+      if (end - p < 8) return false;
+      std::uint64_t bits = 0;
+      std::memcpy(&bits, p, sizeof bits);  // little-endian, as the wire format
+      std::memcpy(&stat.double_value, &bits, sizeof bits);
+      stat.kind = Stat::Kind::kDouble;
+      p += 8;
+      continue;
     }
+    std::uint64_t value = 0;
+    if (!fast_varint(p, end, value)) return false;
     switch (key) {
-      case (kEventMetadataId << 3) | 0:
-        event.metadata_id = static_cast<std::int64_t>(value);
+      case (kStatUint64 << 3) | 0:
+        stat.uint_value = value;
+        stat.kind = Stat::Kind::kUint64;
         break;
-      case (kEventOffsetPs << 3) | 0:
-        offset_ps = static_cast<std::int64_t>(value);
+      case (kStatInt64 << 3) | 0:
+        stat.int_value = static_cast<std::int64_t>(value);
+        stat.kind = Stat::Kind::kInt64;
         break;
-      case (kEventDurationPs << 3) | 0:
-        event.duration_ps = static_cast<std::int64_t>(value);
+      case (kStatRef << 3) | 0:
+        stat.uint_value = value;
+        stat.kind = Stat::Kind::kRef;
         break;
-      case (kEventOccurrences << 3) | 0:
-        event.occurrences = static_cast<std::int64_t>(value);
-        break;
-      case (kEventStats << 3) | 2:
+      case (kStatString << 3) | 2:
+      case (kStatBytes << 3) | 2:
         if (value > static_cast<std::uint64_t>(end - p)) return false;
+        stat.bytes = std::string_view(reinterpret_cast<const char*>(p), value);
+        stat.kind = key == ((kStatString << 3) | 2) ? Stat::Kind::kString : Stat::Kind::kBytes;
         p += value;
         break;
       default:
+        return false;  // a second metadata_id, another field: the checked reader decides
+    }
+  }
+  return true;
+}
+
+// The fields of one XEvent as XProf writes them (one-byte keys of fields 1, 2, 3 and 5 with
+// varints of at most 9 bytes, stats of field 4 that fit, each stat's metadata_id first when
+// stats are wanted) and the wanted stats among its stats, in one walk: false at anything else,
+// which the checked reader then reads (other fields, long varints, errors). Most of a capture's
+// bytes are events; this loop is most of the time of a summary.
+bool read_event_fast(std::string_view message, Event& event, std::int64_t& offset_ps,
+                     const WantedStats* wanted) {
+  const auto* p = reinterpret_cast<const unsigned char*>(message.data());
+  const auto* end = p + message.size();
+  // Tests in the order of how often the keys come (most of an event's fields are stats), not a
+  // switch: its jump table was the costliest instruction of a summary (mispredicted).
+  constexpr unsigned kStatsKey = (kEventStats << 3) | 2;
+  while (p < end) {
+    unsigned key = *p++;
+    std::uint64_t value = 0;
+    if (p < end && *p < 0x80) {
+      value = *p++;
+    } else if (!fast_varint(p, end, value)) {
+      return false;
+    }
+    if (key == kStatsKey) {
+      if (value > static_cast<std::uint64_t>(end - p)) return false;
+      const unsigned char* stat = p;
+      p += value;
+      if (wanted == nullptr) continue;
+      // Each stat's metadata_id first (key 0x08), as XProf writes it: a stat of an id not
+      // wanted is stepped over whole.
+      const unsigned char* at = stat + 1;
+      std::uint64_t id = 0;
+      if (value < 2 || stat[0] != 0x08) return false;
+      if (*at < 0x80) {
+        id = *at++;
+      } else if (!fast_varint(at, p, id)) {
         return false;
+      }
+      int index = wanted_index(*wanted, event, id);
+      if (index < 0) continue;
+      Stat& found = event.wanted[static_cast<std::size_t>(index)];
+      found.metadata_id = static_cast<std::int64_t>(id);
+      if (!read_stat_value_fast(at, p, found) || found.kind == Stat::Kind::kNone) return false;
+    } else if (key == ((kEventMetadataId << 3) | 0)) {
+      event.metadata_id = static_cast<std::int64_t>(value);
+    } else if (key == ((kEventOffsetPs << 3) | 0)) {
+      offset_ps = static_cast<std::int64_t>(value);
+    } else if (key == ((kEventDurationPs << 3) | 0)) {
+      event.duration_ps = static_cast<std::int64_t>(value);
+    } else if (key == ((kEventOccurrences << 3) | 0)) {
+      event.occurrences = static_cast<std::int64_t>(value);
+    } else {
+      return false;
     }
   }
   return true;
@@ -432,10 +506,30 @@ void EventCursor::read_event_checked(std::string_view message, Event& event,
       case kEventOccurrences:
         event.occurrences = int64_of(part, "XEvent", "num_occurrences");
         break;
+      case kEventStats:
+        if (any_wanted_) read_wanted_stat_checked(bytes_of(part, "XEvent", "stats"), event);
+        break;
       default:
         break;
     }
   }
+}
+
+void EventCursor::read_wanted_stat_checked(std::string_view bytes, Event& event) const {
+  // The stat's id: its first field when that is a metadata_id (as find_stat reads it), else
+  // what a full read finds.
+  std::uint64_t id = 0;
+  const auto* at = reinterpret_cast<const unsigned char*>(bytes.data()) + 1;
+  const auto* end = reinterpret_cast<const unsigned char*>(bytes.data() + bytes.size());
+  bool first_is_id = bytes.size() >= 2 && bytes[0] == '\x08' && fast_varint(at, end, id);
+  Stat stat = read_stat(input_, bytes);
+  if (!first_is_id) id = static_cast<std::uint64_t>(stat.metadata_id);
+  int index = wanted_index(wanted_, event, id);
+  if (index < 0 || static_cast<std::uint64_t>(stat.metadata_id) != id ||
+      stat.kind == Stat::Kind::kNone) {
+    return;
+  }
+  event.wanted[static_cast<std::size_t>(index)] = stat;
 }
 
 bool EventCursor::next(Event& event) {
@@ -443,12 +537,16 @@ bool EventCursor::next(Event& event) {
     Field field;
     while (fields_.next(field)) {
       if (field.number != kLineEvents) continue;
-      event = Event();
+      // Every field is set again (a wanted stat not met keeps its old value but kind kNone):
+      // clearing the whole Event, stats and all, per event costs more than the rest of it.
+      event.metadata_id = event.duration_ps = event.occurrences = 0;
+      for (Stat& stat : event.wanted) stat.kind = Stat::Kind::kNone;
       event.offset = field.offset;
       event.stats = {bytes_of(field, "XLine", "events"), kEventStats};
       std::int64_t offset_ps = 0;
-      if (!read_event_fast(field.bytes, event, offset_ps)) {
+      if (!read_event_fast(field.bytes, event, offset_ps, any_wanted_ ? &wanted_ : nullptr)) {
         event.metadata_id = event.duration_ps = event.occurrences = offset_ps = 0;
+        for (Stat& stat : event.wanted) stat.kind = Stat::Kind::kNone;
         read_event_checked(field.bytes, event, offset_ps);
       }
       if (event.duration_ps < 0) {

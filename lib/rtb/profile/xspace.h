@@ -22,6 +22,7 @@
 // the capture's origin: the earliest timestamp_ns of any line (of any file of a directory).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -106,6 +107,13 @@ void for_each_stat(std::string_view input, const Stats& stats, Callback&& on_sta
 // for_each_stat for one stat: a stat whose first field names another id is not read further.
 bool find_stat(std::string_view input, const Stats& stats, std::int64_t id, Stat& out);
 
+// The stats an event cursor decodes in the same walk as the event's own fields: up to
+// kWantedStats stat metadata ids (-1: none), so that a reader of a few stats per event (the
+// summary's module, op name and category) walks each event's bytes once.
+inline constexpr std::size_t kWantedStats = 3;
+using WantedStats = std::array<std::int64_t, kWantedStats>;
+inline constexpr WantedStats kNoWantedStats = {-1, -1, -1};
+
 struct Event {
   std::int64_t metadata_id = 0;
   std::int64_t start_ps = 0;  // from the capture's origin
@@ -113,13 +121,16 @@ struct Event {
   std::int64_t occurrences = 0;  // of an aggregated event (no start time), else 0
   Stats stats;
   std::size_t offset = 0;  // of the event in its file
+  // The first stat of each wanted id, in the cursor's order; kind kNone when the event has none
+  // (the other fields are then left as they were).
+  std::array<Stat, kWantedStats> wanted{};
 };
 
 // The events of one line in stored order (the second pass).
 class EventCursor {
  public:
   EventCursor(std::string_view input, const Line& line, std::int64_t origin_ns,
-              const std::string& file);
+              const std::string& file, const WantedStats& wanted = kNoWantedStats);
   // The next event into `event`; false after the last. Throws rtb::Error (naming the file) for a
   // malformed event or a time outside int64 picoseconds from the origin.
   bool next(Event& event);
@@ -127,11 +138,15 @@ class EventCursor {
  private:
   // An XEvent's fields through the checked wire reader (errors name the byte).
   void read_event_checked(std::string_view message, Event& event, std::int64_t& offset_ps) const;
+  // One XStat of the event into event.wanted when its id is wanted (checked reader).
+  void read_wanted_stat_checked(std::string_view bytes, Event& event) const;
 
   std::string_view input_;
   wire::Reader fields_;       // of the line
   std::int64_t base_ps_ = 0;  // the line's timestamp from the origin
   const std::string* file_;
+  WantedStats wanted_;
+  bool any_wanted_ = false;
 };
 
 // One XSpace file, mapped (or spooled: stdin, .gz), with its first pass done.
@@ -178,8 +193,9 @@ class Capture {
   std::int64_t origin_ns() const { return origin_ns_; }
   // Total bytes of the (uncompressed) files.
   std::uint64_t bytes() const;
-  EventCursor events(const XSpaceFile& file, const Line& line) const {
-    return EventCursor(file.bytes(), line, origin_ns_, file.name());
+  EventCursor events(const XSpaceFile& file, const Line& line,
+                     const WantedStats& wanted = kNoWantedStats) const {
+    return EventCursor(file.bytes(), line, origin_ns_, file.name(), wanted);
   }
 
  private:
