@@ -285,7 +285,7 @@ MODES = [
                        "handwritten_async_all_to_all.hlo.txt"), "--json"
             ], 0),
     ]),
-    Mode("profile-report", "one capture", "rtb.profile-report.1.json", [
+    Mode("profile-report", "one capture", "rtb.profile-report.2.json", [
         Run(lambda tmp: [PROFILE, "--json"], 0),
         Run(lambda tmp: [PROFILE_CUT, "--json", "--top", "2"], 0),
         Run(

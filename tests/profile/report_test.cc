@@ -49,7 +49,7 @@ TEST(Report, JsonHasTheSchemaAndEveryStep) {
   std::string bytes = two_steps();
   Capture capture = capture_of(bytes);
   std::string json = format_json(summarize(capture), {1});
-  EXPECT_THAT(json, HasSubstr("\"schema\": \"rtb.profile-report/1\""));
+  EXPECT_THAT(json, HasSubstr("\"schema\": \"rtb.profile-report/2\""));
   EXPECT_THAT(json, HasSubstr("\"step_module\": \"jit_step\""));
   EXPECT_THAT(json, HasSubstr("\"length_ps\": 4000000000"));
   EXPECT_THAT(json, HasSubstr("\"ops_total\": 2"));

@@ -86,7 +86,7 @@ DeviceOverlap measure_device_overlap(const Device& device, const hlo::Analysis& 
                                      double min_wait_ps);
 
 std::string format_overlap_text(const Overlap& overlap);
-// The value of rtb.profile-report/1's `overlap` (an object), written into `j`.
+// The value of rtb.profile-report/2's `overlap` (an object), written into `j`.
 void write_overlap_json(json::Writer& j, const Overlap& overlap);
 
 }  // namespace rtb::profile

@@ -16,7 +16,7 @@ namespace rtb::profile {
 
 namespace {
 
-constexpr const char* kSchema = "rtb.profile-report/1";
+constexpr const char* kSchema = "rtb.profile-report/2";
 constexpr std::array<Category, kCategories> kAllCategories = {
     Category::kMatmul, Category::kFusion, Category::kCollective, Category::kCopy};
 

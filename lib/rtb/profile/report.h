@@ -1,4 +1,4 @@
-// profile-report's output of one capture: text, JSON (schema rtb.profile-report/1,
+// profile-report's output of one capture: text, JSON (schema rtb.profile-report/2,
 // schemas/profile-report.schema.json) and an SVG timeline of one step.
 #pragma once
 
