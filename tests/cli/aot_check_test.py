@@ -4,6 +4,7 @@ in for MaxText, and its errors and exit codes."""
 
 import json
 import os
+import re
 import stat
 import subprocess
 import tempfile
@@ -152,6 +153,14 @@ class AotCheckTest(unittest.TestCase):
         rc, out, err = run([FIXTURE, "--arm", "a", "--arm", "b:--libtpu-flag=--xla_x=1"])
         self.assertEqual(rc, 2)
         self.assertIn("--arm b:--libtpu-flag=--xla_x=1", err)
+
+    def test_a_printed_arms_script_gives_each_arm_its_own_given_log(self):
+        # One --log for two arms: each arm's compile writes its own file, as under --run, instead
+        # of the second overwriting the first.
+        script = self.print_script("--arm", "base", "--arm", "blk:--maxtext-flag=sa_block_q=2048",
+                                   "--log", "out/aot.log")
+        logs = re.findall(r"(?m)^LOG=(.*)$", script)
+        self.assertEqual(logs, ["out/aot-base.log", "out/aot-blk.log"])
 
     def test_knobs_change_the_compile(self):
         script = self.print_script("--trainer-slice", "tpu7x:4x4x4",

@@ -107,7 +107,8 @@ int aot_check_main(int argc, char** argv) {
           }
         }
         bench::AotOptions arm_aot = aot;
-        if (run) arm_aot.log = bench::aot_arm_log_path(*aot.log, arm);  // one log per arm
+        // One log per arm, whether this run compiles or a printed script does.
+        if (aot.log) arm_aot.log = bench::aot_arm_log_path(*aot.log, arm);
         bench::AotPlan plan = bench::plan_aot(program, arm_aot);
         for (Diagnostic d : plan.diagnostics) {
           d.message = fmt::format("arm {}: {}", arm, d.message);

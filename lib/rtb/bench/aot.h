@@ -102,7 +102,7 @@ std::string aot_arms_script(const std::vector<std::pair<std::string, std::string
 std::string aot_plan_json(const AotPlan& plan, const AotOptions& options);
 
 // One arm of a same-pod A/B (arms.h): its name, the plan of its program and the options it was
-// planned with (its own log under --run, aot_arm_log_path).
+// planned with (its own log, aot_arm_log_path, whenever a log is named).
 struct AotArm {
   std::string name;
   AotPlan plan;
