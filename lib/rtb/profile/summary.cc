@@ -679,14 +679,15 @@ std::vector<const Line*> op_lines(const Plane& plane) {
 
 namespace detail {
 
-void advance(LineWalk& walk, const Line& line, const std::string& file) {
-  std::int64_t previous = walk.has_next ? walk.next.start_ps : INT64_MIN;
-  walk.has_next = walk.cursor.next(walk.next);
-  if (walk.has_next && walk.next.start_ps < previous) {
+void advance(LineWalk& walk, const Line& line, const std::string& file, std::int64_t previous) {
+  Event& next = walk.slots[walk.next].event;
+  walk.has_next = walk.cursor.next(next);
+  walk.next_start = next.start_ps;
+  if (walk.has_next && next.start_ps < previous) {
     fail_at(file, 0,
             "XSpace: line '{}': the event at byte {} starts before the one stored before it "
             "(events of a line must be in time order)",
-            line.name, walk.next.offset);
+            line.name, next.offset);
   }
 }
 

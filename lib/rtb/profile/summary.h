@@ -153,14 +153,22 @@ struct OpenEvent {
   std::int64_t end_ps = 0;
   std::int64_t self_ps = 0;
 };
+// One line's walk. Its events stay in the slot they were read into, from lookahead to close (an
+// Event is a few hundred bytes, and a summary walks millions): `next` is the lookahead's slot,
+// `open` the slots of the nested events not yet closed (outermost first), `free` the slots to
+// reuse; there are at most the deepest nesting plus one.
 struct LineWalk {
   EventCursor cursor;
-  Event next;
+  std::vector<OpenEvent> slots;
+  std::vector<std::size_t> open;
+  std::vector<std::size_t> free;
+  std::size_t next = 0;
   bool has_next = false;
-  std::vector<OpenEvent> open;  // nested events not yet closed, outermost first
+  std::int64_t next_start = 0;  // the lookahead's start
 };
-// Reads the line's next event into `walk.next`; throws when it starts before `previous`.
-void advance(LineWalk& walk, const Line& line, const std::string& file);
+// Reads the line's next event into the lookahead slot; throws when it starts before `previous`
+// (the start of the event read before it).
+void advance(LineWalk& walk, const Line& line, const std::string& file, std::int64_t previous);
 }  // namespace detail
 
 template <typename OnStart, typename OnClose>
@@ -170,38 +178,50 @@ void walk_lines(const Capture& capture, const XSpaceFile& file,
   std::vector<detail::LineWalk> walks;
   walks.reserve(lines.size());
   for (const Line* line : lines) {
-    walks.push_back({capture.events(file, *line, wanted), {}, false, {}});
-    detail::advance(walks.back(), *line, file.name());
+    walks.push_back({capture.events(file, *line, wanted), {}, {}, {}, 0, false, 0});
+    walks.back().slots.emplace_back();
+    detail::advance(walks.back(), *line, file.name(), INT64_MIN);
   }
   auto close_until = [&](std::size_t index, std::int64_t time) {
-    auto& open = walks[index].open;
-    while (!open.empty() && open.back().end_ps <= time) {
-      on_close(open.back().event, index, open.back().self_ps);
-      open.pop_back();
+    detail::LineWalk& walk = walks[index];
+    while (!walk.open.empty() && walk.slots[walk.open.back()].end_ps <= time) {
+      const detail::OpenEvent& top = walk.slots[walk.open.back()];
+      on_close(top.event, index, top.self_ps);
+      walk.free.push_back(walk.open.back());
+      walk.open.pop_back();
     }
   };
   for (;;) {
     std::size_t best = walks.size();
     for (std::size_t i = 0; i < walks.size(); ++i) {
       if (walks[i].has_next &&
-          (best == walks.size() || walks[i].next.start_ps < walks[best].next.start_ps)) {
+          (best == walks.size() || walks[i].next_start < walks[best].next_start)) {
         best = i;
       }
     }
     if (best == walks.size()) break;
-    // The event is copied once, onto its line's open events (an Event is a few hundred bytes).
     detail::LineWalk& walk = walks[best];
-    std::int64_t start = walk.next.start_ps;
+    detail::OpenEvent& chosen = walk.slots[walk.next];  // no slot is added before on_start
+    std::int64_t start = chosen.event.start_ps;
     close_until(best, start);
-    std::int64_t end = start + walk.next.duration_ps;
+    std::int64_t end = start + chosen.event.duration_ps;
     if (!walk.open.empty()) {
       // Nested in the innermost open event: its time is not that event's own.
-      detail::OpenEvent& parent = walk.open.back();
+      detail::OpenEvent& parent = walk.slots[walk.open.back()];
       parent.self_ps -= std::min(end, parent.end_ps) - start;
     }
-    walk.open.push_back({walk.next, end, walk.next.duration_ps});
-    on_start(walk.open.back().event, best);
-    detail::advance(walk, *lines[best], file.name());
+    chosen.end_ps = end;
+    chosen.self_ps = chosen.event.duration_ps;
+    walk.open.push_back(walk.next);
+    on_start(chosen.event, best);
+    if (walk.free.empty()) {
+      walk.next = walk.slots.size();
+      walk.slots.emplace_back();
+    } else {
+      walk.next = walk.free.back();
+      walk.free.pop_back();
+    }
+    detail::advance(walk, *lines[best], file.name(), start);
   }
   for (std::size_t i = 0; i < walks.size(); ++i) close_until(i, INT64_MAX);
 }
