@@ -167,7 +167,10 @@ ScriptCommand driver_writer(const std::string& driver, std::string_view driver_g
   for (std::size_t begin = 0; begin < encoded.size();) {
     // Whole lines (base64_encode ends each one in '\n'), at most kDriverPieceBytes.
     std::size_t end = std::min(encoded.size(), begin + kDriverPieceBytes);
-    if (end < encoded.size()) end = encoded.rfind('\n', end - 1) + 1;
+    if (end < encoded.size()) {
+      const std::size_t line_end = encoded.rfind('\n', end - 1);
+      if (line_end != std::string::npos && line_end >= begin) end = line_end + 1;
+    }
     out.arguments.push_back(encoded.substr(begin, end - begin));
     begin = end;
   }
