@@ -90,6 +90,28 @@ TEST_F(VerifyTest, ABuiltPayloadPassesAndReportsItsShape) {
   EXPECT_EQ(report.checks.size(), 12u);
 }
 
+// What `check-payload build` checks its payload with: the options it was built with, its
+// targets, the payload_settings it will record, and its thread count (--threads used to reach
+// the build only: the check ran on every core whatever it said).
+TEST(BuildChecks, CarryTheBuildsOptionsSettingsAndThreads) {
+  PayloadOptions o = options();
+  o.threads = 3;
+  o.max_prompt_length = 20;
+  Payload p = build_payload(o, RoutingStorage::kOnDemand);
+  VerifyOptions checks = checks_of_build(p);
+  EXPECT_EQ(checks.threads, 3);
+  EXPECT_EQ(checks.experts, 8);
+  EXPECT_EQ(checks.vocab, 500);
+  EXPECT_EQ(checks.targets, p.targets);
+  EXPECT_EQ(checks.pad_position, p.options.pad_position);
+  EXPECT_EQ(checks.pad_align, p.options.pad_align);
+  EXPECT_EQ(checks.max_prompt_length, std::optional<std::int64_t>(20));
+  ASSERT_TRUE(checks.recorded.has_value());
+  EXPECT_EQ(checks.recorded->rows, 3);
+  VerifyReport report = verify_payload(p, checks);
+  EXPECT_TRUE(report.passed());
+}
+
 // The verdict verify and build return: kPass when every check passes (a skipped one too), kFail
 // when one fails. Input that cannot be judged throws instead of giving a report.
 TEST_F(VerifyTest, OutcomeIsPassOrFail) {

@@ -64,16 +64,7 @@ Outcome run_build(BuildArgs& args, const CLI::App& command, const Tool& tool) {
                seconds_since(start));
   tool.report_diagnostics(payload.diagnostics);
   // 3. Check it as verify would, on the arrays in memory and the routing made block by block.
-  payload::VerifyOptions checks;
-  checks.experts = payload.options.experts;
-  checks.vocab = payload.options.vocab;
-  checks.targets = payload.targets;
-  checks.pad_position = payload.options.pad_position;
-  checks.pad_align = payload.options.pad_align;
-  checks.advantages = payload.options.advantages;
-  checks.max_prompt_length = payload.options.max_prompt_length;
-  // Read back what the file will record, so a build also checks its own settings.
-  checks.recorded = payload::parse_payload_settings(payload.settings_json, "payload_settings");
+  payload::VerifyOptions checks = payload::checks_of_build(payload);
   checks.ep = args.ep;
   checks.buffer_factor = args.buffer_factor;
   checks.max_examples = args.max_examples;

@@ -1251,4 +1251,18 @@ VerifyReport verify_payload(const Payload& payload, const VerifyOptions& options
   return Verifier(*view.source, view.arrays, options, std::move(direct)).run();
 }
 
+VerifyOptions checks_of_build(const Payload& payload) {
+  VerifyOptions checks;
+  checks.experts = payload.options.experts;
+  checks.vocab = payload.options.vocab;
+  checks.targets = payload.targets;
+  checks.pad_position = payload.options.pad_position;
+  checks.pad_align = payload.options.pad_align;
+  checks.advantages = payload.options.advantages;
+  checks.max_prompt_length = payload.options.max_prompt_length;
+  checks.recorded = parse_payload_settings(payload.settings_json, "payload_settings");
+  checks.threads = payload.options.threads;
+  return checks;
+}
+
 }  // namespace rtb::payload

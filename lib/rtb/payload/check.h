@@ -121,4 +121,10 @@ VerifyReport verify_payload(const ByteSource& source, const std::vector<ArrayInf
 // The same on a payload in memory (view_payload): build checks what it built.
 VerifyReport verify_payload(const Payload& payload, const VerifyOptions& options);
 
+// The checks `check-payload build` runs on what it built: the experts, vocab, targets, padding,
+// advantages and prompt length it was built with, its thread count, and the payload_settings the
+// file will record (read back from the JSON, so a build also checks its own settings). The
+// caller sets what only the check has (ep, buffer_factor, max_examples).
+VerifyOptions checks_of_build(const Payload& payload);
+
 }  // namespace rtb::payload
