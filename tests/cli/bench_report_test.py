@@ -14,7 +14,6 @@ testdata/bench_logs/ (and their known answers, expected.json); the tests read th
 one test also runs the current driver live.
 """
 
-import importlib.util
 import json
 import math
 import os
@@ -26,7 +25,7 @@ import unittest
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from cli_common import BIN, DRIVER, TESTDATA, assert_help_and_version, run_tool
+from cli_common import BIN, TESTDATA, assert_help_and_version, load_driver, run_tool
 
 # The driver's test doubles (a completion watcher for a fake clock) live with its tests.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "driver"))
@@ -41,19 +40,6 @@ MICRO_STEPS = 9
 STEPS = 5
 BENCH_ROWS = 4  # the simulated runs' rows and tokens per row (their BENCH_SUMMARY says so)
 BENCH_TOKENS_PER_ROW = 65536
-
-
-def load_driver():
-    name = "bench_driver_for_bench_report"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, DRIVER)
-    assert spec is not None and spec.loader is not None, DRIVER
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
 
 # ------------------------------------------------------------------------------------------------
 # Bench runs: the driver's step loop against a simulated worker.

@@ -5,6 +5,7 @@ interpreter that has numpy and yaml) and RTB_DRIVER (the built one-file bench dr
 CMakeLists.txt.
 """
 
+import importlib.util
 import os
 import re
 import shlex
@@ -20,6 +21,18 @@ PYTHON = os.environ.get("RTB_PYTHON", sys.executable)
 # The one-file bench driver as render-bench embeds it (the build's artifact, made from the
 # rtb_driver package by tools/render-bench/driver/amalgamate.py).
 DRIVER = os.environ.get("RTB_DRIVER") or os.path.join(BIN, "..", "driver", "bench_driver.py")
+
+
+def load_driver(name: str = "bench_driver_under_cli_test"):
+    """The built one-file driver (DRIVER) imported as a module, once per process."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, DRIVER)
+    assert spec is not None and spec.loader is not None, DRIVER
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def tool_path(name: str) -> str:

@@ -18,12 +18,12 @@ import re
 import subprocess
 import tempfile
 import unittest
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 import yaml
 
 from cli_common import DRIVER, LAUNCH_DRYRUN, PYTHON, assert_bad_input, driver_settings_env, run_tool
-from cli_common import script_of, tool_path
+from cli_common import container, load_driver, script_of, tool_path
 
 REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 SETTINGS = os.path.join(REPO, "tools", "render-bench", "driver", "settings.tsv")
@@ -257,6 +257,46 @@ class DriverSettingsContractTest(unittest.TestCase):
                 self.assertIn(name, printed)
                 # Types too: True is not 1, 2048 is not 2048.0.
                 self.assertEqual((type(printed[name]), printed[name]), (type(value), value))
+
+
+class ProfileDirContractTest(unittest.TestCase):
+    """Where the trace and the HLO dump go: render-bench --dump-hlo puts the proxy's dump in
+    <PROFILE_DIR>/hlo, and the driver writes its trace to PROFILE_DIR and, with DUMP_HLO=1, its
+    own compiles' dump to the same <PROFILE_DIR>/hlo. Both default PROFILE_DIR to
+    <--maxtext_output_directory>/bench_profile; this test holds the two to one answer for each
+    way PROFILE_DIR and the output directory can be given."""
+
+    CASES: List[Tuple[str, List[str]]] = [
+        ("the e2e's output directory", []),
+        ("--output-prefix", ["--output-prefix", "gs://b/prefix"]),
+        ("an output directory with a trailing slash",
+         ["--trainer-arg=--maxtext_output_directory=gs://b/out/"]),
+        ("no output directory", ["--trainer-arg-remove=--maxtext_output_directory"]),
+        ("PROFILE_DIR", ["--driver-env=PROFILE_DIR=gs://b/profiles/run1"]),
+        ("PROFILE_DIR with a trailing slash", ["--driver-env=PROFILE_DIR=gs://b/profiles/"]),
+        ("PROFILE_DIR with blanks around it", ["--driver-env=PROFILE_DIR= gs://b/profiles/run2 "]),
+        ("an empty PROFILE_DIR (the default)", ["--driver-env=PROFILE_DIR="]),
+    ]
+
+    def test_render_bench_and_the_driver_agree_on_the_dump_directory(self):
+        driver = load_driver()
+        for name, args in self.CASES:
+            with self.subTest(case=name):
+                rc, out, err = render([LAUNCH_DRYRUN, "--name", "dir-bench", "--dump-hlo", *args])
+                self.assertEqual(rc, 0, err)
+                bench = yaml.safe_load(out)
+                dumps = [
+                    a for a in container(bench, "pathways-proxy")["args"]
+                    if a.startswith("--xla_dump_to=")
+                ]
+                self.assertEqual(len(dumps), 1, dumps)
+                env = driver_settings_env(script_of(bench))
+                settings = driver.parse_settings(env)
+                _, words = driver.split_runtime_argv("TRAINER_ARGV", settings.trainer_argv)
+                output_dir = driver.flag_value(words, "--maxtext_output_directory")
+                flags = driver.hlo_dump_flags(
+                    driver.profile_dir_of(settings.profile_dir, output_dir))
+                self.assertIn(dumps[0], flags.split(), f"render-bench: {dumps[0]}, driver: {flags}")
 
 
 class ArmSettingsContractTest(unittest.TestCase):

@@ -191,15 +191,21 @@ void Renderer::set_hlo_dump() {
     if (flag_key(item, k8s::FlagStyle::kDashDash).starts_with("xla_dump_"))
       fail("{}: --libtpu-flag {} sets the dump too; give one of them", option, item);
   }
-  // Where the driver writes its trace (driver: profile_dir_of): PROFILE_DIR, else
-  // <--maxtext_output_directory>/bench_profile, else /tmp/bench_profile.
+  // Where the driver writes its trace (driver: profile_dir_of, hlo_dump_flags): PROFILE_DIR,
+  // else <--maxtext_output_directory>/bench_profile, else /tmp/bench_profile; joined as Python's
+  // os.path.join joins, so that a trailing slash gives the driver's path and not `out//x`
+  // (a different object under gs://). tests/cli/driver_settings_contract_test.py holds both to it.
+  auto join = [](std::string base, std::string_view name) {
+    if (!base.ends_with('/')) base += '/';
+    return base + std::string(name);
+  };
   std::string dir = "/tmp/bench_profile";
   if (auto output = trainer_argv_.value("maxtext_output_directory"); output && !output->empty())
-    dir = *output + "/bench_profile";
+    dir = join(*output, "bench_profile");
   for (const auto& [name, value] : options_.driver.extra_env) {
     if (name == "PROFILE_DIR" && !trim(value).empty()) dir = std::string(trim(value));
   }
-  dir += "/hlo";
+  dir = join(dir, "hlo");
   // XLA debug flags go where the compile runs: under Pathways the proxy compiles for the client.
   edit_proxy_args(*proxy, {"--xla_dump_to=" + dir, "--xla_dump_hlo_as_text"}, knob);
   note(fmt::format(
