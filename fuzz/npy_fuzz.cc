@@ -18,8 +18,7 @@
 
 namespace {
 
-void read_some_elements(const rtb::ByteSource& source,
-                        const rtb::payload::ArrayInfo& info) {
+void read_some_elements(const rtb::ByteSource& source, const rtb::payload::ArrayInfo& info) {
   const std::int64_t count = std::min<std::int64_t>(info.count, 16);
   std::vector<std::byte> raw(static_cast<std::size_t>(count) *
                              rtb::payload::dtype_size(info.dtype));

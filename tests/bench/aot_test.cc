@@ -62,7 +62,7 @@ std::string env_of(const AotPlan& p, const std::string& name) {
   return "(absent)";
 }
 
-std::string error_of(RenderOptions options, AotOptions aot = {}) {
+std::string aot_error_of(RenderOptions options, AotOptions aot = {}) {
   try {
     plan(std::move(options), std::move(aot));
   } catch (const Error& e) {
@@ -244,24 +244,24 @@ TEST(Aot, V5pSliceAndFilledAxis) {
 TEST(Aot, ErrorsForMeshSliceAndInput) {
   RenderOptions mesh;
   mesh.maxtext_flags = {"ici_fsdp_parallelism=48"};
-  EXPECT_THAT(error_of(mesh), HasSubstr("the mesh fsdp 48 x expert 2 x context 4 = 384 devices "
-                                        "does not fill the 256 devices of tpu7x:4x4x8"));
+  EXPECT_THAT(aot_error_of(mesh), HasSubstr("the mesh fsdp 48 x expert 2 x context 4 = 384 devices "
+                                            "does not fill the 256 devices of tpu7x:4x4x8"));
   RenderOptions batch;
   batch.trainer_args = {"--train_micro_batch_size=48"};
-  EXPECT_THAT(error_of(batch), HasSubstr("--train_micro_batch_size=48 is not a multiple of "
-                                         "--mesh_fsdp=32"));
+  EXPECT_THAT(aot_error_of(batch), HasSubstr("--train_micro_batch_size=48 is not a multiple of "
+                                             "--mesh_fsdp=32"));
   RenderOptions two_fills;
   two_fills.maxtext_flags = {"ici_fsdp_parallelism=-1", "ici_data_parallelism=-1"};
-  EXPECT_THAT(error_of(two_fills), HasSubstr("both -1"));
+  EXPECT_THAT(aot_error_of(two_fills), HasSubstr("both -1"));
   AotOptions dcn;
   dcn.compile_keys = {"dcn_data_parallelism=2"};
-  EXPECT_THAT(error_of({}, dcn), HasSubstr("one slice"));
+  EXPECT_THAT(aot_error_of({}, dcn), HasSubstr("one slice"));
   AotOptions bad_key;
   bad_key.compile_keys = {"novalue"};
-  EXPECT_THAT(error_of({}, bad_key), HasSubstr("--compile-key novalue: expected KEY=VALUE"));
+  EXPECT_THAT(aot_error_of({}, bad_key), HasSubstr("--compile-key novalue: expected KEY=VALUE"));
   RenderOptions orch;
   orch.orchestrator_args = {"--beta=abc"};
-  EXPECT_THAT(error_of(orch), HasSubstr("orchestrator --beta=abc: not a number"));
+  EXPECT_THAT(aot_error_of(orch), HasSubstr("orchestrator --beta=abc: not a number"));
 
   // A slice that names no known topology.
   RenderResult rendered = render({});

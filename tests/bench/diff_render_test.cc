@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/render_options_util.h"
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
 #include "rtb/bench/diff_report.h"
@@ -24,9 +25,7 @@ namespace rtb::bench {
 namespace {
 
 using test::what_of;
-
-constexpr std::string_view kClient =
-    "spec.replicatedJobs[proc].template.spec.template.spec.containers[main]";
+using testing_util::kClient;
 
 std::string fixture_text() { return read_file(RTB_TESTDATA_DIR "/launch_dryrun.txt"); }
 k8s::DryRun parse(const std::string& text, const std::string& name = "test") {
@@ -41,7 +40,7 @@ RenderOptions bench_options(const std::string& name = "abtest-bench") {
   return o;
 }
 
-std::string render(const RenderOptions& options) {
+std::string render_yaml(const RenderOptions& options) {
   k8s::DryRun e2e = parse(fixture_text(), "launch_dryrun.txt");
   return render_bench(e2e, options).yaml;
 }
@@ -202,8 +201,8 @@ TEST(DiffRenders, TwoRunsOfOneExperimentArePairedByKind) {
 }
 
 TEST(DiffRenders, RenameAlsoEqualsNamesInsideValues) {
-  std::string a_yaml = render(bench_options("bench-a"));
-  std::string b_yaml = render(bench_options("bench-b"));
+  std::string a_yaml = render_yaml(bench_options("bench-a"));
+  std::string b_yaml = render_yaml(bench_options("bench-b"));
   k8s::DryRun a = parse(a_yaml), b = parse(b_yaml);
   RenderDiff plain = diff_renders(a, b, {});
   ASSERT_EQ(plain.documents.size(), 1u) << "different names, the only JobSet on each side";
@@ -219,7 +218,7 @@ TEST(DiffRenders, RenameAlsoEqualsNamesInsideValues) {
 
 TEST(DiffRenders, ByRoleMatchesTheBenchWithTheTrainer) {
   k8s::DryRun e2e = parse(fixture_text());
-  k8s::DryRun bench = parse(render(bench_options()));
+  k8s::DryRun bench = parse(render_yaml(bench_options()));
   RenderDiffOptions options;
   options.by_role = true;
   RenderDiff diff = diff_renders(e2e, bench, options);
@@ -251,7 +250,7 @@ TEST(DiffRenders, FlagLevelDifferenceInsideTheStartupLine) {
 }
 
 TEST(DiffRoles, BenchIsATrainerThroughItsTrainerArgv) {
-  k8s::DryRun bench = parse(render(bench_options()));
+  k8s::DryRun bench = parse(render_yaml(bench_options()));
   ASSERT_EQ(bench.documents.size(), 1u);
   EXPECT_EQ(k8s::role_of(k8s::JobSetView(bench.documents[0]), k8s::RoleMains{}),
             k8s::Role::kTrainer);
@@ -308,7 +307,7 @@ TEST(DiffDocuments, AGeneratedNameIsItsPrefixUntilTheServerFillsItIn) {
 // --- expect-bench ----------------------------------------------------------------------------
 
 TEST(ExpectBench, PlainRenderPasses) {
-  ExpectBenchResult result = expect_bench(render(bench_options()));
+  ExpectBenchResult result = expect_bench(render_yaml(bench_options()));
   EXPECT_EQ(result.e2e_name, "abtest-train");
   EXPECT_EQ(result.bench_name, "abtest-bench");
   EXPECT_EQ(result.unexpected(), 0u) << describe(result);
@@ -445,7 +444,7 @@ TEST(ExpectBench, EveryKnobPasses) {
   o.orchestrator_args = {"--max_steps=3"};
   o.trainer_slice = "tpu7x:4x4x4";
   o.profile_window = std::make_pair(3, 2);
-  ExpectBenchResult result = expect_bench(render(o));
+  ExpectBenchResult result = expect_bench(render_yaml(o));
   EXPECT_EQ(result.unexpected(), 0u) << describe(result);
   std::vector<std::string> ids;
   for (const BenchDifference& d : result.differences) ids.emplace_back(bench_change_id(*d.allowed));
@@ -458,7 +457,7 @@ TEST(ExpectBench, EveryKnobPasses) {
 TEST(ExpectBench, DumpHloIsAllowedInTheProxyArgsOnly) {
   RenderOptions o = bench_options();
   o.dump_hlo = true;
-  std::string bench = render(o);
+  std::string bench = render_yaml(o);
   ExpectBenchResult result = expect_bench(bench);
   EXPECT_EQ(result.unexpected(), 0u) << describe(result);
   std::size_t dumps = 0;
@@ -474,7 +473,7 @@ TEST(ExpectBench, DumpHloIsAllowedInTheProxyArgsOnly) {
 TEST(ExpectBench, LargerSliceAndV5pPass) {
   RenderOptions o = bench_options();
   o.trainer_slice = "tpu7x:8x8x8";
-  EXPECT_EQ(expect_bench(render(o)).unexpected(), 0u);
+  EXPECT_EQ(expect_bench(render_yaml(o)).unexpected(), 0u);
   k8s::DryRun v5p = parse(read_file(RTB_TESTDATA_DIR "/launch_dryrun_v5p.txt"), "v5p.txt");
   RenderOptions p = bench_options();
   p.trainer_slice = "v5p:4x4x8";
@@ -495,7 +494,7 @@ TEST(ExpectBench, TamperedBenchesAreRefused) {
   RenderOptions o = bench_options();
   o.trainer_slice = "tpu7x:4x4x4";
   o.libtpu_flags = {"--xla_tpu_scoped_vmem_limit_kib=65536"};
-  std::string bench = render(o);
+  std::string bench = render_yaml(o);
   std::vector<Tamper> cases = {
       {"a priority class", "priorityClassName: medium", "priorityClassName: high",
        "priorityClassName", "not something render-bench changes"},
@@ -592,7 +591,7 @@ TEST(ExpectBench, NeedsOneBenchJobSet) {
   // The e2e itself as "bench": three JobSets, one trainer: that trainer is compared, and matches.
   EXPECT_EQ(check_expect_bench(e2e, e2e, k8s::RoleMains{}).differences.size(), 0u);
   k8s::DryRun two =
-      parse(render(bench_options("b-one")) + "---\n" + render(bench_options("b-two")));
+      parse(render_yaml(bench_options("b-one")) + "---\n" + render_yaml(bench_options("b-two")));
   EXPECT_THROW(check_expect_bench(e2e, two, k8s::RoleMains{}), Error);
   k8s::DryRun no_trainer = parse(read_file(RTB_TESTDATA_DIR "/bad/no_trainer.txt"));
   EXPECT_THROW(check_expect_bench(no_trainer, e2e, k8s::RoleMains{}), Error);
@@ -752,7 +751,7 @@ TEST(FormatRenderText, AnAddedEmptyCollectionIsOneLine) {
 TEST(FormatRenderText, ExpectBenchListsOnlyUnexpectedUnlessAsked) {
   RenderOptions o = bench_options();
   std::string bench =
-      replace_once(render(o), "priorityClassName: medium", "priorityClassName: high");
+      replace_once(render_yaml(o), "priorityClassName: medium", "priorityClassName: high");
   ExpectBenchResult result = expect_bench(bench);
   RenderReport report = make_expect_bench_report("e2e.txt", "bench.yaml", result, DiffFilter{});
   EXPECT_EQ(report.outcome(), Outcome::kFail);
@@ -772,7 +771,7 @@ TEST(FormatRenderText, ExpectBenchListsOnlyUnexpectedUnlessAsked) {
 // differences), kFail otherwise; input that cannot be judged throws (kError in the tool).
 TEST(RenderReportOutcome, PassFailAndError) {
   k8s::DryRun e2e = parse(fixture_text(), "launch_dryrun.txt");
-  k8s::DryRun bench = parse(render(bench_options()), "bench.yaml");
+  k8s::DryRun bench = parse(render_yaml(bench_options()), "bench.yaml");
   EXPECT_EQ(make_render_report("a", "b", diff_renders(e2e, e2e, {}), DiffFilter{}).outcome(),
             Outcome::kPass);
   RenderDiffOptions by_role;
@@ -785,8 +784,8 @@ TEST(RenderReportOutcome, PassFailAndError) {
 
   ExpectBenchResult allowed = check_expect_bench(e2e, bench, k8s::RoleMains{});
   EXPECT_EQ(make_expect_bench_report("a", "b", allowed, DiffFilter{}).outcome(), Outcome::kPass);
-  std::string tampered =
-      replace_once(render(bench_options()), "priorityClassName: medium", "priorityClassName: high");
+  std::string tampered = replace_once(render_yaml(bench_options()), "priorityClassName: medium",
+                                      "priorityClassName: high");
   EXPECT_EQ(make_expect_bench_report("a", "b", expect_bench(tampered), DiffFilter{}).outcome(),
             Outcome::kFail);
   k8s::DryRun no_trainer = parse("kubectl delete jobset x\n", "e");

@@ -2,9 +2,15 @@
 // tool version, so that renders are small and do not change with the build.
 #pragma once
 
+#include <string_view>
+
 #include "rtb/bench/render.h"
 
 namespace rtb::bench::testing_util {
+
+// The trainer client's path in the fixtures' JobSets, as changes and differences name it.
+inline constexpr std::string_view kClient =
+    "spec.replicatedJobs[proc].template.spec.template.spec.containers[main]";
 
 inline RenderOptions test_render_options() {
   RenderOptions o;

@@ -32,6 +32,8 @@ k8s::DryRun fixture() {
   return k8s::parse_dryrun(read_file(RTB_TESTDATA_DIR "/launch_dryrun.txt"), "launch_dryrun.txt");
 }
 
+using testing_util::kClient;
+
 RenderOptions options() { return testing_util::test_render_options(); }
 
 const k8s::Document& trainer_of(const k8s::DryRun& dryrun) {
@@ -637,9 +639,6 @@ std::vector<std::string> changes_of(const RenderResult& result, std::string_view
   }
   return out;
 }
-
-constexpr std::string_view kClient =
-    "spec.replicatedJobs[proc].template.spec.template.spec.containers[main]";
 
 TEST(RenderTest, WeightsRandomDropsEverySettingThatLoadsACheckpoint) {
   k8s::DryRun dryrun = weights_fixture();

@@ -29,7 +29,7 @@ std::map<std::string, std::string> keys_of(const std::vector<std::string>& argv,
   return out;
 }
 
-std::string error_of(const std::vector<std::string>& argv) {
+std::string trainer_keys_error_of(const std::vector<std::string>& argv) {
   try {
     trainer_keys(argv, {});
   } catch (const Error& e) {
@@ -136,7 +136,7 @@ TEST(TrainerKeys, OnlyWhenPositive) {
   EXPECT_EQ(keys.count("rollout_tensor_parallelism"), 0u);
   EXPECT_EQ(keys["base_num_kv_heads"], "4 <- --base_num_kv_heads");
   EXPECT_EQ(keys["override_model_config"], "true <- --base_num_kv_heads") << "comes with it";
-  EXPECT_EQ(error_of({"--rollout_mesh_tp=two"}),
+  EXPECT_EQ(trainer_keys_error_of({"--rollout_mesh_tp=two"}),
             "trainer argv --rollout_mesh_tp=two: not an integer");
 }
 
@@ -199,7 +199,7 @@ TEST(TrainerKeys, BooleansPrintAsPython) {
   expect_entries(keys, {{"skip_step_on_spikes", "True <- --maxtext_skip_step_on_spikes"},
                         {"skip_step_interval", "128 <- --maxtext_skip_step_on_spikes"},
                         {"skip_step_scaling_factor", "6.0 <- --maxtext_skip_step_on_spikes"}});
-  EXPECT_EQ(error_of({"--prefuse_moe_weights=maybe"}),
+  EXPECT_EQ(trainer_keys_error_of({"--prefuse_moe_weights=maybe"}),
             "trainer argv --prefuse_moe_weights=maybe: not a boolean");
 }
 
@@ -216,7 +216,7 @@ TEST(TrainerKeys, MaxTargetLengthIsTheRowFed) {
             "4096 <- --max_seq_token_per_tpu");
   EXPECT_EQ(keys_of({"--max_prompt_length=1024"})["max_target_length"],
             "1152 <- --max_prompt_length + --max_response_length");
-  EXPECT_EQ(error_of({"--max_prompt_length=x"}),
+  EXPECT_EQ(trainer_keys_error_of({"--max_prompt_length=x"}),
             "trainer argv --max_prompt_length=x: not an integer");
 }
 
@@ -234,7 +234,7 @@ TEST(TrainerKeys, LearningRateSpellingsTheLaterWins) {
   EXPECT_EQ(keys_of({"--mesh_fsdp=4", "--mesh_fsdp=08"})["ici_fsdp_parallelism"],
             "8 <- --mesh_fsdp")
       << "an int, as Python prints it";
-  EXPECT_EQ(error_of({"--mesh_tp=x"}), "trainer argv --mesh_tp=x: not an integer");
+  EXPECT_EQ(trainer_keys_error_of({"--mesh_tp=x"}), "trainer argv --mesh_tp=x: not an integer");
 }
 
 TEST(TrainerKeys, OtherMaxTextFlagsAndWhatTheRenderWrote) {

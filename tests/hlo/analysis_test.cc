@@ -494,18 +494,18 @@ TEST(HloAnalysis, UnscheduledModuleIsFlagged) {
 
 // ---- bad input ----------------------------------------------------------------------------------
 
-std::string error_of(const std::string& name) {
+std::string analysis_error_of(const std::string& name) {
   return test::error_of([&] { analyze_file(fixture_path("bad/" + name)); }).what();
 }
 
 TEST(HloBadInput, NothingUsableIsAnErrorWithFileAndLine) {
-  EXPECT_THAT(error_of("not_hlo.txt"), HasSubstr("not_hlo.txt:1: not an HLO module"));
-  EXPECT_THAT(error_of("binary.bin"), HasSubstr("binary.bin:1: not an HLO module"));
-  EXPECT_THAT(error_of("empty.hlo.txt"), HasSubstr("empty input"));
-  EXPECT_THAT(error_of("header_only.hlo.txt"), HasSubstr("no computation"));
-  EXPECT_THAT(error_of("garbage_instruction.hlo.txt"),
+  EXPECT_THAT(analysis_error_of("not_hlo.txt"), HasSubstr("not_hlo.txt:1: not an HLO module"));
+  EXPECT_THAT(analysis_error_of("binary.bin"), HasSubstr("binary.bin:1: not an HLO module"));
+  EXPECT_THAT(analysis_error_of("empty.hlo.txt"), HasSubstr("empty input"));
+  EXPECT_THAT(analysis_error_of("header_only.hlo.txt"), HasSubstr("no computation"));
+  EXPECT_THAT(analysis_error_of("garbage_instruction.hlo.txt"),
               HasSubstr("garbage_instruction.hlo.txt:5: expected an instruction"));
-  EXPECT_THAT(error_of("missing.hlo.txt"), HasSubstr("cannot open"));
+  EXPECT_THAT(analysis_error_of("missing.hlo.txt"), HasSubstr("cannot open"));
 }
 
 TEST(HloBadInput, ProblemsAfterCompleteComputationsTruncateTheReport) {

@@ -281,7 +281,7 @@ TEST(HloProtoText, AnalyzeFileDetectsAProtoAndCountsItsBytes) {
 
 // ---- malformed input --------------------------------------------------------------------------
 
-std::string error_of(const std::string& proto) {
+std::string proto_error_of(const std::string& proto) {
   try {
     (void)hlo_proto_to_text(proto);
   } catch (const Error& e) {
@@ -294,50 +294,54 @@ TEST(HloProtoErrors, TruncatedAnywhereIsAnErrorNeverACrash) {
   std::string proto = scheduled_module();
   for (std::size_t n = 1; n < proto.size(); ++n) {
     std::string cut = proto.substr(0, n);
-    EXPECT_NE(error_of(cut), "(no error)") << n;
+    EXPECT_NE(proto_error_of(cut), "(no error)") << n;
   }
 }
 
 TEST(HloProtoErrors, SaysWhatIsWrong) {
   // Length past the end.
-  EXPECT_THAT(error_of("\x0a\x05\x0a\x01"), HasSubstr("past the end of the message"));
+  EXPECT_THAT(proto_error_of("\x0a\x05\x0a\x01"), HasSubstr("past the end of the message"));
   // A varint that never ends, and one longer than 10 bytes.
-  EXPECT_THAT(error_of(std::string("\x0a\x02\x28\xff", 4)), HasSubstr("bad varint"));
-  EXPECT_THAT(error_of(cat("\x0a\x0c\x28", std::string(11, '\xff'))), HasSubstr("bad varint"));
+  EXPECT_THAT(proto_error_of(std::string("\x0a\x02\x28\xff", 4)), HasSubstr("bad varint"));
+  EXPECT_THAT(proto_error_of(cat("\x0a\x0c\x28", std::string(11, '\xff'))),
+              HasSubstr("bad varint"));
   // Huge length (2^63).
-  EXPECT_THAT(error_of(cat("\x0a", varint(std::uint64_t{1} << 63))), HasSubstr("past the end"));
+  EXPECT_THAT(proto_error_of(cat("\x0a", varint(std::uint64_t{1} << 63))),
+              HasSubstr("past the end"));
   // Wrong wire type for a field we read: module name (1) as a varint.
-  EXPECT_THAT(error_of(len(1, num(1, 7))), HasSubstr("HloModuleProto.name (field 1)"));
+  EXPECT_THAT(proto_error_of(len(1, num(1, 7))), HasSubstr("HloModuleProto.name (field 1)"));
   // hlo_module as a varint.
-  EXPECT_THAT(error_of(num(1, 3) + std::string("\x12\x00", 2)), HasSubstr("HloProto.hlo_module"));
+  EXPECT_THAT(proto_error_of(num(1, 3) + std::string("\x12\x00", 2)),
+              HasSubstr("HloProto.hlo_module"));
   // Groups and invalid wire types.
-  EXPECT_THAT(error_of(len(1, key(9, 3))), HasSubstr("a group"));
-  EXPECT_THAT(error_of(len(1, key(9, 7))), HasSubstr("wire type 7"));
+  EXPECT_THAT(proto_error_of(len(1, key(9, 3))), HasSubstr("a group"));
+  EXPECT_THAT(proto_error_of(len(1, key(9, 7))), HasSubstr("wire type 7"));
   // No module; a name HLO text cannot hold; unknown operand; unknown callee.
-  EXPECT_THAT(error_of(num(5, 1)), HasSubstr("no hlo_module"));
-  EXPECT_THAT(error_of(module("a b", {}, 0)), HasSubstr("not an HLO name"));
+  EXPECT_THAT(proto_error_of(num(5, 1)), HasSubstr("no hlo_module"));
+  EXPECT_THAT(proto_error_of(module("a b", {}, 0)), HasSubstr("not an HLO name"));
   std::string bad_operand =
       computation("c", 1, {{"a", "negate", array_shape(kF32, {}), 1, {9}}}, 1);
-  EXPECT_THAT(error_of(module("m", {bad_operand}, 1)), HasSubstr("instruction id 9"));
+  EXPECT_THAT(proto_error_of(module("m", {bad_operand}, 1)), HasSubstr("instruction id 9"));
   std::string bad_callee =
       computation("c", 1, {{"a", "call", array_shape(kF32, {}), 1, {}, {4}}}, 1);
-  EXPECT_THAT(error_of(module("m", {bad_callee}, 1)), HasSubstr("computation id 4"));
+  EXPECT_THAT(proto_error_of(module("m", {bad_callee}, 1)), HasSubstr("computation id 4"));
   // A schedule that lists an instruction twice or misses one.
   std::string two = computation("c", 1,
                                 {{"a", "parameter", array_shape(kF32, {}), 1},
                                  {"b", "negate", array_shape(kF32, {}), 2, {1}}},
                                 2);
-  EXPECT_THAT(error_of(module("m", {two}, 1, schedule(1, {1, 1}))), HasSubstr("twice"));
-  EXPECT_THAT(error_of(module("m", {two}, 1, schedule(1, {2}))), HasSubstr("lists 1 of its 2"));
+  EXPECT_THAT(proto_error_of(module("m", {two}, 1, schedule(1, {1, 1}))), HasSubstr("twice"));
+  EXPECT_THAT(proto_error_of(module("m", {two}, 1, schedule(1, {2}))),
+              HasSubstr("lists 1 of its 2"));
   // Entry id that is no computation.
-  EXPECT_THAT(error_of(module("m", {two}, 8)), HasSubstr("entry_computation_id 8"));
+  EXPECT_THAT(proto_error_of(module("m", {two}, 8)), HasSubstr("entry_computation_id 8"));
 }
 
 TEST(HloProtoErrors, TuplesNestedTooDeep) {
   std::string shape = array_shape(kF32, {});
   for (int i = 0; i < 100; ++i) shape = tuple_shape({shape});
   std::string c = computation("c", 1, {{"a", "parameter", shape, 1}}, 1);
-  EXPECT_THAT(error_of(module("m", {c}, 1)), HasSubstr("deeper than 64"));
+  EXPECT_THAT(proto_error_of(module("m", {c}, 1)), HasSubstr("deeper than 64"));
 }
 
 TEST(HloProtoErrors, PackedListWithABadVarint) {
@@ -345,7 +349,7 @@ TEST(HloProtoErrors, PackedListWithABadVarint) {
                   len(2, len(1, "a") + len(2, "negate") + len(3, array_shape(kF32, {})) +
                              num(35, 1) + len(36, "\xff\xff")) +
                   num(5, 1);
-  EXPECT_THAT(error_of(module("m", {c}, 1)), HasSubstr("operand_ids: bad varint"));
+  EXPECT_THAT(proto_error_of(module("m", {c}, 1)), HasSubstr("operand_ids: bad varint"));
 }
 
 }  // namespace

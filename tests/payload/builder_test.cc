@@ -12,7 +12,6 @@
 #include "payload/payload_test_util.h"
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
-#include "rtb/base/io.h"
 #include "rtb/payload/check.h"
 #include "rtb/payload/load.h"
 #include "rtb/payload/routing.h"
