@@ -41,6 +41,26 @@ TEST(Base64, WrapsLinesAndEndsWithANewline) {
   }
 }
 
+TEST(Base64, DecodesWhatItEncodesAtAnyLineWidth) {
+  std::string bytes(1000, 'x');
+  for (char& c : bytes) c = static_cast<char>(&c - bytes.data());
+  for (std::size_t size : {0, 1, 2, 3, 56, 57, 58, 1000}) {
+    std::string data = bytes.substr(0, size);
+    for (std::size_t width : {0, 4, 76}) {
+      EXPECT_EQ(base64_decode(base64_encode(data, width)), data) << size << " " << width;
+    }
+  }
+  EXPECT_EQ(base64_decode("Zm9v\nYmFy\n"), "foobar");
+  EXPECT_EQ(base64_decode("Zg=="), "f");
+  EXPECT_EQ(base64_decode("Zm8="), "fo");
+}
+
+TEST(Base64, RefusesWhatIsNotBase64) {
+  for (std::string_view bad : {"Zm9", "Zm9v!", "Zg==Zg==", "Z===", "Zg=A", "Zm 9v", "Zg==A"}) {
+    EXPECT_THROW(base64_decode(bad), Error) << bad;
+  }
+}
+
 TEST(Gzip, RoundTripsAndShrinksText) {
   std::string text;
   for (int i = 0; i < 2000; ++i) text += "def step_" + std::to_string(i) + "(): return None\n";

@@ -1,6 +1,7 @@
 """Tests of amalgamate.py, which joins the rtb_driver package into the one file the pod runs."""
 
 import ast
+import base64
 import gzip
 import importlib.util
 import os
@@ -72,18 +73,24 @@ class RealPackageTest(unittest.TestCase):
     with open(driver_path(), "rb") as text, open(driver_path() + ".gz", "rb") as packed:
       self.assertEqual(gzip.decompress(packed.read()), text.read())
 
-  def test_the_gzip_form_is_reproducible_and_unpacks(self):
+  def test_the_packed_form_is_reproducible_and_unpacks(self):
     with tempfile.TemporaryDirectory() as directory:
       outputs = []
       for name in ("a", "b"):
         target = os.path.join(directory, name + ".py")
         self.assertEqual(
-            amalgamate.main(
-                [PACKAGE, target, *[f"--embed={t}" for t in TABLES], "--gzip", target + ".gz"]), 0)
-        with open(target + ".gz", "rb") as handle:
+            amalgamate.main([
+                PACKAGE, target, *[f"--embed={t}" for t in TABLES], "--packed", target + ".gz.b64"
+            ]), 0)
+        with open(target + ".gz.b64", "rb") as handle:
           outputs.append(handle.read())
         with open(target, "rb") as handle:
-          self.assertEqual(gzip.decompress(outputs[-1]), handle.read())
+          self.assertEqual(gzip.decompress(base64.b64decode(outputs[-1])), handle.read())
+        # rtb::base64_encode's lines: 76 characters, each line ending in a newline.
+        lines = outputs[-1].split(b"\n")
+        self.assertEqual(lines[-1], b"")
+        self.assertTrue(all(len(line) == 76 for line in lines[:-2]))
+        self.assertTrue(0 < len(lines[-2]) <= 76)
       self.assertEqual(outputs[0], outputs[1], "no time or name in the gzip header")
 
   def test_modules_come_after_what_they_import(self):

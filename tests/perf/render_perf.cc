@@ -42,11 +42,11 @@ const std::string& input() {
   return text;
 }
 
-void render_1mb(benchmark::State& state, std::string_view driver_gzip) {
+void render_1mb(benchmark::State& state, std::string_view driver_packed) {
   rtb::bench::RenderOptions options;
   options.name = "abtest-bench";
   options.driver_source = std::string(rtb::embedded::bench_driver());
-  options.driver_gzip = std::string(driver_gzip);
+  options.driver_packed = std::string(driver_packed);
   options.libtpu_flags = {"--xla_tpu_scoped_vmem_limit_kib=65536"};
   options.trainer_slice = "tpu7x:4x4x4";
   for (auto _ : state) {
@@ -63,7 +63,7 @@ void render_1mb(benchmark::State& state, std::string_view driver_gzip) {
 }
 
 void BM_RenderBench1MB(benchmark::State& state) {
-  render_1mb(state, rtb::embedded::bench_driver_gzip());
+  render_1mb(state, rtb::embedded::bench_driver_packed());
 }
 BENCHMARK(BM_RenderBench1MB)->Unit(benchmark::kMillisecond);
 

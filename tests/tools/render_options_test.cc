@@ -221,13 +221,17 @@ TEST(RenderOptions, BadDriverSettingsAreRefusedInTheDriversWords) {
        {{"--profile-window", "1:0"}, "--profile-window 1:0: COUNT must be >= 1"}});
 }
 
-// The embedded driver's two forms are one driver: the compressed one (what a render puts in the
-// client script) unpacks to the text (what --print-driver prints and the tests run).
-TEST(RenderOptions, TheEmbeddedDriversGzipIsItsText) {
-  EXPECT_EQ(gzip_decompress(embedded::bench_driver_gzip()), embedded::bench_driver());
+// The embedded driver's two forms are one driver: the packed one (what a render puts in the
+// client script's arguments) unpacks to the text (what --print-driver prints and the tests run),
+// and it is in base64_encode's lines, which the render cuts the arguments at.
+TEST(RenderOptions, TheEmbeddedDriversPackedFormIsItsText) {
+  const std::string_view packed = embedded::bench_driver_packed();
+  const std::string compressed = base64_decode(packed);
+  EXPECT_EQ(gzip_decompress(compressed), embedded::bench_driver());
+  EXPECT_EQ(base64_encode(compressed), packed);
   RenderKnobs knobs;
-  finish_render_options(knobs, embedded::bench_driver(), embedded::bench_driver_gzip());
-  EXPECT_EQ(knobs.options.driver_gzip, embedded::bench_driver_gzip());
+  finish_render_options(knobs, embedded::bench_driver(), packed);
+  EXPECT_EQ(knobs.options.driver_packed, packed);
   EXPECT_EQ(knobs.options.driver_source, embedded::bench_driver());
 }
 

@@ -83,7 +83,7 @@ int aot_check_main(int argc, char** argv) {
 
   return tool.run(argc, argv, [&] {
     if (print && run) fail("give --print or --run, not both");
-    finish_render_options(knobs, embedded::bench_driver(), embedded::bench_driver_gzip());
+    finish_render_options(knobs, embedded::bench_driver(), embedded::bench_driver_packed());
     rtb::k8s::DryRun dryrun = load_dryrun(knobs, embedded::demo_dryrun());
     tool.report_diagnostics(dryrun.diagnostics);
     aot.default_logps_chunk =

@@ -6,8 +6,9 @@
 
 namespace rtb::embedded {
 
-std::string_view bench_driver();       // tools/render-bench/driver/bench_driver.py
-std::string_view bench_driver_gzip();  // the same, gzip-compressed at build time
-std::string_view demo_dryrun();        // testdata/launch_dryrun.txt, for --demo
+std::string_view bench_driver();  // tools/render-bench/driver/bench_driver.py
+std::string_view
+bench_driver_packed();           // the same, gzip + base64 (76-column lines), from the build
+std::string_view demo_dryrun();  // testdata/launch_dryrun.txt, for --demo
 
 }  // namespace rtb::embedded

@@ -85,7 +85,7 @@ std::optional<bench::ArmPlan> arm_plan(const RenderKnobs& knobs) {
 }
 
 void finish_render_options(RenderKnobs& knobs, std::string_view embedded_driver,
-                           std::string_view embedded_driver_gzip) {
+                           std::string_view embedded_driver_packed) {
   rtb::bench::RenderOptions& options = knobs.options;
   for (const bench::KnobSpec& spec : bench::render_knobs()) {
     auto given = knobs.given.find(spec.option);
@@ -101,7 +101,7 @@ void finish_render_options(RenderKnobs& knobs, std::string_view embedded_driver,
   }
   if (!given_driver_file(knobs)) {
     options.driver_source = std::string(embedded_driver);
-    options.driver_gzip = std::string(embedded_driver_gzip);
+    options.driver_packed = std::string(embedded_driver_packed);
   }
   options.tool_version = RTB_VERSION;
 }

@@ -86,7 +86,7 @@ int render_bench_main(int argc, char** argv) {
       write_output(output, driver_source(knobs, embedded::bench_driver()));
       return Outcome::kPass;
     }
-    finish_render_options(knobs, embedded::bench_driver(), embedded::bench_driver_gzip());
+    finish_render_options(knobs, embedded::bench_driver(), embedded::bench_driver_packed());
     if (knobs.options.name.empty()) fail("--name is required (the bench JobSet's name)");
     k8s::DryRun dryrun = load_dryrun(knobs, embedded::demo_dryrun());
     // Input quirks (a repeated key in some document) do not change the bench: -v shows them.

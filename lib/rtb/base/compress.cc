@@ -1,5 +1,6 @@
 #include "rtb/base/compress.h"
 
+#include <fmt/format.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -139,6 +140,47 @@ std::string base64_encode(std::string_view data, std::size_t line_width) {
     put(left > 2 ? kAlphabet[value & 63] : '=');
   }
   if (line_width && column != 0) out += '\n';
+  return out;
+}
+
+std::string base64_decode(std::string_view text) {
+  auto value_of = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  std::string out;
+  out.reserve(text.size() / 4 * 3);
+  unsigned group = 0;  // the current quantum's bits
+  int filled = 0;      // characters of it read
+  int padding = 0;     // `=` at its end
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '\n') continue;
+    int value = c == '=' ? 0 : value_of(c);
+    if (value < 0) throw Error(fmt::format("base64: byte {}: not a base64 character", i));
+    if (c == '=') {
+      if (filled < 2) throw Error(fmt::format("base64: byte {}: padding too early", i));
+      ++padding;
+    } else if (padding > 0) {
+      throw Error(fmt::format("base64: byte {}: data after padding", i));
+    }
+    group = group << 6 | static_cast<unsigned>(value);
+    if (++filled == 4) {
+      out += static_cast<char>(group >> 16 & 0xff);
+      if (padding < 2) out += static_cast<char>(group >> 8 & 0xff);
+      if (padding < 1) out += static_cast<char>(group & 0xff);
+      group = 0;
+      filled = 0;
+      if (padding > 0) padding = -1;  // the quantum that ends the text
+    } else if (padding < 0) {
+      throw Error(fmt::format("base64: byte {}: data after padding", i));
+    }
+  }
+  if (filled != 0) throw Error("base64: the length is not a multiple of 4");
   return out;
 }
 

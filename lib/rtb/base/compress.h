@@ -26,5 +26,9 @@ std::unique_ptr<ByteSource> gunzip_source(std::unique_ptr<ByteSource> inner);
 // Base64 of `data` with `=` padding, a newline after every `line_width` characters and at the end
 // (line_width 0: one line, no newline).
 std::string base64_encode(std::string_view data, std::size_t line_width = 76);
+// The bytes of base64 `text` (RFC 4648, `=` padding), line breaks ignored: base64_encode's inverse
+// for any line width. Throws rtb::Error on any other character or a length or padding that is
+// not base64's.
+std::string base64_decode(std::string_view text);
 
 }  // namespace rtb

@@ -297,7 +297,7 @@ ArmsRender render_arms(const k8s::DryRun& dryrun, const ArmPlan& plan, const Ren
       plan.arms.size(), out.order.size(), arm_order_name(plan.order), fmt::join(labels, " "));
   render_steps::set_script_command(
       first_client.container.node,
-      render_steps::arms_script(script_arms, calls, purpose, base.driver_source, base.driver_gzip,
+      render_steps::arms_script(script_arms, calls, purpose, base.driver_source, base.driver_packed,
                                 base.tool_version));
   out.changes = out.runs[0].changes;
   Change script_change{std::string(kArmOption), client_path + ".script", "bench wrapper of one run",

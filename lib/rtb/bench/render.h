@@ -71,10 +71,11 @@ struct RenderOptions {
   DriverSettings driver;
   k8s::RoleMains mains;
   std::string driver_source;  // bench_driver.py
-  // The same driver gzip-compressed, when it is known ahead: render-bench's embedded driver is
-  // compressed at build time, so a render spends nothing on it. Empty: the render compresses
-  // driver_source itself when the script needs the compressed form.
-  std::string driver_gzip;
+  // The same driver packed as the client script carries it (gzip, then base64 in 76-column lines
+  // ending in newlines: base64_encode(gzip_compress(driver_source))), when it is known ahead:
+  // render-bench's embedded driver is packed at build time, so a render spends nothing on it.
+  // Empty: the render packs driver_source itself when the script needs the packed form.
+  std::string driver_packed;
   std::string tool_version;  // written into the client script's header comment
 };
 

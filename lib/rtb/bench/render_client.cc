@@ -145,12 +145,14 @@ std::string run_and_wait(std::string_view block) {
 // there are no arguments), else gzip-compressed and base64-encoded in pieces of whole lines that
 // follow the script in the command ($1, $2, ...), which the pod joins and unpacks with coreutils'
 // base64 and gzip. `driver` ends in '\n'.
-ScriptCommand driver_writer(const std::string& driver, std::string_view driver_gzip,
+ScriptCommand driver_writer(const std::string& driver, std::string_view driver_packed,
                             std::size_t budget) {
-  std::string terminator = heredoc_terminator(driver);
-  std::string verbatim =
-      fmt::format("cat > {} <<'{}'\n{}{}\n", kDriverPath, terminator, driver, terminator);
-  if (verbatim.size() < budget) return {verbatim, {}};
+  if (driver.size() < budget) {  // else the heredoc, longer still, cannot fit either
+    std::string terminator = heredoc_terminator(driver);
+    std::string verbatim =
+        fmt::format("cat > {} <<'{}'\n{}{}\n", kDriverPath, terminator, driver, terminator);
+    if (verbatim.size() < budget) return {verbatim, {}};
+  }
   ScriptCommand out;
   out.script = fmt::format(
       "# The driver, gzip-compressed and base64-encoded, is this command's arguments after the "
@@ -162,8 +164,9 @@ ScriptCommand driver_writer(const std::string& driver, std::string_view driver_g
       "set --\n",
       kDriverPath);
   out.arguments.emplace_back(kScriptName);
-  const std::string encoded =
-      base64_encode(driver_gzip.empty() ? gzip_compress(driver) : std::string(driver_gzip));
+  std::string packed_here;
+  if (driver_packed.empty()) packed_here = base64_encode(gzip_compress(driver));
+  const std::string_view encoded = driver_packed.empty() ? packed_here : driver_packed;
   for (std::size_t begin = 0; begin < encoded.size();) {
     // Whole lines (base64_encode ends each one in '\n'), at most kDriverPieceBytes.
     std::size_t end = std::min(encoded.size(), begin + kDriverPieceBytes);
@@ -171,7 +174,7 @@ ScriptCommand driver_writer(const std::string& driver, std::string_view driver_g
       const std::size_t line_end = encoded.rfind('\n', end - 1);
       if (line_end != std::string::npos && line_end >= begin) end = line_end + 1;
     }
-    out.arguments.push_back(encoded.substr(begin, end - begin));
+    out.arguments.emplace_back(encoded.substr(begin, end - begin));
     begin = end;
   }
   return out;
@@ -195,8 +198,8 @@ std::size_t budget_left(const std::string& script, const std::string& rest) {
 
 // `head`, the driver's lines and `rest`, as one script with the driver's arguments.
 ScriptCommand assemble(std::string head, const std::string& rest, const std::string& driver,
-                       std::string_view driver_gzip, std::string_view what) {
-  ScriptCommand command = driver_writer(driver, driver_gzip, budget_left(head, rest));
+                       std::string_view driver_packed, std::string_view what) {
+  ScriptCommand command = driver_writer(driver, driver_packed, budget_left(head, rest));
   command.script = head + command.script + rest;
   check_script_size(command.script, what);
   return command;
@@ -204,18 +207,18 @@ ScriptCommand assemble(std::string head, const std::string& rest, const std::str
 
 // The driver with the last newline the script's heredoc needs; a driver that lacks one is not
 // what was compressed, so its gzip form is dropped.
-void end_with_newline(std::string& driver, std::string_view& driver_gzip) {
+void end_with_newline(std::string& driver, std::string_view& driver_packed) {
   if (driver.empty() || driver.back() != '\n') {
     driver += '\n';
-    driver_gzip = {};
+    driver_packed = {};
   }
 }
 
 }  // namespace
 
 ScriptCommand driver_script(const DriverLaunch& launch, std::string driver,
-                            std::string_view driver_gzip, std::string_view tool_version) {
-  end_with_newline(driver, driver_gzip);
+                            std::string_view driver_packed, std::string_view tool_version) {
+  end_with_newline(driver, driver_packed);
   std::string script = script_header(launch.what, tool_version, launch.purpose, false);
   std::string block;
   // One assignment per line; the command shares the last line.
@@ -227,14 +230,14 @@ ScriptCommand driver_script(const DriverLaunch& launch, std::string driver,
       "echo \"Program End: $(date)\"\n"
       "echo \"EXIT_CODE=$EXIT_CODE\"\n"
       "exit $EXIT_CODE\n";
-  return assemble(std::move(script), rest, driver, driver_gzip, launch.what);
+  return assemble(std::move(script), rest, driver, driver_packed, launch.what);
 }
 
 ScriptCommand arms_script(const std::vector<ArmsScriptArm>& arms,
                           const std::vector<std::pair<std::size_t, int>>& runs,
                           std::string_view purpose, std::string driver,
-                          std::string_view driver_gzip, std::string_view tool_version) {
-  end_with_newline(driver, driver_gzip);
+                          std::string_view driver_packed, std::string_view tool_version) {
+  end_with_newline(driver, driver_packed);
   std::string script = script_header("bench client", tool_version, purpose, true);
   std::string rest;
   // Each arm's process once, as a function that the runs call: the script holds one startup
@@ -273,7 +276,7 @@ ScriptCommand arms_script(const std::vector<ArmsScriptArm>& arms,
       "fi\n"
       "echo \"EXIT_CODE=0\"\n"
       "exit 0\n";
-  return assemble(std::move(script), rest, driver, driver_gzip, "bench client");
+  return assemble(std::move(script), rest, driver, driver_packed, "bench client");
 }
 
 void set_script_command(YAML::Node container, const ScriptCommand& command) {
@@ -404,7 +407,7 @@ void Renderer::build_client_command() {
                             driver_setting_words_.end());
   set_script_command(
       client_.container.node,
-      driver_script(launch, options_.driver_source, options_.driver_gzip, options_.tool_version));
+      driver_script(launch, options_.driver_source, options_.driver_packed, options_.tool_version));
   std::string old_program = k8s::shell::join(program_);
   record("render", client_path(".script"), "e2e wrapper",
          "bench wrapper writing " + std::string(kDriverPath));

@@ -29,7 +29,7 @@ YAML::Node Renderer::preflight_job(PreflightChecks checks) const {
   launch.assignments.insert(launch.assignments.end(), driver_setting_words_.begin(),
                             driver_setting_words_.end());
   ScriptCommand script =
-      driver_script(launch, options_.driver_source, options_.driver_gzip, options_.tool_version);
+      driver_script(launch, options_.driver_source, options_.driver_packed, options_.tool_version);
 
   YAML::Node labels(YAML::NodeType::Map);
   labels["rl-trainer-bench/bench"] = k8s::yaml::string_scalar(options_.name);

@@ -84,9 +84,10 @@ struct ScriptCommand {
 // is gzip-compressed and base64-encoded into the command's next arguments, which the script
 // joins and unpacks, so the driver's size is not bound by Linux's 128 KiB per argument. The
 // bench client and the preflight Job both run this script, so they run the same driver with the
-// same settings. `driver_gzip` is `driver` gzip-compressed if known, else empty.
+// same settings. `driver_packed` is `driver` packed (RenderOptions::driver_packed) if known, else
+// empty.
 ScriptCommand driver_script(const DriverLaunch& launch, std::string driver,
-                            std::string_view driver_gzip, std::string_view tool_version);
+                            std::string_view driver_packed, std::string_view tool_version);
 
 // `container`'s command set to `bash -c SCRIPT [ARGUMENTS...]` (its shell word kept); throws
 // rtb::Error when the whole command passes kMaxCommandBytes.
@@ -107,7 +108,7 @@ struct ArmsScriptArm {
 ScriptCommand arms_script(const std::vector<ArmsScriptArm>& arms,
                           const std::vector<std::pair<std::size_t, int>>& runs,
                           std::string_view purpose, std::string driver,
-                          std::string_view driver_gzip, std::string_view tool_version);
+                          std::string_view driver_packed, std::string_view tool_version);
 
 class Renderer {
  public:

@@ -20,11 +20,12 @@ definition that shadows another module's import), an intra-package import of a n
 does not define, `import .x` style qualified access, and an import cycle. The output has no
 timestamp or path in it: two builds of the same sources give the same bytes.
 
-With `--gzip FILE` it also writes the same text gzip-compressed (best compression, no name or time
-in the header, so the bytes are reproducible too): render-bench embeds that form beside the text
-and puts it in a client script without compressing 170 KB on every render.
+With `--packed FILE` it also writes the same text packed as a client script carries it: gzip
+(best compression, no name or time in the header, so the bytes are reproducible too), then base64
+in lines of 76 characters, each ending in a newline. render-bench embeds that form beside the text
+and puts it in a client script as it is, so a render neither compresses nor encodes the driver.
 
-Usage: amalgamate.py PACKAGE_DIR OUTPUT [--embed FILE]... [--gzip FILE]   (OUTPUT "-" is stdout)
+Usage: amalgamate.py PACKAGE_DIR OUTPUT [--embed FILE]... [--packed FILE]   (OUTPUT "-" is stdout)
 Exit codes: 0 written, 2 the package cannot be flattened (one line on stderr says why).
 """
 
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import base64
 import gzip
 import os
 import sys
@@ -319,6 +321,12 @@ def gzip_bytes(text: str) -> bytes:
   return gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0)
 
 
+def packed_bytes(text: str) -> bytes:
+  """gzip_bytes(text) in base64, lines of 76 characters each ending in a newline: what
+  rtb::base64_encode writes, and what the client script's arguments hold (`base64 -d` reads it)."""
+  return base64.encodebytes(gzip_bytes(text))
+
+
 def write_atomically(path: str, data: bytes) -> None:
   """Writes through a temporary file in the same directory, then renames it over `path`."""
   directory = os.path.dirname(os.path.abspath(path))
@@ -338,8 +346,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   parser.add_argument("output", help="the file to write, or - for stdout")
   parser.add_argument("--embed", action="append", default=[], metavar="FILE",
                       help="a data file the package reads through embedded.embedded_text")
-  parser.add_argument("--gzip", metavar="FILE",
-                      help="also write the driver gzip-compressed to FILE")
+  parser.add_argument("--packed", metavar="FILE",
+                      help="also write the driver gzip-compressed and base64-encoded to FILE")
   options = parser.parse_args(argv)
   try:
     text = amalgamate(options.package_dir, options.embed)
@@ -347,8 +355,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
       sys.stdout.write(text)
     else:
       write_atomically(options.output, text.encode("utf-8"))
-    if options.gzip:
-      write_atomically(options.gzip, gzip_bytes(text))
+    if options.packed:
+      write_atomically(options.packed, packed_bytes(text))
   except (AmalgamationError, OSError) as exc:
     print(f"amalgamate.py: {exc}", file=sys.stderr)
     return 2
