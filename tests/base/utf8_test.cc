@@ -34,6 +34,19 @@ TEST(Utf8, FindInvalidGivesTheFirstBadOffset) {
   EXPECT_EQ(find_invalid(std::string("nul\0is valid utf-8", 19)), npos);
 }
 
+// ASCII is skipped eight bytes at a time: a bad byte or a valid sequence at any offset of a
+// word, after any run of ASCII, is still seen where it is.
+TEST(Utf8, FindInvalidSeesEveryOffsetAfterLongAscii) {
+  for (std::size_t before = 0; before < 24; ++before) {
+    for (std::size_t after : {0, 1, 7, 8, 9, 17}) {
+      std::string ascii(before, 'a'), tail(after, 'z');
+      EXPECT_EQ(find_invalid(ascii + "\xff" + tail), before) << before << " " << after;
+      EXPECT_EQ(find_invalid(ascii + "\xc3\xa9" + tail), npos) << before << " " << after;
+      EXPECT_EQ(find_invalid(ascii + "\xc3\xa9" + tail + "\xc3"), before + 2 + after);
+    }
+  }
+}
+
 TEST(Utf8, AppendEncodesEveryLengthAndReadsBack) {
   std::string out;
   for (std::uint32_t code : {0x41u, 0xe9u, 0x20acu, 0x1f600u}) append(out, code);

@@ -1,5 +1,8 @@
 #include "rtb/base/utf8.h"
 
+#include <cstdint>
+#include <cstring>
+
 namespace rtb::utf8 {
 
 std::size_t sequence_length(std::string_view text, std::size_t i) {
@@ -50,7 +53,16 @@ void append(std::string& out, std::uint32_t code) {
 std::size_t find_invalid(std::string_view text) {
   std::size_t i = 0;
   while (i < text.size()) {
-    if (static_cast<unsigned char>(text[i]) < 0x80) {  // the common case, byte by byte
+    // The common case, ASCII: eight bytes at a time while none has its high bit set.
+    constexpr std::uint64_t kHighBits = 0x8080808080808080ULL;
+    while (i + 8 <= text.size()) {
+      std::uint64_t word;
+      std::memcpy(&word, text.data() + i, sizeof word);
+      if (word & kHighBits) break;
+      i += 8;
+    }
+    if (i >= text.size()) break;
+    if (static_cast<unsigned char>(text[i]) < 0x80) {
       ++i;
       continue;
     }
