@@ -1,10 +1,10 @@
 // render-bench (make bench):
 //   - BM_RenderBench1MB: a render of a 1 MB DRY_RUN (the example fixture with rollout JobSets
 //     repeated under new names until it passes 1 MB, as a launcher printing many rollout JobSets
-//     would), with the real embedded driver and its gzip form from the build. Baselines in the
-//     same run: BM_RenderBench1MBCompressingDriver, the same render compressing the driver itself
-//     (what every render did before the build compressed it), and yaml-cpp loading the same
-//     documents, which any tool reading this input pays.
+//     would), with the real embedded driver and its packed form (gzip + base64) from the build.
+//     Baselines in the same run: BM_RenderBench1MBCompressingDriver, the same render packing the
+//     driver itself (what every render did before the build packed it), and yaml-cpp loading the
+//     same documents, which any tool reading this input pays.
 //   - RenderWholeProcessVsPython: bin/render-bench on the 397B fixture, whole process, against
 //     tests/perf/render_reference.py (PyYAML's pure-Python safe_load, render-bench's main edits,
 //     yaml.dump) on the same file, alternating, 5 runs each: the medians and python_over_cpp.

@@ -206,7 +206,7 @@ ScriptCommand assemble(std::string head, const std::string& rest, const std::str
 }
 
 // The driver with the last newline the script's heredoc needs; a driver that lacks one is not
-// what was compressed, so its gzip form is dropped.
+// what was packed, so its packed form is dropped.
 void end_with_newline(std::string& driver, std::string_view& driver_packed) {
   if (driver.empty() || driver.back() != '\n') {
     driver += '\n';
