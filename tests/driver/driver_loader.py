@@ -28,7 +28,7 @@ def build_driver(directory: str) -> str:
       os.path.join(DRIVER_DIR, "amalgamate.py"),
       os.path.join(DRIVER_DIR, "rtb_driver"), path, "--embed",
       os.path.join(DRIVER_DIR, "settings.tsv"), "--embed",
-      os.path.join(REPO, "data", "secrets.tsv")
+      os.path.join(REPO, "data", "secrets.tsv"), "--packed", path + ".gz.b64"
   ], check=True)
   return path
 
