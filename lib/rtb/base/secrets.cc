@@ -25,7 +25,7 @@ constexpr std::string_view kBlockEnd = "-----END ";
 
 bool is_alnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
 bool is_word_char(char c) { return is_alnum(c) || c == '_'; }
-bool is_name_char(char c) { return is_word_char(c) || c == '-' || c == '.'; }
+bool is_token_char(char c) { return is_word_char(c) || c == '-' || c == '.'; }
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
 bool in_alphabet(char c, std::string_view alphabet) {
@@ -294,7 +294,7 @@ std::string SecretMasker::scrub(std::string_view text) const {
         continue;
       }
     }
-    bool word_start = i == 0 || !is_name_char(text[i - 1]);
+    bool word_start = i == 0 || !is_token_char(text[i - 1]);
     if (word_start) {
       // A token-shaped word.
       bool masked = false;
@@ -313,7 +313,7 @@ std::string SecretMasker::scrub(std::string_view text) const {
       if (masked) continue;
       // A setting: NAME=VALUE, --name=value, --name value, "name": "value", name: value.
       std::size_t name_end = 0;
-      while (name_end < rest.size() && is_name_char(rest[name_end])) ++name_end;
+      while (name_end < rest.size() && is_token_char(rest[name_end])) ++name_end;
       std::string_view name = rest.substr(0, name_end);
       if (!name.empty() &&
           std::any_of(name.begin(), name.end(), [](char c) { return is_alnum(c); })) {

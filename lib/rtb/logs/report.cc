@@ -26,8 +26,6 @@ std::string stem(const std::string& source) {
   return name.empty() ? source : name;
 }
 
-double mean_of(const std::vector<double>& values) { return stats::mean(values); }
-
 // ---- Analysis ----------------------------------------------------------------------------------
 
 // The words for each timing mode: its name (JSON and the table), how a run times its
@@ -575,7 +573,7 @@ RunAnalysis analyze_run(const RunLog& log, const Options& options) {
   run.step_timing = step_timing_of(log, run.steps_used);
   run.log_timestamps = log.log_timestamps;
   if (!run.step_s.empty()) {
-    run.step_mean = mean_of(run.step_s);
+    run.step_mean = stats::mean(run.step_s);
     run.step_sd = sample_stddev(run.step_s);
     run.step_ci = bootstrap_interval(run.step_s, Statistic::kMean, options.bootstrap);
   }
@@ -663,7 +661,7 @@ RunAnalysis analyze_run(const RunLog& log, const Options& options) {
   if (run.kind == steplog::LogKind::kBench && run.step_mean && *run.step_mean > 0) {
     std::optional<double> chips = bench_chips(log);
     if (chips && tokens.size() == run.step_s.size()) {
-      run.real_tokens_per_s_per_chip = mean_of(tokens) / *run.step_mean / *chips;
+      run.real_tokens_per_s_per_chip = stats::mean(tokens) / *run.step_mean / *chips;
     }
     const std::optional<steplog::BenchSummary>& summary = log.summary;
     if (!chips) {
@@ -672,7 +670,7 @@ RunAnalysis analyze_run(const RunLog& log, const Options& options) {
       run.tokens_per_s_per_chip = padded_tokens_per_s_per_chip(
           *summary->rows, *summary->tokens_per_row, *summary->micro_steps, *run.step_mean, *chips);
     } else if (padded_tokens.size() == run.step_s.size()) {
-      run.tokens_per_s_per_chip = mean_of(padded_tokens) / *run.step_mean / *chips;
+      run.tokens_per_s_per_chip = stats::mean(padded_tokens) / *run.step_mean / *chips;
     } else {
       run.tokens_per_s_per_chip_unknown =
           summary ? "its BENCH_SUMMARY has no rows and tokens_per_row (an older driver)"

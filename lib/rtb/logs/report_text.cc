@@ -13,8 +13,6 @@
 
 namespace rtb::logs::report {
 namespace {
-double mean_of(const std::vector<double>& values) { return stats::mean(values); }
-
 std::string run_label(const RunAnalysis& run) {
   return run.partial ? run.name + " (partial)" : run.name;
 }
@@ -51,7 +49,7 @@ std::string ratio_ci_text(const Interval& ci) {
 
 std::string timeline_cell(const std::vector<double>& values, std::size_t unknown, bool median) {
   if (values.empty()) return unknown > 0 ? "unknown" : "-";
-  std::string text = seconds(median ? stats::median(values) : mean_of(values));
+  std::string text = seconds(median ? stats::median(values) : stats::mean(values));
   if (unknown > 0) text += fmt::format(" ({} unknown)", unknown);
   return text;
 }

@@ -35,7 +35,7 @@ std::uint64_t finalize(std::uint64_t z) {
   return z ^ (z >> 31);
 }
 
-enum Stream : std::uint64_t {
+enum class Stream : std::uint64_t {
   kTokenIds = 1,
   kLogps = 2,
   kAdvantages = 3,
@@ -47,7 +47,8 @@ enum Stream : std::uint64_t {
 };
 
 std::uint64_t stream_key(std::uint64_t seed, Stream stream, std::uint64_t sub = 0) {
-  return finalize(finalize(seed + kGolden * (stream + 1)) + kGolden * (sub + 1));
+  return finalize(finalize(seed + kGolden * (static_cast<std::uint64_t>(stream) + 1)) +
+                  kGolden * (sub + 1));
 }
 
 std::uint64_t random_at(std::uint64_t key, std::uint64_t index) {
@@ -108,7 +109,7 @@ std::vector<std::int64_t> segment_cuts(std::int64_t length, int segments, std::u
   bool aligned = grid >= needed;
   std::int64_t choices = aligned ? grid : length - 1;
   // Floyd's sampling of `needed` distinct values in [1, choices].
-  SplitMix random(stream_key(seed, kSegmentCuts, static_cast<std::uint64_t>(row)));
+  SplitMix random(stream_key(seed, Stream::kSegmentCuts, static_cast<std::uint64_t>(row)));
   std::unordered_set<std::int64_t> chosen;
   for (std::int64_t j = choices - needed + 1; j <= choices; ++j) {
     std::int64_t pick = 1 + static_cast<std::int64_t>(random.below(static_cast<std::uint64_t>(j)));
@@ -152,7 +153,7 @@ struct RoutingLayout {
     tiles = (n + kRoutingTileTokens - 1) / kRoutingTileTokens;
     small = n / tiles;
     larger_tiles = n % tiles;
-    shuffle = seeded_permutation(small, stream_key(o.seed, kTileShuffle));
+    shuffle = seeded_permutation(small, stream_key(o.seed, Stream::kTileShuffle));
     // Where slot k of a column goes among the token's K slots: a seeded shuffle per pattern row
     // and layer, so a token's experts are not listed in expert-id order (band k of S holds ids
     // after band k - 1's).
@@ -160,7 +161,7 @@ struct RoutingLayout {
     for (std::int64_t i = 0; i <= small; ++i) {
       for (int layer = 0; layer < layers; ++layer) {
         std::size_t base = static_cast<std::size_t>(i) * per_token + layer * topk;
-        SplitMix random(stream_key(o.seed, kSlotOrder, base));
+        SplitMix random(stream_key(o.seed, Stream::kSlotOrder, base));
         for (int k = 0; k < topk; ++k) slot_at[base + k] = k;
         for (int k = topk - 1; k > 0; --k) {
           std::swap(slot_at[base + k], slot_at[base + random.below(k + 1)]);
@@ -551,7 +552,7 @@ RowLayout row_layout(const PayloadOptions& o, std::int64_t row) {
                      : 0;
   layout.segment_starts = segment_cuts(o.real_len, o.segments, o.seed, row);
   const std::uint64_t prompt_key =
-      stream_key(o.seed, kPromptLengths, static_cast<std::uint64_t>(row));
+      stream_key(o.seed, Stream::kPromptLengths, static_cast<std::uint64_t>(row));
   const std::size_t segments = layout.segment_starts.size();
   layout.prompt_lengths.assign(segments, 0);
   for (std::size_t s = 0; s < segments; ++s) {
@@ -576,7 +577,7 @@ std::vector<std::vector<std::int64_t>> plan_expert_loads(const PayloadOptions& o
     std::vector<std::int64_t> profile =
         expert_load_profile(real_tokens, o.experts, o.topk, targets[layer]);
     std::vector<std::int32_t> holder =
-        seeded_permutation(o.experts, stream_key(o.seed, kExpertRanks, layer));
+        seeded_permutation(o.experts, stream_key(o.seed, Stream::kExpertRanks, layer));
     loads[layer].assign(o.experts, 0);
     for (int rank = 0; rank < o.experts; ++rank) loads[layer][holder[rank]] = profile[rank];
   }
@@ -629,12 +630,12 @@ Payload build_payload(const PayloadOptions& options, RoutingStorage storage) {
   p.advantages.assign(cells, 0.0f);
   if (o.old_logps) p.old_per_token_logps.assign(cells, 0.0f);
 
-  const std::uint64_t id_key = stream_key(o.seed, kTokenIds);
-  const std::uint64_t logp_key = stream_key(o.seed, kLogps);
+  const std::uint64_t id_key = stream_key(o.seed, Stream::kTokenIds);
+  const std::uint64_t logp_key = stream_key(o.seed, Stream::kLogps);
   parallel_ranges(o.threads, o.final_rows, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t row = begin; row < end; ++row) {
       RowLayout layout = row_layout(o, row);
-      const std::uint64_t advantage_key = stream_key(o.seed, kAdvantages, row);
+      const std::uint64_t advantage_key = stream_key(o.seed, Stream::kAdvantages, row);
       std::size_t segment = 0;  // 1-based id of the segment of token i
       float advantage = 0;
       for (std::int64_t i = 0; i < layout.length; ++i) {

@@ -15,7 +15,7 @@ namespace rtb::profile {
 
 namespace {
 
-constexpr const char* kSchema = "rtb.profile-report-compare/1";
+constexpr const char* kCompareSchema = "rtb.profile-report-compare/1";
 
 double sample_sd(const std::vector<double>& values) {
   return values.size() < 2 ? 0.0 : stats::stddev(values);
@@ -158,7 +158,7 @@ std::string format_compare_text(const Comparison& comparison, std::size_t top) {
 std::string format_compare_json(const Comparison& comparison, std::size_t top) {
   json::Writer j;
   j.begin_object();
-  j.field("schema", kSchema);
+  j.field("schema", kCompareSchema);
   j.list("files", comparison.files_a);
   j.list("files_b", comparison.files_b);
   j.field("min_change_percent", comparison.min_change_percent);

@@ -16,7 +16,7 @@ namespace rtb::profile {
 
 namespace {
 
-constexpr const char* kSchema = "rtb.profile-report/2";
+constexpr const char* kReportSchema = "rtb.profile-report/2";
 constexpr std::array<Category, kCategories> kAllCategories = {
     Category::kMatmul, Category::kFusion, Category::kCollective, Category::kCopy};
 
@@ -148,7 +148,7 @@ std::string format_json(const Summary& summary, const ReportOptions& options,
                         const Overlap* overlap) {
   json::Writer j;
   j.begin_object();
-  j.field("schema", kSchema);
+  j.field("schema", kReportSchema);
   j.list("files", summary.files);
   j.field("bytes", summary.bytes);
   j.field("planes", static_cast<std::uint64_t>(summary.planes));
