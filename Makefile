@@ -59,8 +59,9 @@ test: build
 # unsanitized there still runs in make test; untrusted input reaches the library's parsers, which
 # the fuzzers (make fuzz, built in this same tree) drive under ASan and UBSan. The library compiles
 # at -O1 here, as ASan's documentation advises for a usable speed, rather than -O2: a shorter
-# build. `cmake --build build/asan && ctest --test-dir build/asan` still runs everything
-# sanitized, for a change to a tool's own code.
+# build; and 8 files to a unit (the preset's RTB_UNITY_LIBRARY, CMakeLists.txt says why).
+# `cmake --build build/asan && ctest --test-dir build/asan` still runs everything sanitized, for a
+# change to a tool's own code.
 build/asan/build.ninja:
 	cmake --preset asan
 
