@@ -345,7 +345,7 @@ using render_steps::validate_dns_label;
 void check_bench_against_e2e(const YAML::Node& e2e_trainer, const YAML::Node& bench,
                              const std::vector<Change>& changes) {
   for (const k8s::Difference& difference :
-       k8s::diff_trees(k8s::expand_for_diff(e2e_trainer), k8s::expand_for_diff(bench))) {
+       k8s::diff_trees(k8s::expanded_tree(e2e_trainer), k8s::expanded_tree(bench))) {
     if (!covered(difference.path, changes)) {
       fail(
           "internal error: self-check: the bench differs from the e2e trainer at {} ({} -> {}), "

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <charconv>
+#include <deque>
 #include <optional>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "rtb/base/enum_names.h"
 #include "rtb/base/error.h"
@@ -34,29 +36,29 @@ bool is_simple_key(std::string_view key) {
 }
 
 // Appends `key` to a mapping, making repeated keys unique (`key#2`) so both stay comparable.
-void add_unique(YAML::Node map, std::unordered_map<std::string, int>& seen, const std::string& key,
-                const YAML::Node& value) {
+void add_unique(Tree& tree, Tree::Id map, std::unordered_map<std::string, int>& seen,
+                const std::string& key, Tree::Id value) {
   int n = ++seen[key];
-  map[n == 1 ? key : fmt::format("{}#{}", key, n)] = value;
+  tree.set(map, n == 1 ? key : fmt::format("{}#{}", key, n), value);
 }
 
 // A flag list as a mapping: flag key (with its dashes for argv style) -> the item as written.
-YAML::Node flags_as_map(const std::vector<std::string>& items, FlagStyle style) {
-  YAML::Node map(YAML::NodeType::Map);
-  map.SetTag(std::string(kFlagMapTag));  // its entries are addressed as items: [--key]
+Tree::Id flags_as_map(Tree& tree, const std::vector<std::string>& items, FlagStyle style) {
+  // Its entries are addressed as items: [--key].
+  Tree::Id map = tree.add_map(std::string(kFlagMapTag));
   std::vector<std::string> keys = flag_item_keys(items, style);
-  for (std::size_t i = 0; i < items.size(); ++i) map[keys[i]] = yaml::string_scalar(items[i]);
+  for (std::size_t i = 0; i < items.size(); ++i) tree.set(map, keys[i], tree.add_string(items[i]));
   return map;
 }
 
-YAML::Node expand_variable(std::string_view name, const std::string& value) {
+Tree::Id expand_variable(Tree& tree, std::string_view name, const std::string& value) {
   if (is_flag_string_variable(name))
-    return flags_as_map(split_flag_items(value), FlagStyle::kDashDash);
+    return flags_as_map(tree, split_flag_items(value), FlagStyle::kDashDash);
   if (name == "MAXTEXT_EXTRA_FLAGS") {
     // Items that are not key=value stay positional rather than failing the whole comparison.
-    return flags_as_map(split_flag_items(value), FlagStyle::kKeyValue);
+    return flags_as_map(tree, split_flag_items(value), FlagStyle::kKeyValue);
   }
-  return yaml::string_scalar(value);
+  return tree.add_string(value);
 }
 
 // The words of an argv string as bash reads them (TRAINER_ARGV / ORCH_ARGV).
@@ -70,9 +72,23 @@ std::optional<std::vector<std::string>> words_of(const std::string& text) {
   }
 }
 
-// Replaces a client container's `command` by its structured form.
-void expand_client(YAML::Node container, const YAML::Node& script_node) {
-  const std::string& script = script_node.Scalar();
+// The script of a container's `[bash, -c, SCRIPT, ...]` command (bash_script_node's rule), or
+// kNone.
+Tree::Id script_of(const Tree& tree, Tree::Id container) {
+  Tree::Id command = tree.find(container, "command");
+  if (!tree.is_sequence(command) || tree.size(command) < 3) return Tree::kNone;
+  for (Tree::Id word : tree.at(command).children) {
+    if (!tree.is_scalar(word)) return Tree::kNone;
+  }
+  if (!runs_shell_script(tree.scalar(tree.item(command, 0)), tree.scalar(tree.item(command, 1))))
+    return Tree::kNone;
+  return tree.item(command, 2);
+}
+
+// Replaces a client container's `command` by its structured form. (Strings are copied out of the
+// tree before nodes are added: adding moves the tree's storage.)
+void expand_client(Tree& tree, Tree::Id container, Tree::Id script_node) {
+  const std::string script = tree.scalar(script_node);
   StartupBlock block;
   shell::SimpleCommand startup;
   try {
@@ -82,7 +98,7 @@ void expand_client(YAML::Node container, const YAML::Node& script_node) {
   } catch (const Error&) {
     return;  // not a readable startup block: compared as text
   }
-  YAML::Node env(YAML::NodeType::Map), driver(YAML::NodeType::Map);
+  Tree::Id env = tree.add_map(), driver = tree.add_map();
   std::unordered_map<std::string, int> env_seen, driver_seen;
   bool in_driver = false;
   for (const shell::Assignment& assignment : startup.env) {
@@ -91,12 +107,12 @@ void expand_client(YAML::Node container, const YAML::Node& script_node) {
       std::optional<std::vector<std::string>> words;
       if (assignment.name == "TRAINER_ARGV" || assignment.name == "ORCH_ARGV")
         words = words_of(assignment.value);
-      add_unique(driver, driver_seen, assignment.name,
-                 words ? flags_as_map(*words, FlagStyle::kDashDash)
-                       : yaml::string_scalar(assignment.value));
+      add_unique(tree, driver, driver_seen, assignment.name,
+                 words ? flags_as_map(tree, *words, FlagStyle::kDashDash)
+                       : tree.add_string(assignment.value));
     } else {
-      add_unique(env, env_seen, assignment.name,
-                 expand_variable(assignment.name, assignment.value));
+      add_unique(tree, env, env_seen, assignment.name,
+                 expand_variable(tree, assignment.name, assignment.value));
     }
   }
   // The program is the words before the first flag; a bench passes the trainer's argv in
@@ -109,72 +125,103 @@ void expand_client(YAML::Node container, const YAML::Node& script_node) {
       argv.push_back(word.value);
     }
   }
-  YAML::Node trainer_argv = yaml::lookup(driver, "TRAINER_ARGV");
-  bool argv_from_driver = trainer_argv.IsDefined() && trainer_argv.IsMap() && argv.empty();
-  YAML::Node argv_node =
-      argv_from_driver ? YAML::Clone(trainer_argv) : flags_as_map(argv, FlagStyle::kDashDash);
-  if (argv_from_driver) driver.remove("TRAINER_ARGV");
+  Tree::Id trainer_argv = tree.find(driver, "TRAINER_ARGV");
+  bool argv_from_driver = tree.is_map(trainer_argv) && argv.empty();
+  Tree::Id argv_node =
+      argv_from_driver ? trainer_argv : flags_as_map(tree, argv, FlagStyle::kDashDash);
+  if (argv_from_driver) tree.remove(driver, "TRAINER_ARGV");
   std::string wrapper = script.substr(0, block.begin) + "<startup>" + script.substr(block.end);
-  YAML::Node command = yaml::lookup(container, "command");
+  Tree::Id command = tree.find(container, "command");
   // The arguments after the script ($0, then a packed driver's pieces) are compared as lines of
   // the script, where a driver that goes in verbatim would be.
-  for (std::size_t i = 3; i < command.size(); ++i) {
-    wrapper += fmt::format("\n<argument ${}>\n{}", i - 3, command[i].Scalar());
+  for (std::size_t i = 3; i < tree.size(command); ++i) {
+    wrapper += fmt::format("\n<argument ${}>\n{}", i - 3, tree.scalar(tree.item(command, i)));
   }
-  YAML::Node expanded(YAML::NodeType::Map);
-  YAML::Node startup_node(YAML::NodeType::Map);
-  startup_node["env"] = env;
-  startup_node["program"] = yaml::string_scalar(shell::join(program));
-  startup_node["argv"] = argv_node;
-  if (driver.size() > 0) startup_node["driver"] = driver;
-  YAML::Node shell_words(YAML::NodeType::Sequence);
-  shell_words.push_back(command[0]);
-  shell_words.push_back(command[1]);
+  Tree::Id startup_node = tree.add_map();
+  tree.set(startup_node, "env", env);
+  tree.set(startup_node, "program", tree.add_string(shell::join(program)));
+  tree.set(startup_node, "argv", argv_node);
+  if (tree.size(driver) > 0) tree.set(startup_node, "driver", driver);
+  Tree::Id shell_words = tree.add_sequence();
+  tree.push_back(shell_words, tree.item(command, 0));
+  tree.push_back(shell_words, tree.item(command, 1));
+  Tree::Id script_text = tree.add_string(wrapper);
   // Rebuild the container with `command` replaced in place by command/script/startup.
-  YAML::Node rebuilt(YAML::NodeType::Map);
-  for (const auto& kv : container) {
-    if (kv.first.Scalar() == "command") {
-      rebuilt["command"] = shell_words;
-      rebuilt["script"] = yaml::string_scalar(wrapper);
-      rebuilt["startup"] = startup_node;
+  Tree::Id rebuilt = tree.add_map();
+  const std::size_t entries = tree.size(container);
+  for (std::size_t i = 0; i < entries; ++i) {
+    Tree::Id key = tree.key(container, i);
+    if (tree.is_scalar(key) && tree.scalar(key) == "command") {
+      tree.set(rebuilt, "command", shell_words);
+      tree.set(rebuilt, "script", script_text);
+      tree.set(rebuilt, "startup", startup_node);
     } else {
-      rebuilt[kv.first] = kv.second;
+      tree.append(rebuilt, key, tree.value(container, i));
     }
   }
-  container = rebuilt;
+  // In place, as yaml-cpp's assignment to the container's node did: every path to it (an alias)
+  // sees the rebuilt one.
+  tree.at(container) = std::move(tree.at(rebuilt));
 }
 
-void expand_container(YAML::Node& container) {
-  YAML::Node args = yaml::lookup(container, "args");
-  if (args.IsSequence()) {
+std::optional<std::string> scalar_at(const Tree& tree, Tree::Id map, std::string_view key) {
+  Tree::Id value = tree.find(map, key);
+  if (!tree.is_scalar(value)) return std::nullopt;
+  return tree.scalar(value);
+}
+
+void expand_container(Tree& tree, Tree::Id container) {
+  Tree::Id args = tree.find(container, "args");
+  if (tree.is_sequence(args)) {
     std::vector<std::string> items;
     bool all_scalars = true;
-    for (const auto& item : args) {
-      if (!item.IsScalar())
+    for (Tree::Id item : tree.at(args).children) {
+      if (!tree.is_scalar(item))
         all_scalars = false;
       else
-        items.push_back(item.Scalar());
+        items.push_back(tree.scalar(item));
     }
-    if (all_scalars) container["args"] = flags_as_map(items, FlagStyle::kDashDash);
+    if (all_scalars) tree.set(container, "args", flags_as_map(tree, items, FlagStyle::kDashDash));
   }
-  YAML::Node env = yaml::lookup(container, "env");
-  if (env.IsSequence()) {
-    for (auto entry : env) {
-      auto name = yaml::scalar_at(entry, "name");
-      YAML::Node value = yaml::lookup(entry, "value");
-      if (name && value.IsDefined() && value.IsScalar() &&
+  Tree::Id env = tree.find(container, "env");
+  if (tree.is_sequence(env)) {
+    const std::vector<Tree::Id> entries = tree.at(env).children;
+    for (Tree::Id entry : entries) {
+      std::optional<std::string> name = scalar_at(tree, entry, "name");
+      Tree::Id value = tree.find(entry, "value");
+      if (name && tree.is_scalar(value) &&
           (is_flag_string_variable(*name) || *name == "MAXTEXT_EXTRA_FLAGS")) {
-        entry["value"] = expand_variable(*name, value.Scalar());
+        const std::string text = tree.scalar(value);
+        tree.set(entry, "value", expand_variable(tree, *name, text));
       }
     }
   }
-  if (auto script = bash_script_node(container)) expand_client(container, *script);
+  Tree::Id script = script_of(tree, container);
+  if (script != Tree::kNone) expand_client(tree, container, script);
 }
 
-std::string describe(const YAML::Node& node) {
-  if (!node.IsDefined() || node.IsNull()) return "null";
-  if (node.IsScalar()) return node.Scalar();
-  std::string text = yaml::emit(node);
+void expand_jobset(Tree& tree) {
+  Tree::Id jobs = tree.descend(tree.root(), {"spec", "replicatedJobs"});
+  if (!tree.is_sequence(jobs)) return;
+  const std::vector<Tree::Id> job_ids = tree.at(jobs).children;
+  for (Tree::Id job : job_ids) {
+    Tree::Id spec = tree.descend(job, {"template", "spec", "template", "spec"});
+    if (!tree.is_map(spec)) continue;
+    for (std::string_view list : {"initContainers", "containers"}) {
+      Tree::Id containers = tree.find(spec, list);
+      if (!tree.is_sequence(containers)) continue;
+      const std::vector<Tree::Id> container_ids = tree.at(containers).children;
+      for (Tree::Id container : container_ids) {
+        if (tree.is_map(container)) expand_container(tree, container);
+      }
+    }
+  }
+}
+
+std::string describe(const Tree& tree, Tree::Id id) {
+  if (id == Tree::kNone || tree.type(id) == Tree::Type::kNull) return "null";
+  if (tree.is_scalar(id)) return tree.scalar(id);
+  std::string text = yaml::emit(yaml_of(tree, id));
   if (!text.empty() && text.back() == '\n') text.pop_back();
   return text;
 }
@@ -205,13 +252,13 @@ bool is_yaml_number(std::string_view text) {
 // scalar is a string whatever its text; `abc` and "abc" are the same string.
 enum class ScalarType { kString, kNumber, kBool, kNull };
 
-ScalarType scalar_type(const YAML::Node& node) {
-  if (node.Tag() == "!") return ScalarType::kString;
+ScalarType scalar_type(const Tree& tree, Tree::Id id) {
+  if (tree.tag(id) == "!") return ScalarType::kString;
   static const std::set<std::string_view> kNulls = {"", "~", "null", "Null", "NULL"};
   static const std::set<std::string_view> kBools = {
       "true", "false", "True", "False", "TRUE", "FALSE", "yes", "no", "Yes", "No", "YES",
       "NO",   "on",    "off",  "On",    "Off",  "ON",    "OFF", "y",  "n",   "Y",  "N"};
-  const std::string& text = node.Scalar();
+  const std::string& text = tree.scalar(id);
   if (kNulls.count(text)) return ScalarType::kNull;
   if (kBools.count(text)) return ScalarType::kBool;
   return is_yaml_number(text) ? ScalarType::kNumber : ScalarType::kString;
@@ -267,11 +314,64 @@ class PathTree {
   std::vector<Node> nodes_;
 };
 
+// A node of one of the two trees (or of a tree the comparison made), kNone when absent.
+struct Side {
+  const Tree* tree;
+  Tree::Id id;
+  bool present() const { return id != Tree::kNone; }
+  Tree::Type type() const { return tree->type(id); }
+  bool is(Tree::Type t) const { return present() && type() == t; }
+  const std::string& tag() const { return tree->tag(id); }
+  const std::string& scalar() const { return tree->scalar(id); }
+};
+
 struct Frame {
-  YAML::Node a, b;
+  Side a, b;
   PathTree::Id path;
   bool command_item = false;  // an item of a split command line: never split again
 };
+
+// The value of each scalar key of a mapping, the last one of a repeated key (Tree::find's rule),
+// so that comparing two large mappings is not quadratic.
+std::unordered_map<std::string_view, Tree::Id> values_by_key(const Tree& tree, Tree::Id map) {
+  std::unordered_map<std::string_view, Tree::Id> out;
+  out.reserve(tree.size(map));
+  for (std::size_t i = 0; i < tree.size(map); ++i) {
+    if (tree.is_scalar(tree.key(map, i))) out[tree.key_text(map, i)] = tree.value(map, i);
+  }
+  return out;
+}
+
+// The key of each item of a sequence (sequence_item_keys' rule); `field_of(i, field)` is the
+// scalar at `field` of item i when that item is a mapping.
+template <typename FieldOf>
+std::vector<std::string> item_keys(std::size_t count, const FieldOf& field_of) {
+  std::vector<std::string> keys;
+  for (std::string_view field : {"name", "containerPort"}) {
+    keys.clear();
+    std::set<std::string> distinct;
+    bool all = true;
+    for (std::size_t i = 0; i < count; ++i) {
+      std::optional<std::string> value = field_of(i, field);
+      if (!value || !distinct.insert(*value).second) {
+        all = false;
+        break;
+      }
+      keys.push_back(std::move(*value));
+    }
+    if (all && !keys.empty()) return keys;
+  }
+  keys.clear();
+  for (std::size_t i = 0; i < count; ++i) keys.push_back(std::to_string(i));
+  return keys;
+}
+
+std::vector<std::string> tree_item_keys(const Tree& tree, Tree::Id sequence) {
+  return item_keys(tree.size(sequence), [&](std::size_t i, std::string_view field) {
+    Tree::Id item = tree.item(sequence, i);
+    return tree.is_map(item) ? scalar_at(tree, item, field) : std::nullopt;
+  });
+}
 
 bool is_shell_operator(char c) {
   return std::string_view(";&|<>()").find(c) != std::string_view::npos;
@@ -344,24 +444,10 @@ std::string path_item(const std::string& parent, std::string_view item_key) {
 }
 
 std::vector<std::string> sequence_item_keys(const YAML::Node& sequence) {
-  std::vector<std::string> keys;
-  for (std::string_view field : {"name", "containerPort"}) {
-    keys.clear();
-    std::set<std::string> distinct;
-    bool all = true;
-    for (const auto& item : sequence) {
-      auto value = item.IsMap() ? yaml::scalar_at(item, field) : std::nullopt;
-      if (!value || !distinct.insert(*value).second) {
-        all = false;
-        break;
-      }
-      keys.push_back(*value);
-    }
-    if (all && !keys.empty()) return keys;
-  }
-  keys.clear();
-  for (std::size_t i = 0; i < sequence.size(); ++i) keys.push_back(std::to_string(i));
-  return keys;
+  return item_keys(sequence.size(), [&](std::size_t i, std::string_view field) {
+    YAML::Node item = sequence[i];
+    return item.IsMap() ? yaml::scalar_at(item, field) : std::nullopt;
+  });
 }
 
 std::vector<std::string> flag_item_keys(const std::vector<std::string>& items, FlagStyle style) {
@@ -381,31 +467,23 @@ bool is_flag_string_variable(std::string_view name) {
   return name == "LIBTPU_INIT_ARGS" || name == "XLA_FLAGS";
 }
 
-YAML::Node expand_for_diff(const YAML::Node& jobset) {
-  YAML::Node copy = YAML::Clone(jobset);
-  YAML::Node jobs = yaml::lookup(yaml::lookup(copy, "spec"), "replicatedJobs");
-  if (!jobs.IsSequence()) return copy;
-  for (auto job : jobs) {
-    YAML::Node spec = yaml::descend(job, {"template", "spec", "template", "spec"});
-    if (!spec.IsMap()) continue;
-    for (std::string_view list : {"initContainers", "containers"}) {
-      YAML::Node containers = yaml::lookup(spec, list);
-      if (!containers.IsSequence()) continue;
-      for (auto container : containers) {
-        if (container.IsMap()) expand_container(container);
-      }
-    }
-  }
-  return copy;
+Tree expanded_tree(const YAML::Node& jobset) {
+  Tree tree = tree_of(jobset);
+  expand_jobset(tree);
+  return tree;
 }
 
-std::optional<YAML::Node> command_line_as_flags(std::string_view text) {
+YAML::Node expand_for_diff(const YAML::Node& jobset) { return yaml_of(expanded_tree(jobset)); }
+
+namespace {
+
+// command_line_as_flags, built in `tree`: the mapping's id, or kNone.
+Tree::Id command_flags(Tree& tree, std::string_view text) {
   constexpr std::size_t kMaxLength = 1 << 20;  // a command line, not a data blob
-  if (text.size() > kMaxLength || text.find('\n') != std::string_view::npos) return std::nullopt;
+  if (text.size() > kMaxLength || text.find('\n') != std::string_view::npos) return Tree::kNone;
   std::optional<std::vector<std::string>> words = shell_line_words(text);
-  if (!words || words->size() < 2) return std::nullopt;
-  YAML::Node map(YAML::NodeType::Map);
-  map.SetTag(std::string(kCommandMapTag));
+  if (!words || words->size() < 2) return Tree::kNone;
+  Tree::Id map = tree.add_map(std::string(kCommandMapTag));
   std::unordered_map<std::string, int> seen;
   bool any_flag = false;
   std::size_t positional = 0;
@@ -433,10 +511,18 @@ std::optional<YAML::Node> command_line_as_flags(std::string_view text) {
     } else {
       key = fmt::format("#{}", positional++);
     }
-    add_unique(map, seen, key, yaml::string_scalar(item));
+    add_unique(tree, map, seen, key, tree.add_string(item));
   }
-  if (!any_flag) return std::nullopt;
-  return map;
+  return any_flag ? map : Tree::kNone;
+}
+
+}  // namespace
+
+std::optional<YAML::Node> command_line_as_flags(std::string_view text) {
+  Tree tree;
+  Tree::Id map = command_flags(tree, text);
+  if (map == Tree::kNone) return std::nullopt;
+  return yaml_of(tree, map);
 }
 
 Leaves subtree_leaves(const YAML::Node& tree, std::size_t limit) {
@@ -513,105 +599,132 @@ std::string_view kind_name(Difference::Kind kind) {
                                                    {"added", "removed", "changed", "type-changed"});
 }
 
-std::vector<Difference> diff_trees(const YAML::Node& a, const YAML::Node& b,
-                                   const std::string& base_path) {
+std::vector<Difference> diff_trees(const Tree& a, const Tree& b, const std::string& base_path) {
   std::vector<Difference> out;
+  // The mappings of command lines split below (a deque: adding one moves none of the others).
+  std::deque<Tree> made;
+  // An empty value (`annotations:` with nothing after it) against a mapping or a list is that
+  // collection empty, so its entries are added or removed one by one, not a type change.
+  Tree& empties = made.emplace_back();
+  const Side empty_map{&empties, empties.add_map()};
+  const Side empty_sequence{&empties, empties.add_sequence()};
+  auto as_collection = [&](Side null, const Side& other) {
+    if (!null.is(Tree::Type::kNull)) return null;
+    if (other.is(Tree::Type::kMap)) return empty_map;
+    if (other.is(Tree::Type::kSequence)) return empty_sequence;
+    return null;
+  };
+  auto subtree = [](const Side& side) {
+    return side.is(Tree::Type::kMap) || side.is(Tree::Type::kSequence)
+               ? yaml_of(*side.tree, side.id)
+               : YAML::Node(YAML::NodeType::Undefined);
+  };
+  auto describe_side = [](const Side& side) { return describe(*side.tree, side.id); };
   // Explicit stack, pushed in reverse so differences come out in document order.
   PathTree paths(base_path);
-  std::vector<Frame> pending{{a, b, paths.root()}};
+  std::vector<Frame> pending{{{&a, a.root()}, {&b, b.root()}, paths.root()}};
   while (!pending.empty()) {
-    Frame frame = std::move(pending.back());
+    Frame frame = pending.back();
     pending.pop_back();
-    YAML::Node x = frame.a;
-    YAML::Node y = frame.b;
-    // An empty value (`annotations:` with nothing after it) against a mapping or a list is that
-    // collection empty, so its entries are added or removed one by one, not a type change.
-    if (x.IsDefined() && x.IsNull() && (y.IsMap() || y.IsSequence())) x = YAML::Node(y.Type());
-    if (y.IsDefined() && y.IsNull() && (x.IsMap() || x.IsSequence())) y = YAML::Node(x.Type());
-    bool x_present = x.IsDefined(), y_present = y.IsDefined();
-    if (!x_present || !y_present) {
-      auto subtree = [](const YAML::Node& node) {
-        return node.IsMap() || node.IsSequence() ? node : YAML::Node(YAML::NodeType::Undefined);
-      };
-      if (x_present)
+    Side x = as_collection(frame.a, frame.b);
+    Side y = as_collection(frame.b, x);
+    if (!x.present() || !y.present()) {
+      if (x.present())
+        out.push_back({Difference::Kind::kRemoved, paths.spell(frame.path), describe_side(x), "",
+                       subtree(x)});
+      if (y.present())
         out.push_back(
-            {Difference::Kind::kRemoved, paths.spell(frame.path), describe(x), "", subtree(x)});
-      if (y_present)
-        out.push_back(
-            {Difference::Kind::kAdded, paths.spell(frame.path), "", describe(y), subtree(y)});
+            {Difference::Kind::kAdded, paths.spell(frame.path), "", describe_side(y), subtree(y)});
       continue;
     }
-    if (x.Type() != y.Type()) {
-      out.push_back(
-          {Difference::Kind::kTypeChanged, paths.spell(frame.path), describe(x), describe(y)});
+    if (x.type() != y.type()) {
+      out.push_back({Difference::Kind::kTypeChanged, paths.spell(frame.path), describe_side(x),
+                     describe_side(y)});
       continue;
     }
     std::vector<Frame> children;
-    if (x.IsScalar()) {
-      ScalarType x_type = scalar_type(x), y_type = scalar_type(y);
+    if (x.type() == Tree::Type::kScalar) {
+      ScalarType x_type = scalar_type(*x.tree, x.id), y_type = scalar_type(*y.tree, y.id);
       if (x_type != y_type) {
         // "4" against 4, 'true' against true: shown with the quotes that make the difference.
-        bool x_quoted = x.Tag() == "!", y_quoted = y.Tag() == "!";
+        bool x_quoted = x.tag() == "!", y_quoted = y.tag() == "!";
         out.push_back({Difference::Kind::kTypeChanged, paths.spell(frame.path),
-                       x_quoted ? "\"" + x.Scalar() + "\"" : x.Scalar(),
-                       y_quoted ? "\"" + y.Scalar() + "\"" : y.Scalar()});
-      } else if (x.Scalar() != y.Scalar()) {
+                       x_quoted ? "\"" + x.scalar() + "\"" : x.scalar(),
+                       y_quoted ? "\"" + y.scalar() + "\"" : y.scalar()});
+      } else if (x.scalar() != y.scalar()) {
         // A command line in any string (an env value, a `bash -c` script, an args item): flag by
         // flag when both sides read as one.
         if (x_type == ScalarType::kString && !frame.command_item) {
-          std::optional<YAML::Node> x_flags = command_line_as_flags(x.Scalar());
-          std::optional<YAML::Node> y_flags =
-              x_flags ? command_line_as_flags(y.Scalar()) : std::nullopt;
-          if (x_flags && y_flags) {
-            pending.push_back({*x_flags, *y_flags, frame.path});
-            continue;
+          Tree& x_made = made.emplace_back();
+          Tree::Id x_flags = command_flags(x_made, x.scalar());
+          if (x_flags != Tree::kNone) {
+            Tree& y_made = made.emplace_back();
+            Tree::Id y_flags = command_flags(y_made, y.scalar());
+            if (y_flags != Tree::kNone) {
+              pending.push_back({{&x_made, x_flags}, {&y_made, y_flags}, frame.path});
+              continue;
+            }
           }
         }
         out.push_back(
-            {Difference::Kind::kChanged, paths.spell(frame.path), x.Scalar(), y.Scalar()});
+            {Difference::Kind::kChanged, paths.spell(frame.path), x.scalar(), y.scalar()});
       }
       continue;
     }
-    if (x.IsMap()) {
-      std::vector<std::string> keys;
-      std::set<std::string> in_x;
-      // A key repeated within a mapping is compared once (lookup() gives its last value, the one
-      // Kubernetes uses).
-      for (const auto& kv : x) {
-        if (in_x.insert(kv.first.Scalar()).second) keys.push_back(kv.first.Scalar());
+    const Tree& xt = *x.tree;
+    const Tree& yt = *y.tree;
+    if (x.type() == Tree::Type::kMap) {
+      // A key repeated within a mapping is compared once, at its last value (the one Kubernetes
+      // uses); keys in the order of `a`, then those only `b` has.
+      std::unordered_map<std::string_view, Tree::Id> x_values = values_by_key(xt, x.id);
+      std::unordered_map<std::string_view, Tree::Id> y_values = values_by_key(yt, y.id);
+      std::vector<std::string_view> keys;
+      std::unordered_set<std::string_view> seen;
+      for (std::size_t i = 0; i < xt.size(x.id); ++i) {
+        if (seen.insert(xt.key_text(x.id, i)).second) keys.push_back(xt.key_text(x.id, i));
       }
-      for (const auto& kv : y) {
-        if (in_x.insert(kv.first.Scalar()).second) keys.push_back(kv.first.Scalar());
+      for (std::size_t i = 0; i < yt.size(y.id); ++i) {
+        if (seen.insert(yt.key_text(y.id, i)).second) keys.push_back(yt.key_text(y.id, i));
       }
-      bool command_map = x.Tag() == kCommandMapTag;
-      bool flag_map = x.Tag() == kFlagMapTag || y.Tag() == kFlagMapTag || command_map;
-      for (const std::string& key : keys) {
-        children.push_back({yaml::lookup(x, key), yaml::lookup(y, key),
+      auto value_of = [](const std::unordered_map<std::string_view, Tree::Id>& values,
+                         std::string_view key) {
+        auto it = values.find(key);
+        return it == values.end() ? Tree::kNone : it->second;
+      };
+      bool command_map = x.tag() == kCommandMapTag;
+      bool flag_map = x.tag() == kFlagMapTag || y.tag() == kFlagMapTag || command_map;
+      for (std::string_view key : keys) {
+        children.push_back({{&xt, value_of(x_values, key)},
+                            {&yt, value_of(y_values, key)},
                             flag_map ? paths.item(frame.path, key) : paths.child(frame.path, key),
                             command_map});
       }
-    } else if (x.IsSequence()) {
-      std::vector<std::string> x_keys = sequence_item_keys(x), y_keys = sequence_item_keys(y);
+    } else if (x.type() == Tree::Type::kSequence) {
+      std::vector<std::string> x_keys = tree_item_keys(xt, x.id), y_keys = tree_item_keys(yt, y.id);
       std::unordered_map<std::string, std::size_t> y_index;
       for (std::size_t i = 0; i < y_keys.size(); ++i) y_index.emplace(y_keys[i], i);
       std::set<std::string> in_x(x_keys.begin(), x_keys.end());
       for (std::size_t i = 0; i < x_keys.size(); ++i) {
         auto it = y_index.find(x_keys[i]);
-        children.push_back(
-            {x[i], it == y_index.end() ? YAML::Node(YAML::NodeType::Undefined) : y[it->second],
-             paths.item(frame.path, x_keys[i])});
+        children.push_back({{&xt, xt.item(x.id, i)},
+                            {&yt, it == y_index.end() ? Tree::kNone : yt.item(y.id, it->second)},
+                            paths.item(frame.path, x_keys[i])});
       }
       for (std::size_t i = 0; i < y_keys.size(); ++i) {
         if (!in_x.count(y_keys[i])) {
           children.push_back(
-              {YAML::Node(YAML::NodeType::Undefined), y[i], paths.item(frame.path, y_keys[i])});
+              {{&xt, Tree::kNone}, {&yt, yt.item(y.id, i)}, paths.item(frame.path, y_keys[i])});
         }
       }
     }
-    for (auto it = children.rbegin(); it != children.rend(); ++it)
-      pending.push_back(std::move(*it));
+    for (auto it = children.rbegin(); it != children.rend(); ++it) pending.push_back(*it);
   }
   return out;
+}
+
+std::vector<Difference> diff_trees(const YAML::Node& a, const YAML::Node& b,
+                                   const std::string& base_path) {
+  return diff_trees(tree_of(a), tree_of(b), base_path);
 }
 
 }  // namespace rtb::k8s

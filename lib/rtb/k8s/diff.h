@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "rtb/k8s/flags.h"
+#include "rtb/k8s/tree.h"
 
 namespace rtb::k8s {
 
@@ -39,7 +40,9 @@ bool is_flag_string_variable(std::string_view name);
 inline constexpr std::string_view kDriverSettingsStart = "BENCH_NAME";
 
 // A copy of a JobSet document with flag-holding strings expanded (see above). A client startup
-// block that cannot be parsed is left as a plain string.
+// block that cannot be parsed is left as a plain string. expanded_tree() is the same as a Tree,
+// for diff_trees() below without a round trip through yaml-cpp's nodes.
+Tree expanded_tree(const YAML::Node& jobset);
 YAML::Node expand_for_diff(const YAML::Node& jobset);
 
 // A string that reads as a line of shell with flags (`--name`, `--name=v`, `--name v` or
@@ -87,6 +90,8 @@ Leaves subtree_leaves(const YAML::Node& tree, std::size_t limit);
 // empty value (null) against a mapping or list is that collection empty: its entries are added or
 // removed. Two strings that both read as command lines (command_line_as_flags) are compared flag
 // by flag, the flags' paths below the string's (`value[--steps]`).
+// The Tree overload compares the trees' roots; the yaml-cpp one converts both (tree_of) first.
+std::vector<Difference> diff_trees(const Tree& a, const Tree& b, const std::string& base_path = "");
 std::vector<Difference> diff_trees(const YAML::Node& a, const YAML::Node& b,
                                    const std::string& base_path = "");
 

@@ -81,13 +81,13 @@ std::optional<YAML::Node> bash_script_node(const YAML::Node& container) {
   for (const YAML::Node& word : command) {
     if (!word.IsScalar()) return std::nullopt;
   }
-  std::string shell_name = command[0].Scalar();
-  if ((shell_name != "bash" && shell_name != "/bin/bash" && shell_name != "sh" &&
-       shell_name != "/bin/sh") ||
-      command[1].Scalar() != "-c") {
-    return std::nullopt;
-  }
+  if (!runs_shell_script(command[0].Scalar(), command[1].Scalar())) return std::nullopt;
   return command[2];
+}
+
+bool runs_shell_script(std::string_view shell, std::string_view flag) {
+  return (shell == "bash" || shell == "/bin/bash" || shell == "sh" || shell == "/bin/sh") &&
+         flag == "-c";
 }
 
 std::string JobSetView::name() const {

@@ -150,5 +150,8 @@ Roles select_roles(const DryRun& dryrun, const RoleMains& mains, RoleSelection s
 // script's $0, $1, ...; render-bench packs a large driver there), or nullopt when it is not of
 // that form.
 std::optional<YAML::Node> bash_script_node(const YAML::Node& container);
+// The rule bash_script_node applies to a command's first two words (the command has at least
+// three, all scalars): a shell (`bash`, `/bin/bash`, `sh`, `/bin/sh`) and `-c`.
+bool runs_shell_script(std::string_view shell, std::string_view flag);
 
 }  // namespace rtb::k8s
