@@ -16,6 +16,7 @@
 #include "rtb/k8s/jobset.h"
 #include "rtb/k8s/shell.h"
 #include "rtb/k8s/yaml.h"
+#include "rtb/k8s/yaml_reader.h"
 
 namespace rtb::k8s {
 namespace {
@@ -254,12 +255,11 @@ enum class ScalarType { kString, kNumber, kBool, kNull };
 
 ScalarType scalar_type(const Tree& tree, Tree::Id id) {
   if (tree.tag(id) == "!") return ScalarType::kString;
-  static const std::set<std::string_view> kNulls = {"", "~", "null", "Null", "NULL"};
   static const std::set<std::string_view> kBools = {
       "true", "false", "True", "False", "TRUE", "FALSE", "yes", "no", "Yes", "No", "YES",
       "NO",   "on",    "off",  "On",    "Off",  "ON",    "OFF", "y",  "n",   "Y",  "N"};
   const std::string& text = tree.scalar(id);
-  if (kNulls.count(text)) return ScalarType::kNull;
+  if (yaml::is_null_word(text)) return ScalarType::kNull;
   if (kBools.count(text)) return ScalarType::kBool;
   return is_yaml_number(text) ? ScalarType::kNumber : ScalarType::kString;
 }

@@ -8,6 +8,7 @@
 #include "rtb/base/text.h"
 #include "rtb/base/utf8.h"
 #include "rtb/k8s/yaml.h"
+#include "rtb/k8s/yaml_reader.h"
 
 namespace rtb::k8s {
 namespace {
@@ -59,14 +60,14 @@ void add_chunk(DryRun& out, std::string_view chunk, std::size_t first_line,
   }
   YAML::Node root;
   try {
-    root = YAML::Load(std::string(chunk));
-  } catch (const YAML::Exception& e) {
+    root = yaml::read_document(chunk);
+  } catch (const yaml::SyntaxError& e) {
     if (!looks_like_object(chunk)) {
       ++out.skipped_chunks;
       return;
     }
-    throw Error(out.source, static_cast<std::int64_t>(first_line + e.mark.line),
-                fmt::format("invalid YAML: {}", e.msg));
+    throw Error(out.source, static_cast<std::int64_t>(first_line + e.line()),
+                fmt::format("invalid YAML: {}", e.what()));
   }
   if (!root.IsMap()) {
     if (looks_like_object(chunk)) {
