@@ -73,7 +73,7 @@ void rename_scalars(const YAML::Node& tree, const std::string& from, const std::
       if (node.Scalar().find(from) == std::string::npos) continue;
       std::string replaced = replace_name(node.Scalar(), from, to);
       if (replaced == node.Scalar()) continue;
-      if (node.Tag() == "!") {
+      if (node.Tag() == k8s::yaml::kStringTag) {
         k8s::yaml::set_string(node, replaced);
       } else {
         node = replaced;

@@ -37,7 +37,7 @@ bool resolves_to_non_string(std::string_view value) {
 }  // namespace
 
 void assign_string(YAML::Node node, const std::string& value) {
-  if (node.Tag() == "!" || resolves_to_non_string(value)) {
+  if (node.Tag() == k8s::yaml::kStringTag || resolves_to_non_string(value)) {
     k8s::yaml::set_string(node, value);
   } else {
     node = value;

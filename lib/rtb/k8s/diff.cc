@@ -254,7 +254,7 @@ bool is_yaml_number(std::string_view text) {
 enum class ScalarType { kString, kNumber, kBool, kNull };
 
 ScalarType scalar_type(const Tree& tree, Tree::Id id) {
-  if (tree.tag(id) == "!") return ScalarType::kString;
+  if (tree.tag(id) == yaml::kStringTag) return ScalarType::kString;
   static const std::set<std::string_view> kBools = {
       "true", "false", "True", "False", "TRUE", "FALSE", "yes", "no", "Yes", "No", "YES",
       "NO",   "on",    "off",  "On",    "Off",  "ON",    "OFF", "y",  "n",   "Y",  "N"};
@@ -647,7 +647,7 @@ std::vector<Difference> diff_trees(const Tree& a, const Tree& b, const std::stri
       ScalarType x_type = scalar_type(*x.tree, x.id), y_type = scalar_type(*y.tree, y.id);
       if (x_type != y_type) {
         // "4" against 4, 'true' against true: shown with the quotes that make the difference.
-        bool x_quoted = x.tag() == "!", y_quoted = y.tag() == "!";
+        bool x_quoted = x.tag() == yaml::kStringTag, y_quoted = y.tag() == yaml::kStringTag;
         out.push_back({Difference::Kind::kTypeChanged, paths.spell(frame.path),
                        x_quoted ? "\"" + x.scalar() + "\"" : x.scalar(),
                        y_quoted ? "\"" + y.scalar() + "\"" : y.scalar()});

@@ -38,10 +38,8 @@ Tree::Id Tree::add_scalar(std::string text, std::string tag) {
 }
 
 Tree::Id Tree::add_string(std::string_view value) {
-  // yaml::string_scalar holds the rule (UTF-8 or rtb::Error, tag "!"); taking its result keeps it
-  // in one place.
-  YAML::Node node = yaml::string_scalar(value);
-  return add_scalar(node.Scalar(), node.Tag());
+  yaml::require_utf8(value);
+  return add_scalar(std::string(value), std::string(yaml::kStringTag));
 }
 
 Tree::Id Tree::add_map(std::string tag) { return add({Type::kMap, false, std::move(tag), {}, {}}); }

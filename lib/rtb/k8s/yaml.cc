@@ -13,7 +13,7 @@ namespace {
 
 constexpr std::string_view kIndicators = "-?:,[]{}#&*!|>'\"%@`";
 
-bool is_quoted(const YAML::Node& node) { return node.Tag() == "!"; }
+bool is_quoted(const YAML::Node& node) { return node.Tag() == kStringTag; }
 
 // A JSON string is a valid YAML double-quoted scalar (YAML 1.2 reads JSON), and json::quote also
 // guarantees the UTF-8 that YAML requires.
@@ -68,7 +68,7 @@ std::string tag_prefix(const YAML::Node& node) {
   const std::string& tag = node.Tag();
   static constexpr std::string_view kCore = "tag:yaml.org,2002:";
   if (tag.rfind(kCore, 0) == 0) return "!!" + tag.substr(kCore.size()) + " ";
-  if (tag.empty() || tag == "?" || tag == "!") return {};
+  if (tag.empty() || tag == "?" || tag == kStringTag) return {};
   return tag + " ";
 }
 
@@ -250,9 +250,6 @@ std::string emit(const YAML::Node& root) {
   return out;
 }
 
-namespace {
-
-// YAML is UTF-8 text: a value that is not cannot be written into a document faithfully.
 void require_utf8(std::string_view value) {
   std::size_t bad = utf8::find_invalid(value);
   if (bad != std::string_view::npos) {
@@ -262,19 +259,17 @@ void require_utf8(std::string_view value) {
   }
 }
 
-}  // namespace
-
 YAML::Node string_scalar(std::string_view value) {
   require_utf8(value);
   YAML::Node node(std::string{value});
-  node.SetTag("!");
+  node.SetTag(std::string(kStringTag));
   return node;
 }
 
 void set_string(YAML::Node node, std::string_view value) {
   require_utf8(value);
   node = std::string(value);
-  node.SetTag("!");
+  node.SetTag(std::string(kStringTag));
 }
 
 YAML::Node lookup(const YAML::Node& map, std::string_view key) {

@@ -27,6 +27,12 @@ std::string emit(const YAML::Node& root);
 // `value` is not UTF-8 (YAML cannot hold it); the same for set_string().
 YAML::Node string_scalar(std::string_view value);
 
+// yaml-cpp's tag of a quoted (or block) scalar, which reads as a string whatever its text.
+inline constexpr std::string_view kStringTag = "!";
+
+// Throws rtb::Error when `value` is not UTF-8: a YAML document cannot hold it.
+void require_utf8(std::string_view value);
+
 // Sets `node` (an existing scalar, or a new one) to a string value that stays a string.
 void set_string(YAML::Node node, std::string_view value);
 

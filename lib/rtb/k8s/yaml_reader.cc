@@ -1,12 +1,14 @@
 #include "rtb/k8s/yaml_reader.h"
 
 #include <fmt/format.h>
-#include <yaml.h>
+#include <yaml.h>  // libyaml
 
 #include <optional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "rtb/k8s/yaml.h"
 
 namespace rtb::k8s::yaml {
 namespace detail {
@@ -136,7 +138,7 @@ YAML::Node read_document(std::string_view text) {
         const auto& scalar = event.data.scalar;
         std::string value(reinterpret_cast<const char*>(scalar.value), scalar.length);
         bool plain = scalar.style == YAML_PLAIN_SCALAR_STYLE;
-        std::string tag = scalar.tag ? text_of(scalar.tag) : (plain ? "?" : "!");
+        std::string tag = scalar.tag ? text_of(scalar.tag) : plain ? "?" : std::string(kStringTag);
         YAML::Node node;
         if (plain && tag == "?" && is_null_word(value)) {
           node = YAML::Node(YAML::NodeType::Null);
