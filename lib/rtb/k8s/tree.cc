@@ -54,29 +54,32 @@ void Tree::append(Id map, Id key, Id value) {
 
 void Tree::push_back(Id sequence, Id item) { nodes_[sequence].children.push_back(item); }
 
-void Tree::set(Id map, std::string_view key, Id value) {
-  std::vector<Id>& children = nodes_[map].children;
+std::size_t Tree::first_key(Id map, std::string_view key) const {
+  const std::vector<Id>& children = nodes_[map].children;
   for (std::size_t i = 0; i + 1 < children.size(); i += 2) {
-    if (is_scalar(children[i]) && nodes_[children[i]].scalar == key) {
-      children[i + 1] = value;
-      return;
-    }
+    if (is_scalar(children[i]) && nodes_[children[i]].scalar == key) return i;
   }
-  Id key_id = add_scalar(std::string(key));
+  return std::string_view::npos;
+}
+
+void Tree::set(Id map, std::string_view key, Id value) {
+  std::size_t at = first_key(map, key);
+  if (at != std::string_view::npos) {
+    nodes_[map].children[at + 1] = value;
+    return;
+  }
+  Id key_id = add_scalar(std::string(key));  // before taking a reference: adding moves nodes_
   nodes_[map].children.push_back(key_id);
   nodes_[map].children.push_back(value);
 }
 
 bool Tree::remove(Id map, std::string_view key) {
+  std::size_t at = first_key(map, key);
+  if (at == std::string_view::npos) return false;
   std::vector<Id>& children = nodes_[map].children;
-  for (std::size_t i = 0; i + 1 < children.size(); i += 2) {
-    if (is_scalar(children[i]) && nodes_[children[i]].scalar == key) {
-      children.erase(children.begin() + static_cast<std::ptrdiff_t>(i),
-                     children.begin() + static_cast<std::ptrdiff_t>(i + 2));
-      return true;
-    }
-  }
-  return false;
+  children.erase(children.begin() + static_cast<std::ptrdiff_t>(at),
+                 children.begin() + static_cast<std::ptrdiff_t>(at + 2));
+  return true;
 }
 
 Tree tree_of(const YAML::Node& node) {
@@ -129,7 +132,7 @@ Tree tree_of(const YAML::Node& node) {
 namespace {
 
 // A childless yaml-cpp node with a tree node's type, tag, text and style.
-YAML::Node shell_of(const Tree::Node& node) {
+YAML::Node childless_node(const Tree::Node& node) {
   YAML::Node out;
   switch (node.type) {
     case Tree::Type::kScalar:
@@ -154,7 +157,7 @@ YAML::Node shell_of(const Tree::Node& node) {
 
 YAML::Node yaml_of(const Tree& tree, Tree::Id id) {
   if (id == Tree::kNone) return YAML::Node(YAML::NodeType::Undefined);
-  YAML::Node root = shell_of(tree.at(id));
+  YAML::Node root = childless_node(tree.at(id));
   // A child is linked into its parent before it is filled: yaml-cpp nodes share their data, so
   // filling the handle fills the node in the tree.
   std::vector<std::pair<Tree::Id, YAML::Node>> pending{{id, root}};
@@ -165,14 +168,14 @@ YAML::Node yaml_of(const Tree& tree, Tree::Id id) {
     if (node.type == Tree::Type::kSequence) {
       for (Tree::Id item : node.children) {
         YAML::Node child =
-            item == Tree::kNone ? YAML::Node(YAML::NodeType::Null) : shell_of(tree.at(item));
+            item == Tree::kNone ? YAML::Node(YAML::NodeType::Null) : childless_node(tree.at(item));
         target.push_back(child);
         if (item != Tree::kNone) pending.emplace_back(item, child);
       }
     } else if (node.type == Tree::Type::kMap) {
       for (std::size_t i = 0; i + 1 < node.children.size(); i += 2) {
-        YAML::Node key = shell_of(tree.at(node.children[i]));
-        YAML::Node value = shell_of(tree.at(node.children[i + 1]));
+        YAML::Node key = childless_node(tree.at(node.children[i]));
+        YAML::Node value = childless_node(tree.at(node.children[i + 1]));
         target.force_insert(key, value);  // keeps a repeated key, as a loaded tree does
         pending.emplace_back(node.children[i], key);
         pending.emplace_back(node.children[i + 1], value);

@@ -83,6 +83,9 @@ class Tree {
   bool remove(Id map, std::string_view key);
 
  private:
+  // The index in `map`'s children of the first key that is the scalar `key`, or npos.
+  std::size_t first_key(Id map, std::string_view key) const;
+
   std::vector<Node> nodes_;
   Id root_ = kNone;
 };

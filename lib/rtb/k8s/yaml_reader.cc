@@ -121,9 +121,8 @@ YAML::Node read_document(std::string_view text) {
   for (;;) {
     yaml_event_t& event = parser.next();
     switch (event.type) {
+      case YAML_DOCUMENT_END_EVENT:  // YAML::Load reads the first document only
       case YAML_STREAM_END_EVENT:
-        return root ? *root : YAML::Node();
-      case YAML_DOCUMENT_END_EVENT:
         return root ? *root : YAML::Node();
       case YAML_ALIAS_EVENT: {
         auto it = anchors.find(text_of(event.data.alias.anchor));
