@@ -272,6 +272,12 @@ class Splitter {
     if (c == '}' && state.brace_pattern) word.expands = true;
     word.value += c;
     ++i_;
+    // A run of name bytes after it changes nothing above (the word is not empty now) and ends no
+    // word: taken at once, as flags and paths are mostly made of them.
+    std::size_t run = i_;
+    while (run < text_.size() && is_name_char(text_[run])) ++run;
+    word.value.append(text_.substr(i_, run - i_));
+    i_ = run;
   }
 
   // Reads `"..."` whose opening quote is at `open`.
