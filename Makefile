@@ -6,7 +6,7 @@ JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
 
 APT_PACKAGES := cmake ninja-build g++ make python3 python3-numpy python3-yaml \
   libyaml-cpp-dev libyaml-dev pkg-config libcli11-dev libeigen3-dev libfmt-dev libspdlog-dev \
-  libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev libssl-dev \
+  libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev nettle-dev \
   help2man dpkg-dev bash-completion protobuf-compiler python3-protobuf
 # protobuf-compiler: protoc encodes the binary HloProto test dumps (tests/cli/hlo_overlap_test.py);
 # a test dependency only, hlo-overlap reads the wire format itself. python3-protobuf: the Python

@@ -94,7 +94,7 @@ set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # rl-trainer-bench_<version>_<arch>.deb
 # Depends: computed by dpkg-shlibdeps (dpkg-dev) from the shared libraries the tools link, as a
 # Debian package's own build would: libc6 with RTB_STATIC_DEPS (the default), and yaml-cpp,
-# libyaml, fmt, spdlog, zlib, libcrypto and libstdc++ too without it.
+# libyaml, fmt, spdlog, zlib, Nettle and libstdc++ too without it.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # aot-check --run and the bench driver's preflight need python3; the tools themselves do not.
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "python3, bash-completion")

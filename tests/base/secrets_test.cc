@@ -117,6 +117,17 @@ TEST(SecretsTest, FingerprintIsKeyedAndStable) {
   EXPECT_EQ(SecretMasker::showing().fingerprint("one secret"), "one secret");
 }
 
+// The fingerprint is HMAC-SHA256 (RFC 2104) under the masker's key: the first four bytes of the
+// digest in hex. Expected values from Python's hmac module, an implementation independent of ours.
+TEST(SecretsTest, FingerprintIsHmacSha256) {
+  EXPECT_EQ(test_masker().fingerprint("one secret"), "***#5a0b8d78");
+  SecretMasker::Key counting{};
+  for (std::size_t i = 0; i < counting.size(); ++i) counting[i] = static_cast<std::uint8_t>(i);
+  SecretMasker masker = SecretMasker::with_key(counting);
+  EXPECT_EQ(masker.fingerprint(""), "***#d38b4209");
+  EXPECT_EQ(masker.fingerprint(std::string(1000, 'x')), "***#2ab4ed39");
+}
+
 TEST(SecretsTest, ScrubMasksEveryWrittenForm) {
   SecretMasker masker = test_masker();
   struct Case {

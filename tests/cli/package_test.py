@@ -75,7 +75,7 @@ class PackageTest(unittest.TestCase):
         packages = {
             "libc.so.6": r"libc6$", "libstdc++.so.6": r"libstdc\+\+6$",
             "libyaml-cpp.so": r"libyaml-cpp0", "libyaml-0.so": r"libyaml-0-2$",
-            "libz.so": r"zlib1g$", "libcrypto.so": r"libssl3$", "libfmt.so": r"libfmt\d",
+            "libz.so": r"zlib1g$", "libnettle.so": r"libnettle8$", "libfmt.so": r"libfmt\d",
             "libspdlog.so": r"libspdlog"
         }
         for soname, package in packages.items():
