@@ -145,7 +145,7 @@ std::string run_and_wait(std::string_view block) {
 // there are no arguments), else gzip-compressed and base64-encoded in pieces of whole lines that
 // follow the script in the command ($1, $2, ...), which the pod joins and unpacks with coreutils'
 // base64 and gzip. `driver` ends in '\n'.
-ScriptCommand driver_writer(const std::string& driver, std::string_view driver_packed,
+ScriptCommand driver_writer(std::string_view driver, std::string_view driver_packed,
                             std::size_t budget) {
   if (driver.size() < budget) {  // else the heredoc, longer still, cannot fit either
     std::string terminator = heredoc_terminator(driver);
@@ -197,7 +197,7 @@ std::size_t budget_left(const std::string& script, const std::string& rest) {
 }
 
 // `head`, the driver's lines and `rest`, as one script with the driver's arguments.
-ScriptCommand assemble(std::string head, const std::string& rest, const std::string& driver,
+ScriptCommand assemble(std::string head, const std::string& rest, std::string_view driver,
                        std::string_view driver_packed, std::string_view what) {
   ScriptCommand command = driver_writer(driver, driver_packed, budget_left(head, rest));
   command.script = head + command.script + rest;
@@ -205,20 +205,33 @@ ScriptCommand assemble(std::string head, const std::string& rest, const std::str
   return command;
 }
 
-// The driver with the last newline the script's heredoc needs; a driver that lacks one is not
-// what was packed, so its packed form is dropped.
-void end_with_newline(std::string& driver, std::string_view& driver_packed) {
-  if (driver.empty() || driver.back() != '\n') {
-    driver += '\n';
-    driver_packed = {};
+// The driver with the last newline the script's heredoc needs, and its packed form. Copied only
+// when it lacks that newline (the embedded driver is 280 KB, and has it); then it is not what was
+// packed, so the packed form is dropped.
+class DriverText {
+ public:
+  DriverText(std::string_view driver, std::string_view packed) : text_(driver), packed_(packed) {
+    if (driver.empty() || driver.back() != '\n') {
+      with_newline_ = std::string(driver) + '\n';
+      text_ = with_newline_;
+      packed_ = {};
+    }
   }
-}
+  DriverText(const DriverText&) = delete;
+  DriverText& operator=(const DriverText&) = delete;
+  std::string_view text() const { return text_; }
+  std::string_view packed() const { return packed_; }
+
+ private:
+  std::string with_newline_;
+  std::string_view text_, packed_;
+};
 
 }  // namespace
 
-ScriptCommand driver_script(const DriverLaunch& launch, std::string driver,
+ScriptCommand driver_script(const DriverLaunch& launch, std::string_view driver,
                             std::string_view driver_packed, std::string_view tool_version) {
-  end_with_newline(driver, driver_packed);
+  const DriverText text(driver, driver_packed);
   std::string script = script_header(launch.what, tool_version, launch.purpose, false);
   std::string block;
   // One assignment per line; the command shares the last line.
@@ -230,14 +243,14 @@ ScriptCommand driver_script(const DriverLaunch& launch, std::string driver,
       "echo \"Program End: $(date)\"\n"
       "echo \"EXIT_CODE=$EXIT_CODE\"\n"
       "exit $EXIT_CODE\n";
-  return assemble(std::move(script), rest, driver, driver_packed, launch.what);
+  return assemble(std::move(script), rest, text.text(), text.packed(), launch.what);
 }
 
 ScriptCommand arms_script(const std::vector<ArmsScriptArm>& arms,
                           const std::vector<std::pair<std::size_t, int>>& runs,
-                          std::string_view purpose, std::string driver,
+                          std::string_view purpose, std::string_view driver,
                           std::string_view driver_packed, std::string_view tool_version) {
-  end_with_newline(driver, driver_packed);
+  const DriverText text(driver, driver_packed);
   std::string script = script_header("bench client", tool_version, purpose, true);
   std::string rest;
   // Each arm's process once, as a function that the runs call: the script holds one startup
@@ -276,7 +289,7 @@ ScriptCommand arms_script(const std::vector<ArmsScriptArm>& arms,
       "fi\n"
       "echo \"EXIT_CODE=0\"\n"
       "exit 0\n";
-  return assemble(std::move(script), rest, driver, driver_packed, "bench client");
+  return assemble(std::move(script), rest, text.text(), text.packed(), "bench client");
 }
 
 void set_script_command(YAML::Node container, const ScriptCommand& command) {

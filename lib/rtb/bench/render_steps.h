@@ -86,7 +86,7 @@ struct ScriptCommand {
 // bench client and the preflight Job both run this script, so they run the same driver with the
 // same settings. `driver_packed` is `driver` packed (RenderOptions::driver_packed) if known, else
 // empty.
-ScriptCommand driver_script(const DriverLaunch& launch, std::string driver,
+ScriptCommand driver_script(const DriverLaunch& launch, std::string_view driver,
                             std::string_view driver_packed, std::string_view tool_version);
 
 // `container`'s command set to `bash -c SCRIPT [ARGUMENTS...]` (its shell word kept); throws
@@ -107,7 +107,7 @@ struct ArmsScriptArm {
 // exited 0, else 1 (143 when stopped).
 ScriptCommand arms_script(const std::vector<ArmsScriptArm>& arms,
                           const std::vector<std::pair<std::size_t, int>>& runs,
-                          std::string_view purpose, std::string driver,
+                          std::string_view purpose, std::string_view driver,
                           std::string_view driver_packed, std::string_view tool_version);
 
 class Renderer {
