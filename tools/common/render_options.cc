@@ -100,8 +100,8 @@ void finish_render_options(RenderKnobs& knobs, std::string_view embedded_driver,
     }
   }
   if (!given_driver_file(knobs)) {
-    options.driver_source = std::string(embedded_driver);
-    options.driver_packed = std::string(embedded_driver_packed);
+    options.driver_source = SharedText::of_static(embedded_driver);
+    options.driver_packed = SharedText::of_static(embedded_driver_packed);
   }
   options.tool_version = RTB_VERSION;
 }

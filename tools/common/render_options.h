@@ -49,7 +49,8 @@ std::optional<bench::ArmPlan> arm_plan(const RenderKnobs& knobs);
 // Completes knobs.options after parsing: every knob given, in the table's order, through
 // bench::apply_knob (which checks it: `--steps 0: must be >= 1`; a blank driver setting leaves it
 // unset), then the driver source (`embedded_driver` unless --driver, with its packed form
-// `embedded_driver_packed` if known) and the version. Throws rtb::Error.
+// `embedded_driver_packed` if known; both viewed in place, so they must be static, as embedded
+// files are) and the version. Throws rtb::Error.
 void finish_render_options(RenderKnobs& knobs, std::string_view embedded_driver,
                            std::string_view embedded_driver_packed = {});
 

@@ -13,6 +13,7 @@
 
 #include "rtb/base/diagnostic.h"
 #include "rtb/base/secrets.h"
+#include "rtb/base/shared_text.h"
 #include "rtb/k8s/dryrun.h"
 #include "rtb/k8s/jobset.h"
 
@@ -70,12 +71,12 @@ struct RenderOptions {
   Weights weights = Weights::kRandom;
   DriverSettings driver;
   k8s::RoleMains mains;
-  std::string driver_source;  // bench_driver.py
+  SharedText driver_source;  // bench_driver.py
   // The same driver packed as the client script carries it (gzip, then base64 in 76-column lines
   // ending in newlines: base64_encode(gzip_compress(driver_source))), when it is known ahead:
   // render-bench's embedded driver is packed at build time, so a render spends nothing on it.
   // Empty: the render packs driver_source itself when the script needs the packed form.
-  std::string driver_packed;
+  SharedText driver_packed;
   std::string tool_version;  // written into the client script's header comment
 };
 
