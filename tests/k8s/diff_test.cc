@@ -549,6 +549,26 @@ TEST(DiffTrees, AddedAndRemovedSubtrees) {
   }
 }
 
+TEST(DiffTrees, WhereOnlyFindsTheSameDifferencesWithoutTheirValues) {
+  const YAML::Node a =
+      YAML::Load("a: \"4\"\nb: x\nc: {d: 1}\ne: [1, 2]\nf: --steps=1 --warmup=2\ns: {t: 1}\n");
+  const YAML::Node b = YAML::Load(
+      "a: 4\nb: y\nc: [1]\ng: {h: [1, 2]}\nf: --steps=2 --warmup=2\ns: {t: 1, u: {v: 2}}\n");
+  const std::vector<Difference> full = diff_trees(a, b);
+  const std::vector<Difference> where = diff_trees(a, b, "", DiffDetail::kWhere);
+  ASSERT_EQ(full.size(), 7u) << describe(full);
+  ASSERT_EQ(where.size(), full.size()) << describe(where);
+  for (std::size_t i = 0; i < full.size(); ++i) {
+    SCOPED_TRACE(full[i].path);
+    EXPECT_EQ(where[i].path, full[i].path);
+    EXPECT_EQ(where[i].kind, full[i].kind);
+    EXPECT_FALSE(full[i].old_value.empty() && full[i].new_value.empty());
+    EXPECT_EQ(where[i].old_value, "");
+    EXPECT_EQ(where[i].new_value, "");
+    EXPECT_FALSE(where[i].subtree.IsDefined());
+  }
+}
+
 TEST(DiffTrees, SequencesByNamePortAndPosition) {
   std::vector<Difference> by_name =
       diff_trees(YAML::Load("c:\n- name: a\n  v: 1\n- name: b\n  v: 2\n"),

@@ -599,7 +599,9 @@ std::string_view kind_name(Difference::Kind kind) {
                                                    {"added", "removed", "changed", "type-changed"});
 }
 
-std::vector<Difference> diff_trees(const Tree& a, const Tree& b, const std::string& base_path) {
+std::vector<Difference> diff_trees(const Tree& a, const Tree& b, const std::string& base_path,
+                                   DiffDetail detail) {
+  const bool full = detail == DiffDetail::kFull;
   std::vector<Difference> out;
   // The mappings of command lines split below (a deque: adding one moves none of the others).
   std::deque<Tree> made;
@@ -614,12 +616,18 @@ std::vector<Difference> diff_trees(const Tree& a, const Tree& b, const std::stri
     if (other.is(Tree::Type::kSequence)) return empty_sequence;
     return null;
   };
-  auto subtree = [](const Side& side) {
-    return side.is(Tree::Type::kMap) || side.is(Tree::Type::kSequence)
+  auto subtree = [full](const Side& side) {
+    return full && (side.is(Tree::Type::kMap) || side.is(Tree::Type::kSequence))
                ? yaml_of(*side.tree, side.id)
                : YAML::Node(YAML::NodeType::Undefined);
   };
-  auto describe_side = [](const Side& side) { return describe(*side.tree, side.id); };
+  auto describe_side = [full](const Side& side) {
+    return full ? describe(*side.tree, side.id) : std::string();
+  };
+  auto scalar_text = [full](const Side& side, bool quoted) {
+    if (!full) return std::string();
+    return quoted ? "\"" + side.scalar() + "\"" : side.scalar();
+  };
   // Explicit stack, pushed in reverse so differences come out in document order.
   PathTree paths(base_path);
   std::vector<Frame> pending{{{&a, a.root()}, {&b, b.root()}, paths.root()}};
@@ -649,8 +657,7 @@ std::vector<Difference> diff_trees(const Tree& a, const Tree& b, const std::stri
         // "4" against 4, 'true' against true: shown with the quotes that make the difference.
         bool x_quoted = x.tag() == yaml::kStringTag, y_quoted = y.tag() == yaml::kStringTag;
         out.push_back({Difference::Kind::kTypeChanged, paths.spell(frame.path),
-                       x_quoted ? "\"" + x.scalar() + "\"" : x.scalar(),
-                       y_quoted ? "\"" + y.scalar() + "\"" : y.scalar()});
+                       scalar_text(x, x_quoted), scalar_text(y, y_quoted)});
       } else if (x.scalar() != y.scalar()) {
         // A command line in any string (an env value, a `bash -c` script, an args item): flag by
         // flag when both sides read as one.
@@ -666,8 +673,8 @@ std::vector<Difference> diff_trees(const Tree& a, const Tree& b, const std::stri
             }
           }
         }
-        out.push_back(
-            {Difference::Kind::kChanged, paths.spell(frame.path), x.scalar(), y.scalar()});
+        out.push_back({Difference::Kind::kChanged, paths.spell(frame.path), scalar_text(x, false),
+                       scalar_text(y, false)});
       }
       continue;
     }
@@ -723,8 +730,8 @@ std::vector<Difference> diff_trees(const Tree& a, const Tree& b, const std::stri
 }
 
 std::vector<Difference> diff_trees(const YAML::Node& a, const YAML::Node& b,
-                                   const std::string& base_path) {
-  return diff_trees(tree_of(a), tree_of(b), base_path);
+                                   const std::string& base_path, DiffDetail detail) {
+  return diff_trees(tree_of(a), tree_of(b), base_path, detail);
 }
 
 }  // namespace rtb::k8s

@@ -91,8 +91,14 @@ Leaves subtree_leaves(const YAML::Node& tree, std::size_t limit);
 // removed. Two strings that both read as command lines (command_line_as_flags) are compared flag
 // by flag, the flags' paths below the string's (`value[--steps]`).
 // The Tree overload compares the trees' roots; the yaml-cpp one converts both (tree_of) first.
-std::vector<Difference> diff_trees(const Tree& a, const Tree& b, const std::string& base_path = "");
+// `detail`: kFull fills each difference's values (and subtree); kWhere leaves them empty, for a
+// caller that only asks where two trees differ, since spelling the YAML of every added or removed
+// subtree (and copying long scalars) was most of a comparison's cost.
+enum class DiffDetail { kFull, kWhere };
+std::vector<Difference> diff_trees(const Tree& a, const Tree& b, const std::string& base_path = "",
+                                   DiffDetail detail = DiffDetail::kFull);
 std::vector<Difference> diff_trees(const YAML::Node& a, const YAML::Node& b,
-                                   const std::string& base_path = "");
+                                   const std::string& base_path = "",
+                                   DiffDetail detail = DiffDetail::kFull);
 
 }  // namespace rtb::k8s

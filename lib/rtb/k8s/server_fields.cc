@@ -468,7 +468,7 @@ HiddenFields hide_server_fields(YAML::Node a, YAML::Node b) {
     for (const std::string& seen : differing) {
       if (seen == path) return;
     }
-    if (!diff_trees(x, y).empty()) differing.push_back(path);
+    if (!diff_trees(x, y, "", DiffDetail::kWhere).empty()) differing.push_back(path);
   };
   for (const Removed& r : from_a) note(r.first, r.second, value_in(from_b, r.first));
   for (const Removed& r : from_b) note(r.first, value_in(from_a, r.first), r.second);
