@@ -56,6 +56,45 @@ TEST(RenderTest, RecordsEveryChangeAndPassesItsOwnSelfCheck) {
   EXPECT_TRUE(k8s::diff_trees(YAML::Load(result.yaml), result.bench).empty());
 }
 
+TEST(RenderTest, RenderingFromATakenDryRunGivesTheSameBench) {
+  // render_bench(DryRun&&) edits the trainer document in place instead of a copy: same bench,
+  // changes and diagnostics (their input lines too), on every fixture and with knobs that warn.
+  for (const char* name :
+       {"launch_dryrun.txt", "launch_dryrun_v5p.txt", "launch_dryrun_weights_profiler.txt"}) {
+    SCOPED_TRACE(name);
+    for (bool with_knobs : {false, true}) {
+      RenderOptions o = options();
+      if (with_knobs) {
+        o.trainer_args = {"--foo=1"};
+        o.libtpu_flags = {"--xla_tpu_scoped_vmem_limit_kib=65536"};
+        o.namespace_name = "other";
+      }
+      const std::string text = read_file(std::string(RTB_TESTDATA_DIR "/") + name);
+      const k8s::DryRun kept = k8s::parse_dryrun(text, name);
+      RenderResult copied = render_bench(kept, o);
+      RenderResult taken = render_bench(k8s::parse_dryrun(text, name), o);
+      EXPECT_EQ(taken.yaml, copied.yaml);
+      EXPECT_EQ(taken.trainer_name, copied.trainer_name);
+      ASSERT_EQ(taken.changes.size(), copied.changes.size());
+      for (std::size_t i = 0; i < taken.changes.size(); ++i) {
+        EXPECT_EQ(taken.changes[i].knob, copied.changes[i].knob);
+        EXPECT_EQ(taken.changes[i].path, copied.changes[i].path);
+        EXPECT_EQ(taken.changes[i].old_value, copied.changes[i].old_value);
+        EXPECT_EQ(taken.changes[i].new_value, copied.changes[i].new_value);
+      }
+      ASSERT_EQ(taken.diagnostics.size(), copied.diagnostics.size());
+      for (std::size_t i = 0; i < taken.diagnostics.size(); ++i) {
+        EXPECT_EQ(taken.diagnostics[i].where, copied.diagnostics[i].where);
+        EXPECT_EQ(taken.diagnostics[i].message, copied.diagnostics[i].message);
+      }
+      // The kept DryRun is unchanged by a render from it.
+      EXPECT_TRUE(
+          k8s::diff_trees(trainer_of(kept).root, trainer_of(k8s::parse_dryrun(text, name)).root)
+              .empty());
+    }
+  }
+}
+
 TEST(RenderTest, SelfCheckRefusesADifferenceNoOptionAskedFor) {
   k8s::DryRun dryrun = fixture();
   RenderResult result = render_bench(dryrun, options());

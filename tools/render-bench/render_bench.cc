@@ -126,8 +126,8 @@ int render_bench_main(int argc, char** argv) {
       result = std::move(rendered.bench);
       text = std::move(rendered.yaml);
     } else {
-      result = bench::render_bench(dryrun, knobs.options);
-      text = result.yaml;
+      result = bench::render_bench(std::move(dryrun), knobs.options);
+      text = std::move(result.yaml);
     }
     // Each once: --explain lists the notes itself, so the log keeps only the warnings then.
     std::vector<Diagnostic> diagnostics = result.diagnostics;

@@ -113,7 +113,6 @@ void validate_dns_label(Knob knob, const std::string& name, bool letter_first) {
 
 void Renderer::read_inputs() {
   k8s::Roles roles = select_roles(dryrun_, options_.mains);
-  e2e_trainer_ = roles.trainer;
   const k8s::Document& trainer = *roles.trainer;
   if (!roles.orchestrator) {
     fail_at(dryrun_.source, 0,
@@ -121,14 +120,23 @@ void Renderer::read_inputs() {
             options_.mains.orchestrator);
   }
   // Parse on the original documents first, so errors carry their input lines.
-  k8s::JobSetView(trainer).client(dryrun_.source);
+  k8s::ClientCommand e2e_client = k8s::JobSetView(trainer).client(dryrun_.source);
   k8s::ClientCommand orchestrator = k8s::JobSetView(*roles.orchestrator).client(dryrun_.source);
+  e2e_exports_ = k8s::wrapper_exports(e2e_client);
+  e2e_expanded_ = k8s::expanded_tree(trainer.root);
 
-  bench_ = k8s::Document(YAML::Clone(trainer.root), trainer.first_line, trainer.text);
+  if (takeable_) {
+    // The trainer itself becomes the bench; the client just parsed is then the bench's.
+    auto index = static_cast<std::size_t>(roles.trainer - dryrun_.documents.data());
+    bench_ = std::move(takeable_->documents[index]);
+    client_ = e2e_client;
+  } else {
+    bench_ = k8s::Document(YAML::Clone(trainer.root), trainer.first_line, trainer.text);
+    client_ = k8s::JobSetView(bench_).client(dryrun_.source);
+  }
   k8s::JobSetView view(bench_);
   old_name_ = view.name();
   result_.trainer_name = old_name_;
-  client_ = view.client(dryrun_.source);
   env_ = client_.startup.env;
   if (env_assignment(k8s::kDriverSettingsStart)) {
     fail_at(dryrun_.source, static_cast<std::int64_t>(client_.startup_line),
@@ -310,7 +318,7 @@ RenderResult Renderer::run() {
   set_hlo_dump();
   build_client_command();
   check_names_fit();
-  check_bench_against_e2e(e2e_trainer_->root, bench_.root, result_.changes);
+  check_bench_against_e2e(e2e_expanded_, bench_.root, result_.changes);
   result_.bench = bench_.root;
   result_.yaml = k8s::yaml::emit(bench_.root);
   return std::move(result_);
@@ -344,7 +352,11 @@ using render_steps::validate_dns_label;
 
 void check_bench_against_e2e(const YAML::Node& e2e_trainer, const YAML::Node& bench,
                              const std::vector<Change>& changes) {
-  const k8s::Tree e2e_tree = k8s::expanded_tree(e2e_trainer);
+  check_bench_against_e2e(k8s::expanded_tree(e2e_trainer), bench, changes);
+}
+
+void check_bench_against_e2e(const k8s::Tree& e2e_tree, const YAML::Node& bench,
+                             const std::vector<Change>& changes) {
   const k8s::Tree bench_tree = k8s::expanded_tree(bench);
   // Where they differ first; the values only when a difference is not covered (the message).
   bool all_covered = true;
@@ -429,6 +441,10 @@ std::string_view weights_name(Weights weights) {
 
 RenderResult render_bench(const k8s::DryRun& dryrun, const RenderOptions& options) {
   return Renderer(dryrun, options).run();
+}
+
+RenderResult render_bench(k8s::DryRun&& dryrun, const RenderOptions& options) {
+  return Renderer(dryrun, options, &dryrun).run();
 }
 
 PreflightResult render_preflight(const k8s::DryRun& dryrun, const RenderOptions& options,

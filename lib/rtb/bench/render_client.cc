@@ -368,9 +368,7 @@ void Renderer::warn_about_wrapper_exports(const std::set<std::string>& bench_env
   // reach what the e2e reached: a gated model, W&B); anything else is a note for --explain.
   std::vector<std::string> credentials, others;
   const std::vector<SecretRule> rules = secret_rules();
-  // The e2e document's client, for input lines (the bench's copy has none of its own).
-  k8s::ClientCommand e2e_client = k8s::JobSetView(*e2e_trainer_).client(dryrun_.source);
-  for (const k8s::WrapperExport& exported : k8s::wrapper_exports(e2e_client)) {
+  for (const k8s::WrapperExport& exported : e2e_exports_) {
     if (bench_env.count(exported.name) ||
         container_env_value(client_.container.node, exported.name).has_value())
       continue;

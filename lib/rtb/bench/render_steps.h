@@ -26,6 +26,7 @@
 #include "rtb/k8s/flags.h"
 #include "rtb/k8s/jobset.h"
 #include "rtb/k8s/shell.h"
+#include "rtb/k8s/tree.h"
 
 namespace rtb::bench::render_steps {
 
@@ -114,6 +115,9 @@ class Renderer {
  public:
   Renderer(const k8s::DryRun& dryrun, const RenderOptions& options)
       : dryrun_(dryrun), options_(options) {}
+  // Renders from `dryrun`, taking its trainer document to edit instead of copying it.
+  Renderer(k8s::DryRun& dryrun, const RenderOptions& options, k8s::DryRun* takeable)
+      : dryrun_(dryrun), options_(options), takeable_(takeable) {}
 
   RenderResult run();
   // The preflight Job of the bench that run() rendered.
@@ -174,8 +178,12 @@ class Renderer {
 
   const k8s::DryRun& dryrun_;
   const RenderOptions& options_;
+  k8s::DryRun* takeable_ = nullptr;  // dryrun_ itself, when its trainer may become bench_
   RenderResult result_;
-  const k8s::Document* e2e_trainer_ = nullptr;  // in the DRY_RUN, unchanged
+  // The e2e trainer as the self-check compares it, and what its wrapper exports (both read
+  // before any edit: bench_ may be that very document).
+  k8s::Tree e2e_expanded_;
+  std::vector<k8s::WrapperExport> e2e_exports_;
   k8s::Document bench_;
   std::string old_name_;
   k8s::ClientCommand client_;  // of the bench document (a copy of the trainer's)
