@@ -164,10 +164,12 @@ void Renderer::edit_proxy_args(k8s::ContainerRef& proxy, const std::vector<std::
   }
   YAML::Node rebuilt(YAML::NodeType::Sequence);
   for (std::size_t i = 0; i < flags.items().size(); ++i) {
-    // Keep unchanged items as they were (type and all); new or changed ones are strings.
+    // Keep unchanged items as they were (type and all); new or changed ones are strings. Kept
+    // ones are copied (k8s::yaml::standalone says why).
     auto old = std::find(before.begin(), before.end(), flags.items()[i]);
     if (old != before.end() && args.IsSequence()) {
-      rebuilt.push_back(args[static_cast<std::size_t>(old - before.begin())]);
+      rebuilt.push_back(
+          k8s::yaml::standalone(args[static_cast<std::size_t>(old - before.begin())]));
     } else {
       rebuilt.push_back(k8s::yaml::string_scalar(flags.items()[i]));
     }
@@ -360,7 +362,7 @@ bool Renderer::remove_container_env(std::string_view name, Knob knob) {
       old = k8s::yaml::scalar_at(item, "value").value_or("");
       removed = true;
     } else {
-      kept.push_back(item);
+      kept.push_back(k8s::yaml::standalone(item));
     }
   }
   if (!removed) return false;
