@@ -20,6 +20,7 @@
 #include "rtb/base/error.h"
 #include "rtb/base/io.h"
 #include "rtb/base/process.h"
+#include "rtb/bench/render_steps.h"
 #include "rtb/k8s/diff.h"
 #include "rtb/k8s/jobset.h"
 #include "rtb/k8s/yaml.h"
@@ -93,6 +94,30 @@ TEST(RenderTest, RenderingFromATakenDryRunGivesTheSameBench) {
               .empty());
     }
   }
+}
+
+TEST(RenderTest, VisitScalarsGivesEachScalarItsKeyAndPath) {
+  const YAML::Node root = YAML::Load(
+      "metadata: {name: a, labels: {x/y: b}}\n"
+      "jobs:\n- name: proc\n  args: [--k=1, --k=2, c]\n- name: other\n  command: [d]\n"
+      "plain: [e, f]\n");
+  const YAML::Node skipped = root["jobs"][1]["command"];
+  std::vector<std::string> seen;
+  render_steps::visit_scalars(
+      root, skipped, [&](YAML::Node node, const render_steps::ScalarPlace& place) {
+        seen.push_back(node.Scalar() + " " + place.key() + " " + place.path());
+      });
+  std::sort(seen.begin(), seen.end());
+  EXPECT_THAT(seen, ::testing::ElementsAre(
+                        "--k=1 args jobs[proc].args[--k]", "--k=2 args jobs[proc].args[--k#2]",
+                        "a name metadata.name", "b x/y metadata.labels[x/y]",
+                        "c args jobs[proc].args[#2]", "e plain plain[0]", "f plain plain[1]",
+                        "other name jobs[other].name", "proc name jobs[proc].name"));
+  // Nothing skipped: the command's item too.
+  std::size_t all = 0;
+  render_steps::visit_scalars(root, YAML::Node(),
+                              [&](YAML::Node, const render_steps::ScalarPlace&) { ++all; });
+  EXPECT_EQ(all, seen.size() + 1);
 }
 
 TEST(RenderTest, SelfCheckRefusesADifferenceNoOptionAskedFor) {

@@ -54,43 +54,78 @@ int parse_int(std::string_view text, std::string_view what) {
   return value;
 }
 
-void visit_scalars(
-    const YAML::Node& root, const std::string& base,
-    const std::function<bool(const std::string&)>& skip,
-    const std::function<void(YAML::Node, const std::string&, std::string_view key)>& visit) {
-  struct Item {
-    YAML::Node node;
-    std::string path;
-    std::string key;
-  };
-  std::vector<Item> pending{{root, base, ""}};
-  while (!pending.empty()) {
-    Item item = std::move(pending.back());
-    pending.pop_back();
-    if (skip(item.path)) continue;
-    if (item.node.IsScalar()) {
-      visit(item.node, item.path, item.key);
-    } else if (item.node.IsMap()) {
-      for (const auto& kv : item.node) {
-        std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "";
-        pending.push_back({kv.second, k8s::path_child(item.path, key), key});
-      }
-    } else if (item.node.IsSequence()) {
-      std::vector<std::string> keys;
-      bool args = item.key == "args";
-      if (args) {
-        // Container args are compared flag by flag (diff.h), so name them the same way.
-        std::vector<std::string> items;
-        for (const auto& x : item.node) items.push_back(x.IsScalar() ? x.Scalar() : "");
-        keys = flag_item_keys(items, k8s::FlagStyle::kDashDash);
-      } else {
-        keys = k8s::sequence_item_keys(item.node);
-      }
-      for (std::size_t i = 0; i < item.node.size(); ++i) {
-        pending.push_back({item.node[i], k8s::path_item(item.path, keys[i]), item.key});
+// One step of the paths visit_scalars walks: a mapping key, or a list item's key (diff.h).
+struct PathPiece {
+  std::size_t parent;  // npos at the root
+  std::string segment;
+  bool item = false;
+  std::string key;  // what ScalarPlace::key() gives for a scalar here
+};
+
+class ScalarVisit {
+ public:
+  ScalarVisit(const YAML::Node& skip,
+              const std::function<void(YAML::Node, const ScalarPlace&)>& visit)
+      : skip_(skip), visit_(visit) {}
+
+  void run(const YAML::Node& root) {
+    pieces_.push_back({std::string::npos, "", false, ""});
+    std::vector<std::pair<YAML::Node, std::size_t>> pending{{root, 0}};
+    while (!pending.empty()) {
+      auto [node, piece] = std::move(pending.back());
+      pending.pop_back();
+      if (skip_.IsDefined() && node.is(skip_)) continue;
+      if (node.IsScalar()) {
+        visit_(node, ScalarPlace(*this, piece));
+      } else if (node.IsMap()) {
+        for (const auto& kv : node) {
+          std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "";
+          pieces_.push_back({piece, key, false, key});
+          pending.emplace_back(kv.second, pieces_.size() - 1);
+        }
+      } else if (node.IsSequence()) {
+        // Item keys as diff.h compares them; container args flag by flag.
+        const std::string list_key = pieces_[piece].key;
+        std::vector<std::string> keys;
+        if (list_key == "args") {
+          std::vector<std::string> items;
+          for (const auto& x : node) items.push_back(x.IsScalar() ? x.Scalar() : "");
+          keys = flag_item_keys(items, k8s::FlagStyle::kDashDash);
+        } else {
+          keys = k8s::sequence_item_keys(node);
+        }
+        for (std::size_t i = 0; i < node.size(); ++i) {
+          pieces_.push_back({piece, std::move(keys[i]), true, list_key});
+          pending.emplace_back(node[i], pieces_.size() - 1);
+        }
       }
     }
   }
+
+  const std::string& key(std::size_t piece) const { return pieces_[piece].key; }
+  std::string path(std::size_t piece) const {
+    std::vector<const PathPiece*> route;
+    for (std::size_t at = piece; at != 0; at = pieces_[at].parent) route.push_back(&pieces_[at]);
+    std::string out;
+    for (auto it = route.rbegin(); it != route.rend(); ++it) {
+      out =
+          (*it)->item ? k8s::path_item(out, (*it)->segment) : k8s::path_child(out, (*it)->segment);
+    }
+    return out;
+  }
+
+ private:
+  const YAML::Node& skip_;
+  const std::function<void(YAML::Node, const ScalarPlace&)>& visit_;
+  std::vector<PathPiece> pieces_;  // [0] is the root
+};
+
+const std::string& ScalarPlace::key() const { return visit_.key(piece_); }
+std::string ScalarPlace::path() const { return visit_.path(piece_); }
+
+void visit_scalars(const YAML::Node& root, const YAML::Node& skip,
+                   const std::function<void(YAML::Node, const ScalarPlace&)>& visit) {
+  ScalarVisit(skip, visit).run(root);
 }
 
 void validate_dns_label(Knob knob, const std::string& name, bool letter_first) {
@@ -181,15 +216,13 @@ void Renderer::read_inputs() {
 void Renderer::rename() {
   const std::string& name = options_.name;
   YAML::Node metadata = k8s::yaml::lookup(bench_.root, "metadata");
-  std::string command_path = client_path(".command");
   // Every scalar that is exactly the trainer's name: metadata.name, label-selector values.
-  visit_scalars(
-      bench_.root, "", [&](const std::string& path) { return path == command_path; },
-      [&](YAML::Node node, const std::string& path, std::string_view) {
-        if (node.Scalar() != old_name_) return;
-        record(Knob::kName, path, old_name_, name);
-        assign_string(node, name);
-      });
+  visit_scalars(bench_.root, k8s::yaml::lookup(client_.container.node, "command"),
+                [&](YAML::Node node, const ScalarPlace& place) {
+                  if (node.Scalar() != old_name_) return;
+                  record(Knob::kName, place.path(), old_name_, name);
+                  assign_string(node, name);
+                });
   // Flags whose value is the trainer's name (--worker_id=...).
   std::vector<std::string> items = trainer_argv_.items();
   for (const std::string& item : items) {
@@ -221,15 +254,13 @@ void Renderer::set_scheduling_fields() {
   // The gang-id label: the bench's pods form their own gang, also when the e2e trainer names
   // none (then the JobSet's own labels get one, as the seed's renderer did).
   bool has_gang_id = false;
-  visit_scalars(
-      bench_.root, "", [](const std::string&) { return false; },
-      [&](YAML::Node node, const std::string& path, std::string_view key) {
-        if (key != kGangIdLabel) return;
-        has_gang_id = true;
-        if (node.Scalar() == options_.name) return;
-        record("render", path, node.Scalar(), options_.name);
-        k8s::yaml::set_string(node, options_.name);
-      });
+  visit_scalars(bench_.root, YAML::Node(), [&](YAML::Node node, const ScalarPlace& place) {
+    if (place.key() != kGangIdLabel) return;
+    has_gang_id = true;
+    if (node.Scalar() == options_.name) return;
+    record("render", place.path(), node.Scalar(), options_.name);
+    k8s::yaml::set_string(node, options_.name);
+  });
   if (!has_gang_id) {
     YAML::Node metadata = k8s::yaml::lookup(bench_.root, "metadata");
     YAML::Node labels = k8s::yaml::lookup(metadata, "labels");

@@ -51,30 +51,29 @@ void Renderer::edit_trainer_slice() {
   std::string old_partition = fmt::format("{}{}-", kPartitionPrefix, current->partition().str());
   std::string new_partition = fmt::format("{}{}-", kPartitionPrefix, target.partition().str());
   std::set<std::string> tpu_job_names = tpu_jobs(view);
-  auto set_field = [&](YAML::Node node, const std::string& path, const std::string& value) {
+  auto set_field = [&](YAML::Node node, const ScalarPlace& place, const std::string& value) {
     if (node.Scalar() == value) return;
-    record(knob, path, node.Scalar(), value);
+    record(knob, place.path(), node.Scalar(), value);
     assign_string(node, value);
   };
-  std::string command_path = client_path(".command");
+  const YAML::Node command = k8s::yaml::lookup(client_.container.node, "command");
   std::string instance_type_prefix = std::string(kInstanceTypeFlag) + "=";
-  visit_scalars(
-      bench_.root, "", [&](const std::string& path) { return path == command_path; },
-      [&](YAML::Node node, const std::string& path, std::string_view key) {
-        const std::string& value = node.Scalar();
-        if (std::optional<SliceField> field = slice_field(key)) {
-          set_field(node, path, slice_field_value(target, *field));
-        } else if (value.rfind(instance_type_prefix, 0) == 0) {
-          set_field(node, path, instance_type_prefix + target.instance_type());
-        } else if (value.find(old_partition) != std::string::npos) {
-          std::string replaced = value;
-          for (std::size_t at = replaced.find(old_partition); at != std::string::npos;
-               at = replaced.find(old_partition, at + new_partition.size())) {
-            replaced.replace(at, old_partition.size(), new_partition);
-          }
-          set_field(node, path, replaced);
-        }
-      });
+  visit_scalars(bench_.root, command, [&](YAML::Node node, const ScalarPlace& place) {
+    const std::string& key = place.key();
+    const std::string& value = node.Scalar();
+    if (std::optional<SliceField> field = slice_field(key)) {
+      set_field(node, place, slice_field_value(target, *field));
+    } else if (value.rfind(instance_type_prefix, 0) == 0) {
+      set_field(node, place, instance_type_prefix + target.instance_type());
+    } else if (value.find(old_partition) != std::string::npos) {
+      std::string replaced = value;
+      for (std::size_t at = replaced.find(old_partition); at != std::string::npos;
+           at = replaced.find(old_partition, at + new_partition.size())) {
+        replaced.replace(at, old_partition.size(), new_partition);
+      }
+      set_field(node, place, replaced);
+    }
+  });
   // Keys that name the partition (node affinity keys are values, but labels may be keys).
   YAML::Node jobs = k8s::yaml::lookup(k8s::yaml::lookup(bench_.root, "spec"), "replicatedJobs");
   std::vector<std::string> job_keys = k8s::sequence_item_keys(jobs);
@@ -121,16 +120,14 @@ void Renderer::edit_trainer_slice() {
     }
     return text.find(old_topology) != std::string::npos;
   };
-  visit_scalars(
-      bench_.root, "", [&](const std::string& path) { return path == command_path; },
-      [&](YAML::Node node, const std::string& path, std::string_view) {
-        if (keeps_old(node.Scalar())) {
-          fail_knob(knob, *options_.trainer_slice,
-                    "{} still names the old topology {} ('{}'), a field render-bench does not "
-                    "know how to change",
-                    path, old_topology, node.Scalar());
-        }
-      });
+  visit_scalars(bench_.root, command, [&](YAML::Node node, const ScalarPlace& place) {
+    if (keeps_old(node.Scalar())) {
+      fail_knob(knob, *options_.trainer_slice,
+                "{} still names the old topology {} ('{}'), a field render-bench does not "
+                "know how to change",
+                place.path(), old_topology, node.Scalar());
+    }
+  });
   for (const std::string& item : trainer_argv_.items()) {
     if (keeps_old(item))
       fail_knob(knob, *options_.trainer_slice,

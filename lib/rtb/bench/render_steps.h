@@ -48,12 +48,24 @@ void assign_string(YAML::Node node, const std::string& value);
 std::string int_text(long long value);
 // `text` as an int; throws rtb::Error naming `what`.
 int parse_int(std::string_view text, std::string_view what);
-// Visits every scalar (values, not keys) of a tree with its path, skipping subtrees for which
-// `skip` returns true. Iterative: input depth cannot overflow the stack.
-void visit_scalars(
-    const YAML::Node& root, const std::string& base,
-    const std::function<bool(const std::string&)>& skip,
-    const std::function<void(YAML::Node, const std::string&, std::string_view key)>& visit);
+// Where visit_scalars found a scalar: the key it is under (a list item's: its list's key), and
+// its path (diff.h's scheme), spelled only when asked: most visits look at the value and go on,
+// and spelling every path of a JobSet was most of a visit's cost (issue 29).
+class ScalarPlace {
+ public:
+  const std::string& key() const;
+  std::string path() const;
+
+ private:
+  friend class ScalarVisit;
+  ScalarPlace(const class ScalarVisit& visit, std::size_t piece) : visit_(visit), piece_(piece) {}
+  const ScalarVisit& visit_;
+  std::size_t piece_;
+};
+// Visits every scalar (values, not keys) of `root`, except those in the subtree `skip` (an
+// undefined node skips nothing). Iterative: input depth cannot overflow the stack.
+void visit_scalars(const YAML::Node& root, const YAML::Node& skip,
+                   const std::function<void(YAML::Node, const ScalarPlace&)>& visit);
 // A DNS label, as Kubernetes requires of namespaces (RFC 1123) and JobSet names (RFC 1035: starts
 // with a letter).
 void validate_dns_label(Knob knob, const std::string& name, bool letter_first);
