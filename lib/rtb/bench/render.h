@@ -90,6 +90,8 @@ struct Change {
   std::string path;
   std::string old_value;  // empty when added
   std::string new_value;  // empty when removed
+
+  bool operator==(const Change&) const = default;
 };
 
 struct RenderResult {
