@@ -59,7 +59,6 @@ struct PathPiece {
   std::size_t parent;  // npos at the root
   std::string segment;
   bool item = false;
-  std::string key;  // what ScalarPlace::key() gives for a scalar here
 };
 
 class ScalarVisit {
@@ -69,7 +68,7 @@ class ScalarVisit {
       : skip_(skip), visit_(visit) {}
 
   void run(const YAML::Node& root) {
-    pieces_.push_back({std::string::npos, "", false, ""});
+    pieces_.push_back({std::string::npos, "", false});
     std::vector<std::pair<YAML::Node, std::size_t>> pending{{root, 0}};
     while (!pending.empty()) {
       auto [node, piece] = std::move(pending.back());
@@ -79,15 +78,14 @@ class ScalarVisit {
         visit_(node, ScalarPlace(*this, piece));
       } else if (node.IsMap()) {
         for (const auto& kv : node) {
-          std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "";
-          pieces_.push_back({piece, key, false, key});
+          std::string text = kv.first.IsScalar() ? kv.first.Scalar() : "";
+          pieces_.push_back({piece, std::move(text), false});
           pending.emplace_back(kv.second, pieces_.size() - 1);
         }
       } else if (node.IsSequence()) {
         // Item keys as diff.h compares them; container args flag by flag.
-        const std::string list_key = pieces_[piece].key;
         std::vector<std::string> keys;
-        if (list_key == "args") {
+        if (key(piece) == "args") {
           std::vector<std::string> items;
           for (const auto& x : node) items.push_back(x.IsScalar() ? x.Scalar() : "");
           keys = flag_item_keys(items, k8s::FlagStyle::kDashDash);
@@ -95,14 +93,18 @@ class ScalarVisit {
           keys = k8s::sequence_item_keys(node);
         }
         for (std::size_t i = 0; i < node.size(); ++i) {
-          pieces_.push_back({piece, std::move(keys[i]), true, list_key});
+          pieces_.push_back({piece, std::move(keys[i]), true});
           pending.emplace_back(node[i], pieces_.size() - 1);
         }
       }
     }
   }
 
-  const std::string& key(std::size_t piece) const { return pieces_[piece].key; }
+  // A mapping entry's key; a list item's is its list's.
+  const std::string& key(std::size_t piece) const {
+    while (pieces_[piece].item) piece = pieces_[piece].parent;
+    return pieces_[piece].segment;
+  }
   std::string path(std::size_t piece) const {
     std::vector<const PathPiece*> route;
     for (std::size_t at = piece; at != 0; at = pieces_[at].parent) route.push_back(&pieces_[at]);
