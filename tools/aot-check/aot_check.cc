@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "common/embedded.h"
 #include "common/mains.h"
@@ -150,7 +151,7 @@ int aot_check_main(int argc, char** argv) {
           output, json ? bench::aot_arms_run_json(results) : bench::aot_arms_run_text(results));
       return bench::aot_arms_outcome(results);
     }
-    bench::RenderResult rendered = bench::render_bench(dryrun, knobs.options);
+    bench::RenderResult rendered = bench::render_bench(std::move(dryrun), knobs.options);
     // The render is only the compile's input here: its warnings are context, said at info (-v),
     // and its notes (render-bench --explain's) are not this tool's to say.
     std::vector<Diagnostic> render_context;
