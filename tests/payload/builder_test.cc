@@ -223,6 +223,21 @@ TEST(PayloadBuild, DeterministicForASeedWhateverTheThreads) {
                            one.routed_experts.size() * 2));
 }
 
+// The layers' loads are planned by several threads: the same plan as one thread's, and a layer
+// that cannot be planned is an error for the caller (not the end of the process).
+TEST(PayloadBuild, ExpertLoadsPlannedByThreadsAndTheirErrors) {
+  PayloadOptions o = small_options();
+  o.threads = 1;
+  const std::vector<double> targets(static_cast<std::size_t>(o.layers), 2.0);
+  const auto one = plan_expert_loads(o, targets, 500);
+  o.threads = 3;
+  EXPECT_EQ(plan_expert_loads(o, targets, 500), one);
+  std::vector<double> unreachable = targets;
+  unreachable.back() = 1e9;  // max/mean above experts / top-k
+  EXPECT_THAT(test::what_of([&] { plan_expert_loads(o, unreachable, 500); }),
+              HasSubstr("routing target 1000000000 is outside"));
+}
+
 TEST(PayloadBuild, SegmentsOnTheGridAndFallbackForShortRows) {
   PayloadOptions o = small_options();
   o.segments = 5;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <limits>
 #include <new>
 #include <numbers>
@@ -84,7 +85,8 @@ std::vector<std::int32_t> seeded_permutation(std::int64_t n, std::uint64_t key) 
   return order;
 }
 
-// Runs body(begin, end) over [0, n) split into contiguous ranges, one per thread.
+// Runs body(begin, end) over [0, n) split into contiguous ranges, one per thread. An exception
+// a range throws reaches the caller (the first range's first) once every thread has ended.
 template <typename Body>
 void parallel_ranges(int threads, std::int64_t n, const Body& body) {
   threads = static_cast<int>(std::clamp<std::int64_t>(threads, 1, std::max<std::int64_t>(n, 1)));
@@ -92,12 +94,22 @@ void parallel_ranges(int threads, std::int64_t n, const Body& body) {
     body(std::int64_t{0}, n);
     return;
   }
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(threads));
   std::vector<std::thread> workers;
   for (int w = 0; w < threads; ++w) {
     std::int64_t begin = n * w / threads, end = n * (w + 1) / threads;
-    workers.emplace_back([&body, begin, end] { body(begin, end); });
+    workers.emplace_back([&body, &error = errors[static_cast<std::size_t>(w)], begin, end] {
+      try {
+        body(begin, end);
+      } catch (...) {
+        error = std::current_exception();
+      }
+    });
   }
   for (std::thread& worker : workers) worker.join();
+  for (const std::exception_ptr& error : errors) {
+    if (error) std::rethrow_exception(error);
+  }
 }
 
 std::vector<std::int64_t> segment_cuts(std::int64_t length, int segments, std::uint64_t seed,
@@ -179,20 +191,32 @@ struct RoutingLayout {
                loads[layer][e], n);
         }
         run[e + 1] = run[e] + loads[layer][e];
-        if (e == 0) continue;
-        std::int64_t begin = run[e];
-        if (begin >= n * topk) continue;
-        std::int64_t column = begin % n;
-        starts.push_back({column % tiles, static_cast<std::int32_t>(column / tiles), layer,
-                          static_cast<std::int32_t>(begin / n), e});
       }
       if (run[experts] != n * topk) {
         fail("internal: layer {} loads sum to {}, expected {}", layer, run[experts], n * topk);
       }
     }
-    // Within a tile, changes of one cell must apply in run order (empty runs share a start).
-    std::sort(starts.begin(), starts.end(), [](const RunStart& a, const RunStart& b) {
-      return std::tie(a.tile, a.layer, a.expert) < std::tie(b.tile, b.layer, b.expert);
+    // Within a tile, changes of one cell must apply in run order (empty runs share a start): the
+    // order (tile, layer, expert). A bucket sort by tile, the starts visited in (layer, expert)
+    // order twice (to count each tile's, then to place them), keeps that order within a tile.
+    auto for_each_start = [&](const auto& visit) {
+      for (int layer = 0; layer < layers; ++layer) {
+        for (int e = 1; e < experts; ++e) {
+          const std::int64_t begin = runs[layer][e];
+          if (begin >= n * topk) continue;
+          const std::int64_t column = begin % n;
+          visit(RunStart{column % tiles, static_cast<std::int32_t>(column / tiles), layer,
+                         static_cast<std::int32_t>(begin / n), e});
+        }
+      }
+    };
+    std::vector<std::size_t> next_of_tile(static_cast<std::size_t>(tiles) + 1, 0);
+    for_each_start(
+        [&](const RunStart& start) { ++next_of_tile[static_cast<std::size_t>(start.tile) + 1]; });
+    std::partial_sum(next_of_tile.begin(), next_of_tile.end(), next_of_tile.begin());
+    starts.resize(next_of_tile.back());
+    for_each_start([&](const RunStart& start) {
+      starts[next_of_tile[static_cast<std::size_t>(start.tile)]++] = start;
     });
   }
 
@@ -573,14 +597,18 @@ std::vector<std::vector<std::int64_t>> plan_expert_loads(const PayloadOptions& o
                                                          const std::vector<double>& targets,
                                                          std::int64_t real_tokens) {
   std::vector<std::vector<std::int64_t>> loads(o.layers);
-  for (int layer = 0; layer < o.layers; ++layer) {
-    std::vector<std::int64_t> profile =
-        expert_load_profile(real_tokens, o.experts, o.topk, targets[layer]);
-    std::vector<std::int32_t> holder =
-        seeded_permutation(o.experts, stream_key(o.seed, Stream::kExpertRanks, layer));
-    loads[layer].assign(o.experts, 0);
-    for (int rank = 0; rank < o.experts; ++rank) loads[layer][holder[rank]] = profile[rank];
-  }
+  // Layers are independent (a layer's profile is a bisection and a rounding over E experts):
+  // split over the threads.
+  parallel_ranges(o.threads, o.layers, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t layer = begin; layer < end; ++layer) {
+      std::vector<std::int64_t> profile =
+          expert_load_profile(real_tokens, o.experts, o.topk, targets[layer]);
+      std::vector<std::int32_t> holder = seeded_permutation(
+          o.experts, stream_key(o.seed, Stream::kExpertRanks, static_cast<std::uint64_t>(layer)));
+      loads[layer].assign(o.experts, 0);
+      for (int rank = 0; rank < o.experts; ++rank) loads[layer][holder[rank]] = profile[rank];
+    }
+  });
   return loads;
 }
 
