@@ -26,6 +26,19 @@ TEST(AnonymousMapping, IsZeroFilledAndWritable) {
   }
 }
 
+// Huge pages come in whole 2 MiB pages: from 1 MiB on the mapping is rounded up to them (so the
+// kernel can align it and back all of it); below, and with other advice, it is what was asked.
+TEST(AnonymousMapping, HugePagesRoundUpToWholePages) {
+  constexpr std::size_t kMiB = std::size_t{1} << 20;
+  EXPECT_EQ(AnonymousMapping(kMiB + kMiB / 2, PageAdvice::kHugePages).bytes(), 2 * kMiB);
+  EXPECT_EQ(AnonymousMapping(kMiB, PageAdvice::kHugePages).bytes(), 2 * kMiB);
+  EXPECT_EQ(AnonymousMapping(3 * kMiB, PageAdvice::kHugePages).bytes(), 4 * kMiB);
+  EXPECT_EQ(AnonymousMapping(kMiB / 2, PageAdvice::kHugePages).bytes(), kMiB / 2);
+  EXPECT_EQ(AnonymousMapping(kMiB + kMiB / 2, PageAdvice::kNone).bytes(), kMiB + kMiB / 2);
+  AnonymousMapping last(kMiB + 1, PageAdvice::kHugePages);
+  static_cast<unsigned char*>(last.data())[last.bytes() - 1] = 1;  // all of it is mapped
+}
+
 TEST(AnonymousMapping, ZeroBytesMapsNothing) {
   AnonymousMapping mapping(0, PageAdvice::kPopulateWrite);
   EXPECT_EQ(mapping.data(), nullptr);
@@ -45,6 +58,7 @@ TEST(AnonymousMapping, MovesOwnership) {
 
 TEST(AnonymousMapping, ImpossibleSizeThrowsBadAlloc) {
   EXPECT_THROW(AnonymousMapping(~std::size_t{0} >> 1, PageAdvice::kNone), std::bad_alloc);
+  EXPECT_THROW(AnonymousMapping(~std::size_t{0} - 5, PageAdvice::kHugePages), std::bad_alloc);
 }
 
 TEST(LargeArray, IndexesSpansAndStartsAtZero) {

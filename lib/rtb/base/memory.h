@@ -14,7 +14,7 @@ namespace rtb {
 enum class PageAdvice {
   kNone,
   kPopulateWrite,  // MADV_HUGEPAGE then MADV_POPULATE_WRITE for mappings of 64 MiB or more
-  kHugePages,      // MADV_HUGEPAGE for mappings of 2 MiB or more
+  kHugePages,      // MADV_HUGEPAGE for mappings of 1 MiB or more, rounded up to whole 2 MiB
 };
 
 // One anonymous private read-write mapping; move-only, unmapped on destruction.
@@ -35,7 +35,7 @@ class AnonymousMapping {
   ~AnonymousMapping();
 
   void* data() const { return data_; }
-  std::size_t bytes() const { return bytes_; }
+  std::size_t bytes() const { return bytes_; }  // as mapped (kHugePages may round up)
 
  private:
   void* data_ = nullptr;
