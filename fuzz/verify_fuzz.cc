@@ -2,8 +2,10 @@
 // Properties:
 //   - the SIMD and the portable slot_range agree on any int16 slots, at any length and offset;
 //   - verify_payload gives the same report (check-payload verify --json's document) with one
-//     thread and the portable kernels reading through the source as with several threads and the
-//     SIMD kernels reading the payload in place.
+//     thread and the portable kernels reading through the source, counting every token, as with
+//     several threads and the SIMD kernels reading the payload in place, counting repeated tokens
+//     once (repeats.h) in a table of one or two entries (a place taken over and over) or the
+//     default one.
 // The input's first bytes pick a small payload shape; the rest overwrite its routing (ids drawn
 // around [0, E), so repeats, ids out of range and stray ids on padding are frequent) and flip a
 // few real tokens to padding and back. Only rtb::Error is an expected exception.
@@ -38,7 +40,7 @@ void check_kernels(const std::uint8_t* data, std::size_t size) {
 }
 
 std::string verify_json(const rtb::payload::Payload& payload, int threads, bool portable,
-                        bool in_place) {
+                        bool in_place, int repeat_entries) {
   rtb::payload::VerifyOptions v;
   v.experts = payload.options.experts;
   v.vocab = payload.options.vocab;
@@ -46,6 +48,7 @@ std::string verify_json(const rtb::payload::Payload& payload, int threads, bool 
   v.max_examples = 3;
   v.threads = threads;
   v.portable = portable;
+  v.repeat_entries = repeat_entries;
   rtb::payload::VerifyReport report;
   if (in_place) {
     report = rtb::payload::verify_payload(payload, v);
@@ -88,10 +91,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     payload.segment_ids[i] = data[at + 1] % 2;
   }
   try {
-    const std::string expected = verify_json(payload, 1, true, false);
-    if (verify_json(payload, 3, false, true) != expected ||
-        verify_json(payload, 2, false, false) != expected) {
-      std::fprintf(stderr, "verify_fuzz: threads or kernels change the report\n");
+    const std::string expected = verify_json(payload, 1, true, false, 0);
+    if (verify_json(payload, 3, false, true, 1) != expected ||
+        verify_json(payload, 2, false, false, -1) != expected ||
+        verify_json(payload, 1, false, true, 2) != expected) {
+      std::fprintf(stderr, "verify_fuzz: threads, kernels or repeats change the report\n");
       __builtin_trap();
     }
   } catch (const rtb::Error&) {

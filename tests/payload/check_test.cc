@@ -450,6 +450,7 @@ TEST_F(VerifyTest, ThreadsKernelsAndSourcesGiveTheSameReport) {
   v.max_examples = 2;
   v.threads = 1;
   v.portable = true;
+  v.repeat_entries = 0;
   PayloadView view = view_payload(payload_);
   const VerifyReport reference = verify_payload(*view.source, view.arrays, v);
   ASSERT_FALSE(reference.passed());
@@ -463,12 +464,96 @@ TEST_F(VerifyTest, ThreadsKernelsAndSourcesGiveTheSameReport) {
   EXPECT_EQ(reference.check("routing")->failures, 4);
   for (int threads : {1, 2, 3, 8}) {
     for (bool portable : {false, true}) {
-      v.threads = threads;
-      v.portable = portable;
-      SCOPED_TRACE(testing::Message() << threads << " threads, portable " << portable);
-      EXPECT_EQ(report_json(verify_payload(payload_, v)), report_json(reference));
-      EXPECT_EQ(report_json(verify_payload(*view.source, view.arrays, v)), report_json(reference));
+      for (int repeat_entries : {0, 1, 5, -1}) {
+        v.threads = threads;
+        v.portable = portable;
+        v.repeat_entries = repeat_entries;
+        SCOPED_TRACE(testing::Message() << threads << " threads, portable " << portable << ", "
+                                        << repeat_entries << " repeat entries");
+        EXPECT_EQ(report_json(verify_payload(payload_, v)), report_json(reference));
+        EXPECT_EQ(report_json(verify_payload(*view.source, view.arrays, v)),
+                  report_json(reference));
+      }
     }
+  }
+}
+
+// The builder's routing repeats tokens (a tile's columns are the last tile's plus one); counting
+// a repeat once and adding it later gives the loads of counting every token, whether the table
+// holds every token or keeps replacing them. A token that repeats a broken one is a failure of
+// its own each time.
+TEST(VerifyRepeats, RepeatedTokensGiveTheSameReportAsCountingEach) {
+  PayloadOptions o;
+  o.rows = 6;
+  o.tokens = 1024;
+  o.layers = 4;
+  o.topk = 3;
+  o.experts = 16;
+  o.routing_targets = {1.0, 2.0, 3.0, 5.0};
+  o.threads = 1;
+  Payload p = build_payload(o);
+  // The same broken token (expert 2 twice in layer 1) at three places of rows 0 and 4.
+  const std::int64_t per_token = 4 * 3;
+  for (std::int64_t cell : {std::int64_t{5}, std::int64_t{600}, std::int64_t{4 * 1024 + 7}}) {
+    std::int16_t* token = p.routed_experts.data() + cell * per_token;
+    for (std::int64_t slot = 0; slot < per_token; ++slot) token[slot] = slot % 3 + 3 * (slot / 3);
+    token[3] = token[4] = 2;
+  }
+  VerifyOptions v;
+  v.experts = 16;
+  v.vocab = o.vocab;
+  v.targets = p.targets;
+  v.threads = 1;
+  v.repeat_entries = 0;
+  const VerifyReport reference = verify_payload(p, v);
+  EXPECT_EQ(reference.check("routing")->failures, 3);
+  ASSERT_EQ(reference.per_layer.size(), 4u);
+  EXPECT_EQ(reference.per_layer[0].tokens, p.real_tokens - 3);
+  for (int threads : {1, 2}) {
+    for (int repeat_entries : {1, 2, 64, 4096, -1}) {
+      v.threads = threads;
+      v.repeat_entries = repeat_entries;
+      SCOPED_TRACE(testing::Message() << threads << " threads, " << repeat_entries << " entries");
+      EXPECT_EQ(report_json(verify_payload(p, v)), report_json(reference));
+    }
+  }
+}
+
+// Routing with (almost) no repeats: the threads give up looking for them after a trial and count
+// every token, with the same report.
+TEST(VerifyRepeats, RoutingWithoutRepeatsGivesTheSameReport) {
+  PayloadOptions o;
+  o.rows = 4;
+  o.tokens = 2048;
+  o.layers = 3;
+  o.topk = 2;
+  o.experts = 8;
+  o.routing_targets = {1.0, 1.0, 1.0};
+  o.threads = 1;
+  Payload p = build_payload(o);
+  // Each real token its own routing: token t lists experts (d, d + 1 + e) of layer l from the
+  // digits of t in base 56 (the 56 ordered pairs of distinct experts of 8).
+  const std::int64_t per_token = 3 * 2;
+  for (std::int64_t cell = 0; cell < 4 * 2048; ++cell) {
+    if (p.segment_ids[static_cast<std::size_t>(cell)] == 0) continue;
+    std::int16_t* token = p.routed_experts.data() + cell * per_token;
+    std::int64_t digits = cell;
+    for (int layer = 0; layer < 3; ++layer, digits /= 56) {
+      const int pair = static_cast<int>(digits % 56), first = pair / 7, other = pair % 7;
+      token[2 * layer] = static_cast<std::int16_t>(first);
+      token[2 * layer + 1] = static_cast<std::int16_t>(other >= first ? other + 1 : other);
+    }
+  }
+  VerifyOptions v;
+  v.experts = 8;
+  v.vocab = o.vocab;
+  v.threads = 1;
+  v.repeat_entries = 0;
+  const VerifyReport reference = verify_payload(p, v);
+  EXPECT_TRUE(reference.check("routing")->failures == 0);
+  for (int repeat_entries : {3, -1}) {
+    v.repeat_entries = repeat_entries;
+    EXPECT_EQ(report_json(verify_payload(p, v)), report_json(reference)) << repeat_entries;
   }
 }
 

@@ -15,6 +15,7 @@
 
 #include "rtb/base/error.h"
 #include "rtb/base/memory.h"
+#include "rtb/payload/repeats.h"
 #include "rtb/payload/routing.h"
 #include "rtb/payload/slots.h"
 
@@ -185,6 +186,9 @@ struct RowScratch {
   std::vector<char> real;
   std::vector<std::int16_t> slots;       // a block of routed_experts
   std::optional<RoutingCursor> routing;  // makes the blocks of a routing built on demand
+  // Well-formed tokens seen last, to count a repeat of one once (repeats.h); unset when the
+  // routing repeats too little to pay for the lookups.
+  std::optional<RepeatedTokens> repeats;
   // Loads [layer][expert] of the well-formed real tokens this thread counted, with their stamps,
   // and how many tokens. uint32 keeps a cell at 8 bytes (60 layers of 512 experts: 240 KiB, in
   // the L2 cache); a load grows by at most 1 per token, so the loads move to `wide_loads` before
@@ -202,6 +206,14 @@ struct RowScratch {
 constexpr std::int64_t kRoutingBlockBytes = 128 << 10;
 // Rows whose tallies are kept before they are merged (memory does not grow with the rows).
 constexpr std::int64_t kRowsPerBatch = 256;
+// Copies of tokens a checking thread keeps to find repeats: one huge page (1,747 tokens of 60 x
+// top-10).
+constexpr std::size_t kRepeatBytes = 2 << 20;
+// A thread stops looking for repeats when fewer than 1 in kRepeatsWorthIt of its first
+// kRepeatTrial lookups found one: a lookup (a hash of the token's slots) costs about a tenth of
+// counting them.
+constexpr std::int64_t kRepeatTrial = 2048;
+constexpr std::int64_t kRepeatsWorthIt = 8;
 
 // Counts one token's `layers` groups of K experts (every one in [0, experts)) into
 // cells[layer][expert].load, the token's stamp `stamp` (never used before) marking the experts it
@@ -500,9 +512,14 @@ class Verifier {
     std::vector<RowScratch>& scratch = scratch_;
     scratch.resize(static_cast<std::size_t>(threads));
     if (routed_ != nullptr) {
+      const std::size_t per_token = static_cast<std::size_t>(report_.layers) * report_.topk;
+      const std::size_t entries = o_.repeat_entries < 0
+                                      ? RepeatedTokens::entries_for(per_token, kRepeatBytes)
+                                      : static_cast<std::size_t>(o_.repeat_entries);
       for (RowScratch& s : scratch) {
         s.cells = LargeArray<ExpertCell>(static_cast<std::size_t>(report_.layers) * experts_,
                                          PageAdvice::kNone);
+        if (entries > 0 && per_token > 0) s.repeats.emplace(per_token, entries);
       }
     }
     std::int64_t first_padding_row = -1;
@@ -519,6 +536,7 @@ class Verifier {
     }
     if (routed_ != nullptr) {
       counted_ = true;  // the threads' loads are added up per layer by check_targets
+      for (RowScratch& s : scratch) add_pending_repeats(s);
       for (const RowScratch& s : scratch) {
         largest_expert_ = std::max(largest_expert_, s.largest_expert);
         counted_tokens_ += s.counted;
@@ -884,7 +902,10 @@ class Verifier {
         1, kRoutingBlockBytes / (per_token * std::int64_t{sizeof(std::int16_t)}));
     SlotRange (*const range_of)(const std::int16_t*, std::size_t) =
         o_.portable ? slot_range_portable : slot_range;
-    if (s.counted_since_widen > std::numeric_limits<std::uint32_t>::max() - tokens) widen(s);
+    if (s.counted_since_widen > std::numeric_limits<std::uint32_t>::max() - tokens) {
+      add_pending_repeats(s);  // the loads it adds are part of what widen moves
+      widen(s);
+    }
     for (std::int64_t first = 0; first < tokens; first += block) {
       const std::int64_t n = std::min(block, tokens - first);
       std::span<const std::int16_t> slots;
@@ -899,13 +920,21 @@ class Verifier {
       for (std::int64_t k = 0; k < n; ++k) {
         const std::int16_t* token = slots.data() + k * per_token;
         const std::int64_t i = first + k;
-        const SlotRange range = range_of(token, static_cast<std::size_t>(per_token));
         if (!s.real[i]) {
+          const SlotRange range = range_of(token, static_cast<std::size_t>(per_token));
           if (range.min != -1 || range.max != -1) padding_routing_failure(row, i, token, t);
           continue;
         }
+        if (s.repeats && s.repeats->repeat(token)) {
+          // The same slots as a token that passed: it passes, and its loads are added later.
+          ++s.counted;
+          ++s.counted_since_widen;
+          continue;
+        }
+        const SlotRange range = range_of(token, static_cast<std::size_t>(per_token));
         if (range.min >= 0 && range.max < experts_ && count_token(token, s)) {
           s.largest_expert = std::max<int>(s.largest_expert, range.max);
+          if (s.repeats) remember_token(token, s);
           continue;
         }
         check_token_routing(row, i, token, s, t);
@@ -952,6 +981,33 @@ class Verifier {
     ++s.counted;
     ++s.counted_since_widen;
     return true;
+  }
+
+  // Remembers a token count_token took, adding the pending repeats of the one it replaces; stops
+  // looking for repeats once the trial shows too few.
+  void remember_token(const std::int16_t* token, RowScratch& s) const {
+    s.repeats->remember(token, [&](const RepeatedTokens::Pending& p) { add_repeats(p, s); });
+    if (s.repeats->lookups() == kRepeatTrial &&
+        s.repeats->hits() * kRepeatsWorthIt < s.repeats->lookups()) {
+      add_pending_repeats(s);
+      s.repeats.reset();
+    }
+  }
+
+  // Adds a remembered token's repeats to the loads: `count` more on each of its slots' cells.
+  void add_repeats(const RepeatedTokens::Pending& p, RowScratch& s) const {
+    const std::size_t experts = static_cast<std::size_t>(experts_);
+    ExpertCell* cells = s.cells.data();
+    const std::int16_t* slot = p.slots.data();
+    for (int layer = 0; layer < report_.layers; ++layer, cells += experts) {
+      for (int k = 0; k < report_.topk; ++k, ++slot) {
+        cells[static_cast<std::uint16_t>(*slot)].load += p.count;
+      }
+    }
+  }
+
+  void add_pending_repeats(RowScratch& s) const {
+    if (s.repeats) s.repeats->drain([&](const RepeatedTokens::Pending& p) { add_repeats(p, s); });
   }
 
   // Takes back what count_token counted of a token before layer `layer`, slot `slot`.

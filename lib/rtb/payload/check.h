@@ -45,6 +45,9 @@ struct VerifyOptions {
   // The portable kernels instead of the SIMD ones (slots.h); the report is the same, which the
   // tests and the fuzzer check.
   bool portable = false;
+  // Tokens each checking thread remembers to find repeats (repeats.h): -1 fills 2 MiB with
+  // copies, 0 looks for none; the report is the same, which the tests check.
+  int repeat_entries = -1;
 };
 
 // What verify's command line gave (unset: not given).
