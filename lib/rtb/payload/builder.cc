@@ -651,12 +651,22 @@ Payload build_payload(const PayloadOptions& options, RoutingStorage storage) {
   const PayloadOptions& o = p.options;
   p.targets = scale_routing_targets(o.routing_targets, o.routing_scale);
   const std::size_t cells = static_cast<std::size_t>(o.rows) * o.tokens;
-  p.completion_ids.assign(cells, 0);
-  p.completion_mask.assign(cells, 0.0f);
-  p.segment_ids.assign(cells, 0);
-  p.segment_positions.assign(cells, 0);
-  p.advantages.assign(cells, 0.0f);
-  if (o.old_logps) p.old_per_token_logps.assign(cells, 0.0f);
+  // The fields' first touch (a page fault per 4 KiB, the most costly part of a small build on a
+  // VM) split over the threads, a field each.
+  std::vector<std::int32_t>* const int_fields[] = {&p.completion_ids, &p.segment_ids,
+                                                   &p.segment_positions};
+  std::vector<float>* const float_fields[] = {&p.completion_mask, &p.advantages,
+                                              &p.old_per_token_logps};
+  const int zeroed_fields = o.old_logps ? 6 : 5;
+  parallel_ranges(o.threads, zeroed_fields, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t field = begin; field < end; ++field) {
+      if (field < 3) {
+        int_fields[field]->assign(cells, 0);
+      } else {
+        float_fields[field - 3]->assign(cells, 0.0f);
+      }
+    }
+  });
 
   const std::uint64_t id_key = stream_key(o.seed, Stream::kTokenIds);
   const std::uint64_t logp_key = stream_key(o.seed, Stream::kLogps);
