@@ -39,6 +39,21 @@ TEST(HashSlots, EverySlotAndTheTailCount) {
   }
 }
 
+// Every 4th word (4 slots a word): a change in words 0, 4, 8, ... or in the tail after the last
+// whole word changes the hash; elsewhere it does not.
+TEST(HashSlots, ASampleOfTheWords) {
+  Token slots(39);  // 9 whole words and 3 slots of tail
+  for (std::size_t i = 0; i < slots.size(); ++i) slots[i] = static_cast<std::int16_t>(i);
+  const std::uint64_t base = hash_slots(slots.data(), slots.size(), 4);
+  EXPECT_NE(base, hash_slots(slots.data(), slots.size()));
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    Token changed = slots;
+    changed[i] = -7;
+    const bool sampled = i >= 36 || (i / 4) % 4 == 0;
+    EXPECT_EQ(hash_slots(changed.data(), changed.size(), 4) != base, sampled) << "slot " << i;
+  }
+}
+
 TEST(RepeatedTokens, ARepeatIsCountedAndHandedBackOnce) {
   RepeatedTokens repeats(4, 8);
   const Token a = {1, 2, 3, 4}, b = {1, 2, 3, 5};
@@ -83,6 +98,25 @@ TEST(RepeatedTokens, ATokenReplacedHandsBackItsRepeats) {
   repeats.remember(c.data(), collect(added));
   EXPECT_EQ(added.size(), 1u);
   ASSERT_FALSE(repeats.repeat(a.data()));  // a is gone
+}
+
+// Tokens that differ only outside the hashed words share a place: the comparison tells them
+// apart, and the newer one takes the place, handing back the older one's repeats.
+TEST(RepeatedTokens, NearTwinsAreComparedAndTakeTheSamePlace) {
+  RepeatedTokens repeats(32, 64);
+  Token a(32, 3);
+  Token b = a;
+  b[5] = 4;  // word 1, not hashed
+  Added added;
+  ASSERT_FALSE(repeats.repeat(a.data()));
+  repeats.remember(a.data(), collect(added));
+  ASSERT_TRUE(repeats.repeat(a.data()));
+  EXPECT_FALSE(repeats.repeat(b.data()));
+  repeats.remember(b.data(), collect(added));
+  ASSERT_EQ(added.size(), 1u);
+  EXPECT_EQ(added[0], std::make_pair(a, std::uint32_t{1}));
+  EXPECT_TRUE(repeats.repeat(b.data()));
+  EXPECT_FALSE(repeats.repeat(a.data()));
 }
 
 TEST(RepeatedTokens, EntriesFitTheBytes) {

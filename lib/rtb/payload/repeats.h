@@ -4,9 +4,9 @@
 // builder's layout makes such repeats (builder.h: tile t+1 is tile t's columns plus one, so a
 // token differs from its twin a tile before only where a run of S starts): at the issue shape
 // (8 x 16,384 tokens, 60 x top-10) 78% of the real tokens repeat one of the 2,048 distinct
-// tokens seen last. Nothing is taken on trust: a repeat is found by a hash of all of its slots
-// and confirmed by comparing every slot, and only tokens that passed every routing check are
-// remembered.
+// tokens seen last. Nothing is taken on trust: a repeat is found by a hash of a sample of its
+// slots and confirmed by comparing every slot, and only tokens that passed every routing check
+// are remembered.
 #pragma once
 
 #include <cstddef>
@@ -64,6 +64,12 @@ class RepeatedTokens {
 
  private:
   void store(const std::int16_t* slots);
+  // The hash a token is looked up by covers every 4th word of its slots, a quarter of the work
+  // of hashing them all; a token that differs from a remembered one elsewhere only is compared
+  // and missed. Such near twins (the builder's tokens a tile apart differ where a run starts, in
+  // one slot of 600) then take the same place, the newer replacing the older, which is the one
+  // that repeats next.
+  static constexpr std::size_t kHashEvery = 4;
   std::span<const std::int16_t> entry(std::size_t e) const {
     return {copies_.data() + e * slots_per_token_, slots_per_token_};
   }
@@ -81,7 +87,8 @@ class RepeatedTokens {
   std::int64_t lookups_ = 0;
 };
 
-// A 64-bit hash of n int16 slots (all of them, four independent multiply chains).
-std::uint64_t hash_slots(const std::int16_t* slots, std::size_t n);
+// A 64-bit hash of n int16 slots: every `every`-th 8-byte word of them (1: all) and the slots
+// after the last whole word, in four independent multiply chains.
+std::uint64_t hash_slots(const std::int16_t* slots, std::size_t n, std::size_t every = 1);
 
 }  // namespace rtb::payload
