@@ -4,6 +4,7 @@
 #include <array>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <exception>
 #include <limits>
 #include <map>
@@ -214,6 +215,9 @@ constexpr std::size_t kRepeatBytes = 2 << 20;
 // counting them.
 constexpr std::int64_t kRepeatTrial = 2048;
 constexpr std::int64_t kRepeatsWorthIt = 8;
+// A token that differs from the one in its place in at most this many layers is a near twin
+// (count_near_twin).
+constexpr int kNearTwinLayers = 8;
 
 // Counts one token's `layers` groups of K experts (every one in [0, experts)) into
 // cells[layer][expert].load, the token's stamp `stamp` (never used before) marking the experts it
@@ -925,8 +929,10 @@ class Verifier {
           if (range.min != -1 || range.max != -1) padding_routing_failure(row, i, token, t);
           continue;
         }
-        if (s.repeats && s.repeats->repeat(token)) {
-          // The same slots as a token that passed: it passes, and its loads are added later.
+        if (s.repeats && s.repeats->lookups() == kRepeatTrial) end_repeat_trial(s);
+        if (s.repeats && (s.repeats->repeat(token) || count_near_twin(token, s))) {
+          // The same slots as a token that passed, or as one but for a few layers that pass: its
+          // loads are added later.
           ++s.counted;
           ++s.counted_since_widen;
           continue;
@@ -983,15 +989,82 @@ class Verifier {
     return true;
   }
 
-  // Remembers a token count_token took, adding the pending repeats of the one it replaces; stops
-  // looking for repeats once the trial shows too few.
+  // Remembers a token count_token took, adding the pending repeats of the one it replaces.
   void remember_token(const std::int16_t* token, RowScratch& s) const {
     s.repeats->remember(token, [&](const RepeatedTokens::Pending& p) { add_repeats(p, s); });
-    if (s.repeats->lookups() == kRepeatTrial &&
-        s.repeats->hits() * kRepeatsWorthIt < s.repeats->lookups()) {
-      add_pending_repeats(s);
-      s.repeats.reset();
+  }
+
+  // Stops looking for repeats when the trial found too few.
+  void end_repeat_trial(RowScratch& s) const {
+    if (s.repeats->hits() * kRepeatsWorthIt >= s.repeats->lookups()) return;
+    add_pending_repeats(s);
+    s.repeats.reset();
+  }
+
+  // A real token that repeat() did not find, whose place holds a token (its twin) that differs
+  // from it in a few layers only (the builder's tokens a tile apart differ where a run starts):
+  // when the token's experts in those layers are in [0, E) and distinct, it takes the twin's
+  // place and returns true. The twin's pending repeats then become the token's, after their
+  // difference is added where the two differ, so neither is counted slot by slot. False (and
+  // nothing changed) otherwise: the caller checks and counts the token as any other.
+  bool count_near_twin(const std::int16_t* token, RowScratch& s) const {
+    const std::optional<RepeatedTokens::Pending> twin = s.repeats->occupant();
+    if (!twin) return false;
+    const int topk = report_.topk;
+    const std::int16_t* other = twin->slots.data();
+    // The layers where they differ, in order: compared 8 bytes (4 slots) at a time.
+    std::array<int, kNearTwinLayers> changed;
+    int n = 0;
+    auto differs_at = [&](std::size_t slot) {
+      const int layer = static_cast<int>(slot) / topk;
+      if (n > 0 && changed[static_cast<std::size_t>(n - 1)] == layer) return true;
+      if (n == kNearTwinLayers) return false;
+      changed[static_cast<std::size_t>(n++)] = layer;
+      return true;
+    };
+    const std::size_t slots = static_cast<std::size_t>(report_.layers) * topk;
+    std::size_t slot = 0;
+    for (; slot + 4 <= slots; slot += 4) {
+      std::uint64_t a, b;
+      std::memcpy(&a, token + slot, 8);
+      std::memcpy(&b, other + slot, 8);
+      if (a == b) continue;
+      for (std::size_t i = slot; i < slot + 4; ++i) {
+        if (token[i] != other[i] && !differs_at(i)) return false;
+      }
     }
+    for (; slot < slots; ++slot) {
+      if (token[slot] != other[slot] && !differs_at(slot)) return false;
+    }
+    if (n == 0) return false;
+    const std::size_t experts = static_cast<std::size_t>(experts_);
+    const std::uint32_t stamp = next_stamp(s);
+    int largest = -1;
+    for (int i = 0; i < n; ++i) {
+      const int layer = changed[static_cast<std::size_t>(i)];
+      ExpertCell* cells = s.cells.data() + static_cast<std::size_t>(layer) * experts;
+      for (int k = 0; k < topk; ++k) {
+        const std::int16_t e = token[layer * topk + k];
+        if (e < 0 || e >= experts_ || cells[e].stamp == stamp) return false;
+        cells[e].stamp = stamp;
+        largest = std::max<int>(largest, e);
+      }
+    }
+    // count x (twin - token) where they differ: uint32 arithmetic wraps a load below zero for a
+    // while, and the token's pending copies bring it back (add_pending_repeats runs before any
+    // load is read or widened).
+    for (int i = 0; twin->count > 0 && i < n; ++i) {
+      const int layer = changed[static_cast<std::size_t>(i)];
+      ExpertCell* cells = s.cells.data() + static_cast<std::size_t>(layer) * experts;
+      for (int k = layer * topk; k < (layer + 1) * topk; ++k) {
+        if (token[k] == other[k]) continue;
+        cells[static_cast<std::uint16_t>(other[k])].load += twin->count;
+        cells[static_cast<std::uint16_t>(token[k])].load -= twin->count;
+      }
+    }
+    s.largest_expert = std::max(s.largest_expert, largest);
+    s.repeats->take_place(token);
+    return true;
   }
 
   // Adds a remembered token's repeats to the loads: `count` more on each of its slots' cells.

@@ -6,11 +6,14 @@
 // (8 x 16,384 tokens, 60 x top-10) 78% of the real tokens repeat one of the 2,048 distinct
 // tokens seen last. Nothing is taken on trust: a repeat is found by a hash of a sample of its
 // slots and confirmed by comparing every slot, and only tokens that passed every routing check
-// are remembered.
+// are remembered. A token that differs from the one in its place in a few layers (a near twin)
+// can take that place with its pending repeats (occupant(), take_place()): the check then
+// looks at those layers only and moves the loads where the two differ.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -37,6 +40,24 @@ class RepeatedTokens {
   // skips the token. Either way the place it would go is kept for remember().
   bool repeat(const std::int16_t* slots);
 
+  // The token remembered at the place repeat() last looked at (which did not find the token it
+  // was given there) and its pending repeats; none when the place is empty.
+  std::optional<Pending> occupant() const {
+    if (!used_[probed_]) return std::nullopt;
+    return Pending{entry(probed_), counts_[probed_]};
+  }
+
+  // Puts the token last given to repeat() in its occupant's place, the occupant's pending repeats
+  // and the token itself becoming the token's: the caller counted none of the token and added
+  // the occupant's pending repeats where the two differ (count x (occupant - token)), so that
+  // count + 1 copies of the token add the rest.
+  void take_place(const std::int16_t* slots) {
+    const std::uint32_t count = counts_[probed_];
+    store(slots);
+    counts_[probed_] = count + 1;
+    ++hits_;
+  }
+
   // Remembers the token last given to repeat() (which did not find it) once the caller counted
   // it. The token it replaces, when repeats of it are pending, goes to `add` first.
   template <typename Add>
@@ -58,7 +79,7 @@ class RepeatedTokens {
     }
   }
 
-  // Tokens found repeated (the lookups that hit) and lookups in all.
+  // Lookups that found the token, or a near twin whose place it took, and lookups in all.
   std::int64_t hits() const { return hits_; }
   std::int64_t lookups() const { return lookups_; }
 
