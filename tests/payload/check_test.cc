@@ -483,13 +483,8 @@ TEST_F(VerifyTest, ThreadsKernelsAndSourcesGiveTheSameReport) {
 // holds every token or keeps replacing them. A token that repeats a broken one is a failure of
 // its own each time.
 TEST(VerifyRepeats, RepeatedTokensGiveTheSameReportAsCountingEach) {
-  PayloadOptions o;
-  o.rows = 6;
-  o.tokens = 1024;
-  o.layers = 4;
-  o.topk = 3;
-  o.experts = 16;
-  o.routing_targets = {1.0, 2.0, 3.0, 5.0};
+  PayloadOptions o = test::payload_options(/*rows=*/6, /*tokens=*/1024, /*topk=*/3,
+                                           /*experts=*/16, {1.0, 2.0, 3.0, 5.0});
   o.threads = 1;
   Payload p = build_payload(o);
   // The same broken token (expert 2 twice in layer 1) at three places of rows 0 and 4.
@@ -522,13 +517,8 @@ TEST(VerifyRepeats, RepeatedTokensGiveTheSameReportAsCountingEach) {
 // Routing with (almost) no repeats: the threads give up looking for them after a trial and count
 // every token, with the same report.
 TEST(VerifyRepeats, RoutingWithoutRepeatsGivesTheSameReport) {
-  PayloadOptions o;
-  o.rows = 4;
-  o.tokens = 2048;
-  o.layers = 3;
-  o.topk = 2;
-  o.experts = 8;
-  o.routing_targets = {1.0, 1.0, 1.0};
+  PayloadOptions o = test::payload_options(/*rows=*/4, /*tokens=*/2048, /*topk=*/2,
+                                           /*experts=*/8, {1.0, 1.0, 1.0});
   o.threads = 1;
   Payload p = build_payload(o);
   // Each real token its own routing: token t lists experts (d, d + 1 + e) of layer l from the

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
@@ -112,11 +113,38 @@ TEST(RepeatedTokens, NearTwinsAreComparedAndTakeTheSamePlace) {
   repeats.remember(a.data(), collect(added));
   ASSERT_TRUE(repeats.repeat(a.data()));
   EXPECT_FALSE(repeats.repeat(b.data()));
+  const std::optional<RepeatedTokens::Pending> occupant = repeats.occupant();
+  ASSERT_TRUE(occupant.has_value());
+  EXPECT_EQ(Token(occupant->slots.begin(), occupant->slots.end()), a);
+  EXPECT_EQ(occupant->count, 1u);
   repeats.remember(b.data(), collect(added));
   ASSERT_EQ(added.size(), 1u);
   EXPECT_EQ(added[0], std::make_pair(a, std::uint32_t{1}));
   EXPECT_TRUE(repeats.repeat(b.data()));
   EXPECT_FALSE(repeats.repeat(a.data()));
+}
+
+// A near twin the caller checked takes the place with the occupant's pending repeats and itself:
+// count + 1 pending, the lookup counted as found.
+TEST(RepeatedTokens, ANearTwinTakesThePlaceAndItsRepeats) {
+  RepeatedTokens repeats(32, 64);
+  const Token a(32, 3);
+  Token b = a;
+  b[6] = 9;
+  Added added;
+  ASSERT_FALSE(repeats.repeat(a.data()));
+  EXPECT_FALSE(repeats.occupant().has_value());  // an empty place
+  repeats.remember(a.data(), collect(added));
+  ASSERT_TRUE(repeats.repeat(a.data()));
+  ASSERT_TRUE(repeats.repeat(a.data()));
+  ASSERT_FALSE(repeats.repeat(b.data()));
+  repeats.take_place(b.data());
+  EXPECT_EQ(repeats.hits(), 3);
+  EXPECT_EQ(repeats.lookups(), 4);
+  EXPECT_FALSE(repeats.repeat(a.data()));
+  repeats.drain(collect(added));
+  ASSERT_EQ(added.size(), 1u);
+  EXPECT_EQ(added[0], std::make_pair(b, std::uint32_t{3}));
 }
 
 TEST(RepeatedTokens, EntriesFitTheBytes) {
