@@ -9,6 +9,7 @@
 
 #include "rtb/base/enum_names.h"
 #include "rtb/base/error.h"
+#include "rtb/base/mix.h"
 #include "rtb/base/stats.h"
 
 namespace rtb::logs {
@@ -63,13 +64,7 @@ double compute(Statistic statistic, std::span<const double> values) {
   return stats::median(std::vector<double>(values.begin(), values.end()));
 }
 
-std::uint64_t Random::next() {
-  state_ += 0x9e3779b97f4a7c15ULL;
-  std::uint64_t z = state_;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+std::uint64_t Random::next() { return mix64(state_ += kGoldenGamma); }
 
 std::size_t Random::below(std::size_t n) {
   if (n == 0) fail("Random::below(0)");

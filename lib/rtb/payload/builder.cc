@@ -16,6 +16,7 @@
 #endif
 
 #include "rtb/base/error.h"
+#include "rtb/base/mix.h"
 #include "rtb/payload/load.h"
 #include "rtb/payload/routing.h"
 #include "rtb/payload/settings.h"
@@ -25,16 +26,8 @@ namespace {
 
 // --- seeded randomness
 // ------------------------------------------------------------------------------ Counter-based:
-// every value is a hash of (seed, stream, index), so it does not depend on the order of computation
-// or the number of threads.
-
-constexpr std::uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
-
-std::uint64_t finalize(std::uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+// every value is a hash (mix64) of (seed, stream, index), so it does not depend on the order of
+// computation or the number of threads.
 
 enum class Stream : std::uint64_t {
   kTokenIds = 1,
@@ -48,12 +41,12 @@ enum class Stream : std::uint64_t {
 };
 
 std::uint64_t stream_key(std::uint64_t seed, Stream stream, std::uint64_t sub = 0) {
-  return finalize(finalize(seed + kGolden * (static_cast<std::uint64_t>(stream) + 1)) +
-                  kGolden * (sub + 1));
+  return mix64(mix64(seed + kGoldenGamma * (static_cast<std::uint64_t>(stream) + 1)) +
+               kGoldenGamma * (sub + 1));
 }
 
 std::uint64_t random_at(std::uint64_t key, std::uint64_t index) {
-  return finalize(key + kGolden * (index + 1));
+  return mix64(key + kGoldenGamma * (index + 1));
 }
 
 // A uniform integer in [0, n) from 64 random bits.
@@ -68,7 +61,7 @@ double open_unit(std::uint64_t bits) { return (static_cast<double>(bits >> 11) +
 class SplitMix {
  public:
   explicit SplitMix(std::uint64_t key) : state_(key) {}
-  std::uint64_t next() { return finalize(state_ += kGolden); }
+  std::uint64_t next() { return mix64(state_ += kGoldenGamma); }
   std::uint64_t below(std::uint64_t n) { return payload::below(next(), n); }
 
  private:

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "rtb/base/error.h"
+#include "rtb/base/mix.h"
 
 namespace rtb::payload {
 
@@ -15,9 +16,8 @@ std::uint64_t hash_slots(const std::int16_t* slots, std::size_t n, std::size_t e
   // multiply spreads them up (a multiply alone never moves a change downwards), and SplitMix64's
   // finalizer mixes the chains. Equal slots give equal hashes; a collision only costs a
   // comparison.
-  constexpr std::uint64_t kOdd = 0x9E37'79B9'7F4A'7C15;
   auto step = [](std::uint64_t chain, std::uint64_t word) {
-    return std::rotl(chain ^ word, 29) * kOdd;
+    return std::rotl(chain ^ word, 29) * kGoldenGamma;
   };
   const auto* bytes = reinterpret_cast<const unsigned char*>(slots);
   auto word_at = [bytes](std::size_t w) {
@@ -41,9 +41,7 @@ std::uint64_t hash_slots(const std::int16_t* slots, std::size_t n, std::size_t e
   }
   std::uint64_t h =
       chain[0] ^ std::rotl(chain[1], 16) ^ std::rotl(chain[2], 32) ^ std::rotl(chain[3], 48);
-  h = (h ^ (h >> 30)) * 0xBF58'476D'1CE4'E5B9;
-  h = (h ^ (h >> 27)) * 0x94D0'49BB'1331'11EB;
-  return h ^ (h >> 31);
+  return mix64(h);
 }
 
 RepeatedTokens::RepeatedTokens(std::size_t slots_per_token, std::size_t entries)
