@@ -3,12 +3,12 @@
 // loads, so the check counts them once and adds the repeats later, a multiple per cell. The
 // builder's layout makes such repeats (builder.h: tile t+1 is tile t's columns plus one, so a
 // token differs from its twin a tile before only where a run of S starts): at the issue shape
-// (8 x 16,384 tokens, 60 x top-10) 78% of the real tokens repeat one of the 2,048 distinct
-// tokens seen last. Nothing is taken on trust: a repeat is found by a hash of a sample of its
-// slots and confirmed by comparing every slot, and only tokens that passed every routing check
-// are remembered. A token that differs from the one in its place in a few layers (a near twin)
-// can take that place with its pending repeats (occupant(), take_place()): the check then
-// looks at those layers only and moves the loads where the two differ.
+// (8 x 16,384 tokens, 60 x top-10) 27,168 of the 121,896 real tokens are distinct, and a table
+// of the 1,747 met last finds most repeats. Nothing is taken on trust: a repeat is found by a hash
+// of a sample of its slots and confirmed by comparing every slot, and only tokens that passed every
+// routing check are remembered. A token that differs from the one in its place in a few layers (a
+// near twin) can take that place with its pending repeats (occupant(), take_place()): the check
+// then looks at those layers only and moves the loads where the two differ.
 #pragma once
 
 #include <cstddef>
