@@ -495,21 +495,26 @@ TEST(VerifyRepeats, RepeatedTokensGiveTheSameReportAsCountingEach) {
     token[3] = token[4] = 2;
   }
   VerifyOptions v;
-  v.experts = 16;
   v.vocab = o.vocab;
   v.targets = p.targets;
-  v.threads = 1;
-  v.repeat_entries = 0;
-  const VerifyReport reference = verify_payload(p, v);
-  EXPECT_EQ(reference.check("routing")->failures, 3);
-  ASSERT_EQ(reference.per_layer.size(), 4u);
-  EXPECT_EQ(reference.per_layer[0].tokens, p.real_tokens - 3);
-  for (int threads : {1, 2}) {
-    for (int repeat_entries : {1, 2, 64, 4096, -1}) {
-      v.threads = threads;
-      v.repeat_entries = repeat_entries;
-      SCOPED_TRACE(testing::Message() << threads << " threads, " << repeat_entries << " entries");
-      EXPECT_EQ(report_json(verify_payload(p, v)), report_json(reference));
+  // The model's 16 experts, and none given (every int16 id counted, the count inferred).
+  for (int experts : {16, 0}) {
+    v.experts = experts;
+    v.threads = 1;
+    v.repeat_entries = 0;
+    const VerifyReport reference = verify_payload(p, v);
+    EXPECT_EQ(reference.check("routing")->failures, 3);
+    ASSERT_EQ(reference.per_layer.size(), 4u);
+    EXPECT_EQ(reference.per_layer[0].tokens, p.real_tokens - 3);
+    EXPECT_EQ(reference.experts, 16);
+    for (int threads : {1, 2}) {
+      for (int repeat_entries : {1, 2, 64, 4096, -1}) {
+        v.threads = threads;
+        v.repeat_entries = repeat_entries;
+        SCOPED_TRACE(testing::Message() << experts << " experts, " << threads << " threads, "
+                                        << repeat_entries << " entries");
+        EXPECT_EQ(report_json(verify_payload(p, v)), report_json(reference));
+      }
     }
   }
 }
